@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libboost-dev libboost-filesystem-dev libboost-system-dev
-  nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 libssl-dev openssl
+  nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 libssl-dev openssl libcli11-dev
   libbenchmark-dev prometheus curl python3
 )
 

@@ -1,0 +1,487 @@
+#include "config/loader.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "util/atomic_file.hpp"
+
+namespace moonmq::config {
+namespace {
+
+using json = nlohmann::json;
+
+std::string type_name(const json& j) {
+  if (j.is_number_integer() || j.is_number_unsigned())
+    return "integer";
+  if (j.is_number_float())
+    return "number";
+  return j.type_name();
+}
+
+/// Reads one JSON object of the configuration, recording every key it
+/// consumes so that the rest can be reported as unknown.
+class reader {
+public:
+  reader(const json* obj, std::string path, load_result& result)
+    : obj_(obj), path_(std::move(path)), result_(result) {}
+
+  bool present() const { return obj_ != nullptr; }
+  const std::string& path() const { return path_; }
+
+  /// The sub-object `key`; an absent key gives a reader that reads nothing.
+  reader child(const std::string& key) {
+    const json* j = take(key);
+    if (j && !j->is_object()) {
+      error(key, "expected an object, got " + type_name(*j));
+      j = nullptr;
+    }
+    return reader{j, join(key), result_};
+  }
+
+  void get(const std::string& key, std::string& out) {
+    if (const json* j = take(key)) {
+      if (j->is_string())
+        out = j->get<std::string>();
+      else
+        error(key, "expected a string, got " + type_name(*j));
+    }
+  }
+
+  void get(const std::string& key, bool& out) {
+    if (const json* j = take(key)) {
+      if (j->is_boolean())
+        out = j->get<bool>();
+      else
+        error(key, "expected true or false, got " + type_name(*j));
+    }
+  }
+
+  template <class Int>
+  void get_int(const std::string& key, Int& out, int64_t lo, int64_t hi) {
+    const json* j = take(key);
+    if (!j)
+      return;
+    if (!j->is_number_integer() && !j->is_number_unsigned()) {
+      error(key, "expected an integer, got " + type_name(*j));
+      return;
+    }
+    if (j->is_number_unsigned() && j->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+      error(key, "must be at most " + std::to_string(hi));
+      return;
+    }
+    auto v = j->get<int64_t>();
+    if (v < lo || v > hi) {
+      error(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got "
+                   + std::to_string(v));
+      return;
+    }
+    out = static_cast<Int>(v);
+  }
+
+  void get_double(const std::string& key, double& out, double lo, double hi) {
+    const json* j = take(key);
+    if (!j)
+      return;
+    if (!j->is_number()) {
+      error(key, "expected a number, got " + type_name(*j));
+      return;
+    }
+    auto v = j->get<double>();
+    if (!std::isfinite(v) || v < lo || v > hi) {
+      error(key, "must be between " + fmt(lo) + " and " + fmt(hi) + ", got " + fmt(v));
+      return;
+    }
+    out = v;
+  }
+
+  void get_port(const std::string& key, uint16_t& out) { get_int(key, out, 0, 65535); }
+
+  void get_strings(const std::string& key, std::vector<std::string>& out) {
+    const json* j = take(key);
+    if (!j)
+      return;
+    if (!j->is_array()) {
+      error(key, "expected an array of strings, got " + type_name(*j));
+      return;
+    }
+    out.clear();
+    for (size_t i = 0; i < j->size(); ++i) {
+      if (!(*j)[i].is_string())
+        error(key + "[" + std::to_string(i) + "]", "expected a string");
+      else
+        out.push_back((*j)[i].get<std::string>());
+    }
+  }
+
+  /// A reader over an element of an array read with raw().
+  reader element(const json& obj, const std::string& key) { return reader{&obj, join(key), result_}; }
+
+  /// Gives raw access to `key` (arrays of objects, free-form maps); marks
+  /// it consumed.
+  const json* raw(const std::string& key) { return take(key); }
+
+  void error(const std::string& key, const std::string& what) {
+    result_.errors.push_back(join(key) + ": " + what);
+  }
+
+  /// Reports every key of this object that no get/child consumed.
+  void finish() {
+    if (!obj_)
+      return;
+    for (auto it = obj_->begin(); it != obj_->end(); ++it)
+      if (!seen_.count(it.key()))
+        result_.warnings.push_back(join(it.key()) + ": unknown key, ignored");
+  }
+
+  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+private:
+  static std::string fmt(double v) {
+    if (v == std::numeric_limits<double>::max())
+      return "max";
+    auto s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.')
+      s.pop_back();
+    return s;
+  }
+
+  const json* take(const std::string& key) {
+    seen_.insert(key);
+    if (!obj_)
+      return nullptr;
+    auto it = obj_->find(key);
+    if (it == obj_->end() || it->is_null())
+      return nullptr;
+    return &*it;
+  }
+
+  const json* obj_;
+  std::string path_;
+  load_result& result_;
+  std::set<std::string> seen_;
+};
+
+constexpr int64_t max_i32 = std::numeric_limits<int32_t>::max();
+constexpr double max_double = std::numeric_limits<double>::max();
+
+void read_listener(reader& r, listener_config& l) {
+  r.get("Host", l.host);
+  if (r.present() && l.host.empty())
+    r.error("Host", "must not be empty");
+}
+
+/// Checks "host:port" with a numeric port in 1..65535.
+bool valid_address(const std::string& a) {
+  auto colon = a.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == a.size())
+    return false;
+  auto port = a.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  auto n = std::stoi(port);
+  return n > 0 && n <= 65535;
+}
+
+void read_peers(reader& cluster, cluster_config& c) {
+  const json* peers = cluster.raw("Peers");
+  if (!peers)
+    return;
+  if (!peers->is_array()) {
+    cluster.error("Peers", "expected an array of objects");
+    return;
+  }
+  std::set<std::string> ids{c.broker_id};
+  for (size_t i = 0; i < peers->size(); ++i) {
+    std::string key = "Peers[" + std::to_string(i) + "]";
+    if (!(*peers)[i].is_object()) {
+      cluster.error(key, "expected an object");
+      continue;
+    }
+    reader r = cluster.element((*peers)[i], key);
+    peer_config p;
+    r.get("Id", p.id);
+    r.get("Address", p.address);
+    r.get("ClientAddress", p.client_address);
+    r.get("Token", p.token);
+    r.finish();
+    if (p.id.empty())
+      r.error("Id", "required");
+    else if (!ids.insert(p.id).second)
+      r.error("Id", "duplicate broker id '" + p.id + "' (peer ids must differ from each other and from BrokerId)");
+    if (!valid_address(p.address))
+      r.error("Address", "expected host:port, got '" + p.address + "'");
+    if (!p.client_address.empty() && !valid_address(p.client_address))
+      r.error("ClientAddress", "expected host:port, got '" + p.client_address + "'");
+    c.peers.push_back(std::move(p));
+  }
+}
+
+void read_cluster(reader& server, node_config& cfg) {
+  reader r = server.child("Cluster");
+  if (!r.present())
+    return;
+  cluster_config c;
+  c.port = 9095;
+  read_listener(r, c);
+  r.get_port("Port", c.port);
+  r.get("BrokerId", c.broker_id);
+  if (c.broker_id.empty())
+    r.error("BrokerId", "required when Cluster is present");
+  else if (c.broker_id.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+           != std::string::npos)
+    r.error("BrokerId", "only letters, digits, '.', '_' and '-' are allowed");
+  r.get("Token", c.token);
+  r.get_int("PeerTimeout", c.peer_timeout_seconds, 1, 3600);
+  r.get_int("BatchBytes", c.batch_bytes, 1024, 1LL << 30);
+  read_peers(r, c);
+  reader tls = r.child("Tls");
+  tls.get("CertFile", c.tls.cert_file);
+  tls.get("KeyFile", c.tls.key_file);
+  tls.get("CaFile", c.tls.ca_file);
+  tls.get("Verify", c.tls.verify);
+  if (c.tls.verify != "none" && c.tls.verify != "peer" && c.tls.verify != "required")
+    tls.error("Verify", "expected none, peer or required, got '" + c.tls.verify + "'");
+  if (c.tls.cert_file.empty() != c.tls.key_file.empty())
+    tls.error("CertFile", "CertFile and KeyFile go together");
+  if (c.tls.verify != "none" && c.tls.ca_file.empty())
+    tls.error("CaFile", "required when Verify is " + c.tls.verify);
+  tls.finish();
+  reader raft = r.child("Raft");
+  raft.get("Enabled", c.raft.enabled);
+  raft.get_int("ElectionTimeoutMs", c.raft.election_timeout_ms, 10, 600000);
+  raft.get_int("HeartbeatMs", c.raft.heartbeat_ms, 1, 600000);
+  raft.get_int("MaxLogEntries", c.raft.max_log_entries, 2, 100000000);
+  if (c.raft.heartbeat_ms >= c.raft.election_timeout_ms)
+    raft.error("HeartbeatMs", "must be below ElectionTimeoutMs");
+  raft.finish();
+  r.finish();
+  cfg.cluster = std::move(c);
+}
+
+void read_goals(reader& ab, autobalance_config& a) {
+  const json* goals = ab.raw("Goals");
+  if (!goals)
+    return;
+  if (!goals->is_object()) {
+    ab.error("Goals", "expected an object of goal name -> settings");
+    return;
+  }
+  for (auto it = goals->begin(); it != goals->end(); ++it) {
+    std::string key = "Goals." + it.key();
+    if (!it->is_object()) {
+      ab.error(key, "expected an object");
+      continue;
+    }
+    reader r = ab.element(*it, key);
+    goal_config g;
+    bool enabled = true;
+    double dev = 0, threshold = 0, cap = 0;
+    int priority = 0;
+    auto has = [&](const char* k) { return it->contains(k) && !(*it)[k].is_null(); };
+    r.get("Enabled", enabled);
+    r.get_double("AvgDeviation", dev, 0.0, 10.0);
+    r.get_double("DetectThreshold", threshold, 0.0, max_double);
+    r.get_int("Priority", priority, -1000000, 1000000);
+    r.get_double("CapacityThreshold", cap, 0.0, 1.0);
+    if (has("Enabled")) g.enabled = enabled;
+    if (has("AvgDeviation")) g.avg_deviation = dev;
+    if (has("DetectThreshold")) g.detect_threshold = threshold;
+    if (has("Priority")) g.priority = priority;
+    if (has("CapacityThreshold")) g.capacity_threshold = cap;
+    r.finish();
+    a.goals[it.key()] = g;
+  }
+}
+
+void read_autobalance(reader& server, autobalance_config& a) {
+  reader r = server.child("Autobalance");
+  r.get("Enabled", a.enabled);
+  r.get_int("IntervalSeconds", a.interval_seconds, 1, 86400);
+  r.get("DryRun", a.dry_run);
+  r.get_int("MaxActionsPerDetect", a.max_actions_per_detect, 0, 1000000);
+  r.get_int("Window", a.window, 1, 100000);
+  r.get_int("MinValid", a.min_valid, 1, 100000);
+  r.get_double("Percentile", a.percentile, 0.0, 1.0);
+  r.get("GoalsDir", a.goals_dir);
+  read_goals(r, a);
+  r.get_strings("ExcludedTopics", a.excluded_topics);
+  r.get_strings("ExcludedBrokers", a.excluded_brokers);
+  if (a.min_valid > a.window)
+    r.error("MinValid", "must not exceed Window (" + std::to_string(a.window) + ")");
+  r.finish();
+}
+
+void read_server(const json& root, load_result& res) {
+  reader top{&root, "", res};
+  reader s = top.child("Server");
+  top.finish();
+  node_config& cfg = res.config;
+  read_listener(s, cfg.client);
+  s.get_port("Port", cfg.client.port);
+  s.get("DataDir", cfg.data_dir);
+  if (cfg.data_dir.empty())
+    s.error("DataDir", "must not be empty");
+  s.get("LogLevel", cfg.log_level);
+  if (cfg.log_level != "trace" && cfg.log_level != "debug" && cfg.log_level != "info"
+      && cfg.log_level != "warn" && cfg.log_level != "error" && cfg.log_level != "critical"
+      && cfg.log_level != "off")
+    s.error("LogLevel", "expected trace, debug, info, warn, error, critical or off, got '"
+                          + cfg.log_level + "'");
+
+  reader admin = s.child("Admin");
+  read_listener(admin, cfg.admin);
+  admin.get_port("Port", cfg.admin.port);
+  admin.get("Token", cfg.admin.token);
+  admin.finish();
+
+  reader kafka = s.child("Kafka");
+  kafka.get("Enabled", cfg.kafka.enabled);
+  read_listener(kafka, cfg.kafka);
+  kafka.get_port("Port", cfg.kafka.port);
+  kafka.get("AdvertisedHost", cfg.kafka.advertised_host);
+  kafka.finish();
+
+  read_cluster(s, cfg);
+  read_autobalance(s, cfg.autobalance);
+
+  reader http = s.child("Http");
+  http.get_int("MaxBodyBytes", cfg.http.max_body_bytes, 1024, 1LL << 32);
+  http.get_int("HeaderTimeoutMs", cfg.http.header_timeout_ms, 10, 3600000);
+  http.get_int("MaxConnections", cfg.http.max_connections, 1, 1000000);
+  http.get_int("Threads", cfg.http.threads, 1, 64);
+  http.finish();
+
+  reader sched = s.child("Scheduler");
+  sched.get("Policy", cfg.scheduler.policy);
+  if (cfg.scheduler.policy != "sharing" && cfg.scheduler.policy != "stealing")
+    sched.error("Policy", "expected sharing or stealing, got '" + cfg.scheduler.policy + "'");
+  sched.get_int("MaxThreads", cfg.scheduler.max_threads, 0, 256);
+  sched.finish();
+
+  s.finish();
+}
+
+/// Parses JSON with comments; on a syntax error records "origin:line:col: ...".
+bool parse(const std::string& text, const std::string& origin, json& out, load_result& res) {
+  try {
+    out = json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& e) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    auto pos = what.find("syntax error");
+    res.errors.push_back(origin + ":" + std::to_string(line) + ":" + std::to_string(col)
+                         + ": malformed JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
+    return false;
+  }
+  if (!out.is_object()) {
+    res.errors.push_back(origin + ": expected a JSON object at the top level");
+    return false;
+  }
+  return true;
+}
+
+/// Deep merge: objects merge key by key, anything else replaces.
+void merge(json& base, const json& overlay) {
+  for (auto it = overlay.begin(); it != overlay.end(); ++it) {
+    if (it->is_object() && base.contains(it.key()) && base[it.key()].is_object())
+      merge(base[it.key()], *it);
+    else
+      base[it.key()] = *it;
+  }
+}
+
+void apply_override(json& root, const std::string& spec, load_result& res) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    res.errors.push_back("--set " + spec + ": expected Dotted.Key=value");
+    return;
+  }
+  std::string path = spec.substr(0, eq), value = spec.substr(eq + 1);
+  if (path.rfind("Server.", 0) != 0 && path != "Server")
+    path = "Server." + path;
+  json* node = &root;
+  size_t start = 0;
+  for (;;) {
+    auto dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) {
+      res.errors.push_back("--set " + spec + ": empty key segment");
+      return;
+    }
+    if (!node->is_object())
+      *node = json::object();
+    node = &(*node)[key];
+    if (dot == std::string::npos)
+      break;
+    start = dot + 1;
+  }
+  json parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  *node = parsed.is_discarded() ? json(value) : parsed;
+}
+
+load_result finish(json root, std::vector<std::string> files, const std::vector<std::string>& overrides,
+                   load_result res) {
+  res.files = std::move(files);
+  for (const auto& o : overrides)
+    apply_override(root, o, res);
+  if (res.errors.empty())
+    read_server(root, res);
+  return res;
+}
+
+}  // namespace
+
+load_result load_text(const std::string& text, const std::string& origin,
+                      const std::vector<std::string>& overrides) {
+  load_result res;
+  json root = json::object();
+  if (!text.empty() && !parse(text, origin, root, res))
+    return res;
+  return finish(std::move(root), {origin}, overrides, std::move(res));
+}
+
+load_result load(const std::string& config_file, const std::string& environment,
+                 const std::vector<std::string>& overrides) {
+  load_result res;
+  json root = json::object();
+  std::vector<std::string> files;
+  if (!config_file.empty()) {
+    std::string text;
+    if (auto ec = util::read_file(config_file, text)) {
+      res.errors.push_back(config_file + ": cannot read: " + ec.message());
+      return res;
+    }
+    if (!parse(text, config_file, root, res))
+      return res;
+    files.push_back(config_file);
+    if (!environment.empty()) {
+      std::filesystem::path p{config_file};
+      auto overlay = p.parent_path() / (p.stem().string() + "." + environment + p.extension().string());
+      std::string otext;
+      if (!util::read_file(overlay.string(), otext)) {
+        json o;
+        if (!parse(otext, overlay.string(), o, res))
+          return res;
+        merge(root, o);
+        files.push_back(overlay.string());
+      }
+    }
+  }
+  return finish(std::move(root), std::move(files), overrides, std::move(res));
+}
+
+}  // namespace moonmq::config

@@ -1,0 +1,113 @@
+#pragma once
+// The configuration of one moonmq-node (CONTRACT.md §2). Plain data: loaded
+// and validated by config/loader.hpp, read by every component at start-up.
+// Times carry their unit in the name (…_ms, …_seconds); sizes are bytes.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moonmq::config {
+
+struct listener_config {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+};
+
+struct admin_config : listener_config {
+  /// Bearer token for the admin API; empty = no authentication.
+  std::string token;
+};
+
+struct kafka_config : listener_config {
+  bool enabled = true;
+  std::string advertised_host = "127.0.0.1";
+};
+
+struct peer_config {
+  std::string id;
+  std::string address;         ///< host:port of the peer's cluster listener
+  std::string client_address;  ///< host:port of the peer's client API
+  std::string token;           ///< token sent to this peer; empty = Cluster.Token
+};
+
+struct tls_config {
+  std::string cert_file, key_file, ca_file;
+  std::string verify = "none";  ///< none | peer | required
+};
+
+struct raft_config {
+  bool enabled = false;
+  int election_timeout_ms = 1000;
+  int heartbeat_ms = 500;
+  int max_log_entries = 512;
+};
+
+struct cluster_config : listener_config {
+  std::string broker_id;
+  std::string token;
+  int peer_timeout_seconds = 5;  ///< CONTRACT key Cluster.PeerTimeout, seconds
+  int64_t batch_bytes = 262144;  ///< copy batch size of a partition move
+  std::vector<peer_config> peers;
+  tls_config tls;
+  raft_config raft;
+};
+
+/// Per-goal settings (CONTRACT §6); a goal missing from the map runs with
+/// its plugin's defaults. Only the keys present are set.
+struct goal_config {
+  std::optional<bool> enabled;
+  std::optional<double> avg_deviation;
+  std::optional<double> detect_threshold;
+  std::optional<int> priority;
+  std::optional<double> capacity_threshold;
+};
+
+struct autobalance_config {
+  bool enabled = false;
+  int interval_seconds = 60;
+  bool dry_run = true;
+  int max_actions_per_detect = 50;
+  int window = 60;
+  int min_valid = 1;
+  double percentile = 0.9;
+  std::string goals_dir;  ///< empty = "<dir of moonmq-node>/plugins"
+  std::map<std::string, goal_config> goals;
+  std::vector<std::string> excluded_topics;
+  std::vector<std::string> excluded_brokers;
+};
+
+/// Settings of the HTTP server shared by every listener.
+struct http_config {
+  int64_t max_body_bytes = 16 * 1024 * 1024;
+  int header_timeout_ms = 10000;
+  int max_connections = 1024;
+  int threads = 2;  ///< Asio threads shared by all listeners
+};
+
+/// CAF scheduler settings. "sharing" idles at 0% CPU; the default
+/// work-stealing policy burns ~30% of a core when idle on 2 cores
+/// (TOOLCHAIN.md, runtime trap 6).
+struct scheduler_config {
+  std::string policy = "sharing";  ///< sharing | stealing
+  int max_threads = 0;             ///< 0 = number of cores (at least 2)
+};
+
+struct node_config {
+  listener_config client{"127.0.0.1", 8080};
+  std::string data_dir = "./data";
+  admin_config admin{{"127.0.0.1", 9644}, ""};
+  kafka_config kafka{{"127.0.0.1", 9092}, true, "127.0.0.1"};
+  std::optional<cluster_config> cluster;  ///< absent = single broker
+  autobalance_config autobalance;
+  http_config http;
+  scheduler_config scheduler;
+  std::string log_level = "info";
+
+  /// This broker's id: Cluster.BrokerId, or "local" without a cluster.
+  std::string broker_id() const { return cluster ? cluster->broker_id : "local"; }
+};
+
+}  // namespace moonmq::config

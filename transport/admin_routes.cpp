@@ -1,0 +1,88 @@
+#include "transport/admin_routes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+using json = nlohmann::json;
+
+json info_json(const actor_info& a) {
+  json j{{"id", a.id}, {"name", a.name}, {"kind", a.kind}, {"spawned_at", a.spawned_at}};
+  if (a.responsive) {
+    auto state = json::parse(a.state, nullptr, false);
+    j["status"] = "ok";
+    j["state"] = state.is_discarded() ? json(a.state) : state;
+  } else {
+    j["status"] = "unresponsive";
+    j["state"] = nullptr;
+  }
+  return j;
+}
+
+std::function<void(const caf::error&)> fail_with(const responder& respond, const std::string& what) {
+  return [respond, what](const caf::error& e) {
+    respond(http_response::error(http_status_of(e), error_code_of(e), what + ": " + caf::to_string(e)));
+  };
+}
+
+}  // namespace
+
+void add_admin_routes(router& r, const admin_context& ctx) {
+  if (!ctx.token.empty()) {
+    r.set_guard([token = ctx.token](const http_request& req) -> std::optional<http_response> {
+      if (req.path == "/health")
+        return std::nullopt;
+      const std::string* auth = req.header("authorization");
+      static const std::string prefix = "Bearer ";
+      if (auth && auth->rfind(prefix, 0) == 0 && constant_time_equals(auth->substr(prefix.size()), token))
+        return std::nullopt;
+      auto res = http_response::error(401, "unauthorized", "missing or wrong bearer token");
+      res.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return res;
+    });
+  }
+
+  r.add("GET", "/health", [id = ctx.broker_id](http_request&, responder respond) {
+    respond(http_response::json(200, json{{"status", "ok"}, {"broker_id", id}}.dump()));
+  });
+
+  r.add("GET", "/metrics", [](http_request&, responder respond) {
+    http_response res;
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res.body = metrics::registry::global().render();
+    respond(std::move(res));
+  });
+
+  r.add("GET", "/admin/actors", [ctx](http_request&, responder respond) {
+    ask<std::vector<actor_info>>(
+      *ctx.system, ctx.registry, ctx.timeout,
+      [respond](std::vector<actor_info>& infos) {
+        json list = json::array();
+        for (const auto& a : infos)
+          list.push_back(info_json(a));
+        respond(http_response::json(200, json{{"actors", list}}.dump()));
+      },
+      fail_with(respond, "listing actors failed"), list_atom::value);
+  });
+
+  r.add("GET", "/admin/actors/{id}", [ctx](http_request& req, responder respond) {
+    const auto& raw = req.params["id"];
+    uint64_t id = 0;
+    if (raw.empty() || raw.size() > 19 || raw.find_first_not_of("0123456789") != std::string::npos) {
+      respond(http_response::error(400, "bad_request", "actor id must be a decimal number, got '" + raw + "'"));
+      return;
+    }
+    id = std::stoull(raw);
+    ask<actor_info>(
+      *ctx.system, ctx.registry, ctx.timeout,
+      [respond](actor_info& a) { respond(http_response::json(200, info_json(a).dump())); },
+      fail_with(respond, "inspecting actor " + raw + " failed"), inspect_atom::value, id);
+  });
+}
+
+}  // namespace moonmq::transport

@@ -1,0 +1,388 @@
+#include "transport/http_server.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq::transport {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+// --- io_pool ---------------------------------------------------------------
+
+struct io_pool::impl {
+  net::io_context ioc;
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
+  std::vector<std::thread> threads;
+  std::once_flag stopped;
+};
+
+io_pool::io_pool(int threads) : impl_(std::make_unique<impl>()) {
+  for (int i = 0; i < std::max(1, threads); ++i)
+    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+}
+
+io_pool::~io_pool() {
+  stop();
+}
+
+void io_pool::stop() {
+  std::call_once(impl_->stopped, [this] {
+    impl_->work.reset();
+    impl_->ioc.stop();
+    for (auto& t : impl_->threads)
+      if (t.joinable())
+        t.join();
+  });
+}
+
+void* io_pool::native() {
+  return &impl_->ioc;
+}
+
+// --- server ----------------------------------------------------------------
+
+namespace {
+
+class session;
+
+}  // namespace
+
+struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
+  impl(net::io_context& context, http_server_options o, std::shared_ptr<const router> r)
+    : ioc(context), opts(std::move(o)), routes(std::move(r)), acceptor(net::make_strand(context)) {}
+
+  void accept();
+  void track(const std::shared_ptr<session>& s);
+  void untrack(session* s);
+  void request_started() { ++in_flight; }
+  void request_finished() {
+    std::lock_guard<std::mutex> g{mtx};
+    --in_flight;
+    cv.notify_all();
+  }
+
+  net::io_context& ioc;
+  http_server_options opts;
+  std::shared_ptr<const router> routes;
+  tcp::acceptor acceptor;
+  std::atomic<int> connections{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> stopping{false};
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::set<std::weak_ptr<session>, std::owner_less<std::weak_ptr<session>>> sessions;
+  uint16_t bound_port = 0;
+};
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() {
+  static auto l = log::get("transport");
+  return l;
+}
+
+class session : public std::enable_shared_from_this<session> {
+public:
+  session(tcp::socket&& socket, std::shared_ptr<http_server::impl> server)
+    : stream_(std::move(socket)), server_(std::move(server)) {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec)
+      remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  ~session() { --server_->connections; }
+
+  void start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+  }
+
+  /// Refuses the connection with 503 (over the connection cap).
+  void refuse() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->close_after_write_ = true;
+      self->write(http_response::error(503, "too_many_connections", "connection limit reached"), 11);
+    });
+  }
+
+  void close() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->stream_.close();
+    });
+  }
+
+private:
+  void read_header() {
+    if (server_->stopping) {
+      close();
+      return;
+    }
+    parser_.emplace();
+    parser_->header_limit(64 * 1024);
+    parser_->body_limit(static_cast<uint64_t>(server_->opts.max_body_bytes));
+    stream_.expires_after(server_->opts.header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (ec) {
+      if (ec != http::error::end_of_stream && ec != net::error::operation_aborted
+          && ec != beast::error::timeout && ec != net::error::connection_reset
+          && ec != net::error::eof) {
+        close_after_write_ = true;
+        write(http_response::error(400, "bad_request", "malformed HTTP request: " + ec.message()), 11);
+        return;
+      }
+      close();
+      return;
+    }
+    auto& req = parser_->get();
+    version_ = req.version();
+    if (auto len = parser_->content_length(); len && *len > static_cast<uint64_t>(server_->opts.max_body_bytes)) {
+      close_after_write_ = true;
+      write(http_response::error(413, "payload_too_large",
+                                 "body of " + std::to_string(*len) + " bytes exceeds the limit of "
+                                   + std::to_string(server_->opts.max_body_bytes)),
+            version_);
+      return;
+    }
+    stream_.expires_after(server_->opts.body_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      close_after_write_ = true;
+      write(http_response::error(413, "payload_too_large", "body exceeds the limit of "
+                                                             + std::to_string(server_->opts.max_body_bytes)),
+            version_);
+      return;
+    }
+    if (ec) {
+      close();
+      return;
+    }
+    stream_.expires_never();
+    auto msg = parser_->release();
+    keep_alive_ = msg.keep_alive() && !server_->stopping;
+    http_request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    req.remote = remote_;
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      for (auto& c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req.headers.emplace_back(std::move(name), std::string(f.value()));
+    }
+    req.body = std::move(msg.body());
+    auto q = req.target.find('?');
+    auto path = url_decode(std::string_view(req.target).substr(0, q));
+    bool bad_query = false;
+    if (q != std::string::npos) {
+      std::string_view rest = std::string_view(req.target).substr(q + 1);
+      while (!rest.empty()) {
+        auto amp = rest.find('&');
+        auto part = rest.substr(0, amp);
+        auto eq = part.find('=');
+        auto k = url_decode(part.substr(0, eq));
+        auto v = url_decode(eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1));
+        if (!k || !v)
+          bad_query = true;
+        else if (!k->empty())
+          req.query[*k] = *v;
+        if (amp == std::string_view::npos)
+          break;
+        rest.remove_prefix(amp + 1);
+      }
+    }
+    started_ = std::chrono::steady_clock::now();
+    server_->request_started();
+    auto self = shared_from_this();
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    responder respond = [self, answered](http_response res) {
+      if (answered->exchange(true))
+        return;  // a handler answered twice: the first answer stands
+      net::post(self->stream_.get_executor(),
+                [self, r = std::move(res)]() mutable { self->finish(std::move(r)); });
+    };
+    if (!path || bad_query) {
+      respond(http_response::error(400, "bad_request", "malformed percent-encoding in the request target"));
+      return;
+    }
+    req.path = std::move(*path);
+    try {
+      server_->routes->dispatch(req, respond);
+    } catch (const std::exception& e) {
+      logger()->error("http.handler_failed listener={} path={} error={}", server_->opts.name, req.path, e.what());
+      respond(http_response::error(500, "internal_error", "the request could not be handled"));
+    }
+  }
+
+  void finish(http_response res) {
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    auto& reg = metrics::registry::global();
+    reg.get_counter("moonmq_http_requests_total", "HTTP requests answered, by listener and status code",
+                    {{"code", std::to_string(res.status)}, {"listener", server_->opts.name}})
+      .inc();
+    reg.get_histogram("moonmq_http_request_duration_seconds", "Time from a complete request to its answer",
+                      metrics::latency_buckets(), {{"listener", server_->opts.name}})
+      .observe(secs);
+    write(std::move(res), version_, /*counted=*/true);
+  }
+
+  void write(http_response res, unsigned version, bool counted = false) {
+    auto msg = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(res.status), version);
+    msg->set(http::field::server, "moonmq");
+    msg->set(http::field::content_type, res.content_type);
+    for (auto& [k, v] : res.headers)
+      msg->set(k, v);
+    msg->body() = std::move(res.body);
+    bool keep = keep_alive_ && !close_after_write_ && !server_->stopping;
+    msg->keep_alive(keep);
+    msg->prepare_payload();
+    stream_.expires_after(server_->opts.body_timeout);
+    http::async_write(stream_, *msg, [self = shared_from_this(), msg, keep, counted](beast::error_code ec, size_t) {
+      if (counted)
+        self->server_->request_finished();
+      if (ec || !keep) {
+        beast::error_code ignored;
+        self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+        self->stream_.close();
+        return;
+      }
+      self->read_header();
+    });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<http_server::impl> server_;
+  std::string remote_;
+  unsigned version_ = 11;
+  bool keep_alive_ = false;
+  bool close_after_write_ = false;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace
+
+void http_server::impl::track(const std::shared_ptr<session>& s) {
+  std::lock_guard<std::mutex> g{mtx};
+  for (auto it = sessions.begin(); it != sessions.end();)
+    it = it->expired() ? sessions.erase(it) : std::next(it);
+  sessions.insert(s);
+}
+
+void http_server::impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [self = shared_from_this()](beast::error_code ec, tcp::socket sock) {
+    if (ec) {
+      if (ec == net::error::operation_aborted || !self->acceptor.is_open())
+        return;
+      logger()->warn("http.accept_failed listener={} error={}", self->opts.name, ec.message());
+    } else {
+      int n = ++self->connections;
+      auto s = std::make_shared<session>(std::move(sock), self);
+      self->track(s);
+      if (n > self->opts.max_connections || self->stopping)
+        s->refuse();
+      else
+        s->start();
+    }
+    if (!self->stopping)
+      self->accept();
+  });
+}
+
+http_server::http_server(io_pool& pool, http_server_options options, std::shared_ptr<const router> routes)
+  : impl_(std::make_shared<impl>(*static_cast<net::io_context*>(pool.native()), std::move(options),
+                                 std::move(routes))) {}
+
+http_server::~http_server() {
+  stop(std::chrono::milliseconds{0});
+}
+
+std::error_code http_server::start() {
+  beast::error_code ec;
+  tcp::resolver resolver{impl_->ioc};
+  auto results = resolver.resolve(impl_->opts.host, std::to_string(impl_->opts.port), ec);
+  if (ec)
+    return ec;
+  tcp::endpoint ep = results.begin()->endpoint();
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec)
+    a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec)
+    a.bind(ep, ec);
+  if (!ec)
+    a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    beast::error_code ignored;
+    a.close(ignored);
+    return ec;
+  }
+  impl_->bound_port = a.local_endpoint().port();
+  logger()->info("http.listening listener={} address={}:{}", impl_->opts.name, impl_->opts.host,
+                 impl_->bound_port);
+  net::dispatch(a.get_executor(), [self = impl_] { self->accept(); });
+  return {};
+}
+
+uint16_t http_server::port() const {
+  return impl_->bound_port;
+}
+
+int http_server::in_flight() const {
+  return impl_->in_flight.load();
+}
+
+void http_server::stop(std::chrono::milliseconds drain) {
+  if (impl_->stopping.exchange(true))
+    return;
+  std::promise<void> closed;
+  auto done = closed.get_future();
+  net::post(impl_->acceptor.get_executor(), [self = impl_, &closed] {
+    beast::error_code ec;
+    self->acceptor.close(ec);
+    closed.set_value();
+  });
+  done.wait_for(std::chrono::seconds(2));
+  {
+    std::unique_lock<std::mutex> g{impl_->mtx};
+    impl_->cv.wait_for(g, drain, [this] { return impl_->in_flight.load() == 0; });
+  }
+  std::vector<std::shared_ptr<session>> open;
+  {
+    std::lock_guard<std::mutex> g{impl_->mtx};
+    for (auto& w : impl_->sessions)
+      if (auto s = w.lock())
+        open.push_back(std::move(s));
+    impl_->sessions.clear();
+  }
+  for (auto& s : open)
+    s->close();
+  logger()->info("http.stopped listener={} in_flight={}", impl_->opts.name, impl_->in_flight.load());
+}
+
+}  // namespace moonmq::transport

@@ -1,0 +1,76 @@
+#pragma once
+// The one HTTP/1.1 server component behind every listener (admin, client,
+// cluster). Beast and Asio stay inside http_server.cpp.
+//
+// Behaviour: keep-alive; a request whose Content-Length exceeds
+// max_body_bytes is answered 413 before its body is read (chunked bodies are
+// cut off at the same limit); a header not complete within header_timeout
+// closes the connection (also the idle timeout between keep-alive requests);
+// connections beyond max_connections get 503 and are closed; malformed HTTP
+// gets 400. Handlers answer through a thread-safe responder, so no Asio
+// thread ever blocks on an actor's reply.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "transport/router.hpp"
+
+namespace moonmq::transport {
+
+/// Asio threads shared by every listener and HTTP client of a node.
+class io_pool {
+public:
+  explicit io_pool(int threads);
+  ~io_pool();
+  io_pool(const io_pool&) = delete;
+  io_pool& operator=(const io_pool&) = delete;
+
+  /// Stops the event loop and joins the threads (idempotent).
+  void stop();
+  /// The io_context, type-erased (transport-internal users cast it back).
+  void* native();
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+struct http_server_options {
+  std::string name = "http";  ///< listener name in logs and metrics labels
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  ///< 0 = ephemeral (see http_server::port)
+  int64_t max_body_bytes = 16 * 1024 * 1024;
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{60000};
+  int max_connections = 1024;
+};
+
+class http_server {
+public:
+  http_server(io_pool& pool, http_server_options options, std::shared_ptr<const router> routes);
+  ~http_server();
+
+  /// Binds and starts accepting. Errors: the bind/listen failure (address in
+  /// use, permission, unresolvable host).
+  std::error_code start();
+
+  /// The bound port (after start).
+  uint16_t port() const;
+
+  /// Stops accepting, lets in-flight requests finish for up to `drain`,
+  /// then closes every connection. Idempotent.
+  void stop(std::chrono::milliseconds drain);
+
+  /// Requests being handled right now.
+  int in_flight() const;
+
+  struct impl;  ///< implementation detail (http_server.cpp)
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace moonmq::transport

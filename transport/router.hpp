@@ -1,0 +1,44 @@
+#pragma once
+// Maps (method, path) to handlers. Patterns are literal segments plus
+// `{name}` placeholders that match one non-empty segment:
+//   "/admin/actors/{id}" matches "/admin/actors/42" with params["id"] = "42".
+// Unknown path → 404 {"error":"not_found"}; known path, other method → 405
+// {"error":"method_not_allowed"} with an Allow header.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "transport/http_types.hpp"
+
+namespace moonmq::transport {
+
+class router {
+public:
+  /// Runs before routing; a returned response is sent instead of routing
+  /// (authentication). Must be thread-safe.
+  using guard = std::function<std::optional<http_response>(const http_request&)>;
+
+  void add(std::string method, const std::string& pattern, handler h);
+  void set_guard(guard g) { guard_ = std::move(g); }
+
+  /// Routes `req` and calls exactly one handler, or answers 404/405 itself.
+  void dispatch(http_request& req, const responder& respond) const;
+
+private:
+  struct route {
+    std::string method;
+    std::vector<std::string> segments;
+    handler fn;
+  };
+  static bool match(const route& r, const std::vector<std::string>& segs,
+                    std::map<std::string, std::string>& params);
+
+  std::vector<route> routes_;
+  guard guard_;
+};
+
+/// Splits a path into its non-empty segments.
+std::vector<std::string> split_path(const std::string& path);
+
+}  // namespace moonmq::transport

@@ -1,0 +1,103 @@
+#pragma once
+// Process-wide Prometheus metrics (text exposition format 0.0.4).
+//
+//   auto& c = metrics::registry::global().get_counter("moonmq_http_requests_total",
+//                                                  "HTTP requests answered", {{"listener","admin"},{"code","200"}});
+//   c.inc();
+//
+// Families are created on first use; the same name with different labels
+// gives separate series. Counters and gauges are lock-free once created;
+// creation and rendering take a mutex. Names follow Prometheus conventions
+// (`_total` for counters, base units: seconds, bytes).
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace moonmq::metrics {
+
+using labels = std::vector<std::pair<std::string, std::string>>;
+
+class counter {
+public:
+  void inc(double v = 1.0);
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<double> value_{0.0};
+};
+
+class gauge {
+public:
+  void set(double v) { value_.store(v, std::memory_order_relaxed); }
+  void add(double v);
+  double value() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+  std::atomic<double> value_{0.0};
+};
+
+/// Cumulative histogram with fixed upper bounds (seconds or bytes).
+class histogram {
+public:
+  explicit histogram(std::vector<double> bounds);
+  void observe(double v);
+  struct snapshot_t {
+    std::vector<double> bounds;
+    std::vector<uint64_t> cumulative;  ///< per bound, then +Inf last
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  snapshot_t snapshot() const;
+
+private:
+  mutable std::mutex mtx_;
+  std::vector<double> bounds_;
+  std::vector<uint64_t> buckets_;
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class registry {
+public:
+  static registry& global();
+
+  counter& get_counter(const std::string& name, const std::string& help, const labels& l = {});
+  gauge& get_gauge(const std::string& name, const std::string& help, const labels& l = {});
+  histogram& get_histogram(const std::string& name, const std::string& help, std::vector<double> bounds,
+                        const labels& l = {});
+
+  /// Registers a callback run at each render, before the text is produced
+  /// (used to refresh gauges such as process RSS).
+  void on_collect(std::function<void()> fn);
+
+  /// Renders every family in the Prometheus text format.
+  std::string render();
+
+private:
+  struct family {
+    std::string help, type;
+    std::map<labels, std::unique_ptr<counter>> counters;
+    std::map<labels, std::unique_ptr<gauge>> gauges;
+    std::map<labels, std::unique_ptr<histogram>> histograms;
+  };
+  family& get_family(const std::string& name, const std::string& help, const char* type);
+
+  std::mutex mtx_;
+  std::map<std::string, family> families_;
+  std::vector<std::function<void()>> collectors_;
+};
+
+/// Default latency buckets in seconds (0.5 ms .. 10 s).
+std::vector<double> latency_buckets();
+
+/// Registers process metrics (process_cpu_seconds_total,
+/// process_resident_memory_bytes, process_open_fds, process_start_time_seconds,
+/// read from /proc/self) and moonmq_build_info{version}. Idempotent.
+void register_process_metrics(const std::string& version);
+
+}  // namespace moonmq::metrics
