@@ -143,6 +143,15 @@ private:
   }
 
   void on_header(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      // Beast checks Content-Length against body_limit while parsing the header.
+      close_after_write_ = true;
+      write(http_response::error(413, "payload_too_large",
+                                 "body exceeds the limit of " + std::to_string(server_->opts.max_body_bytes)
+                                   + " bytes"),
+            parser_->get().version());
+      return;
+    }
     if (ec) {
       if (ec != http::error::end_of_stream && ec != net::error::operation_aborted
           && ec != beast::error::timeout && ec != net::error::connection_reset

@@ -1,0 +1,187 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+#include "config/loader.hpp"
+#include "tests/support/process.hpp"
+
+using moonmq::config::load;
+using moonmq::config::load_text;
+
+namespace {
+
+bool has_error_naming(const moonmq::config::load_result& r, const std::string& needle) {
+  return std::any_of(r.errors.begin(), r.errors.end(),
+                     [&](const std::string& e) { return e.find(needle) != std::string::npos; });
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream{path} << text;
+}
+
+}  // namespace
+
+TEST_CASE("no config gives the documented single-broker defaults", "[config]") {
+  auto r = load("", "", {});
+  REQUIRE(r.ok());
+  CHECK(r.config.client.port == 8080);
+  CHECK(r.config.client.host == "127.0.0.1");
+  CHECK(r.config.admin.port == 9644);
+  CHECK(r.config.data_dir == "./data");
+  CHECK(r.config.kafka.port == 9092);
+  CHECK_FALSE(r.config.cluster.has_value());
+  CHECK(r.config.autobalance.dry_run);
+  CHECK(r.config.autobalance.percentile == Approx(0.9));
+  CHECK(r.config.scheduler.policy == "sharing");
+  CHECK(r.config.broker_id() == "local");
+}
+
+TEST_CASE("a file with comments is read and every section is bound", "[config]") {
+  auto r = load_text(R"({
+    // client API
+    "Server": {
+      "Port": 8081, "DataDir": "/var/lib/moonmq", /* block comment */
+      "Admin": { "Port": 9700, "Token": "s3cret" },
+      "Kafka": { "Enabled": false, "Port": 19092, "AdvertisedHost": "kafka.local" },
+      "Cluster": { "BrokerId": "b1", "Port": 9095, "Token": "t", "PeerTimeout": 7, "BatchBytes": 65536,
+                   "Peers": [ { "Id": "b2", "Address": "127.0.0.1:9096", "ClientAddress": "127.0.0.1:8082" } ],
+                   "Raft": { "Enabled": true, "ElectionTimeoutMs": 800, "HeartbeatMs": 100, "MaxLogEntries": 64 } },
+      "Autobalance": { "Enabled": true, "IntervalSeconds": 5, "DryRun": false, "Window": 10, "MinValid": 2,
+                       "Percentile": 0.5, "Goals": { "NW_IN": { "Enabled": true, "AvgDeviation": 0.1 },
+                                                     "DISK": { "Enabled": false } },
+                       "ExcludedTopics": ["audit"], "ExcludedBrokers": ["b3"] }
+    } })",
+                     "test.json");
+  INFO((r.errors.empty() ? std::string{} : r.errors.front()));
+  REQUIRE(r.ok());
+  CHECK(r.warnings.empty());
+  const auto& c = r.config;
+  CHECK(c.client.port == 8081);
+  CHECK(c.data_dir == "/var/lib/moonmq");
+  CHECK(c.admin.port == 9700);
+  CHECK(c.admin.token == "s3cret");
+  CHECK_FALSE(c.kafka.enabled);
+  CHECK(c.kafka.advertised_host == "kafka.local");
+  REQUIRE(c.cluster);
+  CHECK(c.broker_id() == "b1");
+  CHECK(c.cluster->peer_timeout_seconds == 7);
+  CHECK(c.cluster->batch_bytes == 65536);
+  REQUIRE(c.cluster->peers.size() == 1);
+  CHECK(c.cluster->peers[0].client_address == "127.0.0.1:8082");
+  CHECK(c.cluster->raft.enabled);
+  CHECK(c.cluster->raft.max_log_entries == 64);
+  CHECK(c.autobalance.enabled);
+  CHECK_FALSE(c.autobalance.dry_run);
+  CHECK(c.autobalance.min_valid == 2);
+  CHECK(c.autobalance.goals.at("NW_IN").avg_deviation == Approx(0.1));
+  CHECK(c.autobalance.goals.at("DISK").enabled == false);
+  CHECK_FALSE(c.autobalance.goals.at("DISK").avg_deviation.has_value());
+  CHECK(c.autobalance.excluded_topics == std::vector<std::string>{"audit"});
+}
+
+TEST_CASE("wrong types and out-of-range values are errors naming the key path", "[config]") {
+  auto r = load_text(R"({"Server": {"Port": "8080", "Admin": {"Port": -1}, "Kafka": {"Enabled": "yes"},
+                       "Autobalance": {"Percentile": 1.5, "Window": 0}}})",
+                     "t.json");
+  CHECK_FALSE(r.ok());
+  CHECK(has_error_naming(r, "Server.Port: expected an integer, got string"));
+  CHECK(has_error_naming(r, "Server.Admin.Port: must be between 0 and 65535, got -1"));
+  CHECK(has_error_naming(r, "Server.Kafka.Enabled: expected true or false"));
+  CHECK(has_error_naming(r, "Server.Autobalance.Percentile"));
+  CHECK(has_error_naming(r, "Server.Autobalance.Window"));
+}
+
+TEST_CASE("a port above 65535 is refused", "[config]") {
+  auto r = load_text(R"({"Server": {"Admin": {"Port": 70000}}})", "t.json");
+  CHECK(has_error_naming(r, "Server.Admin.Port"));
+}
+
+TEST_CASE("malformed JSON names the file, line and column", "[config]") {
+  auto r = load_text("{\n  \"Server\": {\n    \"Port\": 80,\n  }\n}\n", "bad.json");
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0].find("bad.json:4:") == 0);
+  CHECK(r.errors[0].find("malformed JSON") != std::string::npos);
+}
+
+TEST_CASE("a torn file (cut in the middle) is malformed, not half-applied", "[config]") {
+  auto r = load_text(R"({"Server": {"Port": 8081, "Admin": {"Po)", "torn.json");
+  CHECK_FALSE(r.ok());
+  CHECK(r.errors[0].find("torn.json:1:") == 0);
+}
+
+TEST_CASE("unknown keys are warnings, not errors", "[config]") {
+  auto r = load_text(R"({"Server": {"Prot": 1, "Admin": {"Tokn": "x"}}, "Logging": {}})", "t.json");
+  REQUIRE(r.ok());
+  auto has = [&](const std::string& k) {
+    return std::any_of(r.warnings.begin(), r.warnings.end(),
+                       [&](const std::string& w) { return w.find(k) == 0; });
+  };
+  CHECK(has("Server.Prot: unknown key"));
+  CHECK(has("Server.Admin.Tokn: unknown key"));
+  CHECK(has("Logging: unknown key"));
+}
+
+TEST_CASE("cluster validation: broker id required, peers well formed and distinct", "[config]") {
+  auto r = load_text(R"({"Server": {"Cluster": {"Peers": [
+      {"Id": "b2", "Address": "127.0.0.1:9096"}, {"Id": "b2", "Address": "nohost"},
+      {"Address": "127.0.0.1:0"}], "Tls": {"Verify": "maybe"},
+      "Raft": {"ElectionTimeoutMs": 100, "HeartbeatMs": 200}}}})",
+                     "t.json");
+  CHECK(has_error_naming(r, "Server.Cluster.BrokerId: required"));
+  CHECK(has_error_naming(r, "Server.Cluster.Peers[1].Id: duplicate broker id 'b2'"));
+  CHECK(has_error_naming(r, "Server.Cluster.Peers[1].Address: expected host:port"));
+  CHECK(has_error_naming(r, "Server.Cluster.Peers[2].Id: required"));
+  CHECK(has_error_naming(r, "Server.Cluster.Peers[2].Address"));
+  CHECK(has_error_naming(r, "Server.Cluster.Tls.Verify"));
+  CHECK(has_error_naming(r, "Server.Cluster.Raft.HeartbeatMs: must be below ElectionTimeoutMs"));
+}
+
+TEST_CASE("--set overrides parse JSON values and accept paths without Server.", "[config]") {
+  auto r = load_text(R"({"Server": {"Port": 8081}})", "t.json",
+                     {"Port=9000", "Server.Admin.Token=abc", "Autobalance.DryRun=false",
+                      "Autobalance.ExcludedTopics=[\"a\",\"b\"]", "DataDir=/tmp/x y"});
+  REQUIRE(r.ok());
+  CHECK(r.config.client.port == 9000);
+  CHECK(r.config.admin.token == "abc");
+  CHECK_FALSE(r.config.autobalance.dry_run);
+  CHECK(r.config.autobalance.excluded_topics.size() == 2);
+  CHECK(r.config.data_dir == "/tmp/x y");
+}
+
+TEST_CASE("--set with a bad value is validated like the file", "[config]") {
+  auto r = load_text("", "defaults", {"Admin.Port=-5", "novalue"});
+  CHECK(has_error_naming(r, "--set novalue: expected Dotted.Key=value"));
+}
+
+TEST_CASE("the environment overlay overrides the base file key by key", "[config]") {
+  moonmq::test::temp_dir dir;
+  write(dir.path() + "/appsettings.json", R"({"Server": {"Port": 8081, "Admin": {"Port": 9701, "Token": "a"}}})");
+  write(dir.path() + "/appsettings.Production.json", R"({"Server": {"Admin": {"Token": "prod"}}})");
+  auto r = load(dir.path() + "/appsettings.json", "Production", {});
+  REQUIRE(r.ok());
+  CHECK(r.files.size() == 2);
+  CHECK(r.config.client.port == 8081);
+  CHECK(r.config.admin.port == 9701);
+  CHECK(r.config.admin.token == "prod");
+
+  auto without = load(dir.path() + "/appsettings.json", "Staging", {});
+  REQUIRE(without.ok());
+  CHECK(without.files.size() == 1);
+  CHECK(without.config.admin.token == "a");
+}
+
+TEST_CASE("a malformed overlay is an error naming the overlay file", "[config]") {
+  moonmq::test::temp_dir dir;
+  write(dir.path() + "/node.json", R"({"Server": {}})");
+  write(dir.path() + "/node.Dev.json", "{ nope");
+  auto r = load(dir.path() + "/node.json", "Dev", {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.errors[0].find("node.Dev.json:1:") != std::string::npos);
+}
+
+TEST_CASE("a missing config file is an error naming it", "[config]") {
+  auto r = load("/nonexistent/appsettings.json", "", {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.errors[0].find("/nonexistent/appsettings.json: cannot read") == 0);
+}

@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/node/node_harness.hpp"
+#include "tests/support/http_client.hpp"
+
+using namespace moonmq::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+TEST_CASE("moonmq-node starts, answers /health and lists its actors", "[node]") {
+  temp_dir dir;
+  node_process node{dir};
+  auto port = node.wait_ready();
+  REQUIRE(port);
+  auto health = http_call(*port, "GET", "/health");
+  CHECK(health.status == 200);
+  CHECK(json::parse(health.body)["broker_id"] == "local");
+  auto actors = json::parse(http_call(*port, "GET", "/admin/actors").body)["actors"];
+  std::set<std::string> kinds;
+  for (auto& a : actors) {
+    kinds.insert(a["kind"].get<std::string>());
+    CHECK(a["status"] == "ok");
+  }
+  CHECK(kinds.count("node"));
+  CHECK(kinds.count("registry"));
+  node.process().signal(SIGTERM);
+  CHECK(node.process().wait(5s) == 0);
+}
+
+TEST_CASE("SIGTERM under concurrent requests exits 0 within 5 seconds", "[node]") {
+  temp_dir dir;
+  node_process node{dir};
+  auto port = node.wait_ready();
+  REQUIRE(port);
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0}, ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i)
+    clients.emplace_back([&] {
+      while (!stop) {
+        auto r = http_call(*port, "GET", "/admin/actors", {}, {}, 2s);
+        ++answered;
+        // An answer is either a full 200 or no answer at all (connection refused/closed).
+        if (r.status == 200 && json::parse(r.body, nullptr, false).is_object())
+          ++ok;
+        else if (r.status != 0)
+          FAIL_CHECK("unexpected status " << r.status);
+      }
+    });
+  REQUIRE(wait_until([&] { return ok.load() >= 20; }, 10s));
+  auto t0 = std::chrono::steady_clock::now();
+  node.process().signal(SIGTERM);
+  auto rc = node.process().wait(5s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  for (auto& c : clients)
+    c.join();
+  CHECK(rc == 0);
+  CHECK(took < 5s);
+  CHECK(node.log().find("node.stopped") != std::string::npos);
+}
+
+TEST_CASE("SIGINT is a clean shutdown too", "[node]") {
+  temp_dir dir;
+  node_process node{dir};
+  REQUIRE(node.wait_ready());
+  node.process().signal(SIGINT);
+  CHECK(node.process().wait(5s) == 0);
+}
+
+TEST_CASE("invalid configuration exits 2 naming the key or line", "[node]") {
+  temp_dir dir;
+  {
+    std::ofstream{dir.path() + "/wrong-type.json"} << R"({"Server": {"Port": "eighty"}})";
+    std::ofstream{dir.path() + "/negative.json"} << R"({"Server": {"Admin": {"Port": -1}}})";
+    std::ofstream{dir.path() + "/malformed.json"} << "{\n  \"Server\": {\n    \"Port\": 8080,\n  }\n";
+  }
+  auto [rc1, out1] = run_node(dir, {"--config", dir.path() + "/wrong-type.json"});
+  CHECK(rc1 == 2);
+  CHECK(out1.find("Server.Port: expected an integer") != std::string::npos);
+  auto [rc2, out2] = run_node(dir, {"--config", dir.path() + "/negative.json"});
+  CHECK(rc2 == 2);
+  CHECK(out2.find("Server.Admin.Port") != std::string::npos);
+  auto [rc3, out3] = run_node(dir, {"--config", dir.path() + "/malformed.json"});
+  CHECK(rc3 == 2);
+  CHECK(out3.find("malformed.json:4:") != std::string::npos);
+  auto [rc4, out4] = run_node(dir, {"--set", "Admin.Port=99999"});
+  CHECK(rc4 == 2);
+  CHECK(out4.find("Server.Admin.Port") != std::string::npos);
+}
+
+TEST_CASE("--version and --help exit 0", "[node]") {
+  temp_dir dir;
+  auto [rc, out] = run_node(dir, {"--version"});
+  CHECK(rc == 0);
+  CHECK(out.find("moonmq-node ") == 0);
+  auto [hrc, hout] = run_node(dir, {"--help"});
+  CHECK(hrc == 0);
+  CHECK(hout.find("--config") != std::string::npos);
+}
+
+TEST_CASE("an unusable data dir is a runtime failure (exit 1) naming the path", "[node]") {
+  temp_dir dir;
+  std::ofstream{dir.path() + "/plain-file"} << "x";
+  auto bad = dir.path() + "/plain-file/data";
+  auto [rc, out] = run_node(dir, {"--set", "DataDir=" + bad, "--set", "Admin.Port=0"});
+  CHECK(rc == 1);
+  CHECK(out.find(bad) != std::string::npos);
+}
+
+TEST_CASE("an admin port already in use is a runtime failure (exit 1)", "[node]") {
+  temp_dir dir;
+  node_process first{dir};
+  auto port = first.wait_ready();
+  REQUIRE(port);
+  auto [rc, out] = run_node(dir, {"--set", "Admin.Port=" + std::to_string(*port), "--set",
+                                  "DataDir=" + dir.path() + "/data2"});
+  CHECK(rc == 1);
+  CHECK(out.find("cannot listen") != std::string::npos);
+  first.process().signal(SIGTERM);
+  CHECK(first.process().wait(5s) == 0);
+}
+
+TEST_CASE("the admin token is enforced on a running node", "[node]") {
+  temp_dir dir;
+  node_process node{dir, {"Admin.Token=tok"}};
+  auto port = node.wait_ready();
+  REQUIRE(port);
+  CHECK(http_call(*port, "GET", "/admin/actors").status == 401);
+  CHECK(http_call(*port, "GET", "/admin/actors", {}, {{"Authorization", "Bearer tok"}}).status == 200);
+  CHECK(node.log().find("tok") == std::string::npos);  // never logged
+  node.process().signal(SIGTERM);
+  CHECK(node.process().wait(5s) == 0);
+}
