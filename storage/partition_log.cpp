@@ -1,0 +1,367 @@
+#include "storage/partition_log.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/record_batch.hpp"
+#include "util/atomic_file.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq::storage {
+namespace fs = std::filesystem;
+namespace {
+
+error fs_error(const char* what, const std::string& path, const std::error_code& ec) {
+  auto e = make_error(errc::io_error, std::string(what) + " path=" + path + ": " + ec.message());
+  e.sys_errno = ec.value();
+  return e;
+}
+
+status sync_dir(const std::string& dir) {
+  if (auto ec = util::fsync_dir(dir); ec)
+    return fs_error("fsync_dir", dir, ec);
+  return {};
+}
+
+status unlink_if_present(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return io_error("unlink", path);
+  return {};
+}
+
+status check_config(const log_config& config) {
+  if (config.segment_bytes == 0)
+    return make_error(errc::invalid_argument, "segment.bytes must be positive");
+  return {};
+}
+
+log_config clamp(log_config config) {
+  config.segment_bytes = std::min(config.segment_bytes, max_segment_bytes);
+  return config;
+}
+
+// Base offsets of the segment log files in `dir`, sorted; removes leftovers
+// of interrupted writes (*.tmp) and index files whose log is gone.
+result<std::vector<offset>> list_segments(const std::string& dir) {
+  std::error_code ec;
+  std::vector<offset> bases;
+  std::vector<std::string> others;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    auto name = it->path().filename().string();
+    if (auto base = parse_segment_log_name(name))
+      bases.push_back(*base);
+    else
+      others.push_back(name);
+  }
+  if (ec)
+    return fs_error("list", dir, ec);
+  std::sort(bases.begin(), bases.end());
+  for (const auto& name : others) {
+    bool tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+    bool orphan_index = name.size() == 26 && name.compare(20, 6, ".index") == 0 &&
+                        !fs::exists(dir + "/" + name.substr(0, 20) + ".log", ec);
+    if (tmp || orphan_index) {
+      auto st = unlink_if_present(dir + "/" + name);
+      if (!st)
+        return st.err();
+    }
+  }
+  return bases;
+}
+
+int64_t file_mtime_ms(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return -1;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+std::string partition_dir(const std::string& data_dir, const std::string& topic, int32_t partition) {
+  return data_dir + "/" + topic + "-" + std::to_string(partition);
+}
+
+result<partition_log> partition_log::open(const std::string& dir, const log_config& raw) {
+  if (auto st = check_config(raw); !st)
+    return st.err();
+  auto config = clamp(raw);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return fs_error("mkdir", dir, ec);
+  auto bases = list_segments(dir);
+  if (!bases)
+    return bases.err();
+  if (bases->empty())
+    return create(dir, offset{0}, raw);
+
+  std::vector<closed_segment> closed;
+  for (size_t i = 0; i + 1 < bases->size(); ++i) {
+    closed_segment seg;
+    seg.base = (*bases)[i];
+    auto checked = check_closed_segment(dir, seg, config.index_interval_bytes);
+    if (!checked)
+      return checked.err();
+    closed.push_back(seg);
+  }
+  std::optional<error> stop;
+  uint64_t cut = 0;
+  auto active = active_segment::recover(dir, bases->back(), config.index_interval_bytes, stop, cut);
+  if (!active)
+    return active.err();
+  if (cut > 0) {
+    log::get("storage")->warn("log.truncated dir={} segment={} valid_bytes={} cut_bytes={} "
+                              "log_end={} reason={}",
+                              dir, active->path(), active->size(), cut,
+                              active->next_offset().value, stop ? stop->message : "unknown");
+  }
+  partition_log lg(dir, config, std::move(*active));
+  lg.closed_ = std::move(closed);
+  lg.log_start_ = lg.closed_.empty() ? lg.active_.base() : lg.closed_.front().base;
+  lg.durable_ = lg.log_end();
+  return lg;
+}
+
+result<partition_log> partition_log::create(const std::string& dir, offset start,
+                                            const log_config& raw) {
+  if (auto st = check_config(raw); !st)
+    return st.err();
+  if (start.value < 0)
+    return make_error(errc::invalid_argument, "start offset must be >= 0");
+  auto config = clamp(raw);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return fs_error("mkdir", dir, ec);
+  auto bases = list_segments(dir);
+  if (!bases)
+    return bases.err();
+  for (auto base : *bases) {
+    for (const auto& name : {segment_log_name(base), segment_index_name(base)}) {
+      if (auto st = unlink_if_present(dir + "/" + name); !st)
+        return st.err();
+    }
+  }
+  auto active = active_segment::create(dir, start, config.index_interval_bytes);
+  if (!active)
+    return active.err();
+  if (auto st = sync_dir(dir); !st)
+    return st.err();
+  auto parent = fs::path(dir).parent_path().string();
+  if (auto st = sync_dir(parent.empty() ? "." : parent); !st)
+    return st.err();
+  partition_log lg(dir, config, std::move(*active));
+  lg.log_start_ = start;
+  lg.durable_ = start;
+  return lg;
+}
+
+status partition_log::remove(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec)
+    return fs_error("remove_all", dir, ec);
+  auto parent = fs::path(dir).parent_path().string();
+  if (fs::exists(parent.empty() ? "." : parent, ec))
+    return sync_dir(parent.empty() ? "." : parent);
+  return {};
+}
+
+result<offset> partition_log::append(std::string& batch) {
+  auto view = batch_view::parse(batch, true);
+  if (!view)
+    return view.err();
+  if (view->size() != batch.size())
+    return make_error(errc::bad_length, "buffer holds " + std::to_string(batch.size()) +
+                                            " bytes but the batch is " +
+                                            std::to_string(view->size()));
+  auto base = log_end();
+  auto last = offset{base.value + view->count() - 1};
+  auto max_ts = view->max_timestamp();
+  (void)set_base_offset(batch, base);  // cannot fail: batch has >= 61 bytes
+  return append_validated(batch, base, last, max_ts);
+}
+
+result<offset> partition_log::append_with_offsets(std::string_view batch) {
+  auto view = batch_view::parse(batch, true);
+  if (!view)
+    return view.err();
+  if (view->size() != batch.size())
+    return make_error(errc::bad_length, "buffer holds " + std::to_string(batch.size()) +
+                                            " bytes but the batch is " +
+                                            std::to_string(view->size()));
+  if (view->base_offset() != log_end()) {
+    auto e = make_error(errc::base_offset_mismatch,
+                        "baseOffset " + std::to_string(view->base_offset().value) +
+                            " != log end " + std::to_string(log_end().value));
+    e.log_start = log_start_;
+    e.log_end = log_end();
+    return e;
+  }
+  return append_validated(batch, view->base_offset(), view->last_offset(),
+                          view->max_timestamp());
+}
+
+result<offset> partition_log::append_validated(std::string_view batch, offset base, offset last,
+                                               int64_t max_timestamp) {
+  if (batch.size() > max_segment_bytes)
+    return make_error(errc::batch_too_large,
+                      "batch of " + std::to_string(batch.size()) + " bytes exceeds 2 GiB");
+  const bool full = active_.size() + batch.size() > config_.segment_bytes;
+  const bool rel_overflow = base.value - active_.base().value > 0x7fffffffLL;
+  if (active_.size() > 0 && (full || rel_overflow)) {
+    if (auto st = roll(); !st)
+      return st.err();
+  }
+  if (auto st = active_.append(batch, base, last, max_timestamp); !st)
+    return st.err();
+  dirty_ = true;
+  return base;
+}
+
+status partition_log::roll() {
+  auto next = active_segment::create(dir_, log_end(), config_.index_interval_bytes);
+  if (!next)
+    return next.err();
+  if (auto st = active_.seal(); !st) {
+    (void)unlink_if_present(next->path());
+    return st;
+  }
+  if (auto st = sync_dir(dir_); !st)
+    return st;
+  closed_.push_back({active_.base(), active_.size(), active_.index_bytes(), active_.max_timestamp()});
+  durable_ = std::max(durable_, log_end());
+  log::get("storage")->debug("segment.rolled dir={} base={} size={} next_base={}", dir_,
+                             active_.base().value, active_.size(), next->base().value);
+  active_ = std::move(*next);
+  dirty_ = false;
+  return {};
+}
+
+result<offset> partition_log::flush() {
+  if (dirty_) {
+    if (auto st = active_.sync(); !st)
+      return st.err();
+    dirty_ = false;
+  }
+  durable_ = log_end();
+  return durable_;
+}
+
+result<read_result> partition_log::read(offset from, size_t max_bytes) {
+  if (from < log_start_ || from > log_end()) {
+    auto e = make_error(errc::offset_out_of_range,
+                        "offset " + std::to_string(from.value) + " outside [" +
+                            std::to_string(log_start_.value) + ", " +
+                            std::to_string(log_end().value) + "]");
+    e.log_start = log_start_;
+    e.log_end = log_end();
+    return e;
+  }
+  read_result out;
+  out.log_start = log_start_;
+  out.log_end = log_end();
+  if (from == log_end())
+    return out;
+  result<std::string> bytes = std::string();
+  if (from >= active_.base()) {
+    bytes = active_.read(from, max_bytes);
+  } else {
+    auto it = std::upper_bound(closed_.begin(), closed_.end(), from,
+                               [](offset o, const closed_segment& s) { return o < s.base; });
+    // from >= log_start_ == closed_.front().base, so `it` is past the first.
+    bytes = read_closed_segment(dir_, *std::prev(it), from, max_bytes);
+    if (!bytes && bytes.err().code == errc::offset_out_of_range)
+      return make_error(errc::corrupt_segment, bytes.err().message + " (segment ends early)");
+  }
+  if (!bytes)
+    return bytes.err();
+  out.batches = std::move(*bytes);
+  return out;
+}
+
+result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
+                                                        int64_t retention_ms, int64_t now_ms) {
+  retention_result res;
+  uint64_t total = size_bytes();
+  while (!closed_.empty()) {
+    auto& seg = closed_.front();
+    const uint64_t seg_bytes = seg.size + seg.index_bytes;
+    bool expired = retention_bytes >= 0 &&
+                   total - seg_bytes >= static_cast<uint64_t>(retention_bytes);
+    if (!expired && retention_ms >= 0) {
+      if (seg.max_timestamp == -2) {
+        auto ts = closed_segment_max_timestamp(dir_, seg);
+        if (!ts)
+          return ts.err();
+        seg.max_timestamp = *ts;
+      }
+      int64_t ts = seg.max_timestamp >= 0 ? seg.max_timestamp
+                                          : file_mtime_ms(dir_ + "/" + segment_log_name(seg.base));
+      expired = ts >= 0 && now_ms - ts > retention_ms;
+    }
+    if (!expired)
+      break;
+    if (auto st = unlink_if_present(dir_ + "/" + segment_log_name(seg.base)); !st)
+      return st.err();
+    if (auto st = unlink_if_present(dir_ + "/" + segment_index_name(seg.base)); !st)
+      return st.err();
+    log::get("storage")->info("segment.deleted dir={} base={} bytes={} reason={}", dir_,
+                              seg.base.value, seg_bytes,
+                              retention_bytes >= 0 && total - seg_bytes >=
+                                      static_cast<uint64_t>(retention_bytes)
+                                  ? "retention.bytes"
+                                  : "retention.ms");
+    total -= seg_bytes;
+    res.segments_deleted++;
+    res.bytes_deleted += seg_bytes;
+    closed_.erase(closed_.begin());
+    log_start_ = closed_.empty() ? active_.base() : closed_.front().base;
+  }
+  if (res.segments_deleted > 0) {
+    if (auto st = sync_dir(dir_); !st)
+      return st.err();
+  }
+  return res;
+}
+
+status partition_log::reset(offset start) {
+  if (start.value < 0)
+    return make_error(errc::invalid_argument, "start offset must be >= 0");
+  for (const auto& seg : closed_) {
+    if (auto st = unlink_if_present(dir_ + "/" + segment_log_name(seg.base)); !st)
+      return st;
+    if (auto st = unlink_if_present(dir_ + "/" + segment_index_name(seg.base)); !st)
+      return st;
+  }
+  closed_.clear();
+  if (auto st = unlink_if_present(dir_ + "/" + segment_index_name(active_.base())); !st)
+    return st;
+  if (active_.base() != start) {
+    if (auto st = unlink_if_present(active_.path()); !st)
+      return st;
+  }
+  auto next = active_segment::create(dir_, start, config_.index_interval_bytes);
+  if (!next)
+    return next.err();
+  active_ = std::move(*next);
+  if (auto st = sync_dir(dir_); !st)
+    return st;
+  log_start_ = start;
+  durable_ = start;
+  dirty_ = false;
+  log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
+  return {};
+}
+
+uint64_t partition_log::size_bytes() const {
+  uint64_t total = active_.size() + active_.index_bytes();
+  for (const auto& seg : closed_)
+    total += seg.size + seg.index_bytes;
+  return total;
+}
+
+}  // namespace moonmq::storage

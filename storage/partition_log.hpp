@@ -1,0 +1,126 @@
+#pragma once
+// The log of one partition: a directory `<data_dir>/<topic>-<partition>/` of
+// segments (see segment.hpp). Single-threaded: the owner (one actor) calls
+// every method; nothing here starts threads. Per-log memory is a few numbers
+// per segment plus the active segment's sparse index; only the active
+// segment's log file stays open (sealed segments are opened per read).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/segment.hpp"
+#include "storage/types.hpp"
+
+namespace moonmq::storage {
+
+/// Per-log settings (topic config keys in parentheses).
+struct log_config {
+  uint64_t segment_bytes = uint64_t{1} << 30;  ///< roll threshold (segment.bytes), capped at 2 GiB
+  size_t index_interval_bytes = 4096;          ///< bytes between index entries
+};
+
+/// Bytes returned by partition_log::read plus the log bounds at read time.
+struct read_result {
+  std::string batches;  ///< whole v2 batches, empty when reading at LEO
+  offset log_start{0};
+  offset log_end{0};
+};
+
+/// What apply_retention removed.
+struct retention_result {
+  size_t segments_deleted = 0;
+  uint64_t bytes_deleted = 0;
+};
+
+/// `<data_dir>/<topic>-<partition>`.
+std::string partition_dir(const std::string& data_dir, const std::string& topic, int32_t partition);
+
+class partition_log {
+ public:
+  /// Opens the log in `dir`, creating an empty log starting at offset 0 if
+  /// the directory has no segment. Recovery: the last segment is scanned and
+  /// truncated (durably) at its first invalid batch (event log.truncated);
+  /// sealed segments get their index checked and rebuilt when torn; a corrupt
+  /// sealed segment is logged and kept (its reads past the damage fail with
+  /// corrupt_segment). Errors: io_error, invalid_argument (bad config).
+  static result<partition_log> open(const std::string& dir, const log_config& config = {});
+
+  /// Creates a new, empty log in `dir` whose first offset is `start` (a moved
+  /// partition starts at the source's log-start). Any segments already in
+  /// `dir` are removed first. Errors: io_error, invalid_argument.
+  static result<partition_log> create(const std::string& dir, offset start,
+                                      const log_config& config = {});
+
+  /// Deletes `dir` and everything in it (a destination discarding a partial
+  /// copy). Missing `dir` is not an error.
+  static status remove(const std::string& dir);
+
+  partition_log(partition_log&&) = default;
+  partition_log& operator=(partition_log&&) = default;
+  partition_log(const partition_log&) = delete;
+  partition_log& operator=(const partition_log&) = delete;
+  ~partition_log() = default;
+
+  /// Validates `batch` (exactly one v2 batch, CRC, records if uncompressed),
+  /// writes baseOffset = LEO into it in place and appends it, rolling the
+  /// segment first when it would exceed segment.bytes. Returns the base
+  /// offset. Not durable until flush(). Errors: the batch_view::parse errors,
+  /// bad_length (trailing bytes), batch_too_large, io_error.
+  result<offset> append(std::string& batch);
+
+  /// Appends a batch whose offsets are already assigned (partition copy);
+  /// its baseOffset must equal LEO, else base_offset_mismatch carrying the
+  /// log bounds. Returns the base offset.
+  result<offset> append_with_offsets(std::string_view batch);
+
+  /// fdatasyncs everything appended so far (no-op when nothing is new) and
+  /// returns the durable offset: every offset below it survives a crash.
+  result<offset> flush();
+
+  /// Offset below which everything is durable (cheap; for group commit: a
+  /// caller waiting for offset X needs a flush only if X >= durable_offset()).
+  offset durable_offset() const { return durable_; }
+
+  /// Whole batches starting with the one containing `from`, up to
+  /// `max_bytes` but at least one batch, from a single segment. `from` ==
+  /// LEO gives no bytes. Errors: offset_out_of_range with log_start and
+  /// log_end set when from < log-start or from > LEO; corrupt_segment; io_error.
+  result<read_result> read(offset from, size_t max_bytes);
+
+  /// Deletes the oldest sealed segments (never the active one) while
+  /// (retention_bytes >= 0 and the log stays at or above retention_bytes
+  /// without the segment) or (retention_ms >= 0 and the segment's largest
+  /// timestamp is older than now_ms - retention_ms; file mtime when it has no
+  /// timestamps), as Kafka's size and time retention do. Advances log-start.
+  result<retention_result> apply_retention(int64_t retention_bytes, int64_t retention_ms,
+                                           int64_t now_ms);
+
+  /// Discards every record and restarts the log empty at `start`.
+  status reset(offset start);
+
+  offset log_start() const { return log_start_; }
+  offset log_end() const { return active_.next_offset(); }
+  /// Bytes on disk: every segment's log and index files.
+  uint64_t size_bytes() const;
+  size_t segment_count() const { return closed_.size() + 1; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  partition_log(std::string dir, log_config config, active_segment active)
+      : dir_(std::move(dir)), config_(config), active_(std::move(active)) {}
+
+  result<offset> append_validated(std::string_view batch, offset base, offset last,
+                                  int64_t max_timestamp);
+  status roll();
+
+  std::string dir_;
+  log_config config_;
+  std::vector<closed_segment> closed_;  ///< sealed segments, oldest first
+  active_segment active_;
+  offset log_start_{0};
+  offset durable_{0};
+  bool dirty_ = false;
+};
+
+}  // namespace moonmq::storage

@@ -1,0 +1,147 @@
+#pragma once
+// One segment of a partition log: `<base>.log` (concatenated v2 batches) and
+// `<base>.index` (sparse offset index), where <base> is the base offset as 20
+// zero-padded decimal digits (Kafka's file naming).
+//
+// Index entries are 8 bytes, big-endian: relative offset u32 (batch base
+// offset - segment base) then file position u32 of that batch. One entry is
+// added when at least `index_interval_bytes` were appended since the last
+// entry (Kafka's index.interval.bytes, default 4096). Positions fit u32
+// because segments are capped at 2 GiB.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/file_io.hpp"
+#include "storage/types.hpp"
+
+namespace moonmq::storage {
+
+/// Largest segment in bytes: index positions are u32 and records stay below 2 GiB.
+inline constexpr uint64_t max_segment_bytes = uint64_t{1} << 31;
+
+struct index_entry {
+  uint32_t relative_offset = 0;
+  uint32_t position = 0;
+};
+
+/// "00000000000000000042.log" / ".index" for base 42.
+std::string segment_log_name(offset base);
+std::string segment_index_name(offset base);
+
+/// Base offset of a segment log file name ("<20 digits>.log"), else nullopt.
+std::optional<offset> parse_segment_log_name(std::string_view file_name);
+
+/// Serialises index entries (8 bytes each, big-endian).
+std::string encode_index(const std::vector<index_entry>& entries);
+
+/// Parses an index file and checks it against a log of `log_size` bytes:
+/// size multiple of 8, strictly increasing relative offsets and positions,
+/// every position < log_size. nullopt means torn or stale (rebuild it).
+std::optional<std::vector<index_entry>> decode_index(std::string_view bytes, uint64_t log_size);
+
+/// Outcome of a full scan of a segment file.
+struct segment_scan {
+  uint64_t valid_bytes = 0;       ///< end of the last valid batch
+  offset next_offset{0};          ///< last valid offset + 1, or the base if none
+  int64_t max_timestamp = -1;     ///< largest batch maxTimestamp, -1 if none
+  std::vector<index_entry> index; ///< rebuilt sparse index of the valid prefix
+  std::optional<error> stopped;   ///< why the scan ended before `file_size`
+};
+
+/// Scans `fd` from position 0, fully validating each batch (framing, CRC,
+/// records) and requiring contiguous offsets starting at `base`; stops at the
+/// first invalid or incomplete batch. Errors only on I/O failure.
+result<segment_scan> scan_segment(int fd, const std::string& path, offset base,
+                                  uint64_t file_size, size_t index_interval_bytes);
+
+/// Reads whole batches of the segment in `fd` (of `size` bytes), starting
+/// with the batch that contains `target` (walking headers from `start_pos`,
+/// which must be a batch boundary at or before it), up to `max_bytes` but at
+/// least one batch. Errors: corrupt_segment (headers do not parse),
+/// offset_out_of_range (target not in the segment), io_error.
+result<std::string> read_segment(int fd, const std::string& path, uint64_t size,
+                                 uint64_t start_pos, offset target, size_t max_bytes);
+
+/// The segment being appended to: one open fd (the log file) and the sparse
+/// index held in memory; the index file is written when the segment is
+/// sealed (and rebuilt by scanning on every open, so it never needs syncing
+/// before that).
+class active_segment {
+ public:
+  /// Creates empty `<base>.log` in `dir` (truncating a stale file). The
+  /// caller fsyncs the directory.
+  static result<active_segment> create(const std::string& dir, offset base,
+                                       size_t index_interval_bytes);
+
+  /// Opens the existing `<base>.log`, scans it and truncates it (durably) at
+  /// the first invalid batch; `truncated` receives the scan stop reason and
+  /// the number of bytes cut, if any.
+  static result<active_segment> recover(const std::string& dir, offset base,
+                                        size_t index_interval_bytes,
+                                        std::optional<error>& stop_reason,
+                                        uint64_t& truncated_bytes);
+
+  /// Appends one encoded batch covering offsets [first, last].
+  status append(std::string_view batch, offset first, offset last, int64_t max_timestamp);
+
+  /// fdatasync of the log file.
+  status sync();
+
+  /// Makes the segment immutable: fsyncs the log, writes `<base>.index`
+  /// atomically and closes the fd.
+  status seal();
+
+  /// See read_segment; uses the in-memory index.
+  result<std::string> read(offset target, size_t max_bytes) const;
+
+  offset base() const { return base_; }
+  offset next_offset() const { return next_; }
+  uint64_t size() const { return size_; }
+  uint64_t index_bytes() const { return index_.size() * 8; }
+  int64_t max_timestamp() const { return max_timestamp_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  active_segment() = default;
+
+  std::string dir_;
+  std::string path_;
+  unique_fd fd_;
+  offset base_{0};
+  offset next_{0};
+  uint64_t size_ = 0;
+  uint64_t bytes_since_index_ = 0;
+  size_t index_interval_ = 4096;
+  int64_t max_timestamp_ = -1;
+  std::vector<index_entry> index_;
+};
+
+/// A sealed segment, kept as a few numbers; files are opened per read.
+struct closed_segment {
+  offset base{0};
+  uint64_t size = 0;           ///< log file bytes
+  uint64_t index_bytes = 0;    ///< index file bytes
+  int64_t max_timestamp = -2;  ///< -2 = not computed yet, -1 = no timestamps
+};
+
+/// Opens a sealed segment's files, reads as read_segment does, closes them.
+/// A missing or stale index falls back to a scan from position 0.
+result<std::string> read_closed_segment(const std::string& dir, const closed_segment& seg,
+                                        offset target, size_t max_bytes);
+
+/// Checks `<base>.index` of a sealed segment against its log; rebuilds and
+/// atomically rewrites it when missing or torn (returns true then). Fills
+/// `seg.size` and `seg.index_bytes`. A log that stops parsing midway is kept
+/// (logged as segment.corrupt); the rebuilt index covers its valid prefix.
+result<bool> check_closed_segment(const std::string& dir, closed_segment& seg,
+                                  size_t index_interval_bytes);
+
+/// Largest maxTimestamp over the batch headers of a sealed segment (header
+/// walk, no CRC), or -1 when no batch carries a timestamp.
+result<int64_t> closed_segment_max_timestamp(const std::string& dir, const closed_segment& seg);
+
+}  // namespace moonmq::storage

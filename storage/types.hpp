@@ -1,0 +1,107 @@
+#pragma once
+// Strong offset type, storage error values and a small result<T> used across
+// the storage module boundary (errors are values, never exceptions).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace moonmq::storage {
+
+/// Logical record offset inside one partition (Kafka semantics: the n-th
+/// record of a partition has offset n). Not a byte position.
+struct offset {
+  int64_t value = 0;
+
+  constexpr offset() = default;
+  constexpr explicit offset(int64_t v) : value(v) {}
+
+  friend constexpr bool operator==(offset a, offset b) { return a.value == b.value; }
+  friend constexpr bool operator!=(offset a, offset b) { return a.value != b.value; }
+  friend constexpr bool operator<(offset a, offset b) { return a.value < b.value; }
+  friend constexpr bool operator<=(offset a, offset b) { return a.value <= b.value; }
+  friend constexpr bool operator>(offset a, offset b) { return a.value > b.value; }
+  friend constexpr bool operator>=(offset a, offset b) { return a.value >= b.value; }
+};
+
+/// Every way a storage operation can fail.
+enum class errc {
+  short_buffer = 1,      ///< fewer bytes than the batch header or batchLength claims
+  bad_length,            ///< batchLength negative, too small, or not matching the buffer
+  bad_magic,             ///< magic byte is not 2
+  bad_crc,               ///< CRC32C over attributes..end does not match the crc field
+  bad_count,             ///< lastOffsetDelta + 1 != recordsCount, or recordsCount <= 0
+  bad_record,            ///< a record's varints or lengths are malformed
+  compressed,            ///< record iteration refused: the batch is compressed
+  offset_out_of_range,   ///< read below log-start or above LEO (bounds in error)
+  base_offset_mismatch,  ///< pre-assigned batch whose base offset != LEO
+  batch_too_large,       ///< batch larger than the segment size limit
+  corrupt_segment,       ///< a closed segment holds bytes that do not parse
+  io_error,              ///< a system call failed (errno in error::sys_errno)
+  invalid_argument,      ///< caller passed a value outside the documented domain
+};
+
+/// Stable lower-case name of `code` (e.g. "bad_crc"), for logs and HTTP bodies.
+const char* to_string(errc code);
+
+/// An error value. For offset_out_of_range and base_offset_mismatch,
+/// log_start/log_end carry the log's bounds at the time of the call
+/// (log_end = LEO); otherwise they are -1.
+struct error {
+  errc code = errc::invalid_argument;
+  std::string message;
+  offset log_start{-1};
+  offset log_end{-1};
+  int sys_errno = 0;
+};
+
+/// Either a T or an error. Access value() only after checking ok().
+template <class T>
+class [[nodiscard]] result {
+ public:
+  result(T v) : data_(std::move(v)) {}         // NOLINT: implicit by design
+  result(error e) : data_(std::move(e)) {}     // NOLINT: implicit by design
+
+  bool ok() const { return data_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(data_); }
+  const T& value() const& { return std::get<0>(data_); }
+  T&& value() && { return std::get<0>(std::move(data_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  const error& err() const { return std::get<1>(data_); }
+
+ private:
+  std::variant<T, error> data_;
+};
+
+/// Success or an error, for operations without a value.
+template <>
+class [[nodiscard]] result<void> {
+ public:
+  result() = default;
+  result(error e) : err_(std::move(e)) {}      // NOLINT: implicit by design
+
+  bool ok() const { return !err_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const error& err() const { return *err_; }
+
+ private:
+  std::optional<error> err_;
+};
+
+using status = result<void>;
+
+/// Builds an error value; `message` should name the offending field/value.
+inline error make_error(errc code, std::string message) {
+  error e;
+  e.code = code;
+  e.message = std::move(message);
+  return e;
+}
+
+}  // namespace moonmq::storage

@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "dataplane/partitioner.hpp"
+#include "dataplane/records_json.hpp"
+
+using namespace moonmq::dataplane;
+using nlohmann::json;
+
+TEST_CASE("base64 round trips and rejects malformed text", "[records]") {
+  for (std::string s : {std::string{}, std::string("a"), std::string("ab"), std::string("abc"),
+                        std::string("\0\xff\x10", 3)}) {
+    std::string back;
+    REQUIRE(base64_decode(base64_encode(s), back));
+    CHECK(back == s);
+  }
+  std::string out;
+  CHECK_FALSE(base64_decode("abc", out));
+  CHECK_FALSE(base64_decode("a*c=", out));
+}
+
+TEST_CASE("utf8 validation", "[records]") {
+  CHECK(is_utf8("plain"));
+  CHECK(is_utf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
+  CHECK_FALSE(is_utf8("\xff"));
+  CHECK_FALSE(is_utf8("\xc0\xaf"));          // overlong
+  CHECK_FALSE(is_utf8("\xed\xa0\x80"));      // surrogate
+  CHECK_FALSE(is_utf8("\xe2\x82"));          // truncated
+}
+
+TEST_CASE("produce bodies are placed by partition, key, then sticky choice", "[records]") {
+  auto body = json::parse(R"({"records":[
+    {"value":"a","partition":2},
+    {"key":"k1","value":"b"},
+    {"value":"c"},
+    {"value_base64":"AAH/","headers":{"h":"v"}},
+    {"key_base64":"a2V5","value":"e","headers":[{"key":"x","value_base64":"AA=="}]}]})");
+  produce_plan plan;
+  REQUIRE(parse_produce(body, 4, 1, 1234, plan).empty());
+  REQUIRE(plan.placement.size() == 5);
+  CHECK(plan.placement[0] == std::make_pair(2, 0));
+  CHECK(plan.placement[1].first == partition_for_key("k1", 4));
+  CHECK(plan.placement[2].first == 1);
+  CHECK(plan.placement[3].first == 1);
+  CHECK(plan.placement[4].first == partition_for_key("key", 4));
+  auto& rec = plan.by_partition[plan.placement[3].first][static_cast<size_t>(plan.placement[3].second)];
+  CHECK(rec.value == std::string("\0\x01\xff", 3));
+  CHECK(rec.timestamp_ms == 1234);
+  REQUIRE(rec.headers.size() == 1);
+  CHECK(rec.headers[0].key == "h");
+}
+
+TEST_CASE("bad produce bodies name the offending record and field", "[records]") {
+  produce_plan plan;
+  CHECK(parse_produce(json::parse(R"({"records":[]})"), 2, 0, 0, plan) == "records must not be empty");
+  CHECK(parse_produce(json::parse(R"({"recs":[]})"), 2, 0, 0, plan).find("body must be") == 0);
+  CHECK(parse_produce(json::parse(R"({"records":[{"value":"a"},{"key":"x"}]})"), 2, 0, 0, plan)
+          .find("records[1]") == 0);
+  CHECK(parse_produce(json::parse(R"({"records":[{"value":"a","partition":5}]})"), 2, 0, 0, plan)
+          .find("records[0].partition") == 0);
+  CHECK(parse_produce(json::parse(R"({"records":[{"value_base64":"!!"}]})"), 2, 0, 0, plan)
+          .find("records[0].value_base64") == 0);
+  CHECK(parse_produce(json::parse(R"({"records":[{"value":1}]})"), 2, 0, 0, plan).find("records[0].value") == 0);
+}
+
+TEST_CASE("records_to_json renders from an offset inside a batch and honours max_records", "[records]") {
+  std::vector<moonmq::storage::record> recs;
+  for (int i = 0; i < 5; ++i)
+    recs.push_back({std::string("k") + std::to_string(i), "v" + std::to_string(i), {}, 100 + i});
+  recs[3].value = std::string("\xff\x00", 2);
+  recs[4].key.reset();
+  recs[4].headers.push_back({"h", std::string("x")});
+  moonmq::storage::batch_options opts;
+  opts.base_offset = moonmq::storage::offset{10};
+  auto batch = moonmq::storage::encode_batch(recs, opts);
+  REQUIRE(batch);
+  json out = json::array();
+  auto next = records_to_json(*batch, 12, 100, out);
+  CHECK(next == 15);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0]["offset"] == 12);
+  CHECK(out[0]["key"] == "k2");
+  CHECK(out[0]["timestamp"] == 102);
+  CHECK(out[1]["value_base64"] == base64_encode(std::string("\xff\x00", 2)));
+  CHECK(out[2]["key"].is_null());
+  CHECK(out[2]["headers"][0]["value"] == "x");
+  json limited = json::array();
+  CHECK(records_to_json(*batch, 10, 2, limited) == 12);
+  CHECK(limited.size() == 2);
+}
