@@ -10,5 +10,18 @@ using list_atom = caf::atom_constant<caf::atom("list")>;      ///< list entries
 using inspect_atom = caf::atom_constant<caf::atom("inspect")>;  ///< one entry in detail
 using status_atom = caf::atom_constant<caf::atom("status")>;  ///< an actor's own state summary (JSON text)
 using stop_atom = caf::atom_constant<caf::atom("stop")>;      ///< orderly shutdown
+using append_atom = caf::atom_constant<caf::atom("append")>;  ///< append a batch to a partition
+using read_atom = caf::atom_constant<caf::atom("read")>;      ///< read batches from a partition
+using bounds_atom = caf::atom_constant<caf::atom("bounds")>;  ///< log-start, log-end, size
+using flush_atom = caf::atom_constant<caf::atom("flush")>;    ///< group commit: fsync pending appends
+using retain_atom = caf::atom_constant<caf::atom("retain")>;  ///< run retention now
+using create_atom = caf::atom_constant<caf::atom("create")>;  ///< create a topic
+using join_atom = caf::atom_constant<caf::atom("join")>;      ///< join a consumer group
+using beat_atom = caf::atom_constant<caf::atom("beat")>;      ///< group heartbeat
+using leave_atom = caf::atom_constant<caf::atom("leave")>;    ///< leave a consumer group
+using commit_atom = caf::atom_constant<caf::atom("commit")>;  ///< commit group offsets
+using offsets_atom = caf::atom_constant<caf::atom("offsets")>;  ///< fetch committed offsets
+using tick_atom = caf::atom_constant<caf::atom("tick")>;      ///< periodic housekeeping
+using grow_atom = caf::atom_constant<caf::atom("grow")>;      ///< add partitions to a topic
 
 }  // namespace moonmq

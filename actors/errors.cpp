@@ -12,12 +12,51 @@ std::string to_string(errc x) {
       return "unknown_actor";
     case errc::not_ready:
       return "not_ready";
+    case errc::invalid_request:
+      return "invalid_request";
+    case errc::unknown_topic:
+      return "unknown_topic";
+    case errc::unknown_partition:
+      return "unknown_partition";
+    case errc::offset_out_of_range:
+      return "offset_out_of_range";
+    case errc::storage_error:
+      return "storage_error";
+    case errc::partition_offline:
+      return "partition_offline";
+    case errc::coded:
+      return "error";
   }
   return "unknown";
 }
 
 caf::error make_error(errc x, std::string message) {
   return caf::error{static_cast<uint8_t>(x), caf::atom("moonmq"), caf::make_message(std::move(message))};
+}
+
+caf::error make_out_of_range(int64_t offset, int64_t log_start, int64_t log_end) {
+  return caf::error{static_cast<uint8_t>(errc::offset_out_of_range), caf::atom("moonmq"),
+                    caf::make_message("offset " + std::to_string(offset) + " is outside the log ["
+                                        + std::to_string(log_start) + ", " + std::to_string(log_end) + "]",
+                                      log_start, log_end)};
+}
+
+bool out_of_range_bounds(const caf::error& e, int64_t& log_start, int64_t& log_end) {
+  if (e.category() != caf::atom("moonmq") || static_cast<errc>(e.code()) != errc::offset_out_of_range)
+    return false;
+  const auto& ctx = e.context();
+  if (!ctx.match_elements<std::string, int64_t, int64_t>())
+    return false;
+  log_start = ctx.get_as<int64_t>(1);
+  log_end = ctx.get_as<int64_t>(2);
+  return true;
+}
+
+std::string message_of(const caf::error& e) {
+  const auto& ctx = e.context();
+  if (ctx.size() >= 1 && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  return {};
 }
 
 int http_status_of(const caf::error& e) {
@@ -34,13 +73,33 @@ int http_status_of(const caf::error& e) {
       case errc::unknown_actor:
         return 404;
       case errc::not_ready:
+      case errc::partition_offline:
         return 503;
+      case errc::invalid_request:
+      case errc::offset_out_of_range:
+        return 400;
+      case errc::unknown_topic:
+      case errc::unknown_partition:
+        return 404;
+      case errc::storage_error:
+        return 500;
+      case errc::coded:
+        return e.context().match_elements<std::string, int32_t, std::string>() ? e.context().get_as<int32_t>(1)
+                                                                               : 500;
     }
   }
   return 500;
 }
 
+caf::error make_coded_error(int http_status, std::string code, std::string message) {
+  return caf::error{static_cast<uint8_t>(errc::coded), caf::atom("moonmq"),
+                    caf::make_message(std::move(message), static_cast<int32_t>(http_status), std::move(code))};
+}
+
 std::string error_code_of(const caf::error& e) {
+  if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::coded
+      && e.context().match_elements<std::string, int32_t, std::string>())
+    return e.context().get_as<std::string>(2);
   if (e.category() == caf::atom("moonmq"))
     return to_string(static_cast<errc>(e.code()));
   if (e.category() == caf::atom("system"))

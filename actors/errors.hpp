@@ -11,7 +11,27 @@ namespace moonmq {
 enum class errc : uint8_t {
   unknown_actor = 1,  ///< no enrolled actor with that id
   not_ready,          ///< the component is starting or stopping
+  invalid_request,    ///< the request names a bad value (400)
+  unknown_topic,      ///< no such topic (404)
+  unknown_partition,  ///< no such partition (404)
+  offset_out_of_range,  ///< context: (message, log_start, log_end) (400)
+  storage_error,      ///< the partition log failed (500)
+  partition_offline,  ///< the partition's log could not be opened (503)
+  coded,              ///< context: (message, http status, error code string)
 };
+
+/// An error with its own HTTP status and machine code (for errors of pure
+/// modules such as groups/ that already know both).
+caf::error make_coded_error(int http_status, std::string code, std::string message);
+
+/// An offset_out_of_range error carrying the log's bounds.
+caf::error make_out_of_range(int64_t offset, int64_t log_start, int64_t log_end);
+
+/// The bounds of an offset_out_of_range error, if `e` is one.
+bool out_of_range_bounds(const caf::error& e, int64_t& log_start, int64_t& log_end);
+
+/// The human-readable message inside a moonmq error ("" for others).
+std::string message_of(const caf::error& e);
 
 std::string to_string(errc x);
 

@@ -20,11 +20,14 @@ struct node_state {
 
 using self_ptr = node_actor::stateful_pointer<node_state>;
 
-node_actor::behavior_type node_fn(self_ptr self, node_settings settings, registry_actor reg) {
+node_actor::behavior_type node_fn(self_ptr self, node_settings settings, registry_actor reg,
+                                  std::vector<caf::actor> children) {
   self->state.settings = std::move(settings);
   self->state.registry = reg;
-  // The registry lives exactly as long as the node.
+  // The registry and every child live exactly as long as the node.
   self->link_to(reg);
+  for (auto& c : children)
+    self->link_to(c);
   log::get("node")->info("node.started broker={} data_dir={}", self->state.settings.broker_id,
                          self->state.settings.data_dir);
   return {
@@ -46,8 +49,9 @@ node_actor::behavior_type node_fn(self_ptr self, node_settings settings, registr
 
 }  // namespace
 
-node_actor spawn_node(caf::actor_system& sys, node_settings settings, registry_actor reg) {
-  auto n = sys.spawn(node_fn, std::move(settings), reg);
+node_actor spawn_node(caf::actor_system& sys, node_settings settings, registry_actor reg,
+                      std::vector<caf::actor> children) {
+  auto n = sys.spawn(node_fn, std::move(settings), reg, std::move(children));
   enroll(reg, caf::actor_cast<caf::actor>(n), "node", "node");
   return n;
 }

@@ -30,7 +30,9 @@ struct node_settings {
   std::map<std::string, std::string> listeners;  ///< name → "host:port"
 };
 
-/// Spawns the node actor and enrolls it (and every child it spawns) with `reg`.
-node_actor spawn_node(caf::actor_system& sys, node_settings settings, registry_actor reg);
+/// Spawns the node actor, enrolls it with `reg` and links it to `children`
+/// (the node's long-lived actors), so that stopping the node stops them all.
+node_actor spawn_node(caf::actor_system& sys, node_settings settings, registry_actor reg,
+                      std::vector<caf::actor> children = {});
 
 }  // namespace moonmq

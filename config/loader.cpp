@@ -357,6 +357,14 @@ void read_server(const json& root, load_result& res) {
   http.get_int("Threads", cfg.http.threads, 1, 64);
   http.finish();
 
+  reader storage = s.child("Storage");
+  storage.get_int("RetentionCheckMs", cfg.broker.retention_check_ms, 10, 86400000);
+  storage.finish();
+
+  reader groups = s.child("Groups");
+  groups.get_int("SessionTimeoutMs", cfg.broker.session_timeout_ms, 100, 3600000);
+  groups.finish();
+
   reader sched = s.child("Scheduler");
   sched.get("Policy", cfg.scheduler.policy);
   if (cfg.scheduler.policy != "sharing" && cfg.scheduler.policy != "stealing")

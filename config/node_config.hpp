@@ -95,6 +95,12 @@ struct scheduler_config {
   int max_threads = 0;             ///< 0 = number of cores (at least 2)
 };
 
+/// Broker-side timings (extension of CONTRACT §2).
+struct broker_config {
+  int64_t retention_check_ms = 30000;  ///< how often each partition applies retention
+  int64_t session_timeout_ms = 10000;  ///< HTTP consumer-group member session timeout
+};
+
 struct node_config {
   listener_config client{"127.0.0.1", 8080};
   std::string data_dir = "./data";
@@ -104,6 +110,7 @@ struct node_config {
   autobalance_config autobalance;
   http_config http;
   scheduler_config scheduler;
+  broker_config broker;
   std::string log_level = "info";
 
   /// This broker's id: Cluster.BrokerId, or "local" without a cluster.

@@ -137,7 +137,7 @@ TEST_CASE("cluster validation: broker id required, peers well formed and distinc
   CHECK(has_error_naming(r, "Server.Cluster.Raft.HeartbeatMs: must be below ElectionTimeoutMs"));
 }
 
-TEST_CASE("--set overrides parse JSON values and accept paths without Server.", "[config]") {
+TEST_CASE("set overrides parse JSON values and accept paths without Server.", "[config]") {
   auto r = load_text(R"({"Server": {"Port": 8081}})", "t.json",
                      {"Port=9000", "Server.Admin.Token=abc", "Autobalance.DryRun=false",
                       "Autobalance.ExcludedTopics=[\"a\",\"b\"]", "DataDir=/tmp/x y"});
@@ -149,7 +149,7 @@ TEST_CASE("--set overrides parse JSON values and accept paths without Server.", 
   CHECK(r.config.data_dir == "/tmp/x y");
 }
 
-TEST_CASE("--set with a bad value is validated like the file", "[config]") {
+TEST_CASE("a bad set override is validated like the file", "[config]") {
   auto r = load_text("", "defaults", {"Admin.Port=-5", "novalue"});
   CHECK(has_error_naming(r, "--set novalue: expected Dotted.Key=value"));
 }

@@ -97,7 +97,7 @@ TEST_CASE("invalid configuration exits 2 naming the key or line", "[node]") {
   CHECK(out4.find("Server.Admin.Port") != std::string::npos);
 }
 
-TEST_CASE("--version and --help exit 0", "[node]") {
+TEST_CASE("version and help flags exit 0", "[node]") {
   temp_dir dir;
   auto [rc, out] = run_node(dir, {"--version"});
   CHECK(rc == 0);

@@ -12,16 +12,23 @@
 #include <fstream>
 #include <iostream>
 #include <pthread.h>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
 
+#include <sys/resource.h>
+
+#include "actors/broker.hpp"
+#include "actors/group_coordinator.hpp"
 #include "actors/node.hpp"
 #include "actors/registry.hpp"
 #include "actors/system.hpp"
 #include "config/loader.hpp"
 #include "moonmq/version.hpp"
+#include "dataplane/topic_catalog.hpp"
 #include "transport/admin_routes.hpp"
+#include "transport/client_routes.hpp"
 #include "transport/http_server.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
@@ -69,53 +76,106 @@ sigset_t stop_signals() {
   return set;
 }
 
+/// Every partition keeps its active segment open: raise the soft limit on
+/// open files to the hard limit.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+/// A runtime failure: logged, printed, exit code 1.
+int fail(const std::string& event, const std::string& why) {
+  log::get("node")->error("{} reason=\"{}\"", event, why);
+  std::cerr << "moonmq-node: " << why << "\n";
+  return 1;
+}
+
+/// Binds `server`; "" or why not.
+std::string start_listener(transport::http_server& server, const std::string& name,
+                           const config::listener_config& l) {
+  if (auto ec = server.start())
+    return "cannot listen on " + l.host + ":" + std::to_string(l.port) + " (" + name + "): " + ec.message();
+  return {};
+}
+
 int run(const config::load_result& loaded) {
   const auto& cfg = loaded.config;
   auto logger = log::get("node");
-  if (auto why = prepare_data_dir(cfg.data_dir); !why.empty()) {
-    logger->error("node.data_dir_failed path={} reason=\"{}\"", cfg.data_dir, why);
-    std::cerr << "moonmq-node: " << why << "\n";
-    return 1;
-  }
+  if (auto why = prepare_data_dir(cfg.data_dir); !why.empty())
+    return fail("node.data_dir_failed", why);
+  raise_fd_limit();
+  std::string why;
+  auto catalog = dataplane::topic_catalog::load(cfg.data_dir, why);
+  if (!catalog)
+    return fail("node.catalog_failed", why);
+  if (why = check_offset_store(cfg.data_dir); !why.empty())
+    return fail("node.offsets_failed", why);
   metrics::register_process_metrics(version_string);
 
   auto sys_cfg = make_system_config(cfg.scheduler);
   caf::actor_system sys{*sys_cfg};
   auto registry = spawn_registry(sys, std::chrono::milliseconds{500});
 
+  auto view = std::make_shared<catalog_view>();
+  auto broker = spawn_broker(sys, broker_settings{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms},
+                             std::move(*catalog), view, registry);
+  auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
+                                        registry);
+
   transport::io_pool io{cfg.http.threads};
   auto admin_router = std::make_shared<transport::router>();
-  node_settings settings{cfg.broker_id(), cfg.data_dir, loaded.files, {}};
-  // The node is spawned once the listeners are bound, so that its summary
-  // shows the real ports.
-  transport::admin_context ctx;
-  ctx.system = &sys;
-  ctx.registry = registry;
-  ctx.broker_id = cfg.broker_id();
-  ctx.token = cfg.admin.token;
-  transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
+  transport::admin_context actx;
+  actx.system = &sys;
+  actx.registry = registry;
+  actx.broker_id = cfg.broker_id();
+  actx.token = cfg.admin.token;
+  transport::add_admin_routes(*admin_router, actx);
+  auto client_router = std::make_shared<transport::router>();
+  transport::client_context cctx;
+  cctx.system = &sys;
+  cctx.broker = broker;
+  cctx.groups = groups;
+  cctx.catalog = view;
+  transport::add_client_routes(*client_router, cctx);
 
-  transport::add_admin_routes(*admin_router, ctx);
-  if (auto ec = admin.start()) {
-    logger->error("node.listen_failed listener=admin address={}:{} error=\"{}\"", cfg.admin.host, cfg.admin.port,
-                  ec.message());
-    std::cerr << "moonmq-node: cannot listen on " << cfg.admin.host << ":" << cfg.admin.port << " (admin): "
-              << ec.message() << "\n";
+  transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
+  transport::http_server client{io, listener_options(cfg, "client", cfg.client), client_router};
+  // The node is spawned once the listeners are bound, so that its summary
+  // shows the real ports; it links every long-lived actor.
+  std::vector<caf::actor> children{caf::actor_cast<caf::actor>(broker), caf::actor_cast<caf::actor>(groups)};
+  auto stop_actors = [&] {
+    for (auto& c : children)
+      caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
-    io.stop();
-    return 1;
+  };
+  using listener = std::tuple<transport::http_server*, const char*, const config::listener_config*>;
+  for (auto [server, name, l] : {listener{&admin, "admin", &cfg.admin}, listener{&client, "client", &cfg.client}}) {
+    if (auto failed = start_listener(*server, name, *l); !failed.empty()) {
+      admin.stop(std::chrono::milliseconds{0});
+      client.stop(std::chrono::milliseconds{0});
+      io.stop();
+      stop_actors();
+      return fail("node.listen_failed", failed);
+    }
   }
+  node_settings settings{cfg.broker_id(), cfg.data_dir, loaded.files, {}};
   settings.listeners["admin"] = cfg.admin.host + ":" + std::to_string(admin.port());
-  node_actor node = spawn_node(sys, settings, registry);
-  logger->info("node.ready broker={} version={} admin={}:{}", cfg.broker_id(), version_string, cfg.admin.host,
-               admin.port());
+  settings.listeners["client"] = cfg.client.host + ":" + std::to_string(client.port());
+  node_actor node = spawn_node(sys, settings, registry, children);
+  logger->info("node.ready broker={} version={} admin={}:{} client={}:{}", cfg.broker_id(), version_string,
+               cfg.admin.host, admin.port(), cfg.client.host, client.port());
 
   int sig = 0;
   auto signals = stop_signals();
   sigwait(&signals, &sig);
   auto t0 = std::chrono::steady_clock::now();
   logger->info("node.signal signal={}", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  admin.stop(std::chrono::milliseconds{3000});
+  // Stop accepting on every listener first, then let in-flight requests finish.
+  client.stop(std::chrono::milliseconds{3000});
+  admin.stop(std::chrono::milliseconds{1000});
   io.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   sys.await_all_actors_done();

@@ -1,0 +1,128 @@
+#include "actors/broker.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "dataplane/topic_name.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq {
+namespace {
+
+struct broker_state {
+  broker_settings settings;
+  std::optional<dataplane::topic_catalog> catalog;
+  std::shared_ptr<catalog_view> view;
+  registry_actor registry;
+  topic_map topics;
+  static inline const char* name = "broker";
+};
+
+using self_ptr = broker_actor::stateful_pointer<broker_state>;
+
+void spawn_partitions(self_ptr self, topic_handles& t, int32_t from, int32_t to) {
+  for (int32_t p = from; p < to; ++p) {
+    partition_settings ps{self->state.settings.data_dir, t.name, p, t.config, self->state.settings.retention_check_ms};
+    auto actor = spawn_partition(self->system(), std::move(ps));
+    self->link_to(actor);
+    enroll(self->state.registry, caf::actor_cast<caf::actor>(actor), "partition " + t.name + "-" + std::to_string(p),
+           "partition");
+    t.partitions.push_back(actor);
+  }
+}
+
+void publish(self_ptr self) {
+  self->state.view->set(std::make_shared<const topic_map>(self->state.topics));
+}
+
+caf::error invalid(std::string msg) {
+  return make_error(errc::invalid_request, std::move(msg));
+}
+
+broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, dataplane::topic_catalog catalog,
+                                      std::shared_ptr<catalog_view> view, registry_actor reg) {
+  auto& init = self->state;
+  init.settings = std::move(settings);
+  init.catalog.emplace(std::move(catalog));
+  init.view = std::move(view);
+  init.registry = reg;
+  for (const auto& [name, entry] : init.catalog->topics()) {
+    auto& t = init.topics[name];
+    t.name = name;
+    t.config = entry.config;
+    spawn_partitions(self, t, 0, entry.partitions);
+  }
+  publish(self);
+  log::get("broker")->info("broker.started broker={} topics={}", init.settings.broker_id, init.topics.size());
+  return {
+    [self](create_atom, std::string& name, int32_t partitions, std::string& config_json) -> caf::result<bool> {
+      auto& st = self->state;
+      if (auto why = dataplane::check_topic_name(name); !why.empty())
+        return invalid(why);
+      if (partitions < 1 || partitions > dataplane::max_partitions)
+        return invalid("partitions must be between 1 and " + std::to_string(dataplane::max_partitions) + ", got "
+                       + std::to_string(partitions));
+      dataplane::topic_config cfg;
+      if (!config_json.empty())
+        if (auto why = dataplane::parse_topic_config(config_json, cfg); !why.empty())
+          return invalid(why);
+      if (auto it = st.topics.find(name); it != st.topics.end()) {
+        auto have = static_cast<int32_t>(it->second.partitions.size());
+        if (have != partitions)
+          return invalid("topic " + name + " already exists with " + std::to_string(have) + " partitions");
+        return false;
+      }
+      st.catalog->put({name, partitions, cfg});
+      if (auto why = st.catalog->save(); !why.empty()) {
+        log::get("broker")->error("topic.save_failed topic={} error=\"{}\"", name, why);
+        return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
+      }
+      auto& t = st.topics[name];
+      t.name = name;
+      t.config = cfg;
+      spawn_partitions(self, t, 0, partitions);
+      publish(self);
+      log::get("broker")->info("topic.created topic={} partitions={}", name, partitions);
+      return true;
+    },
+    [self](grow_atom, std::string& name, int32_t count) -> caf::result<int32_t> {
+      auto& st = self->state;
+      auto it = st.topics.find(name);
+      if (it == st.topics.end())
+        return make_error(errc::unknown_topic, "unknown topic " + name);
+      auto have = static_cast<int32_t>(it->second.partitions.size());
+      if (count <= have)
+        return invalid("count must be larger than the current " + std::to_string(have) + " partitions");
+      if (count > dataplane::max_partitions)
+        return invalid("count must be at most " + std::to_string(dataplane::max_partitions));
+      st.catalog->put({name, count, it->second.config});
+      if (auto why = st.catalog->save(); !why.empty())
+        return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
+      spawn_partitions(self, it->second, have, count);
+      publish(self);
+      log::get("broker")->info("topic.grown topic={} partitions={}", name, count);
+      return count;
+    },
+    [self](status_atom) {
+      nlohmann::json topics = nlohmann::json::object();
+      for (const auto& [name, t] : self->state.topics)
+        topics[name] = t.partitions.size();
+      return nlohmann::json{{"broker_id", self->state.settings.broker_id},
+                            {"data_dir", self->state.settings.data_dir},
+                            {"topics", topics}}
+        .dump();
+    },
+  };
+}
+
+}  // namespace
+
+broker_actor spawn_broker(caf::actor_system& sys, broker_settings settings, dataplane::topic_catalog catalog,
+                          std::shared_ptr<catalog_view> view, registry_actor reg) {
+  auto b = sys.spawn(broker_fn, std::move(settings), std::move(catalog), std::move(view), reg);
+  enroll(reg, caf::actor_cast<caf::actor>(b), "broker", "broker");
+  return b;
+}
+
+}  // namespace moonmq

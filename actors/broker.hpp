@@ -1,0 +1,41 @@
+#pragma once
+// The broker actor: owns the topic catalogue (durable, topics.json) and the
+// partition actors, and publishes them through a catalog_view.
+
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/catalog_view.hpp"
+#include "actors/registry.hpp"
+#include "dataplane/topic_catalog.hpp"
+
+namespace moonmq {
+
+using broker_actor = caf::typed_actor<
+  // Creates topic (name, partitions, config JSON text or ""). Replies true when
+  // created, false when it already existed with that partition count; errors:
+  // invalid_request (bad name, count or config; existing topic with another count).
+  caf::replies_to<create_atom, std::string, int32_t, std::string>::with<bool>,
+  // Grows topic to `count` partitions. Replies the new count; errors:
+  // unknown_topic, invalid_request (not larger, over the limit).
+  caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
+  // The broker's summary (JSON text).
+  caf::replies_to<status_atom>::with<std::string>>;
+
+struct broker_settings {
+  std::string broker_id;
+  std::string data_dir;
+  int64_t retention_check_ms = 30000;
+};
+
+/// Spawns the broker with an already loaded catalogue: it spawns (and
+/// enrolls) one partition actor per partition, then publishes `view`.
+broker_actor spawn_broker(caf::actor_system& sys, broker_settings settings, dataplane::topic_catalog catalog,
+                          std::shared_ptr<catalog_view> view, registry_actor reg);
+
+}  // namespace moonmq

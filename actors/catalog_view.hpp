@@ -1,0 +1,42 @@
+#pragma once
+// A read-mostly snapshot of the broker's topics and their partition actors,
+// published by the broker actor after every change and read by the client
+// API bridge without a round trip to the broker. Readers get an immutable
+// snapshot; the broker swaps in a new one.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actors/partition.hpp"
+#include "dataplane/topic_catalog.hpp"
+
+namespace moonmq {
+
+struct topic_handles {
+  std::string name;
+  dataplane::topic_config config;
+  std::vector<partition_actor> partitions;  ///< index = partition number
+};
+
+using topic_map = std::map<std::string, topic_handles>;
+
+class catalog_view {
+public:
+  std::shared_ptr<const topic_map> get() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return current_;
+  }
+  void set(std::shared_ptr<const topic_map> next) {
+    std::lock_guard<std::mutex> g{mtx_};
+    current_ = std::move(next);
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::shared_ptr<const topic_map> current_ = std::make_shared<topic_map>();
+};
+
+}  // namespace moonmq

@@ -1,0 +1,219 @@
+#include "actors/group_coordinator.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "groups/group_state.hpp"
+#include "groups/offset_store.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq {
+namespace {
+
+using json = nlohmann::json;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::steady_clock::now().time_since_epoch())
+    .count();
+}
+
+struct group_coordinator_state {
+  group_settings settings;
+  std::shared_ptr<catalog_view> view;
+  std::optional<groups::offset_store> store;
+  std::map<std::string, groups::group_state> groups;
+  uint64_t seed = 0;
+  static inline const char* name = "group_coordinator";
+};
+
+using self_ptr = group_actor::stateful_pointer<group_coordinator_state>;
+
+caf::error from(const groups::error& e) {
+  return make_coded_error(groups::http_status(e.code), groups::to_string(e.code), e.message);
+}
+
+std::string membership_json(const groups::membership& m) {
+  json assignment = json::object();
+  for (const auto& [topic, parts] : m.assigned)
+    assignment[topic] = parts;
+  return json{{"member_id", m.member_id}, {"generation", m.gen.value}, {"assignment", assignment}}.dump();
+}
+
+groups::group_state& group_of(self_ptr self, const std::string& id) {
+  auto it = self->state.groups.find(id);
+  if (it != self->state.groups.end())
+    return it->second;
+  auto view = self->state.view;
+  groups::topic_lookup lookup = [view](const std::string& topic) -> std::optional<int32_t> {
+    auto topics = view->get();
+    auto t = topics->find(topic);
+    if (t == topics->end())
+      return std::nullopt;
+    return static_cast<int32_t>(t->second.partitions.size());
+  };
+  groups::group_config cfg{self->state.settings.session_timeout_ms, ++self->state.seed};
+  return self->state.groups.emplace(id, groups::group_state{id, cfg, lookup}).first->second;
+}
+
+void housekeeping(self_ptr self) {
+  auto now = now_ms();
+  auto topics = self->state.view->get();
+  for (auto& [id, g] : self->state.groups) {
+    for (const auto& [topic, count] : g.counts()) {
+      auto t = topics->find(topic);
+      if (t != topics->end() && static_cast<int32_t>(t->second.partitions.size()) != count)
+        (void) g.set_partition_count(topic, static_cast<int32_t>(t->second.partitions.size()));
+    }
+    for (const auto& m : g.expire(now))
+      log::get("broker")->info("group.member_evicted group={} member={} generation={}", id, m,
+                               g.current_generation().value);
+  }
+}
+
+group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings, std::shared_ptr<catalog_view> view) {
+  self->state.settings = std::move(settings);
+  self->state.view = std::move(view);
+  auto store = groups::offset_store::open(self->state.settings.data_dir);
+  if (store)
+    self->state.store.emplace(std::move(store.value()));
+  else
+    log::get("broker")->error("groups.store_failed error=\"{}\"", store.err().message);
+  auto tick = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));
+  self->delayed_send(self, tick, tick_atom::value);
+  return {
+    [self](join_atom, std::string& group, std::string& member, std::vector<std::string>& topics)
+      -> caf::result<std::string> {
+      if (auto v = groups::validate_group_id(group); !v)
+        return from(v.err());
+      std::optional<std::string> id;
+      if (!member.empty())
+        id = member;
+      auto& g = group_of(self, group);
+      auto before = g.current_generation().value;
+      auto r = g.join(id, topics, now_ms());
+      if (!r)
+        return from(r.err());
+      if (r->gen.value != before)
+        log::get("broker")->info("group.rebalanced group={} generation={} members={} reason={}", group,
+                                 r->gen.value, g.member_count(), groups::to_string(g.last_rebalance()));
+      return membership_json(*r);
+    },
+    [self](beat_atom, std::string& group, std::string& member) -> caf::result<std::string> {
+      auto it = self->state.groups.find(group);
+      if (it == self->state.groups.end())
+        return make_coded_error(404, "unknown_member", "member " + member + " is not in group " + group);
+      auto r = it->second.heartbeat(member, now_ms());
+      if (!r)
+        return from(r.err());
+      return membership_json(*r);
+    },
+    [self](leave_atom, std::string& group, std::string& member) -> caf::result<bool> {
+      auto it = self->state.groups.find(group);
+      if (it == self->state.groups.end())
+        return make_coded_error(404, "unknown_member", "member " + member + " is not in group " + group);
+      if (auto r = it->second.leave(member); !r)
+        return from(r.err());
+      log::get("broker")->info("group.member_left group={} member={} generation={}", group, member,
+                               it->second.current_generation().value);
+      return true;
+    },
+    [self](commit_atom, std::string& group, std::string& offsets_json, int32_t gen,
+           std::string& member) -> caf::result<bool> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      if (auto v = groups::validate_group_id(group); !v)
+        return from(v.err());
+      auto arr = json::parse(offsets_json, nullptr, false);
+      std::vector<groups::partition_offset> offsets;
+      auto topics = self->state.view->get();
+      for (size_t i = 0; arr.is_array() && i < arr.size(); ++i) {
+        const auto& o = arr[i];
+        auto where = "offsets[" + std::to_string(i) + "]";
+        if (!o.is_object() || !o.contains("topic") || !o["topic"].is_string() || !o.contains("partition")
+            || !o["partition"].is_number_integer() || !o.contains("offset") || !o["offset"].is_number_integer())
+          return make_error(errc::invalid_request, where + ": expected {\"topic\",\"partition\",\"offset\"}");
+        groups::partition_offset po{o["topic"].get<std::string>(), o["partition"].get<int32_t>(),
+                                    o["offset"].get<int64_t>()};
+        auto t = topics->find(po.topic);
+        if (t == topics->end())
+          return make_error(errc::unknown_topic, where + ": unknown topic " + po.topic);
+        if (po.partition < 0 || po.partition >= static_cast<int32_t>(t->second.partitions.size()))
+          return make_error(errc::unknown_partition, where + ": no partition " + std::to_string(po.partition)
+                                                       + " in topic " + po.topic);
+        if (po.offset < 0)
+          return make_error(errc::invalid_request, where + ".offset: must not be negative");
+        offsets.push_back(std::move(po));
+      }
+      if (!arr.is_array() || offsets.empty())
+        return make_error(errc::invalid_request, "body must be {\"offsets\":[...]} with at least one entry");
+      groups::commit_fence fence;
+      auto it = self->state.groups.find(group);
+      std::optional<std::string> m = member.empty() ? std::nullopt : std::optional<std::string>(member);
+      std::optional<groups::generation> requested;
+      if (gen >= 0)
+        requested = groups::generation{gen};
+      if (it != self->state.groups.end()) {
+        fence.current = it->second.current_generation();
+        if (auto c = it->second.check_commit(m, requested); !c)
+          return from(c.err());
+      } else if (requested) {
+        return make_coded_error(409, "illegal_generation",
+                                "group " + group + " has no live generation; commit without a generation");
+      }
+      fence.request = requested;
+      if (auto r = self->state.store->commit(group, offsets, fence); !r)
+        return from(r.err());
+      return true;
+    },
+    [self](offsets_atom, std::string& group, std::string& topic) -> caf::result<std::string> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      if (!self->state.store->has_group(group) && !self->state.groups.count(group))
+        return make_coded_error(404, "unknown_group", "no group " + group);
+      auto r = self->state.store->fetch(group, topic.empty() ? std::nullopt : std::optional<std::string>(topic));
+      json list = json::array();
+      if (r)
+        for (const auto& o : *r)
+          list.push_back(json{{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
+      return json{{"offsets", list}}.dump();
+    },
+    [self](tick_atom) {
+      housekeeping(self);
+      auto t = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));
+      self->delayed_send(self, t, tick_atom::value);
+    },
+    [self](status_atom) {
+      json gs = json::object();
+      for (const auto& [id, g] : self->state.groups)
+        gs[id] = json{{"generation", g.current_generation().value},
+                      {"members", g.member_count()},
+                      {"phase", groups::to_string(g.phase())}};
+      return json{{"groups", gs},
+                  {"committed_groups", self->state.store ? self->state.store->list_groups().size() : 0},
+                  {"session_timeout_ms", self->state.settings.session_timeout_ms}}
+        .dump();
+    },
+  };
+}
+
+}  // namespace
+
+group_actor spawn_group_coordinator(caf::actor_system& sys, group_settings settings,
+                                    std::shared_ptr<catalog_view> view, registry_actor reg) {
+  auto g = sys.spawn<caf::detached>(coordinator_fn, std::move(settings), std::move(view));
+  enroll(reg, caf::actor_cast<caf::actor>(g), "group_coordinator", "group_coordinator");
+  return g;
+}
+
+std::string check_offset_store(const std::string& data_dir) {
+  auto store = groups::offset_store::open(data_dir);
+  return store ? std::string{} : store.err().message;
+}
+
+}  // namespace moonmq

@@ -1,0 +1,51 @@
+#pragma once
+// The group coordinator actor: consumer groups (membership, generation,
+// range assignment; groups/group_state.hpp) and their committed offsets
+// (durable; groups/offset_store.hpp). Answers are JSON texts in the shapes
+// of CONTRACT.md §3 so the bridge only forwards them.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/catalog_view.hpp"
+#include "actors/registry.hpp"
+
+namespace moonmq {
+
+using group_actor = caf::typed_actor<
+  // Join (group, member id or "", topics) → {"member_id","generation","assignment"}.
+  caf::replies_to<join_atom, std::string, std::string, std::vector<std::string>>::with<std::string>,
+  // Heartbeat (group, member) → same shape as join; 404 unknown_member when evicted.
+  caf::replies_to<beat_atom, std::string, std::string>::with<std::string>,
+  // Leave (group, member) → true.
+  caf::replies_to<leave_atom, std::string, std::string>::with<bool>,
+  // Commit (group, offsets JSON array, generation or -1, member or "") → true
+  // once durable; 409 illegal_generation when fenced.
+  caf::replies_to<commit_atom, std::string, std::string, int32_t, std::string>::with<bool>,
+  // Committed offsets (group, topic or "") → {"offsets":[{"topic","partition","offset"}]}.
+  caf::replies_to<offsets_atom, std::string, std::string>::with<std::string>,
+  // Internal: evict expired members, follow partition growth.
+  caf::reacts_to<tick_atom>,
+  caf::replies_to<status_atom>::with<std::string>>;
+
+struct group_settings {
+  std::string data_dir;
+  int64_t session_timeout_ms = 10000;
+};
+
+/// Spawns the coordinator (detached: commits fsync). Its offset store is
+/// opened by the caller first, so a corrupt file stops the boot.
+group_actor spawn_group_coordinator(caf::actor_system& sys, group_settings settings,
+                                    std::shared_ptr<catalog_view> view, registry_actor reg);
+
+/// Opens the offset store under `data_dir` to check it before the node
+/// starts; "" or the error naming the file.
+std::string check_offset_store(const std::string& data_dir);
+
+}  // namespace moonmq

@@ -1,0 +1,224 @@
+#include "actors/partition.hpp"
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "storage/partition_log.hpp"
+#include "storage/record_batch.hpp"
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq {
+namespace {
+
+struct pending_ack {
+  caf::typed_response_promise<int64_t> promise;
+  int64_t base = 0;
+};
+
+struct counters {
+  uint64_t bytes_in = 0, bytes_out = 0, records_in = 0, records_out = 0, batches_in = 0, fsyncs = 0;
+};
+
+struct partition_state {
+  partition_settings settings;
+  std::optional<storage::partition_log> log;
+  std::string open_error;
+  std::vector<pending_ack> pending;
+  bool flush_scheduled = false;
+  counters c;
+  metrics::counter* m_bytes_in = nullptr;
+  metrics::counter* m_records_in = nullptr;
+  metrics::counter* m_bytes_out = nullptr;
+  metrics::counter* m_records_out = nullptr;
+  static inline const char* name = "partition";
+};
+
+using self_ptr = partition_actor::stateful_pointer<partition_state>;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+caf::error storage_failure(const storage::error& e) {
+  return make_error(errc::storage_error, std::string(storage::to_string(e.code)) + ": " + e.message);
+}
+
+caf::error offline(self_ptr self) {
+  return make_error(errc::partition_offline, "partition " + self->state.settings.topic + "-"
+                                               + std::to_string(self->state.settings.partition)
+                                               + " is offline: " + self->state.open_error);
+}
+
+void flush_pending(self_ptr self) {
+  auto& st = self->state;
+  st.flush_scheduled = false;
+  if (st.pending.empty())
+    return;
+  auto durable = st.log->flush();
+  ++st.c.fsyncs;
+  auto acks = std::move(st.pending);
+  st.pending.clear();
+  for (auto& a : acks) {
+    if (durable)
+      a.promise.deliver(a.base);
+    else
+      a.promise.deliver(storage_failure(durable.err()));
+  }
+}
+
+void run_retention(self_ptr self) {
+  auto& st = self->state;
+  const auto& cfg = st.settings.config;
+  if (!st.log || (cfg.retention_bytes < 0 && cfg.retention_ms < 0))
+    return;
+  auto r = st.log->apply_retention(cfg.retention_bytes, cfg.retention_ms, now_ms());
+  if (!r)
+    log::get("broker")->warn("retention.failed topic={} partition={} error=\"{}\"", st.settings.topic,
+                             st.settings.partition, r.err().message);
+  else if (r->segments_deleted > 0)
+    log::get("broker")->info("retention.applied topic={} partition={} segments={} bytes={} log_start={}",
+                             st.settings.topic, st.settings.partition, r->segments_deleted, r->bytes_deleted,
+                             st.log->log_start().value);
+}
+
+std::string summary(self_ptr self) {
+  auto& st = self->state;
+  nlohmann::json j{{"topic", st.settings.topic}, {"partition", st.settings.partition}};
+  if (!st.log) {
+    j["online"] = false;
+    j["error"] = st.open_error;
+    return j.dump();
+  }
+  j["online"] = true;
+  j["log_start_offset"] = st.log->log_start().value;
+  j["log_end_offset"] = st.log->log_end().value;
+  j["durable_offset"] = st.log->durable_offset().value;
+  j["size_bytes"] = st.log->size_bytes();
+  j["segments"] = st.log->segment_count();
+  j["pending_acks"] = st.pending.size();
+  j["bytes_in"] = st.c.bytes_in;
+  j["bytes_out"] = st.c.bytes_out;
+  j["records_in"] = st.c.records_in;
+  j["records_out"] = st.c.records_out;
+  j["fsyncs"] = st.c.fsyncs;
+  j["config"] = {{"segment.bytes", st.settings.config.segment_bytes},
+                 {"retention.bytes", st.settings.config.retention_bytes},
+                 {"retention.ms", st.settings.config.retention_ms}};
+  return j.dump();
+}
+
+partition_actor::behavior_type partition_fn(self_ptr self, partition_settings settings) {
+  auto& init = self->state;
+  init.settings = std::move(settings);
+  auto dir = storage::partition_dir(init.settings.data_dir, init.settings.topic, init.settings.partition);
+  storage::log_config lc;
+  lc.segment_bytes = static_cast<uint64_t>(init.settings.config.segment_bytes);
+  auto opened = storage::partition_log::open(dir, lc);
+  if (opened) {
+    init.log.emplace(std::move(opened.value()));
+    log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", init.settings.topic,
+                              init.settings.partition, init.log->log_start().value, init.log->log_end().value);
+  } else {
+    init.open_error = opened.err().message;
+    log::get("broker")->error("partition.offline topic={} partition={} dir={} error=\"{}\"", init.settings.topic,
+                              init.settings.partition, dir, init.open_error);
+  }
+  auto& reg = metrics::registry::global();
+  metrics::labels topic_label{{"topic", init.settings.topic}};
+  init.m_bytes_in = &reg.get_counter("moonmq_produce_bytes_total", "Bytes appended to partition logs", topic_label);
+  init.m_records_in = &reg.get_counter("moonmq_produce_records_total", "Records appended to partition logs",
+                                     topic_label);
+  init.m_bytes_out = &reg.get_counter("moonmq_fetch_bytes_total", "Bytes read from partition logs", topic_label);
+  init.m_records_out = &reg.get_counter("moonmq_fetch_records_total", "Records read from partition logs (whole batches)",
+                                      topic_label);
+  if (init.settings.retention_check_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(init.settings.retention_check_ms), retain_atom::value);
+  return {
+    [self](append_atom, std::string& batch, bool durable) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      auto size = batch.size();
+      auto base = st.log->append(batch);
+      if (!base) {
+        auto code = base.err().code;
+        if (code == storage::errc::io_error)
+          return storage_failure(base.err());
+        return make_error(errc::invalid_request,
+                          std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message);
+      }
+      auto info = storage::peek_batch_header(batch);
+      auto records = info ? static_cast<uint64_t>(info->last.value - info->base.value + 1) : 0;
+      st.c.bytes_in += size;
+      st.c.records_in += records;
+      ++st.c.batches_in;
+      st.m_bytes_in->inc(static_cast<double>(size));
+      st.m_records_in->inc(static_cast<double>(records));
+      if (!durable)
+        return base->value;
+      auto rp = self->make_response_promise<int64_t>();
+      st.pending.push_back({rp, base->value});
+      if (!st.flush_scheduled) {
+        st.flush_scheduled = true;
+        self->send(self, flush_atom::value);
+      }
+      return rp;
+    },
+    [self](read_atom, int64_t from, int32_t max_bytes) -> caf::result<std::string, int64_t, int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      auto r = st.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
+      if (!r) {
+        if (r.err().code == storage::errc::offset_out_of_range)
+          return make_out_of_range(from, r.err().log_start.value, r.err().log_end.value);
+        return storage_failure(r.err());
+      }
+      std::string_view rest = r->batches;
+      uint64_t records = 0;
+      while (!rest.empty()) {
+        auto h = storage::peek_batch_header(rest);
+        if (!h)
+          break;
+        records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
+        rest.remove_prefix(h->size);
+      }
+      st.c.bytes_out += r->batches.size();
+      st.c.records_out += records;
+      st.m_bytes_out->inc(static_cast<double>(r->batches.size()));
+      st.m_records_out->inc(static_cast<double>(records));
+      return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
+    },
+    [self](bounds_atom) -> caf::result<int64_t, int64_t, int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      return caf::make_result(st.log->log_start().value, st.log->log_end().value,
+                              static_cast<int64_t>(st.log->size_bytes()));
+    },
+    [self](flush_atom) { flush_pending(self); },
+    [self](retain_atom) {
+      run_retention(self);
+      if (self->state.settings.retention_check_ms > 0)
+        self->delayed_send(self, std::chrono::milliseconds(self->state.settings.retention_check_ms),
+                           retain_atom::value);
+    },
+    [self](status_atom) { return summary(self); },
+  };
+}
+
+}  // namespace
+
+partition_actor spawn_partition(caf::actor_system& sys, partition_settings settings) {
+  return sys.spawn<caf::detached>(partition_fn, std::move(settings));
+}
+
+}  // namespace moonmq

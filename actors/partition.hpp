@@ -1,0 +1,53 @@
+#pragma once
+// The partition actor: owns one partition's log (storage::partition_log) and
+// its traffic counters. It runs detached (its own thread), so a blocking
+// write or fsync never stalls the actors serving other partitions.
+//
+// Group commit: an append with acks=leader is written at once and its reply
+// held until the next fsync, which the actor schedules by mailing itself a
+// flush message; every append already queued ahead of that message shares
+// the same fsync.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "dataplane/topic_catalog.hpp"
+
+namespace moonmq {
+
+using partition_actor = caf::typed_actor<
+  // Appends one v2 batch (base offset assigned here). `durable` = acks=leader:
+  // reply after fsync. Replies with the base offset; errors: invalid_request
+  // (bad batch), storage_error, partition_offline.
+  caf::replies_to<append_atom, std::string, bool>::with<int64_t>,
+  // Whole batches from `offset`, up to `max_bytes` but at least one batch.
+  // Replies (batches, log_start, log_end); error offset_out_of_range with bounds.
+  caf::replies_to<read_atom, int64_t, int32_t>::with<std::string, int64_t, int64_t>,
+  // (log_start, log_end, size_bytes).
+  caf::replies_to<bounds_atom>::with<int64_t, int64_t, int64_t>,
+  // Internal: fsync the appends held for group commit.
+  caf::reacts_to<flush_atom>,
+  // Internal: apply retention (also re-armed on a timer).
+  caf::reacts_to<retain_atom>,
+  // The partition's summary (JSON text).
+  caf::replies_to<status_atom>::with<std::string>>;
+
+struct partition_settings {
+  std::string data_dir;
+  std::string topic;
+  int32_t partition = 0;
+  dataplane::topic_config config;
+  int64_t retention_check_ms = 30000;
+};
+
+/// Spawns the partition actor (detached). It opens (and recovers) its log
+/// first; a log that cannot be opened leaves the actor answering
+/// partition_offline.
+partition_actor spawn_partition(caf::actor_system& sys, partition_settings settings);
+
+}  // namespace moonmq

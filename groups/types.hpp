@@ -1,0 +1,133 @@
+#pragma once
+// Consumer-group ids, error values and a small result<T> used across the
+// groups module boundary (errors are values, never exceptions).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace moonmq::groups {
+
+/// A group's generation (Kafka's generationId): starts at 0 for a group that
+/// never had a member and grows by one on every membership or assignment
+/// change. Commits carrying an older generation are fenced.
+struct generation {
+  int32_t value = 0;
+
+  constexpr generation() = default;
+  constexpr explicit generation(int32_t v) : value(v) {}
+
+  friend constexpr bool operator==(generation a, generation b) { return a.value == b.value; }
+  friend constexpr bool operator!=(generation a, generation b) { return a.value != b.value; }
+  friend constexpr bool operator<(generation a, generation b) { return a.value < b.value; }
+};
+
+/// topic name → sorted partition numbers assigned to one member. Every topic
+/// the member subscribes to is present, possibly with an empty list.
+using assignment = std::map<std::string, std::vector<int32_t>>;
+
+/// One committed offset. `offset` is the next offset to read (CONTRACT §3),
+/// a logical record number >= 0.
+struct partition_offset {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = 0;
+
+  friend bool operator==(const partition_offset& a, const partition_offset& b) {
+    return a.topic == b.topic && a.partition == b.partition && a.offset == b.offset;
+  }
+};
+
+/// Every way a groups operation can fail.
+enum class errc {
+  invalid_group_id = 1,  ///< group id outside [A-Za-z0-9._-]{1,249}, or "." / ".."
+  unknown_member,        ///< member id not (or no longer) in the group
+  unknown_topic,         ///< join names a topic whose partition count is unknown
+  illegal_generation,    ///< commit fenced: its generation is not the group's current one
+  invalid_argument,      ///< empty topic list, negative partition/offset, bad count
+  io_error,              ///< a system call failed (sys_errno set, message names the file)
+  corrupt_state,         ///< a persisted file does not parse (message names the file)
+};
+
+/// Stable lower-case name of `code` ("unknown_member", ...), for logs and the
+/// HTTP `error` field.
+const char* to_string(errc code);
+
+/// HTTP status for `code` (CONTRACT §3): 400 bad input, 404 unknown
+/// member/topic, 409 illegal_generation, 500 io_error/corrupt_state.
+int http_status(errc code);
+
+/// Kafka protocol error code for `code` (KAFKA.md): unknown_member 25,
+/// illegal_generation 22, unknown_topic 3, invalid_group_id 24,
+/// invalid_argument 42 (INVALID_REQUEST), io_error/corrupt_state -1 (UNKNOWN).
+int16_t kafka_error_code(errc code);
+
+/// An error value; `sys_errno` is only set for errc::io_error.
+struct error {
+  errc code = errc::invalid_argument;
+  std::string message;
+  int sys_errno = 0;
+};
+
+/// Builds an error value; `message` names the offending value or file.
+inline error make_error(errc code, std::string message, int sys_errno = 0) {
+  return error{code, std::move(message), sys_errno};
+}
+
+/// Either a T or an error. Access value() only after checking ok().
+template <class T>
+class [[nodiscard]] result {
+ public:
+  result(T v) : data_(std::move(v)) {}      // NOLINT: implicit by design
+  result(error e) : data_(std::move(e)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return data_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(data_); }
+  const T& value() const& { return std::get<0>(data_); }
+  T&& value() && { return std::get<0>(std::move(data_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  const error& err() const { return std::get<1>(data_); }
+
+ private:
+  std::variant<T, error> data_;
+};
+
+/// Success or an error, for operations without a value.
+template <>
+class [[nodiscard]] result<void> {
+ public:
+  result() = default;
+  result(error e) : err_(std::move(e)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return !err_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const error& err() const { return *err_; }
+
+ private:
+  std::optional<error> err_;
+};
+
+using status = result<void>;
+
+/// Longest group id, as Kafka's topic-name limit (249): the id is used as a
+/// directory name under `<data_dir>/__groups/`.
+inline constexpr size_t max_group_id_length = 249;
+
+/// True when `id` matches [A-Za-z0-9._-]{1,249} and is not "." or ".."
+/// (those two would name a directory other than the group's own).
+bool is_valid_group_id(std::string_view id);
+
+/// As is_valid_group_id, with an errc::invalid_group_id error that quotes
+/// the id (truncated) and says which rule it breaks.
+status validate_group_id(std::string_view id);
+
+}  // namespace moonmq::groups

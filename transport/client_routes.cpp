@@ -1,0 +1,378 @@
+#include "transport/client_routes.hpp"
+
+#include <atomic>
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "dataplane/records_json.hpp"
+#include "dataplane/topic_name.hpp"
+#include "storage/record_batch.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+/// Answers `e` in the error shape of CONTRACT §3 (with the log bounds for
+/// offset_out_of_range).
+http_response error_response(const caf::error& e) {
+  auto msg = message_of(e);
+  json j{{"error", error_code_of(e)}, {"message", msg.empty() ? caf::to_string(e) : msg}};
+  int64_t lo = 0, hi = 0;
+  if (out_of_range_bounds(e, lo, hi)) {
+    j["log_start_offset"] = lo;
+    j["log_end_offset"] = hi;
+  }
+  return http_response::json(http_status_of(e), j.dump());
+}
+
+std::function<void(const caf::error&)> fail_with(const responder& respond) {
+  return [respond](const caf::error& e) { respond(error_response(e)); };
+}
+
+/// Parses the JSON body; answers 400 and returns false when malformed.
+bool parse_body(const http_request& req, const responder& respond, json& out) {
+  out = json::parse(req.body, nullptr, false);
+  if (out.is_discarded()) {
+    respond(http_response::error(400, "malformed_json", "the request body is not valid JSON"));
+    return false;
+  }
+  return true;
+}
+
+/// Parses a non-negative decimal query value; nullopt when absent; answers
+/// 400 and sets `bad` when malformed.
+std::optional<int64_t> query_int(const http_request& req, const std::string& key, const responder& respond,
+                                 bool& bad) {
+  auto it = req.query.find(key);
+  if (it == req.query.end() || it->second.empty())
+    return std::nullopt;
+  const auto& v = it->second;
+  if (v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) {
+    respond(http_response::error(400, "invalid_request", key + " must be a non-negative integer, got '" + v + "'"));
+    bad = true;
+    return std::nullopt;
+  }
+  return std::stoll(v);
+}
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// --- produce fan-out ----------------------------------------------------------
+
+struct append_job {
+  std::vector<std::pair<partition_actor, std::string>> parts;
+  bool durable = true;
+  milliseconds timeout;
+  std::function<void(std::vector<int64_t>&)> ok;
+  std::function<void(const caf::error&)> fail;
+};
+
+/// Sends every part to its partition and calls ok(base offsets) once all
+/// answered, or fail(first error).
+void append_actor(caf::event_based_actor* self, std::shared_ptr<append_job> job) {
+  struct progress {
+    std::vector<int64_t> bases;
+    size_t pending = 0;
+    std::optional<caf::error> failure;
+  };
+  auto p = std::make_shared<progress>();
+  p->bases.assign(job->parts.size(), -1);
+  p->pending = job->parts.size();
+  auto finish_one = [job, p] {
+    if (--p->pending != 0)
+      return;
+    if (p->failure)
+      job->fail(*p->failure);
+    else
+      job->ok(p->bases);
+  };
+  for (size_t i = 0; i < job->parts.size(); ++i) {
+    self->request(job->parts[i].first, job->timeout, append_atom::value, std::move(job->parts[i].second), job->durable)
+      .then([p, i, finish_one](int64_t base) {
+              p->bases[i] = base;
+              finish_one();
+            },
+            [p, finish_one](caf::error& e) {
+              if (!p->failure)
+                p->failure = e;
+              finish_one();
+            });
+  }
+}
+
+void produce(const client_context& ctx, http_request& req, const responder& respond,
+             std::atomic<uint32_t>& sticky) {
+  const auto& topic = req.params["topic"];
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(topic);
+  if (t == topics->end()) {
+    respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
+    return;
+  }
+  bool durable = true;
+  if (auto a = req.query.find("acks"); a != req.query.end()) {
+    if (a->second == "none" || a->second == "0")
+      durable = false;
+    else if (a->second != "leader" && a->second != "1" && a->second != "all" && a->second != "-1") {
+      respond(http_response::error(400, "invalid_request", "acks must be none or leader"));
+      return;
+    }
+  }
+  json body;
+  if (!parse_body(req, respond, body))
+    return;
+  auto n = static_cast<int32_t>(t->second.partitions.size());
+  dataplane::produce_plan plan;
+  auto sticky_partition = static_cast<int32_t>(sticky.fetch_add(1) % static_cast<uint32_t>(n));
+  if (auto why = dataplane::parse_produce(body, n, sticky_partition, wall_ms(), plan); !why.empty()) {
+    respond(http_response::error(400, "invalid_request", why));
+    return;
+  }
+  auto job = std::make_shared<append_job>();
+  job->durable = durable;
+  job->timeout = ctx.timeout;
+  std::vector<int32_t> order;
+  for (auto& [p, records] : plan.by_partition) {
+    auto batch = storage::encode_batch(records);
+    if (!batch) {
+      respond(http_response::error(400, "invalid_request", batch.err().message));
+      return;
+    }
+    job->parts.emplace_back(t->second.partitions[static_cast<size_t>(p)], std::move(batch.value()));
+    order.push_back(p);
+  }
+  auto placement = std::move(plan.placement);
+  job->ok = [respond, placement, order](std::vector<int64_t>& bases) {
+    std::map<int32_t, int64_t> base_of;
+    for (size_t i = 0; i < order.size(); ++i)
+      base_of[order[i]] = bases[i];
+    json offsets = json::array();
+    for (const auto& [p, idx] : placement)
+      offsets.push_back(json{{"partition", p}, {"offset", base_of[p] + idx}});
+    respond(http_response::json(200, json{{"offsets", offsets}}.dump()));
+  };
+  job->fail = fail_with(respond);
+  ctx.system->spawn(append_actor, job);
+}
+
+// --- fetch ---------------------------------------------------------------------
+
+struct fetch_job {
+  partition_actor partition;
+  std::optional<int64_t> from;
+  int64_t max_records = 500;
+  int32_t max_bytes = 0;
+  milliseconds timeout;
+  responder respond;
+};
+
+void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int64_t log_start, int64_t log_end) {
+  json records = json::array();
+  auto next = dataplane::records_to_json(batches, from, static_cast<size_t>(job.max_records), records);
+  json j{{"records", std::move(records)},
+         {"next_offset", next},
+         {"log_start_offset", log_start},
+         {"log_end_offset", log_end}};
+  job.respond(http_response::json(200, j.dump()));
+}
+
+void fetch_actor(caf::event_based_actor* self, std::shared_ptr<fetch_job> job) {
+  auto read = [self, job](int64_t from) {
+    self->request(job->partition, job->timeout, read_atom::value, from, job->max_bytes)
+      .then([job, from](std::string& batches, int64_t lo, int64_t hi) { answer_fetch(*job, from, batches, lo, hi); },
+            [job](caf::error& e) { job->respond(error_response(e)); });
+  };
+  if (job->from) {
+    read(*job->from);
+    return;
+  }
+  self->request(job->partition, job->timeout, bounds_atom::value)
+    .then([read](int64_t lo, int64_t, int64_t) { read(lo); },
+          [job](caf::error& e) { job->respond(error_response(e)); });
+}
+
+void fetch(const client_context& ctx, http_request& req, const responder& respond) {
+  const auto& topic = req.params["topic"];
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(topic);
+  if (t == topics->end()) {
+    respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
+    return;
+  }
+  const auto& raw = req.params["partition"];
+  if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
+      || std::stoi(raw) >= static_cast<int>(t->second.partitions.size())) {
+    respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
+    return;
+  }
+  bool bad = false;
+  auto job = std::make_shared<fetch_job>();
+  job->partition = t->second.partitions[static_cast<size_t>(std::stoi(raw))];
+  job->from = query_int(req, "offset", respond, bad);
+  if (bad)
+    return;
+  auto max_records = query_int(req, "max_records", respond, bad);
+  if (bad)
+    return;
+  job->max_records = std::clamp<int64_t>(max_records.value_or(500), 1, 10000);
+  job->max_bytes = ctx.max_fetch_bytes;
+  job->timeout = ctx.timeout;
+  job->respond = respond;
+  ctx.system->spawn(fetch_actor, job);
+}
+
+// --- topics ----------------------------------------------------------------------
+
+void create_topic(const client_context& ctx, http_request& req, const responder& respond) {
+  json body;
+  if (!parse_body(req, respond, body))
+    return;
+  if (!body.is_object() || !body.contains("name") || !body["name"].is_string()) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"name\":...,\"partitions\":...}"));
+    return;
+  }
+  int64_t partitions = 1;
+  if (body.contains("partitions")) {
+    if (!body["partitions"].is_number_integer()) {
+      respond(http_response::error(400, "invalid_request", "partitions must be an integer"));
+      return;
+    }
+    partitions = body["partitions"].get<int64_t>();
+  }
+  if (partitions < 1 || partitions > dataplane::max_partitions) {
+    respond(http_response::error(400, "invalid_request", "partitions must be between 1 and "
+                                                           + std::to_string(dataplane::max_partitions)));
+    return;
+  }
+  std::string config = body.contains("config") && !body["config"].is_null() ? body["config"].dump() : "";
+  auto name = body["name"].get<std::string>();
+  ask<bool>(
+    *ctx.system, ctx.broker, ctx.timeout,
+    [respond, name, partitions](bool& created) {
+      respond(http_response::json(created ? 201 : 200, json{{"name", name}, {"partitions", partitions}}.dump()));
+    },
+    fail_with(respond), create_atom::value, name, static_cast<int32_t>(partitions), config);
+}
+
+void grow_topic(const client_context& ctx, http_request& req, const responder& respond) {
+  json body;
+  if (!parse_body(req, respond, body))
+    return;
+  if (!body.is_object() || !body.contains("count") || !body["count"].is_number_integer()) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"count\":<integer>}"));
+    return;
+  }
+  auto count = body["count"].get<int64_t>();
+  if (count < 1 || count > dataplane::max_partitions) {
+    respond(http_response::error(400, "invalid_request", "count must be between 1 and "
+                                                           + std::to_string(dataplane::max_partitions)));
+    return;
+  }
+  auto name = req.params["topic"];
+  ask<int32_t>(
+    *ctx.system, ctx.broker, ctx.timeout,
+    [respond, name](int32_t& n) { respond(http_response::json(200, json{{"name", name}, {"partitions", n}}.dump())); },
+    fail_with(respond), grow_atom::value, name, static_cast<int32_t>(count));
+}
+
+void list_topics(const client_context& ctx, const responder& respond) {
+  auto topics = ctx.catalog->get();
+  json list = json::array();
+  for (const auto& [name, t] : *topics)
+    list.push_back(json{{"name", name}, {"partitions", t.partitions.size()}});
+  respond(http_response::json(200, json{{"topics", list}}.dump()));
+}
+
+// --- groups ------------------------------------------------------------------------
+
+std::function<void(std::string&)> forward_json(const responder& respond) {
+  return [respond](std::string& body) { respond(http_response::json(200, std::move(body))); };
+}
+
+void join_group(const client_context& ctx, http_request& req, const responder& respond) {
+  json body;
+  if (!parse_body(req, respond, body))
+    return;
+  std::vector<std::string> topics;
+  if (!body.is_object() || !body.contains("topics") || !body["topics"].is_array()) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"topics\":[...],\"member_id\"?:...}"));
+    return;
+  }
+  for (const auto& t : body["topics"]) {
+    if (!t.is_string()) {
+      respond(http_response::error(400, "invalid_request", "topics must be strings"));
+      return;
+    }
+    topics.push_back(t.get<std::string>());
+  }
+  std::string member;
+  if (body.contains("member_id") && body["member_id"].is_string())
+    member = body["member_id"].get<std::string>();
+  ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, forward_json(respond), fail_with(respond), join_atom::value,
+                   req.params["group"], member, topics);
+}
+
+void commit_offsets(const client_context& ctx, http_request& req, const responder& respond) {
+  json body;
+  if (!parse_body(req, respond, body))
+    return;
+  if (!body.is_object() || !body.contains("offsets") || !body["offsets"].is_array()) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"offsets\":[{\"topic\",\"partition\",\"offset\"}]}"));
+    return;
+  }
+  int32_t gen = -1;
+  if (body.contains("generation") && !body["generation"].is_null()) {
+    if (!body["generation"].is_number_integer() || body["generation"].get<int64_t>() < 0) {
+      respond(http_response::error(400, "invalid_request", "generation must be a non-negative integer"));
+      return;
+    }
+    gen = body["generation"].get<int32_t>();
+  }
+  std::string member = body.contains("member_id") && body["member_id"].is_string()
+                         ? body["member_id"].get<std::string>()
+                         : std::string{};
+  ask<bool>(
+    *ctx.system, ctx.groups, ctx.timeout, [respond](bool&) { respond(http_response::json(200, "{}")); },
+    fail_with(respond), commit_atom::value, req.params["group"], body["offsets"].dump(), gen, member);
+}
+
+}  // namespace
+
+void add_client_routes(router& r, const client_context& ctx) {
+  auto sticky = std::make_shared<std::atomic<uint32_t>>(0);
+  r.add("POST", "/v1/topics", [ctx](http_request& req, responder respond) { create_topic(ctx, req, respond); });
+  r.add("GET", "/v1/topics", [ctx](http_request&, responder respond) { list_topics(ctx, respond); });
+  r.add("POST", "/v1/topics/{topic}/partitions",
+        [ctx](http_request& req, responder respond) { grow_topic(ctx, req, respond); });
+  r.add("POST", "/v1/topics/{topic}/records",
+        [ctx, sticky](http_request& req, responder respond) { produce(ctx, req, respond, *sticky); });
+  r.add("GET", "/v1/topics/{topic}/partitions/{partition}/records",
+        [ctx](http_request& req, responder respond) { fetch(ctx, req, respond); });
+  r.add("POST", "/v1/groups/{group}/members",
+        [ctx](http_request& req, responder respond) { join_group(ctx, req, respond); });
+  r.add("POST", "/v1/groups/{group}/members/{member}/heartbeat", [ctx](http_request& req, responder respond) {
+    ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, forward_json(respond), fail_with(respond),
+                     beat_atom::value, req.params["group"], req.params["member"]);
+  });
+  r.add("DELETE", "/v1/groups/{group}/members/{member}", [ctx](http_request& req, responder respond) {
+    ask<bool>(
+      *ctx.system, ctx.groups, ctx.timeout, [respond](bool&) { respond(http_response::json(200, "{}")); },
+      fail_with(respond), leave_atom::value, req.params["group"], req.params["member"]);
+  });
+  r.add("POST", "/v1/groups/{group}/offsets",
+        [ctx](http_request& req, responder respond) { commit_offsets(ctx, req, respond); });
+  r.add("GET", "/v1/groups/{group}/offsets", [ctx](http_request& req, responder respond) {
+    auto topic = req.query.count("topic") ? req.query["topic"] : std::string{};
+    ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, forward_json(respond), fail_with(respond),
+                     offsets_atom::value, req.params["group"], topic);
+  });
+}
+
+}  // namespace moonmq::transport
