@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/node/node_harness.hpp"
-#include "tests/support/http_client.hpp"
+#include "tests/support/raw_http.hpp"
+#include "transport/blocking_client.hpp"
 
 using namespace moonmq::test;
+using moonmq::transport::http_call;
 using namespace std::chrono_literals;
 using nlohmann::json;
 

@@ -7,7 +7,8 @@
 #include "actors/registry.hpp"
 #include "actors/system.hpp"
 #include "tests/actors/test_actors.hpp"
-#include "tests/support/http_client.hpp"
+#include "tests/support/raw_http.hpp"
+#include "transport/blocking_client.hpp"
 #include "tests/support/process.hpp"
 #include "transport/admin_routes.hpp"
 #include "transport/http_server.hpp"
@@ -16,7 +17,7 @@
 using namespace moonmq;
 using namespace std::chrono_literals;
 using nlohmann::json;
-using test::http_call;
+using transport::http_call;
 
 namespace {
 

@@ -5,12 +5,13 @@
 
 #include <boost/asio.hpp>
 
-#include "tests/support/http_client.hpp"
+#include "tests/support/raw_http.hpp"
+#include "transport/blocking_client.hpp"
 #include "tests/support/process.hpp"
 #include "transport/http_server.hpp"
 
 using namespace moonmq::transport;
-using moonmq::test::http_call;
+using moonmq::transport::http_call;
 using moonmq::test::raw_exchange;
 using moonmq::test::status_of;
 using namespace std::chrono_literals;
@@ -158,7 +159,7 @@ TEST_CASE("connections over the cap get 503", "[http]") {
 
 TEST_CASE("stop lets in-flight requests finish and refuses new connections", "[http]") {
   fixture f;
-  moonmq::test::http_result slow;
+  moonmq::transport::http_result slow;
   std::thread client([&] { slow = http_call(f.port, "GET", "/slow"); });
   while (f.slow_started.load() == 0)
     std::this_thread::sleep_for(5ms);

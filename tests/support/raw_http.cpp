@@ -1,0 +1,52 @@
+#include "tests/support/raw_http.hpp"
+
+#include <functional>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+
+namespace moonmq::test {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using tcp = net::ip::tcp;
+
+std::string raw_exchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
+                         bool* closed) {
+  net::io_context ioc;
+  tcp::socket sock{ioc};
+  std::string got;
+  bool peer_closed = false;
+  beast::error_code ec;
+  sock.connect(tcp::endpoint{net::ip::make_address("127.0.0.1"), port}, ec);
+  if (ec)
+    return got;
+  if (!bytes.empty())
+    net::write(sock, net::buffer(bytes), ec);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  std::function<void()> read_more;
+  read_more = [&] {
+    sock.async_read_some(net::buffer(buf), [&](beast::error_code e, size_t n) {
+      got.append(buf, n);
+      if (e) {
+        peer_closed = true;
+        return;
+      }
+      read_more();
+    });
+  };
+  read_more();
+  ioc.run_until(deadline);
+  if (closed)
+    *closed = peer_closed;
+  return got;
+}
+
+int status_of(const std::string& raw) {
+  if (raw.rfind("HTTP/1.", 0) != 0 || raw.size() < 12)
+    return 0;
+  return std::atoi(raw.substr(9, 3).c_str());
+}
+
+}  // namespace moonmq::test

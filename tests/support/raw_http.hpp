@@ -1,0 +1,19 @@
+#pragma once
+// Raw bytes over a loopback socket, for tests of malformed or partial HTTP.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace moonmq::test {
+
+/// Writes `bytes` as they are to 127.0.0.1:`port` and reads until the peer
+/// closes or `timeout` passes; returns what was read. Sets `closed` when the
+/// peer closed.
+std::string raw_exchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
+                         bool* closed = nullptr);
+
+/// The status code of the first HTTP response in `raw` (0 if none).
+int status_of(const std::string& raw);
+
+}  // namespace moonmq::test
