@@ -1,0 +1,48 @@
+#pragma once
+// Band arithmetic shared by the built-in goals (see docs/balancer.md).
+//
+// A distribution goal compares each eligible broker's normalized load n_b
+// with band = mean·(1 ± deviation). Normalized load is the raw load, or the
+// utilization load/capacity when every eligible broker declares a capacity
+// for the resource (then mean = Σ load / Σ capacity over eligible brokers).
+
+#include "goals/snapshot.hpp"
+#include "goals/types.hpp"
+
+namespace moonmq::goals {
+
+/// Optimization band = mean·(1 ± kTargetFraction·AvgDeviation): a triggered
+/// goal aims inside this narrower band so that the next pass, which detects
+/// with the full band, finds nothing to do (hysteresis; AutoMQ picks the
+/// detection and optimization ranges separately for the same reason).
+inline constexpr double kTargetFraction = 0.8;
+
+/// Moves of a measured resource that shift less than this fraction of the
+/// mean (normalized) are not worth a data copy and are never proposed
+/// (PARTITION_COUNT moves always shift one whole partition and are exempt).
+inline constexpr double kTrivialFraction = 1e-4;
+
+struct band {
+  resource res = resource::nw_in;
+  bool utilization = false;  // normalized by capacity
+  double mean = 0.0;         // normalized
+  double lower = 0.0;
+  double upper = 0.0;
+  double raw_mean = 0.0;     // Σ load / eligible brokers (resource units)
+  bool idle = true;          // < 2 eligible brokers counts as idle for moving, see optimize
+  double eps = 1e-12;        // comparison tolerance (relative 1e-9 of the mean)
+
+  /// 1 / capacity in utilization mode, else 1.
+  double scale(const snapshot& s, broker_index b) const;
+  /// Normalized load of `b`.
+  double norm(const snapshot& s, broker_index b) const { return s.load(b, res) * scale(s, b); }
+  /// Distance of normalized load `n` outside [lower, upper]; 0 inside.
+  double outside(double n) const;
+};
+
+/// Band of `r` over eligible brokers with half-width `deviation`·mean.
+/// Idle when there is no eligible broker, the mean is 0, or the raw mean is
+/// below `detect_threshold`. Never divides by zero; all fields finite.
+band make_band(const snapshot& s, resource r, double deviation, double detect_threshold);
+
+}  // namespace moonmq::goals

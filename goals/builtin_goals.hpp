@@ -1,0 +1,37 @@
+#pragma once
+// The built-in goals, implemented once in the SDK so that each built-in
+// plugin (plugins/builtin/) is a few lines.
+//
+// Distribution goals NW_IN, NW_OUT, DISK, PARTITION_COUNT (soft): keep every
+// eligible broker inside band = mean·(1 ± AvgDeviation); shed load from
+// brokers above the band and fill brokers below it (new empty brokers
+// included); idle while the mean raw load is below DetectThreshold.
+// Capacity goals DISK_CAPACITY, NW_IN_CAPACITY, NW_OUT_CAPACITY (hard):
+// load ≤ capacity × CapacityThreshold on every broker that declares a capacity.
+// Defaults are listed in docs/balancer.md.
+
+#include <memory>
+#include <vector>
+
+#include "goals/goal.hpp"
+
+namespace moonmq::goals {
+
+/// Default config of the distribution goal for `r`: AvgDeviation 0.2;
+/// DetectThreshold 1 MiB/s for NW_IN/NW_OUT (the MoonMQ cluster default),
+/// 100 MiB for DISK, 0 for PARTITION_COUNT; Priority NW_IN 50, NW_OUT 40,
+/// DISK 30, PARTITION_COUNT 20.
+goal_config default_distribution_config(resource r);
+/// Default config of a capacity goal: CapacityThreshold 0.8; Priority
+/// DISK_CAPACITY 100, NW_IN_CAPACITY 95, NW_OUT_CAPACITY 90.
+goal_config default_capacity_config(resource r);
+
+/// Distribution goal for any resource; named resource_name(r).
+std::unique_ptr<goal> make_distribution_goal(resource r);
+/// Capacity goal for a measured resource (not PARTITION_COUNT); named
+/// resource_name(r) + "_CAPACITY". Returns nullptr for PARTITION_COUNT.
+std::unique_ptr<goal> make_capacity_goal(resource r);
+/// All seven built-in goals.
+std::vector<std::unique_ptr<goal>> make_builtin_goals();
+
+}  // namespace moonmq::goals

@@ -1,0 +1,185 @@
+#include "goals/detector.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace moonmq::goals {
+namespace {
+
+struct move_record {
+  std::size_t goal = 0;
+  std::string reason;
+};
+
+class detector_context final : public optimize_context {
+ public:
+  detector_context(snapshot& s, const std::vector<goal_binding>& goals, std::vector<goal_report>& reports,
+                   std::size_t max_actions)
+      : s_(s), goals_(goals), reports_(reports), max_actions_(max_actions),
+        last_record_(s.replica_count(), -1) {}
+
+  void set_current(std::size_t g) { current_ = g; }
+
+  bool full() const override { return s_.moved_count() >= max_actions_; }
+
+  bool propose(const action& a, std::string_view reason) override {
+    if (!admissible(a) || !within_cap(a)) return reject();
+    for (std::size_t j = 0; j < goals_.size(); ++j) {
+      // Every goal: hard goals veto; soft goals optimized earlier must not get
+      // worse (DESIGN §4); later soft goals are protected too, so that no goal
+      // ends a plan worse than it started.
+      if (!goals_[j].impl->check(s_, goals_[j].config, a).accept) return reject();
+    }
+    if (!s_.apply(a)) return reject();
+    records_.push_back(move_record{current_, std::string(reason)});
+    note(a.replica);
+    if (a.type == action_type::swap) note(a.other);
+    ++reports_[current_].accepted;
+    return true;
+  }
+
+  /// Replicas in the order they were first moved, with their last record.
+  const std::vector<std::uint32_t>& touched() const { return touched_; }
+  const move_record& record_of(replica_index r) const {
+    return records_[static_cast<std::size_t>(last_record_[r.value])];
+  }
+
+ private:
+  bool reject() {
+    ++reports_[current_].rejected;
+    return false;
+  }
+  bool admissible(const action& a) const {
+    if (a.from.value >= s_.broker_count() || a.to.value >= s_.broker_count()) return false;
+    if (a.replica.value >= s_.replica_count()) return false;
+    if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return false;
+    if (!s_.movable(a.replica) || s_.owner(a.replica) != a.from) return false;
+    if (a.type == action_type::swap) {
+      if (a.other.value >= s_.replica_count() || !s_.movable(a.other) || s_.owner(a.other) != a.to) return false;
+    }
+    return true;
+  }
+  // Number of moved partitions after `a`, compared with the cap.
+  bool within_cap(const action& a) const {
+    long long count = static_cast<long long>(s_.moved_count());
+    auto delta = [&](replica_index r, broker_index to) {
+      const bool was = s_.owner(r) != s_.origin(r);
+      const bool will = to != s_.origin(r);
+      return static_cast<long long>(will) - static_cast<long long>(was);
+    };
+    count += delta(a.replica, a.to);
+    if (a.type == action_type::swap) count += delta(a.other, a.from);
+    return count <= static_cast<long long>(max_actions_);
+  }
+  void note(replica_index r) {
+    if (last_record_[r.value] < 0) touched_.push_back(r.value);
+    last_record_[r.value] = static_cast<std::int64_t>(records_.size() - 1);
+  }
+
+  snapshot& s_;
+  const std::vector<goal_binding>& goals_;
+  std::vector<goal_report>& reports_;
+  std::size_t max_actions_;
+  std::size_t current_ = 0;
+  std::vector<std::int64_t> last_record_;
+  std::vector<std::uint32_t> touched_;
+  std::vector<move_record> records_;
+};
+
+broker_loads loads_of(const snapshot& s) {
+  broker_loads out(s.broker_count());
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b)
+    for (std::size_t r = 0; r < kResourceCount; ++r) out[b][r] = s.load(broker_index{b}, static_cast<resource>(r));
+  return out;
+}
+
+}  // namespace
+
+std::vector<goal_binding> order_goals(std::vector<goal_binding> goals) {
+  goals.erase(std::remove_if(goals.begin(), goals.end(),
+                             [](const goal_binding& g) { return g.impl == nullptr || !g.config.enabled; }),
+              goals.end());
+  std::stable_sort(goals.begin(), goals.end(), [](const goal_binding& a, const goal_binding& b) {
+    if (a.config.priority != b.config.priority) return a.config.priority > b.config.priority;
+    return a.impl->name() < b.impl->name();
+  });
+  return goals;
+}
+
+double balancedness(const snapshot& s, const std::vector<goal_binding>& goals) {
+  if (goals.empty() || s.eligible_count() == 0) return 100.0;
+  double weighted = 0.0, total = 0.0;
+  const std::size_t n = goals.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& g = goals[i];
+    const double w = std::pow(1.1, static_cast<double>(n - 1 - i)) * (g.impl->hard() ? 1.5 : 1.0);
+    const goal_stats st = g.impl->stats(s, g.config);
+    const double ok = st.idle ? 1.0
+                              : 1.0 - static_cast<double>(st.violators.size()) / static_cast<double>(s.eligible_count());
+    weighted += w * std::clamp(ok, 0.0, 1.0);
+    total += w;
+  }
+  const double score = total > 0.0 ? 100.0 * weighted / total : 100.0;
+  return std::isfinite(score) ? std::clamp(score, 0.0, 100.0) : 0.0;
+}
+
+plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size_t max_actions) {
+  plan p;
+  p.broker_ids.reserve(s.broker_count());
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b) p.broker_ids.push_back(s.broker_id(broker_index{b}));
+  p.brokers_before = loads_of(s);
+  p.balancedness_before = balancedness(s, goals);
+  p.goals.resize(goals.size());
+  for (std::size_t i = 0; i < goals.size(); ++i) {
+    auto& r = p.goals[i];
+    r.name = goals[i].impl->name();
+    r.hard = goals[i].impl->hard();
+    r.priority = goals[i].config.priority;
+    r.before = goals[i].impl->stats(s, goals[i].config);
+  }
+  detector_context ctx(s, goals, p.goals, max_actions);
+  for (std::size_t i = 0; i < goals.size(); ++i) {
+    ctx.set_current(i);
+    p.goals[i].explanation = goals[i].impl->optimize(s, goals[i].config, ctx);
+  }
+  for (std::size_t i = 0; i < goals.size(); ++i) p.goals[i].after = goals[i].impl->stats(s, goals[i].config);
+
+  for (std::uint32_t r : ctx.touched()) {
+    const replica_index ri{r};
+    if (s.owner(ri) == s.origin(ri)) continue;  // moved back where it started
+    const auto& rec = ctx.record_of(ri);
+    plan_action a;
+    a.type = action_type::move;
+    a.topic = s.topic(ri);
+    a.partition = s.partition(ri);
+    a.replica = ri;
+    a.from_index = s.origin(ri);
+    a.to_index = s.owner(ri);
+    a.from = s.broker_id(a.from_index);
+    a.to = s.broker_id(a.to_index);
+    a.goal = p.goals[rec.goal].name;
+    a.reason = rec.reason;
+    p.actions.push_back(std::move(a));
+  }
+  p.brokers_after = loads_of(s);
+  p.balancedness_after = balancedness(s, goals);
+  if (goals.empty()) p.summary = "no goal is enabled; nothing moved";
+  else if (p.actions.empty()) p.summary = "no action: every goal is satisfied, idle, or has no acceptable move (see goals[].explanation)";
+  else p.summary = std::to_string(p.actions.size()) + " partition move(s) planned";
+  return p;
+}
+
+outcome<plan> make_plan(const cluster_model& model, const std::vector<const goal*>& goals) {
+  auto frozen = snapshot::freeze(model);
+  if (!frozen) return outcome<plan>::failure(frozen.error());
+  std::vector<goal_binding> bound;
+  for (const goal* g : goals) {
+    if (!g) continue;
+    goal_config cfg = g->default_config();
+    if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
+    bound.push_back({g, cfg});
+  }
+  return run_detector(frozen.value(), order_goals(std::move(bound)), model.max_actions);
+}
+
+}  // namespace moonmq::goals

@@ -1,0 +1,91 @@
+#pragma once
+// The detector: runs goals in priority order against one snapshot and turns
+// the accepted actions into a plan (DESIGN §4; the loop structure follows
+// Cruise Control's GoalOptimizer: each goal optimizes in turn, and an action
+// is accepted only if every goal optimized before it accepts it).
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "goals/goal.hpp"
+#include "goals/model.hpp"
+#include "goals/outcome.hpp"
+#include "goals/snapshot.hpp"
+
+namespace moonmq::goals {
+
+/// A goal with its effective configuration for one plan.
+struct goal_binding {
+  const goal* impl = nullptr;
+  goal_config config;
+};
+
+/// One step of the plan. Actions are merged per partition: the plan holds at
+/// most one action per partition, from its starting owner to its final owner
+/// (A→B then B→C becomes A→C; A→B→A disappears). `goal`/`reason` come from
+/// the last goal that moved it. An accepted SWAP appears as two MOVEs.
+struct plan_action {
+  action_type type = action_type::move;
+  std::string topic;
+  std::int32_t partition = 0;
+  std::string from;
+  std::string to;
+  std::string goal;
+  std::string reason;
+  replica_index replica;
+  broker_index from_index;
+  broker_index to_index;
+};
+
+/// Per-goal outcome (CONTRACT §6 plan.goals[]). `before` is measured on the
+/// snapshot as frozen, `after` once every goal has run.
+struct goal_report {
+  std::string name;
+  bool hard = false;
+  int priority = 0;
+  goal_stats before;
+  goal_stats after;
+  std::string explanation;
+  std::size_t accepted = 0;  // proposals of this goal that were applied
+  std::size_t rejected = 0;  // proposals refused by a rule or another goal
+};
+
+/// Per-broker figures: loads indexed by resource (nw_in, nw_out, disk, partitions).
+using broker_loads = std::vector<std::array<double, kResourceCount>>;
+
+struct plan {
+  std::vector<plan_action> actions;
+  std::vector<goal_report> goals;
+  std::vector<std::string> broker_ids;
+  broker_loads brokers_before;
+  broker_loads brokers_after;
+  double balancedness_before = 100.0;
+  double balancedness_after = 100.0;
+  /// One sentence; says why nothing moved when the plan is empty.
+  std::string summary;
+};
+
+/// Orders `goals` for a run: enabled only, by priority (higher first), ties by name.
+std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
+
+/// Runs `goals` (see order_goals; the order given is used as is) on `s`,
+/// which is left in the planned state. At most `max_actions` partitions move.
+plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size_t max_actions);
+
+/// Balancedness 0–100 of `s` for `goals` (ordered as run):
+///   score = 100 · Σ w_g · (1 − violators_g / eligible) / Σ w_g,
+///   w_g = 1.1^(n − 1 − rank_g) · (hard ? 1.5 : 1),
+/// an idle goal counting as fully satisfied; 100 with no goal or no eligible
+/// broker. The priority (1.1) and strictness (1.5) weights are Cruise
+/// Control's balancedness weights; the per-goal term is the share of brokers
+/// in band instead of a pass/fail so the score moves with partial progress.
+double balancedness(const snapshot& s, const std::vector<goal_binding>& goals);
+
+/// Freezes `model`, binds each goal to its config (defaults with the model's
+/// overrides), orders them and runs the detector. Goals named in the model
+/// but not given are ignored. Errors: the model's validation error.
+outcome<plan> make_plan(const cluster_model& model, const std::vector<const goal*>& goals);
+
+}  // namespace moonmq::goals

@@ -1,0 +1,69 @@
+#pragma once
+// The cluster model: the planner's input as plain data (CONTRACT §6 "Model").
+// Built by the balance loop from live load reports or parsed from JSON by
+// model_json.hpp; frozen into a snapshot for one planning pass.
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "goals/types.hpp"
+
+namespace moonmq::goals {
+
+/// One broker. `capacity[i]` is the capacity of measured resource i
+/// (nw_in, nw_out bytes/s; disk bytes); absent = unknown/unlimited.
+struct broker_spec {
+  std::string id;
+  std::string rack;
+  bool alive = true;
+  bool excluded = false;
+  std::array<std::optional<double>, kMeasuredResources> capacity{};
+};
+
+/// One partition (single replica: its owner). `load[i]` is measured resource
+/// i (nw_in, nw_out bytes/s; disk bytes). An untrusted replica (fewer than
+/// MinValid samples) contributes no load and never moves.
+struct replica_spec {
+  std::string topic;
+  std::int32_t partition = 0;
+  std::string owner;
+  std::array<double, kMeasuredResources> load{};
+  bool trusted = true;
+};
+
+/// A move that is executing right now: the model already counts the
+/// partition on `to`, and the partition does not move again in this plan.
+struct in_flight_move {
+  topic_partition tp;
+  std::string to;
+};
+
+/// Everything one planning pass needs.
+struct cluster_model {
+  std::vector<broker_spec> brokers;
+  std::vector<replica_spec> replicas;
+  /// Topics that never move (their load still counts on their owner).
+  /// Internal topics (`__` prefix) never move whether listed or not.
+  std::vector<std::string> excluded_topics;
+  /// Per-goal overrides by goal name; a missing goal runs with its defaults.
+  std::map<std::string, goal_overrides> goals;
+  /// Cap on the number of partitions the plan moves (MaxActionsPerDetect).
+  std::size_t max_actions = 50;
+  /// Recently moved partitions that must not move again yet.
+  std::vector<topic_partition> cooldown;
+  /// Moves still running; applied to the model before planning.
+  std::vector<in_flight_move> in_flight;
+};
+
+/// Checks the references inside a model: unique non-empty broker ids, owners
+/// and in-flight destinations that name a broker, unique (topic, partition),
+/// non-negative finite loads and capacities, 0 ≤ partition.
+/// Returns an empty string when valid, else a message naming the offending
+/// element (e.g. "partitions[3].owner: unknown broker \"b9\"").
+std::string validate(const cluster_model& model);
+
+}  // namespace moonmq::goals

@@ -1,0 +1,209 @@
+#include "goals/snapshot.hpp"
+
+#include <cmath>
+#include <unordered_set>
+
+namespace moonmq::goals {
+namespace {
+
+std::uint64_t replica_key(std::uint32_t topic, std::int32_t partition) {
+  return (static_cast<std::uint64_t>(topic) << 32) | static_cast<std::uint32_t>(partition);
+}
+
+// Amounts above 1e18 (an exabyte, or an exabyte per second) are refused so
+// that sums over millions of partitions stay far from overflow.
+constexpr double kMaxAmount = 1e18;
+
+bool good_amount(double v) { return std::isfinite(v) && v >= 0.0 && v <= kMaxAmount; }
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+std::string validate(const cluster_model& model) {
+  auto s = snapshot::freeze(model);
+  return s.ok() ? std::string{} : s.error();
+}
+
+outcome<snapshot> snapshot::freeze(const cluster_model& model) {
+  using result = outcome<snapshot>;
+  snapshot s;
+  const std::size_t nb = model.brokers.size();
+  s.ids_.reserve(nb);
+  s.alive_.reserve(nb);
+  s.excluded_.reserve(nb);
+  s.capacity_.reserve(nb);
+  s.broker_load_.assign(nb, {});
+  for (std::size_t i = 0; i < nb; ++i) {
+    const auto& b = model.brokers[i];
+    const std::string where = "brokers[" + std::to_string(i) + "]";
+    if (b.id.empty()) return result::failure(where + ".id: must be a non-empty string");
+    if (!s.broker_by_id_.emplace(b.id, static_cast<std::uint32_t>(i)).second)
+      return result::failure(where + ".id: duplicate broker " + quoted(b.id));
+    std::array<double, kMeasuredResources> cap{};
+    for (std::size_t r = 0; r < kMeasuredResources; ++r) {
+      cap[r] = -1.0;
+      if (b.capacity[r]) {
+        if (!good_amount(*b.capacity[r]))
+          return result::failure(where + ".capacity." +
+                                 std::string(resource_key(static_cast<resource>(r))) +
+                                 ": must be a number in [0, 1e18]");
+        cap[r] = *b.capacity[r];
+      }
+    }
+    s.ids_.push_back(b.id);
+    s.alive_.push_back(b.alive ? 1 : 0);
+    s.excluded_.push_back(b.excluded ? 1 : 0);
+    s.capacity_.push_back(cap);
+  }
+
+  std::unordered_set<std::string> excluded_topics(model.excluded_topics.begin(),
+                                                  model.excluded_topics.end());
+  const std::size_t nr = model.replicas.size();
+  s.owner_.reserve(nr);
+  s.replica_load_.reserve(nr);
+  s.topic_.reserve(nr);
+  s.partition_.reserve(nr);
+  s.movable_.reserve(nr);
+  s.replica_by_key_.reserve(nr);
+  std::vector<std::uint8_t> topic_movable;
+  for (std::size_t i = 0; i < nr; ++i) {
+    const auto& p = model.replicas[i];
+    const std::string where = "partitions[" + std::to_string(i) + "]";
+    if (p.topic.empty()) return result::failure(where + ".topic: must be a non-empty string");
+    if (p.partition < 0) return result::failure(where + ".partition: must be >= 0");
+    auto owner = s.broker_by_id_.find(p.owner);
+    if (owner == s.broker_by_id_.end())
+      return result::failure(where + ".owner: unknown broker " + quoted(p.owner));
+    auto [t, fresh] = s.topic_by_name_.emplace(p.topic, static_cast<std::uint32_t>(s.topics_.size()));
+    if (fresh) {
+      s.topics_.push_back(p.topic);
+      const bool internal = p.topic.size() >= 2 && p.topic[0] == '_' && p.topic[1] == '_';
+      topic_movable.push_back(internal || excluded_topics.count(p.topic) ? 0 : 1);
+    }
+    if (!s.replica_by_key_.emplace(replica_key(t->second, p.partition), static_cast<std::uint32_t>(i)).second)
+      return result::failure(where + ": duplicate partition " + p.topic + "-" + std::to_string(p.partition));
+    std::array<double, kMeasuredResources> load{};
+    for (std::size_t r = 0; r < kMeasuredResources; ++r) {
+      if (!good_amount(p.load[r]))
+        return result::failure(where + ".load." + std::string(resource_key(static_cast<resource>(r))) +
+                               ": must be a number in [0, 1e18]");
+      load[r] = p.trusted ? p.load[r] : 0.0;
+    }
+    s.owner_.push_back(owner->second);
+    s.replica_load_.push_back(load);
+    s.topic_.push_back(t->second);
+    s.partition_.push_back(p.partition);
+    s.movable_.push_back(p.trusted && topic_movable[t->second] ? 1 : 0);
+  }
+
+  for (std::size_t i = 0; i < model.in_flight.size(); ++i) {
+    const auto& m = model.in_flight[i];
+    const std::string where = "in_flight[" + std::to_string(i) + "]";
+    auto r = s.find_replica(m.tp.topic, m.tp.partition);
+    if (!r) return result::failure(where + ": unknown partition " + m.tp.topic + "-" + std::to_string(m.tp.partition));
+    auto to = s.find_broker(m.to);
+    if (!to) return result::failure(where + ".to: unknown broker " + quoted(m.to));
+    s.owner_[r->value] = to->value;
+    s.movable_[r->value] = 0;
+  }
+  for (const auto& tp : model.cooldown) {
+    // Unknown cooldown partitions are harmless (deleted since): ignored.
+    if (auto r = s.find_replica(tp.topic, tp.partition)) s.movable_[r->value] = 0;
+  }
+  s.origin_ = s.owner_;
+
+  for (std::size_t i = 0; i < nr; ++i) {
+    auto& bl = s.broker_load_[s.owner_[i]];
+    for (std::size_t r = 0; r < kMeasuredResources; ++r) bl[r] += s.replica_load_[i][r];
+    bl[index_of(resource::partition_count)] += 1.0;
+  }
+  for (std::size_t r = 0; r < kResourceCount; ++r) s.all_capacity_[r] = r < kMeasuredResources;
+  for (std::size_t b = 0; b < nb; ++b) {
+    if (!s.eligible(broker_index{static_cast<std::uint32_t>(b)})) continue;
+    ++s.eligible_count_;
+    for (std::size_t r = 0; r < kResourceCount; ++r) {
+      s.eligible_total_[r] += s.broker_load_[b][r];
+      if (r < kMeasuredResources) {
+        if (s.capacity_[b][r] > 0.0)
+          s.eligible_capacity_[r] += s.capacity_[b][r];
+        else
+          s.all_capacity_[r] = false;
+      }
+    }
+  }
+  for (std::size_t r = 0; r < kResourceCount; ++r) {
+    if (s.eligible_count_ == 0 || !s.all_capacity_[r]) {
+      s.all_capacity_[r] = false;
+      s.eligible_capacity_[r] = 0.0;
+    }
+  }
+  return s;
+}
+
+std::optional<broker_index> snapshot::find_broker(std::string_view id) const {
+  auto it = broker_by_id_.find(std::string(id));
+  if (it == broker_by_id_.end()) return std::nullopt;
+  return broker_index{it->second};
+}
+
+std::optional<double> snapshot::capacity(broker_index b, resource r) const {
+  if (r == resource::partition_count) return std::nullopt;
+  const double c = capacity_[b.value][index_of(r)];
+  if (c < 0.0) return std::nullopt;
+  return c;
+}
+
+double snapshot::total_load(resource r) const {
+  double sum = 0.0;
+  for (const auto& bl : broker_load_) sum += bl[index_of(r)];
+  return sum;
+}
+
+std::optional<replica_index> snapshot::find_replica(std::string_view topic, std::int32_t partition) const {
+  auto t = topic_by_name_.find(std::string(topic));
+  if (t == topic_by_name_.end() || partition < 0) return std::nullopt;
+  auto it = replica_by_key_.find(replica_key(t->second, partition));
+  if (it == replica_by_key_.end()) return std::nullopt;
+  return replica_index{it->second};
+}
+
+void snapshot::move_replica(std::uint32_t r, std::uint32_t to) {
+  const std::uint32_t from = owner_[r];
+  const bool from_eligible = eligible(broker_index{from});
+  const bool to_eligible = eligible(broker_index{to});
+  for (std::size_t k = 0; k < kResourceCount; ++k) {
+    const double x = k < kMeasuredResources ? replica_load_[r][k] : 1.0;
+    broker_load_[from][k] -= x;
+    broker_load_[to][k] += x;
+    if (from_eligible) eligible_total_[k] -= x;
+    if (to_eligible) eligible_total_[k] += x;
+  }
+  if (owner_[r] != origin_[r]) --moved_count_;
+  owner_[r] = to;
+  if (owner_[r] != origin_[r]) ++moved_count_;
+}
+
+bool snapshot::apply(const action& a) {
+  if (!valid_replica(a.replica) || !valid_broker(a.from) || !valid_broker(a.to) || a.from == a.to) return false;
+  if (owner_[a.replica.value] != a.from.value) return false;
+  if (a.type == action_type::swap) {
+    if (!valid_replica(a.other) || a.other == a.replica || owner_[a.other.value] != a.to.value) return false;
+    move_replica(a.other.value, a.from.value);
+  }
+  move_replica(a.replica.value, a.to.value);
+  return true;
+}
+
+bool snapshot::undo(const action& a) {
+  if (!valid_replica(a.replica) || !valid_broker(a.from) || !valid_broker(a.to) || a.from == a.to) return false;
+  if (owner_[a.replica.value] != a.to.value) return false;
+  if (a.type == action_type::swap) {
+    if (!valid_replica(a.other) || a.other == a.replica || owner_[a.other.value] != a.from.value) return false;
+    move_replica(a.other.value, a.to.value);
+  }
+  move_replica(a.replica.value, a.from.value);
+  return true;
+}
+
+}  // namespace moonmq::goals

@@ -1,0 +1,108 @@
+#pragma once
+// A frozen, mutable copy of the cluster model for one planning pass.
+// Flat vectors indexed by broker_index / replica_index; broker totals are
+// kept incrementally by apply/undo, so every query below is O(1).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "goals/model.hpp"
+#include "goals/outcome.hpp"
+#include "goals/types.hpp"
+
+namespace moonmq::goals {
+
+class snapshot {
+ public:
+  /// Validates and freezes `model`: in-flight moves are applied (and become
+  /// the partitions' starting owner), cooldown and in-flight partitions,
+  /// internal (`__`) and excluded topics and untrusted replicas are marked
+  /// immovable. Errors name the offending element
+  /// (e.g. "partitions[3].owner: unknown broker \"b9\"").
+  static outcome<snapshot> freeze(const cluster_model& model);
+
+  // --- brokers -----------------------------------------------------------
+  std::size_t broker_count() const { return ids_.size(); }
+  const std::string& broker_id(broker_index b) const { return ids_[b.value]; }
+  std::optional<broker_index> find_broker(std::string_view id) const;
+  bool alive(broker_index b) const { return alive_[b.value] != 0; }
+  bool excluded(broker_index b) const { return excluded_[b.value] != 0; }
+  /// Alive and not excluded: may receive partitions, counts in the mean.
+  bool eligible(broker_index b) const { return alive_[b.value] != 0 && excluded_[b.value] == 0; }
+  /// Current load of broker `b` on `r` (sum of its replicas' loads).
+  double load(broker_index b, resource r) const { return broker_load_[b.value][index_of(r)]; }
+  /// Capacity of `b` for `r`; nullopt when unknown (always for PARTITION_COUNT).
+  std::optional<double> capacity(broker_index b, resource r) const;
+
+  // --- eligible aggregates (constant while moves stay among eligible brokers)
+  std::size_t eligible_count() const { return eligible_count_; }
+  double eligible_total(resource r) const { return eligible_total_[index_of(r)]; }
+  /// Sum of capacities of eligible brokers (0 unless all have one).
+  double eligible_capacity_total(resource r) const { return eligible_capacity_[index_of(r)]; }
+  /// True when every eligible broker has a positive capacity for `r`.
+  bool eligible_all_have_capacity(resource r) const { return all_capacity_[index_of(r)]; }
+  /// Sum over all brokers (eligible or not).
+  double total_load(resource r) const;
+
+  // --- replicas ------------------------------------------------------------
+  std::size_t replica_count() const { return owner_.size(); }
+  broker_index owner(replica_index r) const { return broker_index{owner_[r.value]}; }
+  /// Owner when the snapshot was frozen (after in-flight moves).
+  broker_index origin(replica_index r) const { return broker_index{origin_[r.value]}; }
+  /// Load of replica `r` on `res` (1 for PARTITION_COUNT).
+  double load(replica_index r, resource res) const {
+    return res == resource::partition_count ? 1.0 : replica_load_[r.value][index_of(res)];
+  }
+  bool movable(replica_index r) const { return movable_[r.value] != 0; }
+  const std::string& topic(replica_index r) const { return topics_[topic_[r.value]]; }
+  std::int32_t partition(replica_index r) const { return partition_[r.value]; }
+  std::optional<replica_index> find_replica(std::string_view topic, std::int32_t partition) const;
+  /// Replicas whose owner differs from their origin.
+  std::size_t moved_count() const { return moved_count_; }
+
+  // --- mutation --------------------------------------------------------------
+  /// Applies a MOVE or SWAP. Returns false (and changes nothing) when the
+  /// action does not match the current state (wrong owner, same broker,
+  /// out-of-range index). Movability and eligibility are the detector's
+  /// business, not checked here.
+  bool apply(const action& a);
+  /// Reverts an action applied last (or any action whose result is the
+  /// current state); false and no change when it does not match.
+  bool undo(const action& a);
+
+ private:
+  snapshot() = default;
+  bool valid_broker(broker_index b) const { return b.value < ids_.size(); }
+  bool valid_replica(replica_index r) const { return r.value < owner_.size(); }
+  void move_replica(std::uint32_t r, std::uint32_t to);
+
+  std::vector<std::string> ids_;
+  std::vector<std::uint8_t> alive_;
+  std::vector<std::uint8_t> excluded_;
+  std::vector<std::array<double, kResourceCount>> broker_load_;
+  std::vector<std::array<double, kMeasuredResources>> capacity_;  // < 0: unknown
+  std::unordered_map<std::string, std::uint32_t> broker_by_id_;
+
+  std::vector<std::uint32_t> owner_;
+  std::vector<std::uint32_t> origin_;
+  std::vector<std::array<double, kMeasuredResources>> replica_load_;
+  std::vector<std::uint32_t> topic_;
+  std::vector<std::int32_t> partition_;
+  std::vector<std::uint8_t> movable_;
+  std::vector<std::string> topics_;
+  std::unordered_map<std::string, std::uint32_t> topic_by_name_;
+  std::unordered_map<std::uint64_t, std::uint32_t> replica_by_key_;
+
+  std::size_t eligible_count_ = 0;
+  std::array<double, kResourceCount> eligible_total_{};
+  std::array<double, kResourceCount> eligible_capacity_{};
+  std::array<bool, kResourceCount> all_capacity_{};
+  std::size_t moved_count_ = 0;
+};
+
+}  // namespace moonmq::goals

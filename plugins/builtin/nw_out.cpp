@@ -1,0 +1,8 @@
+// Built-in goal plugin NW_OUT: the SDK's distribution goal for nw_out.
+#include <exception>
+
+#include "goals/builtin_goals.hpp"
+#include "plugins/goal_plugin_abi.hpp"
+
+MOONMQ_DEFINE_GOAL_PLUGIN("NW_OUT", "1.0.0",
+                          moonmq::goals::make_distribution_goal(moonmq::goals::resource::nw_out))

@@ -1,0 +1,238 @@
+// Detector rules with scripted goals: veto, no-worse, one action per
+// partition (chains merged), the action cap, eligibility.
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "goals/builtin_goals.hpp"
+#include "goals/detector.hpp"
+#include "tests/goals/model_builder.hpp"
+
+using namespace moonmq::goals;
+using moonmq::test::broker;
+using moonmq::test::replica;
+
+namespace {
+
+struct step {
+  std::string topic;
+  int partition;
+  std::string to;
+};
+
+// Proposes a fixed list of MOVEs and records which were accepted.
+class scripted_goal final : public goal {
+ public:
+  scripted_goal(std::string name, std::vector<step> steps, int priority)
+      : name_(std::move(name)), steps_(std::move(steps)), priority_(priority) {}
+  std::string name() const override { return name_; }
+  bool hard() const override { return false; }
+  goal_config default_config() const override {
+    goal_config c;
+    c.priority = priority_;
+    return c;
+  }
+  goal_stats stats(const snapshot&, const goal_config&) const override { return {}; }
+  verdict check(const snapshot&, const goal_config&, const action&) const override { return verdict::yes(); }
+  std::string optimize(snapshot& s, const goal_config&, optimize_context& ctx) const override {
+    accepted.clear();
+    for (const auto& st : steps_) {
+      const auto r = *s.find_replica(st.topic, st.partition);
+      const action a{action_type::move, r, s.owner(r), *s.find_broker(st.to), {}};
+      accepted.push_back(ctx.propose(a, "scripted"));
+    }
+    return "scripted";
+  }
+  mutable std::vector<bool> accepted;
+
+ private:
+  std::string name_;
+  std::vector<step> steps_;
+  int priority_;
+};
+
+// Refuses any action accepted by `refuse`; hard or soft.
+class refusing_goal final : public goal {
+ public:
+  refusing_goal(bool is_hard, int priority, std::function<bool(const snapshot&, const action&)> refuse)
+      : hard_(is_hard), priority_(priority), refuse_(std::move(refuse)) {}
+  std::string name() const override { return hard_ ? "HARD" : "SOFT"; }
+  bool hard() const override { return hard_; }
+  goal_config default_config() const override {
+    goal_config c;
+    c.priority = priority_;
+    return c;
+  }
+  goal_stats stats(const snapshot&, const goal_config&) const override { return {}; }
+  verdict check(const snapshot& s, const goal_config&, const action& a) const override {
+    return refuse_(s, a) ? verdict::no("refused") : verdict::yes();
+  }
+  std::string optimize(snapshot&, const goal_config&, optimize_context&) const override { return "nothing"; }
+
+ private:
+  bool hard_;
+  int priority_;
+  std::function<bool(const snapshot&, const action&)> refuse_;
+};
+
+cluster_model four_brokers() {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3"), broker("dead", false), broker("ex", true, true)};
+  for (int p = 0; p < 6; ++p) m.replicas.push_back(replica("t", p, "b1", 1, 1, 1));
+  m.replicas.push_back(replica("keep", 0, "b1"));
+  m.replicas.push_back(replica("__sys", 0, "b1"));
+  m.excluded_topics = {"keep"};
+  m.max_actions = 50;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a chain A->B->C becomes one action A->C and A->B->A disappears", "[detector]") {
+  scripted_goal g("S", {{"t", 0, "b2"}, {"t", 0, "b3"}, {"t", 1, "b2"}, {"t", 1, "b1"}}, 1);
+  auto p = make_plan(four_brokers(), {&g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{true, true, true, true});
+  REQUIRE(p->actions.size() == 1);
+  CHECK(p->actions[0].topic == "t");
+  CHECK(p->actions[0].partition == 0);
+  CHECK(p->actions[0].from == "b1");
+  CHECK(p->actions[0].to == "b3");
+  CHECK(p->actions[0].goal == "S");
+  CHECK(p->actions[0].reason == "scripted");
+}
+
+TEST_CASE("the cap counts moved partitions and keeps the snapshot consistent", "[detector]") {
+  auto m = four_brokers();
+  m.max_actions = 2;
+  scripted_goal g("S", {{"t", 0, "b2"}, {"t", 1, "b2"}, {"t", 2, "b2"}, {"t", 0, "b3"}, {"t", 0, "b1"}, {"t", 2, "b3"}},
+                  1);
+  auto p = make_plan(m, {&g});
+  REQUIRE(p.ok());
+  // third distinct partition refused; re-moving a moved one is fine; moving back frees a slot.
+  CHECK(g.accepted == std::vector<bool>{true, true, false, true, true, true});
+  REQUIRE(p->actions.size() == 2);
+  CHECK(p->brokers_after[0][index_of(resource::partition_count)] == 6.0);  // b1: 8 - 2
+}
+
+TEST_CASE("a hard goal vetoes whatever its priority", "[detector]") {
+  scripted_goal g("S", {{"t", 0, "b2"}, {"t", 1, "b3"}}, 100);
+  refusing_goal hard(true, 1, [](const snapshot& s, const action& a) { return s.broker_id(a.to) == "b2"; });
+  auto p = make_plan(four_brokers(), {&g, &hard});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{false, true});
+  REQUIRE(p->actions.size() == 1);
+  CHECK(p->actions[0].to == "b3");
+}
+
+TEST_CASE("an action that makes an earlier goal worse is refused", "[detector]") {
+  refusing_goal earlier(false, 100, [](const snapshot& s, const action& a) { return s.partition(a.replica) == 1; });
+  scripted_goal g("S", {{"t", 0, "b2"}, {"t", 1, "b2"}}, 1);
+  auto p = make_plan(four_brokers(), {&earlier, &g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{true, false});
+  CHECK(p->actions.size() == 1);
+  const auto& report = p->goals[1];
+  CHECK(report.name == "S");
+  CHECK(report.accepted == 1);
+  CHECK(report.rejected == 1);
+}
+
+TEST_CASE("dead and excluded brokers never receive; immovable topics never move", "[detector]") {
+  scripted_goal g("S", {{"t", 0, "dead"}, {"t", 1, "ex"}, {"keep", 0, "b2"}, {"__sys", 0, "b2"}, {"t", 2, "b2"}}, 1);
+  auto p = make_plan(four_brokers(), {&g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{false, false, false, false, true});
+  CHECK(p->actions.size() == 1);
+}
+
+TEST_CASE("cooldown and in-flight partitions do not move again", "[detector]") {
+  auto m = four_brokers();
+  m.cooldown = {{"t", 0}};
+  m.in_flight = {{{"t", 1}, "b3"}};
+  scripted_goal g("S", {{"t", 0, "b2"}, {"t", 1, "b2"}, {"t", 2, "b2"}}, 1);
+  auto p = make_plan(m, {&g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{false, false, true});
+  // the in-flight move already counts on b3
+  CHECK(p->brokers_before[2][index_of(resource::partition_count)] == 1.0);
+}
+
+TEST_CASE("goals run in priority order, disabled goals not at all", "[detector]") {
+  scripted_goal low("LOW", {{"t", 0, "b2"}}, 1);
+  scripted_goal high("HIGH", {{"t", 0, "b3"}}, 9);
+  scripted_goal off("OFF", {{"t", 1, "b3"}}, 5);
+  auto m = four_brokers();
+  m.goals["OFF"].enabled = false;
+  auto p = make_plan(m, {&low, &high, &off});
+  REQUIRE(p.ok());
+  REQUIRE(p->goals.size() == 2);
+  CHECK(p->goals[0].name == "HIGH");
+  CHECK(p->goals[1].name == "LOW");
+  REQUIRE(p->actions.size() == 1);
+  CHECK(p->actions[0].to == "b2");  // LOW ran last
+  CHECK(p->actions[0].goal == "LOW");
+}
+
+TEST_CASE("balancedness is 100 when every goal is satisfied and lower otherwise", "[detector]") {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2")};
+  for (int p = 0; p < 10; ++p) m.replicas.push_back(replica("t", p, "b1", 0, 0, 0));
+  m.goals["NW_IN"].enabled = false;
+  m.goals["NW_OUT"].enabled = false;
+  m.goals["DISK"].enabled = false;
+  const auto builtin = make_builtin_goals();
+  std::vector<const goal*> ptrs;
+  for (const auto& g : builtin) ptrs.push_back(g.get());
+  auto p = make_plan(m, ptrs);
+  REQUIRE(p.ok());
+  CHECK(p->balancedness_before < 100.0);
+  CHECK(p->balancedness_before >= 0.0);
+  CHECK(p->balancedness_after == Approx(100.0));
+  CHECK(p->actions.size() == 5);
+}
+
+namespace {
+
+// Proposes SWAPs of (topic a, partition 0) with (topic b, partition 0).
+class swap_goal final : public goal {
+ public:
+  explicit swap_goal(std::vector<std::pair<std::string, std::string>> pairs) : pairs_(std::move(pairs)) {}
+  std::string name() const override { return "SWAPPER"; }
+  bool hard() const override { return false; }
+  goal_config default_config() const override { return {}; }
+  goal_stats stats(const snapshot&, const goal_config&) const override { return {}; }
+  verdict check(const snapshot&, const goal_config&, const action&) const override { return verdict::yes(); }
+  std::string optimize(snapshot& s, const goal_config&, optimize_context& ctx) const override {
+    accepted.clear();
+    for (const auto& [a, b] : pairs_) {
+      const auto ra = *s.find_replica(a, 0), rb = *s.find_replica(b, 0);
+      accepted.push_back(ctx.propose({action_type::swap, ra, s.owner(ra), s.owner(rb), rb}, "swap"));
+    }
+    return "swapped";
+  }
+  mutable std::vector<bool> accepted;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> pairs_;
+};
+
+}  // namespace
+
+TEST_CASE("an accepted SWAP appears as two MOVEs; immovable partners refuse it", "[detector]") {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2")};
+  m.replicas = {replica("a", 0, "b1", 1), replica("b", 0, "b2", 2), replica("c", 0, "b1", 3), replica("keep", 0, "b2")};
+  m.excluded_topics = {"keep"};
+  swap_goal g({{"a", "b"}, {"c", "keep"}});
+  auto p = make_plan(m, {&g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{true, false});
+  REQUIRE(p->actions.size() == 2);
+  CHECK(p->actions[0].topic == "a");
+  CHECK(p->actions[0].to == "b2");
+  CHECK(p->actions[1].topic == "b");
+  CHECK(p->actions[1].to == "b1");
+  CHECK(p->brokers_after[0][index_of(resource::nw_in)] == 5.0);  // c 3 + b 2
+}

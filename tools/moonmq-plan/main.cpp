@@ -1,0 +1,92 @@
+// moonmq-plan --model FILE [--goals-dir DIR]: offline planner (CONTRACT §1,
+// §6). Reads a cluster model, loads the goal plugins, prints the plan JSON on
+// stdout. Exit 0 on success, 2 on invalid input (arguments, model file,
+// goals directory) with a message on stderr. Plugin files that fail to load
+// are reported on stderr and skipped.
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include "goals/detector.hpp"
+#include "goals/model_json.hpp"
+#include "plugins/goal_loader.hpp"
+
+namespace {
+
+constexpr int kExitInvalid = 2;
+
+const char* kUsage =
+    "usage: moonmq-plan --model FILE [--goals-dir DIR]\n"
+    "  --model FILE      cluster model JSON (brokers, partitions, goals, ...)\n"
+    "  --goals-dir DIR   goal plugins directory (default: <dir of moonmq-plan>/plugins)\n"
+    "Prints the plan JSON on stdout. Exit 0, or 2 on invalid input.\n";
+
+int invalid(const std::string& message) {
+  std::cerr << "moonmq-plan: " << message << "\n";
+  return kExitInvalid;
+}
+
+std::string default_goals_dir() {
+  boost::dll::fs::error_code ec;
+  const auto exe = boost::dll::program_location(ec);
+  if (ec) return "plugins";
+  return (exe.parent_path() / "plugins").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path, goals_dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string& out) -> bool {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (arg == "--model") {
+      if (!value(model_path)) return invalid("--model needs a FILE\n" + std::string(kUsage));
+    } else if (arg == "--goals-dir") {
+      if (!value(goals_dir)) return invalid("--goals-dir needs a DIR\n" + std::string(kUsage));
+    } else {
+      return invalid("unknown argument \"" + arg + "\"\n" + kUsage);
+    }
+  }
+  if (model_path.empty()) return invalid("--model FILE is required\n" + std::string(kUsage));
+  if (goals_dir.empty()) goals_dir = default_goals_dir();
+
+  std::ifstream in(model_path, std::ios::binary);
+  if (!in) return invalid("cannot read model file \"" + model_path + "\"");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto model = moonmq::goals::model_from_text(text.str());
+  if (!model) return invalid("invalid model \"" + model_path + "\": " + model.error());
+
+  const auto loaded = moonmq::plugins::load_goal_dir(goals_dir);
+  for (const auto& e : loaded.errors) {
+    if (e.path == goals_dir) return invalid(e.message);
+    std::cerr << "moonmq-plan: warning: " << e.message << "\n";
+  }
+  if (loaded.goals.empty()) std::cerr << "moonmq-plan: warning: no goal plugin loaded from " << goals_dir << "\n";
+  std::vector<const moonmq::goals::goal*> goals;
+  for (const auto& g : loaded.goals) goals.push_back(g.goal.get());
+  for (const auto& [name, o] : model->goals) {
+    bool known = false;
+    for (const auto& g : loaded.goals) known = known || g.name == name;
+    if (!known && o.enabled.value_or(true))
+      std::cerr << "moonmq-plan: warning: goal \"" << name << "\" is configured but no plugin provides it\n";
+  }
+  auto plan = moonmq::goals::make_plan(model.value(), goals);
+  if (!plan) return invalid("invalid model \"" + model_path + "\": " + plan.error());
+  std::cout << moonmq::goals::plan_to_json(plan.value()).dump(2) << "\n";
+  return std::cout.good() ? 0 : 1;
+}
