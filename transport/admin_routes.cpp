@@ -4,6 +4,8 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "plugins/goal_loader.hpp"
+#include "util/logging.hpp"
 #include "util/metrics.hpp"
 
 namespace moonmq::transport {
@@ -68,6 +70,28 @@ void add_admin_routes(router& r, const admin_context& ctx) {
         respond(http_response::json(200, json{{"actors", list}}.dump()));
       },
       fail_with(respond, "listing actors failed"), list_atom::value);
+  });
+
+  r.add("GET", "/admin/plugins", [goals = ctx.goals](http_request&, responder respond) {
+    if (!goals) {
+      respond(http_response::error(503, "not_ready", "no goals directory configured"));
+      return;
+    }
+    respond(http_response::json(200, plugins::plugins_json(goals->current()).dump()));
+  });
+
+  // A rescan loads libraries from disk: rare and short, so it runs here.
+  r.add("POST", "/admin/plugins/reload", [goals = ctx.goals](http_request&, responder respond) {
+    if (!goals) {
+      respond(http_response::error(503, "not_ready", "no goals directory configured"));
+      return;
+    }
+    auto report = goals->reload();
+    log::get("plugins")->info("plugins.reloaded dir={} goals={} errors={}", goals->dir(), report.goals.size(),
+                              report.errors.size());
+    for (const auto& e : report.errors)
+      log::get("plugins")->warn("plugins.refused path={} error=\"{}\"", e.path, e.message);
+    respond(http_response::json(200, plugins::plugins_json(report).dump()));
   });
 
   r.add("GET", "/admin/actors/{id}", [ctx](http_request& req, responder respond) {

@@ -13,6 +13,10 @@
 #include "actors/registry.hpp"
 #include "transport/router.hpp"
 
+namespace moonmq::plugins {
+class goal_registry;
+}
+
 namespace moonmq::transport {
 
 struct admin_context {
@@ -21,12 +25,16 @@ struct admin_context {
   std::string broker_id;
   /// Bearer token; empty = open. /health never needs it.
   std::string token;
+  /// The goal plugins of Autobalance.GoalsDir (GET /admin/plugins,
+  /// POST /admin/plugins/reload); null = routes answer 503.
+  std::shared_ptr<plugins::goal_registry> goals;
   /// Bound on each request to an actor.
   std::chrono::milliseconds timeout{3000};
 };
 
-/// Adds GET /health, GET /metrics, GET /admin/actors, GET /admin/actors/{id}
-/// and the bearer-token guard to `r`.
+/// Adds GET /health, GET /metrics, GET /admin/actors, GET /admin/actors/{id},
+/// GET /admin/plugins, POST /admin/plugins/reload and the bearer-token guard
+/// to `r`.
 void add_admin_routes(router& r, const admin_context& ctx);
 
 }  // namespace moonmq::transport

@@ -27,6 +27,7 @@
 #include "config/loader.hpp"
 #include "moonmq/version.hpp"
 #include "dataplane/topic_catalog.hpp"
+#include "plugins/goal_loader.hpp"
 #include "transport/admin_routes.hpp"
 #include "transport/client_routes.hpp"
 #include "transport/http_server.hpp"
@@ -86,6 +87,28 @@ void raise_fd_limit() {
   }
 }
 
+/// Autobalance.GoalsDir, or <dir of moonmq-node>/plugins when unset.
+std::string goals_dir(const config::node_config& cfg) {
+  if (!cfg.autobalance.goals_dir.empty())
+    return cfg.autobalance.goals_dir;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("plugins") : (exe.parent_path() / "plugins").string();
+}
+
+/// Loads the goal plugins once at start-up; a bad plugin is logged and
+/// skipped, never fatal.
+std::shared_ptr<plugins::goal_registry> load_goals(const config::node_config& cfg) {
+  auto registry = std::make_shared<plugins::goal_registry>(goals_dir(cfg));
+  auto report = registry->reload();
+  auto logger = log::get("plugins");
+  logger->info("plugins.loaded dir={} goals={} errors={}", registry->dir(), report.goals.size(),
+               report.errors.size());
+  for (const auto& e : report.errors)
+    logger->warn("plugins.refused path={} error=\"{}\"", e.path, e.message);
+  return registry;
+}
+
 /// A runtime failure: logged, printed, exit code 1.
 int fail(const std::string& event, const std::string& why) {
   log::get("node")->error("{} reason=\"{}\"", event, why);
@@ -132,6 +155,7 @@ int run(const config::load_result& loaded) {
   actx.registry = registry;
   actx.broker_id = cfg.broker_id();
   actx.token = cfg.admin.token;
+  actx.goals = load_goals(cfg);
   transport::add_admin_routes(*admin_router, actx);
   auto client_router = std::make_shared<transport::router>();
   transport::client_context cctx;
