@@ -1,0 +1,107 @@
+#pragma once
+// Raft wire messages (Raft paper Figure 2, §7 InstallSnapshot; pre-vote from
+// Ongaro's thesis §9.6) and their JSON encoding. The HTTP transport carries
+// requests as bodies of POST /cluster/raft/vote, /cluster/raft/append and
+// /cluster/raft/snapshot and the matching response as the reply body.
+//
+// Every message JSON is an object {"type":..., "from":"b1", "to":"b2",
+// "term":N, <fields below>}. Decoding is strict: unknown type, missing or
+// mistyped field, invalid broker id or topic, non-contiguous entries ->
+// errc::malformed naming the field. It never throws and never crashes.
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "raft/result.hpp"
+#include "raft/types.hpp"
+
+namespace moonmq::raft {
+
+/// RequestVote (§5.2) or PreVote (thesis §9.6). For a pre-vote, `term` is
+/// the term the sender *would* campaign in (its term + 1); nobody adopts it.
+/// Fields: "last_log_index", "last_log_term", "pre_vote".
+struct vote_request {
+  log_index last_log_index;
+  term last_log_term;
+  bool pre_vote = false;
+};
+
+/// Reply to vote_request. A granted pre-vote echoes the request's term; a
+/// rejection carries the voter's term. Fields: "granted", "pre_vote".
+struct vote_response {
+  bool granted = false;
+  bool pre_vote = false;
+};
+
+/// AppendEntries (§5.3); also the heartbeat when `entries` is empty.
+/// Fields: "prev_index", "prev_term", "commit", "entries":[entry...] where the
+/// entries are contiguous and start at prev_index + 1.
+struct append_request {
+  log_index prev_index;
+  term prev_term;
+  log_index commit;
+  std::vector<log_entry> entries;
+};
+
+/// Reply to append_request. On success `match_index` is the last index known
+/// to equal the leader's log. On rejection `reject_index` is the rejected
+/// prev_index and the hint (thesis §5.3 "fast back-off") is: `conflict_term`
+/// = the follower's term at reject_index (0 when its log is shorter) and
+/// `conflict_index` = the first index of that term in the follower's log (or
+/// its last index + 1 when shorter).
+/// Fields: "success", "match_index", "reject_index", "conflict_term", "conflict_index".
+struct append_response {
+  bool success = false;
+  log_index match_index;
+  log_index reject_index;
+  term conflict_term;
+  log_index conflict_index;
+};
+
+/// InstallSnapshot (§7), whole snapshot in one message (it is the ownership
+/// table: small). Fields: "snapshot":{snapshot JSON}.
+struct snapshot_request {
+  raft::snapshot snap;
+};
+
+/// Reply to snapshot_request: `match_index` is the index the follower's log
+/// is now known to match (its snapshot index, or its commit index when the
+/// snapshot was stale and refused). Fields: "match_index".
+struct snapshot_response {
+  log_index match_index;
+};
+
+using message_body =
+    std::variant<vote_request, vote_response, append_request, append_response, snapshot_request, snapshot_response>;
+
+/// One addressed message with the sender's term.
+struct message {
+  node_id from;
+  node_id to;
+  term msg_term;
+  message_body body;
+};
+
+/// Type name used in JSON "type": "vote_request", "vote_response",
+/// "append_request", "append_response", "snapshot_request", "snapshot_response".
+const char* type_name(const message& m);
+
+/// HTTP route carrying the request or response: "/cluster/raft/vote",
+/// "/cluster/raft/append" or "/cluster/raft/snapshot".
+const char* route_for(const message& m);
+
+/// True for the three request types (the ones that get an HTTP reply).
+bool is_request(const message& m);
+
+nlohmann::json to_json(const message& m);
+result<message> message_from_json(const nlohmann::json& j);
+/// Parses `text` then decodes; invalid JSON text -> errc::malformed.
+result<message> parse_message(const std::string& text);
+
+/// One-line description for logs and failing-test output.
+std::string describe(const message& m);
+
+}  // namespace moonmq::raft

@@ -1,0 +1,49 @@
+#pragma once
+// The applied state machine of the controller log (the "_stm" of the raft
+// module): the ownership table topic-partition -> owner plus the current
+// controller, built by applying committed entries in index order.
+
+#include <map>
+#include <optional>
+
+#include "raft/result.hpp"
+#include "raft/types.hpp"
+
+namespace moonmq::raft {
+
+class ownership_state {
+ public:
+  /// Applies `e`, which must be the entry right after applied_index()
+  /// (index applied_index() + 1). Returns errc::invalid_argument, leaving the
+  /// state unchanged, for an out-of-order entry.
+  status apply(const log_entry& e);
+
+  /// Replaces the whole state with `s` (applied_index() becomes s.last_index).
+  void load(const snapshot& s);
+
+  /// The state as a snapshot at applied_index() / applied_term().
+  snapshot to_snapshot() const;
+
+  /// Owner recorded for (topic, partition), or nullopt when no entry names
+  /// one (DESIGN §3: absent = owned by the broker that has it locally).
+  std::optional<node_id> owner_of(const topic_partition& tp) const;
+
+  const std::map<topic_partition, node_id>& owners() const { return owners_; }
+  /// Leader named by the last applied controller entry ("" before any).
+  const node_id& controller() const { return controller_; }
+  log_index applied_index() const { return applied_index_; }
+  term applied_term() const { return applied_term_; }
+
+  friend bool operator==(const ownership_state& a, const ownership_state& b) {
+    return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
+           a.controller_ == b.controller_ && a.owners_ == b.owners_;
+  }
+
+ private:
+  std::map<topic_partition, node_id> owners_;
+  node_id controller_;
+  log_index applied_index_;
+  term applied_term_;
+};
+
+}  // namespace moonmq::raft

@@ -1,0 +1,164 @@
+#pragma once
+// raft_core: the pure Raft state machine of one controller node, in the
+// style of etcd raft. No clocks, sockets, threads or files: the driver feeds
+// logical ticks, received messages and proposals, and drains ready() batches
+// (see raft/ready.hpp for the persist-then-send-then-apply contract).
+//
+// Algorithm sources: Raft paper (Ongaro & Ousterhout 2014) Figure 2 and §5
+// (election, replication, commit rule of §5.4.2 / Figure 8), §7 (snapshots);
+// Ongaro's thesis §9.6 (pre-vote), §6.2/§9.6 (check-quorum and leader
+// stickiness: a node that heard from a leader within the minimum election
+// timeout ignores vote requests), §5.3 end-note (fast back-off with a
+// conflict-term hint).
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "raft/messages.hpp"
+#include "raft/ownership_state.hpp"
+#include "raft/raft_log.hpp"
+#include "raft/ready.hpp"
+#include "raft/result.hpp"
+#include "raft/types.hpp"
+
+namespace moonmq::raft {
+
+/// Static configuration of one core. Ticks are logical: the driver decides
+/// what a tick is (raft_node: one tick per HeartbeatMs / 2, say).
+struct core_config {
+  node_id self;
+  /// Every voter including `self` (static membership, DESIGN §5).
+  std::vector<node_id> members;
+  /// Minimum election timeout in ticks; each wait is drawn uniformly from
+  /// [election_ticks, 2 * election_ticks) (Raft paper §5.2). Also the
+  /// check-quorum period and the leader-stickiness window.
+  uint32_t election_ticks = 10;
+  /// Leader heartbeat period in ticks; must be < election_ticks.
+  uint32_t heartbeat_ticks = 2;
+  /// Pre-vote phase before each election (thesis §9.6).
+  bool pre_vote = true;
+  /// Check-quorum on the leader plus leader stickiness on followers (thesis §6.2, §9.6).
+  bool check_quorum = true;
+  /// Compact once more than this many entries are held and some are applied (Cluster.Raft.MaxLogEntries).
+  std::size_t max_log_entries = 512;
+  /// Upper bound on entries carried by one append_request.
+  std::size_t max_entries_per_append = 64;
+  /// Seed of the election-timeout RNG (splitmix64); same seed + same inputs = same outputs.
+  uint64_t seed = 1;
+};
+
+/// Role of a node (pre_candidate = running the pre-vote phase).
+enum class role { follower, pre_candidate, candidate, leader };
+const char* to_string(role r);
+
+class raft_core {
+ public:
+  /// Builds a core from its durable image (a fresh node passes a default
+  /// persisted_state). Errors: errc::invalid_argument for a bad config (self
+  /// not a member, duplicate or invalid ids, heartbeat_ticks >= election_ticks,
+  /// zero limits); errc::corrupt_state when `restored` breaks its invariant
+  /// or votes for a non-member.
+  static result<raft_core> open(core_config cfg, const persisted_state& restored);
+
+  /// Advances logical time by one tick: followers and candidates may start an
+  /// election; the leader sends heartbeats and runs check-quorum.
+  void tick();
+
+  /// Handles one received message. Messages not addressed to this node, from
+  /// non-members or from itself are ignored.
+  void step(const message& m);
+
+  /// Appends `payload` to the leader's log at the current term and returns its
+  /// index (committed once it is applied in some later ready().committed).
+  /// Errors: errc::not_leader with error::leader = the known leader ("" when unknown).
+  result<log_index> propose(entry_payload payload);
+
+  /// True when ready() would return a non-empty batch.
+  bool has_ready() const;
+  /// Takes the pending output (see raft/ready.hpp). Must be followed by
+  /// advance() before the next ready(); step/tick/propose may be called in between.
+  ready_batch ready();
+  /// Acknowledges that the last ready() batch was persisted, sent and applied;
+  /// compacts the log into a snapshot once it holds more than max_log_entries.
+  void advance();
+
+  role current_role() const { return role_; }
+  term current_term() const { return term_; }
+  const node_id& voted_for() const { return vote_; }
+  /// Leader known in the current term ("" when unknown).
+  const node_id& leader() const { return leader_; }
+  log_index commit_index() const { return commit_; }
+  /// Highest index handed out in ready().committed (or loaded via snapshot).
+  log_index applied_index() const { return applied_; }
+  const raft_log& log() const { return log_; }
+  /// The applied ownership table (updated as ready() hands out committed entries).
+  const ownership_state& state() const { return state_; }
+  /// The latest snapshot (compaction or install), if any.
+  const std::optional<snapshot>& latest_snapshot() const { return snapshot_; }
+  const core_config& config() const { return cfg_; }
+  std::size_t quorum() const { return cfg_.members.size() / 2 + 1; }
+
+ private:
+  struct progress {
+    log_index match;             ///< highest index known replicated on the peer
+    log_index next;              ///< next index to send
+    bool probe = true;           ///< probing (one append per heartbeat/reply) vs streaming
+    bool recent_active = false;  ///< heard from it since the last check-quorum
+    log_index pending_snapshot;  ///< snapshot index in flight (0 = none)
+  };
+
+  explicit raft_core(core_config cfg);
+
+  // election (raft_core.cpp)
+  void become_follower(term t, node_id leader);
+  void become_leader();
+  void campaign(bool pre);
+  void poll(const node_id& from, bool granted, bool pre);
+  void handle_vote_request(const message& m, const vote_request& v);
+  void tick_election();
+  void tick_leader();
+  void reset_election_timer();
+  uint64_t next_random();
+
+  // replication (raft_core_replication.cpp)
+  void handle_append(const message& m, const append_request& a);
+  void handle_append_response(const message& m, const append_response& r);
+  void handle_snapshot(const message& m, const snapshot_request& s);
+  void handle_snapshot_response(const message& m, const snapshot_response& r);
+  void send_append(const node_id& to, bool allow_empty);
+  void send_snapshot(const node_id& to, progress& pr);
+  void broadcast_append(bool allow_empty);
+  bool maybe_commit();
+  void maybe_compact();
+  void mark_unstable(log_index i);
+  void send(const node_id& to, term t, message_body body);
+
+  core_config cfg_;
+  term term_;
+  node_id vote_;
+  node_id leader_;
+  log_index commit_;
+  log_index applied_;
+  role role_ = role::follower;
+  raft_log log_;
+  ownership_state state_;
+  std::optional<snapshot> snapshot_;
+
+  uint32_t election_elapsed_ = 0;
+  uint32_t heartbeat_elapsed_ = 0;
+  uint32_t randomized_timeout_ = 0;
+  uint64_t rng_state_ = 0;
+  std::map<node_id, bool> votes_;
+  std::map<node_id, progress> progress_;
+
+  // pending output
+  hard_state last_hard_;                  ///< hard state as of the last ready()
+  std::optional<log_index> unstable_from_;  ///< first log index not yet handed out for persistence
+  bool snapshot_unsaved_ = false;
+  std::vector<message> msgs_;
+};
+
+}  // namespace moonmq::raft

@@ -1,0 +1,260 @@
+#include "raft/types.hpp"
+
+#include <limits>
+
+#include "raft/json_reader.hpp"
+
+namespace moonmq::raft {
+
+using nlohmann::json;
+
+const char* to_string(errc code) {
+  switch (code) {
+    case errc::not_leader: return "not_leader";
+    case errc::malformed: return "malformed";
+    case errc::io_error: return "io_error";
+    case errc::corrupt_state: return "corrupt_state";
+    case errc::invalid_argument: return "invalid_argument";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool allowed_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-';
+}
+
+bool all_allowed(const std::string& s) {
+  for (char c : s)
+    if (!allowed_char(c))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+bool valid_node_id(const std::string& id) {
+  return !id.empty() && id.size() <= 64 && all_allowed(id);
+}
+
+bool valid_topic(const std::string& name) {
+  return !name.empty() && name.size() <= 249 && all_allowed(name) && name.find("..") == std::string::npos;
+}
+
+namespace detail {
+
+json_reader::json_reader(const json& j, std::string what) : j_(j), what_(std::move(what)) {
+  if (!j_.is_object()) {
+    ok_ = false;
+    err_ = error{errc::malformed, what_ + ": expected a JSON object", {}, 0};
+  }
+}
+
+void json_reader::fail(const std::string& f, const std::string& why) {
+  if (!ok_)
+    return;
+  ok_ = false;
+  err_ = error{errc::malformed, what_ + "." + f + ": " + why, {}, 0};
+}
+
+const json* json_reader::field(const char* key) {
+  if (!ok_)
+    return nullptr;
+  auto it = j_.find(key);
+  if (it == j_.end()) {
+    fail(key, "missing");
+    return nullptr;
+  }
+  return &*it;
+}
+
+uint64_t json_reader::u64(const char* key) {
+  const json* v = field(key);
+  if (!v)
+    return 0;
+  if (!v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < 0)) {
+    fail(key, "expected an unsigned integer");
+    return 0;
+  }
+  return v->get<uint64_t>();
+}
+
+int32_t json_reader::partition(const char* key) {
+  const json* v = field(key);
+  if (!v)
+    return 0;
+  bool negative = v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() < 0;
+  if (!v->is_number_integer() || negative ||
+      v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+    fail(key, "expected an integer in [0, 2147483647]");
+    return 0;
+  }
+  return static_cast<int32_t>(v->get<uint64_t>());
+}
+
+bool json_reader::boolean(const char* key) {
+  const json* v = field(key);
+  if (!v)
+    return false;
+  if (!v->is_boolean()) {
+    fail(key, "expected a boolean");
+    return false;
+  }
+  return v->get<bool>();
+}
+
+std::string json_reader::string(const char* key) {
+  const json* v = field(key);
+  if (!v)
+    return {};
+  if (!v->is_string()) {
+    fail(key, "expected a string");
+    return {};
+  }
+  return v->get<std::string>();
+}
+
+node_id json_reader::node(const char* key, bool allow_empty) {
+  std::string s = string(key);
+  if (!ok_)
+    return {};
+  if (s.empty() && allow_empty)
+    return {};
+  if (!valid_node_id(s)) {
+    fail(key, "invalid broker id");
+    return {};
+  }
+  return node_id{std::move(s)};
+}
+
+std::string json_reader::topic(const char* key) {
+  std::string s = string(key);
+  if (ok_ && !valid_topic(s)) {
+    fail(key, "invalid topic name");
+    return {};
+  }
+  return s;
+}
+
+const json* json_reader::array(const char* key) {
+  const json* v = field(key);
+  if (v && !v->is_array()) {
+    fail(key, "expected an array");
+    return nullptr;
+  }
+  return v;
+}
+
+const json* json_reader::object(const char* key) {
+  const json* v = field(key);
+  if (v && !v->is_object()) {
+    fail(key, "expected an object");
+    return nullptr;
+  }
+  return v;
+}
+
+}  // namespace detail
+
+json to_json(const log_entry& e) {
+  json j{{"term", e.entry_term.value}, {"index", e.index.value}};
+  if (auto* c = std::get_if<controller_entry>(&e.payload)) {
+    j["type"] = "controller";
+    j["leader"] = c->leader.str();
+  } else {
+    const auto& o = std::get<owner_entry>(e.payload);
+    j["type"] = "owner";
+    j["topic"] = o.topic;
+    j["partition"] = o.partition;
+    j["owner"] = o.owner.str();
+  }
+  return j;
+}
+
+result<log_entry> entry_from_json(const json& j) {
+  detail::json_reader r(j, "entry");
+  log_entry e;
+  e.entry_term = term{r.u64("term")};
+  e.index = log_index{r.u64("index")};
+  std::string type = r.string("type");
+  if (r.ok() && e.index == log_index{0})
+    r.fail("index", "must be >= 1");
+  if (r.ok() && e.entry_term == term{0})
+    r.fail("term", "must be >= 1");
+  if (r.ok()) {
+    if (type == "controller") {
+      e.payload = controller_entry{r.node("leader", false)};
+    } else if (type == "owner") {
+      owner_entry o;
+      o.topic = r.topic("topic");
+      o.partition = r.partition("partition");
+      o.owner = r.node("owner", false);
+      e.payload = std::move(o);
+    } else {
+      r.fail("type", "expected \"controller\" or \"owner\"");
+    }
+  }
+  if (!r.ok())
+    return r.err();
+  return e;
+}
+
+json to_json(const hard_state& h) {
+  return json{{"term", h.current_term.value}, {"vote", h.voted_for.str()}, {"commit", h.commit.value}};
+}
+
+result<hard_state> hard_state_from_json(const json& j) {
+  detail::json_reader r(j, "hard_state");
+  hard_state h;
+  h.current_term = term{r.u64("term")};
+  h.voted_for = r.node("vote", true);
+  h.commit = log_index{r.u64("commit")};
+  if (!r.ok())
+    return r.err();
+  return h;
+}
+
+json to_json(const snapshot& s) {
+  json owners = json::array();
+  for (const auto& [tp, owner] : s.owners)
+    owners.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner.str()}});
+  return json{{"last_index", s.last_index.value},
+              {"last_term", s.last_term.value},
+              {"controller", s.controller.str()},
+              {"owners", std::move(owners)}};
+}
+
+result<snapshot> snapshot_from_json(const json& j) {
+  detail::json_reader r(j, "snapshot");
+  snapshot s;
+  s.last_index = log_index{r.u64("last_index")};
+  s.last_term = term{r.u64("last_term")};
+  s.controller = r.node("controller", true);
+  const json* owners = r.array("owners");
+  if (owners) {
+    for (const auto& o : *owners) {
+      detail::json_reader ro(o, "snapshot.owners[]");
+      topic_partition tp{ro.topic("topic"), ro.partition("partition")};
+      node_id owner = ro.node("owner", false);
+      if (!ro.ok())
+        return ro.err();
+      if (!s.owners.emplace(std::move(tp), std::move(owner)).second)
+        return error{errc::malformed, "snapshot.owners: duplicate topic-partition", {}, 0};
+    }
+  }
+  if (!r.ok())
+    return r.err();
+  return s;
+}
+
+std::string describe(const log_entry& e) {
+  std::string out = std::to_string(e.entry_term.value) + "/" + std::to_string(e.index.value) + " ";
+  if (auto* c = std::get_if<controller_entry>(&e.payload))
+    return out + "controller " + c->leader.str();
+  const auto& o = std::get<owner_entry>(e.payload);
+  return out + "owner " + o.topic + "-" + std::to_string(o.partition) + "=" + o.owner.str();
+}
+
+}  // namespace moonmq::raft
