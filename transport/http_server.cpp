@@ -112,11 +112,14 @@ public:
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
   }
 
-  /// Refuses the connection with 503 (over the connection cap).
-  void refuse() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+  /// Refuses the connection with 503: over the connection cap, or the
+  /// server is shutting down.
+  void refuse(bool shutting_down) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), shutting_down] {
       self->close_after_write_ = true;
-      self->write(http_response::error(503, "too_many_connections", "connection limit reached"), 11);
+      self->write(shutting_down ? http_response::error(503, "shutting_down", "the node is shutting down")
+                                : http_response::error(503, "too_many_connections", "connection limit reached"),
+                  11);
     });
   }
 
@@ -314,7 +317,7 @@ void http_server::impl::accept() {
       auto s = std::make_shared<session>(std::move(sock), self);
       self->track(s);
       if (n > self->opts.max_connections || self->stopping)
-        s->refuse();
+        s->refuse(self->stopping);
       else
         s->start();
     }

@@ -1,0 +1,196 @@
+#include <csignal>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/moonmqctl/commands.hpp"
+#include "transport/blocking_client.hpp"
+
+namespace moonmq::ctl {
+namespace {
+
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+
+std::atomic<bool> stopping{false};
+
+void on_signal(int) {
+  stopping = true;
+}
+
+/// Answers 200 with a JSON body, or prints why not and returns discarded json.
+json call(transport::http_connection& conn, const std::string& method, const std::string& target,
+          const std::string& body = {}) {
+  auto res = conn.call(method, target, body);
+  if (res.status != 200) {
+    std::cerr << "moonmqctl: " << method << " " << target << " failed: "
+              << (res.status ? std::to_string(res.status) + " " + res.body : res.error) << "\n";
+    return json(json::value_t::discarded);
+  }
+  return json::parse(res.body, nullptr, false);
+}
+
+void print(const json& rec, int partition, const std::string& format) {
+  auto text = [](const json& r, const char* name) -> std::string {
+    if (r.contains(name) && r[name].is_string())
+      return r[name].get<std::string>();
+    auto b64 = std::string(name) + "_base64";
+    return r.contains(b64) ? "base64:" + r[b64].get<std::string>() : std::string{};
+  };
+  if (format == "json") {
+    json out = rec;
+    out["partition"] = partition;
+    std::cout << out.dump() << '\n';
+  } else if (format == "kv") {
+    std::cout << text(rec, "key") << '\t' << text(rec, "value") << '\n';
+  } else {
+    std::cout << text(rec, "value") << '\n';
+  }
+}
+
+struct group_session {
+  std::string member;
+  int64_t generation = -1;
+  std::vector<int> partitions;
+};
+
+/// Joins (or re-joins) the group and reads its assignment for `topic`.
+bool join(transport::http_connection& conn, const consume_options& o, group_session& s) {
+  json body{{"topics", {o.topic}}};
+  if (!s.member.empty())
+    body["member_id"] = s.member;
+  auto j = call(conn, "POST", "/v1/groups/" + o.group + "/members", body.dump());
+  if (j.is_discarded() && !s.member.empty()) {
+    s.member.clear();  // evicted meanwhile: join as a new member
+    j = call(conn, "POST", "/v1/groups/" + o.group + "/members", json{{"topics", {o.topic}}}.dump());
+  }
+  if (j.is_discarded())
+    return false;
+  s.member = j["member_id"].get<std::string>();
+  s.generation = j["generation"].get<int64_t>();
+  s.partitions = j["assignment"].value(o.topic, std::vector<int>{});
+  return true;
+}
+
+}  // namespace
+
+int consume(const endpoint& ep, const consume_options& o) {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  transport::http_connection conn{ep.host, ep.port};
+  auto topics = call(conn, "GET", "/v1/topics");
+  if (topics.is_discarded())
+    return 1;
+  int partitions = -1;
+  for (const auto& t : topics["topics"])
+    if (t["name"] == o.topic)
+      partitions = t["partitions"].get<int>();
+  if (partitions < 0) {
+    std::cerr << "moonmqctl: unknown topic " << o.topic << "\n";
+    return 1;
+  }
+  group_session session;
+  std::map<int, int64_t> position;  // partition -> next offset to read (-1 = log start)
+  auto assign = [&](const std::vector<int>& parts) {
+    std::map<int, int64_t> next;
+    if (!o.group.empty()) {
+      auto c = call(conn, "GET", "/v1/groups/" + o.group + "/offsets?topic=" + o.topic);
+      if (!c.is_discarded())
+        for (const auto& e : c["offsets"])
+          next[e["partition"].get<int>()] = e["offset"].get<int64_t>();
+    }
+    position.clear();
+    for (int p : parts)
+      position[p] = next.count(p) ? next[p] : o.offset;
+  };
+  if (!o.group.empty()) {
+    if (!join(conn, o, session))
+      return 1;
+    assign(session.partitions);
+  } else if (o.partition >= 0) {
+    assign({o.partition});
+  } else {
+    std::vector<int> all;
+    for (int p = 0; p < partitions; ++p)
+      all.push_back(p);
+    assign(all);
+  }
+  int64_t printed = 0;
+  auto last_beat = clock_type::now();
+  auto last_record = clock_type::now();
+  int rc = 0;
+  while (!stopping && (o.count < 0 || printed < o.count)) {
+    bool any = false, all_caught_up = true;
+    json commit = json::array();
+    for (auto& [p, next] : position) {
+      std::string target = "/v1/topics/" + o.topic + "/partitions/" + std::to_string(p) + "/records?max_records=1000";
+      if (next >= 0)
+        target += "&offset=" + std::to_string(next);
+      auto res = conn.call("GET", target);
+      auto j = json::parse(res.body, nullptr, false);
+      if (res.status == 400 && !j.is_discarded() && j.value("error", "") == "offset_out_of_range") {
+        // Retention moved the log start past us: resume at the log start.
+        next = j.value("log_start_offset", int64_t{0});
+        continue;
+      }
+      if (res.status != 200 || j.is_discarded()) {
+        std::cerr << "moonmqctl: fetch failed: " << (res.status ? std::to_string(res.status) + " " + res.body : res.error)
+                  << "\n";
+        rc = 1;
+        stopping = true;
+        break;
+      }
+      for (const auto& rec : j["records"]) {
+        if (o.count >= 0 && printed >= o.count)
+          break;
+        print(rec, p, o.format);
+        ++printed;
+        any = true;
+        next = rec["offset"].get<int64_t>() + 1;
+      }
+      if (j["records"].empty())
+        next = j["next_offset"].get<int64_t>();
+      if (next < j["log_end_offset"].get<int64_t>())
+        all_caught_up = false;
+      commit.push_back(json{{"topic", o.topic}, {"partition", p}, {"offset", next}});
+    }
+    std::cout.flush();
+    if (!o.group.empty() && any) {
+      json body{{"offsets", commit}, {"generation", session.generation}, {"member_id", session.member}};
+      if (call(conn, "POST", "/v1/groups/" + o.group + "/offsets", body.dump()).is_discarded()) {
+        // Fenced by a rebalance: re-join and resume from committed offsets.
+        if (!join(conn, o, session))
+          return 1;
+        assign(session.partitions);
+      }
+    }
+    if (any)
+      last_record = clock_type::now();
+    if (!o.group.empty() && clock_type::now() - last_beat > std::chrono::seconds(1)) {
+      last_beat = clock_type::now();
+      auto beat = call(conn, "POST", "/v1/groups/" + o.group + "/members/" + session.member + "/heartbeat");
+      if (beat.is_discarded() || beat["generation"].get<int64_t>() != session.generation) {
+        if (!join(conn, o, session))
+          return 1;
+        assign(session.partitions);
+      }
+    }
+    if (all_caught_up && !any) {
+      if (!o.follow)
+        break;
+      if (o.idle_exit_ms > 0 && clock_type::now() - last_record > std::chrono::milliseconds(o.idle_exit_ms))
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (!o.group.empty() && !session.member.empty())
+    conn.call("DELETE", "/v1/groups/" + o.group + "/members/" + session.member);
+  return rc;
+}
+
+}  // namespace moonmq::ctl

@@ -1,0 +1,59 @@
+// moonmqctl: operator CLI over the client API (CONTRACT.md §1, §3).
+//
+//   moonmqctl [--url HOST:PORT] produce TOPIC [-K SEP] [-p N] [--batch N] [--acks leader|none] [--print-offsets]
+//   moonmqctl [--url HOST:PORT] consume TOPIC [-p N] [-o OFFSET] [-g GROUP] [-f] [-c COUNT] [--format value|json|kv]
+//
+// produce reads lines from stdin (one record each); consume prints records,
+// one per line. Exit: 0 success, 1 a request failed, 2 bad usage.
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/moonmqctl/commands.hpp"
+#include "transport/blocking_client.hpp"
+
+int main(int argc, char** argv) {
+  using namespace moonmq::ctl;
+  CLI::App app{"moonmqctl: produce and consume over moonmq's client API"};
+  app.require_subcommand(1);
+  std::string url = "127.0.0.1:8080";
+  app.add_option("-u,--url", url, "client API address host:port")->capture_default_str();
+
+  produce_options po;
+  auto* prod = app.add_subcommand("produce", "send stdin lines as records");
+  prod->add_option("topic", po.topic, "topic")->required();
+  prod->add_option("-K,--key-separator", po.key_separator, "split each line into key and value at SEP");
+  prod->add_option("-p,--partition", po.partition, "partition (default: by key, else sticky)");
+  prod->add_option("--batch", po.batch, "lines per request at most")->capture_default_str()->check(CLI::Range(1, 100000));
+  prod->add_option("--acks", po.acks, "leader (after fsync) or none")->capture_default_str()->check(
+    CLI::IsMember({"leader", "none"}));
+  prod->add_flag("--print-offsets", po.print_offsets, "print partition, offset and line of every acknowledged record");
+
+  consume_options co;
+  auto* cons = app.add_subcommand("consume", "print records, one per line");
+  cons->add_option("topic", co.topic, "topic")->required();
+  cons->add_option("-p,--partition", co.partition, "partition (default: all)");
+  cons->add_option("-o,--offset", co.offset, "start offset (default: log-start, or committed with a group)");
+  cons->add_option("-g,--group", co.group, "consumer group (assignment and committed offsets)");
+  cons->add_flag("-f,--follow", co.follow, "keep reading at the log end");
+  cons->add_option("-c,--count", co.count, "stop after COUNT records");
+  cons->add_option("--format", co.format, "value, json or kv")->capture_default_str()->check(
+    CLI::IsMember({"value", "json", "kv"}));
+  cons->add_option("--idle-exit-ms", co.idle_exit_ms, "with --follow: exit after this long without records");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  endpoint ep;
+  if (!moonmq::transport::split_host_port(url, ep.host, ep.port)) {
+    std::cerr << "moonmqctl: --url must be host:port, got '" << url << "'\n";
+    return 2;
+  }
+  if (*prod)
+    return produce(ep, po);
+  return consume(ep, co);
+}
