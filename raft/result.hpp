@@ -7,6 +7,8 @@
 #include <utility>
 #include <variant>
 
+#include "util/result.hpp"
+
 namespace moonmq::raft {
 
 /// Every way a raft operation can fail.
@@ -30,39 +32,11 @@ struct error {
   int sys_errno = 0;
 };
 
-/// Either a T or an error. Access value() only after checking ok().
+/// Either a T or an error (util/result.hpp). Access value() only after checking ok().
 template <class T>
-class [[nodiscard]] result {
- public:
-  result(T v) : data_(std::move(v)) {}      // NOLINT: implicit by design
-  result(error e) : data_(std::move(e)) {}  // NOLINT: implicit by design
+using result = util::basic_result<T, error>;
 
-  bool ok() const { return data_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& value() { return std::get<0>(data_); }
-  const T& value() const { return std::get<0>(data_); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() { return value(); }
-  const T& operator*() const { return value(); }
-  const error& err() const { return std::get<1>(data_); }
-
- private:
-  std::variant<T, error> data_;
-};
-
-/// result<void> equivalent: ok() or an error.
-class [[nodiscard]] status {
- public:
-  status() = default;
-  status(error e) : err_(std::move(e)), ok_(false) {}  // NOLINT: implicit by design
-  bool ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
-  const error& err() const { return err_; }
-
- private:
-  error err_;
-  bool ok_ = true;
-};
+/// Success or an error.
+using status = util::basic_result<void, error>;
 
 }  // namespace moonmq::raft

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include "util/result.hpp"
+
 namespace moonmq::storage {
 
 /// Logical record offset inside one partition (Kafka semantics: the n-th
@@ -57,43 +59,11 @@ struct error {
   int sys_errno = 0;
 };
 
-/// Either a T or an error. Access value() only after checking ok().
+/// Either a T or an error (util/result.hpp). Access value() only after checking ok().
 template <class T>
-class [[nodiscard]] result {
- public:
-  result(T v) : data_(std::move(v)) {}         // NOLINT: implicit by design
-  result(error e) : data_(std::move(e)) {}     // NOLINT: implicit by design
-
-  bool ok() const { return data_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(data_); }
-  const T& value() const& { return std::get<0>(data_); }
-  T&& value() && { return std::get<0>(std::move(data_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() { return value(); }
-  const T& operator*() const { return value(); }
-  const error& err() const { return std::get<1>(data_); }
-
- private:
-  std::variant<T, error> data_;
-};
+using result = util::basic_result<T, error>;
 
 /// Success or an error, for operations without a value.
-template <>
-class [[nodiscard]] result<void> {
- public:
-  result() = default;
-  result(error e) : err_(std::move(e)) {}      // NOLINT: implicit by design
-
-  bool ok() const { return !err_.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const error& err() const { return *err_; }
-
- private:
-  std::optional<error> err_;
-};
-
 using status = result<void>;
 
 /// Builds an error value; `message` should name the offending field/value.
