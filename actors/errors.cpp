@@ -24,6 +24,8 @@ std::string to_string(errc x) {
       return "storage_error";
     case errc::partition_offline:
       return "partition_offline";
+    case errc::partition_moved:
+      return "partition_moved";
     case errc::coded:
       return "error";
   }
@@ -74,6 +76,7 @@ int http_status_of(const caf::error& e) {
         return 404;
       case errc::not_ready:
       case errc::partition_offline:
+      case errc::partition_moved:
         return 503;
       case errc::invalid_request:
       case errc::offset_out_of_range:

@@ -17,6 +17,7 @@ enum class errc : uint8_t {
   offset_out_of_range,  ///< context: (message, log_start, log_end) (400)
   storage_error,      ///< the partition log failed (500)
   partition_offline,  ///< the partition's log could not be opened (503)
+  partition_moved,    ///< the partition is sealed for a move (503, retry at the owner)
   coded,              ///< context: (message, http status, error code string)
 };
 

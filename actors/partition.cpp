@@ -31,6 +31,7 @@ struct partition_state {
   std::string open_error;
   std::vector<pending_ack> pending;
   bool flush_scheduled = false;
+  bool sealed = false;
   counters c;
   metrics::counter* m_bytes_in = nullptr;
   metrics::counter* m_records_in = nullptr;
@@ -98,6 +99,7 @@ std::string summary(self_ptr self) {
     return j.dump();
   }
   j["online"] = true;
+  j["sealed"] = st.sealed;
   j["log_start_offset"] = st.log->log_start().value;
   j["log_end_offset"] = st.log->log_end().value;
   j["durable_offset"] = st.log->durable_offset().value;
@@ -146,6 +148,10 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
       auto& st = self->state;
       if (!st.log)
         return offline(self);
+      if (st.sealed)
+        return make_error(errc::partition_moved, "partition " + st.settings.topic + "-"
+                                                   + std::to_string(st.settings.partition)
+                                                   + " is being moved; retry at its owner");
       auto size = batch.size();
       auto base = st.log->append(batch);
       if (!base) {
@@ -171,6 +177,48 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
         self->send(self, flush_atom::value);
       }
       return rp;
+    },
+    [self](copy_atom, std::string& batches) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      std::string_view rest = batches;
+      while (!rest.empty()) {
+        auto size = storage::peek_batch_size(rest);
+        if (!size || *size > rest.size())
+          return make_error(errc::invalid_request, "copy: truncated batch at byte "
+                                                     + std::to_string(batches.size() - rest.size()));
+        auto r = st.log->append_with_offsets(rest.substr(0, *size));
+        if (!r)
+          return make_error(errc::invalid_request, std::string("copy: ") + storage::to_string(r.err().code) + ": "
+                                                     + r.err().message);
+        rest.remove_prefix(*size);
+      }
+      if (auto durable = st.log->flush(); !durable)
+        return storage_failure(durable.err());
+      return st.log->log_end().value;
+    },
+    [self](reset_atom, int64_t start) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      if (start < 0)
+        return make_error(errc::invalid_request, "reset: start offset must not be negative");
+      if (auto r = st.log->reset(storage::offset{start}); !r)
+        return storage_failure(r.err());
+      log::get("broker")->info("partition.reset topic={} partition={} start={}", st.settings.topic,
+                               st.settings.partition, start);
+      return st.log->log_end().value;
+    },
+    [self](seal_atom, bool sealed) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      // Appends already taken are made durable before the seal is reported,
+      // so the log end returned is final while sealed.
+      flush_pending(self);
+      st.sealed = sealed;
+      return st.log->log_end().value;
     },
     [self](read_atom, int64_t from, int32_t max_bytes) -> caf::result<std::string, int64_t, int64_t> {
       auto& st = self->state;

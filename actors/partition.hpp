@@ -25,6 +25,16 @@ using partition_actor = caf::typed_actor<
   // reply after fsync. Replies with the base offset; errors: invalid_request
   // (bad batch), storage_error, partition_offline.
   caf::replies_to<append_atom, std::string, bool>::with<int64_t>,
+  // Appends whole batches that already carry their offsets (a partition
+  // copy); the first must start at the log end. Fsynced before the reply.
+  // Replies the new log end; errors: invalid_request (offset gap or bad batch).
+  caf::replies_to<copy_atom, std::string>::with<int64_t>,
+  // Discards every record and restarts the log empty at `start` (a move's
+  // destination, or discarding a partial copy). Replies the new log end.
+  caf::replies_to<reset_atom, int64_t>::with<int64_t>,
+  // Seals (true) or unseals the partition: a sealed partition refuses
+  // produce with partition_moved and keeps serving reads. Replies the log end.
+  caf::replies_to<seal_atom, bool>::with<int64_t>,
   // Whole batches from `offset`, up to `max_bytes` but at least one batch.
   // Replies (batches, log_start, log_end); error offset_out_of_range with bounds.
   caf::replies_to<read_atom, int64_t, int32_t>::with<std::string, int64_t, int64_t>,
