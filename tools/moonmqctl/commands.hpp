@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace moonmq::ctl {
 
@@ -34,5 +35,32 @@ struct consume_options {
 
 int produce(const endpoint& ep, const produce_options& o);
 int consume(const endpoint& ep, const consume_options& o);
+
+/// The admin API (CONTRACT §4): `--admin-url`, `--token` (sent as
+/// `Authorization: Bearer <token>` when non-empty; never printed).
+struct admin_endpoint {
+  std::string host = "127.0.0.1";
+  uint16_t port = 9644;
+  std::string token;
+};
+
+struct reassign_options {
+  std::vector<std::string> topics;   ///< generate: topics to spread
+  std::vector<std::string> brokers;  ///< generate: target broker ids
+  std::string plan_file;             ///< execute: version-1 plan JSON
+  bool wait = false;                 ///< verify: poll until every move has ended
+  int interval_ms = 1000;            ///< verify --wait: poll period
+  std::string topic;                 ///< cancel
+  int partition = -1;                ///< cancel
+};
+
+/// `reassign generate`: prints a version-1 plan spreading `topics` over `brokers`.
+int reassign_generate(const admin_endpoint& ep, const reassign_options& o);
+/// `reassign execute`: posts the plan; exit 1 when any entry is rejected.
+int reassign_execute(const admin_endpoint& ep, const reassign_options& o);
+/// `reassign verify`: per move state and progress; exit 1 when any failed.
+int reassign_verify(const admin_endpoint& ep, const reassign_options& o);
+/// `reassign cancel`: cancels the move of (topic, partition).
+int reassign_cancel(const admin_endpoint& ep, const reassign_options& o);
 
 }  // namespace moonmq::ctl

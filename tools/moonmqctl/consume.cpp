@@ -157,7 +157,9 @@ int consume(const endpoint& ep, const consume_options& o) {
         next = j["next_offset"].get<int64_t>();
       if (next < j["log_end_offset"].get<int64_t>())
         all_caught_up = false;
-      commit.push_back(json{{"topic", o.topic}, {"partition", p}, {"offset", next}});
+      // A partition not read from yet (-1: "from the log start") has nothing to commit.
+      if (next >= 0)
+        commit.push_back(json{{"topic", o.topic}, {"partition", p}, {"offset", next}});
     }
     std::cout.flush();
     if (!o.group.empty() && any) {

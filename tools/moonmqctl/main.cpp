@@ -2,9 +2,14 @@
 //
 //   moonmqctl [--url HOST:PORT] produce TOPIC [-K SEP] [-p N] [--batch N] [--acks leader|none] [--print-offsets]
 //   moonmqctl [--url HOST:PORT] consume TOPIC [-p N] [-o OFFSET] [-g GROUP] [-f] [-c COUNT] [--format value|json|kv]
+//   moonmqctl [--admin-url HOST:PORT] [--token T] reassign generate --topics t1,t2 --brokers b1,b2,b3
+//   moonmqctl [--admin-url HOST:PORT] [--token T] reassign execute --plan FILE
+//   moonmqctl [--admin-url HOST:PORT] [--token T] reassign verify [--wait] [--interval-ms N]
+//   moonmqctl [--admin-url HOST:PORT] [--token T] reassign cancel TOPIC PARTITION
 //
 // produce reads lines from stdin (one record each); consume prints records,
-// one per line. Exit: 0 success, 1 a request failed, 2 bad usage.
+// one per line; reassign drives partition moves over the admin API
+// (CONTRACT §4). Exit: 0 success, 1 a request failed, 2 bad usage.
 
 #include <iostream>
 
@@ -42,6 +47,27 @@ int main(int argc, char** argv) {
     CLI::IsMember({"value", "json", "kv"}));
   cons->add_option("--idle-exit-ms", co.idle_exit_ms, "with --follow: exit after this long without records");
 
+  std::string admin_url = "127.0.0.1:9644";
+  admin_endpoint admin;
+  app.add_option("--admin-url", admin_url, "admin API address host:port")->capture_default_str();
+  app.add_option("--token", admin.token, "admin API bearer token (Server.Admin.Token)");
+
+  reassign_options ro;
+  auto* reassign = app.add_subcommand("reassign", "move partitions between brokers (admin API)");
+  reassign->require_subcommand(1);
+  auto* gen = reassign->add_subcommand("generate", "print a plan spreading topics evenly over brokers");
+  gen->add_option("--topics", ro.topics, "topics, comma separated")->required()->delimiter(',');
+  gen->add_option("--brokers", ro.brokers, "target broker ids, comma separated")->required()->delimiter(',');
+  auto* exec = reassign->add_subcommand("execute", "submit a plan (version-1 JSON)");
+  exec->add_option("--plan", ro.plan_file, "plan file")->required();
+  auto* verify = reassign->add_subcommand("verify", "show every move's state and progress");
+  verify->add_flag("--wait", ro.wait, "poll until every move is done, failed or cancelled");
+  verify->add_option("--interval-ms", ro.interval_ms, "poll period with --wait")->capture_default_str()->check(
+    CLI::Range(50, 600000));
+  auto* cancel = reassign->add_subcommand("cancel", "cancel a move (refused once past cutover)");
+  cancel->add_option("topic", ro.topic, "topic")->required();
+  cancel->add_option("partition", ro.partition, "partition")->required()->check(CLI::Range(0, 2147483647));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -52,6 +78,19 @@ int main(int argc, char** argv) {
   if (!moonmq::transport::split_host_port(url, ep.host, ep.port)) {
     std::cerr << "moonmqctl: --url must be host:port, got '" << url << "'\n";
     return 2;
+  }
+  if (*reassign) {
+    if (!moonmq::transport::split_host_port(admin_url, admin.host, admin.port)) {
+      std::cerr << "moonmqctl: --admin-url must be host:port, got '" << admin_url << "'\n";
+      return 2;
+    }
+    if (*gen)
+      return reassign_generate(admin, ro);
+    if (*exec)
+      return reassign_execute(admin, ro);
+    if (*verify)
+      return reassign_verify(admin, ro);
+    return reassign_cancel(admin, ro);
   }
   if (*prod)
     return produce(ep, po);

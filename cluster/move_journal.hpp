@@ -1,0 +1,164 @@
+#pragma once
+// The source-side journal of partition moves (DESIGN §3, MOVE steps 1–6):
+// one row per move with its state and copy progress, made durable before the
+// step it names starts, so that a restarted source knows, per move, whether
+// to abort it or carry it forward (recovery_decision below; the protocol and
+// the rules are in docs/cluster.md).
+//
+// States (CONTRACT §4, plus `rolling_back`):
+//   queued → copying → cutover → draining → offsets → done
+//   queued | copying            → failed | cancelled   (owner is still the source)
+//   cutover | draining          → rolling_back → failed (owner restored to the source)
+// Ordering contract with the ownership table: `cutover` is journaled BEFORE
+// the source flips ownership to the destination, and `rolling_back` BEFORE it
+// flips it back. Hence: in queued/copying the source still owns the
+// partition; from cutover on (until rolling_back) the owner is the
+// destination or about to be — re-applying the flip is idempotent.
+//
+// On disk: `<data_dir>/reassign-journal.json`, rewritten whole on every change
+// with util::write_file_atomic:
+//   {"version":1,"moves":[{"move_id":"m-1","topic":"orders","partition":3,
+//     "from":"b1","to":"b2","epoch":4,"state":"copying","bytes_copied":262144,
+//     "bytes_total":1048576,"copy_position":812,"error":"",
+//     "started_ms":1700000000000,"updated_ms":1700000001000}]}
+// A corrupt file is refused with corrupt_state naming the file; a left-over
+// `.tmp` is ignored. Not thread-safe: the source's reassigner owns it.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/types.hpp"
+
+namespace moonmq::cluster {
+
+/// Where a move is. Names as in CONTRACT §4 (`rolling_back` is an addition).
+enum class move_state {
+  queued,        ///< accepted, nothing sent to the destination yet
+  copying,       ///< steps 1–2: ensure the topic on the destination, stream batches
+  cutover,       ///< step 3: ownership flips to the destination (journaled before the flip)
+  draining,      ///< step 4: the tail written on the source during the copy goes across
+  offsets,       ///< steps 5–6: group offsets pushed, the destination confirms ownership
+  rolling_back,  ///< a post-cutover step failed: ownership goes back to the source
+  done,          ///< finished: the destination owns the partition
+  failed,        ///< ended without moving; the destination's partial copy is removed
+  cancelled,     ///< cancelled by an operator before cutover
+};
+
+/// "queued", "copying", ..., "rolling_back".
+const char* to_string(move_state s);
+/// Inverse of to_string; nullopt for an unknown name.
+std::optional<move_state> parse_move_state(std::string_view name);
+/// done, failed or cancelled.
+bool is_terminal(move_state s);
+/// True when cancelling must be refused (409): cutover and every later state.
+bool is_past_cutover(move_state s);
+/// True when `from` → `to` is an edge of the state machine above.
+bool allowed_transition(move_state from, move_state to);
+
+/// One journal row.
+struct move_entry {
+  std::string move_id;     ///< unique in the journal; [A-Za-z0-9._-]{1,128}
+  topic_partition tp;
+  broker_id from;          ///< the source (this broker)
+  broker_id to;            ///< the destination
+  epoch at;                ///< controller epoch under which the move runs (stamps ownership changes)
+  move_state state = move_state::queued;
+  int64_t bytes_copied = 0;   ///< bytes acknowledged by the destination (copy + drain)
+  int64_t bytes_total = 0;    ///< bytes to send as last estimated (grows while writes continue)
+  int64_t copy_position = 0;  ///< next source offset to send (records below it are on the destination)
+  std::string error;          ///< why it failed / was cancelled, or a warning on a done move
+  int64_t started_ms = 0;     ///< ms since the epoch
+  int64_t updated_ms = 0;     ///< ms since the epoch, last change
+};
+
+/// What a restarted source does with a journal row (see docs/cluster.md).
+enum class recovery_action {
+  none,             ///< terminal: nothing to do
+  abort,            ///< before cutover: end as failed; owner stays the source
+  resume,           ///< past cutover: re-assert the destination as owner, rerun `resume_at` onwards
+  finish_rollback,  ///< rolling back: restore the source as owner, remove the copy, end as failed
+};
+
+struct recovery_plan {
+  recovery_action action = recovery_action::none;
+  /// Step to rerun (resume) or the final state to journal (abort, finish_rollback).
+  move_state next = move_state::done;
+  /// Remove the destination's partial copy (so that a retry starts clean).
+  bool cleanup_destination = false;
+  /// set_owner(tp, to, at) again before continuing (idempotent).
+  bool reassert_destination_owner = false;
+  /// clear(tp, at) on the source's table: the source owns it again.
+  bool restore_source_owner = false;
+  /// Text for the journal's `error` field and the log.
+  std::string reason;
+};
+
+/// The recovery rule for `e` after a restart of the source (pure):
+///   queued        → abort to failed (nothing was sent; no cleanup)
+///   copying       → abort to failed, cleanup_destination
+///   cutover       → resume at cutover (re-assert owner, drain from copy_position)
+///   draining      → resume at draining (re-assert owner, drain from copy_position)
+///   offsets       → resume at offsets (re-assert owner, push offsets, confirm)
+///   rolling_back  → finish_rollback to failed (restore source owner, cleanup)
+///   done/failed/cancelled → none
+recovery_plan recovery_decision(const move_entry& e);
+
+class move_journal {
+ public:
+  /// File name under the data directory.
+  static constexpr const char* file_name = "reassign-journal.json";
+
+  /// Loads `<data_dir>/reassign-journal.json` (creating `data_dir` when
+  /// missing). Errors: io_error, corrupt_state (names the file and field).
+  static result<move_journal> open(const std::string& data_dir);
+
+  /// Adds a queued move, durably. `e.state` must be queued; updated_ms is set
+  /// to started_ms. Errors: invalid_argument (bad id/topic/partition/broker,
+  /// from == to, negative numbers, a move id already in the journal),
+  /// move_in_progress (an unfinished move of the same partition), io_error.
+  status add(move_entry e);
+
+  /// Moves `move_id` to `next` at `now_ms`, durably. `error` (required for
+  /// failed, cancelled and rolling_back; optional note otherwise) replaces
+  /// the row's error when non-empty. Errors: unknown_move,
+  /// invalid_transition (names both states), invalid_argument, io_error.
+  status transition(const std::string& move_id, move_state next, int64_t now_ms, const std::string& error = {});
+
+  /// Records copy progress in copying or draining, durably. `bytes_copied`
+  /// and `copy_position` never go back; bytes_copied <= bytes_total.
+  /// Errors: unknown_move, invalid_transition (another state),
+  /// invalid_argument, io_error.
+  status record_progress(const std::string& move_id, int64_t bytes_copied, int64_t bytes_total,
+                         int64_t copy_position, int64_t now_ms);
+
+  /// Drops terminal rows last updated before `before_ms`. Returns how many.
+  /// Errors: io_error (nothing dropped).
+  result<size_t> prune_finished(int64_t before_ms);
+
+  /// The row of `move_id`, or nullptr.
+  const move_entry* find(const std::string& move_id) const;
+  /// The unfinished move of `tp`, or nullptr.
+  const move_entry* active_for(const topic_partition& tp) const;
+  /// Every row, by move id.
+  const std::map<std::string, move_entry>& entries() const { return moves_; }
+  /// Rows not in a terminal state, by move id.
+  std::vector<move_entry> unfinished() const;
+  /// The most recent row of `tp` (largest started_ms, then move id), or nullptr.
+  const move_entry* latest_for(const topic_partition& tp) const;
+  /// Path of the journal's file.
+  const std::string& file() const { return file_; }
+
+ private:
+  explicit move_journal(std::string file) : file_(std::move(file)) {}
+  status write(const std::map<std::string, move_entry>& moves) const;
+  status replace_row(const move_entry& row);
+
+  std::string file_;
+  std::map<std::string, move_entry> moves_;
+};
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,289 @@
+// moonmqctl reassign: generate / execute / verify / cancel partition moves
+// over the admin API (CONTRACT §4). The plan arithmetic is the pure
+// cluster::generate_plan; this file only talks HTTP and prints.
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/move_journal.hpp"
+#include "cluster/reassignment_planner.hpp"
+#include "tools/moonmqctl/commands.hpp"
+#include "transport/blocking_client.hpp"
+
+namespace moonmq::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+/// One admin request. On a transport failure or an unexpected status it
+/// prints why (never the token) and returns nullopt.
+std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const std::string& method,
+                                                 const std::string& target, const std::string& body = {}) {
+  transport::header_list headers;
+  if (!body.empty())
+    headers.emplace_back("Content-Type", "application/json");
+  if (!ep.token.empty())
+    headers.emplace_back("Authorization", "Bearer " + ep.token);
+  auto res = transport::http_call(ep.host, ep.port, method, target, body, headers);
+  if (res.status == 0) {
+    std::cerr << "moonmqctl: cannot reach the admin API at " << ep.host << ":" << ep.port << " (" << method << " "
+              << target << "): " << res.error << "\n";
+    return std::nullopt;
+  }
+  if (res.status == 401 || res.status == 403) {
+    std::cerr << "moonmqctl: the admin API refused " << method << " " << target << " with " << res.status
+              << " (check --token)\n";
+    return std::nullopt;
+  }
+  return res;
+}
+
+/// `res` body as JSON, or prints why not.
+std::optional<json> body_json(const transport::http_result& res, const std::string& what) {
+  auto j = json::parse(res.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    std::cerr << "moonmqctl: " << what << " answered " << res.status << " with a body that is not a JSON object\n";
+    return std::nullopt;
+  }
+  return j;
+}
+
+void print_http_error(const std::string& what, const transport::http_result& res) {
+  std::cerr << "moonmqctl: " << what << " failed: " << res.status << " " << res.body << "\n";
+}
+
+std::string human_bytes(int64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/// "[#########-----------]  45%" for copied/total (a done move is full).
+std::string progress_bar(int64_t copied, int64_t total, bool done) {
+  constexpr int width = 20;
+  double frac = done ? 1.0 : total > 0 ? static_cast<double>(copied) / static_cast<double>(total) : 0.0;
+  frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
+  int filled = static_cast<int>(frac * width + 0.5);
+  char pct[8];
+  std::snprintf(pct, sizeof pct, "%3d%%", static_cast<int>(frac * 100 + 0.5));
+  return "[" + std::string(filled, '#') + std::string(width - filled, '-') + "] " + pct;
+}
+
+int64_t int_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+std::string str_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end())
+    return {};
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+}  // namespace
+
+int reassign_generate(const admin_endpoint& ep, const reassign_options& o) {
+  std::set<std::string> wanted(o.topics.begin(), o.topics.end());
+  for (const auto& t : wanted) {
+    if (!cluster::valid_topic(t)) {
+      std::cerr << "moonmqctl: invalid topic name '" << t << "'\n";
+      return 2;
+    }
+    if (cluster::is_internal_topic(t)) {
+      std::cerr << "moonmqctl: topic " << t << " is internal; internal topics never move\n";
+      return 2;
+    }
+  }
+  std::vector<cluster::broker_id> targets;
+  for (const auto& b : o.brokers)
+    targets.emplace_back(b);
+
+  auto res = admin_call(ep, "GET", "/admin/cluster");
+  if (!res)
+    return 1;
+  if (res->status != 200) {
+    print_http_error("GET /admin/cluster", *res);
+    return 1;
+  }
+  auto doc = body_json(*res, "GET /admin/cluster");
+  if (!doc)
+    return 1;
+  auto parts = doc->find("partitions");
+  if (parts == doc->end() || !parts->is_array()) {
+    std::cerr << "moonmqctl: GET /admin/cluster has no \"partitions\" array\n";
+    return 1;
+  }
+  std::vector<cluster::partition_owner> current;
+  std::set<std::string> found;
+  for (const auto& p : *parts) {
+    if (!p.is_object() || !p.contains("topic") || !p["topic"].is_string() || !p.contains("partition") ||
+        !p["partition"].is_number_integer() || !p.contains("owner") || !p["owner"].is_string()) {
+      std::cerr << "moonmqctl: GET /admin/cluster: malformed partition entry " << p.dump() << "\n";
+      return 1;
+    }
+    auto topic = p["topic"].get<std::string>();
+    if (!wanted.count(topic))
+      continue;
+    found.insert(topic);
+    current.push_back({{topic, p["partition"].get<int32_t>()}, cluster::broker_id{p["owner"].get<std::string>()}});
+  }
+  for (const auto& t : wanted) {
+    if (!found.count(t)) {
+      std::cerr << "moonmqctl: topic " << t << " has no partitions in GET /admin/cluster\n";
+      return 1;
+    }
+  }
+  // Warn about targets the cluster does not report alive (execute would reject them).
+  if (auto brokers = doc->find("brokers"); brokers != doc->end() && brokers->is_array()) {
+    std::map<std::string, bool> alive;
+    for (const auto& b : *brokers) {
+      if (b.is_object() && b.contains("id") && b["id"].is_string())
+        alive[b["id"].get<std::string>()] = b.value("alive", false);
+    }
+    for (const auto& t : o.brokers) {
+      auto it = alive.find(t);
+      if (it == alive.end())
+        std::cerr << "moonmqctl: warning: broker " << t << " is not a broker of this cluster\n";
+      else if (!it->second)
+        std::cerr << "moonmqctl: warning: broker " << t << " is not alive\n";
+    }
+  }
+  auto plan = cluster::generate_plan(current, targets);
+  if (!plan) {
+    std::cerr << "moonmqctl: " << plan.err().message << "\n";
+    return 2;
+  }
+  std::cout << cluster::plan_to_json(*plan).dump(2) << "\n";
+  std::cerr << "moonmqctl: " << plan->size() << " of " << current.size() << " partitions move\n";
+  return 0;
+}
+
+int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
+  std::ifstream in{o.plan_file, std::ios::binary};
+  if (!in) {
+    std::cerr << "moonmqctl: cannot read plan file " << o.plan_file << "\n";
+    return 2;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto plan = json::parse(text.str(), nullptr, false);
+  if (plan.is_discarded() || !plan.is_object()) {
+    std::cerr << "moonmqctl: plan file " << o.plan_file << " is not a JSON object\n";
+    return 2;
+  }
+  auto res = admin_call(ep, "POST", "/admin/reassignments", plan.dump());
+  if (!res)
+    return 1;
+  if (res->status != 202 && res->status != 200) {
+    print_http_error("POST /admin/reassignments", *res);
+    return 1;
+  }
+  auto doc = body_json(*res, "POST /admin/reassignments");
+  if (!doc)
+    return 1;
+  auto list = [&](const char* key) { return doc->contains(key) && (*doc)[key].is_array() ? (*doc)[key] : json::array(); };
+  auto accepted = list("accepted");
+  auto rejected = list("rejected");
+  for (const auto& a : accepted) {
+    std::cout << "accepted  " << str_field(a, "topic") << "/" << str_field(a, "partition") << "  "
+              << str_field(a, "from") << " -> " << str_field(a, "to");
+    if (a.contains("state"))
+      std::cout << "  " << str_field(a, "state");
+    std::cout << "\n";
+  }
+  for (const auto& r : rejected) {
+    std::cout << "rejected  " << str_field(r, "topic") << "/" << str_field(r, "partition") << "  "
+              << str_field(r, "error");
+    if (r.contains("message"))
+      std::cout << ": " << str_field(r, "message");
+    std::cout << "\n";
+  }
+  std::cerr << "moonmqctl: " << accepted.size() << " accepted, " << rejected.size() << " rejected\n";
+  return rejected.empty() ? 0 : 1;
+}
+
+int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
+  for (;;) {
+    auto res = admin_call(ep, "GET", "/admin/reassignments");
+    if (!res)
+      return 1;
+    if (res->status != 200) {
+      print_http_error("GET /admin/reassignments", *res);
+      return 1;
+    }
+    auto doc = body_json(*res, "GET /admin/reassignments");
+    if (!doc)
+      return 1;
+    auto it = doc->find("reassignments");
+    if (it == doc->end() || !it->is_array()) {
+      std::cerr << "moonmqctl: GET /admin/reassignments has no \"reassignments\" array\n";
+      return 1;
+    }
+    bool all_ended = true, any_failed = false;
+    for (const auto& m : *it) {
+      auto state_name = str_field(m, "state");
+      auto state = cluster::parse_move_state(state_name);
+      bool ended = state && cluster::is_terminal(*state);
+      all_ended = all_ended && ended;
+      any_failed = any_failed || state == cluster::move_state::failed;
+      int64_t copied = int_field(m, "bytes_copied"), total = int_field(m, "bytes_total");
+      std::cout << str_field(m, "topic") << "/" << str_field(m, "partition") << "  " << str_field(m, "from")
+                << " -> " << str_field(m, "to") << "  " << state_name << "  "
+                << progress_bar(copied, total, state == cluster::move_state::done) << "  " << human_bytes(copied)
+                << " / " << human_bytes(total);
+      if (m.contains("error") && !str_field(m, "error").empty())
+        std::cout << "  error: " << str_field(m, "error");
+      std::cout << "\n";
+    }
+    if (it->empty())
+      std::cout << "no reassignments\n";
+    std::cout.flush();
+    if (!o.wait || all_ended)
+      return any_failed ? 1 : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
+    std::cout << "\n";
+  }
+}
+
+int reassign_cancel(const admin_endpoint& ep, const reassign_options& o) {
+  if (!cluster::valid_topic(o.topic)) {
+    std::cerr << "moonmqctl: invalid topic name '" << o.topic << "'\n";
+    return 2;
+  }
+  auto target = "/admin/reassignments/" + o.topic + "/" + std::to_string(o.partition);
+  auto res = admin_call(ep, "DELETE", target);
+  if (!res)
+    return 1;
+  if (res->status == 409) {
+    std::cerr << "moonmqctl: " << o.topic << "/" << o.partition
+              << " is past cutover and can no longer be cancelled: " << res->body << "\n";
+    return 1;
+  }
+  if (res->status == 404) {
+    std::cerr << "moonmqctl: no reassignment of " << o.topic << "/" << o.partition << " to cancel\n";
+    return 1;
+  }
+  if (res->status < 200 || res->status >= 300) {
+    print_http_error("DELETE " + target, *res);
+    return 1;
+  }
+  std::cout << "cancelled " << o.topic << "/" << o.partition << "\n";
+  return 0;
+}
+
+}  // namespace moonmq::ctl
