@@ -6,12 +6,16 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
+#include "transport/tls.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -58,7 +62,13 @@ void* io_pool::native() {
 
 namespace {
 
-class session;
+/// What the server needs of a connection regardless of its stream type.
+class session_base {
+public:
+  virtual ~session_base() = default;
+  /// Closes the connection from any thread (posted to its strand).
+  virtual void close() = 0;
+};
 
 }  // namespace
 
@@ -67,8 +77,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
     : ioc(context), opts(std::move(o)), routes(std::move(r)), acceptor(net::make_strand(context)) {}
 
   void accept();
-  void track(const std::shared_ptr<session>& s);
-  void untrack(session* s);
+  void track(const std::shared_ptr<session_base>& s);
   void request_started() { ++in_flight; }
   void request_finished() {
     std::lock_guard<std::mutex> g{mtx};
@@ -85,7 +94,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   std::atomic<bool> stopping{false};
   std::mutex mtx;
   std::condition_variable cv;
-  std::set<std::weak_ptr<session>, std::owner_less<std::weak_ptr<session>>> sessions;
+  std::set<std::weak_ptr<session_base>, std::owner_less<std::weak_ptr<session_base>>> sessions;
   uint16_t bound_port = 0;
 };
 
@@ -96,42 +105,81 @@ std::shared_ptr<spdlog::logger> logger() {
   return l;
 }
 
-class session : public std::enable_shared_from_this<session> {
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+/// One connection: plaintext (Stream = beast::tcp_stream) or TLS
+/// (Stream = tls_stream, which first runs the server handshake).
+template <class Stream>
+class session : public session_base, public std::enable_shared_from_this<session<Stream>> {
+  static constexpr bool is_tls = std::is_same_v<Stream, tls_stream>;
+
 public:
-  session(tcp::socket&& socket, std::shared_ptr<http_server::impl> server)
-    : stream_(std::move(socket)), server_(std::move(server)) {
+  template <class... Context>
+  session(tcp::socket&& socket, std::shared_ptr<http_server::impl> server, Context&... tls)
+    : stream_(std::move(socket), tls...), server_(std::move(server)) {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = tcp_layer().socket().remote_endpoint(ec);
     if (!ec)
       remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
-  ~session() { --server_->connections; }
+  ~session() override { --server_->connections; }
 
   void start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_header(); });
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      self->handshake([self] { self->read_header(); });
+    });
   }
 
   /// Refuses the connection with 503: over the connection cap, or the
   /// server is shutting down.
   void refuse(bool shutting_down) {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this(), shutting_down] {
-      self->close_after_write_ = true;
-      self->write(shutting_down ? http_response::error(503, "shutting_down", "the node is shutting down")
-                                : http_response::error(503, "too_many_connections", "connection limit reached"),
-                  11);
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this(), shutting_down] {
+      self->handshake([self, shutting_down] {
+        self->close_after_write_ = true;
+        self->write(shutting_down
+                      ? http_response::error(503, "shutting_down", "the node is shutting down")
+                      : http_response::error(503, "too_many_connections", "connection limit reached"),
+                    11);
+      });
     });
   }
 
-  void close() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+  void close() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
       beast::error_code ec;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-      self->stream_.close();
+      self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->tcp_layer().close();
     });
   }
 
 private:
+  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
+
+  /// Runs `next` once the connection is ready for HTTP: at once in
+  /// plaintext, after a successful handshake (bounded by header_timeout) in
+  /// TLS. A failed handshake closes the connection.
+  template <class Next>
+  void handshake(Next next) {
+    if constexpr (is_tls) {
+      tcp_layer().expires_after(server_->opts.header_timeout);
+      stream_.async_handshake(net::ssl::stream_base::server,
+                              [self = this->shared_from_this(), next = std::move(next)](beast::error_code ec) {
+                                if (ec) {
+                                  logger()->info("http.tls_handshake_failed listener={} remote={} error={}",
+                                                 self->server_->opts.name, self->remote_, ec.message());
+                                  beast::error_code ignored;
+                                  self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+                                  self->tcp_layer().close();
+                                  return;
+                                }
+                                next();
+                              });
+    } else {
+      next();
+    }
+  }
+
   void read_header() {
     if (server_->stopping) {
       close();
@@ -140,9 +188,9 @@ private:
     parser_.emplace();
     parser_->header_limit(64 * 1024);
     parser_->body_limit(static_cast<uint64_t>(server_->opts.max_body_bytes));
-    stream_.expires_after(server_->opts.header_timeout);
+    tcp_layer().expires_after(server_->opts.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+                            [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -176,9 +224,9 @@ private:
             version_);
       return;
     }
-    stream_.expires_after(server_->opts.body_timeout);
+    tcp_layer().expires_after(server_->opts.body_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
+                     [self = this->shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
   }
 
   void on_body(beast::error_code ec) {
@@ -193,7 +241,7 @@ private:
       close();
       return;
     }
-    stream_.expires_never();
+    tcp_layer().expires_never();
     auto msg = parser_->release();
     keep_alive_ = msg.keep_alive() && !server_->stopping;
     http_request req;
@@ -229,7 +277,7 @@ private:
     }
     started_ = std::chrono::steady_clock::now();
     server_->request_started();
-    auto self = shared_from_this();
+    auto self = this->shared_from_this();
     auto answered = std::make_shared<std::atomic<bool>>(false);
     responder respond = [self, answered](http_response res) {
       if (answered->exchange(true))
@@ -272,21 +320,21 @@ private:
     bool keep = keep_alive_ && !close_after_write_ && !server_->stopping;
     msg->keep_alive(keep);
     msg->prepare_payload();
-    stream_.expires_after(server_->opts.body_timeout);
-    http::async_write(stream_, *msg, [self = shared_from_this(), msg, keep, counted](beast::error_code ec, size_t) {
+    tcp_layer().expires_after(server_->opts.body_timeout);
+    http::async_write(stream_, *msg, [self = this->shared_from_this(), msg, keep, counted](beast::error_code ec, size_t) {
       if (counted)
         self->server_->request_finished();
       if (ec || !keep) {
         beast::error_code ignored;
-        self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-        self->stream_.close();
+        self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+        self->tcp_layer().close();
         return;
       }
       self->read_header();
     });
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http_server::impl> server_;
@@ -299,7 +347,7 @@ private:
 
 }  // namespace
 
-void http_server::impl::track(const std::shared_ptr<session>& s) {
+void http_server::impl::track(const std::shared_ptr<session_base>& s) {
   std::lock_guard<std::mutex> g{mtx};
   for (auto it = sessions.begin(); it != sessions.end();)
     it = it->expired() ? sessions.erase(it) : std::next(it);
@@ -314,12 +362,18 @@ void http_server::impl::accept() {
       logger()->warn("http.accept_failed listener={} error={}", self->opts.name, ec.message());
     } else {
       int n = ++self->connections;
-      auto s = std::make_shared<session>(std::move(sock), self);
-      self->track(s);
-      if (n > self->opts.max_connections || self->stopping)
-        s->refuse(self->stopping);
+      auto admit = [&](auto s) {
+        self->track(s);
+        if (n > self->opts.max_connections || self->stopping)
+          s->refuse(self->stopping);
+        else
+          s->start();
+      };
+      if (self->opts.tls)
+        admit(std::make_shared<session<tls_stream>>(
+          std::move(sock), self, *static_cast<net::ssl::context*>(self->opts.tls->native())));
       else
-        s->start();
+        admit(std::make_shared<session<beast::tcp_stream>>(std::move(sock), self));
     }
     if (!self->stopping)
       self->accept();
@@ -384,7 +438,7 @@ void http_server::stop(std::chrono::milliseconds drain) {
     std::unique_lock<std::mutex> g{impl_->mtx};
     impl_->cv.wait_for(g, drain, [this] { return impl_->in_flight.load() == 0; });
   }
-  std::vector<std::shared_ptr<session>> open;
+  std::vector<std::shared_ptr<session_base>> open;
   {
     std::lock_guard<std::mutex> g{impl_->mtx};
     for (auto& w : impl_->sessions)

@@ -9,6 +9,12 @@
 // connections beyond max_connections get 503 and are closed; malformed HTTP
 // gets 400. Handlers answer through a thread-safe responder, so no Asio
 // thread ever blocks on an actor's reply.
+//
+// TLS (optional, http_server_options::tls): every connection first completes
+// a TLS handshake within header_timeout (a failed handshake, e.g. plaintext
+// HTTP or a missing/untrusted client certificate under Verify=required,
+// closes the connection without an HTTP answer); everything else above is
+// unchanged and runs inside the TLS session.
 
 #include <chrono>
 #include <cstdint>
@@ -19,6 +25,8 @@
 #include "transport/router.hpp"
 
 namespace moonmq::transport {
+
+class tls_context;  // transport/tls.hpp
 
 /// Asio threads shared by every listener and HTTP client of a node.
 class io_pool {
@@ -46,6 +54,8 @@ struct http_server_options {
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{60000};
   int max_connections = 1024;
+  /// Server-role context (tls_context::make_server); null = plaintext.
+  std::shared_ptr<const tls_context> tls;
 };
 
 class http_server {
