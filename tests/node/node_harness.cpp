@@ -31,7 +31,9 @@ node_process::node_process(const temp_dir& dir, std::vector<std::string> overrid
 }
 
 std::optional<uint16_t> node_process::wait_ready(std::chrono::milliseconds timeout) {
-  static const std::regex ready{R"(node\.ready .*admin=[0-9.]+:([0-9]+))"};
+  // A whole line (up to its newline), so that the client port is never read
+  // from a line still being written.
+  static const std::regex ready{R"(node\.ready [^\n]*admin=[^ \n]+:([0-9]+)(?: client=[^ \n]+:([0-9]+))?[^\n]*\n)"};
   std::optional<uint16_t> port;
   wait_until(
     [&] {
@@ -39,6 +41,8 @@ std::optional<uint16_t> node_process::wait_ready(std::chrono::milliseconds timeo
       auto text = log();
       if (std::regex_search(text, m, ready)) {
         port = static_cast<uint16_t>(std::stoi(m[1]));
+        if (m[2].matched)
+          client_port_ = static_cast<uint16_t>(std::stoi(m[2]));
         return true;
       }
       return !proc_.running();

@@ -18,13 +18,18 @@ public:
                std::vector<std::string> extra_args = {});
 
   /// Waits for node.ready and returns the admin port (nullopt on timeout or exit).
+  /// The client port of the same line is then available from client_port().
   std::optional<uint16_t> wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(15));
+
+  /// The client API port from node.ready (nullopt before wait_ready succeeded).
+  std::optional<uint16_t> client_port() const { return client_port_; }
 
   child_process& process() { return proc_; }
   std::string log() const { return read_text(proc_.log_file()); }
 
 private:
   child_process proc_;
+  std::optional<uint16_t> client_port_;
 };
 
 /// Runs moonmq-node to completion with `args`; returns the exit code and the

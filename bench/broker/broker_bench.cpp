@@ -1,0 +1,400 @@
+// One moonmq-node through its client HTTP API, against the disk's limit.
+//
+// 1. produce: `--connections` keep-alive connections post requests of
+//    `--records` records with `--value-bytes` values (text) to one topic with
+//    `--partitions` partitions, acks=leader, until `--requests` requests were
+//    answered. Figures: records/s and MB/s of values, and the log bytes the
+//    node wrote (its data dir grew by that much) per second.
+//    Physical limit, measured in the same run on the same disk: sequential
+//    write(2) of the same number of log bytes in request-sized chunks with an
+//    fdatasync after each chunk (bench/storage/log_bench.cpp's raw limit).
+//    ratio = broker MB/s / raw MB/s (log bytes); with group commit several
+//    requests share one fsync, so the ratio can exceed 1.
+// 2. fetch: the same connections read every partition from offset 0 with
+//    `--records` records per fetch (answers come from the page cache).
+// 3. idle RSS: a fresh node, VmRSS and thread count before and after
+//    creating `--idle-topics` x `--idle-partitions` partitions.
+//
+// MB = 10^6 bytes. The node's data dirs live under `--dir` (default: the
+// current directory), which is also where the raw limit is measured.
+//
+// Usage: broker_bench [--node PATH] [--dir D] [--connections C] [--partitions P]
+//                     [--requests N] [--records R] [--value-bytes V]
+//                     [--idle-topics T] [--idle-partitions Q]
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "transport/blocking_client.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+using moonmq::transport::http_connection;
+
+namespace {
+
+struct options {
+  std::string node;
+  std::string dir;
+  int connections = 4;
+  int partitions = 1;
+  int requests = 200;
+  int records = 1000;
+  size_t value_bytes = 1024;
+  int idle_topics = 10;
+  int idle_partitions = 100;
+};
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A moonmq-node child on ephemeral ports; stopped with SIGTERM by its pid.
+class node_child {
+public:
+  node_child(const std::string& exe, const std::string& dir) : log_(dir + "/node.log") {
+    fs::create_directories(dir);
+    std::vector<std::string> args{exe,     "--set", "Port=0",        "--set", "Admin.Port=0",
+                                  "--set", "DataDir=" + dir + "/data", "--set", "Kafka.Enabled=false"};
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::close(fd);
+      }
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(exe.c_str(), argv.data());
+      ::_exit(127);
+    }
+    static const std::regex ready{R"(node\.ready [^\n]*admin=[^ \n]+:([0-9]+) client=[^ \n]+:([0-9]+))"};
+    auto deadline = clock_type::now() + std::chrono::seconds(30);
+    while (clock_type::now() < deadline) {
+      std::smatch m;
+      auto text = read_text(log_);
+      if (std::regex_search(text, m, ready)) {
+        admin_port = static_cast<uint16_t>(std::stoi(m[1]));
+        client_port = static_cast<uint16_t>(std::stoi(m[2]));
+        return;
+      }
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+    }
+    throw std::runtime_error("moonmq-node did not start: " + read_text(log_));
+  }
+  ~node_child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int st = 0;
+      ::waitpid(pid_, &st, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  uint16_t admin_port = 0;
+  uint16_t client_port = 0;
+
+private:
+  std::string log_;
+  pid_t pid_ = -1;
+};
+
+/// A field of /proc/<pid>/status as a number (kB for VmRSS).
+long proc_status(pid_t pid, const std::string& field) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0)
+      return std::atol(line.c_str() + field.size() + 1);
+  return -1;
+}
+
+uint64_t dir_bytes(const std::string& dir) {
+  uint64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file())
+      total += e.file_size();
+  return total;
+}
+
+/// Seconds to write `chunks` chunks of `chunk_bytes` sequentially with an
+/// fdatasync after each (the raw limit of bench/storage/log_bench.cpp).
+double raw_write(const std::string& path, size_t chunk_bytes, int chunks) {
+  std::string chunk(chunk_bytes, '\0');
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto& c : chunk) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -1;
+  auto t0 = clock_type::now();
+  for (int b = 0; b < chunks; ++b) {
+    size_t done = 0;
+    while (done < chunk.size()) {
+      auto n = ::write(fd, chunk.data() + done, chunk.size() - done);
+      if (n <= 0) {
+        ::close(fd);
+        return -1;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::fdatasync(fd) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
+  double s = seconds_since(t0);
+  ::close(fd);
+  ::unlink(path.c_str());
+  return s;
+}
+
+/// The fsync count of every partition of `topic`, from the admin actor list
+/// (each partition's state), or -1.
+long fsyncs_of(uint16_t admin, const std::string& topic) {
+  auto list = moonmq::transport::http_call(admin, "GET", "/admin/actors");
+  auto j = json::parse(list.body, nullptr, false);
+  if (j.is_discarded() || !j.contains("actors"))
+    return -1;
+  long total = -1;
+  for (const auto& a : j["actors"]) {
+    if (a.value("kind", "") != "partition" || a.value("name", "").rfind("partition " + topic + "-", 0) != 0)
+      continue;
+    if (a.contains("state") && a["state"].is_object() && a["state"].contains("fsyncs"))
+      total = std::max(total, 0L) + a["state"]["fsyncs"].get<long>();
+  }
+  return total;
+}
+
+int parse_args(int argc, char** argv, options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "missing value for %s\n", a.c_str());
+      return 2;
+    }
+    std::string v = argv[++i];
+    if (a == "--node") o.node = v;
+    else if (a == "--dir") o.dir = v;
+    else if (a == "--connections") o.connections = std::atoi(v.c_str());
+    else if (a == "--partitions") o.partitions = std::atoi(v.c_str());
+    else if (a == "--requests") o.requests = std::atoi(v.c_str());
+    else if (a == "--records") o.records = std::atoi(v.c_str());
+    else if (a == "--value-bytes") o.value_bytes = static_cast<size_t>(std::atol(v.c_str()));
+    else if (a == "--idle-topics") o.idle_topics = std::atoi(v.c_str());
+    else if (a == "--idle-partitions") o.idle_partitions = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (o.connections <= 0 || o.partitions <= 0 || o.requests <= 0 || o.records <= 0 || o.idle_topics < 0
+      || o.idle_partitions <= 0) {
+    std::fprintf(stderr, "counts must be positive\n");
+    return 2;
+  }
+  return 0;
+}
+
+std::string request_body(const options& o, int salt) {
+  json records = json::array();
+  std::string value(o.value_bytes, 'a');
+  uint64_t x = 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(salt);
+  for (int i = 0; i < o.records; ++i) {
+    for (auto& c : value) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      c = static_cast<char>('a' + x % 26);
+    }
+    records.push_back(json{{"value", value}});
+  }
+  return json{{"records", records}}.dump();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  if (int rc = parse_args(argc, argv, o); rc != 0)
+    return rc;
+  if (o.node.empty())
+    o.node = (fs::read_symlink("/proc/self/exe").parent_path() / "moonmq-node").string();
+  std::string base = o.dir.empty() ? fs::current_path().string() : o.dir;
+  std::string work = base + "/moonmq-broker-bench-" + std::to_string(::getpid());
+  fs::create_directories(work);
+  std::printf("broker_bench node=%s dir=%s connections=%d partitions=%d requests=%d records=%d value_bytes=%zu\n",
+              o.node.c_str(), base.c_str(), o.connections, o.partitions, o.requests, o.records, o.value_bytes);
+  int rc = 0;
+  try {
+    // --- produce and fetch --------------------------------------------------------
+    {
+      node_child node{o.node, work + "/run"};
+      auto created = moonmq::transport::http_call(
+        node.client_port, "POST", "/v1/topics", json{{"name", "bench"}, {"partitions", o.partitions}}.dump());
+      if (created.status != 201)
+        throw std::runtime_error("create topic: " + std::to_string(created.status) + " " + created.body);
+      std::vector<std::string> bodies;
+      for (int c = 0; c < o.connections; ++c)
+        bodies.push_back(request_body(o, c));
+      auto data_dir = work + "/run/data";
+      auto bytes_before = dir_bytes(data_dir);
+      std::atomic<int> next_request{0};
+      std::atomic<int> failures{0};
+      std::vector<std::thread> threads;
+      auto t0 = clock_type::now();
+      for (int c = 0; c < o.connections; ++c)
+        threads.emplace_back([&, c] {
+          http_connection conn{"127.0.0.1", node.client_port};
+          while (next_request.fetch_add(1) < o.requests) {
+            auto res = conn.call("POST", "/v1/topics/bench/records?acks=leader", bodies[static_cast<size_t>(c)],
+                                 std::chrono::seconds(60));
+            if (res.status != 200) {
+              if (failures++ == 0)
+                std::fprintf(stderr, "produce failed: %d %s %s\n", res.status, res.body.c_str(), res.error.c_str());
+            }
+          }
+        });
+      for (auto& t : threads)
+        t.join();
+      double produce_s = seconds_since(t0);
+      threads.clear();
+      if (failures > 0)
+        throw std::runtime_error(std::to_string(failures.load()) + " produce requests failed");
+      auto log_bytes = static_cast<double>(dir_bytes(data_dir) - bytes_before);
+      long fsyncs = fsyncs_of(node.admin_port, "bench");
+      const double records = static_cast<double>(o.requests) * o.records;
+      const double value_mb = records * static_cast<double>(o.value_bytes) / 1e6;
+      // The same bytes, in request-sized chunks, fdatasync after each.
+      auto chunk = static_cast<size_t>(log_bytes / o.requests);
+      double raw_s = raw_write(work + "/raw.bin", chunk, o.requests);
+      if (raw_s < 0)
+        throw std::runtime_error("raw write failed in " + work);
+
+      std::printf("produce acks=leader : %10.0f records/s %8.1f MB/s values %8.1f MB/s log  (%d requests in %.2f s",
+                  records / produce_s, value_mb / produce_s, log_bytes / produce_s / 1e6, o.requests, produce_s);
+      if (fsyncs > 0)
+        std::printf(", %ld fsyncs = %.2f requests/fsync", fsyncs, o.requests / static_cast<double>(fsyncs));
+      std::printf(")\n");
+      std::printf("raw write+fdatasync : %10.0f records/s %8.1f MB/s log  (%d chunks of %zu bytes in %.2f s)\n",
+                  records / raw_s, log_bytes / raw_s / 1e6, o.requests, chunk, raw_s);
+      std::printf("ratio broker/raw    : %10.2f\n", raw_s / produce_s);
+
+      // Fetch: partitions shared out over the connections; each connection
+      // reads its partitions from 0 to the end, repeatedly, until the same
+      // number of records as produced was read.
+      std::atomic<int64_t> read_records{0};
+      std::atomic<int64_t> read_bytes{0};
+      auto target_records = static_cast<int64_t>(records);
+      auto tf = clock_type::now();
+      for (int c = 0; c < o.connections; ++c)
+        threads.emplace_back([&, c] {
+          http_connection conn{"127.0.0.1", node.client_port};
+          int p = c % o.partitions;
+          // Each connection starts at its own place so they do not read the same pages in lock step.
+          auto offset = static_cast<int64_t>(records / o.partitions) * c / o.connections;
+          while (read_records.load() < target_records) {
+            auto res = conn.call("GET", "/v1/topics/bench/partitions/" + std::to_string(p) + "/records?offset="
+                                          + std::to_string(offset) + "&max_records=" + std::to_string(o.records),
+                                 {}, std::chrono::seconds(60));
+            if (res.status != 200) {
+              if (failures++ == 0)
+                std::fprintf(stderr, "fetch failed: %d %s %s\n", res.status, res.body.c_str(), res.error.c_str());
+              return;
+            }
+            auto j = json::parse(res.body);
+            auto n = static_cast<int64_t>(j["records"].size());
+            read_records += n;
+            read_bytes += static_cast<int64_t>(res.body.size());
+            offset = j["next_offset"].get<int64_t>();
+            if (offset >= j["log_end_offset"].get<int64_t>()) {
+              p = (p + 1) % o.partitions;
+              offset = 0;
+            }
+          }
+        });
+      for (auto& t : threads)
+        t.join();
+      double fetch_s = seconds_since(tf);
+      if (failures > 0)
+        throw std::runtime_error("fetch failed");
+      auto fetched = static_cast<double>(read_records.load());
+      std::printf("fetch               : %10.0f records/s %8.1f MB/s values %8.1f MB/s JSON  (%.0f records in %.2f s)\n",
+                  fetched / fetch_s, fetched * static_cast<double>(o.value_bytes) / fetch_s / 1e6,
+                  static_cast<double>(read_bytes.load()) / fetch_s / 1e6, fetched, fetch_s);
+    }
+    fs::remove_all(work + "/run");
+
+    // --- idle partitions ----------------------------------------------------------
+    {
+      node_child node{o.node, work + "/idle"};
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      long rss0 = proc_status(node.pid(), "VmRSS");
+      long threads0 = proc_status(node.pid(), "Threads");
+      auto t0 = clock_type::now();
+      for (int t = 0; t < o.idle_topics; ++t) {
+        auto r = moonmq::transport::http_call(
+          node.client_port, "POST", "/v1/topics",
+          json{{"name", "idle-" + std::to_string(t)}, {"partitions", o.idle_partitions}}.dump(), {},
+          std::chrono::seconds(60));
+        if (r.status != 201)
+          throw std::runtime_error("create idle topic: " + std::to_string(r.status) + " " + r.body);
+      }
+      double create_s = seconds_since(t0);
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      long rss1 = proc_status(node.pid(), "VmRSS");
+      long threads1 = proc_status(node.pid(), "Threads");
+      int n = o.idle_topics * o.idle_partitions;
+      std::printf("idle node           : VmRSS %ld kB, %ld threads (no topics)\n", rss0, threads0);
+      std::printf("idle partitions     : VmRSS %ld kB, %ld threads with %d partitions (%d x %d, created in %.2f s); "
+                  "%.1f kB per partition\n",
+                  rss1, threads1, n, o.idle_topics, o.idle_partitions, create_s,
+                  n > 0 ? static_cast<double>(rss1 - rss0) / n : 0.0);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "broker_bench: %s\n", e.what());
+    rc = 1;
+  }
+  fs::remove_all(work);
+  return rc;
+}
