@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <pthread.h>
+#include <optional>
 #include <tuple>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include <sys/resource.h>
 
 #include "actors/broker.hpp"
+#include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/node.hpp"
 #include "actors/registry.hpp"
@@ -30,6 +32,8 @@
 #include "plugins/goal_loader.hpp"
 #include "transport/admin_routes.hpp"
 #include "transport/client_routes.hpp"
+#include "transport/cluster_routes.hpp"
+#include "transport/tls.hpp"
 #include "transport/http_server.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
@@ -136,6 +140,24 @@ int run(const config::load_result& loaded) {
     return fail("node.catalog_failed", why);
   if (why = check_offset_store(cfg.data_dir); !why.empty())
     return fail("node.offsets_failed", why);
+  std::shared_ptr<const transport::tls_context> cluster_tls;
+  if (cfg.cluster) {
+    if (why = check_cluster_state(cfg.data_dir); !why.empty())
+      return fail("node.cluster_state_failed", why);
+    auto settings = transport::tls_settings_from_config(cfg.cluster->tls, why);
+    if (!settings)
+      return fail("node.tls_failed", why);
+    if (settings->enabled()) {
+      auto made = transport::tls_context::make_server(*settings);
+      if (!made.context)
+        return fail("node.tls_failed", made.error);
+      cluster_tls = made.context;
+    }
+    if (cfg.cluster->token.empty())
+      logger->warn("cluster.no_token broker={} msg=\"Cluster.Token is empty: inter-broker requests are not "
+                   "authenticated\"",
+                   cfg.broker_id());
+  }
   metrics::register_process_metrics(version_string);
 
   auto sys_cfg = make_system_config(cfg.scheduler);
@@ -147,6 +169,21 @@ int run(const config::load_result& loaded) {
                              std::move(*catalog), view, registry);
   auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
                                         registry);
+  // The broker loads the topic catalogue into `view` when it starts running,
+  // after spawn returned; the client routes read `view` directly. One answer
+  // from the broker means it is loaded, so no request sees an empty catalogue.
+  {
+    caf::scoped_actor self{sys};
+    bool catalogue_loaded = false;
+    self->request(broker, std::chrono::minutes(2), status_atom::value)
+      .receive([&](std::string&) { catalogue_loaded = true; }, [](caf::error&) {});
+    if (!catalogue_loaded) {
+      caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(groups, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
+      return fail("node.broker_failed", "the broker did not load its topic catalogue within 2 minutes");
+    }
+  }
 
   transport::io_pool io{cfg.http.threads};
   auto admin_router = std::make_shared<transport::router>();
@@ -165,21 +202,46 @@ int run(const config::load_result& loaded) {
   cctx.catalog = view;
   transport::add_client_routes(*client_router, cctx);
 
+  std::optional<cluster_state_actor> cluster_state;
+  auto cluster_router = std::make_shared<transport::router>();
+  std::unique_ptr<transport::http_server> cluster_server;
+  if (cfg.cluster) {
+    auto owners = std::make_shared<owner_view>();
+    cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry);
+    transport::cluster_context kctx;
+    kctx.system = &sys;
+    kctx.state = *cluster_state;
+    kctx.catalog = view;
+    kctx.owners = owners;
+    kctx.broker_id = cfg.broker_id();
+    kctx.token = cfg.cluster->token;
+    kctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    transport::add_cluster_routes(*cluster_router, kctx);
+    auto opts = listener_options(cfg, "cluster", *cfg.cluster);
+    opts.tls = cluster_tls;
+    cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
+  }
+
   transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
   transport::http_server client{io, listener_options(cfg, "client", cfg.client), client_router};
   // The node is spawned once the listeners are bound, so that its summary
   // shows the real ports; it links every long-lived actor.
   std::vector<caf::actor> children{caf::actor_cast<caf::actor>(broker), caf::actor_cast<caf::actor>(groups)};
+  if (cluster_state)
+    children.push_back(caf::actor_cast<caf::actor>(*cluster_state));
   auto stop_actors = [&] {
     for (auto& c : children)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
   };
   using listener = std::tuple<transport::http_server*, const char*, const config::listener_config*>;
-  for (auto [server, name, l] : {listener{&admin, "admin", &cfg.admin}, listener{&client, "client", &cfg.client}}) {
+  std::vector<listener> listeners{listener{&admin, "admin", &cfg.admin}, listener{&client, "client", &cfg.client}};
+  if (cluster_server)
+    listeners.push_back(listener{cluster_server.get(), "cluster", &*cfg.cluster});
+  for (auto [server, name, l] : listeners) {
     if (auto failed = start_listener(*server, name, *l); !failed.empty()) {
-      admin.stop(std::chrono::milliseconds{0});
-      client.stop(std::chrono::milliseconds{0});
+      for (auto& other : listeners)
+        std::get<0>(other)->stop(std::chrono::milliseconds{0});
       io.stop();
       stop_actors();
       return fail("node.listen_failed", failed);
@@ -188,9 +250,12 @@ int run(const config::load_result& loaded) {
   node_settings settings{cfg.broker_id(), cfg.data_dir, loaded.files, {}};
   settings.listeners["admin"] = cfg.admin.host + ":" + std::to_string(admin.port());
   settings.listeners["client"] = cfg.client.host + ":" + std::to_string(client.port());
+  if (cluster_server)
+    settings.listeners["cluster"] = cfg.cluster->host + ":" + std::to_string(cluster_server->port());
   node_actor node = spawn_node(sys, settings, registry, children);
-  logger->info("node.ready broker={} version={} admin={}:{} client={}:{}", cfg.broker_id(), version_string,
-               cfg.admin.host, admin.port(), cfg.client.host, client.port());
+  logger->info("node.ready broker={} version={} admin={}:{} client={}:{} cluster={}", cfg.broker_id(), version_string,
+               cfg.admin.host, admin.port(), cfg.client.host, client.port(),
+               cluster_server ? cfg.cluster->host + ":" + std::to_string(cluster_server->port()) : "off");
 
   int sig = 0;
   auto signals = stop_signals();
@@ -199,6 +264,8 @@ int run(const config::load_result& loaded) {
   logger->info("node.signal signal={}", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Stop accepting on every listener first, then let in-flight requests finish.
   client.stop(std::chrono::milliseconds{3000});
+  if (cluster_server)
+    cluster_server->stop(std::chrono::milliseconds{1000});
   admin.stop(std::chrono::milliseconds{1000});
   io.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);

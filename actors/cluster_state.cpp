@@ -1,0 +1,135 @@
+#include "actors/cluster_state.hpp"
+
+#include <optional>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "cluster/controller_fence.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq {
+namespace {
+
+struct cluster_state_state {
+  std::string self_id;
+  std::shared_ptr<owner_view> view;
+  std::optional<cluster::controller_fence> fence;
+  std::optional<cluster::ownership_table> owners;
+  std::string open_error;
+  static inline const char* name = "cluster_state";
+};
+
+using self_ptr = cluster_state_actor::stateful_pointer<cluster_state_state>;
+
+caf::error from(const cluster::error& e) {
+  std::string msg = e.message;
+  if (e.code == cluster::errc::stale_epoch || e.code == cluster::errc::epoch_conflict)
+    msg += " (highest epoch " + std::to_string(e.highest.value) + " held by " + e.holder.value + ")";
+  return make_coded_error(cluster::http_status(e.code), cluster::to_string(e.code), msg);
+}
+
+void publish(self_ptr self) {
+  auto map = std::make_shared<owner_map>();
+  for (const auto& [tp, owner] : self->state.owners->snapshot())
+    (*map)[tp] = owner.value;
+  self->state.view->set(std::move(map));
+}
+
+caf::error not_open(self_ptr self) {
+  return make_error(errc::not_ready, "cluster state unavailable: " + self->state.open_error);
+}
+
+cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string data_dir, std::string self_id,
+                                                    std::shared_ptr<owner_view> view) {
+  auto& init = self->state;
+  init.self_id = std::move(self_id);
+  init.view = std::move(view);
+  auto fence = cluster::controller_fence::open(data_dir);
+  auto owners = cluster::ownership_table::open(data_dir);
+  if (fence && owners) {
+    init.fence.emplace(std::move(fence.value()));
+    init.owners.emplace(std::move(owners.value()));
+    publish(self);
+  } else {
+    init.open_error = fence ? owners.err().message : fence.err().message;
+    log::get("node")->error("cluster.state_failed error=\"{}\"", init.open_error);
+  }
+  return {
+    [self](claim_atom) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (!st.fence)
+        return not_open(self);
+      auto r = st.fence->claim(cluster::broker_id{st.self_id});
+      if (!r)
+        return from(r.err());
+      log::get("balancer")->info("controller.claimed broker={} epoch={}", st.self_id, r->value);
+      return static_cast<int64_t>(r->value);
+    },
+    [self](observe_atom, int64_t at, std::string& controller) -> caf::result<int64_t> {
+      auto& st = self->state;
+      if (!st.fence)
+        return not_open(self);
+      if (at <= 0)
+        return make_coded_error(400, "invalid_request", "X-Controller-Epoch must be a positive integer");
+      auto r = st.fence->observe(cluster::epoch{static_cast<uint64_t>(at)}, cluster::broker_id{controller});
+      if (!r)
+        return from(r.err());
+      if (*r == cluster::observe_outcome::raised)
+        log::get("node")->info("controller.observed epoch={} controller={}", at, controller);
+      return static_cast<int64_t>(st.fence->highest().value);
+    },
+    [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t at) -> caf::result<bool> {
+      auto& st = self->state;
+      if (!st.owners)
+        return not_open(self);
+      cluster::topic_partition tp{topic, partition};
+      auto r = st.owners->set_owner(tp, cluster::broker_id{owner}, cluster::epoch{static_cast<uint64_t>(std::max<int64_t>(at, 0))});
+      if (!r)
+        return from(r.err());
+      publish(self);
+      log::get("node")->info("ownership.changed topic={} partition={} owner={} epoch={}", topic, partition, owner, at);
+      return true;
+    },
+    [self](get_atom) -> caf::result<int64_t, std::string> {
+      auto& st = self->state;
+      if (!st.fence)
+        return not_open(self);
+      return caf::make_result(static_cast<int64_t>(st.fence->highest().value), st.fence->holder().value);
+    },
+    [self](status_atom) {
+      auto& st = self->state;
+      nlohmann::json j{{"broker_id", st.self_id}};
+      if (!st.fence) {
+        j["error"] = st.open_error;
+        return j.dump();
+      }
+      j["controller"] = {{"epoch", st.fence->highest().value}, {"id", st.fence->holder().value}};
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& [tp, owner] : st.owners->snapshot())
+        rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner.value}});
+      j["owners"] = rows;
+      return j.dump();
+    },
+  };
+}
+
+}  // namespace
+
+std::string check_cluster_state(const std::string& data_dir) {
+  auto fence = cluster::controller_fence::open(data_dir);
+  if (!fence)
+    return fence.err().message;
+  auto owners = cluster::ownership_table::open(data_dir);
+  return owners ? std::string{} : owners.err().message;
+}
+
+cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
+                                        std::shared_ptr<owner_view> view, registry_actor reg) {
+  auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(data_dir), std::move(self_id), std::move(view));
+  enroll(reg, caf::actor_cast<caf::actor>(a), "cluster_state", "cluster_state");
+  return a;
+}
+
+}  // namespace moonmq

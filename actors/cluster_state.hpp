@@ -1,0 +1,67 @@
+#pragma once
+// The cluster state of one broker without Raft (DESIGN.md §3): the
+// controller fence (highest controller epoch seen, durable) and the
+// ownership table (topic-partition → owner, durable). One detached actor owns
+// both files, since every change is fsynced and both are checked together: a
+// control-plane request passes the fence before it may change an owner.
+// Readers on the request path use the published owner_view instead of a
+// round trip.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/registry.hpp"
+#include "cluster/ownership_table.hpp"
+
+namespace moonmq {
+
+/// Immutable snapshot of the ownership table: partitions whose owner is
+/// named (absent = owned by the broker that holds them locally).
+using owner_map = std::map<cluster::topic_partition, std::string>;
+
+class owner_view {
+public:
+  std::shared_ptr<const owner_map> get() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return current_;
+  }
+  void set(std::shared_ptr<const owner_map> next) {
+    std::lock_guard<std::mutex> g{mtx_};
+    current_ = std::move(next);
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
+};
+
+using cluster_state_actor = caf::typed_actor<
+  // Claims the next controller epoch for this broker (durable). Replies the epoch.
+  caf::replies_to<claim_atom>::with<int64_t>,
+  // Checks a control-plane request's (epoch, controller id): accepted when not
+  // older than the highest seen (raised durably when newer). Replies the
+  // highest epoch; error 409 stale_epoch / epoch_conflict naming the holder.
+  caf::replies_to<observe_atom, int64_t, std::string>::with<int64_t>,
+  // Sets the owner of (topic, partition) at a controller epoch, durably.
+  // Replies true; error 409 stale_epoch when a newer change exists.
+  caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t>::with<bool>,
+  // (highest epoch, holder id).
+  caf::replies_to<get_atom>::with<int64_t, std::string>,
+  caf::replies_to<status_atom>::with<std::string>>;
+
+/// Opens both files under `data_dir` (so a corrupt one stops the boot):
+/// "" or the error naming the file.
+std::string check_cluster_state(const std::string& data_dir);
+
+/// Spawns the cluster state actor (detached) for broker `self_id`.
+cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
+                                        std::shared_ptr<owner_view> view, registry_actor reg);
+
+}  // namespace moonmq

@@ -1,0 +1,120 @@
+#include "transport/cluster_routes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+using json = nlohmann::json;
+
+http_response error_response(const caf::error& e) {
+  auto msg = message_of(e);
+  return http_response::json(http_status_of(e),
+                             json{{"error", error_code_of(e)}, {"message", msg.empty() ? caf::to_string(e) : msg}}.dump());
+}
+
+std::function<void(const caf::error&)> fail_with(const responder& respond) {
+  return [respond](const caf::error& e) { respond(error_response(e)); };
+}
+
+/// Runs `then` once the request's controller epoch passed the fence;
+/// answers 400 (missing or malformed headers) or 409 (stale) otherwise.
+void with_fence(const cluster_context& ctx, const http_request& req, const responder& respond,
+                std::function<void(int64_t epoch, const std::string& controller)> then) {
+  const std::string* epoch_header = req.header("x-controller-epoch");
+  const std::string* id_header = req.header("x-controller-id");
+  if (!epoch_header || !id_header || id_header->empty() || epoch_header->empty() || epoch_header->size() > 18
+      || epoch_header->find_first_not_of("0123456789") != std::string::npos) {
+    respond(http_response::error(400, "missing_epoch",
+                                 "control-plane requests need X-Controller-Epoch (a positive integer) and "
+                                 "X-Controller-Id"));
+    return;
+  }
+  auto at = std::stoll(*epoch_header);
+  ask<int64_t>(
+    *ctx.system, ctx.state, ctx.timeout, [then, at, id = *id_header](int64_t&) { then(at, id); },
+    fail_with(respond), observe_atom::value, at, *id_header);
+}
+
+}  // namespace
+
+router::guard cluster_token_guard(std::string token) {
+  return [token = std::move(token)](const http_request& req) -> std::optional<http_response> {
+    if (token.empty())
+      return std::nullopt;
+    const std::string* got = req.header("x-cluster-token");
+    if (got && constant_time_equals(*got, token))
+      return std::nullopt;
+    return http_response::error(401, "unauthorized", "missing or wrong X-Cluster-Token");
+  };
+}
+
+void add_cluster_routes(router& r, const cluster_context& ctx) {
+  r.set_guard(cluster_token_guard(ctx.token));
+
+  // Controller announcement: a controller claiming (or re-announcing) its
+  // epoch. Accepted when not older than the highest epoch seen.
+  r.add("POST", "/cluster/controller", [ctx](http_request& req, responder respond) {
+    with_fence(ctx, req, respond, [ctx, respond](int64_t at, const std::string& id) {
+      respond(http_response::json(200, json{{"broker_id", ctx.broker_id}, {"epoch", at}, {"controller", id}}.dump()));
+    });
+  });
+
+  // Where this broker believes each named partition lives (data plane).
+  r.add("GET", "/cluster/owners", [ctx](http_request&, responder respond) {
+    json list = json::array();
+    for (const auto& [tp, owner] : *ctx.owners->get())
+      list.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
+    respond(http_response::json(200, json{{"broker_id", ctx.broker_id}, {"owners", list}}.dump()));
+  });
+
+  // Records a new owner for a partition at the request's controller epoch.
+  r.add("POST", "/cluster/owners", [ctx](http_request& req, responder respond) {
+    auto body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("topic") || !body["topic"].is_string() || !body.contains("partition")
+        || !body["partition"].is_number_integer() || !body.contains("owner") || !body["owner"].is_string()) {
+      respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"owner\"}"));
+      return;
+    }
+    auto topic = body["topic"].get<std::string>();
+    auto partition = body["partition"].get<int32_t>();
+    auto owner = body["owner"].get<std::string>();
+    with_fence(ctx, req, respond, [ctx, respond, topic, partition, owner](int64_t at, const std::string&) {
+      ask<bool>(
+        *ctx.system, ctx.state, ctx.timeout,
+        [respond, topic, partition, owner](bool&) {
+          respond(http_response::json(200, json{{"topic", topic}, {"partition", partition}, {"owner", owner}}.dump()));
+        },
+        fail_with(respond), owner_atom::value, topic, partition, owner, at);
+    });
+  });
+
+  // Log bounds of a local partition (data plane; a move's copy loop).
+  r.add("GET", "/cluster/partitions/{topic}/{partition}/log-end", [ctx](http_request& req, responder respond) {
+    auto topics = ctx.catalog->get();
+    auto t = topics->find(req.params["topic"]);
+    const auto& raw = req.params["partition"];
+    if (t == topics->end() || raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
+        || std::stoul(raw) >= t->second.partitions.size()) {
+      respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
+      return;
+    }
+    auto part = t->second.partitions[std::stoul(raw)];
+    ctx.system->spawn(
+      [](caf::event_based_actor* self, partition_actor p, std::chrono::milliseconds timeout, responder answer) {
+        self->request(p, timeout, bounds_atom::value)
+          .then(
+            [answer](int64_t lo, int64_t hi, int64_t size) {
+              answer(http_response::json(
+                200, json{{"log_start_offset", lo}, {"log_end_offset", hi}, {"size_bytes", size}}.dump()));
+            },
+            [answer](caf::error& e) { answer(error_response(e)); });
+      },
+      part, ctx.timeout, respond);
+  });
+}
+
+}  // namespace moonmq::transport
