@@ -41,6 +41,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/common/raw_disk.hpp"
+
 #include "transport/blocking_client.hpp"
 
 namespace fs = std::filesystem;
@@ -164,29 +166,7 @@ double raw_write(const std::string& path, size_t chunk_bytes, int chunks) {
     x ^= x << 17;
     c = static_cast<char>(x);
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return -1;
-  auto t0 = clock_type::now();
-  for (int b = 0; b < chunks; ++b) {
-    size_t done = 0;
-    while (done < chunk.size()) {
-      auto n = ::write(fd, chunk.data() + done, chunk.size() - done);
-      if (n <= 0) {
-        ::close(fd);
-        return -1;
-      }
-      done += static_cast<size_t>(n);
-    }
-    if (::fdatasync(fd) != 0) {
-      ::close(fd);
-      return -1;
-    }
-  }
-  double s = seconds_since(t0);
-  ::close(fd);
-  ::unlink(path.c_str());
-  return s;
+  return moonmq::bench::raw_write_seconds(path, chunk, chunks);
 }
 
 /// The fsync count of every partition of `topic`, from the admin actor list

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/raw_disk.hpp"
 #include "storage/partition_log.hpp"
 #include "storage/record_batch.hpp"
 #include "util/logging.hpp"
@@ -54,32 +55,9 @@ std::string make_value(size_t n, uint64_t seed) {
   return v;
 }
 
-// Seconds to write `batches` copies of `chunk` sequentially with an
-// fdatasync after each, or a negative value on an I/O error.
+// The raw limit: bench/common/raw_disk.hpp.
 double raw_write(const std::string& path, const std::string& chunk, int batches) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return -1;
-  auto t0 = clock_type::now();
-  for (int b = 0; b < batches; ++b) {
-    size_t done = 0;
-    while (done < chunk.size()) {
-      auto n = ::write(fd, chunk.data() + done, chunk.size() - done);
-      if (n <= 0) {
-        ::close(fd);
-        return -1;
-      }
-      done += static_cast<size_t>(n);
-    }
-    if (::fdatasync(fd) != 0) {
-      ::close(fd);
-      return -1;
-    }
-  }
-  double s = seconds_since(t0);
-  ::close(fd);
-  ::unlink(path.c_str());
-  return s;
+  return moonmq::bench::raw_write_seconds(path, chunk, batches);
 }
 
 // Seconds to append `batches` copies of `batch` (offsets assigned by the
