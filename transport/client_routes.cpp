@@ -230,6 +230,29 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
 
 // --- topics ----------------------------------------------------------------------
 
+/// Reads a partition count (`key` of `body`, `fallback` when absent) in
+/// 1..max_partitions; answers 400 and returns nullopt otherwise.
+std::optional<int32_t> partition_count(const json& body, const char* key, std::optional<int64_t> fallback,
+                                       const responder& respond) {
+  int64_t n = fallback.value_or(0);
+  if (body.contains(key)) {
+    if (!body[key].is_number_integer()) {
+      respond(http_response::error(400, "invalid_request", std::string(key) + " must be an integer"));
+      return std::nullopt;
+    }
+    n = body[key].get<int64_t>();
+  } else if (!fallback) {
+    respond(http_response::error(400, "invalid_request", std::string("body must have \"") + key + "\""));
+    return std::nullopt;
+  }
+  if (n < 1 || n > dataplane::max_partitions) {
+    respond(http_response::error(400, "invalid_request", std::string(key) + " must be between 1 and "
+                                                           + std::to_string(dataplane::max_partitions)));
+    return std::nullopt;
+  }
+  return static_cast<int32_t>(n);
+}
+
 void create_topic(const client_context& ctx, http_request& req, const responder& respond) {
   json body;
   if (!parse_body(req, respond, body))
@@ -238,48 +261,35 @@ void create_topic(const client_context& ctx, http_request& req, const responder&
     respond(http_response::error(400, "invalid_request", "body must be {\"name\":...,\"partitions\":...}"));
     return;
   }
-  int64_t partitions = 1;
-  if (body.contains("partitions")) {
-    if (!body["partitions"].is_number_integer()) {
-      respond(http_response::error(400, "invalid_request", "partitions must be an integer"));
-      return;
-    }
-    partitions = body["partitions"].get<int64_t>();
-  }
-  if (partitions < 1 || partitions > dataplane::max_partitions) {
-    respond(http_response::error(400, "invalid_request", "partitions must be between 1 and "
-                                                           + std::to_string(dataplane::max_partitions)));
+  auto partitions = partition_count(body, "partitions", 1, respond);
+  if (!partitions)
     return;
-  }
   std::string config = body.contains("config") && !body["config"].is_null() ? body["config"].dump() : "";
   auto name = body["name"].get<std::string>();
   ask<bool>(
     *ctx.system, ctx.broker, ctx.timeout,
-    [respond, name, partitions](bool& created) {
-      respond(http_response::json(created ? 201 : 200, json{{"name", name}, {"partitions", partitions}}.dump()));
+    [respond, name, n = *partitions](bool& created) {
+      respond(http_response::json(created ? 201 : 200, json{{"name", name}, {"partitions", n}}.dump()));
     },
-    fail_with(respond), create_atom::value, name, static_cast<int32_t>(partitions), config);
+    fail_with(respond), create_atom::value, name, *partitions, config);
 }
 
 void grow_topic(const client_context& ctx, http_request& req, const responder& respond) {
   json body;
   if (!parse_body(req, respond, body))
     return;
-  if (!body.is_object() || !body.contains("count") || !body["count"].is_number_integer()) {
+  if (!body.is_object()) {
     respond(http_response::error(400, "invalid_request", "body must be {\"count\":<integer>}"));
     return;
   }
-  auto count = body["count"].get<int64_t>();
-  if (count < 1 || count > dataplane::max_partitions) {
-    respond(http_response::error(400, "invalid_request", "count must be between 1 and "
-                                                           + std::to_string(dataplane::max_partitions)));
+  auto count = partition_count(body, "count", std::nullopt, respond);
+  if (!count)
     return;
-  }
   auto name = req.params["topic"];
   ask<int32_t>(
     *ctx.system, ctx.broker, ctx.timeout,
     [respond, name](int32_t& n) { respond(http_response::json(200, json{{"name", name}, {"partitions", n}}.dump())); },
-    fail_with(respond), grow_atom::value, name, static_cast<int32_t>(count));
+    fail_with(respond), grow_atom::value, name, *count);
 }
 
 void list_topics(const client_context& ctx, const responder& respond) {
