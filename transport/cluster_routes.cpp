@@ -63,6 +63,11 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     });
   });
 
+  // Liveness probe between brokers (data plane).
+  r.add("GET", "/cluster/health", [ctx](http_request&, responder respond) {
+    respond(http_response::json(200, json{{"status", "ok"}, {"broker_id", ctx.broker_id}}.dump()));
+  });
+
   // Where this broker believes each named partition lives (data plane).
   r.add("GET", "/cluster/owners", [ctx](http_request&, responder respond) {
     json list = json::array();

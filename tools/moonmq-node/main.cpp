@@ -32,7 +32,10 @@
 #include "plugins/goal_loader.hpp"
 #include "transport/admin_routes.hpp"
 #include "transport/client_routes.hpp"
+#include "transport/cluster_admin_routes.hpp"
 #include "transport/cluster_routes.hpp"
+#include "transport/blocking_client.hpp"
+#include "transport/http_client.hpp"
 #include "transport/tls.hpp"
 #include "transport/http_server.hpp"
 #include "util/logging.hpp"
@@ -140,7 +143,7 @@ int run(const config::load_result& loaded) {
     return fail("node.catalog_failed", why);
   if (why = check_offset_store(cfg.data_dir); !why.empty())
     return fail("node.offsets_failed", why);
-  std::shared_ptr<const transport::tls_context> cluster_tls;
+  std::shared_ptr<const transport::tls_context> cluster_tls, peer_tls;
   if (cfg.cluster) {
     if (why = check_cluster_state(cfg.data_dir); !why.empty())
       return fail("node.cluster_state_failed", why);
@@ -152,6 +155,10 @@ int run(const config::load_result& loaded) {
       if (!made.context)
         return fail("node.tls_failed", made.error);
       cluster_tls = made.context;
+      auto client = transport::tls_context::make_client(*settings);
+      if (!client.context)
+        return fail("node.tls_failed", client.error);
+      peer_tls = client.context;
     }
     if (cfg.cluster->token.empty())
       logger->warn("cluster.no_token broker={} msg=\"Cluster.Token is empty: inter-broker requests are not "
@@ -205,9 +212,27 @@ int run(const config::load_result& loaded) {
   std::optional<cluster_state_actor> cluster_state;
   auto cluster_router = std::make_shared<transport::router>();
   std::unique_ptr<transport::http_server> cluster_server;
+  transport::cluster_admin_context cactx;
+  cactx.system = &sys;
+  cactx.broker_id = cfg.broker_id();
+  cactx.catalog = view;
   if (cfg.cluster) {
     auto owners = std::make_shared<owner_view>();
+    cactx.owners = owners;
+    cactx.probe_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
+                                                              std::chrono::seconds(2));
+    for (const auto& p : cfg.cluster->peers) {
+      transport::http_client_options o;
+      o.name = p.id;
+      if (!transport::split_host_port(p.address, o.host, o.port))
+        return fail("node.peer_failed", "peer " + p.id + ": bad address " + p.address);
+      o.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+      o.tls = peer_tls;
+      cactx.peers.push_back({p.id, p.address, p.client_address, p.token.empty() ? cfg.cluster->token : p.token,
+                             std::make_shared<transport::http_client>(io, o)});
+    }
     cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry);
+    cactx.state = *cluster_state;
     transport::cluster_context kctx;
     kctx.system = &sys;
     kctx.state = *cluster_state;
@@ -221,9 +246,17 @@ int run(const config::load_result& loaded) {
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
   }
+  // Peer clients must finish their callbacks before the Asio threads stop.
+  auto close_peers = [&cactx] {
+    for (auto& p : cactx.peers)
+      p.client->close();
+  };
 
   transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
   transport::http_server client{io, listener_options(cfg, "client", cfg.client), client_router};
+  // Read by /admin/cluster, which is only served while `client` exists.
+  cactx.client_address = [&client, host = cfg.client.host] { return host + ":" + std::to_string(client.port()); };
+  transport::add_cluster_admin_routes(*admin_router, cactx);
   // The node is spawned once the listeners are bound, so that its summary
   // shows the real ports; it links every long-lived actor.
   std::vector<caf::actor> children{caf::actor_cast<caf::actor>(broker), caf::actor_cast<caf::actor>(groups)};
@@ -242,6 +275,7 @@ int run(const config::load_result& loaded) {
     if (auto failed = start_listener(*server, name, *l); !failed.empty()) {
       for (auto& other : listeners)
         std::get<0>(other)->stop(std::chrono::milliseconds{0});
+      close_peers();
       io.stop();
       stop_actors();
       return fail("node.listen_failed", failed);
@@ -267,6 +301,7 @@ int run(const config::load_result& loaded) {
   if (cluster_server)
     cluster_server->stop(std::chrono::milliseconds{1000});
   admin.stop(std::chrono::milliseconds{1000});
+  close_peers();
   io.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   sys.await_all_actors_done();

@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/node/node_harness.hpp"
+#include "transport/blocking_client.hpp"
+
+using namespace moonmq::test;
+using moonmq::transport::http_call;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+/// A loopback port that was free a moment ago (peers must know each other's
+/// cluster port before either starts).
+uint16_t free_port() {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::acceptor a{ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+  return a.local_endpoint().port();
+}
+
+std::vector<std::string> member(const std::string& id, uint16_t port, const std::string& peer, uint16_t peer_port) {
+  return {"Cluster.BrokerId=" + id, "Cluster.Port=" + std::to_string(port), "Cluster.Token=tok",
+          "Cluster.PeerTimeout=1",
+          "Cluster.Peers=[{\"Id\":\"" + peer + "\",\"Address\":\"127.0.0.1:" + std::to_string(peer_port) + "\"}]"};
+}
+
+std::map<std::string, json> brokers_of(uint16_t admin) {
+  auto res = http_call(admin, "GET", "/admin/cluster");
+  INFO(res.body);
+  REQUIRE(res.status == 200);
+  std::map<std::string, json> out;
+  auto body = json::parse(res.body);
+  for (auto& b : body["brokers"])
+    out[b["id"].get<std::string>()] = b;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("GET /admin/cluster shows every broker with its liveness and the partition owners", "[node][cluster]") {
+  temp_dir d1, d2;
+  auto p1 = free_port(), p2 = free_port();
+  node_process b1{d1, member("b1", p1, "b2", p2)};
+  node_process b2{d2, member("b2", p2, "b1", p1)};
+  auto admin1 = b1.wait_ready();
+  REQUIRE(admin1);
+  REQUIRE(b2.wait_ready());
+  REQUIRE(b1.client_port());
+  auto created = http_call(*b1.client_port(), "POST", "/v1/topics", R"({"name":"orders","partitions":2})");
+  REQUIRE(created.status == 201);
+
+  auto brokers = brokers_of(*admin1);
+  REQUIRE(brokers.size() == 2);
+  CHECK(brokers["b1"]["client_address"] == "127.0.0.1:" + std::to_string(*b1.client_port()));
+  CHECK(brokers["b1"]["alive"] == true);
+  CHECK(brokers["b1"]["self"] == true);
+  CHECK(brokers["b2"]["alive"] == true);
+  auto cluster = json::parse(http_call(*admin1, "GET", "/admin/cluster").body);
+  REQUIRE(cluster["partitions"].size() == 2);
+  CHECK(cluster["partitions"][0]["owner"] == "b1");
+  CHECK(cluster["controller"]["epoch"] == 0);
+  CHECK(cluster["controller"]["id"].is_null());
+
+  // A dead peer is reported, not waited for.
+  b2.process().signal(SIGKILL);
+  b2.process().wait(5s);
+  auto t0 = std::chrono::steady_clock::now();
+  brokers = brokers_of(*admin1);
+  CHECK(std::chrono::steady_clock::now() - t0 < 4s);
+  CHECK(brokers["b2"]["alive"] == false);
+  CHECK(brokers["b2"].contains("error"));
+
+  // A controller that announced itself shows up.
+  auto claim = http_call(p1, "POST", "/cluster/controller", {},
+                         {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "3"}, {"X-Controller-Id", "b2"}});
+  REQUIRE(claim.status == 200);
+  cluster = json::parse(http_call(*admin1, "GET", "/admin/cluster").body);
+  CHECK(cluster["controller"]["epoch"] == 3);
+  CHECK(cluster["controller"]["id"] == "b2");
+  b1.process().signal(SIGTERM);
+  CHECK(b1.process().wait(5s) == 0);
+}
+
+TEST_CASE("GET /admin/cluster on a single broker lists it alone as owner of every partition", "[node][cluster]") {
+  temp_dir dir;
+  node_process node{dir};
+  auto admin = node.wait_ready();
+  REQUIRE(admin);
+  REQUIRE(http_call(*node.client_port(), "POST", "/v1/topics", R"({"name":"t","partitions":1})").status == 201);
+  auto cluster = json::parse(http_call(*admin, "GET", "/admin/cluster").body);
+  REQUIRE(cluster["brokers"].size() == 1);
+  CHECK(cluster["brokers"][0]["id"] == "local");
+  CHECK(cluster["partitions"][0]["owner"] == "local");
+  node.process().signal(SIGTERM);
+  CHECK(node.process().wait(5s) == 0);
+}

@@ -1,0 +1,49 @@
+#pragma once
+// GET /admin/cluster (CONTRACT.md §4): the brokers of the cluster with
+// whether each answers now, every partition with its owner, and the
+// controller fence's highest epoch and holder. Peers are probed in parallel
+// on their cluster listener (GET /cluster/health) with a short deadline, so
+// a dead peer shows as "alive": false instead of stalling the answer.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+#include "actors/catalog_view.hpp"
+#include "actors/cluster_state.hpp"
+#include "transport/router.hpp"
+
+namespace moonmq::transport {
+
+class http_client;
+
+struct cluster_peer {
+  std::string id;
+  std::string address;         ///< cluster listener host:port
+  std::string client_address;  ///< client API host:port ("" when not configured)
+  std::string token;           ///< X-Cluster-Token sent to this peer ("" = none)
+  std::shared_ptr<http_client> client;
+};
+
+struct cluster_admin_context {
+  caf::actor_system* system = nullptr;
+  std::string broker_id;
+  /// This broker's client API host:port (read when answering: the port is
+  /// known once the listener is bound).
+  std::function<std::string()> client_address;
+  std::shared_ptr<catalog_view> catalog;
+  /// Without a Cluster section: no state, no peers, every partition local.
+  std::optional<cluster_state_actor> state;
+  std::shared_ptr<owner_view> owners;
+  std::vector<cluster_peer> peers;
+  std::chrono::milliseconds probe_timeout{2000};
+};
+
+void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx);
+
+}  // namespace moonmq::transport
