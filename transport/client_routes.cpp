@@ -1,6 +1,8 @@
 #include "transport/client_routes.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <tuple>
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include "dataplane/records_json.hpp"
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
+#include "transport/http_client.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -64,47 +67,117 @@ int64_t wall_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// --- ownership --------------------------------------------------------------
+
+/// The broker that owns (topic, partition) when it is not this one.
+std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition) {
+  if (!ctx.owners)
+    return std::nullopt;
+  auto owners = ctx.owners->get();
+  auto it = owners->find(cluster::topic_partition{topic, partition});
+  if (it == owners->end() || it->second == ctx.broker_id)
+    return std::nullopt;
+  return it->second;
+}
+
+/// 421 not_owner naming the owner and its client URL (CONTRACT §3).
+http_response not_owner(const client_context& ctx, const std::string& topic, int32_t partition,
+                        const std::string& owner) {
+  auto peer = ctx.peers.find(owner);
+  std::string url = peer != ctx.peers.end() && !peer->second.client_address.empty()
+                      ? "http://" + peer->second.client_address
+                      : "";
+  json j{{"error", "not_owner"},
+         {"message", topic + "/" + std::to_string(partition) + " is owned by broker " + owner},
+         {"owner", owner},
+         {"url", url.empty() ? json(nullptr) : json(url)}};
+  return http_response::json(421, j.dump());
+}
+
 // --- produce fan-out ----------------------------------------------------------
 
-struct append_job {
-  std::vector<std::pair<partition_actor, std::string>> parts;
-  bool durable = true;
-  milliseconds timeout;
+/// Collects the base offset of every part of one produce request, local or
+/// forwarded, and answers once the last part is in (the first failure wins).
+struct produce_gather {
+  std::mutex mtx;
+  std::vector<int64_t> bases;
+  std::optional<http_response> failure;
+  size_t pending = 0;
   std::function<void(std::vector<int64_t>&)> ok;
-  std::function<void(const caf::error&)> fail;
+  responder respond;
+
+  void part_done(size_t i, int64_t base) {
+    std::unique_lock<std::mutex> g{mtx};
+    bases[i] = base;
+    finish(g);
+  }
+  void part_failed(http_response why) {
+    std::unique_lock<std::mutex> g{mtx};
+    if (!failure)
+      failure = std::move(why);
+    finish(g);
+  }
+
+private:
+  void finish(std::unique_lock<std::mutex>& g) {
+    if (--pending != 0)
+      return;
+    g.unlock();
+    if (failure)
+      respond(std::move(*failure));
+    else
+      ok(bases);
+    ok = nullptr;  // drops the captures (they may hold this gather)
+  }
 };
 
-/// Sends every part to its partition and calls ok(base offsets) once all
-/// answered, or fail(first error).
-void append_actor(caf::event_based_actor* self, std::shared_ptr<append_job> job) {
-  struct progress {
-    std::vector<int64_t> bases;
-    size_t pending = 0;
-    std::optional<caf::error> failure;
-  };
-  auto p = std::make_shared<progress>();
-  p->bases.assign(job->parts.size(), -1);
-  p->pending = job->parts.size();
-  auto finish_one = [job, p] {
-    if (--p->pending != 0)
-      return;
-    if (p->failure)
-      job->fail(*p->failure);
-    else
-      job->ok(p->bases);
-  };
-  for (size_t i = 0; i < job->parts.size(); ++i) {
-    self->request(job->parts[i].first, job->timeout, append_atom::value, std::move(job->parts[i].second), job->durable)
-      .then([p, i, finish_one](int64_t base) {
-              p->bases[i] = base;
-              finish_one();
-            },
-            [p, finish_one](caf::error& e) {
-              if (!p->failure)
-                p->failure = e;
-              finish_one();
-            });
+struct local_part {
+  size_t index;
+  partition_actor partition;
+  std::string batch;
+};
+
+/// Appends the local parts through their partition actors.
+void append_actor(caf::event_based_actor* self, std::shared_ptr<produce_gather> gather, std::vector<local_part> parts,
+                  bool durable, milliseconds timeout) {
+  for (auto& part : parts) {
+    self->request(part.partition, timeout, append_atom::value, std::move(part.batch), durable)
+      .then([gather, i = part.index](int64_t base) { gather->part_done(i, base); },
+            [gather](caf::error& e) { gather->part_failed(error_response(e)); });
   }
+}
+
+/// Forwards one part (an encoded batch) to the broker that owns it.
+void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, size_t index,
+                  const std::string& topic, int32_t partition, const std::string& owner, std::string batch,
+                  bool durable) {
+  auto peer = ctx.peers.find(owner);
+  if (peer == ctx.peers.end() || !peer->second.cluster) {
+    gather->part_failed(http_response::error(503, "owner_unreachable", "partition owner " + owner
+                                                                            + " is not a configured peer"));
+    return;
+  }
+  http_client_request req;
+  req.method = "POST";
+  req.target = "/cluster/partitions/" + topic + "/" + std::to_string(partition) + "/records?acks="
+               + (durable ? "leader" : "none");
+  req.body = std::move(batch);
+  req.headers = {{"Content-Type", "application/octet-stream"}};
+  if (!peer->second.token.empty())
+    req.headers.emplace_back("X-Cluster-Token", peer->second.token);
+  req.timeout = ctx.timeout;
+  peer->second.cluster->request(std::move(req), [gather, index, owner](http_client_result res) {
+    if (!res.ok()) {
+      gather->part_failed(http_response::error(503, "owner_unreachable",
+                                               "forwarding to " + owner + " failed: " + res.error_message));
+      return;
+    }
+    auto j = json::parse(res.body, nullptr, false);
+    if (res.status == 200 && j.is_object() && j.contains("base_offset") && j["base_offset"].is_number_integer())
+      gather->part_done(index, j["base_offset"].get<int64_t>());
+    else
+      gather->part_failed(http_response::json(res.status == 200 ? 502 : res.status, res.body));
+  });
 }
 
 void produce(const client_context& ctx, http_request& req, const responder& respond,
@@ -135,21 +208,28 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
     respond(http_response::error(400, "invalid_request", why));
     return;
   }
-  auto job = std::make_shared<append_job>();
-  job->durable = durable;
-  job->timeout = ctx.timeout;
+  auto gather = std::make_shared<produce_gather>();
+  gather->respond = respond;
+  gather->pending = plan.by_partition.size();
+  gather->bases.assign(plan.by_partition.size(), -1);
   std::vector<int32_t> order;
+  std::vector<local_part> local;
+  std::vector<std::tuple<size_t, int32_t, std::string, std::string>> remote;  // index, partition, owner, batch
   for (auto& [p, records] : plan.by_partition) {
     auto batch = storage::encode_batch(records);
     if (!batch) {
       respond(http_response::error(400, "invalid_request", batch.err().message));
       return;
     }
-    job->parts.emplace_back(t->second.partitions[static_cast<size_t>(p)], std::move(batch.value()));
+    auto index = order.size();
     order.push_back(p);
+    if (auto owner = remote_owner(ctx, topic, p))
+      remote.emplace_back(index, p, *owner, std::move(batch.value()));
+    else
+      local.push_back({index, t->second.partitions[static_cast<size_t>(p)], std::move(batch.value())});
   }
   auto placement = std::move(plan.placement);
-  job->ok = [respond, placement, order](std::vector<int64_t>& bases) {
+  gather->ok = [respond, placement, order](std::vector<int64_t>& bases) {
     std::map<int32_t, int64_t> base_of;
     for (size_t i = 0; i < order.size(); ++i)
       base_of[order[i]] = bases[i];
@@ -158,8 +238,10 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
       offsets.push_back(json{{"partition", p}, {"offset", base_of[p] + idx}});
     respond(http_response::json(200, json{{"offsets", offsets}}.dump()));
   };
-  job->fail = fail_with(respond);
-  ctx.system->spawn(append_actor, job);
+  for (auto& [index, p, owner, batch] : remote)
+    forward_part(ctx, gather, index, topic, p, owner, std::move(batch), durable);
+  if (!local.empty())
+    ctx.system->spawn(append_actor, gather, std::move(local), durable, ctx.timeout);
 }
 
 // --- fetch ---------------------------------------------------------------------
@@ -210,6 +292,11 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
   if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
       || std::stoi(raw) >= static_cast<int>(t->second.partitions.size())) {
     respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
+    return;
+  }
+  auto partition = std::stoi(raw);
+  if (auto owner = remote_owner(ctx, topic, partition)) {
+    respond(not_owner(ctx, topic, partition, *owner));
     return;
   }
   bool bad = false;
@@ -337,6 +424,15 @@ void commit_offsets(const client_context& ctx, http_request& req, const responde
     respond(http_response::error(400, "invalid_request", "body must be {\"offsets\":[{\"topic\",\"partition\",\"offset\"}]}"));
     return;
   }
+  // A broker refuses commits for a partition it does not own: the committed
+  // offsets live with the partition.
+  for (const auto& o : body["offsets"])
+    if (o.is_object() && o.contains("topic") && o["topic"].is_string() && o.contains("partition")
+        && o["partition"].is_number_integer())
+      if (auto owner = remote_owner(ctx, o["topic"].get<std::string>(), o["partition"].get<int32_t>())) {
+        respond(not_owner(ctx, o["topic"].get<std::string>(), o["partition"].get<int32_t>(), *owner));
+        return;
+      }
   int32_t gen = -1;
   if (body.contains("generation") && !body["generation"].is_null()) {
     if (!body["generation"].is_number_integer() || body["generation"].get<int64_t>() < 0) {

@@ -9,6 +9,7 @@
 // appended).
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -16,10 +17,21 @@
 
 #include "actors/broker.hpp"
 #include "actors/catalog_view.hpp"
+#include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq::transport {
+
+class http_client;
+
+/// How to reach another broker that owns a partition: its client API (named
+/// in 421 answers) and its cluster listener (produce is forwarded there).
+struct owner_route {
+  std::string client_address;  ///< host:port of its client API
+  std::string token;           ///< X-Cluster-Token for its cluster listener
+  std::shared_ptr<http_client> cluster;
+};
 
 struct client_context {
   caf::actor_system* system = nullptr;
@@ -30,6 +42,14 @@ struct client_context {
   std::chrono::milliseconds timeout{10000};
   /// Largest fetch answer in bytes (whole batches; at least one batch).
   int32_t max_fetch_bytes = 4 * 1024 * 1024;
+  /// In a cluster: this broker's id, the ownership table's view and the
+  /// other brokers by id. A partition the table gives to another broker is
+  /// not served here: produce is forwarded to the owner (answered with the
+  /// owner's offsets), fetch and commit answer 421 not_owner with the owner's
+  /// id and client URL. Null `owners` = single broker, everything local.
+  std::string broker_id;
+  std::shared_ptr<owner_view> owners;
+  std::map<std::string, owner_route> peers;
 };
 
 void add_client_routes(router& r, const client_context& ctx);

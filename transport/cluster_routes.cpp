@@ -97,6 +97,34 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     });
   });
 
+  // A produce forwarded by a broker that does not own the partition: the
+  // body is one encoded v2 batch (offsets assigned here). One hop only: a
+  // broker that does not own it either answers 421.
+  r.add("POST", "/cluster/partitions/{topic}/{partition}/records", [ctx](http_request& req, responder respond) {
+    auto topics = ctx.catalog->get();
+    auto t = topics->find(req.params["topic"]);
+    const auto& raw = req.params["partition"];
+    if (t == topics->end() || raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
+        || std::stoul(raw) >= t->second.partitions.size()) {
+      respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
+      return;
+    }
+    auto owners = ctx.owners->get();
+    auto it = owners->find(cluster::topic_partition{t->first, std::stoi(raw)});
+    if (it != owners->end() && it->second != ctx.broker_id) {
+      respond(http_response::json(421, json{{"error", "not_owner"}, {"owner", it->second},
+                                            {"message", "forwarded produce reached a broker that does not own it"}}
+                                           .dump()));
+      return;
+    }
+    bool durable = !(req.query.count("acks") && req.query["acks"] == "none");
+    auto part = t->second.partitions[std::stoul(raw)];
+    ask<int64_t>(
+      *ctx.system, part, ctx.timeout,
+      [respond](int64_t& base) { respond(http_response::json(200, json{{"base_offset", base}}.dump())); },
+      fail_with(respond), append_atom::value, std::move(req.body), durable);
+  });
+
   // Log bounds of a local partition (data plane; a move's copy loop).
   r.add("GET", "/cluster/partitions/{topic}/{partition}/log-end", [ctx](http_request& req, responder respond) {
     auto topics = ctx.catalog->get();

@@ -99,3 +99,66 @@ TEST_CASE("GET /admin/cluster on a single broker lists it alone as owner of ever
   node.process().signal(SIGTERM);
   CHECK(node.process().wait(5s) == 0);
 }
+
+TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch or commit answer 421", "[node][cluster]") {
+  temp_dir d1, d2;
+  auto p1 = free_port(), p2 = free_port(), c1 = free_port(), c2 = free_port();
+  auto peer_of = [](const std::string& id, uint16_t port, uint16_t client) {
+    return "Cluster.Peers=[{\"Id\":\"" + id + "\",\"Address\":\"127.0.0.1:" + std::to_string(port)
+           + "\",\"ClientAddress\":\"127.0.0.1:" + std::to_string(client) + "\"}]";
+  };
+  node_process b1{d1, {"Cluster.BrokerId=b1", "Cluster.Port=" + std::to_string(p1), "Cluster.Token=tok",
+                       "Port=" + std::to_string(c1), "Cluster.PeerTimeout=1", peer_of("b2", p2, c2)}};
+  node_process b2{d2, {"Cluster.BrokerId=b2", "Cluster.Port=" + std::to_string(p2), "Cluster.Token=tok",
+                       "Port=" + std::to_string(c2), peer_of("b1", p1, c1)}};
+  REQUIRE(b1.wait_ready());
+  REQUIRE(b2.wait_ready());
+  auto client1 = *b1.client_port();
+  for (auto port : {client1, c2})
+    REQUIRE(http_call(port, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
+  // The controller (here: the test, as b1 at epoch 1) gives orders/1 to b2.
+  auto moved = http_call(p1, "POST", "/cluster/owners", R"({"topic":"orders","partition":1,"owner":"b2"})",
+                         {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "1"}, {"X-Controller-Id", "b1"}});
+  REQUIRE(moved.status == 200);
+
+  // Produce through b1: partition 0 stays on b1, partition 1 goes to b2 and
+  // is acknowledged with b2's offsets.
+  http_call(c2, "POST", "/v1/topics/orders/records", R"({"records":[{"value":"direct","partition":1}]})");
+  auto produced = http_call(client1, "POST", "/v1/topics/orders/records",
+                            R"({"records":[{"value":"a","partition":0},{"value":"b","partition":1},)"
+                            R"({"value":"c","partition":1}]})");
+  REQUIRE(produced.status == 200);
+  auto offsets = json::parse(produced.body)["offsets"];
+  CHECK(offsets[0] == json{{"partition", 0}, {"offset", 0}});
+  CHECK(offsets[1] == json{{"partition", 1}, {"offset", 1}});
+  CHECK(offsets[2] == json{{"partition", 1}, {"offset", 2}});
+  auto on_b2 = json::parse(http_call(c2, "GET", "/v1/topics/orders/partitions/1/records?offset=0").body);
+  REQUIRE(on_b2["records"].size() == 3);
+  CHECK(on_b2["records"][1]["value"] == "b");
+  CHECK(on_b2["records"][2]["value"] == "c");
+  auto on_b1 = json::parse(http_call(client1, "GET", "/v1/topics/orders/partitions/0/records?offset=0").body);
+  CHECK(on_b1["records"].size() == 1);
+
+  // Fetch and commit for orders/1 on b1: 421 naming b2 and its client URL.
+  auto fetch = http_call(client1, "GET", "/v1/topics/orders/partitions/1/records?offset=0");
+  CHECK(fetch.status == 421);
+  auto why = json::parse(fetch.body);
+  CHECK(why["error"] == "not_owner");
+  CHECK(why["owner"] == "b2");
+  CHECK(why["url"] == "http://127.0.0.1:" + std::to_string(c2));
+  auto commit = http_call(client1, "POST", "/v1/groups/g/offsets",
+                          R"({"offsets":[{"topic":"orders","partition":1,"offset":2}]})");
+  CHECK(commit.status == 421);
+  CHECK(http_call(client1, "POST", "/v1/groups/g/offsets", R"({"offsets":[{"topic":"orders","partition":0,"offset":1}]})")
+          .status == 200);
+
+  // With the owner gone, a forwarded produce fails clearly and nothing is
+  // acknowledged.
+  b2.process().signal(SIGKILL);
+  b2.process().wait(5s);
+  auto lost = http_call(client1, "POST", "/v1/topics/orders/records", R"({"records":[{"value":"x","partition":1}]})");
+  CHECK(lost.status == 503);
+  CHECK(json::parse(lost.body)["error"] == "owner_unreachable");
+  b1.process().signal(SIGTERM);
+  CHECK(b1.process().wait(5s) == 0);
+}

@@ -207,7 +207,7 @@ int run(const config::load_result& loaded) {
   cctx.broker = broker;
   cctx.groups = groups;
   cctx.catalog = view;
-  transport::add_client_routes(*client_router, cctx);
+  cctx.broker_id = cfg.broker_id();
 
   std::optional<cluster_state_actor> cluster_state;
   auto cluster_router = std::make_shared<transport::router>();
@@ -219,6 +219,7 @@ int run(const config::load_result& loaded) {
   if (cfg.cluster) {
     auto owners = std::make_shared<owner_view>();
     cactx.owners = owners;
+    cctx.owners = owners;
     cactx.probe_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                                               std::chrono::seconds(2));
     for (const auto& p : cfg.cluster->peers) {
@@ -230,6 +231,7 @@ int run(const config::load_result& loaded) {
       o.tls = peer_tls;
       cactx.peers.push_back({p.id, p.address, p.client_address, p.token.empty() ? cfg.cluster->token : p.token,
                              std::make_shared<transport::http_client>(io, o)});
+      cctx.peers[p.id] = {p.client_address, cactx.peers.back().token, cactx.peers.back().client};
     }
     cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry);
     cactx.state = *cluster_state;
@@ -246,6 +248,7 @@ int run(const config::load_result& loaded) {
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
   }
+  transport::add_client_routes(*client_router, cctx);
   // Peer clients must finish their callbacks before the Asio threads stop.
   auto close_peers = [&cactx] {
     for (auto& p : cactx.peers)
