@@ -39,6 +39,22 @@ void with_fence(const cluster_context& ctx, const http_request& req, const respo
     fail_with(respond), observe_atom::value, at, *id_header);
 }
 
+/// The partition named by the route's {topic} and {partition} when this
+/// broker holds it: (number, actor); answers 404 and returns nullopt otherwise.
+std::optional<std::pair<int32_t, partition_actor>> local_partition(const cluster_context& ctx, http_request& req,
+                                                                   const responder& respond) {
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(req.params["topic"]);
+  const auto& raw = req.params["partition"];
+  if (t == topics->end() || raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
+      || std::stoul(raw) >= t->second.partitions.size()) {
+    respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
+    return std::nullopt;
+  }
+  auto n = std::stoul(raw);
+  return std::make_pair(static_cast<int32_t>(n), t->second.partitions[n]);
+}
+
 }  // namespace
 
 router::guard cluster_token_guard(std::string token) {
@@ -101,16 +117,11 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
   // body is one encoded v2 batch (offsets assigned here). One hop only: a
   // broker that does not own it either answers 421.
   r.add("POST", "/cluster/partitions/{topic}/{partition}/records", [ctx](http_request& req, responder respond) {
-    auto topics = ctx.catalog->get();
-    auto t = topics->find(req.params["topic"]);
-    const auto& raw = req.params["partition"];
-    if (t == topics->end() || raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
-        || std::stoul(raw) >= t->second.partitions.size()) {
-      respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
+    auto local = local_partition(ctx, req, respond);
+    if (!local)
       return;
-    }
     auto owners = ctx.owners->get();
-    auto it = owners->find(cluster::topic_partition{t->first, std::stoi(raw)});
+    auto it = owners->find(cluster::topic_partition{req.params["topic"], local->first});
     if (it != owners->end() && it->second != ctx.broker_id) {
       respond(http_response::json(421, json{{"error", "not_owner"}, {"owner", it->second},
                                             {"message", "forwarded produce reached a broker that does not own it"}}
@@ -118,7 +129,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
       return;
     }
     bool durable = !(req.query.count("acks") && req.query["acks"] == "none");
-    auto part = t->second.partitions[std::stoul(raw)];
+    auto part = local->second;
     ask<int64_t>(
       *ctx.system, part, ctx.timeout,
       [respond](int64_t& base) { respond(http_response::json(200, json{{"base_offset", base}}.dump())); },
@@ -127,15 +138,10 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
 
   // Log bounds of a local partition (data plane; a move's copy loop).
   r.add("GET", "/cluster/partitions/{topic}/{partition}/log-end", [ctx](http_request& req, responder respond) {
-    auto topics = ctx.catalog->get();
-    auto t = topics->find(req.params["topic"]);
-    const auto& raw = req.params["partition"];
-    if (t == topics->end() || raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
-        || std::stoul(raw) >= t->second.partitions.size()) {
-      respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
+    auto local = local_partition(ctx, req, respond);
+    if (!local)
       return;
-    }
-    auto part = t->second.partitions[std::stoul(raw)];
+    auto part = local->second;
     ctx.system->spawn(
       [](caf::event_based_actor* self, partition_actor p, std::chrono::milliseconds timeout, responder answer) {
         self->request(p, timeout, bounds_atom::value)
