@@ -30,5 +30,9 @@ using commit_atom = caf::atom_constant<caf::atom("commit")>;  ///< commit group 
 using offsets_atom = caf::atom_constant<caf::atom("offsets")>;  ///< fetch committed offsets
 using tick_atom = caf::atom_constant<caf::atom("tick")>;      ///< periodic housekeeping
 using grow_atom = caf::atom_constant<caf::atom("grow")>;      ///< add partitions to a topic
+using move_atom = caf::atom_constant<caf::atom("move")>;      ///< queue a partition move
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;  ///< cancel a partition move
+using merge_atom = caf::atom_constant<caf::atom("merge")>;    ///< merge pushed group offsets (higher wins)
+using step_atom = caf::atom_constant<caf::atom("step")>;      ///< a move's next step or a peer's answer
 
 }  // namespace moonmq

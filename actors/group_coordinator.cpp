@@ -183,6 +183,36 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
           list.push_back(json{{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
       return json{{"offsets", list}}.dump();
     },
+    [self](offsets_atom, std::string& topic, int32_t partition) -> caf::result<std::string> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      json list = json::array();
+      for (const auto& [group, offset] : self->state.store->offsets_for_partition(topic, partition))
+        list.push_back(json{{"group", group}, {"offset", offset}});
+      return list.dump();
+    },
+    [self](merge_atom, std::string& topic, int32_t partition, std::string& offsets_json) -> caf::result<int32_t> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      auto list = json::parse(offsets_json, nullptr, false);
+      if (!list.is_array())
+        return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\"}");
+      for (const auto& o : list)
+        if (!o.is_object() || !o.contains("group") || !o["group"].is_string() || !o.contains("offset")
+            || !o["offset"].is_number_integer() || o["offset"].get<int64_t>() < 0)
+          return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\"}");
+      int32_t stored = 0;
+      for (const auto& o : list) {
+        auto r = self->state.store->set_if_higher(o["group"].get<std::string>(), topic, partition,
+                                                  o["offset"].get<int64_t>());
+        if (!r)
+          return make_error(errc::invalid_request, "merge: " + r.err().message);
+        stored += *r ? 1 : 0;
+      }
+      log::get("groups")->info("offsets.merged topic={} partition={} groups={} stored={}", topic, partition,
+                               list.size(), stored);
+      return stored;
+    },
     [self](tick_atom) {
       housekeeping(self);
       auto t = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));

@@ -30,6 +30,14 @@ using group_actor = caf::typed_actor<
   caf::replies_to<commit_atom, std::string, std::string, int32_t, std::string>::with<bool>,
   // Committed offsets (group, topic or "") → {"offsets":[{"topic","partition","offset"}]}.
   caf::replies_to<offsets_atom, std::string, std::string>::with<std::string>,
+  // Every group's committed offset for (topic, partition), the snapshot a
+  // move's source pushes to the destination → [{"group","offset"}].
+  caf::replies_to<offsets_atom, std::string, int32_t>::with<std::string>,
+  // Merges offsets pushed by a move's source (topic, partition,
+  // [{"group","offset"}] JSON): each stored only when higher than the
+  // committed one (DESIGN §3 step 5), durably. Replies how many were stored;
+  // errors: invalid_request (malformed list), storage_error.
+  caf::replies_to<merge_atom, std::string, int32_t, std::string>::with<int32_t>,
   // Internal: evict expired members, follow partition growth.
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;

@@ -178,7 +178,7 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
       }
       return rp;
     },
-    [self](copy_atom, std::string& batches) -> caf::result<int64_t> {
+    [self](copy_atom, std::string& batches, bool durable) -> caf::result<int64_t> {
       auto& st = self->state;
       if (!st.log)
         return offline(self);
@@ -194,8 +194,9 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
                                                      + r.err().message);
         rest.remove_prefix(*size);
       }
-      if (auto durable = st.log->flush(); !durable)
-        return storage_failure(durable.err());
+      if (durable)
+        if (auto synced = st.log->flush(); !synced)
+          return storage_failure(synced.err());
       return st.log->log_end().value;
     },
     [self](reset_atom, int64_t start) -> caf::result<int64_t> {

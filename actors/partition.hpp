@@ -26,9 +26,10 @@ using partition_actor = caf::typed_actor<
   // (bad batch), storage_error, partition_offline.
   caf::replies_to<append_atom, std::string, bool>::with<int64_t>,
   // Appends whole batches that already carry their offsets (a partition
-  // copy); the first must start at the log end. Fsynced before the reply.
+  // copy); the first must start at the log end. `durable`: fsync everything
+  // appended so far before the reply (an empty list with true is a flush).
   // Replies the new log end; errors: invalid_request (offset gap or bad batch).
-  caf::replies_to<copy_atom, std::string>::with<int64_t>,
+  caf::replies_to<copy_atom, std::string, bool>::with<int64_t>,
   // Discards every record and restarts the log empty at `start` (a move's
   // destination, or discarding a partial copy). Replies the new log end.
   caf::replies_to<reset_atom, int64_t>::with<int64_t>,

@@ -50,6 +50,10 @@ struct cluster_config : listener_config {
   std::string token;
   int peer_timeout_seconds = 5;  ///< CONTRACT key Cluster.PeerTimeout, seconds
   int64_t batch_bytes = 262144;  ///< copy batch size of a partition move
+  /// Cluster.MoveThrottleBytesPerSec: copy rate limit of one move, bytes/s; 0 = none.
+  int64_t move_throttle_bytes_per_sec = 0;
+  /// Cluster.MaxConcurrentMoves: moves this broker runs as a source at once; more wait queued.
+  int max_concurrent_moves = 2;
   std::vector<peer_config> peers;
   tls_config tls;
   raft_config raft;

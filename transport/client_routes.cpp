@@ -13,6 +13,7 @@
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
 #include "transport/http_client.hpp"
+#include "transport/peer_survey.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -131,26 +132,49 @@ private:
   }
 };
 
-struct local_part {
-  size_t index;
-  partition_actor partition;
-  std::string batch;
+/// One part of a produce request (one partition's batch). Where it goes is
+/// decided when it is sent, and decided again after a refusal that proves
+/// nothing was appended: the partition sealed for a move's cutover
+/// (partition_moved), or a forward answered 421 by a destination that does
+/// not own the partition yet. Such parts wait a little and re-route until
+/// the move settles or the deadline passes, so a cutover shows as a short
+/// produce stall instead of errors.
+struct produce_part {
+  size_t index = 0;
+  std::string topic;
+  int32_t partition = 0;
+  std::string batch;  ///< kept for re-sends: each attempt sends a copy
+  bool durable = true;
+  std::chrono::steady_clock::time_point deadline;
+  int attempt = 0;
 };
 
-/// Appends the local parts through their partition actors.
-void append_actor(caf::event_based_actor* self, std::shared_ptr<produce_gather> gather, std::vector<local_part> parts,
-                  bool durable, milliseconds timeout) {
-  for (auto& part : parts) {
-    self->request(part.partition, timeout, append_atom::value, std::move(part.batch), durable)
-      .then([gather, i = part.index](int64_t base) { gather->part_done(i, base); },
-            [gather](caf::error& e) { gather->part_failed(error_response(e)); });
+void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part);
+
+/// Re-routes `part` after a short backoff (5 ms doubling to 100 ms), or fails
+/// it with `why` once its deadline would pass.
+void route_later(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
+                 http_response why) {
+  auto delay = milliseconds(std::min(5 << std::min(part->attempt, 5), 100));
+  if (std::chrono::steady_clock::now() + delay >= part->deadline) {
+    gather->part_failed(std::move(why));
+    return;
   }
+  ++part->attempt;
+  ctx.system->spawn(
+    [](caf::event_based_actor* self, milliseconds wait, std::function<void()> then) -> caf::behavior {
+      self->delayed_send(self, wait, tick_atom::value);
+      return {[self, then](tick_atom) {
+        then();
+        self->quit();
+      }};
+    },
+    delay, std::function<void()>{[ctx, gather, part] { route_part(ctx, gather, part); }});
 }
 
 /// Forwards one part (an encoded batch) to the broker that owns it.
-void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, size_t index,
-                  const std::string& topic, int32_t partition, const std::string& owner, std::string batch,
-                  bool durable) {
+void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
+                  const std::string& owner) {
   auto peer = ctx.peers.find(owner);
   if (peer == ctx.peers.end() || !peer->second.cluster) {
     gather->part_failed(http_response::error(503, "owner_unreachable", "partition owner " + owner
@@ -159,25 +183,56 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
   }
   http_client_request req;
   req.method = "POST";
-  req.target = "/cluster/partitions/" + topic + "/" + std::to_string(partition) + "/records?acks="
-               + (durable ? "leader" : "none");
-  req.body = std::move(batch);
+  req.target = "/cluster/partitions/" + part->topic + "/" + std::to_string(part->partition) + "/records?acks="
+               + (part->durable ? "leader" : "none");
+  req.body = part->batch;
   req.headers = {{"Content-Type", "application/octet-stream"}};
   if (!peer->second.token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->second.token);
   req.timeout = ctx.timeout;
-  peer->second.cluster->request(std::move(req), [gather, index, owner](http_client_result res) {
+  peer->second.cluster->request(std::move(req), [ctx, gather, part, owner](http_client_result res) {
     if (!res.ok()) {
       gather->part_failed(http_response::error(503, "owner_unreachable",
                                                "forwarding to " + owner + " failed: " + res.error_message));
       return;
     }
     auto j = json::parse(res.body, nullptr, false);
-    if (res.status == 200 && j.is_object() && j.contains("base_offset") && j["base_offset"].is_number_integer())
-      gather->part_done(index, j["base_offset"].get<int64_t>());
+    if (res.status == 200 && j.is_object() && j.contains("base_offset") && j["base_offset"].is_number_integer()) {
+      gather->part_done(part->index, j["base_offset"].get<int64_t>());
+      return;
+    }
+    auto answer = http_response::json(res.status == 200 ? 502 : res.status, res.body);
+    bool refused = res.status == 421
+                   || (j.is_object() && j.contains("error") && j["error"] == "partition_moved");
+    if (refused)
+      route_later(ctx, gather, part, std::move(answer));
     else
-      gather->part_failed(http_response::json(res.status == 200 ? 502 : res.status, res.body));
+      gather->part_failed(std::move(answer));
   });
+}
+
+void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part) {
+  if (auto owner = remote_owner(ctx, part->topic, part->partition)) {
+    forward_part(ctx, gather, part, *owner);
+    return;
+  }
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(part->topic);
+  if (t == topics->end() || static_cast<size_t>(part->partition) >= t->second.partitions.size()) {
+    gather->part_failed(http_response::error(404, "unknown_partition", "no partition " + part->topic + "/"
+                                                                           + std::to_string(part->partition)));
+    return;
+  }
+  ask<int64_t>(
+    *ctx.system, t->second.partitions[static_cast<size_t>(part->partition)], ctx.timeout,
+    [gather, part](int64_t& base) { gather->part_done(part->index, base); },
+    [ctx, gather, part](const caf::error& e) {
+      if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::partition_moved)
+        route_later(ctx, gather, part, error_response(e));
+      else
+        gather->part_failed(error_response(e));
+    },
+    append_atom::value, part->batch, part->durable);
 }
 
 void produce(const client_context& ctx, http_request& req, const responder& respond,
@@ -213,20 +268,23 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
   gather->pending = plan.by_partition.size();
   gather->bases.assign(plan.by_partition.size(), -1);
   std::vector<int32_t> order;
-  std::vector<local_part> local;
-  std::vector<std::tuple<size_t, int32_t, std::string, std::string>> remote;  // index, partition, owner, batch
+  std::vector<std::shared_ptr<produce_part>> parts;
+  auto deadline = std::chrono::steady_clock::now() + ctx.timeout;
   for (auto& [p, records] : plan.by_partition) {
     auto batch = storage::encode_batch(records);
     if (!batch) {
       respond(http_response::error(400, "invalid_request", batch.err().message));
       return;
     }
-    auto index = order.size();
+    auto part = std::make_shared<produce_part>();
+    part->index = order.size();
+    part->topic = topic;
+    part->partition = p;
+    part->batch = std::move(batch.value());
+    part->durable = durable;
+    part->deadline = deadline;
     order.push_back(p);
-    if (auto owner = remote_owner(ctx, topic, p))
-      remote.emplace_back(index, p, *owner, std::move(batch.value()));
-    else
-      local.push_back({index, t->second.partitions[static_cast<size_t>(p)], std::move(batch.value())});
+    parts.push_back(std::move(part));
   }
   auto placement = std::move(plan.placement);
   gather->ok = [respond, placement, order](std::vector<int64_t>& bases) {
@@ -238,10 +296,8 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
       offsets.push_back(json{{"partition", p}, {"offset", base_of[p] + idx}});
     respond(http_response::json(200, json{{"offsets", offsets}}.dump()));
   };
-  for (auto& [index, p, owner, batch] : remote)
-    forward_part(ctx, gather, index, topic, p, owner, std::move(batch), durable);
-  if (!local.empty())
-    ctx.system->spawn(append_actor, gather, std::move(local), durable, ctx.timeout);
+  for (auto& part : parts)
+    route_part(ctx, gather, part);
 }
 
 // --- fetch ---------------------------------------------------------------------
@@ -361,6 +417,61 @@ void create_topic(const client_context& ctx, http_request& req, const responder&
     fail_with(respond), create_atom::value, name, *partitions, config);
 }
 
+/// The answers of the peers told about a topic's growth, in peer id order.
+struct growth_round {
+  std::mutex mtx;
+  json peers = json::array();
+  size_t pending = 0;
+  std::function<void(json)> done;
+
+  void answered(size_t i, json row) {
+    std::unique_lock<std::mutex> g{mtx};
+    peers[i] = std::move(row);
+    if (--pending != 0)
+      return;
+    g.unlock();
+    auto finish = std::move(done);  // `done` may hold the last reference to this round
+    finish(std::move(peers));
+  }
+};
+
+/// Tells every peer that `topic` now has `count` partitions here
+/// (POST /cluster/topics/{t}/grow, all in parallel) and calls `done` with
+/// [{"id","grown","error"?}]: a peer that does not hold the topic answers
+/// 404 and counts as not grown without an error.
+void propagate_growth(const client_context& ctx, const std::string& topic, int32_t count,
+                      std::function<void(json)> done) {
+  if (ctx.peers.empty()) {
+    done(json::array());
+    return;
+  }
+  auto round = std::make_shared<growth_round>();
+  round->pending = ctx.peers.size();
+  round->peers = json::array();
+  for (size_t i = 0; i < ctx.peers.size(); ++i)
+    round->peers.push_back(nullptr);
+  round->done = std::move(done);
+  auto body = json{{"count", count}, {"owner", ctx.broker_id}}.dump();
+  size_t i = 0;
+  for (const auto& [id, route] : ctx.peers) {
+    auto index = i++;
+    if (!route.cluster) {
+      round->answered(index, json{{"id", id}, {"grown", false}, {"error", "no cluster client for this peer"}});
+      continue;
+    }
+    cluster_peer peer{id, {}, route.client_address, route.token, route.cluster};
+    call_peer(peer, "POST", "/cluster/topics/" + topic + "/grow", body, 0, {}, milliseconds{0},
+              [round, index, id](int status, json answer, std::string error) {
+                json row{{"id", id}, {"grown", false}};
+                if (status == 200 && answer.is_object() && answer.contains("grown") && answer["grown"].is_boolean())
+                  row["grown"] = answer["grown"];
+                else if (status != 404)
+                  row["error"] = error.empty() ? "unexpected answer (HTTP " + std::to_string(status) + ")" : error;
+                round->answered(index, std::move(row));
+              });
+  }
+}
+
 void grow_topic(const client_context& ctx, http_request& req, const responder& respond) {
   json body;
   if (!parse_body(req, respond, body))
@@ -375,7 +486,17 @@ void grow_topic(const client_context& ctx, http_request& req, const responder& r
   auto name = req.params["topic"];
   ask<int32_t>(
     *ctx.system, ctx.broker, ctx.timeout,
-    [respond, name](int32_t& n) { respond(http_response::json(200, json{{"name", name}, {"partitions", n}}.dump())); },
+    [ctx, respond, name](int32_t& n) {
+      json answer{{"name", name}, {"partitions", n}};
+      if (!ctx.owners) {  // single broker: nobody to tell
+        respond(http_response::json(200, answer.dump()));
+        return;
+      }
+      propagate_growth(ctx, name, n, [respond, answer](json peers) mutable {
+        answer["peers"] = std::move(peers);
+        respond(http_response::json(200, answer.dump()));
+      });
+    },
     fail_with(respond), grow_atom::value, name, *count);
 }
 

@@ -1,48 +1,89 @@
 #include "transport/cluster_admin_routes.hpp"
 
-#include <atomic>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
-#include "transport/http_client.hpp"
+#include "cluster/partition_map.hpp"
+#include "transport/local_loads.hpp"
 
 namespace moonmq::transport {
 namespace {
 
 using json = nlohmann::json;
 
-struct probe_round {
+/// One /admin/cluster answer in the making: the peers' /cluster/loads
+/// answers and this broker's own loads, gathered in parallel.
+struct cluster_round {
   std::mutex mtx;
-  json brokers = json::array();
-  std::atomic<size_t> pending{0};
+  std::vector<peer_answer> peers;
+  json local;
+  int pending = 2;
   std::function<void()> done;
+
   /// `done` captures the round itself; moving it out breaks that cycle.
   void finish_one() {
-    if (--pending == 0) {
-      auto finish = std::move(done);
-      finish();
-    }
+    std::unique_lock<std::mutex> g{mtx};
+    if (--pending != 0)
+      return;
+    g.unlock();
+    auto finish = std::move(done);
+    finish();
   }
 };
 
-json partitions_json(const cluster_admin_context& ctx) {
-  json list = json::array();
-  auto topics = ctx.catalog->get();
-  auto owners = ctx.owners ? ctx.owners->get() : std::make_shared<const owner_map>();
-  for (const auto& [name, t] : *topics)
-    for (size_t p = 0; p < t.partitions.size(); ++p) {
-      auto it = owners->find(cluster::topic_partition{name, static_cast<int32_t>(p)});
-      auto owner = it == owners->end() ? ctx.broker_id : it->second;
-      list.push_back(json{{"topic", name}, {"partition", p}, {"owner", owner}, {"local", true}});
+json brokers_json(const cluster_admin_context& ctx, const std::vector<peer_answer>& answers) {
+  json brokers = json::array();
+  brokers.push_back(json{{"id", ctx.broker_id},
+                         {"alive", true},
+                         {"self", true},
+                         {"client_address", ctx.client_address ? ctx.client_address() : std::string{}}});
+  for (size_t i = 0; i < ctx.peers.size() && i < answers.size(); ++i) {
+    const auto& peer = ctx.peers[i];
+    json b{{"id", peer.id}, {"alive", answers[i].ok}, {"self", false},
+           {"address", peer.address}, {"client_address", peer.client_address}};
+    if (!answers[i].ok)
+      b["error"] = answers[i].error;
+    brokers.push_back(std::move(b));
+  }
+  return brokers;
+}
+
+/// Every partition any live broker holds, merged into one owner each.
+json partitions_json(const cluster_admin_context& ctx, const json& local, const std::vector<peer_answer>& answers) {
+  auto reports = cluster::parse_loads(local);
+  for (const auto& a : answers)
+    if (a.ok) {
+      auto more = cluster::parse_loads(a.body);
+      reports.insert(reports.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     }
+  json list = json::array();
+  const cluster::broker_id self{ctx.broker_id};
+  for (const auto& [tp, p] : cluster::merge_partition_reports(reports)) {
+    json holders = json::array();
+    bool here = false;
+    for (const auto& h : p.holders) {
+      holders.push_back(h.str());
+      here = here || h == self;
+    }
+    json row{{"topic", tp.topic},
+             {"partition", tp.partition},
+             {"owner", p.owner.str()},
+             {"holders", std::move(holders)},
+             {"local", here},
+             {"log_start_offset", p.log_start_offset},
+             {"log_end_offset", p.log_end_offset},
+             {"size_bytes", p.size_bytes}};
+    if (p.conflict)
+      row["conflict"] = true;
+    list.push_back(std::move(row));
+  }
   return list;
 }
 
-void answer(const cluster_admin_context& ctx, const responder& respond, json brokers) {
-  auto partitions = partitions_json(ctx);
+void answer(const cluster_admin_context& ctx, const responder& respond, json brokers, json partitions) {
   if (!ctx.state) {
     respond(http_response::json(200, json{{"brokers", std::move(brokers)},
                                           {"partitions", std::move(partitions)},
@@ -69,34 +110,28 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
 
 void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
   r.add("GET", "/admin/cluster", [ctx](http_request&, responder respond) {
-    auto round = std::make_shared<probe_round>();
-    round->brokers.push_back(
-      json{{"id", ctx.broker_id}, {"alive", true}, {"self", true}, {"client_address", ctx.client_address ? ctx.client_address() : std::string{}}});
-    round->pending = ctx.peers.size() + 1;
-    round->done = [ctx, respond, round] { answer(ctx, respond, round->brokers); };
-    for (const auto& peer : ctx.peers) {
-      http_client_request req;
-      req.method = "GET";
-      req.target = "/cluster/health";
-      req.timeout = ctx.probe_timeout;
-      req.idempotent = true;
-      if (!peer.token.empty())
-        req.headers.emplace_back("X-Cluster-Token", peer.token);
-      peer.client->request(std::move(req), [round, peer](http_client_result res) {
-        json b{{"id", peer.id}, {"alive", res.ok() && res.status == 200}, {"self", false},
-               {"address", peer.address}, {"client_address", peer.client_address}};
-        if (!res.ok())
-          b["error"] = res.error_message;
-        else if (res.status != 200)
-          b["error"] = "HTTP " + std::to_string(res.status);
-        {
-          std::lock_guard<std::mutex> g{round->mtx};
-          round->brokers.push_back(std::move(b));
-        }
-        round->finish_one();
-      });
-    }
-    round->finish_one();
+    auto round = std::make_shared<cluster_round>();
+    round->done = [ctx, respond, round] {
+      answer(ctx, respond, brokers_json(ctx, round->peers), partitions_json(ctx, round->local, round->peers));
+    };
+    // A peer is alive when its /cluster/loads answered 200 in time.
+    survey_peers(ctx.peers, "/cluster/loads", ctx.probe_timeout, [round](std::vector<peer_answer> answers) {
+      {
+        std::lock_guard<std::mutex> g{round->mtx};
+        round->peers = std::move(answers);
+      }
+      round->finish_one();
+    });
+    // Local partitions get half the peers' deadline, as a peer's own
+    // /cluster/loads does (cluster_context::loads_timeout).
+    collect_local_loads(*ctx.system, ctx.catalog->get(), ctx.owners ? ctx.owners->get() : nullptr, ctx.broker_id,
+                        ctx.probe_timeout / 2, [round](json body) {
+                          {
+                            std::lock_guard<std::mutex> g{round->mtx};
+                            round->local = std::move(body);
+                          }
+                          round->finish_one();
+                        });
   });
 }
 

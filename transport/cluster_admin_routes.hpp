@@ -1,9 +1,11 @@
 #pragma once
 // GET /admin/cluster (CONTRACT.md §4): the brokers of the cluster with
-// whether each answers now, every partition with its owner, and the
-// controller fence's highest epoch and holder. Peers are probed in parallel
-// on their cluster listener (GET /cluster/health) with a short deadline, so
-// a dead peer shows as "alive": false instead of stalling the answer.
+// whether each answers now, every partition of the cluster with its owner
+// and holders, and the controller fence's highest epoch and holder. Peers
+// are surveyed in parallel on their cluster listener (GET /cluster/loads,
+// transport/peer_survey.hpp) with a short deadline, so a dead peer shows as
+// "alive": false instead of stalling the answer; what the live ones report
+// is merged with this broker's own loads by cluster::merge_partition_reports.
 
 #include <chrono>
 #include <functional>
@@ -16,19 +18,10 @@
 
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
+#include "transport/peer_survey.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq::transport {
-
-class http_client;
-
-struct cluster_peer {
-  std::string id;
-  std::string address;         ///< cluster listener host:port
-  std::string client_address;  ///< client API host:port ("" when not configured)
-  std::string token;           ///< X-Cluster-Token sent to this peer ("" = none)
-  std::shared_ptr<http_client> client;
-};
 
 struct cluster_admin_context {
   caf::actor_system* system = nullptr;
@@ -41,6 +34,7 @@ struct cluster_admin_context {
   std::optional<cluster_state_actor> state;
   std::shared_ptr<owner_view> owners;
   std::vector<cluster_peer> peers;
+  /// Deadline of the peers' /cluster/loads; local partitions get half of it.
   std::chrono::milliseconds probe_timeout{2000};
 };
 

@@ -4,6 +4,10 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "cluster/types.hpp"
+#include "dataplane/topic_name.hpp"
+#include "transport/local_loads.hpp"
+#include "util/logging.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -18,25 +22,6 @@ http_response error_response(const caf::error& e) {
 
 std::function<void(const caf::error&)> fail_with(const responder& respond) {
   return [respond](const caf::error& e) { respond(error_response(e)); };
-}
-
-/// Runs `then` once the request's controller epoch passed the fence;
-/// answers 400 (missing or malformed headers) or 409 (stale) otherwise.
-void with_fence(const cluster_context& ctx, const http_request& req, const responder& respond,
-                std::function<void(int64_t epoch, const std::string& controller)> then) {
-  const std::string* epoch_header = req.header("x-controller-epoch");
-  const std::string* id_header = req.header("x-controller-id");
-  if (!epoch_header || !id_header || id_header->empty() || epoch_header->empty() || epoch_header->size() > 18
-      || epoch_header->find_first_not_of("0123456789") != std::string::npos) {
-    respond(http_response::error(400, "missing_epoch",
-                                 "control-plane requests need X-Controller-Epoch (a positive integer) and "
-                                 "X-Controller-Id"));
-    return;
-  }
-  auto at = std::stoll(*epoch_header);
-  ask<int64_t>(
-    *ctx.system, ctx.state, ctx.timeout, [then, at, id = *id_header](int64_t&) { then(at, id); },
-    fail_with(respond), observe_atom::value, at, *id_header);
 }
 
 /// The partition named by the route's {topic} and {partition} when this
@@ -55,7 +40,77 @@ std::optional<std::pair<int32_t, partition_actor>> local_partition(const cluster
   return std::make_pair(static_cast<int32_t>(n), t->second.partitions[n]);
 }
 
+/// POST /cluster/topics/{t}/grow once the topic is known to be smaller
+/// here: records `owner` for every new partition (stamped with the highest
+/// epoch the fence has seen, 0 on a fresh cluster), then grows the topic.
+/// Owners first, so that no new partition is ever served here as locally
+/// owned, not even for a moment.
+struct grow_job {
+  cluster_state_actor state;
+  broker_actor broker;
+  std::string topic;
+  int32_t have = 0;
+  int32_t count = 0;
+  std::string owner;
+  std::chrono::milliseconds timeout;
+  responder respond;
+  int32_t pending = 0;
+  bool failed = false;  ///< the first error answered; later replies are ignored
+};
+
+void grow_actor(caf::event_based_actor* self, std::shared_ptr<grow_job> job) {
+  auto fail = [job](caf::error& e) {
+    if (!job->failed) {
+      job->failed = true;
+      job->respond(error_response(e));
+    }
+  };
+  auto grow = [self, job, fail] {
+    self->request(job->broker, job->timeout, grow_atom::value, job->topic, job->count)
+      .then(
+        [job](int32_t n) {
+          log::get("transport")->info("topic.grown_by_peer topic={} partitions={} owner={}", job->topic, n, job->owner);
+          job->respond(http_response::json(200, json{{"topic", job->topic}, {"partitions", n}, {"grown", true}}.dump()));
+        },
+        fail);
+  };
+  self->request(job->state, job->timeout, get_atom::value)
+    .then(
+      [self, job, fail, grow](int64_t epoch, std::string&) {
+        job->pending = job->count - job->have;
+        for (int32_t p = job->have; p < job->count; ++p)
+          self->request(job->state, job->timeout, owner_atom::value, job->topic, p, job->owner, epoch)
+            .then(
+              [job, grow](bool) {
+                if (--job->pending == 0 && !job->failed)
+                  grow();
+              },
+              fail);
+      },
+      fail);
+}
+
 }  // namespace
+
+/// Runs `then` once the request's controller epoch passed the fence;
+/// answers 400 (missing or malformed headers) or 409 (stale) otherwise.
+void with_fence(caf::actor_system& sys, const cluster_state_actor& state, std::chrono::milliseconds timeout,
+                const http_request& req, const responder& respond,
+                std::function<void(int64_t epoch, const std::string& controller)> then) {
+  const std::string* epoch_header = req.header("x-controller-epoch");
+  const std::string* id_header = req.header("x-controller-id");
+  if (!epoch_header || !id_header || id_header->empty() || epoch_header->empty() || epoch_header->size() > 18
+      || epoch_header->find_first_not_of("0123456789") != std::string::npos) {
+    respond(http_response::error(400, "missing_epoch",
+                                 "control-plane requests need X-Controller-Epoch (a positive integer) and "
+                                 "X-Controller-Id"));
+    return;
+  }
+  auto at = std::stoll(*epoch_header);
+  ask<int64_t>(
+    sys, state, timeout, [then, at, id = *id_header](int64_t&) { then(at, id); },
+fail_with(respond), observe_atom::value, at, *id_header);
+}
 
 router::guard cluster_token_guard(std::string token) {
   return [token = std::move(token)](const http_request& req) -> std::optional<http_response> {
@@ -74,7 +129,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
   // Controller announcement: a controller claiming (or re-announcing) its
   // epoch. Accepted when not older than the highest epoch seen.
   r.add("POST", "/cluster/controller", [ctx](http_request& req, responder respond) {
-    with_fence(ctx, req, respond, [ctx, respond](int64_t at, const std::string& id) {
+    with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond, [ctx, respond](int64_t at, const std::string& id) {
       respond(http_response::json(200, json{{"broker_id", ctx.broker_id}, {"epoch", at}, {"controller", id}}.dump()));
     });
   });
@@ -103,7 +158,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     auto topic = body["topic"].get<std::string>();
     auto partition = body["partition"].get<int32_t>();
     auto owner = body["owner"].get<std::string>();
-    with_fence(ctx, req, respond, [ctx, respond, topic, partition, owner](int64_t at, const std::string&) {
+    with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond, [ctx, respond, topic, partition, owner](int64_t at, const std::string&) {
       ask<bool>(
         *ctx.system, ctx.state, ctx.timeout,
         [respond, topic, partition, owner](bool&) {
@@ -153,6 +208,53 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
             [answer](caf::error& e) { answer(error_response(e)); });
       },
       part, ctx.timeout, respond);
+  });
+
+  // Every partition held here with its owner, bounds and traffic counters
+  // (data plane; /admin/cluster surveys it on every peer).
+  r.add("GET", "/cluster/loads", [ctx](http_request&, responder respond) {
+    collect_local_loads(*ctx.system, ctx.catalog->get(), ctx.owners ? ctx.owners->get() : nullptr, ctx.broker_id,
+                        ctx.loads_timeout,
+                        [respond](json body) { respond(http_response::json(200, body.dump())); });
+  });
+
+  // A topic grown on broker `owner` (data plane): grown here too when held
+  // here, its new partitions recorded as owned by `owner`.
+  r.add("POST", "/cluster/topics/{topic}/grow", [ctx](http_request& req, responder respond) {
+    auto body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("count") || !body["count"].is_number_integer() || !body.contains("owner")
+        || !body["owner"].is_string() || !cluster::valid_broker_id(body["owner"].get<std::string>())) {
+      respond(http_response::error(400, "invalid_request", "body must be {\"count\":<integer>,\"owner\":<broker id>}"));
+      return;
+    }
+    auto count = body["count"].get<int64_t>();
+    if (count < 1 || count > dataplane::max_partitions) {
+      respond(http_response::error(400, "invalid_request",
+                                   "count must be between 1 and " + std::to_string(dataplane::max_partitions)));
+      return;
+    }
+    auto topic = req.params["topic"];
+    auto topics = ctx.catalog->get();
+    auto t = topics->find(topic);
+    if (t == topics->end()) {
+      respond(http_response::error(404, "unknown_topic", "topic " + topic + " is not held here"));
+      return;
+    }
+    auto have = static_cast<int32_t>(t->second.partitions.size());
+    if (count <= have) {
+      respond(http_response::json(200, json{{"topic", topic}, {"partitions", have}, {"grown", false}}.dump()));
+      return;
+    }
+    auto job = std::make_shared<grow_job>();
+    job->state = ctx.state;
+    job->broker = ctx.broker;
+    job->topic = topic;
+    job->have = have;
+    job->count = static_cast<int32_t>(count);
+    job->owner = body["owner"].get<std::string>();
+    job->timeout = ctx.timeout;
+    job->respond = respond;
+    ctx.system->spawn(grow_actor, job);
   });
 }
 

@@ -7,11 +7,13 @@
 // fence (409 when stale); data-plane requests carry no epoch.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include <caf/fwd.hpp>
 
+#include "actors/broker.hpp"
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "transport/router.hpp"
@@ -21,16 +23,30 @@ namespace moonmq::transport {
 struct cluster_context {
   caf::actor_system* system = nullptr;
   cluster_state_actor state;
+  /// Grows a topic for POST /cluster/topics/{t}/grow.
+  broker_actor broker;
   std::shared_ptr<catalog_view> catalog;
   std::shared_ptr<owner_view> owners;
   std::string broker_id;
   /// Cluster.Token; empty = no authentication (a warning is logged at start-up).
   std::string token;
   std::chrono::milliseconds timeout{5000};
+  /// Deadline of each partition's answer in GET /cluster/loads; kept below
+  /// the survey deadline of /admin/cluster so a slow partition shows as an
+  /// "error" row instead of making the whole broker look dead.
+  std::chrono::milliseconds loads_timeout{1000};
 };
 
 /// Adds the token guard and the /cluster/* routes to `r`.
 void add_cluster_routes(router& r, const cluster_context& ctx);
+
+/// Runs `then(epoch, controller)` once the request's X-Controller-Epoch /
+/// X-Controller-Id passed the controller fence held by `state`; answers 400
+/// missing_epoch (absent or malformed headers) or 409 stale_epoch /
+/// epoch_conflict otherwise. For every control-plane route.
+void with_fence(caf::actor_system& sys, const cluster_state_actor& state, std::chrono::milliseconds timeout,
+                const http_request& req, const responder& respond,
+                std::function<void(int64_t epoch, const std::string& controller)> then);
 
 /// The token guard alone (also used by tests): 401 unless X-Cluster-Token
 /// equals `token` (constant-time); no check when `token` is empty.

@@ -86,14 +86,14 @@ TEST_CASE("a copy keeps offsets: reset to the source's log start, then append it
   CHECK(f.ask_int(dst, reset_atom::value, int64_t{10}) == 10);
   auto [bytes, lo, hi] = f.read(src, 10);
   CHECK(hi == 20);
-  CHECK(f.ask_int(dst, copy_atom::value, bytes) == 20);
+  CHECK(f.ask_int(dst, copy_atom::value, bytes, true) == 20);
   auto [copied, dlo, dhi] = f.read(dst, 10);
   CHECK(dlo == 10);
   CHECK(dhi == 20);
   CHECK(copied == bytes);
   // Copying the same batches again is an offset gap, refused.
   caf::error err;
-  f.self->request(dst, 10s, copy_atom::value, bytes).receive([](int64_t) {}, [&](caf::error& e) { err = e; });
+  f.self->request(dst, 10s, copy_atom::value, bytes, true).receive([](int64_t) {}, [&](caf::error& e) { err = e; });
   CHECK(error_code_of(err) == "invalid_request");
   // New produce on the destination continues after the copied offsets.
   CHECK(f.ask_int(dst, append_atom::value, batch_of(1, "new"), true) == 20);

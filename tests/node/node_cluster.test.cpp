@@ -162,3 +162,106 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch or com
   b1.process().signal(SIGTERM);
   CHECK(b1.process().wait(5s) == 0);
 }
+
+TEST_CASE("cluster loads and topic growth propagation and cluster-wide partitions in /admin/cluster", "[node][cluster]") {
+  temp_dir d1, d2;
+  auto p1 = free_port(), p2 = free_port();
+  node_process b1{d1, member("b1", p1, "b2", p2)};
+  node_process b2{d2, member("b2", p2, "b1", p1)};
+  auto admin1 = b1.wait_ready();
+  REQUIRE(admin1);
+  REQUIRE(b2.wait_ready());
+  auto c1 = *b1.client_port(), c2 = *b2.client_port();
+  const moonmq::transport::header_list token{{"X-Cluster-Token", "tok"}};
+  // orders is created on both brokers independently; events only on b2, solo only on b1.
+  for (auto port : {c1, c2})
+    REQUIRE(http_call(port, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
+  REQUIRE(http_call(c2, "POST", "/v1/topics", R"({"name":"events","partitions":1})").status == 201);
+  REQUIRE(http_call(c1, "POST", "/v1/topics", R"({"name":"solo","partitions":1})").status == 201);
+  REQUIRE(http_call(c2, "POST", "/v1/topics/events/records", R"({"records":[{"value":"x"},{"value":"y"}]})").status
+          == 200);
+
+  SECTION("GET /cluster/loads needs the token and lists every local partition with bounds and counters") {
+    CHECK(http_call(p2, "GET", "/cluster/loads").status == 401);
+    CHECK(http_call(p2, "GET", "/cluster/loads", {}, {{"X-Cluster-Token", "wrong"}}).status == 401);
+    auto res = http_call(p2, "GET", "/cluster/loads", {}, token);
+    REQUIRE(res.status == 200);
+    auto loads = json::parse(res.body);
+    CHECK(loads["broker_id"] == "b2");
+    REQUIRE(loads["partitions"].size() == 3);
+    auto events = loads["partitions"][0];
+    CHECK(events["topic"] == "events");
+    CHECK(events["partition"] == 0);
+    CHECK(events["owner"] == "b2");
+    CHECK(events["log_start_offset"] == 0);
+    CHECK(events["log_end_offset"] == 2);
+    CHECK(events["size_bytes"].get<int64_t>() > 0);
+    CHECK(events["records_in"] == 2);
+    CHECK(events["bytes_in"].get<int64_t>() > 0);
+    CHECK(events["records_out"] == 0);
+    CHECK(events["bytes_out"] == 0);
+    CHECK_FALSE(events.contains("error"));
+    CHECK(loads["topics"] == json::parse(R"([{"name":"events","partitions":1},{"name":"orders","partitions":2}])"));
+  }
+
+  SECTION("a topic grown on b1 grows on b2 with the new partitions owned by b1") {
+    auto grown = http_call(c1, "POST", "/v1/topics/orders/partitions", R"({"count":4})");
+    INFO(grown.body);
+    REQUIRE(grown.status == 200);
+    auto body = json::parse(grown.body);
+    CHECK(body["name"] == "orders");
+    CHECK(body["partitions"] == 4);
+    CHECK(body["peers"] == json::parse(R"([{"id":"b2","grown":true}])"));
+    auto owners = json::parse(http_call(p2, "GET", "/cluster/owners", {}, token).body)["owners"];
+    CHECK(owners == json::parse(R"([{"topic":"orders","partition":2,"owner":"b1"},
+                                    {"topic":"orders","partition":3,"owner":"b1"}])"));
+    auto topics = json::parse(http_call(c2, "GET", "/v1/topics").body)["topics"];
+    CHECK(topics[1] == json{{"name", "orders"}, {"partitions", 4}});
+    // b2 now forwards produce for the new partitions to b1.
+    REQUIRE(http_call(c2, "POST", "/v1/topics/orders/records", R"({"records":[{"value":"v","partition":3}]})").status
+            == 200);
+    auto on_b1 = json::parse(http_call(c1, "GET", "/v1/topics/orders/partitions/3/records?offset=0").body);
+    CHECK(on_b1["records"].size() == 1);
+
+    // A peer without the topic does not grow and reports no error.
+    grown = http_call(c1, "POST", "/v1/topics/solo/partitions", R"({"count":2})");
+    REQUIRE(grown.status == 200);
+    CHECK(json::parse(grown.body)["peers"] == json::parse(R"([{"id":"b2","grown":false}])"));
+
+    // The cluster route itself: not larger → grown false, unknown topic 404, bad body 400.
+    auto again = http_call(p2, "POST", "/cluster/topics/orders/grow", R"({"count":3,"owner":"b1"})", token);
+    CHECK(again.status == 200);
+    CHECK(json::parse(again.body) == json{{"topic", "orders"}, {"partitions", 4}, {"grown", false}});
+    CHECK(http_call(p2, "POST", "/cluster/topics/nope/grow", R"({"count":3,"owner":"b1"})", token).status == 404);
+    CHECK(http_call(p2, "POST", "/cluster/topics/orders/grow", R"({"count":5})", token).status == 400);
+    CHECK(http_call(p2, "POST", "/cluster/topics/orders/grow", R"({"count":5,"owner":"b1"})").status == 401);
+  }
+
+  SECTION("/admin/cluster lists every broker's partitions with their owner and holders") {
+    auto res = http_call(*admin1, "GET", "/admin/cluster");
+    REQUIRE(res.status == 200);
+    auto cluster = json::parse(res.body);
+    std::map<std::string, json> parts;
+    for (auto& p : cluster["partitions"])
+      parts[p["topic"].get<std::string>() + "/" + std::to_string(p["partition"].get<int>())] = p;
+    REQUIRE(parts.size() == 4);
+    auto events = parts["events/0"];
+    CHECK(events["owner"] == "b2");
+    CHECK(events["holders"] == json::array({"b2"}));
+    CHECK(events["local"] == false);
+    CHECK(events["log_end_offset"] == 2);
+    CHECK_FALSE(events.contains("conflict"));
+    CHECK(parts["solo/0"]["owner"] == "b1");
+    CHECK(parts["solo/0"]["local"] == true);
+    // orders was created on each broker on its own: both claim it.
+    CHECK(parts["orders/1"]["owner"] == "b1");
+    CHECK(parts["orders/1"]["holders"] == json::array({"b1", "b2"}));
+    CHECK(parts["orders/1"]["conflict"] == true);
+    auto brokers = brokers_of(*admin1);
+    CHECK(brokers["b2"]["alive"] == true);
+  }
+  b1.process().signal(SIGTERM);
+  b2.process().signal(SIGTERM);
+  CHECK(b1.process().wait(5s) == 0);
+  CHECK(b2.process().wait(5s) == 0);
+}

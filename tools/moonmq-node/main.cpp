@@ -24,6 +24,8 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/node.hpp"
+#include "actors/peer.hpp"
+#include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
 #include "actors/system.hpp"
 #include "config/loader.hpp"
@@ -34,6 +36,7 @@
 #include "transport/client_routes.hpp"
 #include "transport/cluster_admin_routes.hpp"
 #include "transport/cluster_routes.hpp"
+#include "transport/move_routes.hpp"
 #include "transport/blocking_client.hpp"
 #include "transport/http_client.hpp"
 #include "transport/tls.hpp"
@@ -147,6 +150,8 @@ int run(const config::load_result& loaded) {
   if (cfg.cluster) {
     if (why = check_cluster_state(cfg.data_dir); !why.empty())
       return fail("node.cluster_state_failed", why);
+    if (why = check_move_journal(cfg.data_dir); !why.empty())
+      return fail("node.move_journal_failed", why);
     auto settings = transport::tls_settings_from_config(cfg.cluster->tls, why);
     if (!settings)
       return fail("node.tls_failed", why);
@@ -210,6 +215,8 @@ int run(const config::load_result& loaded) {
   cctx.broker_id = cfg.broker_id();
 
   std::optional<cluster_state_actor> cluster_state;
+  std::optional<reassigner_actor> reassigner;
+  std::vector<peer_actor> peer_actors;
   auto cluster_router = std::make_shared<transport::router>();
   std::unique_ptr<transport::http_server> cluster_server;
   transport::cluster_admin_context cactx;
@@ -233,17 +240,45 @@ int run(const config::load_result& loaded) {
                              std::make_shared<transport::http_client>(io, o)});
       cctx.peers[p.id] = {p.client_address, cactx.peers.back().token, cactx.peers.back().client};
     }
+    for (const auto& p : cactx.peers)
+      peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
+                                       std::chrono::seconds(5), registry));
     cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry);
     cactx.state = *cluster_state;
     transport::cluster_context kctx;
     kctx.system = &sys;
     kctx.state = *cluster_state;
+    kctx.broker = broker;
     kctx.catalog = view;
     kctx.owners = owners;
     kctx.broker_id = cfg.broker_id();
     kctx.token = cfg.cluster->token;
     kctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    kctx.loads_timeout = cactx.probe_timeout / 2;  // a peer's loads arrive within our survey deadline
     transport::add_cluster_routes(*cluster_router, kctx);
+    reassigner_settings rs;
+    rs.data_dir = cfg.data_dir;
+    rs.broker_id = cfg.broker_id();
+    rs.batch_bytes = cfg.cluster->batch_bytes;
+    rs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
+    rs.max_concurrent = cfg.cluster->max_concurrent_moves;
+    rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    rs.peers = cactx.peers;
+    reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
+    transport::move_context mctx;
+    mctx.system = &sys;
+    mctx.broker_id = cfg.broker_id();
+    mctx.state = *cluster_state;
+    mctx.broker = broker;
+    mctx.groups = groups;
+    mctx.reassigner = *reassigner;
+    mctx.catalog = view;
+    mctx.owners = owners;
+    mctx.peers = cactx.peers;
+    mctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    transport::add_move_routes(*cluster_router, mctx);
+    transport::add_reassignment_routes(*admin_router, mctx);
     auto opts = listener_options(cfg, "cluster", *cfg.cluster);
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
@@ -265,6 +300,10 @@ int run(const config::load_result& loaded) {
   std::vector<caf::actor> children{caf::actor_cast<caf::actor>(broker), caf::actor_cast<caf::actor>(groups)};
   if (cluster_state)
     children.push_back(caf::actor_cast<caf::actor>(*cluster_state));
+  if (reassigner)
+    children.push_back(caf::actor_cast<caf::actor>(*reassigner));
+  for (const auto& p : peer_actors)
+    children.push_back(caf::actor_cast<caf::actor>(p));
   auto stop_actors = [&] {
     for (auto& c : children)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);

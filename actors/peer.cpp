@@ -1,0 +1,109 @@
+#include "actors/peer.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "transport/http_client.hpp"
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq {
+namespace {
+
+struct peer_state {
+  transport::cluster_peer peer;
+  std::chrono::milliseconds timeout{5000};
+  std::chrono::milliseconds interval{5000};
+  bool alive = false;
+  bool probed = false;
+  int64_t last_ok_ms = 0;
+  std::string last_error;
+  double probe_ms = 0;
+  uint64_t probes = 0, failures = 0;
+  metrics::gauge* up = nullptr;
+  static inline const char* name = "peer";
+};
+
+using self_ptr = peer_actor::stateful_pointer<peer_state>;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, std::chrono::milliseconds timeout,
+                                  std::chrono::milliseconds interval) {
+  auto& init = self->state;
+  init.peer = std::move(peer);
+  init.timeout = timeout;
+  init.interval = interval;
+  init.up = &metrics::registry::global().get_gauge("moonmq_peer_up", "1 when the peer answered its last probe",
+                                                   {{"peer", init.peer.id}});
+  self->send(self, tick_atom::value);
+  return {
+    [self](tick_atom) {
+      auto& st = self->state;
+      auto handle = caf::actor_cast<peer_actor>(self);
+      auto t0 = std::chrono::steady_clock::now();
+      transport::call_peer(st.peer, "GET", "/cluster/health", {}, 0, {}, st.timeout,
+                           [handle, t0](int status, nlohmann::json, std::string error) {
+                             auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                         std::chrono::steady_clock::now() - t0)
+                                         .count();
+                             caf::anon_send(handle, step_atom::value, static_cast<int32_t>(status),
+                                            static_cast<int64_t>(us), std::move(error));
+                           });
+    },
+    [self](step_atom, int32_t status, int64_t us, std::string& error) {
+      auto& st = self->state;
+      bool ok = status == 200;
+      ++st.probes;
+      st.probe_ms = static_cast<double>(us) / 1000.0;
+      if (ok) {
+        st.last_ok_ms = now_ms();
+      } else {
+        ++st.failures;
+        st.last_error = error.empty() ? "HTTP " + std::to_string(status) : error;
+      }
+      if (ok != st.alive || !st.probed) {
+        if (ok)
+          log::get("node")->info("peer.up peer={} address={}", st.peer.id, st.peer.address);
+        else
+          log::get("node")->warn("peer.down peer={} address={} error=\"{}\"", st.peer.id, st.peer.address,
+                                 st.last_error);
+      }
+      st.alive = ok;
+      st.probed = true;
+      st.up->set(ok ? 1.0 : 0.0);
+      self->delayed_send(self, st.interval, tick_atom::value);
+    },
+    [self](status_atom) {
+      auto& st = self->state;
+      nlohmann::json j{{"id", st.peer.id},
+                       {"address", st.peer.address},
+                       {"client_address", st.peer.client_address},
+                       {"alive", st.alive},
+                       {"last_ok_ms", st.last_ok_ms},
+                       {"probe_ms", st.probe_ms},
+                       {"probes", st.probes},
+                       {"probe_failures", st.failures},
+                       {"open_connections", st.peer.client->open_connections()},
+                       {"connections_opened", st.peer.client->connections_opened()}};
+      if (!st.last_error.empty())
+        j["last_error"] = st.last_error;
+      return j.dump();
+    },
+  };
+}
+
+}  // namespace
+
+peer_actor spawn_peer(caf::actor_system& sys, transport::cluster_peer peer, std::chrono::milliseconds timeout,
+                      std::chrono::milliseconds probe_interval, registry_actor reg) {
+  auto id = peer.id;
+  auto a = sys.spawn(peer_fn, std::move(peer), timeout, probe_interval);
+  enroll(reg, caf::actor_cast<caf::actor>(a), "peer-" + id, "peer");
+  return a;
+}
+
+}  // namespace moonmq

@@ -1,0 +1,78 @@
+#pragma once
+// The reassigner: runs the partition moves whose source is this broker
+// (DESIGN §3, MOVE steps 1–6; the protocol, the journal and the restart
+// rules are in docs/cluster.md). One per broker, detached: every step is
+// journaled with an fsync before it starts.
+//
+//   queued → copying (ensure + copy batches, interleaved with live traffic)
+//          → cutover (seal the source, ownership → destination, durable)
+//          → draining (the tail written during the copy goes across)
+//          → offsets (group offsets pushed, higher wins; the destination
+//                     fsyncs, checks its log end and confirms ownership)
+//          → done
+// Failures before cutover end `failed` and remove the destination's partial
+// copy; a failed drain rolls ownership back to the source. Once the
+// destination was asked to confirm, the move only goes forward: it retries
+// until the destination confirms, so a lost answer can never leave two
+// owners. Peers are called over HTTP (transport/peer_survey.hpp); their
+// answers come back as step messages.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/catalog_view.hpp"
+#include "actors/cluster_state.hpp"
+#include "actors/group_coordinator.hpp"
+#include "actors/registry.hpp"
+#include "transport/peer_survey.hpp"
+
+namespace moonmq {
+
+using reassigner_actor = caf::typed_actor<
+  // Queues a move of (topic, partition) from this broker to broker `to`
+  // under controller (epoch, id); epoch 0 = this broker's fence decides.
+  // Replies the journal row (JSON text, docs/cluster-api.md). Errors (coded):
+  // 400 internal_topic / invalid_request / unknown_broker, 404
+  // unknown_partition, 421 not_owner, 409 move_in_progress.
+  caf::replies_to<move_atom, std::string, int32_t, std::string, int64_t, std::string>::with<std::string>,
+  // Cancels the unfinished move of (topic, partition). Replies the row;
+  // errors: 404 no_move, 409 past_cutover.
+  caf::replies_to<cancel_atom, std::string, int32_t>::with<std::string>,
+  // Every journal row: a JSON array text.
+  caf::replies_to<list_atom>::with<std::string>,
+  // Internal: continue move `move_id` if its sequence number still matches.
+  caf::reacts_to<step_atom, std::string, int64_t>,
+  // Internal: a peer's answer to a move's request (move_id, sequence,
+  // HTTP status or 0, body, error text).
+  caf::reacts_to<step_atom, std::string, int64_t, int32_t, std::string, std::string>,
+  caf::replies_to<status_atom>::with<std::string>>;
+
+struct reassigner_settings {
+  std::string data_dir;
+  std::string broker_id;
+  int64_t batch_bytes = 262144;            ///< Cluster.BatchBytes: bytes per copy request
+  int64_t throttle_bytes_per_sec = 0;      ///< Cluster.MoveThrottleBytesPerSec; 0 = unlimited
+  int max_concurrent = 2;                  ///< Cluster.MaxConcurrentMoves
+  std::chrono::milliseconds peer_timeout{5000};  ///< Cluster.PeerTimeout, per request
+  std::vector<transport::cluster_peer> peers;
+};
+
+/// Opens the move journal under `data_dir` to check it before the node
+/// starts: "" or the error naming the file.
+std::string check_move_journal(const std::string& data_dir);
+
+/// Spawns the reassigner (detached). It opens the journal and applies the
+/// restart rules to every unfinished move before taking requests.
+reassigner_actor spawn_reassigner(caf::actor_system& sys, reassigner_settings settings,
+                                  std::shared_ptr<catalog_view> catalog, std::shared_ptr<owner_view> owners,
+                                  cluster_state_actor state, group_actor groups, registry_actor reg);
+
+}  // namespace moonmq

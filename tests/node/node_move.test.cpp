@@ -1,0 +1,803 @@
+// Partition moves between real moonmq-node processes on loopback (the
+// reassigner's "Done when" scenarios, docs/cluster.md "The MOVE protocol"):
+//  - a move under live produce and a consuming group loses, duplicates and
+//    renumbers nothing, and the group resumes on the new owner;
+//  - a log start above zero survives the move;
+//  - a destination killed mid-copy fails the move in bounded time, the source
+//    keeps serving, and a retry succeeds;
+//  - a source restarted mid-copy leaves exactly one owner and every
+//    acknowledged record;
+//  - the cluster listener refuses unauthenticated and stale requests, and a
+//    move to an unknown or dead broker copies nothing.
+// The source's copy is throttled (Cluster.MoveThrottleBytesPerSec) so that
+// each move lasts a few seconds and the scenario can act during the copy.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <optional>
+
+#include "tests/node/move_cluster.hpp"
+
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+/// The last `n` bytes of every broker's logs, for failure messages.
+std::string log_tails(const move_cluster& c, size_t n = 6000) {
+  auto all = c.all_logs();
+  return all.size() <= n * 3 ? all : "...\n" + all.substr(all.size() - n * 3);
+}
+
+/// The port in a client URL "http://host:port" (0 when there is none).
+uint16_t port_of_url(const std::string& url) {
+  auto colon = url.rfind(':');
+  if (colon == std::string::npos)
+    return 0;
+  return static_cast<uint16_t>(std::atoi(url.c_str() + colon + 1));
+}
+
+/// The committed offset of `group` for topic/partition on one broker (nullopt
+/// when none is stored there).
+std::optional<int64_t> committed(uint16_t client, const std::string& group, const std::string& topic, int partition) {
+  auto a = call(client, "GET", "/v1/groups/" + group + "/offsets?topic=" + topic);
+  if (a.status != 200 || !a.body.is_object())
+    return std::nullopt;
+  for (auto& o : a.body["offsets"])
+    if (o["topic"] == topic && o["partition"] == partition)
+      return o["offset"].get<int64_t>();
+  return std::nullopt;
+}
+
+/// A group consumer of one partition: joins the group on the broker it
+/// talks to, fetches from its position, commits after every non-empty page,
+/// heartbeats. A 421 sends it to the named owner, where it joins again and,
+/// once that broker serves the partition, resumes from the committed offset
+/// stored there. Runs on its own thread; assertions are made afterwards.
+class group_consumer {
+public:
+  group_consumer(uint16_t client, std::string group, std::string topic, int partition)
+      : start_(client), group_(std::move(group)), topic_(std::move(topic)), partition_(partition) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~group_consumer() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  std::map<uint16_t, int64_t> last_commit;     ///< per broker: the last offset committed with 200
+  std::map<uint16_t, int64_t> resumed_from;    ///< per broker: the first position used there
+  std::map<uint16_t, std::optional<int64_t>> committed_at_resume;  ///< what the broker had stored then
+  std::map<int64_t, sent_record> consumed;     ///< offset → record as fetched (last fetch wins)
+  std::vector<std::string> errors;
+  int redirects = 0;
+  std::atomic<uint16_t> serving_port{0};  ///< the broker that last served a fetch
+
+private:
+  struct membership {
+    std::string member_id;
+    int64_t generation = -1;
+    clock_type::time_point last_beat;
+  };
+
+  bool join(uint16_t port) {
+    auto a = call(port, "POST", "/v1/groups/" + group_ + "/members", json{{"topics", {topic_}}}.dump());
+    if (a.status != 200) {
+      note("join " + std::to_string(a.status) + " " + a.raw);
+      return false;
+    }
+    members_[port] = {a.body["member_id"].get<std::string>(), a.body["generation"].get<int64_t>(), clock_type::now()};
+    return true;
+  }
+
+  void note(std::string e) {
+    if (errors.size() < 20)
+      errors.push_back(std::move(e));
+  }
+
+  /// Follows a 421 to the owner it names; false when the answer names none.
+  bool redirect(const answer& a, uint16_t& port, int64_t& pos) {
+    auto url = a.body.is_object() && a.body["url"].is_string() ? a.body["url"].get<std::string>() : std::string{};
+    auto next = port_of_url(url);
+    if (next == 0) {
+      note("421 without url: " + a.raw);
+      return false;
+    }
+    ++redirects;
+    port = next;
+    pos = -1;
+    std::this_thread::sleep_for(50ms);
+    return true;
+  }
+
+  void run() {
+    uint16_t port = start_;
+    int64_t pos = -1;  // unknown: find the committed offset on `port`
+    const std::string records = "/v1/topics/" + topic_ + "/partitions/" + std::to_string(partition_) + "/records";
+    while (!stop_) {
+      if (!members_.count(port) && !join(port)) {
+        std::this_thread::sleep_for(100ms);
+        continue;
+      }
+      auto& m = members_[port];
+      if (clock_type::now() - m.last_beat > 1s) {
+        auto hb = call(port, "POST", "/v1/groups/" + group_ + "/members/" + m.member_id + "/heartbeat");
+        if (hb.status != 200) {
+          members_.erase(port);
+          continue;
+        }
+        m.generation = hb.body["generation"].get<int64_t>();
+        m.last_beat = clock_type::now();
+      }
+      if (pos < 0) {
+        // Is this broker serving the partition? Only then are the committed
+        // offsets it stores final (they are pushed before it confirms).
+        auto probe = call(port, "GET", records + "?max_records=1");
+        if (probe.status == 421) {
+          redirect(probe, port, pos);
+          continue;
+        }
+        if (probe.status != 200) {
+          note("probe " + std::to_string(probe.status) + " " + probe.raw);
+          std::this_thread::sleep_for(50ms);
+          continue;
+        }
+        serving_port = port;
+        auto c = committed(port, group_, topic_, partition_);
+        pos = c ? *c : probe.body["log_start_offset"].get<int64_t>();
+        if (!resumed_from.count(port)) {
+          resumed_from[port] = pos;
+          committed_at_resume[port] = c;
+        }
+      }
+      auto page = call(port, "GET", records + "?offset=" + std::to_string(pos) + "&max_records=500");
+      if (page.status == 421) {
+        redirect(page, port, pos);
+        continue;
+      }
+      if (page.status != 200) {
+        note("fetch " + std::to_string(page.status) + " " + page.raw);
+        std::this_thread::sleep_for(50ms);
+        continue;
+      }
+      for (auto& r : page.body["records"])
+        consumed[r["offset"].get<int64_t>()] = {r["key"].is_string() ? r["key"].get<std::string>() : "",
+                                               r["value"].is_string() ? r["value"].get<std::string>() : ""};
+      auto next = page.body["next_offset"].get<int64_t>();
+      if (next == pos) {
+        std::this_thread::sleep_for(20ms);
+        continue;
+      }
+      pos = next;
+      json commit{{"offsets", {{{"topic", topic_}, {"partition", partition_}, {"offset", pos}}}},
+                  {"generation", m.generation},
+                  {"member_id", m.member_id}};
+      auto c = call(port, "POST", "/v1/groups/" + group_ + "/offsets", commit.dump());
+      if (c.status == 200)
+        last_commit[port] = pos;
+      else if (c.status == 421)
+        redirect(c, port, pos);
+      else if (c.status == 409 || c.status == 404)
+        members_.erase(port);  // a newer generation or an evicted member: join again
+      else
+        note("commit " + std::to_string(c.status) + " " + c.raw);
+    }
+  }
+
+  uint16_t start_;
+  std::string group_;
+  std::string topic_;
+  int partition_;
+  std::atomic<bool> stop_{false};
+  std::map<uint16_t, membership> members_;
+  std::thread thread_;
+};
+
+/// The key and value of a fetched record.
+sent_record as_sent(const json& r) {
+  return {r["key"].is_string() ? r["key"].get<std::string>() : "",
+          r["value"].is_string() ? r["value"].get<std::string>() : ""};
+}
+
+/// Checks that every record of `snapshot` (offset → fetched record) is in
+/// `now` under the same offset with the same key, value and timestamp.
+void check_same_records(const std::map<int64_t, json>& snapshot, const partition_read& now) {
+  int missing = 0, differing = 0;
+  int64_t first_bad = -1;
+  for (const auto& [off, r] : snapshot) {
+    auto it = now.records.find(off);
+    if (it == now.records.end()) {
+      ++missing;
+    } else if (it->second["key"] != r["key"] || it->second["value"] != r["value"]
+               || it->second["timestamp"] != r["timestamp"]) {
+      ++differing;
+    } else {
+      continue;
+    }
+    if (first_bad < 0)
+      first_bad = off;
+  }
+  INFO("first bad offset " << first_bad);
+  CHECK(missing == 0);
+  CHECK(differing == 0);
+}
+
+/// Checks that every acknowledged record is in `now` under its acknowledged
+/// offset, and that no acknowledged key appears at two offsets.
+void check_acked(const std::map<int64_t, sent_record>& acked, const partition_read& now) {
+  int lost = 0, wrong = 0;
+  int64_t first_bad = -1;
+  for (const auto& [off, rec] : acked) {
+    auto it = now.records.find(off);
+    bool bad = false;
+    if (it == now.records.end()) {
+      ++lost;
+      bad = true;
+    } else if (as_sent(it->second).key != rec.key || as_sent(it->second).value != rec.value) {
+      ++wrong;
+      bad = true;
+    }
+    if (bad && first_bad < 0)
+      first_bad = off;
+  }
+  std::map<std::string, int> seen;
+  int duplicated = 0;
+  std::set<std::string> acked_keys;
+  for (const auto& [off, rec] : acked)
+    acked_keys.insert(rec.key);
+  for (const auto& [off, r] : now.records) {
+    auto key = as_sent(r).key;
+    if (acked_keys.count(key) && ++seen[key] == 2)
+      ++duplicated;
+  }
+  INFO("acknowledged " << acked.size() << ", log [" << now.log_start << ", " << now.log_end << "), first bad offset "
+                       << first_bad);
+  CHECK(lost == 0);
+  CHECK(wrong == 0);
+  CHECK(duplicated == 0);
+}
+
+/// Fetch of one record at the log start: the status, and for a 421 the owner named.
+std::pair<int, std::string> who_serves(uint16_t client, const std::string& topic, int partition) {
+  auto a = call(client, "GET", "/v1/topics/" + topic + "/partitions/" + std::to_string(partition) + "/records?max_records=1");
+  std::string owner = a.status == 421 && a.body.is_object() && a.body["owner"].is_string() ? a.body["owner"].get<std::string>() : "";
+  return {a.status, owner};
+}
+
+/// Waits for the newest move of topic/partition from `from` to reach a
+/// terminal state; FAILs with the logs when it does not within `timeout`.
+json wait_terminal(const move_cluster& c, size_t admin_of, const std::string& topic, int partition,
+                   const std::string& from, std::chrono::milliseconds timeout) {
+  auto row = wait_move(c.admin(admin_of), topic, partition, from, {}, timeout);
+  if (row.is_null() || !is_terminal(row.value("state", "")))
+    FAIL("move of " << topic << "/" << partition << " from " << from << " not finished within "
+                    << timeout.count() << " ms; last row " << latest_row(c.admin(admin_of), topic, partition, from).dump()
+                    << "\n" << log_tails(c));
+  return row;
+}
+
+/// Waits until the newest move of topic/partition from `from` has copied at
+/// least `bytes` (still copying); FAILs otherwise.
+json wait_copied(const move_cluster& c, size_t admin_of, const std::string& topic, int partition,
+                 const std::string& from, int64_t bytes, std::chrono::milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  json row;
+  while (clock_type::now() < deadline) {
+    row = latest_row(c.admin(admin_of), topic, partition, from);
+    if (!row.is_null() && row.value("state", "") == "copying" && row.value("bytes_copied", int64_t{0}) >= bytes)
+      return row;
+    if (!row.is_null() && row.value("state", "") != "copying" && row.value("state", "") != "queued")
+      FAIL("the move left copying before " << bytes << " bytes were copied: " << row.dump() << "\n" << log_tails(c));
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("the move did not copy " << bytes << " bytes in time: " << row.dump() << "\n" << log_tails(c));
+  return row;
+}
+
+/// Milliseconds since the epoch (the clock of the journal's *_ms fields).
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+}  // namespace
+
+TEST_CASE("a partition moves b1 to b2 under live produce and a consuming group with nothing lost or renumbered",
+          "[node][move][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=1000000"});  // ~2.5 MB copy: ~2.5 s of copying
+  c.start(1);
+  create_topic(c.client(0), "orders", 1);
+  auto filled = fill(c.client(0), "orders", 0, 10000, 500, 200);
+  REQUIRE(filled.size() == 10000);
+  auto before = read_partition(c.client(0), "orders", 0);
+  REQUIRE(before.log_start == 0);
+  REQUIRE(before.log_end == 10000);
+
+  producer prod{c.client(0), "orders", 0, 5, "live"};
+  group_consumer cons{c.client(0), "billing", "orders", 0};
+  std::this_thread::sleep_for(300ms);
+
+  auto t0 = clock_type::now();
+  auto sub = submit_move(c.admin(0), "orders", 0, "b2");
+  INFO(sub.dump());
+  REQUIRE(sub["rejected"].empty());
+  REQUIRE(sub["accepted"].size() == 1);
+  CHECK(sub["accepted"][0]["from"] == "b1");
+  CHECK(sub["accepted"][0]["to"] == "b2");
+  auto row = wait_terminal(c, 0, "orders", 0, "b1", 45s);
+  double move_s = seconds_since(t0);
+  INFO(row.dump());
+  REQUIRE(row["state"] == "done");
+  CHECK(row["bytes_copied"].get<int64_t>() >= row["bytes_total"].get<int64_t>());
+  // Produce keeps going through b1 (forwarded to b2) after the move.
+  int ok_at_done = prod.ok_requests();
+  auto acked_at_done = prod.acked().size();
+  std::this_thread::sleep_for(700ms);
+  // The consumer must have found the partition on b2 before it stops.
+  CHECK(wait_until([&] { return cons.serving_port.load() == c.client(1); }, 10s));
+  prod.stop();
+  cons.stop();
+
+  auto acked = prod.acked();
+  WARN("move took " << move_s << " s; producer " << prod.ok_requests() << " requests acknowledged, "
+                    << prod.failed_requests() << " failed; " << acked.size() << " records acknowledged; consumer "
+                    << cons.redirects << " redirects");
+  for (const auto& e : prod.errors())
+    WARN("produce error: " << e);
+  for (const auto& e : cons.errors)
+    WARN("consumer error: " << e);
+  CHECK(prod.double_acks().empty());
+  CHECK(prod.ok_requests() > ok_at_done);  // produce through b1 works after the move
+  CHECK(acked.size() > acked_at_done);
+
+  // b2 serves the partition, b1 sends clients there.
+  auto [b1_status, b1_owner] = who_serves(c.client(0), "orders", 0);
+  CHECK(b1_status == 421);
+  CHECK(b1_owner == "b2");
+  auto after = read_partition(c.client(1), "orders", 0);
+  CHECK(after.log_start == 0);
+  CHECK(after.log_end >= before.log_end + static_cast<int64_t>(acked.size()));
+  check_same_records(before.records, after);
+  check_acked(filled, after);
+  check_acked(acked, after);
+  // Every record the group consumed (from b1 or b2) is the one b2 has there.
+  int consumed_wrong = 0;
+  for (const auto& [off, rec] : cons.consumed) {
+    auto it = after.records.find(off);
+    if (it == after.records.end() || as_sent(it->second).key != rec.key || as_sent(it->second).value != rec.value)
+      ++consumed_wrong;
+  }
+  CHECK(consumed_wrong == 0);
+
+  // The group resumed on b2 from the offset it last committed on b1.
+  INFO("consumer errors: " << cons.errors.size());
+  REQUIRE(cons.last_commit.count(c.client(0)));
+  REQUIRE(cons.resumed_from.count(c.client(1)));
+  auto last_on_b1 = cons.last_commit[c.client(0)];
+  INFO("last commit on b1 " << last_on_b1 << ", resumed on b2 from " << cons.resumed_from[c.client(1)]);
+  REQUIRE(cons.committed_at_resume[c.client(1)].has_value());
+  CHECK(*cons.committed_at_resume[c.client(1)] >= last_on_b1);
+  CHECK(cons.resumed_from[c.client(1)] >= last_on_b1);
+  auto final_b2 = committed(c.client(1), "billing", "orders", 0);
+  REQUIRE(final_b2);
+  CHECK(*final_b2 >= last_on_b1);
+
+  // Every broker's admin API lists the move (rows from every reachable broker).
+  auto via_b2 = latest_row(c.admin(1), "orders", 0, "b1");
+  CHECK(via_b2["state"] == "done");
+}
+
+TEST_CASE("a partition whose log start is above zero keeps its log start and offsets when moved",
+          "[node][move][scenario]") {
+  move_cluster c{{"b1", "b2"}, {"Storage.RetentionCheckMs=50"}};
+  c.start(0);
+  c.start(1);
+  create_topic(c.client(0), "ret", 1, json{{"segment.bytes", 4096}, {"retention.bytes", 8192}});
+  // One record per request: one ~300-byte batch each, ~13 batches per segment.
+  auto filled = fill(c.client(0), "ret", 0, 300, 1, 200, "ret");
+  // Wait until retention has advanced the log start and then left it alone.
+  int64_t log_start = 0;
+  bool settled = false;
+  for (int round = 0; round < 60 && !settled; ++round) {
+    auto now = read_partition(c.client(0), "ret", 0).log_start;
+    settled = now > 0 && now == log_start;
+    log_start = now;
+    std::this_thread::sleep_for(250ms);
+  }
+  REQUIRE(settled);
+  auto before = read_partition(c.client(0), "ret", 0);
+  REQUIRE(before.log_start > 0);
+  REQUIRE(before.log_end == 300);
+
+  auto sub = submit_move(c.admin(0), "ret", 0, "b2");
+  INFO(sub.dump());
+  REQUIRE(sub["accepted"].size() == 1);
+  auto row = wait_terminal(c, 0, "ret", 0, "b1", 30s);
+  INFO(row.dump());
+  REQUIRE(row["state"] == "done");
+
+  auto after = read_partition(c.client(1), "ret", 0);
+  CHECK(after.log_start == before.log_start);
+  CHECK(after.log_end == before.log_end);
+  check_same_records(before.records, after);
+  auto bounds = cluster_call(c.cluster_port(1), "GET", "/cluster/partitions/ret/0/log-end");
+  INFO(bounds.raw);
+  REQUIRE(bounds.status == 200);
+  CHECK(bounds.body["log_start_offset"] == before.log_start);
+  CHECK(bounds.body["log_end_offset"] == before.log_end);
+  // Below the log start is still out of range on b2, with the same bounds.
+  auto below = call(c.client(1), "GET", "/v1/topics/ret/partitions/0/records?offset=" + std::to_string(before.log_start - 1));
+  CHECK(below.status == 400);
+  CHECK(below.body["error"] == "offset_out_of_range");
+  CHECK(below.body["log_start_offset"] == before.log_start);
+  // New records continue the numbering, produced through either broker.
+  auto via_b1 = fill(c.client(0), "ret", 0, 1, 1, 50, "after-b1");
+  auto via_b2 = fill(c.client(1), "ret", 0, 1, 1, 50, "after-b2");
+  CHECK(via_b1.begin()->first == before.log_end);
+  CHECK(via_b2.begin()->first == before.log_end + 1);
+}
+
+TEST_CASE("a destination killed mid-copy fails the move in bounded time and the source keeps serving until a retry succeeds",
+          "[node][move][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=1000000", "Cluster.BatchBytes=65536"});
+  c.start(1);
+  create_topic(c.client(0), "kd", 1);
+  auto filled = fill(c.client(0), "kd", 0, 6000, 500, 450, "kd");  // ~3 MB: ~3 s of copying
+  auto before = read_partition(c.client(0), "kd", 0);
+
+  auto sub = submit_move(c.admin(0), "kd", 0, "b2");
+  INFO(sub.dump());
+  REQUIRE(sub["accepted"].size() == 1);
+  auto copying = wait_copied(c, 0, "kd", 0, "b1", 128 * 1024, 20s);
+  REQUIRE(copying["bytes_copied"].get<int64_t>() < copying["bytes_total"].get<int64_t>());
+  c.kill(1);
+  auto t_kill = clock_type::now();
+  auto row = wait_terminal(c, 0, "kd", 0, "b1", 30s);
+  double fail_s = seconds_since(t_kill);
+  WARN("move failed " << fail_s << " s after the destination was killed: " << row.dump());
+  REQUIRE(row["state"] == "failed");
+  CHECK(row.value("error", "") != "");
+
+  // b1 still owns and serves every record, and takes new ones.
+  auto served = read_partition(c.client(0), "kd", 0);
+  CHECK(served.log_end == before.log_end);
+  check_same_records(before.records, served);
+  auto more = fill(c.client(0), "kd", 0, 10, 10, 100, "kd-after-fail");
+  CHECK(more.begin()->first == before.log_end);
+  auto owners = cluster_call(c.cluster_port(0), "GET", "/cluster/owners");
+  INFO(owners.raw);
+  for (auto& o : owners.body["owners"])
+    if (o["topic"] == "kd")
+      CHECK(o["owner"] == "b1");
+
+  // The destination comes back; the same plan again moves the partition.
+  c.restart(1);
+  auto retry = submit_move(c.admin(0), "kd", 0, "b2");
+  INFO(retry.dump());
+  REQUIRE(retry["rejected"].empty());
+  REQUIRE(retry["accepted"].size() == 1);
+  auto done = wait_terminal(c, 0, "kd", 0, "b1", 40s);
+  INFO(done.dump());
+  REQUIRE(done["state"] == "done");
+  auto after = read_partition(c.client(1), "kd", 0);
+  CHECK(after.log_end == before.log_end + 10);
+  check_same_records(before.records, after);
+  check_acked(filled, after);
+  check_acked(more, after);
+  CHECK(who_serves(c.client(0), "kd", 0) == std::make_pair(421, std::string("b2")));
+}
+
+TEST_CASE("a destination that stops answering mid-copy fails the move within the peer timeout and a retry succeeds",
+          "[node][move][scenario]") {
+  // SIGSTOP: the destination's sockets stay open but nothing answers, so
+  // only Cluster.PeerTimeout (2 s here) can end the copy.
+  move_cluster c{{"b1", "b2"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=1000000", "Cluster.BatchBytes=65536"});
+  c.start(1);
+  create_topic(c.client(0), "hang", 1);
+  auto filled = fill(c.client(0), "hang", 0, 6000, 500, 450, "hang");  // ~3 MB: ~3 s of copying
+  auto before = read_partition(c.client(0), "hang", 0);
+
+  auto sub = submit_move(c.admin(0), "hang", 0, "b2");
+  INFO(sub.dump());
+  REQUIRE(sub["accepted"].size() == 1);
+  wait_copied(c, 0, "hang", 0, "b1", 128 * 1024, 20s);
+  c.signal(1, SIGSTOP);
+  auto t_stop = clock_type::now();
+  auto stop_wall_ms = wall_ms();
+  // Meanwhile b1 keeps serving and taking records.
+  auto during = fill(c.client(0), "hang", 0, 10, 10, 100, "hang-during");
+  CHECK(during.begin()->first == before.log_end);
+  auto row = wait_terminal(c, 0, "hang", 0, "b1", 30s);
+  double fail_s = seconds_since(t_stop);
+  // The journal's failed row is stamped when b1 gave up; polling the admin
+  // API takes longer as every GET waits a peer timeout for the frozen b2.
+  auto journal_s = static_cast<double>(row.value("updated_ms", int64_t{0}) - stop_wall_ms) / 1000;
+  WARN("move failed " << journal_s << " s after the destination froze (seen by polling after " << fail_s
+                      << " s): " << row.dump());
+  c.signal(1, SIGCONT);
+  REQUIRE(row["state"] == "failed");
+  CHECK(journal_s < 10);  // a peer timeout or a few, not a hang
+  auto served = read_partition(c.client(0), "hang", 0);
+  check_same_records(before.records, served);
+  check_acked(during, served);
+
+  // b2 thaws (its stale requests may still be queued); the retry moves the
+  // partition with every record.
+  REQUIRE(wait_until([&] { return call(c.admin(1), "GET", "/health").status == 200; }, 10s));
+  auto retry = submit_move(c.admin(0), "hang", 0, "b2");
+  INFO(retry.dump());
+  REQUIRE(retry["accepted"].size() == 1);
+  auto done = wait_terminal(c, 0, "hang", 0, "b1", 40s);
+  INFO(done.dump());
+  REQUIRE(done["state"] == "done");
+  auto after = read_partition(c.client(1), "hang", 0);
+  CHECK(after.log_start == 0);
+  CHECK(after.log_end == before.log_end + 10);
+  check_same_records(before.records, after);
+  check_acked(filled, after);
+  check_acked(during, after);
+  CHECK(who_serves(c.client(0), "hang", 0) == std::make_pair(421, std::string("b2")));
+}
+
+TEST_CASE("a source restarted mid-copy ends the move with exactly one owner and every acknowledged record",
+          "[node][move][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=1000000", "Cluster.BatchBytes=65536"});
+  c.start(1);
+  create_topic(c.client(0), "rs", 1);
+  auto acked = fill(c.client(0), "rs", 0, 6000, 500, 450, "rs");  // ~3 MB: ~3 s of copying
+  auto before = read_partition(c.client(0), "rs", 0);
+
+  auto sub = submit_move(c.admin(0), "rs", 0, "b2");
+  INFO(sub.dump());
+  REQUIRE(sub["accepted"].size() == 1);
+  wait_copied(c, 0, "rs", 0, "b1", 128 * 1024, 20s);
+  // Records acknowledged by b1 during the copy.
+  auto during = fill(c.client(0), "rs", 0, 20, 5, 100, "rs-during");
+  acked.insert(during.begin(), during.end());
+  c.kill(0);
+  c.restart(0);
+
+  auto t_restart = clock_type::now();
+  auto row = wait_terminal(c, 0, "rs", 0, "b1", 30s);
+  WARN("move ended " << seconds_since(t_restart) << " s after the source restarted: " << row.dump());
+  CHECK((row["state"] == "failed" || row["state"] == "done"));
+  if (row["state"] == "failed")
+    CHECK(row.value("error", "").find("abort") != std::string::npos);
+
+  // Exactly one broker serves the partition; the other names it.
+  auto owner_is = [&](const std::string& expected) {
+    auto on1 = who_serves(c.client(0), "rs", 0);
+    auto on2 = who_serves(c.client(1), "rs", 0);
+    INFO("b1 " << on1.first << " " << on1.second << ", b2 " << on2.first << " " << on2.second);
+    if (expected == "b1") {
+      CHECK(on1.first == 200);
+      CHECK(on2 == std::make_pair(421, std::string("b1")));
+    } else {
+      CHECK(on2.first == 200);
+      CHECK(on1 == std::make_pair(421, std::string("b2")));
+    }
+  };
+  std::string owner = row["state"] == "done" ? "b2" : "b1";
+  owner_is(owner);
+  auto now = read_partition(owner == "b1" ? c.client(0) : c.client(1), "rs", 0);
+  check_same_records(before.records, now);
+  check_acked(acked, now);
+
+  if (owner == "b1") {
+    // Re-submitting the same plan starts the move cleanly.
+    auto retry = submit_move(c.admin(0), "rs", 0, "b2");
+    INFO(retry.dump());
+    REQUIRE(retry["accepted"].size() == 1);
+    auto done = wait_terminal(c, 0, "rs", 0, "b1", 40s);
+    INFO(done.dump());
+    REQUIRE(done["state"] == "done");
+    owner_is("b2");
+    auto moved = read_partition(c.client(1), "rs", 0);
+    check_acked(acked, moved);
+  }
+}
+
+TEST_CASE("a source restarted after cutover carries the move forward and leaves exactly one owner with every acknowledged record",
+          "[node][move][scenario]") {
+  // The steps after cutover take as long as the destination's fsync of the
+  // copy (confirm) plus a few journal writes; b1's own journal is polled
+  // every few ms and b1 is killed as soon as the move is past copying. With
+  // `freeze`, b2 is frozen first so that the move cannot finish before the
+  // kill (it waits for b2's confirm), and thawed after b1 restarted.
+  move_cluster c{{"b1", "b2"}};
+  c.start(0);
+  c.start(1);
+  int caught = 0;
+  for (int attempt = 0; attempt < 4 && caught < 2; ++attempt) {
+    bool freeze = attempt % 2 == 0;
+    auto topic = "rc" + std::to_string(attempt);
+    INFO("attempt " << attempt << " freeze " << freeze);
+    create_topic(c.client(0), topic, 1);
+    auto acked = fill(c.client(0), topic, 0, 20000, 1000, 1000, topic);  // ~20 MB, copied unsynced
+    auto before = read_partition(c.client(0), topic, 0);
+    std::optional<producer> prod;
+    prod.emplace(c.client(0), topic, 0, 5, topic + "-live");
+    std::this_thread::sleep_for(200ms);
+    submit_move(c.admin(0), topic, 0, "b2");
+    std::string seen;
+    auto deadline = clock_type::now() + 30s;
+    while (clock_type::now() < deadline) {
+      auto moves = cluster_call(c.cluster_port(0), "GET", "/cluster/moves");
+      for (auto& m : moves.body["moves"])
+        if (m["topic"] == topic)
+          seen = m["state"].get<std::string>();
+      if (seen != "queued" && seen != "copying" && !seen.empty())
+        break;
+      std::this_thread::sleep_for(2ms);
+    }
+    if (seen == "done" || seen == "failed" || seen.empty()) {
+      prod->stop();
+      WARN("attempt " << attempt << ": the move was " << (seen.empty() ? "never seen" : seen)
+                      << " before b1 could be killed");
+      continue;
+    }
+    ++caught;
+    if (freeze)
+      c.signal(1, SIGSTOP);
+    c.kill(0);
+    prod->stop();
+    auto acked_live = prod->acked();
+    acked.insert(acked_live.begin(), acked_live.end());
+    c.restart(0);
+    if (freeze)
+      c.signal(1, SIGCONT);
+    auto row = wait_terminal(c, 0, topic, 0, "b1", 40s);
+    WARN("attempt " << attempt << ": b1 killed in state " << seen << (freeze ? " with b2 frozen" : "")
+                    << "; the move ended " << row.dump());
+    // Past cutover a move goes forward (or rolls back when the destination
+    // cannot take the tail); either way exactly one broker owns it.
+    CHECK((row["state"] == "done" || row["state"] == "failed"));
+    std::string owner = row["state"] == "done" ? "b2" : "b1";
+    auto on1 = who_serves(c.client(0), topic, 0);
+    auto on2 = who_serves(c.client(1), topic, 0);
+    INFO("b1 " << on1.first << " " << on1.second << ", b2 " << on2.first << " " << on2.second);
+    if (owner == "b2") {
+      CHECK(on2.first == 200);
+      CHECK(on1 == std::make_pair(421, std::string("b2")));
+    } else {
+      CHECK(on1.first == 200);
+      CHECK(on2 == std::make_pair(421, std::string("b1")));
+    }
+    auto now = read_partition(owner == "b1" ? c.client(0) : c.client(1), topic, 0);
+    check_same_records(before.records, now);
+    check_acked(acked, now);
+    // Produce through either broker lands on the owner after the last record.
+    auto next = fill(c.client(0), topic, 0, 1, 1, 10, topic + "-after");
+    CHECK(next.begin()->first == now.log_end);
+  }
+  if (caught == 0)
+    WARN("no attempt caught the move between cutover and done: nothing checked");
+}
+
+TEST_CASE("the cluster listener refuses unauthenticated and stale requests and a move to an unknown or dead broker copies nothing",
+          "[node][move][scenario]") {
+  // b3 is a configured peer that never starts.
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=262144", "Cluster.BatchBytes=16384"});
+  c.start(1);
+  create_topic(c.client(0), "sec", 2);
+  fill(c.client(0), "sec", 0, 10, 10, 100, "sec0");
+  auto slow = fill(c.client(0), "sec", 1, 2000, 500, 450, "sec1");  // ~1 MB at 256 KB/s: ~4 s
+  auto owners_before = cluster_call(c.cluster_port(0), "GET", "/cluster/owners");
+  REQUIRE(owners_before.status == 200);
+  auto loads_before = cluster_call(c.cluster_port(1), "GET", "/cluster/loads");
+  REQUIRE(loads_before.status == 200);
+
+  auto no_sec_on_b2 = [&] {
+    auto loads = cluster_call(c.cluster_port(1), "GET", "/cluster/loads");
+    INFO(loads.raw);
+    REQUIRE(loads.status == 200);
+    for (auto& p : loads.body["partitions"])
+      CHECK(p["topic"] != "sec");
+    for (int p = 0; p < 2; ++p)
+      CHECK(cluster_call(c.cluster_port(1), "GET", "/cluster/partitions/sec/" + std::to_string(p) + "/log-end").status
+            == 404);
+  };
+  auto unchanged = [&] {
+    auto owners = cluster_call(c.cluster_port(0), "GET", "/cluster/owners");
+    CHECK(owners.body["owners"] == owners_before.body["owners"]);
+    auto moves = cluster_call(c.cluster_port(0), "GET", "/cluster/moves");
+    INFO(moves.raw);
+    REQUIRE(moves.status == 200);
+    CHECK(moves.body["moves"].empty());
+    CHECK(reassignments(c.admin(0)).empty());
+    no_sec_on_b2();
+  };
+
+  SECTION("no or a wrong token: 401 and nothing changes") {
+    for (std::string token : {"", "wrong"}) {
+      moonmq::transport::header_list h{{"X-Controller-Epoch", "7"}, {"X-Controller-Id", "b2"}};
+      if (!token.empty())
+        h.emplace_back("X-Cluster-Token", token);
+      auto own = call(c.cluster_port(0), "POST", "/cluster/owners", R"({"topic":"sec","partition":0,"owner":"b2"})", h);
+      CHECK(own.status == 401);
+      auto mv = call(c.cluster_port(0), "POST", "/cluster/moves", R"({"topic":"sec","partition":0,"to":"b2"})", h);
+      CHECK(mv.status == 401);
+      auto ens = call(c.cluster_port(1), "POST", "/cluster/partitions/sec/0/ensure",
+                      R"({"from":"b1","partitions":2,"config":{},"log_start_offset":0,"owners":[]})", h);
+      CHECK(ens.status == 401);
+    }
+    unchanged();
+    // The fence was not raised by the refused requests.
+    auto cluster = call(c.admin(0), "GET", "/admin/cluster");
+    CHECK(cluster.body["controller"]["epoch"] == 0);
+    CHECK(who_serves(c.client(0), "sec", 0).first == 200);
+  }
+
+  SECTION("a stale controller epoch: 409 and nothing changes") {
+    auto claim = cluster_call(c.cluster_port(0), "POST", "/cluster/controller", {},
+                              {{"X-Controller-Epoch", "5"}, {"X-Controller-Id", "b2"}});
+    REQUIRE(claim.status == 200);
+    moonmq::transport::header_list stale{{"X-Controller-Epoch", "4"}, {"X-Controller-Id", "b2"}};
+    auto own = cluster_call(c.cluster_port(0), "POST", "/cluster/owners", R"({"topic":"sec","partition":0,"owner":"b2"})",
+                            stale);
+    CHECK(own.status == 409);
+    CHECK(own.body["error"] == "stale_epoch");
+    auto mv = cluster_call(c.cluster_port(0), "POST", "/cluster/moves", R"({"topic":"sec","partition":0,"to":"b2"})",
+                           stale);
+    CHECK(mv.status == 409);
+    CHECK(mv.body["error"] == "stale_epoch");
+    unchanged();
+  }
+
+  SECTION("a move to an unknown or a dead broker is rejected and copies nothing") {
+    // Any broker's admin API takes the request; b2 routes it to b1's view.
+    for (auto admin : {c.admin(0), c.admin(1)}) {
+      auto unknown = submit_move(admin, "sec", 0, "b9");
+      INFO(unknown.dump());
+      CHECK(unknown["accepted"].empty());
+      REQUIRE(unknown["rejected"].size() == 1);
+      CHECK(unknown["rejected"][0]["error"] == "unknown_broker");
+      auto dead = submit_move(admin, "sec", 0, "b3");
+      INFO(dead.dump());
+      CHECK(dead["accepted"].empty());
+      REQUIRE(dead["rejected"].size() == 1);
+      CHECK(dead["rejected"][0]["error"] == "broker_not_alive");
+    }
+    std::this_thread::sleep_for(300ms);
+    unchanged();
+  }
+
+  SECTION("a second move of a partition being moved is rejected and a cancel before cutover leaves it on the source") {
+    // Submitted through b2, whose admin API routes it to the owner b1.
+    auto first = submit_move(c.admin(1), "sec", 1, "b2");
+    INFO(first.dump());
+    REQUIRE(first["accepted"].size() == 1);
+    CHECK(first["accepted"][0]["from"] == "b1");
+    wait_copied(c, 0, "sec", 1, "b1", 32 * 1024, 10s);
+    auto second = submit_move(c.admin(0), "sec", 1, "b2");
+    INFO(second.dump());
+    CHECK(second["accepted"].empty());
+    REQUIRE(second["rejected"].size() == 1);
+    CHECK(second["rejected"][0]["error"] == "move_in_progress");
+
+    auto cancel = call(c.admin(0), "DELETE", "/admin/reassignments/sec/1");
+    INFO(cancel.raw);
+    REQUIRE(cancel.status == 200);
+    CHECK(cancel.body["state"] == "cancelled");
+    auto row = wait_terminal(c, 0, "sec", 1, "b1", 10s);
+    CHECK(row["state"] == "cancelled");
+    CHECK(call(c.admin(0), "DELETE", "/admin/reassignments/sec/1").status == 404);
+    // b1 still serves every record; b2 sends clients to b1.
+    auto served = read_partition(c.client(0), "sec", 1);
+    check_acked(slow, served);
+    CHECK(who_serves(c.client(1), "sec", 1) == std::make_pair(421, std::string("b1")));
+  }
+}

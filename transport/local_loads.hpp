@@ -1,0 +1,37 @@
+#pragma once
+// The body of GET /cluster/loads (docs/cluster-api.md): every partition this
+// broker holds, with its owner as the ownership table names it (this broker
+// when absent), its log bounds and its traffic counters since start. Also
+// what GET /admin/cluster merges with the peers' answers.
+//
+// One short-lived actor asks every partition actor at once (bounds_atom and
+// status_atom), each request with the same deadline: a partition that does
+// not answer in time is reported with "error" instead of failing the answer,
+// so the whole takes at most `timeout`.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include "actors/catalog_view.hpp"
+#include "actors/cluster_state.hpp"
+
+namespace moonmq::transport {
+
+/// Collects the loads of every partition in `topics` and calls `done` once
+/// with {"broker_id","partitions":[{"topic","partition","owner",
+/// "log_start_offset","log_end_offset","size_bytes","bytes_in","bytes_out",
+/// "records_in","records_out","error"?}],"topics":[{"name","partitions"}]}
+/// (rows in topic, partition order; a row with "error" lacks the values its
+/// partition did not give). `owners` may be null (no cluster: all local).
+/// `done` runs on a CAF thread, or at once when there is no partition; it
+/// must not block.
+void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map> topics,
+                         std::shared_ptr<const owner_map> owners, std::string broker_id,
+                         std::chrono::milliseconds timeout, std::function<void(nlohmann::json)> done);
+
+}  // namespace moonmq::transport

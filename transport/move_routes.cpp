@@ -1,0 +1,653 @@
+#include "transport/move_routes.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "cluster/partition_map.hpp"
+#include "cluster/reassignment_request.hpp"
+#include "transport/cluster_routes.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+using json = nlohmann::json;
+using fail_fn = std::function<void(const caf::error&)>;
+
+http_response error_response(const caf::error& e) {
+  auto msg = message_of(e);
+  return http_response::json(http_status_of(e),
+                             json{{"error", error_code_of(e)}, {"message", msg.empty() ? caf::to_string(e) : msg}}.dump());
+}
+
+fail_fn fail_with(const responder& respond) {
+  return [respond](const caf::error& e) { respond(error_response(e)); };
+}
+
+/// Parses a JSON object body; answers 400 and returns false otherwise.
+bool object_body(const http_request& req, const responder& respond, json& out) {
+  out = json::parse(req.body, nullptr, false);
+  if (out.is_object())
+    return true;
+  respond(http_response::error(400, "invalid_request", "body must be a JSON object"));
+  return false;
+}
+
+bool is_int(const json& j, const char* key) { return j.contains(key) && j[key].is_number_integer(); }
+bool is_str(const json& j, const char* key) { return j.contains(key) && j[key].is_string(); }
+
+/// The route's {topic}/{partition} when held here: (number, actor); answers
+/// 404 and returns nullopt otherwise.
+std::optional<std::pair<int32_t, partition_actor>> held(const move_context& ctx, http_request& req,
+                                                        const responder& respond) {
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(req.params["topic"]);
+  const auto& raw = req.params["partition"];
+  if (t == topics->end() || raw.empty() || raw.size() > 9 || raw.find_first_not_of("0123456789") != std::string::npos
+      || std::stoul(raw) >= t->second.partitions.size()) {
+    respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
+    return std::nullopt;
+  }
+  auto n = std::stoul(raw);
+  return std::make_pair(static_cast<int32_t>(n), t->second.partitions[n]);
+}
+
+/// True when this broker's table names another broker as the owner: only
+/// then may a move write over its copy.
+bool owned_elsewhere(const move_context& ctx, const std::string& topic, int32_t partition) {
+  auto owners = ctx.owners->get();
+  auto it = owners->find(cluster::topic_partition{topic, partition});
+  return it != owners->end() && it->second != ctx.broker_id;
+}
+
+http_response owns_it(const move_context& ctx, const std::string& topic, int32_t partition) {
+  return http_response::error(409, "destination_owns_partition",
+                              "broker " + ctx.broker_id + " owns " + topic + "/" + std::to_string(partition)
+                                + " itself; a move may only write over a copy owned elsewhere");
+}
+
+void ask_bounds(const move_context& ctx, const partition_actor& part,
+                std::function<void(int64_t, int64_t, int64_t)> ok, fail_fn fail) {
+  ctx.system->spawn(
+    [](caf::event_based_actor* self, partition_actor p, std::chrono::milliseconds timeout,
+       std::function<void(int64_t, int64_t, int64_t)> on_ok, fail_fn on_fail) {
+      self->request(p, timeout, bounds_atom::value)
+        .then([on_ok](int64_t lo, int64_t hi, int64_t size) { on_ok(lo, hi, size); },
+              [on_fail](caf::error& e) { on_fail(e); });
+    },
+    part, ctx.timeout, std::move(ok), std::move(fail));
+}
+
+/// Records `owners` (partition → owner) one after the other, then `done`.
+void set_owners(const move_context& ctx, const std::string& topic, std::shared_ptr<std::vector<std::pair<int32_t, std::string>>> owners,
+                size_t i, int64_t at, std::function<void()> done, fail_fn fail) {
+  if (i >= owners->size()) {
+    done();
+    return;
+  }
+  auto [partition, owner] = (*owners)[i];
+  ask<bool>(
+    *ctx.system, ctx.state, ctx.timeout,
+    [ctx, topic, owners, i, at, done, fail](bool&) { set_owners(ctx, topic, owners, i + 1, at, done, fail); },
+    fail, owner_atom::value, topic, partition, owner, at);
+}
+
+// --- destination side ---------------------------------------------------------
+
+/// Step 1 on the destination: the topic exists with the source's partition
+/// count, the partition is owned by the source in this broker's table, and
+/// it starts empty at the source's log-start offset, sealed.
+void ensure(const move_context& ctx, http_request& req, const responder& respond) {
+  json body;
+  if (!object_body(req, respond, body))
+    return;
+  auto topic = req.params["topic"];
+  const auto& raw = req.params["partition"];
+  if (!is_str(body, "from") || !is_int(body, "partitions") || !is_int(body, "log_start_offset")
+      || body["log_start_offset"].get<int64_t>() < 0 || raw.empty() || raw.size() > 9
+      || raw.find_first_not_of("0123456789") != std::string::npos
+      || body["partitions"].get<int64_t>() <= std::stoll(raw) || body["partitions"].get<int64_t>() > 100000) {
+    respond(http_response::error(400, "invalid_request",
+                                 "body must be {\"from\",\"partitions\" (> the partition),\"log_start_offset\","
+                                 "\"config\"?,\"owners\"?}"));
+    return;
+  }
+  auto partition = static_cast<int32_t>(std::stol(raw));
+  auto count = static_cast<int32_t>(body["partitions"].get<int64_t>());
+  auto from = body["from"].get<std::string>();
+  auto start = body["log_start_offset"].get<int64_t>();
+  std::map<int32_t, std::string> named;
+  if (body.contains("owners") && body["owners"].is_array())
+    for (const auto& o : body["owners"])
+      if (o.is_object() && is_int(o, "partition") && is_str(o, "owner"))
+        named[o["partition"].get<int32_t>()] = o["owner"].get<std::string>();
+  auto config = body.contains("config") && body["config"].is_object() ? body["config"].dump() : std::string{};
+  with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
+             [ctx, respond, topic, partition, count, from, start, named, config](int64_t at, const std::string&) {
+    auto topics = ctx.catalog->get();
+    auto t = topics->find(topic);
+    int32_t had = t == topics->end() ? 0 : static_cast<int32_t>(t->second.partitions.size());
+    if (partition < had && !owned_elsewhere(ctx, topic, partition)) {
+      respond(owns_it(ctx, topic, partition));
+      return;
+    }
+    // Partitions this ensure creates are owned where the source says they
+    // are; the moving one by the source until the move confirms.
+    auto owners = std::make_shared<std::vector<std::pair<int32_t, std::string>>>();
+    for (int32_t q = had; q < count; ++q)
+      if (q != partition)
+        owners->emplace_back(q, named.count(q) ? named.at(q) : from);
+    owners->emplace_back(partition, from);
+    auto fail = fail_with(respond);
+    auto prepare = [ctx, respond, topic, partition, start, owners, at, fail] {
+      set_owners(ctx, topic, owners, 0, at, [ctx, respond, topic, partition, start, fail] {
+        auto now = ctx.catalog->get();
+        auto created = now->find(topic);
+        if (created == now->end() || static_cast<size_t>(partition) >= created->second.partitions.size()) {
+          respond(http_response::error(503, "not_ready", "the topic is not published yet; retry"));
+          return;
+        }
+        auto part = created->second.partitions[static_cast<size_t>(partition)];
+        ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, part, start, topic, partition, fail](int64_t&) {
+          ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, start, topic, partition](int64_t& end) {
+            log::get("reassigner")->info("move.ensured topic={} partition={} log_start={}", topic, partition, start);
+            respond(http_response::json(200, json{{"log_start_offset", start}, {"log_end_offset", end}}.dump()));
+          }, fail, seal_atom::value, true);
+        }, fail, reset_atom::value, start);
+      }, fail);
+    };
+    if (had == 0)
+      ask<bool>(*ctx.system, ctx.broker, ctx.timeout, [prepare](bool&) { prepare(); }, fail, create_atom::value,
+                topic, count, config);
+    else if (had < count)
+      ask<int32_t>(*ctx.system, ctx.broker, ctx.timeout, [prepare](int32_t&) { prepare(); }, fail, grow_atom::value,
+                   topic, count);
+    else
+      prepare();
+  });
+}
+
+/// Steps 2 and 4 on the destination: batches with their offsets, appended
+/// at exactly `expected_offset`.
+void append(const move_context& ctx, http_request& req, const responder& respond) {
+  auto local = held(ctx, req, respond);
+  if (!local)
+    return;
+  auto topic = req.params["topic"];
+  if (!owned_elsewhere(ctx, topic, local->first)) {
+    respond(owns_it(ctx, topic, local->first));
+    return;
+  }
+  auto e = req.query.find("expected_offset");
+  if (e == req.query.end() || e->second.empty() || e->second.size() > 18
+      || e->second.find_first_not_of("0123456789") != std::string::npos) {
+    respond(http_response::error(400, "invalid_request", "expected_offset must be a non-negative integer"));
+    return;
+  }
+  auto expected = std::stoll(e->second);
+  bool sync = req.query.count("sync") && req.query["sync"] == "true";
+  auto part = local->second;
+  auto batches = std::make_shared<std::string>(std::move(req.body));
+  ask_bounds(ctx, part, [ctx, respond, part, expected, sync, batches](int64_t, int64_t end, int64_t) {
+    if (end != expected) {
+      respond(http_response::json(409, json{{"error", "offset_mismatch"},
+                                            {"message", "log end is " + std::to_string(end) + ", not "
+                                                          + std::to_string(expected)},
+                                            {"log_end_offset", end}}.dump()));
+      return;
+    }
+    ask<int64_t>(*ctx.system, part, ctx.timeout,
+                 [respond](int64_t& new_end) { respond(http_response::json(200, json{{"log_end_offset", new_end}}.dump())); },
+                 fail_with(respond), copy_atom::value, std::move(*batches), sync);
+  }, fail_with(respond));
+}
+
+/// Step 5 on the destination: group offsets pushed by the source, higher wins.
+void merge_offsets(const move_context& ctx, http_request& req, const responder& respond) {
+  json body;
+  if (!object_body(req, respond, body))
+    return;
+  if (!is_str(body, "topic") || !is_int(body, "partition") || !body.contains("offsets") || !body["offsets"].is_array()) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"offsets\":[...]}"));
+    return;
+  }
+  auto topic = body["topic"].get<std::string>();
+  auto partition = body["partition"].get<int32_t>();
+  auto offsets = body["offsets"].dump();
+  with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
+             [ctx, respond, topic, partition, offsets](int64_t, const std::string&) {
+               ask<int32_t>(*ctx.system, ctx.groups, ctx.timeout,
+                            [respond](int32_t& merged) {
+                              respond(http_response::json(200, json{{"merged", merged}}.dump()));
+                            },
+                            fail_with(respond), merge_atom::value, topic, partition, offsets);
+             });
+}
+
+/// Step 6 on the destination: fsync, check the log end, take ownership, unseal.
+void confirm(const move_context& ctx, http_request& req, const responder& respond) {
+  auto local = held(ctx, req, respond);
+  if (!local)
+    return;
+  json body;
+  if (!object_body(req, respond, body))
+    return;
+  if (!is_int(body, "log_end_offset")) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"from\",\"log_end_offset\"}"));
+    return;
+  }
+  auto expected = body["log_end_offset"].get<int64_t>();
+  auto topic = req.params["topic"];
+  auto [partition, part] = *local;
+  with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
+             [ctx, respond, topic, partition = partition, part = part, expected](int64_t at, const std::string&) {
+    auto fail = fail_with(respond);
+    ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, expected, at, fail](int64_t& end) {
+      if (end != expected) {
+        respond(http_response::json(409, json{{"error", "offset_mismatch"},
+                                              {"message", "log end is " + std::to_string(end) + ", the source's is "
+                                                            + std::to_string(expected)},
+                                              {"log_end_offset", end}}.dump()));
+        return;
+      }
+      ask<bool>(*ctx.system, ctx.state, ctx.timeout, [ctx, respond, topic, partition, part, end, fail](bool&) {
+        ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, end](int64_t&) {
+          log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={}", topic, partition, end);
+          respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end}}.dump()));
+        }, fail, seal_atom::value, false);
+      }, fail, owner_atom::value, topic, partition, ctx.broker_id, at);
+    }, fail, copy_atom::value, std::string{}, true);
+  });
+}
+
+/// A failed or cancelled move: the destination discards its copy.
+void cleanup(const move_context& ctx, http_request& req, const responder& respond) {
+  auto local = held(ctx, req, respond);
+  if (!local)
+    return;
+  json body;
+  if (!object_body(req, respond, body))
+    return;
+  if (!is_str(body, "owner")) {
+    respond(http_response::error(400, "invalid_request", "body must be {\"owner\"}"));
+    return;
+  }
+  auto owner = body["owner"].get<std::string>();
+  auto topic = req.params["topic"];
+  auto [partition, part] = *local;
+  with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
+             [ctx, respond, topic, partition = partition, part = part, owner](int64_t at, const std::string&) {
+    if (!owned_elsewhere(ctx, topic, partition)) {
+      respond(owns_it(ctx, topic, partition));
+      return;
+    }
+    auto fail = fail_with(respond);
+    ask_bounds(ctx, part, [ctx, respond, topic, partition, part, owner, at, fail](int64_t lo, int64_t, int64_t) {
+      ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, owner, at, fail](int64_t& end) {
+        ask<bool>(*ctx.system, ctx.state, ctx.timeout, [ctx, respond, topic, partition, part, end, fail](bool&) {
+          ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, topic, partition, end](int64_t&) {
+            log::get("reassigner")->info("move.cleaned topic={} partition={}", topic, partition);
+            respond(http_response::json(200, json{{"log_end_offset", end}}.dump()));
+          }, fail, seal_atom::value, false);
+        }, fail, owner_atom::value, topic, partition, owner, at);
+      }, fail, reset_atom::value, lo);
+    }, fail);
+  });
+}
+
+// --- move requests between brokers ------------------------------------------------
+
+http_response row_answer(int status, const std::string& row) { return http_response::json(status, row); }
+
+/// The reassigner's refusal, with the owner added to a 421.
+http_response move_refused(const move_context& ctx, const caf::error& e, const std::string& topic, int32_t partition) {
+  auto res = error_response(e);
+  if (res.status == 421) {
+    auto owners = ctx.owners->get();
+    auto it = owners->find(cluster::topic_partition{topic, partition});
+    auto j = json::parse(res.body, nullptr, false);
+    if (j.is_object() && it != owners->end())
+      j["owner"] = it->second;
+    res.body = j.dump();
+  }
+  return res;
+}
+
+// --- the operator's view ------------------------------------------------------------
+
+/// What the admin routes learn from every broker at once.
+struct cluster_survey {
+  std::map<cluster::broker_id, bool> alive;
+  std::map<cluster::topic_partition, cluster::partition_placement> placements;
+  json moves = json::array();        ///< every broker's journal rows
+  std::vector<std::string> unreachable;
+};
+
+bool unfinished(const json& row) {
+  auto s = row.value("state", std::string{});
+  return s != "done" && s != "failed" && s != "cancelled";
+}
+
+/// Surveys /cluster/loads and /cluster/moves on every peer plus this
+/// broker's own state, then calls `done` (on some thread; must not block).
+void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_survey>)> done) {
+  auto result = std::make_shared<cluster_survey>();
+  auto pending = std::make_shared<std::atomic<int>>(3);
+  auto mtx = std::make_shared<std::mutex>();
+  auto finish_one = [result, pending, done] {
+    if (--*pending == 0)
+      done(result);
+  };
+  // This broker: partitions from its catalogue and table, moves from the reassigner.
+  std::vector<cluster::partition_report> own;
+  {
+    auto topics = ctx.catalog->get();
+    auto owners = ctx.owners->get();
+    for (const auto& [name, t] : *topics)
+      for (size_t p = 0; p < t.partitions.size(); ++p) {
+        cluster::topic_partition tp{name, static_cast<int32_t>(p)};
+        auto it = owners->find(tp);
+        own.push_back({tp, cluster::broker_id{ctx.broker_id},
+                       cluster::broker_id{it == owners->end() ? ctx.broker_id : it->second}});
+      }
+  }
+  result->alive[cluster::broker_id{ctx.broker_id}] = true;
+  survey_peers(ctx.peers, "/cluster/loads", ctx.peer_timeout,
+               [result, own, mtx, finish_one](std::vector<peer_answer> answers) mutable {
+                 std::lock_guard<std::mutex> g{*mtx};
+                 auto reports = std::move(own);
+                 for (auto& a : answers) {
+                   result->alive[cluster::broker_id{a.id}] = a.ok;
+                   if (!a.ok) {
+                     result->unreachable.push_back(a.id);
+                     continue;
+                   }
+                   auto more = cluster::parse_loads(a.body);
+                   reports.insert(reports.end(), more.begin(), more.end());
+                 }
+                 result->placements = cluster::merge_partition_reports(reports);
+                 finish_one();
+               });
+  survey_peers(ctx.peers, "/cluster/moves", ctx.peer_timeout, [result, mtx, finish_one](std::vector<peer_answer> answers) {
+    std::lock_guard<std::mutex> g{*mtx};
+    for (auto& a : answers)
+      if (a.ok && a.body.contains("moves") && a.body["moves"].is_array())
+        for (auto& row : a.body["moves"])
+          result->moves.push_back(row);
+    finish_one();
+  });
+  ask<std::string>(
+    *ctx.system, ctx.reassigner, ctx.timeout,
+    [result, mtx, finish_one](std::string& rows) {
+      std::lock_guard<std::mutex> g{*mtx};
+      auto list = json::parse(rows, nullptr, false);
+      if (list.is_array())
+        for (auto& row : list)
+          result->moves.push_back(row);
+      finish_one();
+    },
+    [finish_one](const caf::error& e) {
+      log::get("reassigner")->warn("reassignments.local_list_failed error=\"{}\"", caf::to_string(e));
+      finish_one();
+    },
+    list_atom::value);
+}
+
+/// The controller (epoch, id) this broker acts under when it routes an
+/// operator's move to another broker: its fence's, claiming the first epoch
+/// of a cluster that never had a controller.
+void acting_epoch(const move_context& ctx, std::function<void(int64_t, std::string)> ok, fail_fn fail) {
+  ask_many<int64_t, std::string>(
+    *ctx.system, ctx.state, ctx.timeout,
+    [ctx, ok, fail](int64_t& epoch, std::string& holder) {
+      if (epoch > 0) {
+        ok(epoch, holder);
+        return;
+      }
+      ask<int64_t>(*ctx.system, ctx.state, ctx.timeout, [ctx, ok](int64_t& claimed) { ok(claimed, ctx.broker_id); },
+                   fail, claim_atom::value);
+    },
+    fail, get_atom::value);
+}
+
+const cluster_peer* find_peer(const move_context& ctx, const std::string& id) {
+  for (const auto& p : ctx.peers)
+    if (p.id == id)
+      return &p;
+  return nullptr;
+}
+
+/// Collects the answers of queued moves; answers 202 when the last arrives.
+struct submit_round {
+  std::mutex mtx;
+  cluster::reassignment_outcome outcome;
+  json accepted = json::array();
+  json rejected = json::array();
+  size_t pending = 0;
+  responder respond;
+
+  void add(size_t index, json row, std::optional<std::pair<std::string, std::string>> error) {
+    std::lock_guard<std::mutex> g{mtx};
+    const auto& m = outcome.accepted[index];
+    json entry{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"replicas", json::array({m.to.value})},
+               {"from", m.from.value}, {"to", m.to.value}};
+    if (error) {
+      entry["error"] = error->first;
+      entry["message"] = error->second;
+      rejected.push_back(entry);
+    } else {
+      entry["state"] = row.value("state", std::string{"queued"});
+      if (row.contains("move_id"))
+        entry["move_id"] = row["move_id"];
+      accepted.push_back(entry);
+    }
+    if (--pending == 0)
+      respond(http_response::json(202, json{{"accepted", accepted}, {"rejected", rejected}}.dump()));
+  }
+};
+
+void submit(const move_context& ctx, http_request& req, const responder& respond) {
+  auto body = std::make_shared<std::string>(std::move(req.body));
+  survey(ctx, [ctx, body, respond](std::shared_ptr<cluster_survey> s) {
+    cluster::cluster_view view;
+    view.brokers = s->alive;
+    view.owner_of = [s](const cluster::topic_partition& tp) -> std::optional<cluster::broker_id> {
+      auto it = s->placements.find(tp);
+      if (it == s->placements.end())
+        return std::nullopt;
+      return it->second.owner;
+    };
+    view.moving = [s](const cluster::topic_partition& tp) {
+      for (const auto& row : s->moves)
+        if (row.value("topic", std::string{}) == tp.topic && row.value("partition", -1) == tp.partition
+            && unfinished(row))
+          return true;
+      return false;
+    };
+    auto outcome = cluster::parse_reassignment_request(*body, view);
+    if (!outcome) {
+      respond(http_response::error(400, "invalid_request", outcome.err().message));
+      return;
+    }
+    auto round = std::make_shared<submit_round>();
+    round->respond = respond;
+    round->outcome = std::move(outcome.value());
+    for (const auto& r : round->outcome.rejected) {
+      auto entry = r.entry;
+      if (!entry.is_object())
+        entry = json{{"entry", entry}};
+      entry["error"] = r.error;
+      entry["message"] = r.message;
+      round->rejected.push_back(entry);
+    }
+    round->pending = round->outcome.accepted.size() + 1;
+    acting_epoch(ctx, [ctx, round](int64_t epoch, std::string holder) {
+      for (size_t i = 0; i < round->outcome.accepted.size(); ++i) {
+        const auto& m = round->outcome.accepted[i];
+        if (m.noop) {
+          round->add(i, json{{"state", "done"}}, std::nullopt);
+          continue;
+        }
+        if (m.from.value == ctx.broker_id) {
+          ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
+                           [round, i](std::string& row) { round->add(i, json::parse(row, nullptr, false), std::nullopt); },
+                           [round, i](const caf::error& e) {
+                             round->add(i, nullptr, std::make_pair(error_code_of(e), message_of(e)));
+                           },
+                           move_atom::value, m.tp.topic, m.tp.partition, m.to.value, epoch, holder);
+          continue;
+        }
+        const auto* peer = find_peer(ctx, m.from.value);
+        if (!peer) {
+          round->add(i, nullptr, std::make_pair(std::string{"source_not_alive"}, "broker " + m.from.value + " is not a peer"));
+          continue;
+        }
+        call_peer(*peer, "POST", "/cluster/moves",
+                  json{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}}.dump(), epoch, holder,
+                  ctx.peer_timeout, [round, i](int status, json answer, std::string error) {
+                    if (status == 202) {
+                      round->add(i, std::move(answer), std::nullopt);
+                      return;
+                    }
+                    auto code = answer.is_object() && answer.contains("error") && answer["error"].is_string()
+                                  ? answer["error"].get<std::string>()
+                                  : std::string{status == 0 ? "source_not_alive" : "move_refused"};
+                    round->add(i, nullptr, std::make_pair(code, error));
+                  });
+      }
+      // The extra count keeps the round open until every request is sent.
+      std::lock_guard<std::mutex> g{round->mtx};
+      if (--round->pending == 0)
+        round->respond(http_response::json(202, json{{"accepted", round->accepted}, {"rejected", round->rejected}}.dump()));
+    }, [round](const caf::error& e) {
+      round->respond(http_response::error(503, "no_controller_epoch", "cannot act as controller: " + message_of(e)));
+    });
+  });
+}
+
+void list_reassignments(const move_context& ctx, const responder& respond) {
+  survey(ctx, [respond](std::shared_ptr<cluster_survey> s) {
+    std::vector<json> rows(s->moves.begin(), s->moves.end());
+    std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
+      return std::make_pair(a.value("started_ms", int64_t{0}), a.value("move_id", std::string{}))
+             < std::make_pair(b.value("started_ms", int64_t{0}), b.value("move_id", std::string{}));
+    });
+    json out{{"reassignments", rows}};
+    if (!s->unreachable.empty())
+      out["unreachable"] = s->unreachable;
+    respond(http_response::json(200, out.dump()));
+  });
+}
+
+void cancel(const move_context& ctx, http_request& req, const responder& respond) {
+  auto topic = req.params["topic"];
+  const auto& raw = req.params["partition"];
+  if (raw.empty() || raw.size() > 9 || raw.find_first_not_of("0123456789") != std::string::npos) {
+    respond(http_response::error(400, "invalid_request", "partition must be a non-negative integer"));
+    return;
+  }
+  auto partition = static_cast<int32_t>(std::stol(raw));
+  survey(ctx, [ctx, respond, topic, partition](std::shared_ptr<cluster_survey> s) {
+    std::string source;
+    for (const auto& row : s->moves)
+      if (row.value("topic", std::string{}) == topic && row.value("partition", -1) == partition && unfinished(row))
+        source = row.value("from", std::string{});
+    if (source.empty()) {
+      respond(http_response::error(404, "no_move", "no unfinished move of " + topic + "/" + std::to_string(partition)));
+      return;
+    }
+    if (source == ctx.broker_id) {
+      ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
+                       [respond](std::string& row) { respond(row_answer(200, row)); }, fail_with(respond),
+                       cancel_atom::value, topic, partition);
+      return;
+    }
+    const auto* peer = find_peer(ctx, source);
+    if (!peer) {
+      respond(http_response::error(503, "source_not_alive", "the move runs on " + source + ", not a peer"));
+      return;
+    }
+    acting_epoch(ctx, [peer, respond, topic, partition, ctx](int64_t epoch, std::string holder) {
+      call_peer(*peer, "DELETE", "/cluster/moves/" + topic + "/" + std::to_string(partition), {}, epoch, holder,
+                ctx.peer_timeout, [respond](int status, json answer, std::string error) {
+                  if (status == 0)
+                    respond(http_response::error(503, "source_not_alive", error));
+                  else
+                    respond(http_response::json(status, answer.is_null() ? json{{"error", "bad_answer"}}.dump() : answer.dump()));
+                });
+    }, fail_with(respond));
+  });
+}
+
+}  // namespace
+
+void add_move_routes(router& r, const move_context& ctx) {
+  r.add("POST", "/cluster/partitions/{topic}/{partition}/ensure",
+        [ctx](http_request& req, responder respond) { ensure(ctx, req, respond); });
+  r.add("POST", "/cluster/partitions/{topic}/{partition}/append",
+        [ctx](http_request& req, responder respond) { append(ctx, req, respond); });
+  r.add("POST", "/cluster/partitions/{topic}/{partition}/confirm",
+        [ctx](http_request& req, responder respond) { confirm(ctx, req, respond); });
+  r.add("POST", "/cluster/partitions/{topic}/{partition}/cleanup",
+        [ctx](http_request& req, responder respond) { cleanup(ctx, req, respond); });
+  r.add("POST", "/cluster/offsets", [ctx](http_request& req, responder respond) { merge_offsets(ctx, req, respond); });
+
+  r.add("POST", "/cluster/moves", [ctx](http_request& req, responder respond) {
+    json body;
+    if (!object_body(req, respond, body))
+      return;
+    if (!is_str(body, "topic") || !is_int(body, "partition") || !is_str(body, "to")) {
+      respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"to\"}"));
+      return;
+    }
+    auto topic = body["topic"].get<std::string>();
+    auto partition = body["partition"].get<int32_t>();
+    auto to = body["to"].get<std::string>();
+    with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
+               [ctx, respond, topic, partition, to](int64_t at, const std::string& controller) {
+                 ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
+                                  [respond](std::string& row) { respond(row_answer(202, row)); },
+                                  [ctx, respond, topic, partition](const caf::error& e) {
+                                    respond(move_refused(ctx, e, topic, partition));
+                                  },
+                                  move_atom::value, topic, partition, to, at, controller);
+               });
+  });
+  r.add("GET", "/cluster/moves", [ctx](http_request&, responder respond) {
+    ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
+                     [ctx, respond](std::string& rows) {
+                       respond(http_response::json(200, json{{"broker_id", ctx.broker_id},
+                                                             {"moves", json::parse(rows, nullptr, false)}}.dump()));
+                     },
+                     fail_with(respond), list_atom::value);
+  });
+  r.add("DELETE", "/cluster/moves/{topic}/{partition}", [ctx](http_request& req, responder respond) {
+    auto topic = req.params["topic"];
+    const auto& raw = req.params["partition"];
+    if (raw.empty() || raw.size() > 9 || raw.find_first_not_of("0123456789") != std::string::npos) {
+      respond(http_response::error(400, "invalid_request", "partition must be a non-negative integer"));
+      return;
+    }
+    auto partition = static_cast<int32_t>(std::stol(raw));
+    with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
+               [ctx, respond, topic, partition](int64_t, const std::string&) {
+                 ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
+                                  [respond](std::string& row) { respond(row_answer(200, row)); }, fail_with(respond),
+                                  cancel_atom::value, topic, partition);
+               });
+  });
+}
+
+void add_reassignment_routes(router& r, const move_context& ctx) {
+  r.add("POST", "/admin/reassignments", [ctx](http_request& req, responder respond) { submit(ctx, req, respond); });
+  r.add("GET", "/admin/reassignments", [ctx](http_request&, responder respond) { list_reassignments(ctx, respond); });
+  r.add("DELETE", "/admin/reassignments/{topic}/{partition}",
+        [ctx](http_request& req, responder respond) { cancel(ctx, req, respond); });
+}
+
+}  // namespace moonmq::transport
