@@ -12,6 +12,7 @@
 #include "dataplane/records_json.hpp"
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
+#include "transport/actor_answers.hpp"
 #include "transport/http_client.hpp"
 #include "transport/peer_survey.hpp"
 
@@ -20,23 +21,6 @@ namespace {
 
 using json = nlohmann::json;
 using std::chrono::milliseconds;
-
-/// Answers `e` in the error shape of CONTRACT §3 (with the log bounds for
-/// offset_out_of_range).
-http_response error_response(const caf::error& e) {
-  auto msg = message_of(e);
-  json j{{"error", error_code_of(e)}, {"message", msg.empty() ? caf::to_string(e) : msg}};
-  int64_t lo = 0, hi = 0;
-  if (out_of_range_bounds(e, lo, hi)) {
-    j["log_start_offset"] = lo;
-    j["log_end_offset"] = hi;
-  }
-  return http_response::json(http_status_of(e), j.dump());
-}
-
-std::function<void(const caf::error&)> fail_with(const responder& respond) {
-  return [respond](const caf::error& e) { respond(error_response(e)); };
-}
 
 /// Parses the JSON body; answers 400 and returns false when malformed.
 bool parse_body(const http_request& req, const responder& respond, json& out) {

@@ -6,6 +6,7 @@
 #include "actors/errors.hpp"
 #include "cluster/types.hpp"
 #include "dataplane/topic_name.hpp"
+#include "transport/actor_answers.hpp"
 #include "transport/local_loads.hpp"
 #include "util/logging.hpp"
 
@@ -13,32 +14,6 @@ namespace moonmq::transport {
 namespace {
 
 using json = nlohmann::json;
-
-http_response error_response(const caf::error& e) {
-  auto msg = message_of(e);
-  return http_response::json(http_status_of(e),
-                             json{{"error", error_code_of(e)}, {"message", msg.empty() ? caf::to_string(e) : msg}}.dump());
-}
-
-std::function<void(const caf::error&)> fail_with(const responder& respond) {
-  return [respond](const caf::error& e) { respond(error_response(e)); };
-}
-
-/// The partition named by the route's {topic} and {partition} when this
-/// broker holds it: (number, actor); answers 404 and returns nullopt otherwise.
-std::optional<std::pair<int32_t, partition_actor>> local_partition(const cluster_context& ctx, http_request& req,
-                                                                   const responder& respond) {
-  auto topics = ctx.catalog->get();
-  auto t = topics->find(req.params["topic"]);
-  const auto& raw = req.params["partition"];
-  if (t == topics->end() || raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
-      || std::stoul(raw) >= t->second.partitions.size()) {
-    respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
-    return std::nullopt;
-  }
-  auto n = std::stoul(raw);
-  return std::make_pair(static_cast<int32_t>(n), t->second.partitions[n]);
-}
 
 /// POST /cluster/topics/{t}/grow once the topic is known to be smaller
 /// here: records `owner` for every new partition (stamped with the highest
@@ -172,7 +147,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
   // body is one encoded v2 batch (offsets assigned here). One hop only: a
   // broker that does not own it either answers 421.
   r.add("POST", "/cluster/partitions/{topic}/{partition}/records", [ctx](http_request& req, responder respond) {
-    auto local = local_partition(ctx, req, respond);
+    auto local = route_partition(*ctx.catalog, req, respond);
     if (!local)
       return;
     auto owners = ctx.owners->get();
@@ -193,7 +168,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
 
   // Log bounds of a local partition (data plane; a move's copy loop).
   r.add("GET", "/cluster/partitions/{topic}/{partition}/log-end", [ctx](http_request& req, responder respond) {
-    auto local = local_partition(ctx, req, respond);
+    auto local = route_partition(*ctx.catalog, req, respond);
     if (!local)
       return;
     auto part = local->second;

@@ -10,6 +10,7 @@
 #include "actors/errors.hpp"
 #include "cluster/partition_map.hpp"
 #include "cluster/reassignment_request.hpp"
+#include "transport/actor_answers.hpp"
 #include "transport/cluster_routes.hpp"
 #include "util/logging.hpp"
 
@@ -18,16 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 using fail_fn = std::function<void(const caf::error&)>;
-
-http_response error_response(const caf::error& e) {
-  auto msg = message_of(e);
-  return http_response::json(http_status_of(e),
-                             json{{"error", error_code_of(e)}, {"message", msg.empty() ? caf::to_string(e) : msg}}.dump());
-}
-
-fail_fn fail_with(const responder& respond) {
-  return [respond](const caf::error& e) { respond(error_response(e)); };
-}
 
 /// Parses a JSON object body; answers 400 and returns false otherwise.
 bool object_body(const http_request& req, const responder& respond, json& out) {
@@ -40,22 +31,6 @@ bool object_body(const http_request& req, const responder& respond, json& out) {
 
 bool is_int(const json& j, const char* key) { return j.contains(key) && j[key].is_number_integer(); }
 bool is_str(const json& j, const char* key) { return j.contains(key) && j[key].is_string(); }
-
-/// The route's {topic}/{partition} when held here: (number, actor); answers
-/// 404 and returns nullopt otherwise.
-std::optional<std::pair<int32_t, partition_actor>> held(const move_context& ctx, http_request& req,
-                                                        const responder& respond) {
-  auto topics = ctx.catalog->get();
-  auto t = topics->find(req.params["topic"]);
-  const auto& raw = req.params["partition"];
-  if (t == topics->end() || raw.empty() || raw.size() > 9 || raw.find_first_not_of("0123456789") != std::string::npos
-      || std::stoul(raw) >= t->second.partitions.size()) {
-    respond(http_response::error(404, "unknown_partition", "no local partition " + req.params["topic"] + "/" + raw));
-    return std::nullopt;
-  }
-  auto n = std::stoul(raw);
-  return std::make_pair(static_cast<int32_t>(n), t->second.partitions[n]);
-}
 
 /// True when this broker's table names another broker as the owner: only
 /// then may a move write over its copy.
@@ -175,7 +150,7 @@ void ensure(const move_context& ctx, http_request& req, const responder& respond
 /// Steps 2 and 4 on the destination: batches with their offsets, appended
 /// at exactly `expected_offset`.
 void append(const move_context& ctx, http_request& req, const responder& respond) {
-  auto local = held(ctx, req, respond);
+  auto local = route_partition(*ctx.catalog, req, respond);
   if (!local)
     return;
   auto topic = req.params["topic"];
@@ -231,7 +206,7 @@ void merge_offsets(const move_context& ctx, http_request& req, const responder& 
 
 /// Step 6 on the destination: fsync, check the log end, take ownership, unseal.
 void confirm(const move_context& ctx, http_request& req, const responder& respond) {
-  auto local = held(ctx, req, respond);
+  auto local = route_partition(*ctx.catalog, req, respond);
   if (!local)
     return;
   json body;
@@ -267,7 +242,7 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
 
 /// A failed or cancelled move: the destination discards its copy.
 void cleanup(const move_context& ctx, http_request& req, const responder& respond) {
-  auto local = held(ctx, req, respond);
+  auto local = route_partition(*ctx.catalog, req, respond);
   if (!local)
     return;
   json body;
