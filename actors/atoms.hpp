@@ -34,5 +34,6 @@ using move_atom = caf::atom_constant<caf::atom("move")>;      ///< queue a parti
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;  ///< cancel a partition move
 using merge_atom = caf::atom_constant<caf::atom("merge")>;    ///< merge pushed group offsets (higher wins)
 using step_atom = caf::atom_constant<caf::atom("step")>;      ///< a move's next step or a peer's answer
+using plan_atom = caf::atom_constant<caf::atom("plan")>;      ///< compute a balance plan now
 
 }  // namespace moonmq

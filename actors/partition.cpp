@@ -117,6 +117,36 @@ std::string summary(self_ptr self) {
   return j.dump();
 }
 
+/// Whole batches from `from`; `fetch` counts them as consumer traffic
+/// (a move's copy reads are not client load).
+caf::result<std::string, int64_t, int64_t> read_batches(self_ptr self, int64_t from, int32_t max_bytes, bool fetch) {
+  auto& st = self->state;
+  if (!st.log)
+    return offline(self);
+  auto r = st.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
+  if (!r) {
+    if (r.err().code == storage::errc::offset_out_of_range)
+      return make_out_of_range(from, r.err().log_start.value, r.err().log_end.value);
+    return storage_failure(r.err());
+  }
+  std::string_view rest = r->batches;
+  uint64_t records = 0;
+  while (!rest.empty()) {
+    auto h = storage::peek_batch_header(rest);
+    if (!h)
+      break;
+    records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
+    rest.remove_prefix(h->size);
+  }
+  if (!fetch)
+    return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
+  st.c.bytes_out += r->batches.size();
+  st.c.records_out += records;
+  st.m_bytes_out->inc(static_cast<double>(r->batches.size()));
+  st.m_records_out->inc(static_cast<double>(records));
+  return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
+}
+
 partition_actor::behavior_type partition_fn(self_ptr self, partition_settings settings) {
   auto& init = self->state;
   init.settings = std::move(settings);
@@ -222,29 +252,10 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
       return st.log->log_end().value;
     },
     [self](read_atom, int64_t from, int32_t max_bytes) -> caf::result<std::string, int64_t, int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      auto r = st.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
-      if (!r) {
-        if (r.err().code == storage::errc::offset_out_of_range)
-          return make_out_of_range(from, r.err().log_start.value, r.err().log_end.value);
-        return storage_failure(r.err());
-      }
-      std::string_view rest = r->batches;
-      uint64_t records = 0;
-      while (!rest.empty()) {
-        auto h = storage::peek_batch_header(rest);
-        if (!h)
-          break;
-        records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
-        rest.remove_prefix(h->size);
-      }
-      st.c.bytes_out += r->batches.size();
-      st.c.records_out += records;
-      st.m_bytes_out->inc(static_cast<double>(r->batches.size()));
-      st.m_records_out->inc(static_cast<double>(records));
-      return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
+      return read_batches(self, from, max_bytes, true);
+    },
+    [self](read_atom, int64_t from, int32_t max_bytes, bool fetch) -> caf::result<std::string, int64_t, int64_t> {
+      return read_batches(self, from, max_bytes, fetch);
     },
     [self](bounds_atom) -> caf::result<int64_t, int64_t, int64_t> {
       auto& st = self->state;

@@ -39,6 +39,9 @@ using partition_actor = caf::typed_actor<
   // Whole batches from `offset`, up to `max_bytes` but at least one batch.
   // Replies (batches, log_start, log_end); error offset_out_of_range with bounds.
   caf::replies_to<read_atom, int64_t, int32_t>::with<std::string, int64_t, int64_t>,
+  // The same; `fetch` false = not client traffic (a move's copy), so the
+  // partition's fetch counters, and its NW_OUT load, leave it out.
+  caf::replies_to<read_atom, int64_t, int32_t, bool>::with<std::string, int64_t, int64_t>,
   // (log_start, log_end, size_bytes).
   caf::replies_to<bounds_atom>::with<int64_t, int64_t, int64_t>,
   // Internal: fsync the appends held for group commit.

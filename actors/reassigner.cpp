@@ -11,6 +11,7 @@
 #include "actors/errors.hpp"
 #include "cluster/move_journal.hpp"
 #include "util/logging.hpp"
+#include "util/metrics.hpp"
 
 // Every continuation below looks its move up again by id (`run`, `row`)
 // instead of capturing the pointer of the enclosing step, which may dangle
@@ -151,12 +152,7 @@ bool journal_to(self_ptr self, const std::string& id, move_state next, const std
                     r.err().message);
     return false;
   }
-  const auto* row = st.journal->find(id);
-  auto log_fn = next == move_state::failed || next == move_state::rolling_back ? spdlog::level::warn
-                                                                                : spdlog::level::info;
-  logger()->log(log_fn, "move.{} move={} topic={} partition={} from={} to={}{}", cluster::to_string(next), id,
-                row->tp.topic, row->tp.partition, row->from.value, row->to.value,
-                error.empty() ? std::string{} : " reason=\"" + error + "\"");
+  // The journal logs every transition (move.<state> ...).
   return true;
 }
 
@@ -360,7 +356,7 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
   auto seq = ++run->seq;
   auto from = run->position;
   auto max_bytes = static_cast<int32_t>(std::min<int64_t>(self->state.settings.batch_bytes, 1LL << 30));
-  self->request(*part, local_timeout, read_atom::value, from, max_bytes)
+  self->request(*part, local_timeout, read_atom::value, from, max_bytes, false)
     .then(
       [self, id, seq, from, after](std::string& batches, int64_t, int64_t log_end) {
         auto* run = run_of(self, id);
@@ -383,6 +379,10 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
                  return;
                }
                run->position = answer["log_end_offset"].get<int64_t>();
+               metrics::registry::global()
+                 .get_counter("moonmq_reassign_bytes_total", "Bytes a move sent to its destination (copy and drain)",
+                              {{"dest", row_of(self, id)->to.value}})
+                 .inc(static_cast<double>(size));
                run->bytes_copied += size;
                run->copied_this_run += size;
                run->bytes_total = std::max(run->bytes_total, run->bytes_copied);
@@ -570,7 +570,7 @@ void finish(self_ptr self, const std::string& id) {
            }
            auto seq = ++run->seq;
            auto max_bytes = static_cast<int32_t>(std::min<int64_t>(self->state.settings.batch_bytes, 1LL << 30));
-           self->request(*part, local_timeout, read_atom::value, dest_end, max_bytes)
+           self->request(*part, local_timeout, read_atom::value, dest_end, max_bytes, false)
              .then(
                [self, id, seq, dest_end](std::string& batches, int64_t, int64_t) {
                  auto* run = run_of(self, id);
@@ -607,6 +607,13 @@ void finish(self_ptr self, const std::string& id) {
                 if (!journal_to(self, id, move_state::done, note))
                   return;
                 const auto* row = row_of(self, id);
+                auto& reg = metrics::registry::global();
+                reg.get_counter("moonmq_reassign_partitions_total", "Partition moves finished (done) as their source",
+                                {{"dest", row->to.value}})
+                  .inc();
+                reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
+                                  {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
+                  .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
                 // The destination holds every record durably: reclaim the
                 // source's copy (it stays sealed; its table routes to the owner).
                 if (auto part = local_partition(self, row->tp))
@@ -818,8 +825,6 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
                            cluster::to_string(r.err().code), r.err().message));
           return;
         }
-        logger()->info("move.queued move={} topic={} partition={} from={} to={} epoch={}", e.move_id, tp.topic,
-                       tp.partition, e.from.value, to, epoch);
         rp.deliver(row_json(*st.journal->find(e.move_id), nullptr).dump());
         start_queued(self);
       };

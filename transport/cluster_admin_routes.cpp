@@ -133,6 +133,30 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
                           round->finish_one();
                         });
   });
+
+  // The balance loop's status and last pass; a plan from the live model now.
+  r.add("GET", "/admin/balancer", [ctx](http_request&, responder respond) {
+    if (!ctx.balancer) {
+      respond(http_response::json(200, json{{"enabled", false}, {"reason", "no Cluster section: nothing to balance"}}.dump()));
+      return;
+    }
+    ask<std::string>(
+      *ctx.system, *ctx.balancer, std::chrono::seconds(5),
+      [respond](std::string& status) { respond(http_response::json(200, status)); },
+      [respond](const caf::error& e) { respond(http_response::error(http_status_of(e), error_code_of(e), caf::to_string(e))); },
+      get_atom::value);
+  });
+  r.add("POST", "/admin/balancer/plan", [ctx](http_request&, responder respond) {
+    if (!ctx.balancer) {
+      respond(http_response::error(409, "not_a_cluster", "no Cluster section: nothing to balance"));
+      return;
+    }
+    ask<std::string>(
+      *ctx.system, *ctx.balancer, std::chrono::seconds(30),
+      [respond](std::string& pass) { respond(http_response::json(200, pass)); },
+      [respond](const caf::error& e) { respond(http_response::error(http_status_of(e), error_code_of(e), caf::to_string(e))); },
+      plan_atom::value);
+  });
 }
 
 }  // namespace moonmq::transport

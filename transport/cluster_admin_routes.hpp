@@ -17,6 +17,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/catalog_view.hpp"
+#include "actors/balancer.hpp"
 #include "actors/cluster_state.hpp"
 #include "transport/peer_survey.hpp"
 #include "transport/router.hpp"
@@ -34,6 +35,8 @@ struct cluster_admin_context {
   std::optional<cluster_state_actor> state;
   std::shared_ptr<owner_view> owners;
   std::vector<cluster_peer> peers;
+  /// The balance loop (a Cluster section is required); /admin/balancer.
+  std::optional<balancer_actor> balancer;
   /// Deadline of the peers' /cluster/loads; local partitions get half of it.
   std::chrono::milliseconds probe_timeout{2000};
 };

@@ -20,6 +20,7 @@
 
 #include <sys/resource.h>
 
+#include "actors/balancer.hpp"
 #include "actors/broker.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
@@ -37,6 +38,7 @@
 #include "transport/cluster_admin_routes.hpp"
 #include "transport/cluster_routes.hpp"
 #include "transport/move_routes.hpp"
+#include "transport/local_loads.hpp"
 #include "transport/blocking_client.hpp"
 #include "transport/http_client.hpp"
 #include "transport/tls.hpp"
@@ -216,6 +218,7 @@ int run(const config::load_result& loaded) {
 
   std::optional<cluster_state_actor> cluster_state;
   std::optional<reassigner_actor> reassigner;
+  std::optional<balancer_actor> balancer;
   std::vector<peer_actor> peer_actors;
   auto cluster_router = std::make_shared<transport::router>();
   std::unique_ptr<transport::http_server> cluster_server;
@@ -279,6 +282,17 @@ int run(const config::load_result& loaded) {
     mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     transport::add_move_routes(*cluster_router, mctx);
     transport::add_reassignment_routes(*admin_router, mctx);
+    balancer_settings bs;
+    bs.broker_id = cfg.broker_id();
+    bs.config = cfg.autobalance;
+    bs.peers = cactx.peers;
+    bs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    bs.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
+                       std::function<void(nlohmann::json)> done) {
+      transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
+    };
+    balancer = spawn_balancer(sys, bs, actx.goals, *cluster_state, *reassigner, registry);
+    cactx.balancer = *balancer;
     auto opts = listener_options(cfg, "cluster", *cfg.cluster);
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
@@ -302,6 +316,8 @@ int run(const config::load_result& loaded) {
     children.push_back(caf::actor_cast<caf::actor>(*cluster_state));
   if (reassigner)
     children.push_back(caf::actor_cast<caf::actor>(*reassigner));
+  if (balancer)
+    children.push_back(caf::actor_cast<caf::actor>(*balancer));
   for (const auto& p : peer_actors)
     children.push_back(caf::actor_cast<caf::actor>(p));
   auto stop_actors = [&] {

@@ -1,0 +1,510 @@
+#include "actors/balancer.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <set>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "cluster/partition_map.hpp"
+#include "goals/detector.hpp"
+#include "goals/load_model.hpp"
+#include "goals/model_json.hpp"
+#include "plugins/goal_loader.hpp"
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+/// A partition whose move finished within this many intervals does not
+/// move again yet: its rates on the new owner need a window first.
+constexpr int64_t cooldown_intervals = 3;
+constexpr milliseconds local_timeout{5000};
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+auto logger() { return log::get("balancer"); }
+
+struct balancer_state {
+  balancer_settings settings;
+  std::shared_ptr<plugins::goal_registry> goals;
+  cluster_state_actor cstate;
+  reassigner_actor reassigner;
+  goals::load_model model;
+  /// Owner seen at the last pass per partition: a new owner re-primes its rates.
+  std::map<goals::topic_partition, std::string> last_owner;
+  int64_t epoch = 0;  ///< this loop's controller epoch (0 = not claimed yet)
+  bool superseded = false;
+  std::string superseded_by;
+  bool pass_running = false;
+  uint64_t passes = 0;
+  json last_pass;  ///< null before the first pass
+  std::vector<caf::typed_response_promise<std::string>> plan_waiters;
+  static inline const char* name = "balancer";
+};
+
+using self_ptr = balancer_actor::stateful_pointer<balancer_state>;
+
+/// Collects the inputs of one pass from several threads and posts them to
+/// the actor as one JSON text when the last arrives.
+struct pass_inputs {
+  std::mutex mtx;
+  json inputs{{"peers", json::array()}, {"moves", json::array()}, {"announce", json::array()}};
+  std::atomic<int> pending{0};
+  balancer_actor owner;
+  bool execute = false;
+
+  template <class F>
+  void add(F&& f) {
+    {
+      std::lock_guard<std::mutex> g{mtx};
+      f(inputs);
+    }
+    if (--pending == 0)
+      caf::anon_send(owner, step_atom::value, inputs.dump(), execute);
+  }
+};
+
+void supersede(self_ptr self, const std::string& by) {
+  auto& st = self->state;
+  if (st.superseded)
+    return;
+  st.superseded = true;
+  st.superseded_by = by;
+  logger()->warn("balancer.superseded broker={} epoch={} by=\"{}\" msg=\"this balance loop stops acting until the "
+                 "node restarts\"",
+                 st.settings.broker_id, st.epoch, by);
+  metrics::registry::global()
+    .get_gauge("moonmq_autobalancer_fenced", "1 once this broker's balance loop was superseded by a newer controller")
+    .set(1.0);
+}
+
+/// Starts a pass: re-announces the claim (when executing) and collects
+/// every broker's loads and moves.
+void start_pass(self_ptr self, bool execute) {
+  auto& st = self->state;
+  st.pass_running = true;
+  const auto& peers = st.settings.peers;
+  auto in = std::make_shared<pass_inputs>();
+  in->owner = caf::actor_cast<balancer_actor>(self);
+  in->execute = execute;
+  in->pending = 4 + (execute ? static_cast<int>(peers.size()) + 1 : 0);
+  if (execute) {
+    self->request(st.cstate, local_timeout, get_atom::value)
+      .then(
+        [in](int64_t highest, std::string& holder) {
+          in->add([&](json& j) { j["fence"] = {{"epoch", highest}, {"holder", holder}}; });
+        },
+        [in](caf::error& e) { in->add([&](json& j) { j["fence_error"] = caf::to_string(e); }); });
+    for (const auto& peer : peers)
+      transport::call_peer(peer, "POST", "/cluster/controller", "{}", st.epoch, st.settings.broker_id,
+                           st.settings.peer_timeout, [in, id = peer.id](int status, json body, std::string error) {
+                             in->add([&](json& j) {
+                               j["announce"].push_back(
+                                 {{"id", id}, {"status", status}, {"body", body}, {"error", error}});
+                             });
+                           });
+  }
+  st.settings.local_loads([in](json body) { in->add([&](json& j) { j["local"] = std::move(body); }); });
+  transport::survey_peers(peers, "/cluster/loads", st.settings.peer_timeout, [in](std::vector<transport::peer_answer> a) {
+    in->add([&](json& j) {
+      for (auto& p : a)
+        j["peers"].push_back({{"id", p.id}, {"ok", p.ok}, {"error", p.error}, {"body", p.body}});
+    });
+  });
+  transport::survey_peers(peers, "/cluster/moves", st.settings.peer_timeout, [in](std::vector<transport::peer_answer> a) {
+    in->add([&](json& j) {
+      for (auto& p : a)
+        if (p.ok && p.body.contains("moves") && p.body["moves"].is_array())
+          for (auto& row : p.body["moves"])
+            j["moves"].push_back(row);
+    });
+  });
+  self->request(st.reassigner, local_timeout, list_atom::value)
+    .then(
+      [in](std::string& rows) {
+        in->add([&](json& j) {
+          auto list = json::parse(rows, nullptr, false);
+          if (list.is_array())
+            for (auto& row : list)
+              j["moves"].push_back(row);
+        });
+      },
+      [in](caf::error&) { in->add([](json&) {}); });
+}
+
+/// Counters of the partitions a loads body reports, by (reporter, partition).
+void read_counters(const json& body, std::map<std::pair<std::string, goals::topic_partition>, std::pair<uint64_t, uint64_t>>& out) {
+  if (!body.is_object() || !body.contains("partitions") || !body["partitions"].is_array()
+      || !body.contains("broker_id") || !body["broker_id"].is_string())
+    return;
+  auto reporter = body["broker_id"].get<std::string>();
+  for (const auto& row : body["partitions"]) {
+    if (!row.is_object() || !row.contains("topic") || !row["topic"].is_string() || !row.contains("partition")
+        || !row["partition"].is_number_integer())
+      continue;
+    goals::topic_partition tp{row["topic"].get<std::string>(), row["partition"].get<int32_t>()};
+    auto num = [&](const char* k) -> uint64_t {
+      return row.contains(k) && row[k].is_number_unsigned() ? row[k].get<uint64_t>() : 0;
+    };
+    out[{reporter, tp}] = {num("bytes_in"), num("bytes_out")};
+  }
+}
+
+bool unfinished(const json& row) {
+  auto s = row.value("state", std::string{});
+  return s != "done" && s != "failed" && s != "cancelled";
+}
+
+/// The resource a built-in distribution goal balances (for the stddev metric).
+std::optional<size_t> resource_of(const std::string& goal) {
+  if (goal == "NW_IN")
+    return 0;
+  if (goal == "NW_OUT")
+    return 1;
+  if (goal == "DISK")
+    return 2;
+  if (goal == "PARTITION_COUNT")
+    return 3;
+  return std::nullopt;
+}
+
+void publish_metrics(const goals::plan& plan) {
+  auto& reg = metrics::registry::global();
+  for (size_t b = 0; b < plan.broker_ids.size() && b < plan.brokers_before.size(); ++b)
+    for (size_t r = 0; r < goals::kResourceCount; ++r)
+      reg.get_gauge("moonmq_autobalancer_broker_load", "Load per broker and resource at the last pass (bytes/s, bytes, partitions)",
+                    {{"broker", plan.broker_ids[b]},
+                     {"resource", std::string(goals::resource_key(static_cast<goals::resource>(r)))}})
+        .set(plan.brokers_before[b][r]);
+  for (const auto& g : plan.goals) {
+    reg.get_gauge("moonmq_autobalancer_load_mean", "Mean broker load a goal balances around, at the last pass",
+                  {{"goal", g.name}})
+      .set(g.before.mean);
+    if (auto r = resource_of(g.name); r && !plan.brokers_before.empty()) {
+      double sum = 0, sq = 0;
+      for (const auto& loads : plan.brokers_before) {
+        sum += loads[*r];
+        sq += loads[*r] * loads[*r];
+      }
+      auto n = static_cast<double>(plan.brokers_before.size());
+      auto mean = sum / n;
+      reg.get_gauge("moonmq_autobalancer_load_stddev", "Standard deviation of broker loads a goal balances, at the last pass",
+                    {{"goal", g.name}})
+        .set(std::sqrt(std::max(0.0, sq / n - mean * mean)));
+    }
+  }
+  reg.get_gauge("moonmq_autobalancer_last_plan_size", "Moves in the last pass's plan")
+    .set(static_cast<double>(plan.actions.size()));
+}
+
+/// Sends one planned move to the partition's owner under this loop's epoch.
+void execute_move(self_ptr self, const goals::plan_action& a) {
+  auto& st = self->state;
+  auto handle = caf::actor_cast<balancer_actor>(self);
+  auto report = [handle, topic = a.topic, partition = a.partition, to = a.to](int status, std::string message) {
+    caf::anon_send(handle, step_atom::value, topic, partition, to, static_cast<int32_t>(status), std::move(message));
+  };
+  if (a.from == st.settings.broker_id) {
+    self->request(st.reassigner, local_timeout, move_atom::value, a.topic, a.partition, a.to, st.epoch,
+                  st.settings.broker_id)
+      .then([report](std::string& row) { report(202, row); },
+            [report](caf::error& e) { report(http_status_of(e), error_code_of(e) + ": " + message_of(e)); });
+    return;
+  }
+  for (const auto& peer : st.settings.peers)
+    if (peer.id == a.from) {
+      transport::call_peer(peer, "POST", "/cluster/moves",
+                           json{{"topic", a.topic}, {"partition", a.partition}, {"to", a.to}}.dump(), st.epoch,
+                           st.settings.broker_id, st.settings.peer_timeout,
+                           [report](int status, json body, std::string error) {
+                             auto code = body.is_object() ? body.value("error", std::string{}) : std::string{};
+                             report(status, error.empty() ? body.dump() : code + " " + error);
+                           });
+      return;
+    }
+  report(0, "broker " + a.from + " is not a peer");
+}
+
+/// Builds the model from a pass's inputs, plans, and executes (or not).
+void finish_pass(self_ptr self, const json& in, bool execute) {
+  auto& st = self->state;
+  const auto& cfg = st.settings.config;
+  auto started = now_ms();
+  json pass{{"started_ms", started},        {"epoch", st.epoch}, {"dry_run", cfg.dry_run},
+            {"executing", execute},          {"errors", json::array()}, {"executed", json::array()}};
+  if (execute) {
+    if (in.contains("fence")) {
+      auto highest = in["fence"].value("epoch", int64_t{0});
+      auto holder = in["fence"].value("holder", std::string{});
+      if (highest > st.epoch || (highest == st.epoch && holder != st.settings.broker_id))
+        supersede(self, "local fence: epoch " + std::to_string(highest) + " held by " + holder);
+    }
+    for (const auto& a : in["announce"]) {
+      auto status = a.value("status", 0);
+      if (status == 409)
+        supersede(self, a.value("id", std::string{}) + ": " + a["body"].value("message", std::string{"409"}));
+      else if (status != 200)
+        pass["errors"].push_back("announce to " + a.value("id", std::string{}) + ": "
+                                 + (a.value("error", std::string{}).empty() ? "HTTP " + std::to_string(status)
+                                                                            : a.value("error", std::string{})));
+    }
+  }
+  // Brokers and their reports.
+  std::map<std::string, bool> alive{{st.settings.broker_id, true}};
+  std::vector<cluster::partition_report> reports;
+  std::map<std::pair<std::string, goals::topic_partition>, std::pair<uint64_t, uint64_t>> counters;
+  if (in.contains("local")) {
+    reports = cluster::parse_loads(in["local"]);
+    read_counters(in["local"], counters);
+  }
+  for (const auto& p : in["peers"]) {
+    auto id = p.value("id", std::string{});
+    alive[id] = p.value("ok", false);
+    if (!alive[id]) {
+      pass["errors"].push_back("loads of " + id + ": " + p.value("error", std::string{}));
+      continue;
+    }
+    auto more = cluster::parse_loads(p["body"]);
+    reports.insert(reports.end(), more.begin(), more.end());
+    read_counters(p["body"], counters);
+  }
+  auto placements = cluster::merge_partition_reports(reports);
+  auto now = now_ms();
+  for (const auto& [tp, place] : placements) {
+    goals::topic_partition gtp{tp.topic, tp.partition};
+    auto c = counters.find({place.owner.value, gtp});
+    if (!alive.count(place.owner.value) || c == counters.end())
+      continue;  // the owner did not report it this pass: keep its last samples
+    auto& seen = st.last_owner[gtp];
+    if (seen != place.owner.value) {
+      if (!seen.empty())
+        st.model.forget(gtp);  // a new owner's counters are another series
+      seen = place.owner.value;
+    }
+    st.model.observe({gtp, place.owner.value, c->second.first, c->second.second,
+                      static_cast<double>(place.size_bytes), now});
+  }
+  std::set<std::string> excluded(cfg.excluded_brokers.begin(), cfg.excluded_brokers.end());
+  auto brokers = [&](const std::set<std::string>& extra) {
+    std::vector<goals::broker_spec> list;
+    for (const auto& [id, up] : alive) {
+      goals::broker_spec b;
+      b.id = id;
+      b.alive = up;
+      b.excluded = excluded.count(id) || extra.count(id);
+      list.push_back(b);
+    }
+    return list;
+  };
+  st.model.set_brokers(brokers({}));
+  auto model = st.model.to_model();
+  // A broker holding a partition whose window is incomplete has a load that
+  // is not known yet: it is not a destination in this pass.
+  std::set<std::string> incomplete;
+  for (const auto& r : model.replicas)
+    if (!r.trusted)
+      incomplete.insert(r.owner);
+  if (!incomplete.empty()) {
+    st.model.set_brokers(brokers(incomplete));
+    model = st.model.to_model();
+  }
+  model.excluded_topics = cfg.excluded_topics;
+  model.max_actions = static_cast<size_t>(std::max(0, cfg.max_actions_per_detect));
+  for (const auto& [name, g] : cfg.goals) {
+    goals::goal_overrides o;
+    o.enabled = g.enabled;
+    o.avg_deviation = g.avg_deviation;
+    o.detect_threshold = g.detect_threshold;
+    o.priority = g.priority;
+    o.capacity_threshold = g.capacity_threshold;
+    model.goals[name] = o;
+  }
+  std::set<std::string> known;
+  for (const auto& b : model.brokers)
+    known.insert(b.id);
+  for (const auto& row : in["moves"]) {
+    goals::topic_partition tp{row.value("topic", std::string{}), row.value("partition", 0)};
+    if (unfinished(row) && known.count(row.value("to", std::string{})))
+      model.in_flight.push_back({tp, row.value("to", std::string{})});
+    else if (row.value("state", std::string{}) == "done"
+             && row.value("updated_ms", int64_t{0}) > now - cooldown_intervals * cfg.interval_seconds * 1000)
+      model.cooldown.push_back(tp);
+  }
+  // Replicas whose owner is not a broker of the cluster cannot be modelled.
+  model.replicas.erase(std::remove_if(model.replicas.begin(), model.replicas.end(),
+                                      [&](const goals::replica_spec& r) { return !known.count(r.owner); }),
+                       model.replicas.end());
+  json broker_list = json::array();
+  for (const auto& b : model.brokers)
+    broker_list.push_back({{"id", b.id}, {"alive", b.alive}, {"excluded", b.excluded}, {"incomplete_window", incomplete.count(b.id) > 0}});
+  pass["brokers"] = broker_list;
+  pass["in_flight"] = model.in_flight.size();
+  auto loaded = st.goals ? st.goals->current() : plugins::load_report{};
+  std::vector<const goals::goal*> goal_list;
+  for (const auto& g : loaded.goals)
+    goal_list.push_back(g.goal.get());
+  auto plan = goals::make_plan(model, goal_list);
+  if (!plan) {
+    pass["errors"].push_back("plan: " + plan.error());
+  } else {
+    pass["plan"] = goals::plan_to_json(plan.value());
+    publish_metrics(plan.value());
+    bool act = execute && !cfg.dry_run && !st.superseded;
+    for (const auto& a : plan.value().actions) {
+      pass["executed"].push_back({{"topic", a.topic}, {"partition", a.partition}, {"from", a.from}, {"to", a.to},
+                                  {"goal", a.goal}, {"result", act ? "sent" : (execute ? "dry_run" : "plan_only")}});
+      if (act)
+        execute_move(self, a);
+    }
+    if (!plan.value().actions.empty())
+      logger()->info("balancer.plan moves={} dry_run={} executing={} summary=\"{}\"", plan.value().actions.size(),
+                     cfg.dry_run, act, plan.value().summary);
+  }
+  pass["duration_ms"] = now_ms() - started;
+  if (execute) {
+    ++st.passes;
+    metrics::registry::global().get_counter("moonmq_autobalancer_passes_total", "Balance loop passes run").inc();
+    st.last_pass = pass;
+  }
+  for (auto& w : st.plan_waiters)
+    w.deliver(pass.dump());
+  st.plan_waiters.clear();
+}
+
+json status_json(self_ptr self) {
+  auto& st = self->state;
+  const auto& cfg = st.settings.config;
+  json j{{"enabled", cfg.enabled},
+         {"dry_run", cfg.dry_run},
+         {"interval_seconds", cfg.interval_seconds},
+         {"broker_id", st.settings.broker_id},
+         {"controller", {{"epoch", st.epoch}, {"superseded", st.superseded}}},
+         {"passes", st.passes},
+         {"last_pass", st.last_pass}};
+  if (st.superseded)
+    j["controller"]["superseded_by"] = st.superseded_by;
+  if (st.goals) {
+    json names = json::array();
+    for (const auto& g : st.goals->current().goals)
+      names.push_back(g.name);
+    j["goals"] = names;
+  }
+  return j;
+}
+
+balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings settings,
+                                          std::shared_ptr<plugins::goal_registry> goal_set,
+                                          cluster_state_actor cstate, reassigner_actor reassigner) {
+  auto& init = self->state;
+  init.settings = std::move(settings);
+  init.goals = std::move(goal_set);
+  init.cstate = std::move(cstate);
+  init.reassigner = std::move(reassigner);
+  const auto& cfg = init.settings.config;
+  init.model = goals::load_model(goals::window_config{static_cast<size_t>(std::max(1, cfg.window)),
+                                                      static_cast<size_t>(std::max(0, cfg.min_valid)),
+                                                      cfg.percentile});
+  metrics::registry::global()
+    .get_gauge("moonmq_autobalancer_fenced", "1 once this broker's balance loop was superseded by a newer controller")
+    .set(0.0);
+  if (cfg.enabled) {
+    logger()->info("balancer.started broker={} interval_s={} dry_run={}", init.settings.broker_id,
+                   cfg.interval_seconds, cfg.dry_run);
+    self->delayed_send(self, std::chrono::seconds(std::min(cfg.interval_seconds, 2)), tick_atom::value);
+  }
+  return {
+    [self](tick_atom) {
+      auto& st = self->state;
+      if (st.superseded)
+        return;
+      auto interval = std::chrono::seconds(st.settings.config.interval_seconds);
+      if (st.pass_running) {
+        self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
+        return;
+      }
+      if (st.epoch > 0) {
+        start_pass(self, true);
+        return;
+      }
+      st.pass_running = true;
+      self->request(st.cstate, local_timeout, claim_atom::value)
+        .then(
+          [self](int64_t epoch) {
+            self->state.epoch = epoch;
+            logger()->info("balancer.claimed broker={} epoch={}", self->state.settings.broker_id, epoch);
+            start_pass(self, true);
+          },
+          [self, interval](caf::error& e) {
+            self->state.pass_running = false;
+            logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
+            self->delayed_send(self, interval, tick_atom::value);
+          });
+    },
+    [self](step_atom, std::string& inputs, bool execute) {
+      auto& st = self->state;
+      st.pass_running = false;
+      auto in = json::parse(inputs, nullptr, false);
+      if (in.is_object())
+        finish_pass(self, in, execute);
+      if (execute && !st.superseded && st.settings.config.enabled)
+        self->delayed_send(self, std::chrono::seconds(st.settings.config.interval_seconds), tick_atom::value);
+    },
+    [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, std::string& message) {
+      auto& st = self->state;
+      auto& reg = metrics::registry::global();
+      if (status == 202 || status == 200)
+        reg.get_counter("moonmq_autobalancer_actions_total", "Moves the balance loop sent to a reassigner",
+                        {{"type", "move"}})
+          .inc();
+      else if (status == 409 && (message.find("stale_epoch") != std::string::npos
+                                 || message.find("epoch_conflict") != std::string::npos))
+        supersede(self, "move of " + topic + "/" + std::to_string(partition) + " refused: " + message);
+      if (status != 202)
+        logger()->warn("balancer.move_refused topic={} partition={} to={} status={} error=\"{}\"", topic, partition,
+                       to, status, message);
+      if (st.last_pass.is_object() && st.last_pass.contains("executed"))
+        for (auto& e : st.last_pass["executed"])
+          if (e["topic"] == topic && e["partition"] == partition && e["to"] == to) {
+            e["result"] = status == 202 ? "queued" : "refused";
+            e["status"] = status;
+            if (status != 202)
+              e["error"] = message;
+          }
+    },
+    [self](get_atom) -> std::string { return status_json(self).dump(); },
+    [self](plan_atom) -> caf::result<std::string> {
+      auto rp = self->make_response_promise<std::string>();
+      self->state.plan_waiters.push_back(rp);
+      if (!self->state.pass_running)
+        start_pass(self, false);
+      return rp;
+    },
+    [self](status_atom) -> std::string {
+      auto j = status_json(self);
+      j.erase("last_pass");
+      return j.dump();
+    },
+  };
+}
+
+}  // namespace
+
+balancer_actor spawn_balancer(caf::actor_system& sys, balancer_settings settings,
+                              std::shared_ptr<plugins::goal_registry> goals, cluster_state_actor state,
+                              reassigner_actor reassigner, registry_actor reg) {
+  auto a = sys.spawn(balancer_fn, std::move(settings), std::move(goals), std::move(state), std::move(reassigner));
+  enroll(reg, caf::actor_cast<caf::actor>(a), "balancer", "balancer");
+  return a;
+}
+
+}  // namespace moonmq

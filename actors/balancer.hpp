@@ -1,0 +1,72 @@
+#pragma once
+// The balance loop (DESIGN §4): one pass every Autobalance.IntervalSeconds.
+//   1. controllership: claim a controller epoch through the fence (once),
+//      then re-announce it to every peer (POST /cluster/controller). A peer
+//      or the local fence that knows a newer claim supersedes this loop: it
+//      stops acting until the node restarts (/admin/balancer says so;
+//      moonmq_autobalancer_fenced = 1). Without Raft this is fencing, not
+//      consensus (docs/balancer.md).
+//   2. feed the model: this broker's and every peer's GET /cluster/loads
+//      (per partition: owner, disk bytes, cumulative bytes in and out); rates
+//      are differences between passes (goals::load_model). A peer that does
+//      not answer is inactive for the pass and never a destination; a broker
+//      holding a partition whose window is incomplete is not a destination
+//      either (its low load is not yet known to be real).
+//   3. detect: goals::make_plan with the goal plugins loaded from GoalsDir.
+//   4. execute: each move is sent to the partition's owner (its reassigner,
+//      or POST /cluster/moves) under this loop's epoch; DryRun only logs it.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/cluster_state.hpp"
+#include "actors/reassigner.hpp"
+#include "actors/registry.hpp"
+#include "config/node_config.hpp"
+#include "transport/peer_survey.hpp"
+
+namespace moonmq::plugins {
+class goal_registry;
+}
+
+namespace moonmq {
+
+using balancer_actor = caf::typed_actor<
+  // Internal: run a pass now (re-armed every interval while enabled).
+  caf::reacts_to<tick_atom>,
+  // Internal: the inputs of a pass arrived (survey JSON text, execute?).
+  caf::reacts_to<step_atom, std::string, bool>,
+  // Internal: one executed move's outcome (topic, partition, to, status, message).
+  caf::reacts_to<step_atom, std::string, int32_t, std::string, int32_t, std::string>,
+  // GET /admin/balancer: status and the last pass (JSON text).
+  caf::replies_to<get_atom>::with<std::string>,
+  // POST /admin/balancer/plan: a plan from the live model now, nothing
+  // moved (JSON text of the pass).
+  caf::replies_to<plan_atom>::with<std::string>,
+  caf::replies_to<status_atom>::with<std::string>>;
+
+struct balancer_settings {
+  std::string broker_id;
+  config::autobalance_config config;
+  std::vector<transport::cluster_peer> peers;
+  std::chrono::milliseconds peer_timeout{5000};
+  /// The GET /cluster/loads body of this broker, delivered to the callback
+  /// (on any thread); transport/local_loads.hpp.
+  std::function<void(std::function<void(nlohmann::json)>)> local_loads;
+};
+
+/// Spawns the balance loop. It runs passes only when config.enabled; the
+/// plan-now request works either way.
+balancer_actor spawn_balancer(caf::actor_system& sys, balancer_settings settings,
+                              std::shared_ptr<plugins::goal_registry> goals, cluster_state_actor state,
+                              reassigner_actor reassigner, registry_actor reg);
+
+}  // namespace moonmq
