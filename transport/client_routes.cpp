@@ -131,6 +131,9 @@ struct produce_part {
   bool durable = true;
   std::chrono::steady_clock::time_point deadline;
   int attempt = 0;
+  /// The owner named by the last 421: a broker whose table is older than the
+  /// owner's (a move it did not take part in) still reaches the partition.
+  std::string owner_hint;
 };
 
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part);
@@ -188,6 +191,8 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
     auto answer = http_response::json(res.status == 200 ? 502 : res.status, res.body);
     bool refused = res.status == 421
                    || (j.is_object() && j.contains("error") && j["error"] == "partition_moved");
+    if (res.status == 421 && j.is_object() && j.contains("owner") && j["owner"].is_string())
+      part->owner_hint = j["owner"].get<std::string>() == owner ? std::string{} : j["owner"].get<std::string>();
     if (refused)
       route_later(ctx, gather, part, std::move(answer));
     else
@@ -196,7 +201,10 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
 }
 
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part) {
-  if (auto owner = remote_owner(ctx, part->topic, part->partition)) {
+  auto owner = remote_owner(ctx, part->topic, part->partition);
+  if (!part->owner_hint.empty())
+    owner = part->owner_hint == ctx.broker_id ? std::nullopt : std::optional<std::string>(part->owner_hint);
+  if (owner) {
     forward_part(ctx, gather, part, *owner);
     return;
   }
@@ -211,8 +219,10 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
     *ctx.system, t->second.partitions[static_cast<size_t>(part->partition)], ctx.timeout,
     [gather, part](int64_t& base) { gather->part_done(part->index, base); },
     [ctx, gather, part](const caf::error& e) {
-      if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::partition_moved)
+      if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::partition_moved) {
+        part->owner_hint.clear();  // sealed here: this broker's table decides again
         route_later(ctx, gather, part, error_response(e));
+      }
       else
         gather->part_failed(error_response(e));
     },
