@@ -246,6 +246,8 @@ void cleanup_destination(self_ptr self, const cluster::move_entry& e, const std:
 void end_before_cutover(self_ptr self, const std::string& id, move_state final_state, const std::string& why) {
   auto* run = run_of(self, id);
   std::string controller = run ? run->controller : std::string{};
+  if (run)
+    save_progress(self, *run, true);  // the row keeps how far the copy got
   if (!journal_to(self, id, final_state, why))
     return;
   const auto* row = row_of(self, id);
@@ -402,18 +404,35 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
       });
 }
 
+/// Makes the destination fsync the copy so far (an empty synced append),
+/// then cuts over: the confirm inside the cutover window then only syncs the
+/// drained tail, which keeps the produce stall short.
+void sync_then_cutover(self_ptr self, const std::string& id) {
+  auto* run = run_of(self, id);
+  const auto* row = row_of(self, id);
+  call(self, *run, row->to.value, "POST",
+       tp_path(row->tp) + "/append?expected_offset=" + std::to_string(run->position) + "&sync=true", {}, false,
+       [self, id](int status, json& answer, const std::string& error) {
+         if (status != 200) {
+           fail(self, id, "syncing the destination's copy failed: " + answer_error(status, answer, error));
+           return;
+         }
+         cutover(self, id);
+       });
+}
+
 void copy_next(self_ptr self, const std::string& id) {
   send_batch(self, id, [self, id](int64_t sent_end, int64_t log_end) {
     auto* run = run_of(self, id);
     if (sent_end < 0) {  // nothing left at the moment of the read: caught up
-      cutover(self, id);
+      sync_then_cutover(self, id);
       return;
     }
     save_progress(self, *run, false);
     if (run->bytes_copied >= run->initial_total)
       ++run->extra_batches;
     if (sent_end >= log_end || run->extra_batches > max_extra_batches) {
-      cutover(self, id);
+      sync_then_cutover(self, id);
       return;
     }
     int64_t delay = 0;

@@ -185,6 +185,10 @@ private:
       close();
       return;
     }
+    // Beast sizes each socket read by the buffer's free capacity (at least
+    // 512 bytes): without room, a large body arrives 512 bytes per read.
+    if (buffer_.capacity() < read_chunk_bytes)
+      buffer_.reserve(read_chunk_bytes);
     parser_.emplace();
     parser_->header_limit(64 * 1024);
     parser_->body_limit(static_cast<uint64_t>(server_->opts.max_body_bytes));
@@ -335,6 +339,7 @@ private:
   }
 
   Stream stream_;
+  static constexpr std::size_t read_chunk_bytes = 64 * 1024;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http_server::impl> server_;
