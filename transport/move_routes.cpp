@@ -308,6 +308,13 @@ bool unfinished(const json& row) {
   return s != "done" && s != "failed" && s != "cancelled";
 }
 
+/// A survey for an operator's request waits at most 2 s per peer (as
+/// /admin/cluster does): a frozen peer shows as unreachable instead of
+/// holding the answer for a whole PeerTimeout.
+std::chrono::milliseconds survey_timeout(const move_context& ctx) {
+  return std::min<std::chrono::milliseconds>(ctx.peer_timeout, std::chrono::seconds(2));
+}
+
 /// Surveys /cluster/loads and /cluster/moves on every peer plus this
 /// broker's own state, then calls `done` (on some thread; must not block).
 void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_survey>)> done) {
@@ -332,7 +339,7 @@ void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_
       }
   }
   result->alive[cluster::broker_id{ctx.broker_id}] = true;
-  survey_peers(ctx.peers, "/cluster/loads", ctx.peer_timeout,
+  survey_peers(ctx.peers, "/cluster/loads", survey_timeout(ctx),
                [result, own, mtx, finish_one](std::vector<peer_answer> answers) mutable {
                  std::lock_guard<std::mutex> g{*mtx};
                  auto reports = std::move(own);
@@ -348,7 +355,7 @@ void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_
                  result->placements = cluster::merge_partition_reports(reports);
                  finish_one();
                });
-  survey_peers(ctx.peers, "/cluster/moves", ctx.peer_timeout, [result, mtx, finish_one](std::vector<peer_answer> answers) {
+  survey_peers(ctx.peers, "/cluster/moves", survey_timeout(ctx), [result, mtx, finish_one](std::vector<peer_answer> answers) {
     std::lock_guard<std::mutex> g{*mtx};
     for (auto& a : answers)
       if (a.ok && a.body.contains("moves") && a.body["moves"].is_array())
