@@ -97,8 +97,11 @@ void start_pass(self_ptr self, bool execute) {
   auto in = std::make_shared<pass_inputs>();
   in->owner = caf::actor_cast<balancer_actor>(self);
   in->execute = execute;
-  in->pending = 4 + (execute ? static_cast<int>(peers.size()) + 1 : 0);
-  if (execute) {
+  // A DryRun loop moves nothing, so it neither claims nor announces: turning
+  // DryRun on somewhere to preview plans must not supersede the live loop.
+  bool controls = execute && !st.settings.config.dry_run;
+  in->pending = 4 + (controls ? static_cast<int>(peers.size()) + 1 : 0);
+  if (controls) {
     self->request(st.cstate, local_timeout, get_atom::value)
       .then(
         [in](int64_t highest, std::string& holder) {
@@ -152,11 +155,14 @@ void read_counters(const json& body, std::map<std::pair<std::string, goals::topi
     if (!row.is_object() || !row.contains("topic") || !row["topic"].is_string() || !row.contains("partition")
         || !row["partition"].is_number_integer())
       continue;
+    // A partition that did not answer in time is listed with "error" and no
+    // figures: reading those as 0 would look like a counter reset and turn
+    // the next report into a huge rate. It is simply not observed this pass.
+    if (row.contains("error") || !row.contains("bytes_in") || !row["bytes_in"].is_number_unsigned()
+        || !row.contains("bytes_out") || !row["bytes_out"].is_number_unsigned() || !row.contains("size_bytes"))
+      continue;
     goals::topic_partition tp{row["topic"].get<std::string>(), row["partition"].get<int32_t>()};
-    auto num = [&](const char* k) -> uint64_t {
-      return row.contains(k) && row[k].is_number_unsigned() ? row[k].get<uint64_t>() : 0;
-    };
-    out[{reporter, tp}] = {num("bytes_in"), num("bytes_out")};
+    out[{reporter, tp}] = {row["bytes_in"].get<uint64_t>(), row["bytes_out"].get<uint64_t>()};
   }
 }
 
@@ -251,9 +257,18 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     }
     for (const auto& a : in["announce"]) {
       auto status = a.value("status", 0);
-      if (status == 409)
-        supersede(self, a.value("id", std::string{}) + ": " + a["body"].value("message", std::string{"409"}));
-      else if (status != 200)
+      const auto& body = a["body"];
+      auto holder = body.is_object() ? body.value("holder", std::string{}) : std::string{};
+      auto highest = body.is_object() ? body.value("epoch", int64_t{0}) : int64_t{0};
+      if (status == 409 && highest == st.epoch && !holder.empty() && st.settings.broker_id < holder) {
+        // Two loops claimed the same epoch at once: the lower broker id
+        // claims again above it, the higher one gives way (it sees this
+        // claim, or the next, as newer).
+        logger()->warn("balancer.claim_tie epoch={} other={} msg=\"claiming again\"", st.epoch, holder);
+        st.epoch = 0;
+      } else if (status == 409) {
+        supersede(self, a.value("id", std::string{}) + ": " + (body.is_object() ? body.value("message", std::string{"409"}) : std::string{"409"}));
+      } else if (status != 200)
         pass["errors"].push_back("announce to " + a.value("id", std::string{}) + ": "
                                  + (a.value("error", std::string{}).empty() ? "HTTP " + std::to_string(status)
                                                                             : a.value("error", std::string{})));
@@ -432,7 +447,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
         return;
       }
-      if (st.epoch > 0) {
+      if (st.epoch > 0 || st.settings.config.dry_run) {
         start_pass(self, true);
         return;
       }

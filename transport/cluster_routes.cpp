@@ -82,9 +82,28 @@ void with_fence(caf::actor_system& sys, const cluster_state_actor& state, std::c
     return;
   }
   auto at = std::stoll(*epoch_header);
+  // A refusal names the fence's highest epoch and its holder ("epoch",
+  // "holder"), so that a refused controller can tell a newer claim from a
+  // tie at its own epoch.
+  auto refused = [&sys, state, timeout, respond](const caf::error& e) {
+    auto code = error_code_of(e);
+    if (code != "stale_epoch" && code != "epoch_conflict") {
+      respond(error_response(e));
+      return;
+    }
+    auto body = nlohmann::json::parse(error_response(e).body);
+    ask_many<int64_t, std::string>(
+      sys, state, timeout,
+      [respond, body](int64_t& highest, std::string& holder) mutable {
+        body["epoch"] = highest;
+        body["holder"] = holder;
+        respond(http_response::json(409, body.dump()));
+      },
+      [respond, body](const caf::error&) { respond(http_response::json(409, body.dump())); }, get_atom::value);
+  };
   ask<int64_t>(
-    sys, state, timeout, [then, at, id = *id_header](int64_t&) { then(at, id); },
-fail_with(respond), observe_atom::value, at, *id_header);
+    sys, state, timeout, [then, at, id = *id_header](int64_t&) { then(at, id); }, refused, observe_atom::value, at,
+    *id_header);
 }
 
 router::guard cluster_token_guard(std::string token) {

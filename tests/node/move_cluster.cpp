@@ -70,7 +70,13 @@ void move_cluster::start(size_t i, std::vector<std::string> extra) {
 }
 
 void move_cluster::restart(size_t i) {
+  launch(i, brokers_[i].extra);
+  wait_ready(i);
+}
+
+void move_cluster::launch(size_t i, std::vector<std::string> extra) {
   auto& b = brokers_[i];
+  b.extra = std::move(extra);
   json peers = json::array();
   for (const auto& p : brokers_)
     if (p.id != b.id)
@@ -86,6 +92,10 @@ void move_cluster::restart(size_t i) {
   overrides.insert(overrides.end(), common_.begin(), common_.end());
   overrides.insert(overrides.end(), b.extra.begin(), b.extra.end());
   b.runs.push_back(std::make_unique<node_process>(*b.dir, overrides));
+}
+
+void move_cluster::wait_ready(size_t i) {
+  auto& b = brokers_[i];
   auto admin = b.runs.back()->wait_ready(30s);
   if (!admin)
     FAIL("moonmq-node " << b.id << " did not become ready:\n" << b.runs.back()->log());
@@ -96,6 +106,14 @@ void move_cluster::kill(size_t i) {
   auto& run = *brokers_[i].runs.back();
   run.process().signal(SIGKILL);
   REQUIRE(run.process().wait(10s) == 128 + SIGKILL);
+}
+
+void move_cluster::stop(size_t i) {
+  auto& run = *brokers_[i].runs.back();
+  run.process().signal(SIGTERM);
+  auto rc = run.process().wait(15s);
+  INFO(run.log());
+  REQUIRE(rc == 0);
 }
 
 void move_cluster::signal(size_t i, int sig) { brokers_[i].runs.back()->process().signal(sig); }
@@ -112,6 +130,12 @@ std::string move_cluster::all_logs() const {
   for (size_t i = 0; i < brokers_.size(); ++i)
     out += logs(i);
   return out;
+}
+
+std::vector<std::string> autobalance(bool dry_run, int interval_s, int window, int min_valid) {
+  return {"Autobalance.Enabled=true", "Autobalance.DryRun=" + std::string(dry_run ? "true" : "false"),
+          "Autobalance.IntervalSeconds=" + std::to_string(interval_s), "Autobalance.Window=" + std::to_string(window),
+          "Autobalance.MinValid=" + std::to_string(min_valid)};
 }
 
 std::map<int64_t, sent_record> fill(uint16_t client, const std::string& topic, int partition, int count,

@@ -58,10 +58,16 @@ public:
   void start(size_t i, std::vector<std::string> extra = {});
   /// SIGKILL, then reaps it.
   void kill(size_t i);
+  /// SIGTERM, then REQUIREs a clean exit (0) within 15 s.
+  void stop(size_t i);
   /// Sends `sig` to broker `i` (SIGSTOP / SIGCONT freeze and thaw it).
   void signal(size_t i, int sig);
   /// Starts broker `i` again on the same data dir, ports and overrides.
   void restart(size_t i);
+  /// start() in two halves, to have several brokers start at once: launch
+  /// the process, then wait for its node.ready.
+  void launch(size_t i, std::vector<std::string> extra = {});
+  void wait_ready(size_t i);
 
   uint16_t client(size_t i) const { return brokers_[i].client_port; }
   uint16_t cluster_port(size_t i) const { return brokers_[i].cluster_port; }
@@ -88,6 +94,12 @@ private:
   std::vector<broker> brokers_;
   std::vector<std::string> common_;
 };
+
+/// `--set` overrides of an Autobalance section for one broker: the balance
+/// loop on, a pass every `interval_s` seconds, windows of `window` samples
+/// trusted from `min_valid` (a partition counts from its second report, as
+/// its first only primes the byte counters).
+std::vector<std::string> autobalance(bool dry_run, int interval_s = 1, int window = 3, int min_valid = 1);
 
 /// One record as a producer sent it.
 struct sent_record {

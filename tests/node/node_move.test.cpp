@@ -613,15 +613,18 @@ TEST_CASE("a source restarted after cutover carries the move forward and leaves 
           "[node][move][scenario]") {
   // The steps after cutover take as long as the destination's fsync of the
   // copy (confirm) plus a few journal writes; b1's own journal is polled
-  // every few ms and b1 is killed as soon as the move is past copying. With
-  // `freeze`, b2 is frozen first so that the move cannot finish before the
-  // kill (it waits for b2's confirm), and thawed after b1 restarted.
+  // every few ms and b1 is killed as soon as the move is past copying. Three
+  // variants: b2 frozen first (so that the move cannot finish before the
+  // kill) and thawed right after b1 restarted; no freeze; b2 frozen and
+  // thawed only 5 s after b1 restarted, longer than the peer timeout, so that
+  // b1's recovery cannot reach it at first.
   move_cluster c{{"b1", "b2"}};
   c.start(0);
   c.start(1);
   int caught = 0;
-  for (int attempt = 0; attempt < 4 && caught < 2; ++attempt) {
-    bool freeze = attempt % 2 == 0;
+  for (int attempt = 0; attempt < 6 && caught < 3; ++attempt) {
+    int mode = attempt % 3;
+    bool freeze = mode != 1;
     auto topic = "rc" + std::to_string(attempt);
     INFO("attempt " << attempt << " freeze " << freeze);
     create_topic(c.client(0), topic, 1);
@@ -656,10 +659,13 @@ TEST_CASE("a source restarted after cutover carries the move forward and leaves 
     auto acked_live = prod->acked();
     acked.insert(acked_live.begin(), acked_live.end());
     c.restart(0);
+    if (mode == 2)
+      std::this_thread::sleep_for(5s);
     if (freeze)
       c.signal(1, SIGCONT);
     auto row = wait_terminal(c, 0, topic, 0, "b1", 40s);
-    WARN("attempt " << attempt << ": b1 killed in state " << seen << (freeze ? " with b2 frozen" : "")
+    WARN("attempt " << attempt << ": b1 killed in state " << seen
+                    << (mode == 0 ? " with b2 frozen" : mode == 2 ? " with b2 frozen until 5 s after b1 restarted" : "")
                     << "; the move ended " << row.dump());
     // Past cutover a move goes forward (or rolls back when the destination
     // cannot take the tail); either way exactly one broker owns it.
@@ -678,12 +684,87 @@ TEST_CASE("a source restarted after cutover carries the move forward and leaves 
     auto now = read_partition(owner == "b1" ? c.client(0) : c.client(1), topic, 0);
     check_same_records(before.records, now);
     check_acked(acked, now);
-    // Produce through either broker lands on the owner after the last record.
+    // Produce through b1 lands on the owner after the last record.
     auto next = fill(c.client(0), topic, 0, 1, 1, 10, topic + "-after");
     CHECK(next.begin()->first == now.log_end);
+    acked.insert(next.begin(), next.end());
+    if (owner == "b1") {
+      // Rolled back: the same plan again moves it, with every record.
+      auto retry = submit_move(c.admin(0), topic, 0, "b2");
+      INFO(retry.dump());
+      REQUIRE(retry["accepted"].size() == 1);
+      auto done = wait_terminal(c, 0, topic, 0, "b1", 40s);
+      INFO(done.dump());
+      CHECK(done["state"] == "done");
+      auto moved = read_partition(c.client(1), topic, 0);
+      check_same_records(before.records, moved);
+      check_acked(acked, moved);
+      CHECK(who_serves(c.client(0), topic, 0) == std::make_pair(421, std::string("b2")));
+    }
   }
   if (caught == 0)
     WARN("no attempt caught the move between cutover and done: nothing checked");
+}
+
+TEST_CASE("a plan moving several partitions to two brokers runs MaxConcurrentMoves at a time and each lands whole",
+          "[node][move][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=2000000", "Cluster.MaxConcurrentMoves=1"});
+  c.start(1);
+  c.start(2);
+  create_topic(c.client(0), "plan", 4);
+  std::vector<std::map<int64_t, sent_record>> filled;
+  std::vector<partition_read> before;
+  for (int p = 0; p < 4; ++p) {
+    filled.push_back(fill(c.client(0), "plan", p, 1000, 500, 450, "plan" + std::to_string(p)));  // ~0.5 MB each
+    before.push_back(read_partition(c.client(0), "plan", p));
+  }
+  json body{{"version", 1}, {"partitions", json::array()}};
+  for (int p = 0; p < 4; ++p)
+    body["partitions"].push_back({{"topic", "plan"}, {"partition", p}, {"replicas", {p % 2 == 0 ? "b2" : "b3"}}});
+  auto sub = call(c.admin(0), "POST", "/admin/reassignments", body.dump());
+  INFO(sub.raw);
+  REQUIRE(sub.status == 202);
+  REQUIRE(sub.body["accepted"].size() == 4);
+  // One move at a time: never two of them copying at once.
+  int most_active = 0;
+  auto deadline = clock_type::now() + 40s;
+  std::map<int, std::string> state;
+  while (clock_type::now() < deadline) {
+    int active = 0, finished = 0;
+    auto moves = cluster_call(c.cluster_port(0), "GET", "/cluster/moves");
+    for (auto& r : moves.body["moves"]) {
+      auto s = r["state"].get<std::string>();
+      state[r["partition"].get<int>()] = s;
+      active += s != "queued" && !is_terminal(s) ? 1 : 0;
+      finished += is_terminal(s) ? 1 : 0;
+    }
+    most_active = std::max(most_active, active);
+    if (finished == 4)
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(most_active == 1);
+  for (int p = 0; p < 4; ++p) {
+    INFO("partition " << p);
+    REQUIRE(state[p] == "done");
+    size_t owner = p % 2 == 0 ? 1 : 2;
+    auto after = read_partition(c.client(owner), "plan", p);
+    check_same_records(before[p].records, after);
+    check_acked(filled[p], after);
+    CHECK(who_serves(c.client(0), "plan", p) == std::make_pair(421, c.id(owner)));
+  }
+  // A partition now owned by b2, moved on through b1's admin API (routed to
+  // b2, which runs it as the source).
+  auto onward = submit_move(c.admin(0), "plan", 0, "b3");
+  INFO(onward.dump());
+  REQUIRE(onward["accepted"].size() == 1);
+  CHECK(onward["accepted"][0]["from"] == "b2");
+  auto row = wait_terminal(c, 1, "plan", 0, "b2", 30s);
+  REQUIRE(row["state"] == "done");
+  auto final_read = read_partition(c.client(2), "plan", 0);
+  check_same_records(before[0].records, final_read);
+  CHECK(who_serves(c.client(1), "plan", 0) == std::make_pair(421, std::string("b3")));
 }
 
 TEST_CASE("the cluster listener refuses unauthenticated and stale requests and a move to an unknown or dead broker copies nothing",

@@ -1,0 +1,734 @@
+// The balance loop on real moonmq-node processes on loopback (issue 6's
+// "Done when", actors/balancer.hpp):
+//  - DryRun plans but moves nothing; a live loop moves the planned
+//    partitions, the cluster converges within a few passes, a later pass on
+//    the balanced cluster plans nothing and every record is readable from
+//    the new owners;
+//  - rates appear from the second pass; a peer restarted in the middle never
+//    shows a negative load nor draws a move while it is not a destination;
+//  - a peer whose load report fails leaves the pass running with that peer
+//    inactive and never a destination;
+//  - of two brokers running the loop the older claimant is superseded and
+//    stops; an unauthenticated claim changes nothing;
+//  - /metrics of a balancing node passes `promtool check metrics`.
+// Passes run every second (Autobalance.IntervalSeconds=1) on windows of 3
+// samples trusted from the first rate (Window=3, MinValid=1): a partition is
+// trusted from its second report, the first only primes its byte counters.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "tests/node/move_cluster.hpp"
+
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+/// The last `n` bytes of every broker's logs, for failure messages.
+std::string log_tails(const move_cluster& c, size_t n = 8000) {
+  auto all = c.all_logs();
+  return all.size() <= n ? all : "...\n" + all.substr(all.size() - n);
+}
+
+/// GET /admin/balancer (REQUIRE 200).
+json balancer_status(uint16_t admin) {
+  auto a = call(admin, "GET", "/admin/balancer");
+  INFO(a.raw);
+  REQUIRE(a.status == 200);
+  REQUIRE(a.body.is_object());
+  return a.body;
+}
+
+/// Polls one broker's GET /admin/balancer every 50 ms on its own thread and
+/// keeps every pass it saw, by pass number (the `passes` counter when that
+/// pass was `last_pass`), as last seen (move results are filled in after
+/// the pass). Admin port read through `port` on every poll, so that it
+/// follows a restart of the watched broker.
+class pass_watcher {
+public:
+  explicit pass_watcher(std::function<uint16_t()> port) : port_(std::move(port)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~pass_watcher() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable())
+      thread_.join();
+  }
+  std::map<uint64_t, json> passes() const {
+    std::lock_guard g{mu_};
+    return passes_;
+  }
+  json status() const {
+    std::lock_guard g{mu_};
+    return status_;
+  }
+  uint64_t count() const {
+    std::lock_guard g{mu_};
+    return passes_.empty() ? 0 : passes_.rbegin()->first;
+  }
+  /// Waits until `pred(passes)` holds; false after `timeout`.
+  bool wait(const std::function<bool(const std::map<uint64_t, json>&)>& pred, std::chrono::milliseconds timeout) const {
+    return wait_until([&] { return pred(passes()); }, timeout);
+  }
+  /// Waits until pass `n` was seen.
+  bool wait_pass(uint64_t n, std::chrono::milliseconds timeout) const {
+    return wait_until([&] { return count() >= n; }, timeout);
+  }
+
+private:
+  void run() {
+    while (!stop_) {
+      auto a = call(port_(), "GET", "/admin/balancer");
+      if (a.status == 200 && a.body.is_object()) {
+        std::lock_guard g{mu_};
+        status_ = a.body;
+        auto n = a.body.value("passes", uint64_t{0});
+        if (n > 0 && a.body["last_pass"].is_object())
+          passes_[n] = a.body["last_pass"];
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  std::function<uint16_t()> port_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  std::map<uint64_t, json> passes_;
+  json status_;
+  std::thread thread_;
+};
+
+/// The planned moves of a pass (empty when it has no plan).
+json actions_of(const json& pass) {
+  if (pass.contains("plan") && pass["plan"].is_object() && pass["plan"]["actions"].is_array())
+    return pass["plan"]["actions"];
+  return json::array();
+}
+
+/// The entry of broker `id` in a pass's `brokers` (null when absent).
+json broker_entry(const json& pass, const std::string& id) {
+  if (pass.contains("brokers"))
+    for (const auto& b : pass["brokers"])
+      if (b.value("id", "") == id)
+        return b;
+  return json{};
+}
+
+/// A load of broker `id` on `resource` in a pass's plan.brokers_before
+/// (nullopt without a plan or that broker).
+std::optional<double> load_before(const json& pass, const std::string& id, const std::string& resource) {
+  if (!pass.contains("plan") || !pass["plan"].is_object())
+    return std::nullopt;
+  const auto& before = pass["plan"]["brokers_before"];
+  if (!before.is_object() || !before.contains(id) || !before[id].contains(resource) || !before[id][resource].is_number())
+    return std::nullopt;
+  return before[id][resource].get<double>();
+}
+
+/// Partitions of `topic` per owner, from GET /admin/cluster on `admin`.
+std::map<std::string, int> owner_counts(uint16_t admin, const std::string& topic) {
+  std::map<std::string, int> out;
+  auto a = call(admin, "GET", "/admin/cluster");
+  if (a.status != 200 || !a.body.is_object())
+    return out;
+  for (const auto& p : a.body["partitions"])
+    if (p.value("topic", "") == topic && p["owner"].is_string())
+      ++out[p["owner"].get<std::string>()];
+  return out;
+}
+
+/// The owner of topic/partition from GET /admin/cluster (empty when unknown).
+std::string owner_of(uint16_t admin, const std::string& topic, int partition) {
+  auto a = call(admin, "GET", "/admin/cluster");
+  if (a.status == 200 && a.body.is_object())
+    for (const auto& p : a.body["partitions"])
+      if (p.value("topic", "") == topic && p.value("partition", -1) == partition && p["owner"].is_string())
+        return p["owner"].get<std::string>();
+  return {};
+}
+
+std::string metrics_text(uint16_t admin) {
+  auto a = call(admin, "GET", "/metrics");
+  INFO(a.raw);
+  REQUIRE(a.status == 200);
+  return a.raw;
+}
+
+/// The value of the sample `name{labels}` in Prometheus text (the labels
+/// given must all match; others are ignored); nullopt when absent.
+std::optional<double> metric(const std::string& text, const std::string& name,
+                             const std::map<std::string, std::string>& labels = {}) {
+  std::istringstream in{text};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind(name, 0) != 0)
+      continue;
+    auto rest = line.substr(name.size());
+    std::map<std::string, std::string> have;
+    if (!rest.empty() && rest[0] == '{') {
+      auto close = rest.find('}');
+      if (close == std::string::npos)
+        continue;
+      auto body = rest.substr(1, close - 1);
+      size_t i = 0;
+      while (i < body.size()) {
+        auto eq = body.find('=', i);
+        if (eq == std::string::npos || eq + 1 >= body.size() || body[eq + 1] != '"')
+          break;
+        std::string value;
+        size_t j = eq + 2;
+        for (; j < body.size() && body[j] != '"'; ++j) {
+          if (body[j] == '\\' && j + 1 < body.size())
+            ++j;
+          value += body[j];
+        }
+        have[body.substr(i, eq - i)] = value;
+        i = j + 1;
+        if (i < body.size() && body[i] == ',')
+          ++i;
+      }
+      rest = rest.substr(close + 1);
+    }
+    if (rest.empty() || rest[0] != ' ')
+      continue;  // another metric whose name starts with `name`
+    bool match = true;
+    for (const auto& [k, v] : labels)
+      match = match && have.count(k) && have[k] == v;
+    if (match)
+      return std::stod(rest.substr(1));
+  }
+  return std::nullopt;
+}
+
+/// Runs `promtool check metrics` on `text` (as a child process, through sh
+/// for the stdin redirection); the exit code and its output.
+std::pair<int, std::string> promtool_check(const std::string& text) {
+  temp_dir dir{"moonmq-promtool"};
+  auto file = dir.path() + "/metrics.txt";
+  std::ofstream{file} << text;
+  child_process p;
+  auto log = dir.path() + "/promtool.log";
+  REQUIRE(p.start("/bin/sh", {"-c", "exec promtool check metrics < \"$0\"", file}, log));
+  auto rc = p.wait(30s);
+  return {rc.value_or(-1), read_text(log)};
+}
+
+/// Checks every pass of a loop for what must always hold: loads finite and
+/// not negative, and no planned move toward a broker that is not a
+/// destination in that pass (dead, excluded, or holding a partition whose
+/// window is incomplete). Returns the number of passes checked.
+size_t check_every_pass(const std::map<uint64_t, json>& passes) {
+  for (const auto& [n, pass] : passes) {
+    INFO("pass " << n << ": " << pass.dump());
+    for (const char* side : {"brokers_before", "brokers_after"})
+      if (pass.contains("plan") && pass["plan"][side].is_object())
+        for (const auto& [id, loads] : pass["plan"][side].items())
+          for (const auto& [res, v] : loads.items()) {
+            INFO(side << " " << id << " " << res);
+            REQUIRE(v.is_number());
+            CHECK(v.get<double>() >= 0.0);
+            CHECK(v.get<double>() < 1e12);  // no counter wrap-around turned into a rate
+          }
+    for (const auto& a : actions_of(pass)) {
+      auto to = broker_entry(pass, a.value("to", ""));
+      INFO("action " << a.dump());
+      REQUIRE(to.is_object());
+      CHECK(to.value("alive", false));
+      CHECK_FALSE(to.value("excluded", true));
+      CHECK_FALSE(to.value("incomplete_window", true));
+    }
+  }
+  return passes.size();
+}
+
+}  // namespace
+
+TEST_CASE("a DryRun balance loop plans moves off the loaded broker and moves nothing", "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(1);
+  c.start(2);
+  c.start(0, autobalance(true));
+  create_topic(c.client(0), "dry", 6);  // every partition on b1 only
+  pass_watcher w{[&] { return c.admin(0); }};
+  auto planned = [](const std::map<uint64_t, json>& ps) {
+    for (const auto& [n, p] : ps)
+      if (!actions_of(p).empty())
+        return true;
+    return false;
+  };
+  if (!w.wait(planned, 20s))
+    FAIL("no pass planned a move within 20 s; status " << w.status().dump() << "\n" << log_tails(c));
+  auto first_plan = w.count();
+  REQUIRE(w.wait_pass(first_plan + 3, 15s));
+  auto passes = w.passes();
+  auto status = w.status();
+  INFO(status.dump());
+  CHECK(status["enabled"] == true);
+  CHECK(status["dry_run"] == true);
+  // A DryRun loop moves nothing, so it never claims a controller epoch.
+  CHECK(status["controller"]["epoch"].get<int64_t>() == 0);
+  CHECK(status["controller"]["superseded"] == false);
+  CHECK(status["goals"].size() > 0);
+
+  check_every_pass(passes);
+  int planned_passes = 0;
+  for (const auto& [n, pass] : passes) {
+    INFO("pass " << n << ": " << pass.dump());
+    CHECK(pass["dry_run"] == true);
+    CHECK(pass["errors"].empty());
+    auto actions = actions_of(pass);
+    REQUIRE(pass["executed"].size() == actions.size());
+    for (const auto& e : pass["executed"])
+      CHECK(e["result"] == "dry_run");
+    for (const auto& a : actions) {
+      CHECK(a["from"] == "b1");
+      CHECK((a["to"] == "b2" || a["to"] == "b3"));
+      CHECK(a["topic"] == "dry");
+      CHECK(a["goal"] == "PARTITION_COUNT");
+      CHECK_FALSE(a.value("reason", "").empty());
+    }
+    if (n >= first_plan) {
+      // The partitions stay on b1: every later pass plans again, with an
+      // explanation per goal.
+      CHECK(actions.size() == 4);
+      ++planned_passes;
+      bool explained = false;
+      for (const auto& g : pass["plan"]["goals"])
+        explained = explained || (g["name"] == "PARTITION_COUNT" && !g.value("explanation", "").empty());
+      CHECK(explained);
+    }
+  }
+  CHECK(planned_passes >= 4);
+
+  // Plan-now from the live model: a plan, nothing executed, nothing moved.
+  auto now = call(c.admin(0), "POST", "/admin/balancer/plan");
+  INFO(now.raw);
+  REQUIRE(now.status == 200);
+  CHECK(now.body["executing"] == false);
+  CHECK(actions_of(now.body).size() == 4);
+  for (const auto& e : now.body["executed"])
+    CHECK(e["result"] == "plan_only");
+
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("broker " << c.id(i));
+    CHECK(reassignments(c.admin(i)).empty());
+  }
+  CHECK(owner_counts(c.admin(0), "dry") == std::map<std::string, int>{{"b1", 6}});
+  // The moves planned on b1 are visible in its metrics.
+  auto text = metrics_text(c.admin(0));
+  CHECK(metric(text, "moonmq_autobalancer_last_plan_size") == 4.0);
+  CHECK_FALSE(metric(text, "moonmq_autobalancer_actions_total", {{"type", "move"}}).has_value());
+  WARN("dry run: " << passes.size() << " passes seen, first plan at pass " << first_plan);
+}
+
+TEST_CASE("a live balance loop moves the planned partitions and a later pass on the balanced cluster plans nothing",
+          "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(1);
+  c.start(2);
+  c.start(0);
+  create_topic(c.client(0), "live", 6);
+  std::map<int, std::map<int64_t, sent_record>> filled;
+  for (int p = 0; p < 6; ++p)
+    filled[p] = fill(c.client(0), "live", p, 300, 100, 100, "p" + std::to_string(p));
+  // The loop starts with the data in place.
+  c.stop(0);
+  c.start(0, autobalance(false));
+  auto t0 = clock_type::now();
+  pass_watcher w{[&] { return c.admin(0); }};
+  auto balanced = [&] {
+    auto counts = owner_counts(c.admin(0), "live");
+    return counts == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 2}};
+  };
+  if (!wait_until(balanced, 60s))
+    FAIL("not balanced within 60 s: " << json(owner_counts(c.admin(0), "live")).dump() << "\nreassignments "
+                                       << reassignments(c.admin(0)).dump() << "\n" << log_tails(c));
+  double converge_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  auto passes_at_balance = w.count();
+
+  // Every move finished.
+  json rows;
+  REQUIRE(wait_until(
+    [&] {
+      rows = reassignments(c.admin(0));
+      for (const auto& r : rows)
+        if (!is_terminal(r.value("state", "")))
+          return false;
+      return true;
+    },
+    20s));
+  INFO("reassignments " << rows.dump());
+  int64_t last_done_ms = 0;
+  for (const auto& r : rows) {
+    CHECK(r["state"] == "done");
+    CHECK(r["from"] == "b1");
+    last_done_ms = std::max(last_done_ms, r.value("updated_ms", int64_t{0}));
+  }
+  CHECK(rows.size() == 4);  // the fewest moves that balance 6 partitions over 3 brokers
+
+  // A later pass: its partitions out of cooldown (3 intervals after the last
+  // move) and every window complete again. It plans nothing.
+  auto quiet = [&](const std::map<uint64_t, json>& ps) {
+    for (const auto& [n, p] : ps) {
+      if (p.value("started_ms", int64_t{0}) <= last_done_ms + 3000)
+        continue;
+      bool complete = true;
+      for (const auto& b : p["brokers"])
+        complete = complete && !b.value("incomplete_window", true);
+      if (complete)
+        return true;
+    }
+    return false;
+  };
+  if (!w.wait(quiet, 20s))
+    FAIL("no pass after the cooldown with complete windows; status " << w.status().dump());
+  REQUIRE(w.wait_pass(w.count() + 1, 10s));  // and the one after it
+  auto passes = w.passes();
+  check_every_pass(passes);
+  int sent = 0, refused = 0, quiet_passes = 0;
+  for (const auto& [n, pass] : passes) {
+    INFO("pass " << n << ": " << pass.dump());
+    for (const auto& e : pass["executed"]) {
+      sent += e["result"] == "queued" || e["result"] == "sent";
+      refused += e["result"] == "refused";
+    }
+    if (pass.value("started_ms", int64_t{0}) > last_done_ms + 3000) {
+      REQUIRE(pass.contains("plan"));
+      CHECK(actions_of(pass).empty());
+      CHECK(pass["plan"]["brokers_before"]["b1"]["partitions"] == 2);
+      ++quiet_passes;
+    }
+  }
+  CHECK(sent == 4);
+  CHECK(refused == 0);
+  CHECK(quiet_passes >= 2);
+  CHECK(owner_counts(c.admin(0), "live") == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 2}});
+
+  // Every record produced before is readable from its owner now.
+  std::map<std::string, uint16_t> client_of{{"b1", c.client(0)}, {"b2", c.client(1)}, {"b3", c.client(2)}};
+  for (int p = 0; p < 6; ++p) {
+    auto owner = owner_of(c.admin(0), "live", p);
+    INFO("partition " << p << " owner " << owner);
+    REQUIRE(client_of.count(owner));
+    auto now = read_partition(client_of[owner], "live", p);
+    CHECK(now.log_start == 0);
+    CHECK(now.log_end == 300);
+    int wrong = 0;
+    for (const auto& [off, rec] : filled[p]) {
+      auto it = now.records.find(off);
+      if (it == now.records.end() || it->second["key"] != rec.key || it->second["value"] != rec.value)
+        ++wrong;
+    }
+    CHECK(wrong == 0);
+  }
+  auto text = metrics_text(c.admin(0));
+  CHECK(metric(text, "moonmq_autobalancer_actions_total", {{"type", "move"}}) == 4.0);
+  CHECK(metric(text, "moonmq_autobalancer_last_plan_size") == 0.0);
+  WARN("live: balanced after " << converge_s << " s (" << passes_at_balance << " passes), " << passes.size()
+                               << " passes seen");
+}
+
+TEST_CASE("rates appear from the second pass and a restarted peer never shows a negative load nor draws a move",
+          "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(0);
+  c.start(1);
+  c.start(2);
+  // Two partitions per broker (balanced counts), one of them with steady
+  // traffic. NW_IN is made active at these rates; its wide band only trips
+  // when a broker's rate falls near zero (a restarted broker read as idle).
+  const std::vector<std::string> topics{"ra", "rb", "rc"};
+  for (size_t i = 0; i < 3; ++i)
+    create_topic(c.client(i), topics[i], 2);
+  std::vector<std::unique_ptr<producer>> prods;
+  for (size_t i = 0; i < 3; ++i)
+    prods.push_back(std::make_unique<producer>(c.client(i), topics[i], 0, 5, "r" + std::to_string(i)));
+  std::this_thread::sleep_for(300ms);
+  auto extra = autobalance(false);
+  extra.push_back("Autobalance.Goals.NW_IN.DetectThreshold=1");
+  extra.push_back("Autobalance.Goals.NW_IN.AvgDeviation=0.9");
+  c.stop(0);
+  c.start(0, extra);
+  pass_watcher w{[&] { return c.admin(0); }};
+
+  // Pass 1: the counters only primed, every load 0 and every broker's window
+  // incomplete; read the gauge before pass 2 replaces it.
+  REQUIRE(w.wait_pass(1, 15s));
+  auto text1 = metrics_text(c.admin(0));
+  bool gauge_of_pass1 = w.count() == 1;
+  REQUIRE(w.wait_pass(4, 15s));
+  auto ps = w.passes();
+  REQUIRE(ps.count(1));
+  {
+    INFO("pass 1: " << ps[1].dump());
+    for (const auto& id : {"b1", "b2", "b3"}) {
+      CHECK(load_before(ps[1], id, "nw_in") == 0.0);
+      CHECK(broker_entry(ps[1], id)["incomplete_window"] == true);
+    }
+    CHECK(actions_of(ps[1]).empty());
+  }
+  if (gauge_of_pass1)
+    CHECK(metric(text1, "moonmq_autobalancer_broker_load", {{"broker", "b1"}, {"resource", "nw_in"}}) == 0.0);
+  else
+    WARN("pass 2 ran before /metrics was read: the pass-1 gauge was not checked");
+  for (uint64_t n = 2; n <= 4; ++n) {
+    REQUIRE(ps.count(n));
+    INFO("pass " << n << ": " << ps[n].dump());
+    for (const auto& id : {"b1", "b2", "b3"}) {
+      CHECK(load_before(ps[n], id, "nw_in").value_or(0) > 0.0);
+      CHECK(broker_entry(ps[n], id)["incomplete_window"] == false);
+    }
+  }
+  auto text = metrics_text(c.admin(0));
+  CHECK(metric(text, "moonmq_autobalancer_broker_load", {{"broker", "b1"}, {"resource", "nw_in"}}).value_or(0) > 0.0);
+
+  // Restart b2 (SIGTERM; it stays down for a pass; start again on its data).
+  // Passes down+2 .. up ran entirely while b2 was down (down+1 may have
+  // started before).
+  auto before_restart = w.count();
+  c.stop(1);
+  auto down = w.count();
+  REQUIRE(w.wait_pass(down + 2, 15s));
+  auto up = w.count();
+  c.restart(1);
+  REQUIRE(w.wait_pass(up + 6, 30s));
+  for (auto& p : prods)
+    p->stop();
+
+  auto passes = w.passes();
+  check_every_pass(passes);
+  int down_passes = 0, after_passes = 0;
+  for (const auto& [n, pass] : passes) {
+    INFO("pass " << n << ": " << pass.dump());
+    for (const auto& a : actions_of(pass))
+      if (n > before_restart)
+        CHECK(a["to"] != "b2");  // nothing on the loop's side calls for a move to b2
+    auto b2 = broker_entry(pass, "b2");
+    if (n > down + 1 && n <= up) {
+      CHECK(b2["alive"] == false);
+      ++down_passes;
+    }
+    if (n > up + 1 && b2["alive"] == true) {
+      ++after_passes;
+      // b2's rates survive its restart: its reset counters start a new
+      // baseline rather than a zero or negative rate.
+      CHECK(load_before(pass, "b2", "nw_in").value_or(0) > 0.0);
+    }
+  }
+  CHECK(down_passes >= 1);
+  CHECK(after_passes >= 3);
+  for (const auto& p : prods) {
+    CHECK(p->double_acks().empty());
+    CHECK(p->ok_requests() > 0);
+  }
+  auto end_text = metrics_text(c.admin(0));
+  for (const auto& id : {"b1", "b2", "b3"})
+    for (const auto& res : {"nw_in", "nw_out", "disk", "partitions"}) {
+      INFO(id << " " << res);
+      CHECK(metric(end_text, "moonmq_autobalancer_broker_load", {{"broker", id}, {"resource", res}}).value_or(-1) >= 0.0);
+    }
+  CHECK(reassignments(c.admin(0)).empty());
+  WARN("rates: " << passes.size() << " passes seen; b2 down for " << down_passes << " passes, restarted before pass "
+                 << up + 1);
+}
+
+TEST_CASE("a peer whose load report fails leaves the pass running with that peer inactive and never a destination",
+          "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(1);
+  c.start(2);
+  c.start(0, autobalance(true));
+  create_topic(c.client(0), "fz", 6);
+  pass_watcher w{[&] { return c.admin(0); }};
+  // Both peers are destinations while they answer.
+  auto targets = [](const json& pass) {
+    std::set<std::string> out;
+    for (const auto& a : actions_of(pass))
+      out.insert(a["to"].get<std::string>());
+    return out;
+  };
+  REQUIRE(w.wait(
+    [&](const auto& ps) { return !ps.empty() && targets(ps.rbegin()->second) == std::set<std::string>{"b2", "b3"}; },
+    20s));
+
+  auto check_inactive = [&](uint64_t from, uint64_t to, const char* how) {
+    int seen = 0;
+    for (const auto& [n, pass] : w.passes()) {
+      if (n <= from || n > to)
+        continue;
+      INFO(how << " pass " << n << ": " << pass.dump());
+      ++seen;
+      CHECK(broker_entry(pass, "b3")["alive"] == false);
+      CHECK(broker_entry(pass, "b2")["alive"] == true);
+      bool reported = false;
+      for (const auto& e : pass["errors"])
+        reported = reported || e.get<std::string>().rfind("loads of b3", 0) == 0;
+      CHECK(reported);
+      // The pass completed with a plan that only fills b2.
+      REQUIRE(pass.contains("plan"));
+      CHECK(targets(pass) == std::set<std::string>{"b2"});
+    }
+    return seen;
+  };
+
+  // Frozen: its report times out (PeerTimeout=2). Passes frozen+2 .. thawed
+  // ran entirely while b3 was frozen (frozen+1 may have started before).
+  c.signal(2, SIGSTOP);
+  auto frozen = w.count();
+  REQUIRE(w.wait_pass(frozen + 3, 30s));
+  auto thawed = w.count();
+  c.signal(2, SIGCONT);
+  CHECK(check_inactive(frozen + 1, thawed, "frozen") >= 2);
+  // Back: a destination again.
+  REQUIRE(w.wait(
+    [&](const auto& ps) { return ps.rbegin()->first > thawed + 1 && targets(ps.rbegin()->second).count("b3") > 0; },
+    20s));
+
+  // Stopped: its report is refused.
+  c.stop(2);
+  auto stopped = w.count();
+  REQUIRE(w.wait_pass(stopped + 3, 20s));
+  CHECK(check_inactive(stopped + 1, w.count(), "stopped") >= 2);
+  check_every_pass(w.passes());
+  CHECK(balancer_status(c.admin(0))["controller"]["superseded"] == false);
+  WARN("failing peer: " << w.count() << " passes seen");
+}
+
+TEST_CASE("of two brokers running the loop the older claimant is superseded and stops and an unauthenticated claim "
+          "changes nothing",
+          "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(2);
+  // Live loops (a DryRun loop never claims); with no topic they move nothing.
+  c.start(0, autobalance(false));
+  pass_watcher w1{[&] { return c.admin(0); }};
+  REQUIRE(w1.wait_pass(1, 15s));
+  // b2 starts its loop later: it claims (after its first 2 s) an epoch above
+  // the one b1 has announced to it meanwhile.
+  c.start(1, autobalance(false, 2));
+  pass_watcher w2{[&] { return c.admin(1); }};
+  auto superseded = [&](uint16_t admin) { return balancer_status(admin)["controller"]["superseded"] == true; };
+  if (!wait_until([&] { return superseded(c.admin(0)); }, 20s))
+    FAIL("b1 was not superseded; b1 " << balancer_status(c.admin(0)).dump() << "\nb2 "
+                                      << balancer_status(c.admin(1)).dump() << "\n" << log_tails(c));
+  REQUIRE(w2.wait_pass(2, 15s));
+  auto s1 = balancer_status(c.admin(0));
+  auto s2 = balancer_status(c.admin(1));
+  INFO("b1 " << s1.dump() << "\nb2 " << s2.dump());
+  CHECK(s1["controller"]["superseded"] == true);
+  CHECK_FALSE(s1["controller"].value("superseded_by", "").empty());
+  CHECK(s2["controller"]["superseded"] == false);
+  auto e1 = s1["controller"]["epoch"].get<int64_t>();
+  auto e2 = s2["controller"]["epoch"].get<int64_t>();
+  CHECK(e2 > e1);
+  CHECK(metric(metrics_text(c.admin(0)), "moonmq_autobalancer_fenced") == 1.0);
+  CHECK(metric(metrics_text(c.admin(1)), "moonmq_autobalancer_fenced") == 0.0);
+
+  // b1 stops acting: its passes stop, b2's go on.
+  auto p1 = s1["passes"].get<uint64_t>();
+  auto p2 = w2.count();
+  std::this_thread::sleep_for(4500ms);
+  CHECK(balancer_status(c.admin(0))["passes"] == p1);
+  CHECK(w2.count() >= p2 + 1);
+  CHECK(balancer_status(c.admin(1))["controller"]["superseded"] == false);
+
+  // Every broker's fence names b2's claim.
+  auto controller = [&](size_t i) {
+    auto a = call(c.admin(i), "GET", "/admin/cluster");
+    INFO(a.raw);
+    REQUIRE(a.status == 200);
+    return a.body["controller"];
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("broker " << c.id(i));
+    CHECK(controller(i)["epoch"] == e2);
+    CHECK(controller(i)["id"] == "b2");
+  }
+
+  // An unauthenticated (or wrongly authenticated) claim is refused before it
+  // reaches the fence.
+  moonmq::transport::header_list claim{{"X-Controller-Epoch", std::to_string(e2 + 100)}, {"X-Controller-Id", "intruder"}};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("broker " << c.id(i));
+    auto none = call(c.cluster_port(i), "POST", "/cluster/controller", "{}", claim);
+    CHECK(none.status == 401);
+    auto wrong_headers = claim;
+    wrong_headers.emplace_back("X-Cluster-Token", "not-the-token");
+    auto wrong = call(c.cluster_port(i), "POST", "/cluster/controller", "{}", wrong_headers);
+    CHECK(wrong.status == 401);
+    CHECK(controller(i)["epoch"] == e2);
+    CHECK(controller(i)["id"] == "b2");
+  }
+  // b2 keeps its controllership.
+  auto p2b = w2.count();
+  REQUIRE(w2.wait_pass(p2b + 1, 10s));
+  CHECK(balancer_status(c.admin(1))["controller"]["superseded"] == false);
+  WARN("two loops: b1 claimed epoch " << e1 << ", b2 epoch " << e2 << "; b1 stopped at pass " << p1);
+}
+
+TEST_CASE("the metrics of a balancing node pass promtool check metrics", "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.start(1);
+  c.start(0, autobalance(false));
+  create_topic(c.client(0), "pm", 2);
+  fill(c.client(0), "pm", 0, 50, 50, 100);
+  fill(c.client(0), "pm", 1, 50, 50, 100);
+  pass_watcher w{[&] { return c.admin(0); }};
+  // One partition moves to b2 and finishes.
+  auto moved = [&] {
+    auto rows = reassignments(c.admin(0));
+    return rows.size() == 1 && rows[0]["state"] == "done";
+  };
+  if (!wait_until(moved, 30s))
+    FAIL("the move did not finish: " << reassignments(c.admin(0)).dump() << "\n" << log_tails(c));
+  REQUIRE(w.wait_pass(w.count() + 1, 10s));
+
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("broker " << c.id(i));
+    auto text = metrics_text(c.admin(i));
+    auto [rc, out] = promtool_check(text);
+    INFO("promtool: " << out << "\nmetrics:\n" << text);
+    if (rc == 127)
+      FAIL("promtool not found (Debian package prometheus, scripts/install-deps.sh)");
+    CHECK(rc == 0);
+    CHECK(metric(text, "moonmq_autobalancer_fenced") == 0.0);
+    if (i == 0) {
+      CHECK(metric(text, "moonmq_autobalancer_passes_total").value_or(0) >= 3.0);
+      CHECK(metric(text, "moonmq_autobalancer_broker_load", {{"broker", "b2"}, {"resource", "partitions"}}) == 1.0);
+      CHECK(metric(text, "moonmq_reassign_partitions_total").value_or(0) == 1.0);
+      CHECK(metric(text, "moonmq_autobalancer_actions_total", {{"type", "move"}}) == 1.0);
+      CHECK(metric(text, "moonmq_autobalancer_last_plan_size").has_value());
+      CHECK(metric(text, "moonmq_reassign_duration_seconds_count").value_or(0) == 1.0);
+    }
+  }
+}
+
+// Hidden ([.]): fails today. Two loops that claim within the time an
+// announcement takes both claim epoch 1 from their own fences; each peer
+// answers the other's announcement 409 epoch_conflict and both loops end
+// superseded, leaving the cluster with no balance loop until a restart.
+TEST_CASE("two loops that claim at the same moment leave exactly one acting", "[node][balancer][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.launch(0, autobalance(false));
+  c.launch(1, autobalance(false));
+  c.wait_ready(0);
+  c.wait_ready(1);
+  pass_watcher w1{[&] { return c.admin(0); }};
+  pass_watcher w2{[&] { return c.admin(1); }};
+  REQUIRE(w1.wait_pass(1, 15s));
+  REQUIRE(w2.wait_pass(1, 15s));
+  std::this_thread::sleep_for(3s);
+  auto s1 = balancer_status(c.admin(0));
+  auto s2 = balancer_status(c.admin(1));
+  INFO("b1 " << s1["controller"].dump() << " passes " << s1["passes"] << "\nb2 " << s2["controller"].dump()
+             << " passes " << s2["passes"]);
+  CHECK(s1["controller"]["superseded"] != s2["controller"]["superseded"]);
+}
