@@ -22,9 +22,6 @@
 //                     [--requests N] [--records R] [--value-bytes V]
 //                     [--idle-topics T] [--idle-partitions Q]
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,109 +30,43 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
-#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench/common/client_api.hpp"
+#include "bench/common/node_child.hpp"
+#include "bench/common/node_options.hpp"
 #include "bench/common/raw_disk.hpp"
-
 #include "transport/blocking_client.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
+using moonmq::bench::node_child;
 using moonmq::transport::http_connection;
 
 namespace {
 
-struct options {
-  std::string node;
-  std::string dir;
-  int connections = 4;
+struct options : moonmq::bench::node_options, moonmq::bench::produce_load {
+  options() { connections = 4; }
   int partitions = 1;
   int requests = 200;
-  int records = 1000;
-  size_t value_bytes = 1024;
   int idle_topics = 10;
   int idle_partitions = 100;
 };
 
+constexpr const char* usage =
+  "usage: broker_bench [--node PATH] [--dir D] [--connections C] [--partitions P]\n"
+  "                    [--requests N] [--records R] [--value-bytes V]\n"
+  "                    [--idle-topics T] [--idle-partitions Q]\n";
+
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
-
-std::string read_text(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// A moonmq-node child on ephemeral ports; stopped with SIGTERM by its pid.
-class node_child {
-public:
-  node_child(const std::string& exe, const std::string& dir) : log_(dir + "/node.log") {
-    fs::create_directories(dir);
-    std::vector<std::string> args{exe,     "--set", "Port=0",        "--set", "Admin.Port=0",
-                                  "--set", "DataDir=" + dir + "/data", "--set", "Kafka.Enabled=false"};
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        ::close(fd);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(exe.c_str(), argv.data());
-      ::_exit(127);
-    }
-    static const std::regex ready{R"(node\.ready [^\n]*admin=[^ \n]+:([0-9]+) client=[^ \n]+:([0-9]+))"};
-    auto deadline = clock_type::now() + std::chrono::seconds(30);
-    while (clock_type::now() < deadline) {
-      std::smatch m;
-      auto text = read_text(log_);
-      if (std::regex_search(text, m, ready)) {
-        admin_port = static_cast<uint16_t>(std::stoi(m[1]));
-        client_port = static_cast<uint16_t>(std::stoi(m[2]));
-        return;
-      }
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
-    throw std::runtime_error("moonmq-node did not start: " + read_text(log_));
-  }
-  ~node_child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int st = 0;
-      ::waitpid(pid_, &st, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-  uint16_t admin_port = 0;
-  uint16_t client_port = 0;
-
-private:
-  std::string log_;
-  pid_t pid_ = -1;
-};
 
 /// A field of /proc/<pid>/status as a number (kB for VmRSS).
 long proc_status(pid_t pid, const std::string& field) {
@@ -187,27 +118,13 @@ long fsyncs_of(uint16_t admin, const std::string& topic) {
 }
 
 int parse_args(int argc, char** argv, options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "missing value for %s\n", a.c_str());
-      return 2;
-    }
-    std::string v = argv[++i];
-    if (a == "--node") o.node = v;
-    else if (a == "--dir") o.dir = v;
-    else if (a == "--connections") o.connections = std::atoi(v.c_str());
-    else if (a == "--partitions") o.partitions = std::atoi(v.c_str());
-    else if (a == "--requests") o.requests = std::atoi(v.c_str());
-    else if (a == "--records") o.records = std::atoi(v.c_str());
-    else if (a == "--value-bytes") o.value_bytes = static_cast<size_t>(std::atol(v.c_str()));
-    else if (a == "--idle-topics") o.idle_topics = std::atoi(v.c_str());
-    else if (a == "--idle-partitions") o.idle_partitions = std::atoi(v.c_str());
-    else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      return 2;
-    }
-  }
+  if (int rc = moonmq::bench::parse_node_options(
+        argc, argv, usage, o,
+        {{"--connections", &o.connections}, {"--partitions", &o.partitions}, {"--requests", &o.requests},
+         {"--records", &o.records}, {"--value-bytes", &o.value_bytes}, {"--idle-topics", &o.idle_topics},
+         {"--idle-partitions", &o.idle_partitions}});
+      rc != 0)
+    return rc;
   if (o.connections <= 0 || o.partitions <= 0 || o.requests <= 0 || o.records <= 0 || o.idle_topics < 0
       || o.idle_partitions <= 0) {
     std::fprintf(stderr, "counts must be positive\n");
@@ -216,35 +133,16 @@ int parse_args(int argc, char** argv, options& o) {
   return 0;
 }
 
-std::string request_body(const options& o, int salt) {
-  json records = json::array();
-  std::string value(o.value_bytes, 'a');
-  uint64_t x = 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(salt);
-  for (int i = 0; i < o.records; ++i) {
-    for (auto& c : value) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      c = static_cast<char>('a' + x % 26);
-    }
-    records.push_back(json{{"value", value}});
-  }
-  return json{{"records", records}}.dump();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   options o;
   if (int rc = parse_args(argc, argv, o); rc != 0)
     return rc;
-  if (o.node.empty())
-    o.node = (fs::read_symlink("/proc/self/exe").parent_path() / "moonmq-node").string();
-  std::string base = o.dir.empty() ? fs::current_path().string() : o.dir;
-  std::string work = base + "/moonmq-broker-bench-" + std::to_string(::getpid());
+  std::string work = o.dir + "/moonmq-broker-bench-" + std::to_string(::getpid());
   fs::create_directories(work);
   std::printf("broker_bench node=%s dir=%s connections=%d partitions=%d requests=%d records=%d value_bytes=%zu\n",
-              o.node.c_str(), base.c_str(), o.connections, o.partitions, o.requests, o.records, o.value_bytes);
+              o.node.c_str(), o.dir.c_str(), o.connections, o.partitions, o.requests, o.records, o.value_bytes);
   int rc = 0;
   try {
     // --- produce and fetch --------------------------------------------------------
@@ -256,7 +154,7 @@ int main(int argc, char** argv) {
         throw std::runtime_error("create topic: " + std::to_string(created.status) + " " + created.body);
       std::vector<std::string> bodies;
       for (int c = 0; c < o.connections; ++c)
-        bodies.push_back(request_body(o, c));
+        bodies.push_back(moonmq::bench::records_body(o, c));
       auto data_dir = work + "/run/data";
       auto bytes_before = dir_bytes(data_dir);
       std::atomic<int> next_request{0};
