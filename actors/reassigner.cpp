@@ -37,6 +37,10 @@ constexpr int64_t progress_every_ms = 1000;
 /// over anyway: a producer faster than the copy must not keep a move in
 /// `copying` forever; the drain (source sealed) then takes the rest.
 constexpr int64_t max_extra_batches = 64;
+/// The destination fsyncs its copy every this many bytes: the page cache
+/// never holds a large unsynced copy whose writeback would stall the disk
+/// (and every produce fsync on it) at cutover.
+constexpr int64_t sync_every_bytes = 16LL << 20;
 /// Backoff of the post-confirm retries (the move only goes forward there).
 constexpr int64_t finish_backoff_min_ms = 200;
 constexpr int64_t finish_backoff_max_ms = 5000;
@@ -65,6 +69,7 @@ struct move_run {
   int64_t copied_this_run = 0;     ///< bytes sent since copy_started_ms (throttle)
   int64_t last_progress_ms = 0;
   int64_t extra_batches = 0;
+  int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
   int64_t backoff_ms = finish_backoff_min_ms;
   std::string note;                ///< last transient error while retrying
 };
@@ -370,8 +375,12 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
         }
         auto size = static_cast<int64_t>(batches.size());
         const auto* row = row_of(self, id);
+        run->unsynced_bytes += size;
+        bool sync = run->unsynced_bytes >= sync_every_bytes;
+        if (sync)
+          run->unsynced_bytes = 0;
         call(self, *run, row->to.value, "POST",
-             tp_path(row->tp) + "/append?expected_offset=" + std::to_string(from) + "&sync=false",
+             tp_path(row->tp) + "/append?expected_offset=" + std::to_string(from) + (sync ? "&sync=true" : "&sync=false"),
              std::move(batches), false,
              [self, id, size, log_end, after](int status, json& answer, const std::string& error) {
                auto* run = run_of(self, id);
