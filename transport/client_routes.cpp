@@ -201,9 +201,11 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
 }
 
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part) {
+  // A hint naming this broker adds nothing to its own table (and would send
+  // the part to a sealed local copy, possibly busy discarding its data).
   auto owner = remote_owner(ctx, part->topic, part->partition);
-  if (!part->owner_hint.empty())
-    owner = part->owner_hint == ctx.broker_id ? std::nullopt : std::optional<std::string>(part->owner_hint);
+  if (!part->owner_hint.empty() && part->owner_hint != ctx.broker_id)
+    owner = part->owner_hint;
   if (owner) {
     forward_part(ctx, gather, part, *owner);
     return;
