@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "storage_test_helpers.hpp"
 
@@ -243,6 +244,35 @@ TEST_CASE("reset discards everything and remove deletes the directory", "[storag
   REQUIRE(partition_log::remove(dir).ok());
   CHECK_FALSE(std::filesystem::exists(dir));
   CHECK(partition_log::remove(dir).ok());  // already gone: fine
+}
+
+TEST_CASE("reset leaves no retired segment behind and open removes one a crash left", "[storage][log]") {
+  temp_dir tmp;
+  auto dir = tmp.sub("t-8");
+  auto count_retired = [&] {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      n += e.path().filename().string().find(".deleted") != std::string::npos ? 1 : 0;
+    return n;
+  };
+  {
+    auto lg = partition_log::open(dir, small_segments()).value();
+    fill(lg, 40);
+    REQUIRE(lg.segment_count() > 1);
+    REQUIRE(lg.reset(offset{100}).ok());
+    CHECK(count_retired() == 0);
+    CHECK(lg.log_end() == offset{100});
+  }
+  // A crash between the rename and the delete leaves a retired segment.
+  {
+    std::ofstream left{dir + "/00000000000000000000.log.deleted"};
+    left << std::string(4096, 'x');
+  }
+  REQUIRE(count_retired() == 1);
+  auto reopened = partition_log::open(dir, small_segments()).value();
+  CHECK(count_retired() == 0);
+  CHECK(reopened.log_start() == offset{100});
+  CHECK(reopened.log_end() == offset{100});
 }
 
 TEST_CASE("create over an existing directory starts a fresh log", "[storage][log]") {
