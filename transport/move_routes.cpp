@@ -46,6 +46,11 @@ http_response owns_it(const move_context& ctx, const std::string& topic, int32_t
                                 + " itself; a move may only write over a copy owned elsewhere");
 }
 
+/// 409 offset_mismatch carrying the local log end, so the sender can resume.
+http_response offset_mismatch(int64_t end, const std::string& message) {
+  return http_response::json(409, json{{"error", "offset_mismatch"}, {"message", message}, {"log_end_offset", end}}.dump());
+}
+
 void ask_bounds(const move_context& ctx, const partition_actor& part,
                 std::function<void(int64_t, int64_t, int64_t)> ok, fail_fn fail) {
   ctx.system->spawn(
@@ -170,10 +175,7 @@ void append(const move_context& ctx, http_request& req, const responder& respond
   auto batches = std::make_shared<std::string>(std::move(req.body));
   ask_bounds(ctx, part, [ctx, respond, part, expected, sync, batches](int64_t, int64_t end, int64_t) {
     if (end != expected) {
-      respond(http_response::json(409, json{{"error", "offset_mismatch"},
-                                            {"message", "log end is " + std::to_string(end) + ", not "
-                                                          + std::to_string(expected)},
-                                            {"log_end_offset", end}}.dump()));
+      respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", not " + std::to_string(expected)));
       return;
     }
     ask<int64_t>(*ctx.system, part, ctx.timeout,
@@ -224,10 +226,8 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
     auto fail = fail_with(respond);
     ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, expected, at, fail](int64_t& end) {
       if (end != expected) {
-        respond(http_response::json(409, json{{"error", "offset_mismatch"},
-                                              {"message", "log end is " + std::to_string(end) + ", the source's is "
-                                                            + std::to_string(expected)},
-                                              {"log_end_offset", end}}.dump()));
+        respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the source's is "
+                                       + std::to_string(expected)));
         return;
       }
       ask<bool>(*ctx.system, ctx.state, ctx.timeout, [ctx, respond, topic, partition, part, end, fail](bool&) {
