@@ -69,16 +69,25 @@ fi
 
 # --- ports -----------------------------------------------------------------
 in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Free ports come from below the kernel's ephemeral range (32768-60999), so an
+# outgoing connection can never hold one, and each is claimed with flock on
+# /tmp/moonmq-ports/<port> for the life of this script: the test harness
+# claims its ports there too (tests/support/ports.hpp). The port is left in
+# $port (no subshell, so the lock's file descriptor stays with this script).
 taken=" "
 free_port() {
-  local p
+  local p fd
+  mkdir -p /tmp/moonmq-ports 2>/dev/null && chmod 1777 /tmp/moonmq-ports 2>/dev/null
   while :; do
-    p=$(( 20000 + RANDOM % 30000 ))
-    if [[ "$taken" != *" $p "* ]] && ! in_use "$p"; then
+    p=$(( 20000 + RANDOM % 12768 ))
+    [[ "$taken" == *" $p "* ]] && continue
+    exec {fd}>>"/tmp/moonmq-ports/$p" || continue
+    if flock -n "$fd" && ! in_use "$p"; then
       taken+="$p "
-      echo "$p"
+      port=$p
       return
     fi
+    exec {fd}>&-
   done
 }
 client_port=() admin_port=() cluster_port=()
@@ -95,9 +104,9 @@ if [ "$free_ports" = 0 ]; then
 fi
 if [ "$free_ports" = 1 ]; then
   for i in 0 1 2; do
-    client_port[i]=$(free_port); taken+="${client_port[i]} "
-    admin_port[i]=$(free_port); taken+="${admin_port[i]} "
-    cluster_port[i]=$(free_port); taken+="${cluster_port[i]} "
+    free_port; client_port[i]=$port
+    free_port; admin_port[i]=$port
+    free_port; cluster_port[i]=$port
   done
 fi
 

@@ -56,6 +56,7 @@
 #include "bench/common/client_api.hpp"
 #include "bench/common/node_child.hpp"
 #include "bench/common/node_options.hpp"
+#include "tests/support/ports.hpp"
 #include "transport/blocking_client.hpp"
 
 namespace fs = std::filesystem;
@@ -85,12 +86,6 @@ constexpr const char* usage =
 
 double seconds_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-uint16_t free_port() {
-  boost::asio::io_context ioc;
-  boost::asio::ip::tcp::acceptor a{ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
-  return a.local_endpoint().port();
 }
 
 int parse_args(int argc, char** argv, options& o) {
@@ -346,7 +341,7 @@ int main(int argc, char** argv) {
               o.value_bytes, o.records, o.connections, static_cast<long long>(o.throttle));
   int rc = 0;
   try {
-    auto p1 = free_port(), p2 = free_port(), c1 = free_port(), c2 = free_port();
+    auto p1 = moonmq::test::reserve_port(), p2 = moonmq::test::reserve_port(), c1 = moonmq::test::reserve_port(), c2 = moonmq::test::reserve_port();
     auto member = [&](const std::string& id, uint16_t port, uint16_t client, const std::string& peer, uint16_t peer_port,
                       uint16_t peer_client) {
       json peers = json::array({{{"Id", peer},

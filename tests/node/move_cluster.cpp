@@ -4,24 +4,13 @@
 
 #include <boost/asio.hpp>
 
+#include "tests/support/ports.hpp"
+
 namespace moonmq::test::move {
 
 using namespace std::chrono_literals;
 
 namespace {
-
-/// A loopback port that was free a moment ago, never one handed out before
-/// in this process.
-uint16_t free_port() {
-  static std::set<uint16_t> given;
-  for (;;) {
-    boost::asio::io_context ioc;
-    boost::asio::ip::tcp::acceptor a{ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
-    auto port = a.local_endpoint().port();
-    if (given.insert(port).second)
-      return port;
-  }
-}
 
 }  // namespace
 
@@ -46,8 +35,8 @@ move_cluster::move_cluster(std::vector<std::string> ids, std::vector<std::string
   for (auto& id : ids) {
     broker b;
     b.id = id;
-    b.cluster_port = free_port();
-    b.client_port = free_port();
+    b.cluster_port = reserve_port();
+    b.client_port = reserve_port();
     b.dir = std::make_unique<temp_dir>("moonmq-move-" + id);
     b.data_dir = b.dir->path() + "/data";
     brokers_.push_back(std::move(b));

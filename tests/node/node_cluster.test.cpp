@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/node/node_harness.hpp"
+#include "tests/support/ports.hpp"
 #include "transport/blocking_client.hpp"
 
 using namespace moonmq::test;
@@ -14,14 +15,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 namespace {
-
-/// A loopback port that was free a moment ago (peers must know each other's
-/// cluster port before either starts).
-uint16_t free_port() {
-  boost::asio::io_context ioc;
-  boost::asio::ip::tcp::acceptor a{ioc, {boost::asio::ip::make_address("127.0.0.1"), 0}};
-  return a.local_endpoint().port();
-}
 
 std::vector<std::string> member(const std::string& id, uint16_t port, const std::string& peer, uint16_t peer_port) {
   return {"Cluster.BrokerId=" + id, "Cluster.Port=" + std::to_string(port), "Cluster.Token=tok",
@@ -44,7 +37,7 @@ std::map<std::string, json> brokers_of(uint16_t admin) {
 
 TEST_CASE("GET /admin/cluster shows every broker with its liveness and the partition owners", "[node][cluster]") {
   temp_dir d1, d2;
-  auto p1 = free_port(), p2 = free_port();
+  auto p1 = reserve_port(), p2 = reserve_port();
   node_process b1{d1, member("b1", p1, "b2", p2)};
   node_process b2{d2, member("b2", p2, "b1", p1)};
   auto admin1 = b1.wait_ready();
@@ -102,7 +95,7 @@ TEST_CASE("GET /admin/cluster on a single broker lists it alone as owner of ever
 
 TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch or commit answer 421", "[node][cluster]") {
   temp_dir d1, d2;
-  auto p1 = free_port(), p2 = free_port(), c1 = free_port(), c2 = free_port();
+  auto p1 = reserve_port(), p2 = reserve_port(), c1 = reserve_port(), c2 = reserve_port();
   auto peer_of = [](const std::string& id, uint16_t port, uint16_t client) {
     return "Cluster.Peers=[{\"Id\":\"" + id + "\",\"Address\":\"127.0.0.1:" + std::to_string(port)
            + "\",\"ClientAddress\":\"127.0.0.1:" + std::to_string(client) + "\"}]";
@@ -165,7 +158,7 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch or com
 
 TEST_CASE("cluster loads and topic growth propagation and cluster-wide partitions in /admin/cluster", "[node][cluster]") {
   temp_dir d1, d2;
-  auto p1 = free_port(), p2 = free_port();
+  auto p1 = reserve_port(), p2 = reserve_port();
   node_process b1{d1, member("b1", p1, "b2", p2)};
   node_process b2{d2, member("b2", p2, "b1", p1)};
   auto admin1 = b1.wait_ready();
