@@ -1,0 +1,74 @@
+#include "kafka/api.hpp"
+
+namespace moonmq::kafka {
+
+const std::array<version_range, supported_api_count>& supported_apis() {
+  // min/max from KAFKA.md "Versions to advertise"; flexible_from from the
+  // Kafka 3.8 message schemas.
+  static const std::array<version_range, supported_api_count> table{{
+      {api_key::produce, 3, 7, 9},
+      {api_key::fetch, 4, 11, 12},
+      {api_key::list_offsets, 1, 2, 6},
+      {api_key::metadata, 0, 4, 9},
+      {api_key::offset_commit, 2, 5, 8},
+      {api_key::offset_fetch, 1, 4, 6},
+      {api_key::find_coordinator, 0, 2, 3},
+      {api_key::join_group, 0, 5, 6},
+      {api_key::heartbeat, 0, 3, 4},
+      {api_key::leave_group, 0, 1, 4},
+      {api_key::sync_group, 0, 3, 4},
+      {api_key::api_versions, 0, 3, 3},
+      {api_key::create_topics, 0, 3, 5},
+      {api_key::init_producer_id, 0, 1, 2},
+  }};
+  return table;
+}
+
+std::optional<version_range> supported_range(int16_t key) {
+  for (const auto& r : supported_apis())
+    if (static_cast<int16_t>(r.key) == key)
+      return r;
+  return std::nullopt;
+}
+
+bool is_supported(int16_t key, int16_t version) {
+  auto r = supported_range(key);
+  return r && version >= r->min_version && version <= r->max_version;
+}
+
+bool is_flexible(api_key key, int16_t version) {
+  auto r = supported_range(static_cast<int16_t>(key));
+  return r && version >= r->flexible_from;
+}
+
+int request_header_version(api_key key, int16_t version) {
+  return is_flexible(key, version) ? 2 : 1;
+}
+
+int response_header_version(api_key key, int16_t version) {
+  if (key == api_key::api_versions)
+    return 0;
+  return is_flexible(key, version) ? 1 : 0;
+}
+
+const char* api_name(int16_t key) {
+  switch (static_cast<api_key>(key)) {
+    case api_key::produce: return "Produce";
+    case api_key::fetch: return "Fetch";
+    case api_key::list_offsets: return "ListOffsets";
+    case api_key::metadata: return "Metadata";
+    case api_key::offset_commit: return "OffsetCommit";
+    case api_key::offset_fetch: return "OffsetFetch";
+    case api_key::find_coordinator: return "FindCoordinator";
+    case api_key::join_group: return "JoinGroup";
+    case api_key::heartbeat: return "Heartbeat";
+    case api_key::leave_group: return "LeaveGroup";
+    case api_key::sync_group: return "SyncGroup";
+    case api_key::api_versions: return "ApiVersions";
+    case api_key::create_topics: return "CreateTopics";
+    case api_key::init_producer_id: return "InitProducerId";
+  }
+  return "Unknown";
+}
+
+}  // namespace moonmq::kafka

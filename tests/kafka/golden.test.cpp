@@ -1,0 +1,128 @@
+// Golden bytes hand-computed from the Kafka protocol guide and message
+// schemas (ApiVersionsRequest/Response.json, MetadataRequest/Response.json):
+// ApiVersions v0 and v3 (flexible body, header v2 request, header v0
+// response per KIP-511) and Metadata v1.
+#include <catch2/catch.hpp>
+
+#include "kafka/codec.hpp"
+#include "samples.hpp"
+
+using namespace moonmq::kafka;
+using moonmq::kafka::test::hex;
+using moonmq::kafka::test::unhex;
+
+namespace {
+api_versions_response two_entries() {
+  api_versions_response r;
+  r.api_keys = {{18, 0, 3}, {3, 0, 4}};
+  return r;
+}
+}  // namespace
+
+TEST_CASE("kafka golden: ApiVersions v0 request and response", "[kafka][golden]") {
+  // size 14 | api_key 18 | version 0 | correlation 1 | client_id "kcat" | empty body
+  const auto wire = unhex("0000000e 0012 0000 00000001 0004 6b636174");
+  request_header h;
+  h.api_version = 0;
+  h.correlation_id = 1;
+  h.client_id = "kcat";
+  CHECK(hex(encode_request(h, api_versions_request{}).value()) == hex(wire));
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  CHECK(std::holds_alternative<api_versions_request>(req->body));
+
+  // size 22 | correlation 7 | error 0 | [2] (18,0,3) (3,0,4); no throttle in v0
+  const auto resp = unhex("00000016 00000007 0000 00000002 0012 0000 0003 0003 0000 0004");
+  CHECK(hex(encode_response(7, 0, two_entries()).value()) == hex(resp));
+  auto back = decode_body<api_versions_response>(resp.substr(8), 0).value();
+  REQUIRE(back.api_keys.size() == 2);
+  CHECK(back.api_keys[1].api == 3);
+  CHECK(back.api_keys[1].max_version == 4);
+}
+
+TEST_CASE("kafka golden: ApiVersions v1 adds throttle_time_ms", "[kafka][golden]") {
+  const auto resp =
+      unhex("0000001a 00000007 0000 00000002 0012 0000 0003 0003 0000 0004 00000000");
+  CHECK(hex(encode_response(7, 1, two_entries()).value()) == hex(resp));
+}
+
+TEST_CASE("kafka golden: ApiVersions v3 (flexible) request and response", "[kafka][golden]") {
+  // What librdkafka 2.0.2 sends first: header v2 (client_id is still a
+  // classic nullable string, then an empty tag section), compact strings.
+  // size 36 | 18 | 3 | corr 1 | "rdkafka" | tags 0 | "librdkafka" | "2.0.2" | tags 0
+  const auto wire = unhex(
+      "00000024 0012 0003 00000001 0007 72646b61666b61 00"
+      " 0b 6c 69 62 72 64 6b 61 66 6b 61 06 322e302e32 00");
+  CHECK(wire.size() == 4 + 36);
+  request_header h;
+  h.api_version = 3;
+  h.correlation_id = 1;
+  h.client_id = "rdkafka";
+  api_versions_request body;
+  body.client_software_name = "librdkafka";
+  body.client_software_version = "2.0.2";
+  CHECK(hex(encode_request(h, body).value()) == hex(wire));
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  const auto& got = std::get<api_versions_request>(req->body);
+  CHECK(got.client_software_name == "librdkafka");
+  CHECK(got.client_software_version == "2.0.2");
+
+  // Response header v0 (no tag byte, KIP-511) | error 0 | compact array N+1=3
+  // of (key, min, max, tags 0) | throttle 0 | tags 0
+  const auto resp = unhex(
+      "0000001a 00000001 0000 03 0012 0000 0003 00 0003 0000 0004 00 00000000 00");
+  CHECK(hex(encode_response(1, 3, two_entries()).value()) == hex(resp));
+  auto back = decode_body<api_versions_response>(resp.substr(8), 3).value();
+  REQUIRE(back.api_keys.size() == 2);
+  CHECK(back.api_keys[0].api == 18);
+}
+
+TEST_CASE("kafka golden: ApiVersions v3 request with unknown tagged fields still decodes",
+          "[kafka][golden]") {
+  const auto body = unhex("02 61 02 62 01 05 02 abcd");
+  auto got = decode_body<api_versions_request>(body, 3);
+  REQUIRE(got.ok());
+  CHECK(got->client_software_name == "a");
+}
+
+TEST_CASE("kafka golden: Metadata v1 request and response", "[kafka][golden]") {
+  // size 26 | api 3 | v1 | corr 2 | "kcat" | topics [1] "orders"
+  const auto wire = unhex("0000001a 0003 0001 00000002 0004 6b636174 00000001 0006 6f7264657273");
+  request_header h;
+  h.api_version = 1;
+  h.correlation_id = 2;
+  h.client_id = "kcat";
+  metadata_request mreq;
+  mreq.topics = std::vector<std::string>{"orders"};
+  CHECK(hex(encode_request(h, mreq).value()) == hex(wire));
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  const auto& topics = std::get<metadata_request>(req->body).topics;
+  REQUIRE(topics);
+  CHECK(*topics == std::vector<std::string>{"orders"});
+
+  // All topics in v1 is a null array.
+  const auto all = unhex("00000012 0003 0001 00000002 0004 6b636174 ffffffff");
+  CHECK(hex(encode_request(h, metadata_request{}).value()) == hex(all));
+
+  metadata_response m;
+  m.brokers = {{1, "localhost", 9092, std::nullopt}};
+  m.controller_id = 1;
+  m.topics = {{0, "orders", false, {{0, 0, 1, {1}, {1}}}}};
+  const auto resp = unhex(
+      "0000004e 00000002"                               // size 78, correlation 2
+      " 00000001 00000001 0009 6c6f63616c686f7374"      // brokers [1]: node 1 "localhost"
+      " 00002384 ffff"                                  // port 9092, rack null
+      " 00000001"                                       // controller_id 1
+      " 00000001 0000 0006 6f7264657273 00"             // topics [1]: error 0 "orders" internal false
+      " 00000001 0000 00000000 00000001"                // partitions [1]: error 0, index 0, leader 1
+      " 00000001 00000001 00000001 00000001");          // replicas [1], isr [1]
+  CHECK(hex(encode_response(2, 1, m).value()) == hex(resp));
+  auto back = decode_body<metadata_response>(resp.substr(8), 1).value();
+  REQUIRE(back.brokers.size() == 1);
+  CHECK(back.brokers[0].host == "localhost");
+  CHECK(back.brokers[0].port == 9092);
+  CHECK_FALSE(back.brokers[0].rack);
+  CHECK(back.topics[0].partitions[0].leader_id == 1);
+}

@@ -1,0 +1,270 @@
+#include "samples.hpp"
+
+#include <stdexcept>
+
+#include "storage/record_batch.hpp"
+
+namespace moonmq::kafka::test {
+
+std::string unhex(std::string_view hex_text) {
+  std::string out;
+  int nibble = -1;
+  for (char c : hex_text) {
+    int v = -1;
+    if (c >= '0' && c <= '9')
+      v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      v = c - 'A' + 10;
+    else if (c == ' ' || c == '\n' || c == '|')
+      continue;
+    else
+      throw std::invalid_argument("bad hex character");
+    if (nibble < 0) {
+      nibble = v;
+    } else {
+      out.push_back(static_cast<char>(nibble * 16 + v));
+      nibble = -1;
+    }
+  }
+  if (nibble >= 0)
+    throw std::invalid_argument("odd number of hex digits");
+  return out;
+}
+
+std::string hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (char c : bytes) {
+    auto u = static_cast<unsigned char>(c);
+    if (!out.empty())
+      out.push_back(' ');
+    out.push_back(digits[u >> 4]);
+    out.push_back(digits[u & 15]);
+  }
+  return out;
+}
+
+std::string sample_batch(int64_t producer_id, int32_t base_sequence) {
+  std::vector<storage::record> records(3);
+  records[0].key = "k0";
+  records[0].value = "v0";
+  records[0].timestamp_ms = 1700000000000;
+  records[1].value = "v1";
+  records[1].timestamp_ms = 1700000000001;
+  records[1].headers.push_back({"h", std::string("x")});
+  records[2].key = "";
+  records[2].value = std::string(100, 'z');
+  records[2].timestamp_ms = 1700000000002;
+  storage::batch_options opts;
+  opts.producer_id = producer_id;
+  opts.producer_epoch = producer_id >= 0 ? 0 : -1;
+  opts.base_sequence = base_sequence;
+  return storage::encode_batch(records, opts).value();
+}
+
+std::vector<request_body> sample_requests() {
+  std::vector<request_body> out;
+  produce_request produce;
+  produce.transactional_id = "tx";
+  produce.acks = -1;
+  produce.timeout_ms = 30000;
+  produce.topics = {{"orders", {{0, sample_batch()}, {1, std::nullopt}}}, {"audit", {}}};
+  out.emplace_back(produce);
+
+  fetch_request fetch;
+  fetch.replica_id = -1;
+  fetch.max_wait_ms = 500;
+  fetch.min_bytes = 1;
+  fetch.max_bytes = 52428800;
+  fetch.isolation_level = 1;
+  fetch.session_id = 7;
+  fetch.session_epoch = 3;
+  fetch.topics = {{"orders", {{0, 5, 42, 0, 1048576}, {2, -1, 0, -1, 65536}}}};
+  fetch.forgotten = {{"old", {1, 2}}};
+  fetch.rack_id = "rack-a";
+  out.emplace_back(fetch);
+
+  list_offsets_request list;
+  list.replica_id = -1;
+  list.isolation_level = 1;
+  list.topics = {{"orders", {{0, latest_timestamp}, {1, earliest_timestamp}, {2, 1700000000000}}}};
+  out.emplace_back(list);
+
+  metadata_request metadata;
+  metadata.topics = std::vector<std::string>{"orders", "audit"};
+  metadata.allow_auto_topic_creation = false;
+  out.emplace_back(metadata);
+
+  offset_commit_request commit;
+  commit.group_id = "g";
+  commit.generation_id = 4;
+  commit.member_id = "m-1";
+  commit.retention_time_ms = 86400000;
+  commit.topics = {{"orders", {{0, 100, std::string("meta")}, {1, 7, std::nullopt}}}};
+  out.emplace_back(commit);
+
+  offset_fetch_request fetch_offsets;
+  fetch_offsets.group_id = "g";
+  fetch_offsets.topics = std::vector<offset_fetch_topic>{{"orders", {0, 1, 2}}};
+  out.emplace_back(fetch_offsets);
+
+  find_coordinator_request find;
+  find.key_value = "g";
+  find.key_type = 1;
+  out.emplace_back(find);
+
+  join_group_request join;
+  join.group_id = "g";
+  join.session_timeout_ms = 45000;
+  join.rebalance_timeout_ms = 300000;
+  join.member_id = "m-1";
+  join.group_instance_id = "instance-1";
+  join.protocol_type = "consumer";
+  join.protocols = {{"range", std::string("\x00\x01\x02", 3)}, {"roundrobin", ""}};
+  out.emplace_back(join);
+
+  heartbeat_request heartbeat;
+  heartbeat.group_id = "g";
+  heartbeat.generation_id = 4;
+  heartbeat.member_id = "m-1";
+  heartbeat.group_instance_id = "instance-1";
+  out.emplace_back(heartbeat);
+
+  leave_group_request leave;
+  leave.group_id = "g";
+  leave.member_id = "m-1";
+  out.emplace_back(leave);
+
+  sync_group_request sync;
+  sync.group_id = "g";
+  sync.generation_id = 4;
+  sync.member_id = "m-1";
+  sync.group_instance_id = "instance-1";
+  sync.assignments = {{"m-1", std::string("\x00\x00\x01", 3)}, {"m-2", ""}};
+  out.emplace_back(sync);
+
+  api_versions_request versions;
+  versions.client_software_name = "librdkafka";
+  versions.client_software_version = "2.0.2";
+  out.emplace_back(versions);
+
+  create_topics_request create;
+  create.topics = {{"orders", 3, 1, {}, {{"retention.ms", std::string("1000")}, {"x", std::nullopt}}},
+                   {"manual", -1, -1, {{0, {1, 2}}, {1, {2, 3}}}, {}}};
+  create.timeout_ms = 5000;
+  create.validate_only = true;
+  out.emplace_back(create);
+
+  init_producer_id_request init;
+  init.transactional_id = std::nullopt;
+  init.transaction_timeout_ms = 60000;
+  out.emplace_back(init);
+  return out;
+}
+
+std::vector<response_body> sample_responses() {
+  std::vector<response_body> out;
+  produce_response produce;
+  produce.topics = {{"orders", {{0, 0, 100, -1, 5}, {1, error_code::not_leader_or_follower, -1, -1, -1}}}};
+  produce.throttle_time_ms = 3;
+  out.emplace_back(produce);
+
+  fetch_response fetch;
+  fetch.throttle_time_ms = 1;
+  fetch.error_code = 0;
+  fetch.session_id = 9;
+  fetch_partition_response fp;
+  fp.partition = 0;
+  fp.high_watermark = 3;
+  fp.last_stable_offset = 3;
+  fp.log_start_offset = 0;
+  fp.aborted_transactions = std::vector<aborted_transaction>{{5, 6}};
+  fp.preferred_read_replica = -1;
+  fp.records = sample_batch();
+  fetch_partition_response empty;
+  empty.partition = 1;
+  empty.error_code = error_code::offset_out_of_range;
+  fetch.topics = {{"orders", {fp, empty}}};
+  out.emplace_back(fetch);
+
+  list_offsets_response list;
+  list.throttle_time_ms = 2;
+  list.topics = {{"orders", {{0, 0, -1, 42}, {1, error_code::unknown_topic_or_partition, -1, -1}}}};
+  out.emplace_back(list);
+
+  metadata_response metadata;
+  metadata.throttle_time_ms = 4;
+  metadata.brokers = {{1, "b1.local", 9092, std::string("rack-a")}, {2, "b2.local", 9093, std::nullopt}};
+  metadata.cluster_id = "moonmq";
+  metadata.controller_id = 1;
+  metadata.topics = {{0, "orders", true, {{0, 0, 1, {1, 2}, {1}}, {0, 1, 2, {2}, {2}}}},
+                     {error_code::unknown_topic_or_partition, "nope", false, {}}};
+  out.emplace_back(metadata);
+
+  offset_commit_response commit;
+  commit.throttle_time_ms = 5;
+  commit.topics = {{"orders", {{0, 0}, {1, error_code::illegal_generation}}}};
+  out.emplace_back(commit);
+
+  offset_fetch_response fetch_offsets;
+  fetch_offsets.throttle_time_ms = 6;
+  fetch_offsets.topics = {{"orders", {{0, 100, std::string("meta"), 0}, {1, -1, std::nullopt, 0}}}};
+  fetch_offsets.error_code = error_code::not_coordinator;
+  out.emplace_back(fetch_offsets);
+
+  find_coordinator_response find;
+  find.throttle_time_ms = 7;
+  find.error_code = 0;
+  find.error_message = "fine";
+  find.node_id = 2;
+  find.host = "b2.local";
+  find.port = 9093;
+  out.emplace_back(find);
+
+  join_group_response join;
+  join.throttle_time_ms = 8;
+  join.error_code = 0;
+  join.generation_id = 4;
+  join.protocol_name = "range";
+  join.leader = "m-1";
+  join.member_id = "m-1";
+  join.members = {{"m-1", std::string("instance-1"), std::string("\x00\x01", 2)}, {"m-2", std::nullopt, ""}};
+  out.emplace_back(join);
+
+  heartbeat_response heartbeat;
+  heartbeat.throttle_time_ms = 9;
+  heartbeat.error_code = error_code::rebalance_in_progress;
+  out.emplace_back(heartbeat);
+
+  leave_group_response leave;
+  leave.throttle_time_ms = 10;
+  leave.error_code = error_code::unknown_member_id;
+  out.emplace_back(leave);
+
+  sync_group_response sync;
+  sync.throttle_time_ms = 11;
+  sync.error_code = 0;
+  sync.assignment = std::string("\x00\x00\x00\x01", 4);
+  out.emplace_back(sync);
+
+  auto versions = make_api_versions_response();
+  versions.throttle_time_ms = 12;
+  out.emplace_back(versions);
+
+  create_topics_response create;
+  create.throttle_time_ms = 13;
+  create.topics = {{"orders", 0, std::nullopt}, {"dup", error_code::topic_already_exists, std::string("exists")}};
+  out.emplace_back(create);
+
+  init_producer_id_response init;
+  init.throttle_time_ms = 14;
+  init.error_code = 0;
+  init.producer_id = 1234567890123;
+  init.producer_epoch = 2;
+  out.emplace_back(init);
+  return out;
+}
+
+}  // namespace moonmq::kafka::test
