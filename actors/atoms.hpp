@@ -35,5 +35,7 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;  ///< cancel a part
 using merge_atom = caf::atom_constant<caf::atom("merge")>;    ///< merge pushed group offsets (higher wins)
 using step_atom = caf::atom_constant<caf::atom("step")>;      ///< a move's next step or a peer's answer
 using plan_atom = caf::atom_constant<caf::atom("plan")>;      ///< compute a balance plan now
+using raft_atom = caf::atom_constant<caf::atom("raft")>;      ///< a received Raft wire message
+using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a Raft log entry
 
 }  // namespace moonmq

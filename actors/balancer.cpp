@@ -45,6 +45,8 @@ struct balancer_state {
   int64_t epoch = 0;  ///< this loop's controller epoch (0 = not claimed yet)
   bool superseded = false;
   std::string superseded_by;
+  int64_t last_claimed = 0;    ///< with Raft: the term of the last successful claim
+  std::string not_controller;  ///< with Raft: why the last claim failed ("" = it succeeded)
   bool pass_running = false;
   uint64_t passes = 0;
   json last_pass;  ///< null before the first pass
@@ -80,6 +82,15 @@ void supersede(self_ptr self, const std::string& by) {
     return;
   st.superseded = true;
   st.superseded_by = by;
+  if (st.settings.raft) {
+    // Raft decides who is the controller: this pass acts no more, and the
+    // next one claims again (which only the leader of the current term can).
+    logger()->warn("balancer.superseded broker={} epoch={} by=\"{}\" msg=\"not the controller until Raft elects "
+                   "this broker again\"",
+                   st.settings.broker_id, st.epoch, by);
+    st.epoch = 0;
+    return;
+  }
   logger()->warn("balancer.superseded broker={} epoch={} by=\"{}\" msg=\"this balance loop stops acting until the "
                  "node restarts\"",
                  st.settings.broker_id, st.epoch, by);
@@ -260,7 +271,8 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
       const auto& body = a["body"];
       auto holder = body.is_object() ? body.value("holder", std::string{}) : std::string{};
       auto highest = body.is_object() ? body.value("epoch", int64_t{0}) : int64_t{0};
-      if (status == 409 && highest == st.epoch && !holder.empty() && st.settings.broker_id < holder) {
+      if (!st.settings.raft && status == 409 && highest == st.epoch && !holder.empty()
+          && st.settings.broker_id < holder) {
         // Two loops claimed the same epoch at once: the lower broker id
         // claims again above it, the higher one gives way (it sees this
         // claim, or the next, as newer).
@@ -403,11 +415,13 @@ json status_json(self_ptr self) {
          {"dry_run", cfg.dry_run},
          {"interval_seconds", cfg.interval_seconds},
          {"broker_id", st.settings.broker_id},
-         {"controller", {{"epoch", st.epoch}, {"superseded", st.superseded}}},
+         {"controller", {{"epoch", st.epoch}, {"superseded", st.superseded}, {"raft", st.settings.raft}}},
          {"passes", st.passes},
          {"last_pass", st.last_pass}};
   if (st.superseded)
     j["controller"]["superseded_by"] = st.superseded_by;
+  if (st.settings.raft && !st.not_controller.empty())
+    j["controller"]["not_controller"] = st.not_controller;
   if (st.goals) {
     json names = json::array();
     for (const auto& g : st.goals->current().goals)
@@ -440,12 +454,17 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
   return {
     [self](tick_atom) {
       auto& st = self->state;
-      if (st.superseded)
+      if (st.superseded && !st.settings.raft)
         return;
       auto interval = std::chrono::seconds(st.settings.config.interval_seconds);
       if (st.pass_running) {
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
         return;
+      }
+      if (st.settings.raft && !st.settings.config.dry_run) {
+        // Controllership is re-checked every pass: the term may have moved on.
+        st.superseded = false;
+        st.epoch = 0;
       }
       if (st.epoch > 0 || st.settings.config.dry_run) {
         start_pass(self, true);
@@ -455,13 +474,23 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       self->request(st.cstate, local_timeout, claim_atom::value)
         .then(
           [self](int64_t epoch) {
-            self->state.epoch = epoch;
-            logger()->info("balancer.claimed broker={} epoch={}", self->state.settings.broker_id, epoch);
+            auto& st = self->state;
+            if (!st.settings.raft || st.not_controller.size() || epoch != st.last_claimed)
+              logger()->info("balancer.claimed broker={} epoch={}", st.settings.broker_id, epoch);
+            st.epoch = epoch;
+            st.last_claimed = epoch;
+            st.not_controller.clear();
             start_pass(self, true);
           },
           [self, interval](caf::error& e) {
-            self->state.pass_running = false;
-            logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
+            auto& st = self->state;
+            st.pass_running = false;
+            if (st.settings.raft && error_code_of(e) == "not_controller") {
+              st.not_controller = caf::to_string(e);
+              logger()->debug("balancer.not_controller broker={}", st.settings.broker_id);
+            } else {
+              logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
+            }
             self->delayed_send(self, interval, tick_atom::value);
           });
     },
@@ -471,7 +500,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       auto in = json::parse(inputs, nullptr, false);
       if (in.is_object())
         finish_pass(self, in, execute);
-      if (execute && !st.superseded && st.settings.config.enabled)
+      if (execute && (!st.superseded || st.settings.raft) && st.settings.config.enabled)
         self->delayed_send(self, std::chrono::seconds(st.settings.config.interval_seconds), tick_atom::value);
     },
     [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, std::string& message) {

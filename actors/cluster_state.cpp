@@ -18,6 +18,7 @@ struct cluster_state_state {
   std::optional<cluster::controller_fence> fence;
   std::optional<cluster::ownership_table> owners;
   std::string open_error;
+  std::optional<raft_link> raft;
   static inline const char* name = "cluster_state";
 };
 
@@ -41,17 +42,49 @@ caf::error not_open(self_ptr self) {
   return make_error(errc::not_ready, "cluster state unavailable: " + self->state.open_error);
 }
 
+/// The Raft fence (docs/raft.md "Wiring"): an epoch is a Raft term. Below
+/// the current term is stale; at the current term only the known leader
+/// passes; above it this broker lags and lets it through (Raft will bring
+/// the newer term here with the next heartbeat).
+caf::result<int64_t> raft_observe(const raft_status& s, int64_t at, const std::string& controller) {
+  auto held = " (highest epoch " + std::to_string(s.term) + " held by " + s.leader + ")";
+  if (at < s.term)
+    return make_coded_error(409, "stale_epoch",
+                            "controller epoch " + std::to_string(at) + " is older than the Raft term" + held);
+  if (at == s.term && !s.leader.empty() && controller != s.leader)
+    return make_coded_error(409, "epoch_conflict",
+                            controller + " is not the Raft leader of term " + std::to_string(at) + held);
+  return std::max(at, s.term);
+}
+
+/// An owner change through the Raft log: answered once committed and
+/// applied on this broker.
+caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t partition, std::string& owner) {
+  auto rp = self->make_response_promise<bool>();
+  self->request(self->state.raft->node, std::chrono::seconds(60), propose_atom::value, topic, partition, owner, true)
+    .then(
+      [rp, topic, partition, owner](int64_t index, int64_t term) mutable {
+        log::get("node")->info("ownership.changed topic={} partition={} owner={} raft_index={} term={}", topic,
+                               partition, owner, index, term);
+        rp.deliver(true);
+      },
+      [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  return rp;
+}
+
 cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string data_dir, std::string self_id,
-                                                    std::shared_ptr<owner_view> view) {
+                                                    std::shared_ptr<owner_view> view, std::optional<raft_link> raft) {
   auto& init = self->state;
   init.self_id = std::move(self_id);
   init.view = std::move(view);
+  init.raft = std::move(raft);
   auto fence = cluster::controller_fence::open(data_dir);
   auto owners = cluster::ownership_table::open(data_dir);
   if (fence && owners) {
     init.fence.emplace(std::move(fence.value()));
     init.owners.emplace(std::move(owners.value()));
-    publish(self);
+    if (!init.raft)  // with Raft the raft_node publishes the applied table
+      publish(self);
   } else {
     init.open_error = fence ? owners.err().message : fence.err().message;
     log::get("node")->error("cluster.state_failed error=\"{}\"", init.open_error);
@@ -59,6 +92,14 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
   return {
     [self](claim_atom) -> caf::result<int64_t> {
       auto& st = self->state;
+      if (st.raft) {
+        auto s = st.raft->view->get();
+        if (s.is_leader)
+          return s.term;
+        return make_coded_error(409, "not_controller",
+                                "broker " + st.self_id + " is not the Raft leader (term " + std::to_string(s.term)
+                                  + ", leader " + (s.leader.empty() ? std::string("unknown") : s.leader) + ")");
+      }
       if (!st.fence)
         return not_open(self);
       auto r = st.fence->claim(cluster::broker_id{st.self_id});
@@ -73,6 +114,8 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
         return not_open(self);
       if (at <= 0)
         return make_coded_error(400, "invalid_request", "X-Controller-Epoch must be a positive integer");
+      if (st.raft)
+        return raft_observe(st.raft->view->get(), at, controller);
       auto r = st.fence->observe(cluster::epoch{static_cast<uint64_t>(at)}, cluster::broker_id{controller});
       if (!r)
         return from(r.err());
@@ -82,6 +125,8 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
     },
     [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t at) -> caf::result<bool> {
       auto& st = self->state;
+      if (st.raft)
+        return raft_set_owner(self, topic, partition, owner);
       if (!st.owners)
         return not_open(self);
       cluster::topic_partition tp{topic, partition};
@@ -94,6 +139,10 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
     },
     [self](get_atom) -> caf::result<int64_t, std::string> {
       auto& st = self->state;
+      if (st.raft) {
+        auto s = st.raft->view->get();
+        return caf::make_result(s.term, s.leader);
+      }
       if (!st.fence)
         return not_open(self);
       return caf::make_result(static_cast<int64_t>(st.fence->highest().value), st.fence->holder().value);
@@ -101,6 +150,15 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
     [self](status_atom) {
       auto& st = self->state;
       nlohmann::json j{{"broker_id", st.self_id}};
+      if (st.raft) {
+        auto s = st.raft->view->get();
+        j["controller"] = {{"epoch", s.term}, {"id", s.leader}, {"source", "raft"}};
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& [tp, owner] : *st.view->get())
+          rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
+        j["owners"] = rows;
+        return j.dump();
+      }
       if (!st.fence) {
         j["error"] = st.open_error;
         return j.dump();
@@ -126,8 +184,10 @@ std::string check_cluster_state(const std::string& data_dir) {
 }
 
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
-                                        std::shared_ptr<owner_view> view, registry_actor reg) {
-  auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(data_dir), std::move(self_id), std::move(view));
+                                        std::shared_ptr<owner_view> view, registry_actor reg,
+                                        std::optional<raft_link> raft) {
+  auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(data_dir), std::move(self_id), std::move(view),
+                                    std::move(raft));
   enroll(reg, caf::actor_cast<caf::actor>(a), "cluster_state", "cluster_state");
   return a;
 }

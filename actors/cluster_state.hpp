@@ -6,10 +6,19 @@
 // control-plane request passes the fence before it may change an owner.
 // Readers on the request path use the published owner_view instead of a
 // round trip.
+//
+// With Cluster.Raft (raft_link given) the same interface is backed by Raft
+// (DESIGN §5, docs/raft.md "Wiring"): the controller is the Raft leader and
+// its epoch the Raft term; claim succeeds only on the leader; the fence
+// refuses epochs below the current term (and, at the current term, any id
+// but the known leader); an owner change is proposed to the Raft log and
+// answered once committed and applied here. The raft_node publishes the
+// owner_view; the local files are not used.
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -17,6 +26,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/raft_node.hpp"
 #include "actors/registry.hpp"
 #include "cluster/ownership_table.hpp"
 
@@ -60,8 +70,16 @@ using cluster_state_actor = caf::typed_actor<
 /// "" or the error naming the file.
 std::string check_cluster_state(const std::string& data_dir);
 
-/// Spawns the cluster state actor (detached) for broker `self_id`.
+/// The Raft side of the cluster state when Cluster.Raft.Enabled.
+struct raft_link {
+  std::shared_ptr<raft_view> view;
+  raft_actor node;
+};
+
+/// Spawns the cluster state actor (detached) for broker `self_id`; with
+/// `raft`, fencing and ownership come from Raft (see above).
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
-                                        std::shared_ptr<owner_view> view, registry_actor reg);
+                                        std::shared_ptr<owner_view> view, registry_actor reg,
+                                        std::optional<raft_link> raft = std::nullopt);
 
 }  // namespace moonmq

@@ -93,12 +93,20 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
   }
   ask_many<int64_t, std::string>(
     *ctx.system, *ctx.state, std::chrono::seconds(5),
-    [respond, brokers, partitions](int64_t& epoch, std::string& holder) {
-      respond(http_response::json(
-        200, json{{"brokers", brokers},
-                  {"partitions", partitions},
-                  {"controller", {{"id", holder.empty() ? json(nullptr) : json(holder)}, {"epoch", epoch}}}}
-               .dump()));
+    [respond, brokers, partitions, raft = ctx.raft](int64_t& epoch, std::string& holder) {
+      json controller{{"id", holder.empty() ? json(nullptr) : json(holder)}, {"epoch", epoch}};
+      json body{{"brokers", brokers}, {"partitions", partitions}};
+      if (raft) {
+        // With Raft the epoch is the term; CONTRACT §4 adds term and commit index.
+        auto s = raft->get();
+        controller["term"] = s.term;
+        controller["commit_index"] = s.commit_index;
+        body["term"] = s.term;
+        body["commit_index"] = s.commit_index;
+        body["raft"] = {{"role", s.role}, {"applied_index", s.applied_index}};
+      }
+      body["controller"] = std::move(controller);
+      respond(http_response::json(200, body.dump()));
     },
     [respond](const caf::error& e) {
       respond(http_response::error(http_status_of(e), error_code_of(e), "cluster state: " + caf::to_string(e)));

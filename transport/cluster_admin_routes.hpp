@@ -37,6 +37,8 @@ struct cluster_admin_context {
   std::vector<cluster_peer> peers;
   /// The balance loop (a Cluster section is required); /admin/balancer.
   std::optional<balancer_actor> balancer;
+  /// With Cluster.Raft: term, commit index and role for /admin/cluster.
+  std::shared_ptr<raft_view> raft;
   /// Deadline of the peers' /cluster/loads; local partitions get half of it.
   std::chrono::milliseconds probe_timeout{2000};
 };

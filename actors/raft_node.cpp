@@ -1,0 +1,431 @@
+#include "actors/raft_node.hpp"
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <random>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/cluster_state.hpp"
+#include "actors/errors.hpp"
+#include "raft/messages.hpp"
+#include "raft/raft_core.hpp"
+#include "raft/raft_store.hpp"
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq {
+namespace {
+
+using json = nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+using promise = caf::typed_response_promise<int64_t, int64_t>;
+
+/// Messages to one peer still waiting for their 202; more are dropped (the
+/// core resends on the next heartbeat), so a dead peer never piles up work.
+constexpr int max_in_flight = 4;
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("raft"); }
+
+/// A local proposal, or a forwarded one the leader accepted, waiting for
+/// its entry to be applied here.
+struct waiter {
+  int64_t index = 0;
+  int64_t term = 0;
+  raft::owner_entry entry;
+  promise rp;
+  clock_type::time_point deadline;
+};
+
+/// A proposal sent to the leader, waiting for its answer.
+struct forward {
+  raft::owner_entry entry;
+  promise rp;
+  clock_type::time_point deadline;
+};
+
+struct raft_peer {
+  transport::cluster_peer peer;
+  std::shared_ptr<std::atomic<int>> in_flight = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<bool>> reachable = std::make_shared<std::atomic<bool>>(true);
+};
+
+struct raft_node_state {
+  raft_node_settings settings;
+  raft_timing timing;
+  std::unique_ptr<raft::raft_store> store;
+  std::optional<raft::raft_core> core;
+  std::shared_ptr<owner_view> owners;
+  std::shared_ptr<raft_view> view;
+  std::map<std::string, raft_peer> peers;
+  std::vector<waiter> waiters;
+  std::map<int64_t, forward> forwards;
+  int64_t next_forward = 0;
+  std::string broken;  ///< why the node stopped taking part (a failed save)
+  raft::role last_role = raft::role::follower;
+  uint64_t elections = 0, sent = 0, dropped = 0, received = 0, refused = 0;
+  static inline const char* name = "raft_node";
+};
+
+using self_ptr = raft_actor::stateful_pointer<raft_node_state>;
+
+caf::error coded(int status, const std::string& code, const std::string& message) {
+  return make_coded_error(status, code, message);
+}
+
+std::string describe(const raft::owner_entry& e) {
+  return e.topic + "/" + std::to_string(e.partition) + " -> " + e.owner.str();
+}
+
+/// Publishes the applied ownership table to every request path.
+void publish_owners(owner_view& view, const raft::ownership_state& table) {
+  auto map = std::make_shared<owner_map>();
+  for (const auto& [tp, owner] : table.owners())
+    (*map)[cluster::topic_partition{tp.topic, tp.partition}] = owner.str();
+  view.set(std::move(map));
+}
+
+void publish_status(self_ptr self) {
+  auto& st = self->state;
+  const auto& core = *st.core;
+  raft_status s;
+  s.term = static_cast<int64_t>(core.current_term().value);
+  s.leader = core.leader().str();
+  s.role = raft::to_string(core.current_role());
+  s.is_leader = core.current_role() == raft::role::leader;
+  s.commit_index = static_cast<int64_t>(core.commit_index().value);
+  s.applied_index = static_cast<int64_t>(core.applied_index().value);
+  if (core.current_role() == raft::role::candidate && st.last_role != raft::role::candidate) {
+    ++st.elections;
+    metrics::registry::global().get_counter("moonmq_raft_elections_total", "Elections this broker started").inc();
+  }
+  if (s.is_leader && st.last_role != raft::role::leader)
+    logger()->info("raft.leader broker={} term={}", st.settings.broker_id, s.term);
+  else if (!s.is_leader && st.last_role == raft::role::leader)
+    logger()->warn("raft.stepped_down broker={} term={} leader={}", st.settings.broker_id, s.term,
+                   s.leader.empty() ? "unknown" : s.leader);
+  st.last_role = core.current_role();
+  auto& reg = metrics::registry::global();
+  reg.get_gauge("moonmq_raft_term", "Current Raft term of this broker").set(static_cast<double>(s.term));
+  reg.get_gauge("moonmq_raft_is_controller", "1 while this broker is the Raft leader (the controller)")
+    .set(s.is_leader ? 1.0 : 0.0);
+  reg.get_gauge("moonmq_raft_commit_index", "Highest Raft log index known committed")
+    .set(static_cast<double>(s.commit_index));
+  st.view->set(std::move(s));
+}
+
+/// Sends one message as a one-way POST. Called only after its batch was saved.
+void send(self_ptr self, const raft::message& m) {
+  auto& st = self->state;
+  auto it = st.peers.find(m.to.str());
+  if (it == st.peers.end())
+    return;
+  auto& p = it->second;
+  if (p.in_flight->load() >= max_in_flight) {
+    ++st.dropped;
+    return;
+  }
+  ++*p.in_flight;
+  ++st.sent;
+  auto timeout = std::chrono::milliseconds(st.settings.election_timeout_ms);
+  transport::call_peer(p.peer, "POST", raft::route_for(m), raft::to_json(m).dump(), 0, "", timeout,
+                       [in_flight = p.in_flight, reachable = p.reachable, id = p.peer.id](int status, nlohmann::json,
+                                                                                          std::string error) {
+                         --*in_flight;
+                         bool ok = status == 202;
+                         if (reachable->exchange(ok) != ok) {
+                           if (ok)
+                             logger()->info("raft.peer_reachable peer={}", id);
+                           else
+                             logger()->warn("raft.peer_unreachable peer={} status={} error=\"{}\"", id, status, error);
+                         }
+                       });
+}
+
+/// Resolves waiters whose index is now applied: delivered when the applied
+/// entry is theirs, refused when another entry took its place.
+void settle_waiters(self_ptr self) {
+  auto& st = self->state;
+  const auto& core = *st.core;
+  auto applied = static_cast<int64_t>(core.applied_index().value);
+  std::vector<waiter> keep;
+  for (auto& w : st.waiters) {
+    if (w.index > applied) {
+      keep.push_back(std::move(w));
+      continue;
+    }
+    // The entry at w.index is still in the log unless compacted; then the
+    // applied table tells whether the change holds.
+    auto t = core.log().term_at(raft::log_index{static_cast<uint64_t>(w.index)});
+    bool ours = t ? static_cast<int64_t>(t->value) == w.term
+                  : core.state().owner_of(raft::topic_partition{w.entry.topic, w.entry.partition}) == w.entry.owner;
+    if (ours)
+      w.rp.deliver(w.index, w.term);
+    else
+      w.rp.deliver(coded(503, "proposal_lost",
+                         "the Raft entry for " + describe(w.entry) + " at index " + std::to_string(w.index)
+                           + " was replaced after a change of leader; retry"));
+  }
+  st.waiters = std::move(keep);
+}
+
+/// Persists, sends and applies every pending batch (docs/raft.md
+/// "Persistence contract"). A failed save stops this node's participation:
+/// continuing could acknowledge state that is not durable.
+void drain_ready(self_ptr self) {
+  auto& st = self->state;
+  bool applied = false;
+  while (st.broken.empty() && st.core->has_ready()) {
+    auto rd = st.core->ready();
+    if (auto saved = st.store->save(rd); !saved) {
+      st.broken = saved.err().message;
+      logger()->critical("raft.store_failed broker={} error=\"{}\" msg=\"this broker stops voting and "
+                         "replicating until it restarts\"",
+                         st.settings.broker_id, st.broken);
+      return;
+    }
+    for (const auto& m : rd.messages)
+      send(self, m);
+    applied = applied || rd.snap || !rd.committed.empty();
+    for (const auto& e : rd.committed)
+      if (const auto* o = std::get_if<raft::owner_entry>(&e.payload))
+        logger()->info("raft.applied index={} term={} owner=\"{}\"", e.index.value, e.entry_term.value, describe(*o));
+    st.core->advance();
+  }
+  if (applied)
+    publish_owners(*st.owners, st.core->state());
+  publish_status(self);
+  settle_waiters(self);
+}
+
+void expire(self_ptr self) {
+  auto& st = self->state;
+  auto now = clock_type::now();
+  std::vector<waiter> keep;
+  for (auto& w : st.waiters) {
+    if (w.deadline > now) {
+      keep.push_back(std::move(w));
+      continue;
+    }
+    w.rp.deliver(coded(504, "timeout", "the Raft entry for " + describe(w.entry) + " at index "
+                                         + std::to_string(w.index) + " was not applied in time; it may still commit"));
+  }
+  st.waiters = std::move(keep);
+  for (auto it = st.forwards.begin(); it != st.forwards.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    it->second.rp.deliver(coded(504, "timeout", "the leader did not answer the proposal for "
+                                                  + describe(it->second.entry) + " in time"));
+    it = st.forwards.erase(it);
+  }
+}
+
+/// Waits for (index, term) to be applied here.
+void wait_for(self_ptr self, int64_t index, int64_t term, raft::owner_entry entry, promise rp) {
+  auto& st = self->state;
+  st.waiters.push_back({index, term, std::move(entry), std::move(rp), clock_type::now() + st.settings.proposal_timeout});
+  settle_waiters(self);
+}
+
+caf::result<int64_t, int64_t> propose(self_ptr self, std::string& topic, int32_t partition, std::string& owner,
+                                      bool forward_to_leader) {
+  auto& st = self->state;
+  if (!st.broken.empty())
+    return coded(503, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken);
+  raft::owner_entry entry{topic, partition, raft::node_id{owner}};
+  auto rp = self->make_response_promise<int64_t, int64_t>();
+  auto index = st.core->propose(entry);
+  if (index) {
+    auto term = static_cast<int64_t>(st.core->current_term().value);
+    logger()->info("raft.proposed index={} term={} owner=\"{}\"", index->value, term, describe(entry));
+    wait_for(self, static_cast<int64_t>(index->value), term, entry, rp);
+    drain_ready(self);
+    return rp;
+  }
+  auto leader = index.err().leader;
+  auto peer = st.peers.find(leader);
+  if (!forward_to_leader || leader.empty() || peer == st.peers.end())
+    return coded(503, "no_controller",
+                 leader.empty() ? "no Raft leader is known on broker " + st.settings.broker_id + " (term "
+                                    + std::to_string(st.core->current_term().value) + ")"
+                                : "broker " + st.settings.broker_id + " is not the Raft leader; " + leader + " is");
+  auto id = ++st.next_forward;
+  st.forwards[id] = forward{entry, rp, clock_type::now() + st.settings.proposal_timeout};
+  json body{{"topic", topic}, {"partition", partition}, {"owner", owner}};
+  transport::call_peer(peer->second.peer, "POST", "/cluster/raft/propose", body.dump(), 0, "",
+                       st.settings.proposal_timeout,
+                       [me = caf::actor_cast<raft_actor>(self), id](int status, json answer, std::string error) {
+                         caf::anon_send(me, step_atom::value, id, static_cast<int32_t>(status),
+                                        answer.is_null() ? error : answer.dump());
+                       });
+  return rp;
+}
+
+json status_json(self_ptr self) {
+  auto& st = self->state;
+  auto s = st.view->get();
+  json j{{"broker_id", st.settings.broker_id},
+         {"term", s.term},
+         {"role", s.role},
+         {"leader", s.leader.empty() ? json(nullptr) : json(s.leader)},
+         {"commit_index", s.commit_index},
+         {"applied_index", s.applied_index},
+         {"tick_ms", st.timing.tick.count()},
+         {"heartbeat_ticks", st.timing.heartbeat_ticks},
+         {"election_ticks", st.timing.election_ticks},
+         {"elections", st.elections},
+         {"messages_sent", st.sent},
+         {"messages_dropped", st.dropped},
+         {"messages_received", st.received},
+         {"messages_refused", st.refused},
+         {"pending_proposals", st.waiters.size() + st.forwards.size()}};
+  if (st.core) {
+    const auto& log = st.core->log();
+    j["log"] = {{"first_index", log.first_index().value},
+                {"last_index", log.last_index().value},
+                {"snapshot_index", log.snapshot_index().value}};
+    j["owners"] = st.core->state().owners().size();
+  }
+  json peers = json::array();
+  for (const auto& [id, p] : st.peers)
+    peers.push_back({{"id", id}, {"reachable", p.reachable->load()}, {"in_flight", p.in_flight->load()}});
+  j["peers"] = peers;
+  if (!st.broken.empty())
+    j["error"] = st.broken;
+  return j;
+}
+
+raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings settings, raft::raft_store* store_raw,
+                                       std::shared_ptr<owner_view> owners, std::shared_ptr<raft_view> view) {
+  auto& init = self->state;
+  init.store.reset(store_raw);
+  init.settings = std::move(settings);
+  init.timing = timing_of(init.settings);
+  init.owners = std::move(owners);
+  init.view = std::move(view);
+  raft::core_config cfg;
+  cfg.self = raft::node_id{init.settings.broker_id};
+  cfg.members.push_back(cfg.self);
+  for (auto& p : init.settings.peers) {
+    cfg.members.push_back(raft::node_id{p.id});
+    init.peers[p.id].peer = p;
+  }
+  cfg.election_ticks = init.timing.election_ticks;
+  cfg.heartbeat_ticks = init.timing.heartbeat_ticks;
+  cfg.max_log_entries = static_cast<std::size_t>(init.settings.max_log_entries);
+  cfg.seed = std::random_device{}() ^ static_cast<uint64_t>(clock_type::now().time_since_epoch().count());
+  // Registered at 0 so that the series exists before the first election.
+  metrics::registry::global().get_counter("moonmq_raft_elections_total", "Elections this broker started");
+  auto core = raft::raft_core::open(cfg, init.store->state());
+  if (!core) {
+    // open_raft_store validated the store; only a bad membership lands here.
+    init.broken = core.err().message;
+    logger()->critical("raft.open_failed broker={} error=\"{}\"", init.settings.broker_id, init.broken);
+  } else {
+    init.core.emplace(std::move(core.value()));
+    logger()->info("raft.started broker={} members={} term={} commit={} tick_ms={} election_ticks={}",
+                   init.settings.broker_id, cfg.members.size(), init.core->current_term().value,
+                   init.core->commit_index().value, init.timing.tick.count(), init.timing.election_ticks);
+    drain_ready(self);
+    self->delayed_send(self, init.timing.tick, tick_atom::value);
+  }
+  return {
+    [self](tick_atom) {
+      auto& st = self->state;
+      if (!st.broken.empty())
+        return;
+      st.core->tick();
+      drain_ready(self);
+      expire(self);
+      self->delayed_send(self, st.timing.tick, tick_atom::value);
+    },
+    [self](raft_atom, std::string& body) {
+      auto& st = self->state;
+      if (!st.broken.empty() || !st.core)
+        return;
+      auto m = raft::parse_message(body);
+      if (!m) {
+        ++st.refused;
+        return;
+      }
+      ++st.received;
+      st.core->step(*m);
+      drain_ready(self);
+    },
+    [self](propose_atom, std::string& topic, int32_t partition, std::string& owner,
+           bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      return propose(self, topic, partition, owner, forward_to_leader);
+    },
+    [self](step_atom, int64_t id, int32_t status, std::string& body) {
+      auto& st = self->state;
+      auto it = st.forwards.find(id);
+      if (it == st.forwards.end())
+        return;
+      auto f = std::move(it->second);
+      st.forwards.erase(it);
+      auto answer = json::parse(body, nullptr, false);
+      if (status == 200 && answer.is_object() && answer.contains("index") && answer["index"].is_number_integer()
+          && answer.contains("term") && answer["term"].is_number_integer()) {
+        wait_for(self, answer["index"].get<int64_t>(), answer["term"].get<int64_t>(), std::move(f.entry),
+                 std::move(f.rp));
+        return;
+      }
+      auto code = answer.is_object() ? answer.value("error", std::string{"forward_failed"}) : "forward_failed";
+      auto message = answer.is_object() ? answer.value("message", body) : body;
+      f.rp.deliver(coded(status == 0 ? 503 : status, code, "proposal via the leader: " + message));
+    },
+    [self](status_atom) { return status_json(self).dump(); },
+  };
+}
+
+}  // namespace
+
+raft_timing timing_of(const raft_node_settings& s) {
+  raft_timing t;
+  auto tick = std::max(5, s.heartbeat_ms / 5);
+  t.tick = std::chrono::milliseconds(tick);
+  t.heartbeat_ticks = static_cast<uint32_t>(std::max(1, s.heartbeat_ms / tick));
+  t.election_ticks = static_cast<uint32_t>(std::max<int>(s.election_timeout_ms / tick, t.heartbeat_ticks + 1));
+  t.election_ticks = std::max<uint32_t>(t.election_ticks, 6);
+  return t;
+}
+
+std::string open_raft_store(const std::string& data_dir, std::unique_ptr<raft::raft_store>& store,
+                            owner_view& owners) {
+  auto opened = raft::raft_store::open(data_dir);
+  if (!opened)
+    return opened.err().message;
+  store = std::make_unique<raft::raft_store>(std::move(opened.value()));
+  // What this broker knew committed when it stopped: the snapshot plus the
+  // entries up to the durable commit index. Later entries wait for a leader.
+  const auto& image = store->state();
+  raft::ownership_state table;
+  if (image.snap)
+    table.load(*image.snap);
+  for (const auto& e : image.entries) {
+    if (e.index > image.hard.commit)
+      break;
+    if (e.index <= table.applied_index())
+      continue;
+    if (auto applied = table.apply(e); !applied)
+      return std::string(raft::raft_store::log_file) + ": " + applied.err().message;
+  }
+  publish_owners(owners, table);
+  return {};
+}
+
+raft_actor spawn_raft_node(caf::actor_system& sys, raft_node_settings settings, std::unique_ptr<raft::raft_store> store,
+                           std::shared_ptr<owner_view> owners, std::shared_ptr<raft_view> view, registry_actor reg) {
+  auto a = sys.spawn<caf::detached>(raft_node_fn, std::move(settings), store.release(), std::move(owners),
+                                    std::move(view));
+  enroll(reg, caf::actor_cast<caf::actor>(a), "raft_node", "raft_node");
+  return a;
+}
+
+}  // namespace moonmq

@@ -1,0 +1,116 @@
+#pragma once
+// The raft_node actor (DESIGN §5, docs/raft.md "The raft_node actor"): drives
+// the pure raft_core of this broker when Cluster.Raft.Enabled. One tick every
+// tick_ms; received wire messages are stepped in; every ready batch is
+// persisted (raft_store, fsynced) before its messages go out and before its
+// committed entries are applied. Applying publishes the ownership table to
+// the owner_view every request path reads, and the term / leader / commit
+// index to the raft_view the controller fence reads.
+//
+// Messages go out as one-way POSTs (/cluster/raft/vote|append|snapshot,
+// answered 202); the reply travels back the same way. Each peer has its own
+// keep-alive client and at most a few messages in flight, so an unreachable
+// peer costs dropped messages to that peer only, never a delayed heartbeat
+// to the others (Raft tolerates loss; the core resends).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/registry.hpp"
+#include "transport/peer_survey.hpp"
+
+namespace moonmq::raft {
+class raft_store;
+}
+
+namespace moonmq {
+
+class owner_view;  // actors/cluster_state.hpp
+
+/// What the rest of the node needs to know about Raft, published after
+/// every ready batch.
+struct raft_status {
+  int64_t term = 0;
+  std::string leader;           ///< leader known in `term` ("" when unknown)
+  std::string role = "follower";  ///< follower | pre_candidate | candidate | leader
+  bool is_leader = false;
+  int64_t commit_index = 0;
+  int64_t applied_index = 0;
+};
+
+/// Thread-safe holder of the latest raft_status (read by the fence in
+/// cluster_state and by /admin/cluster).
+class raft_view {
+public:
+  raft_status get() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return current_;
+  }
+  void set(raft_status s) {
+    std::lock_guard<std::mutex> g{mtx_};
+    current_ = std::move(s);
+  }
+
+private:
+  mutable std::mutex mtx_;
+  raft_status current_;
+};
+
+using raft_actor = caf::typed_actor<
+  // Internal: one logical tick (re-armed every tick_ms).
+  caf::reacts_to<tick_atom>,
+  // A wire message received on /cluster/raft/* (JSON text, validated by the route).
+  caf::reacts_to<raft_atom, std::string>,
+  // Proposes "owner of (topic, partition) = owner". Replies (index, term) once
+  // the entry is committed and applied on this broker. A follower forwards
+  // the proposal to the leader when `forward` is set (POST
+  // /cluster/raft/propose). Errors: 503 no_controller (no leader known),
+  // 503 proposal_lost (leadership changed and the entry was overwritten),
+  // 504 timeout (not committed within the proposal deadline; it may still
+  // commit later, in log order).
+  caf::replies_to<propose_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
+  // Internal: a forwarded proposal's answer (forward id, HTTP status, body).
+  caf::reacts_to<step_atom, int64_t, int32_t, std::string>,
+  caf::replies_to<status_atom>::with<std::string>>;
+
+struct raft_node_settings {
+  std::string broker_id;
+  /// Every other voter, each with a client of its own for Raft traffic.
+  std::vector<transport::cluster_peer> peers;
+  int election_timeout_ms = 1000;  ///< Cluster.Raft.ElectionTimeoutMs
+  int heartbeat_ms = 500;          ///< Cluster.Raft.HeartbeatMs
+  int max_log_entries = 512;       ///< Cluster.Raft.MaxLogEntries
+  /// Deadline of a proposal (commit and apply), and of a forwarded one.
+  std::chrono::milliseconds proposal_timeout{5000};
+};
+
+/// Logical tick length and tick counts derived from the settings: a tick is
+/// HeartbeatMs / 5 (at least 5 ms), so the heartbeat is 5 ticks and the
+/// election timeout ElectionTimeoutMs / tick ticks (at least 6).
+struct raft_timing {
+  std::chrono::milliseconds tick{100};
+  uint32_t heartbeat_ticks = 5;
+  uint32_t election_ticks = 10;
+};
+raft_timing timing_of(const raft_node_settings& s);
+
+/// Opens the store under `data_dir` and publishes the ownership table it
+/// holds (snapshot plus committed entries) to `owners`, before any request
+/// is served. "" or the error naming the file (a corrupt store stops the boot).
+std::string open_raft_store(const std::string& data_dir, std::unique_ptr<raft::raft_store>& store,
+                            owner_view& owners);
+
+/// Spawns the raft node (detached: it fsyncs) with an opened store.
+raft_actor spawn_raft_node(caf::actor_system& sys, raft_node_settings settings, std::unique_ptr<raft::raft_store> store,
+                           std::shared_ptr<owner_view> owners, std::shared_ptr<raft_view> view, registry_actor reg);
+
+}  // namespace moonmq

@@ -1,0 +1,240 @@
+// Raft controller consensus on real moonmq-node processes over HTTP (issue
+// 7's "Done when", actors/raft_node.hpp, docs/raft.md "Wiring"):
+//  - three brokers elect one controller within 3 x ElectionTimeoutMs; when
+//    it is killed another takes over within the same bound; the killed one,
+//    restarted, rejoins without deposing the new leader;
+//  - a partition move commits its ownership change through the Raft log and
+//    every broker applies it; a frozen controller, resumed after another was
+//    elected, is refused with 409 by the others and steps down;
+//  - the /cluster/raft/* routes: 401 without the token, 400 on a bad body,
+//    503 when Raft is off.
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <optional>
+
+#include "tests/node/move_cluster.hpp"
+
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int election_timeout_ms = 1000;
+
+std::vector<std::string> raft_config() {
+  return {"Cluster.Raft.Enabled=true", "Cluster.Raft.ElectionTimeoutMs=" + std::to_string(election_timeout_ms),
+          "Cluster.Raft.HeartbeatMs=100"};
+}
+
+std::string log_tails(const move_cluster& c, size_t n = 8000) {
+  auto all = c.all_logs();
+  return all.size() <= n ? all : "...\n" + all.substr(all.size() - n);
+}
+
+/// GET /admin/cluster of broker `i` (null body when it does not answer).
+json admin_cluster(move_cluster& c, size_t i) { return call(c.admin(i), "GET", "/admin/cluster").body; }
+
+/// What one broker believes: (term, leader, role).
+struct belief {
+  int64_t term = 0;
+  std::string leader;
+  std::string role;
+};
+
+std::optional<belief> belief_of(move_cluster& c, size_t i) {
+  auto j = admin_cluster(c, i);
+  if (!j.is_object() || !j.contains("raft") || !j["controller"]["id"].is_string())
+    return std::nullopt;
+  return belief{j["controller"].value("term", int64_t{0}), j["controller"]["id"].get<std::string>(),
+                j["raft"].value("role", std::string{})};
+}
+
+/// Polls brokers `live` until they all name the same leader, which is one
+/// of them and says it leads, at a term above `above`. Returns (leader
+/// index, term), or nullopt after `timeout`.
+std::optional<std::pair<size_t, int64_t>> agreed_leader(move_cluster& c, const std::vector<size_t>& live,
+                                                        int64_t above, std::chrono::milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  while (clock_type::now() < deadline) {
+    std::optional<belief> first;
+    bool agree = true;
+    for (auto i : live) {
+      auto b = belief_of(c, i);
+      if (!b || b->term <= above || (first && (b->leader != first->leader || b->term != first->term))) {
+        agree = false;
+        break;
+      }
+      if (!first)
+        first = b;
+    }
+    if (agree && first)
+      for (auto i : live)
+        if (c.id(i) == first->leader && belief_of(c, i) && belief_of(c, i)->role == "leader")
+          return std::make_pair(i, first->term);
+    std::this_thread::sleep_for(20ms);
+  }
+  return std::nullopt;
+}
+
+double metric(uint16_t admin, const std::string& name) {
+  auto text = call(admin, "GET", "/metrics").raw;
+  auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos)
+    return -1;
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
+}  // namespace
+
+TEST_CASE("three brokers with Raft elect one controller within three election timeouts and another when it is killed",
+          "[node][raft][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}, raft_config()};
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
+  auto t0 = clock_type::now();
+  auto first = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
+  auto elected_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
+  INFO(log_tails(c));
+  REQUIRE(first);
+  INFO("first controller " << c.id(first->first) << " at term " << first->second << " after " << elected_ms << " ms");
+  CHECK(elected_ms < bound.count());
+  auto leader = first->first;
+  CHECK(metric(c.admin(leader), "moonmq_raft_is_controller") == 1);
+  CHECK(metric(c.admin(leader), "moonmq_raft_term") == first->second);
+  for (size_t i = 0; i < 3; ++i)
+    if (i != leader)
+      CHECK(metric(c.admin(i), "moonmq_raft_is_controller") == 0);
+
+  // Kill the controller: the other two elect one of themselves at a higher term.
+  c.kill(leader);
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < 3; ++i)
+    if (i != leader)
+      rest.push_back(i);
+  auto t1 = clock_type::now();
+  auto second = agreed_leader(c, rest, first->second, 4 * bound);
+  auto failover_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t1).count();
+  REQUIRE(second);
+  INFO("second controller " << c.id(second->first) << " at term " << second->second << " after " << failover_ms
+                            << " ms");
+  CHECK(failover_ms < bound.count());
+  CHECK(metric(c.admin(second->first), "moonmq_raft_elections_total") >= 1);
+
+  // The old controller restarts as a follower of the new term and does not
+  // depose the healthy leader (pre-vote, leader stickiness).
+  c.restart(leader);
+  auto rejoined = agreed_leader(c, {0, 1, 2}, second->second - 1, 4 * bound);
+  REQUIRE(rejoined);
+  CHECK(rejoined->first == second->first);
+  CHECK(rejoined->second == second->second);
+}
+
+TEST_CASE("with Raft a move commits its owner change on every broker and a resumed old controller is refused",
+          "[node][raft][scenario]") {
+  move_cluster c{{"b1", "b2", "b3"}, raft_config()};
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  INFO(log_tails(c));
+  auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
+  auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
+  REQUIRE(elected);
+
+  create_topic(c.client(0), "orders", 2);
+  auto sent = fill(c.client(0), "orders", 0, 500, 50, 64);
+  submit_move(c.admin(1), "orders", 0, "b2");  // asked of a broker that is not the source
+  auto row = wait_move(c.admin(0), "orders", 0, "b1", {"done"}, 30s);
+  REQUIRE(row.is_object());
+  REQUIRE(row["state"] == "done");
+
+  // Every broker applied the committed entry: same owner, same commit index.
+  auto deadline = clock_type::now() + 5s;
+  bool applied = false;
+  while (!applied && clock_type::now() < deadline) {
+    applied = true;
+    std::optional<int64_t> commit;
+    for (size_t i = 0; i < 3; ++i) {
+      auto owners = cluster_call(c.cluster_port(i), "GET", "/cluster/owners").body;
+      bool named = false;
+      for (const auto& o : owners.value("owners", json::array()))
+        named = named || (o["topic"] == "orders" && o["partition"] == 0 && o["owner"] == "b2");
+      auto j = admin_cluster(c, i);
+      auto ci = j.is_object() ? j.value("commit_index", int64_t{-1}) : int64_t{-1};
+      applied = applied && named && (!commit || *commit == ci);
+      commit = ci;
+    }
+    if (!applied)
+      std::this_thread::sleep_for(50ms);
+  }
+  REQUIRE(applied);
+  auto read = read_partition(c.client(1), "orders", 0);
+  REQUIRE(read.records.size() == sent.size());
+  for (const auto& [offset, rec] : sent)
+    CHECK(read.records[offset]["key"] == rec.key);
+
+  // Freeze the controller; the others elect a new one; thawed, the old one
+  // is refused at its stale term and steps down.
+  auto old = elected->first;
+  c.signal(old, SIGSTOP);
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < 3; ++i)
+    if (i != old)
+      rest.push_back(i);
+  auto next = agreed_leader(c, rest, elected->second, 4 * bound);
+  c.signal(old, SIGCONT);
+  REQUIRE(next);
+  auto stale = cluster_call(c.cluster_port(next->first), "POST", "/cluster/controller", "{}",
+                            {{"X-Controller-Epoch", std::to_string(elected->second)}, {"X-Controller-Id", c.id(old)}});
+  CHECK(stale.status == 409);
+  CHECK(stale.body.value("error", "") == "stale_epoch");
+  CHECK(stale.body.value("epoch", int64_t{0}) == next->second);
+  auto current = cluster_call(c.cluster_port(rest[0] == next->first ? rest[1] : rest[0]), "POST",
+                              "/cluster/controller", "{}",
+                              {{"X-Controller-Epoch", std::to_string(next->second)},
+                               {"X-Controller-Id", c.id(next->first)}});
+  CHECK(current.status == 200);
+  auto stepped_down = agreed_leader(c, {0, 1, 2}, elected->second, 4 * bound);
+  REQUIRE(stepped_down);
+  CHECK(stepped_down->first == next->first);
+  CHECK(metric(c.admin(old), "moonmq_raft_is_controller") == 0);
+}
+
+TEST_CASE("the Raft routes need the token and a valid message and answer 503 when Raft is off",
+          "[node][raft][scenario]") {
+  move_cluster off{{"b1"}};
+  off.start(0);
+  auto disabled = cluster_call(off.cluster_port(0), "POST", "/cluster/raft/append", "{}");
+  CHECK(disabled.status == 503);
+  CHECK(disabled.body.value("error", "") == "raft_disabled");
+
+  move_cluster on{{"b1", "b2"}, raft_config()};
+  on.start(0);
+  auto port = on.cluster_port(0);
+  CHECK(call(port, "POST", "/cluster/raft/vote", "{}").status == 401);
+  auto bad = cluster_call(port, "POST", "/cluster/raft/vote", R"({"type":"vote_request","from":"b2"})");
+  CHECK(bad.status == 400);
+  CHECK(bad.body.value("error", "") == "invalid_request");
+  auto misplaced = cluster_call(port, "POST", "/cluster/raft/append",
+                                R"({"type":"vote_request","from":"b2","to":"b1","term":1,"last_log_index":0,)"
+                                R"("last_log_term":0,"pre_vote":true})");
+  CHECK(misplaced.status == 400);
+  auto elsewhere = cluster_call(port, "POST", "/cluster/raft/vote",
+                                R"({"type":"vote_request","from":"b2","to":"b9","term":1,"last_log_index":0,)"
+                                R"("last_log_term":0,"pre_vote":true})");
+  CHECK(elsewhere.status == 400);
+  auto fine = cluster_call(port, "POST", "/cluster/raft/vote",
+                           R"({"type":"vote_request","from":"b2","to":"b1","term":1,"last_log_index":0,)"
+                           R"("last_log_term":0,"pre_vote":true})");
+  CHECK(fine.status == 202);
+  // A pre-vote changes no term.
+  auto j = call(on.admin(0), "GET", "/admin/cluster").body;
+  CHECK(j.value("term", int64_t{-1}) == 0);
+}

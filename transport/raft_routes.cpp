@@ -1,0 +1,75 @@
+#include "transport/raft_routes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "raft/messages.hpp"
+#include "transport/actor_answers.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+using json = nlohmann::json;
+
+/// The node, or a 503 raft_disabled answer.
+const raft_actor* node_or_503(const raft_context& ctx, const responder& respond) {
+  if (ctx.node)
+    return &*ctx.node;
+  respond(http_response::error(503, "raft_disabled", "Cluster.Raft.Enabled is false on broker " + ctx.broker_id));
+  return nullptr;
+}
+
+void add_message_route(router& r, const raft_context& ctx, const std::string& route) {
+  r.add("POST", route, [ctx, route](http_request& req, responder respond) {
+    const auto* node = node_or_503(ctx, respond);
+    if (!node)
+      return;
+    auto m = raft::parse_message(req.body);
+    if (!m) {
+      respond(http_response::error(400, "invalid_request", "Raft message: " + m.err().message));
+      return;
+    }
+    if (route != raft::route_for(*m)) {
+      respond(http_response::error(400, "invalid_request",
+                                   std::string("a ") + raft::type_name(*m) + " belongs on " + raft::route_for(*m)));
+      return;
+    }
+    if (m->to.str() != ctx.broker_id) {
+      respond(http_response::error(400, "invalid_request",
+                                   "the message is addressed to " + m->to.str() + ", this is " + ctx.broker_id));
+      return;
+    }
+    caf::anon_send(*node, raft_atom::value, std::move(req.body));
+    respond(http_response::json(202, R"({"accepted":true})"));
+  });
+}
+
+}  // namespace
+
+void add_raft_routes(router& r, const raft_context& ctx) {
+  for (const char* route : {"/cluster/raft/vote", "/cluster/raft/append", "/cluster/raft/snapshot"})
+    add_message_route(r, ctx, route);
+
+  r.add("POST", "/cluster/raft/propose", [ctx](http_request& req, responder respond) {
+    const auto* node = node_or_503(ctx, respond);
+    if (!node)
+      return;
+    auto body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("topic") || !body["topic"].is_string() || !body.contains("partition")
+        || !body["partition"].is_number_integer() || !body.contains("owner") || !body["owner"].is_string()) {
+      respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"owner\"}"));
+      return;
+    }
+    // Proposed here only: a broker that is not the leader answers 503
+    // no_controller instead of forwarding again.
+    ask_many<int64_t, int64_t>(
+      *ctx.system, *node, ctx.propose_timeout,
+      [respond](int64_t& index, int64_t& term) {
+        respond(http_response::json(200, json{{"index", index}, {"term", term}}.dump()));
+      },
+      fail_with(respond), propose_atom::value, body["topic"].get<std::string>(),
+      body["partition"].get<int32_t>(), body["owner"].get<std::string>(), false);
+  });
+}
+
+}  // namespace moonmq::transport
