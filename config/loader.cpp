@@ -319,6 +319,27 @@ void read_autobalance(reader& server, autobalance_config& a) {
   r.finish();
 }
 
+void read_placement(reader& server, placement_config& p) {
+  reader r = server.child("Placement");
+  r.get_int("HeartbeatMs", p.heartbeat_ms, 10, 3600000);
+  r.get_int("StaleAfterHeartbeats", p.stale_after_heartbeats, 1, 1000);
+  r.get_int("ClientSessionTtlMs", p.client_session_ttl_ms, 1, 86400000);
+  r.get_double("SessionWeight", p.session_weight, 0.0, 1e6);
+  r.get_double("ByteRateWeight", p.byte_rate_weight, 0.0, 1e6);
+  r.get_double("CpuWeight", p.cpu_weight, 0.0, 1e6);
+  r.get_double("PartitionWeight", p.partition_weight, 0.0, 1e6);
+  r.get_double("OverloadCpu", p.overload_cpu, 0.0, 1.0);
+  if (p.overload_cpu <= 0)
+    r.error("OverloadCpu", "must be above 0 (a fraction of the machine in (0, 1])");
+  r.get_double("OverloadInflowBytesPerSec", p.overload_inflow_bytes_per_sec, 1.0, 1e15);
+  r.get("Cpu", p.cpu);
+  if (p.cpu != "process" && p.cpu != "machine" && p.cpu != "higher")
+    r.error("Cpu", "expected process, machine or higher, got '" + p.cpu + "'");
+  r.get("SpreadClients", p.spread_clients);
+  r.get("Draining", p.draining);
+  r.finish();
+}
+
 void read_server(const json& root, load_result& res) {
   reader top{&root, "", res};
   reader s = top.child("Server");
@@ -351,6 +372,7 @@ void read_server(const json& root, load_result& res) {
 
   read_cluster(s, cfg);
   read_autobalance(s, cfg.autobalance);
+  read_placement(s, cfg.placement);
 
   reader http = s.child("Http");
   http.get_int("MaxBodyBytes", cfg.http.max_body_bytes, 1024, 1LL << 32);

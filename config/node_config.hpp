@@ -105,6 +105,25 @@ struct broker_config {
   int64_t session_timeout_ms = 10000;  ///< HTTP consumer-group member session timeout
 };
 
+/// Session placement (Server.Placement; docs/placement.md, docs/configuration.md):
+/// the load_meter's heartbeat and GET /session/recommend's scoring. The
+/// defaults follow the EventMesh seed (5 s heartbeat, overload at cpu > 0.8
+/// or inflow > 5 MiB/s).
+struct placement_config {
+  int64_t heartbeat_ms = 5000;           ///< HeartbeatMs: load sample + peer report pull period
+  int stale_after_heartbeats = 3;        ///< StaleAfterHeartbeats: no new report for this many = stale
+  int64_t client_session_ttl_ms = 30000; ///< ClientSessionTtlMs: a producer/consumer stays a session this long
+  double session_weight = 1.0;           ///< SessionWeight (w1)
+  double byte_rate_weight = 1.0;         ///< ByteRateWeight (w2)
+  double cpu_weight = 1.0;               ///< CpuWeight (w3)
+  double partition_weight = 0.5;         ///< PartitionWeight (w4, topic ownership)
+  double overload_cpu = 0.8;             ///< OverloadCpu, in (0, 1]
+  double overload_inflow_bytes_per_sec = 5.0 * 1024 * 1024;  ///< OverloadInflowBytesPerSec, > 0
+  std::string cpu = "higher";            ///< Cpu: process | machine | higher
+  bool spread_clients = true;            ///< SpreadClients
+  bool draining = false;                 ///< Draining: this broker reports itself draining (never recommended)
+};
+
 struct node_config {
   listener_config client{"127.0.0.1", 8080};
   std::string data_dir = "./data";
@@ -115,6 +134,7 @@ struct node_config {
   http_config http;
   scheduler_config scheduler;
   broker_config broker;
+  placement_config placement;
   std::string log_level = "info";
 
   /// This broker's id: Cluster.BrokerId, or "local" without a cluster.

@@ -9,12 +9,14 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "actors/session_probe.hpp"
 #include "dataplane/records_json.hpp"
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/http_client.hpp"
 #include "transport/peer_survey.hpp"
+#include "transport/session_routes.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -50,6 +52,18 @@ std::optional<int64_t> query_int(const http_request& req, const std::string& key
 
 int64_t wall_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// The request's client id for session metering (session_routes.hpp:
+/// client_id_of); answers 400 and returns false when it is malformed.
+bool session_client(const http_request& req, const responder& respond, std::string& client) {
+  std::string error;
+  client = client_id_of(req, error);
+  if (!error.empty()) {
+    respond(http_response::error(400, "invalid_request", error));
+    return false;
+  }
+  return true;
 }
 
 // --- ownership --------------------------------------------------------------
@@ -249,9 +263,14 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
       return;
     }
   }
+  std::string client;
+  if (!session_client(req, respond, client))
+    return;
   json body;
   if (!parse_body(req, respond, body))
     return;
+  if (ctx.sessions)
+    ctx.sessions->produced(client, req.body.size());
   auto n = static_cast<int32_t>(t->second.partitions.size());
   dataplane::produce_plan plan;
   auto sticky_partition = static_cast<int32_t>(sticky.fetch_add(1) % static_cast<uint32_t>(n));
@@ -305,6 +324,8 @@ struct fetch_job {
   int32_t max_bytes = 0;
   milliseconds timeout;
   responder respond;
+  std::shared_ptr<session_probe> sessions;  ///< null = not metered
+  std::string client;
 };
 
 void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int64_t log_start, int64_t log_end) {
@@ -314,7 +335,10 @@ void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int6
          {"next_offset", next},
          {"log_start_offset", log_start},
          {"log_end_offset", log_end}};
-  job.respond(http_response::json(200, j.dump()));
+  auto text = j.dump();
+  if (job.sessions)
+    job.sessions->fetched(job.client, text.size());
+  job.respond(http_response::json(200, std::move(text)));
 }
 
 void fetch_actor(caf::event_based_actor* self, std::shared_ptr<fetch_job> job) {
@@ -364,6 +388,9 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
   job->max_bytes = ctx.max_fetch_bytes;
   job->timeout = ctx.timeout;
   job->respond = respond;
+  if (!session_client(req, respond, job->client))
+    return;
+  job->sessions = ctx.sessions;
   ctx.system->spawn(fetch_actor, job);
 }
 
@@ -510,6 +537,20 @@ std::function<void(std::string&)> forward_json(const responder& respond) {
   return [respond](std::string& body) { respond(http_response::json(200, std::move(body))); };
 }
 
+/// forward_json that also reports the member's session (join, heartbeat)
+/// to the session probe: the member id is read from the answer.
+std::function<void(std::string&)> metered_member(const client_context& ctx, const responder& respond,
+                                                 const std::string& group, const std::string& client) {
+  if (!ctx.sessions)
+    return forward_json(respond);
+  return [respond, sessions = ctx.sessions, group, client](std::string& body) {
+    auto j = json::parse(body, nullptr, false);
+    if (j.is_object() && j.contains("member_id") && j["member_id"].is_string())
+      sessions->member_seen(group, j["member_id"].get<std::string>(), client);
+    respond(http_response::json(200, std::move(body)));
+  };
+}
+
 void join_group(const client_context& ctx, http_request& req, const responder& respond) {
   json body;
   if (!parse_body(req, respond, body))
@@ -529,8 +570,11 @@ void join_group(const client_context& ctx, http_request& req, const responder& r
   std::string member;
   if (body.contains("member_id") && body["member_id"].is_string())
     member = body["member_id"].get<std::string>();
-  ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, forward_json(respond), fail_with(respond), join_atom::value,
-                   req.params["group"], member, topics);
+  std::string client;
+  if (!session_client(req, respond, client))
+    return;
+  ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, metered_member(ctx, respond, req.params["group"], client),
+                   fail_with(respond), join_atom::value, req.params["group"], member, topics);
 }
 
 void commit_offsets(const client_context& ctx, http_request& req, const responder& respond) {
@@ -581,12 +625,20 @@ void add_client_routes(router& r, const client_context& ctx) {
   r.add("POST", "/v1/groups/{group}/members",
         [ctx](http_request& req, responder respond) { join_group(ctx, req, respond); });
   r.add("POST", "/v1/groups/{group}/members/{member}/heartbeat", [ctx](http_request& req, responder respond) {
-    ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, forward_json(respond), fail_with(respond),
-                     beat_atom::value, req.params["group"], req.params["member"]);
+    std::string client;
+    if (!session_client(req, respond, client))
+      return;
+    ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, metered_member(ctx, respond, req.params["group"], client),
+                     fail_with(respond), beat_atom::value, req.params["group"], req.params["member"]);
   });
   r.add("DELETE", "/v1/groups/{group}/members/{member}", [ctx](http_request& req, responder respond) {
     ask<bool>(
-      *ctx.system, ctx.groups, ctx.timeout, [respond](bool&) { respond(http_response::json(200, "{}")); },
+      *ctx.system, ctx.groups, ctx.timeout,
+      [respond, sessions = ctx.sessions, group = req.params["group"], member = req.params["member"]](bool&) {
+        if (sessions)
+          sessions->member_left(group, member);
+        respond(http_response::json(200, "{}"));
+      },
       fail_with(respond), leave_atom::value, req.params["group"], req.params["member"]);
   });
   r.add("POST", "/v1/groups/{group}/offsets",

@@ -21,6 +21,10 @@
 #include "actors/group_coordinator.hpp"
 #include "transport/router.hpp"
 
+namespace moonmq {
+class session_probe;
+}
+
 namespace moonmq::transport {
 
 class http_client;
@@ -50,6 +54,11 @@ struct client_context {
   std::string broker_id;
   std::shared_ptr<owner_view> owners;
   std::map<std::string, owner_route> peers;
+  /// Session placement (docs/placement.md): produce, fetch and group
+  /// join/heartbeat/leave report their client id (`?clientId=` or the
+  /// `X-Client-Id` header; an invalid one is a 400) and bytes here; the
+  /// load_meter samples it. Null = not metered.
+  std::shared_ptr<session_probe> sessions;
 };
 
 void add_client_routes(router& r, const client_context& ctx);

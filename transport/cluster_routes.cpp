@@ -4,6 +4,7 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "actors/session_probe.hpp"
 #include "cluster/types.hpp"
 #include "dataplane/topic_name.hpp"
 #include "transport/actor_answers.hpp"
@@ -208,8 +209,12 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
   // (data plane; /admin/cluster surveys it on every peer).
   r.add("GET", "/cluster/loads", [ctx](http_request&, responder respond) {
     collect_local_loads(*ctx.system, ctx.catalog->get(), ctx.owners ? ctx.owners->get() : nullptr, ctx.broker_id,
-                        ctx.loads_timeout,
-                        [respond](json body) { respond(http_response::json(200, body.dump())); });
+                        ctx.loads_timeout, [respond, session = ctx.session_load](json body) {
+                          // The session-placement report (null until the meter's first sample).
+                          if (session)
+                            body["session_load"] = session->get();
+                          respond(http_response::json(200, body.dump()));
+                        });
   });
 
   // A topic grown on broker `owner` (data plane): grown here too when held

@@ -18,6 +18,10 @@
 #include "actors/cluster_state.hpp"
 #include "transport/router.hpp"
 
+namespace moonmq {
+class session_load_view;
+}
+
 namespace moonmq::transport {
 
 struct cluster_context {
@@ -35,6 +39,9 @@ struct cluster_context {
   /// the survey deadline of /admin/cluster so a slow partition shows as an
   /// "error" row instead of making the whole broker look dead.
   std::chrono::milliseconds loads_timeout{1000};
+  /// The load_meter's latest report: GET /cluster/loads carries it as
+  /// "session_load" (docs/placement.md); null = no meter (field absent).
+  std::shared_ptr<const session_load_view> session_load;
 };
 
 /// Adds the token guard and the /cluster/* routes to `r`.

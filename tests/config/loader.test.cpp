@@ -185,3 +185,44 @@ TEST_CASE("a missing config file is an error naming it", "[config]") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.errors[0].find("/nonexistent/appsettings.json: cannot read") == 0);
 }
+
+TEST_CASE("placement section: defaults and every key bound", "[config][placement]") {
+  auto d = load_text("", "t.json");
+  REQUIRE(d.ok());
+  CHECK(d.config.placement.heartbeat_ms == 5000);
+  CHECK(d.config.placement.cpu == "higher");
+  CHECK(d.config.placement.overload_cpu == 0.8);
+  auto r = load_text(R"({"Server": {"Placement": {"HeartbeatMs": 250, "StaleAfterHeartbeats": 4,
+                       "ClientSessionTtlMs": 1000, "SessionWeight": 2, "ByteRateWeight": 0.5, "CpuWeight": 0,
+                       "PartitionWeight": 1, "OverloadCpu": 0.9, "OverloadInflowBytesPerSec": 1000,
+                       "Cpu": "process", "SpreadClients": false, "Draining": true}}})",
+                     "t.json");
+  REQUIRE(r.ok());
+  CHECK(r.warnings.empty());
+  const auto& p = r.config.placement;
+  CHECK(p.heartbeat_ms == 250);
+  CHECK(p.stale_after_heartbeats == 4);
+  CHECK(p.client_session_ttl_ms == 1000);
+  CHECK(p.session_weight == 2);
+  CHECK(p.byte_rate_weight == 0.5);
+  CHECK(p.cpu_weight == 0);
+  CHECK(p.partition_weight == 1);
+  CHECK(p.overload_cpu == 0.9);
+  CHECK(p.overload_inflow_bytes_per_sec == 1000);
+  CHECK(p.cpu == "process");
+  CHECK_FALSE(p.spread_clients);
+  CHECK(p.draining);
+}
+
+TEST_CASE("placement section: bad values are errors naming the key", "[config][placement]") {
+  auto r = load_text(R"({"Server": {"Placement": {"HeartbeatMs": 0, "SessionWeight": -1, "OverloadCpu": 0,
+                       "OverloadInflowBytesPerSec": 0, "Cpu": "gpu", "Draining": "yes"}}})",
+                     "t.json");
+  CHECK_FALSE(r.ok());
+  CHECK(has_error_naming(r, "Server.Placement.HeartbeatMs"));
+  CHECK(has_error_naming(r, "Server.Placement.SessionWeight"));
+  CHECK(has_error_naming(r, "Server.Placement.OverloadCpu"));
+  CHECK(has_error_naming(r, "Server.Placement.OverloadInflowBytesPerSec"));
+  CHECK(has_error_naming(r, "Server.Placement.Cpu: expected process, machine or higher, got 'gpu'"));
+  CHECK(has_error_naming(r, "Server.Placement.Draining"));
+}

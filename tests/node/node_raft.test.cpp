@@ -4,8 +4,9 @@
 //    it is killed another takes over within the same bound; the killed one,
 //    restarted, rejoins without deposing the new leader;
 //  - a partition move commits its ownership change through the Raft log and
-//    every broker applies it; a frozen controller, resumed after another was
-//    elected, is refused with 409 by the others and steps down;
+//    every broker applies it; only the controller runs balance passes; a
+//    frozen controller, resumed after another was elected, is refused with
+//    409 by the others, steps down and runs no more passes;
 //  - the /cluster/raft/* routes: 401 without the token, 400 on a bad body,
 //    503 when Raft is off.
 
@@ -136,9 +137,18 @@ TEST_CASE("three brokers with Raft elect one controller within three election ti
   CHECK(rejoined->second == second->second);
 }
 
+/// GET /admin/balancer of broker `i`.
+json balancer(move_cluster& c, size_t i) { return call(c.admin(i), "GET", "/admin/balancer").body; }
+
 TEST_CASE("with Raft a move commits its owner change on every broker and a resumed old controller is refused",
           "[node][raft][scenario]") {
-  move_cluster c{{"b1", "b2", "b3"}, raft_config()};
+  // The balance loop runs on every broker (live, a pass a second) with the
+  // test's topic excluded, so that it plans nothing the test does not do.
+  auto config = raft_config();
+  for (auto& a : autobalance(false, 1))
+    config.push_back(a);
+  config.push_back("Autobalance.ExcludedTopics=[\"orders\"]");
+  move_cluster c{{"b1", "b2", "b3"}, config};
   for (size_t i = 0; i < 3; ++i)
     c.launch(i);
   for (size_t i = 0; i < 3; ++i)
@@ -147,6 +157,20 @@ TEST_CASE("with Raft a move commits its owner change on every broker and a resum
   auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
   REQUIRE(elected);
+
+  // Only the controller runs passes, under its term.
+  std::this_thread::sleep_for(2500ms);
+  for (size_t i = 0; i < 3; ++i) {
+    auto b = balancer(c, i);
+    INFO(c.id(i) << " " << b.dump());
+    if (i == elected->first) {
+      CHECK(b.value("passes", 0) >= 1);
+      CHECK(b["controller"].value("epoch", int64_t{0}) == elected->second);
+    } else {
+      CHECK(b.value("passes", -1) == 0);
+      CHECK(b["controller"].contains("not_controller"));
+    }
+  }
 
   create_topic(c.client(0), "orders", 2);
   auto sent = fill(c.client(0), "orders", 0, 500, 50, 64);
@@ -205,6 +229,13 @@ TEST_CASE("with Raft a move commits its owner change on every broker and a resum
   REQUIRE(stepped_down);
   CHECK(stepped_down->first == next->first);
   CHECK(metric(c.admin(old), "moonmq_raft_is_controller") == 0);
+  // The old controller's loop acts no more; the new one's runs.
+  std::this_thread::sleep_for(1500ms);
+  auto old_passes = balancer(c, old).value("passes", -1);
+  auto new_passes = balancer(c, next->first).value("passes", -1);
+  std::this_thread::sleep_for(2500ms);
+  CHECK(balancer(c, old).value("passes", -2) == old_passes);
+  CHECK(balancer(c, next->first).value("passes", -1) > new_passes);
 }
 
 TEST_CASE("the Raft routes need the token and a valid message and answer 503 when Raft is off",

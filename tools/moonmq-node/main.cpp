@@ -24,10 +24,12 @@
 #include "actors/broker.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
+#include "actors/load_meter.hpp"
 #include "actors/node.hpp"
 #include "actors/peer.hpp"
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
+#include "actors/session_probe.hpp"
 #include "actors/system.hpp"
 #include "config/loader.hpp"
 #include "moonmq/version.hpp"
@@ -38,6 +40,9 @@
 #include "transport/cluster_admin_routes.hpp"
 #include "transport/cluster_routes.hpp"
 #include "transport/move_routes.hpp"
+#include "transport/raft_routes.hpp"
+#include "raft/raft_store.hpp"
+#include "transport/session_routes.hpp"
 #include "transport/local_loads.hpp"
 #include "transport/blocking_client.hpp"
 #include "transport/http_client.hpp"
@@ -136,6 +141,36 @@ std::string start_listener(transport::http_server& server, const std::string& na
   return {};
 }
 
+/// Spawns the raft_node with a keep-alive client of its own per peer (Raft
+/// heartbeats never queue behind partition copies), appended to `clients`
+/// so that shutdown closes them.
+raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, transport::io_pool& io,
+                     std::shared_ptr<const transport::tls_context> tls, std::unique_ptr<raft::raft_store> store,
+                     std::shared_ptr<owner_view> owners, registry_actor registry,
+                     std::vector<std::shared_ptr<transport::http_client>>& clients) {
+  raft_node_settings rs;
+  rs.broker_id = cfg.broker_id();
+  rs.election_timeout_ms = cfg.cluster->raft.election_timeout_ms;
+  rs.heartbeat_ms = cfg.cluster->raft.heartbeat_ms;
+  rs.max_log_entries = cfg.cluster->raft.max_log_entries;
+  rs.proposal_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+  for (const auto& p : cfg.cluster->peers) {
+    transport::http_client_options o;
+    o.name = p.id + "-raft";
+    transport::split_host_port(p.address, o.host, o.port);  // checked with the peers' own clients
+    o.timeout = std::chrono::milliseconds(cfg.cluster->raft.election_timeout_ms);
+    o.max_connections = 4;
+    o.max_queued = 64;
+    o.tls = tls;
+    clients.push_back(std::make_shared<transport::http_client>(io, o));
+    rs.peers.push_back({p.id, p.address, p.client_address, p.token.empty() ? cfg.cluster->token : p.token,
+                        clients.back()});
+  }
+  auto view = std::make_shared<raft_view>();
+  auto node = spawn_raft_node(sys, std::move(rs), std::move(store), std::move(owners), view, registry);
+  return raft_link{view, node};
+}
+
 int run(const config::load_result& loaded) {
   const auto& cfg = loaded.config;
   auto logger = log::get("node");
@@ -149,6 +184,14 @@ int run(const config::load_result& loaded) {
   if (why = check_offset_store(cfg.data_dir); !why.empty())
     return fail("node.offsets_failed", why);
   std::shared_ptr<const transport::tls_context> cluster_tls, peer_tls;
+  // The owners every request path reads; with Raft they come from the Raft
+  // store (a corrupt one stops the boot here, never a silent reset).
+  auto owners = std::make_shared<owner_view>();
+  std::unique_ptr<raft::raft_store> raft_store;
+  if (cfg.cluster && cfg.cluster->raft.enabled) {
+    if (why = open_raft_store(cfg.data_dir, raft_store, *owners); !why.empty())
+      return fail("node.raft_state_failed", why);
+  }
   if (cfg.cluster) {
     if (why = check_cluster_state(cfg.data_dir); !why.empty())
       return fail("node.cluster_state_failed", why);
@@ -215,11 +258,19 @@ int run(const config::load_result& loaded) {
   cctx.groups = groups;
   cctx.catalog = view;
   cctx.broker_id = cfg.broker_id();
+  // Session placement (issue 8, docs/placement.md): the client routes feed
+  // the probe, the load_meter publishes its report for /cluster/loads.
+  auto sessions = std::make_shared<session_probe>(cfg.placement.client_session_ttl_ms, cfg.broker.session_timeout_ms);
+  auto session_load = std::make_shared<session_load_view>();
+  auto client_port = std::make_shared<std::atomic<uint16_t>>(cfg.client.port);
+  cctx.sessions = sessions;
 
   std::optional<cluster_state_actor> cluster_state;
   std::optional<reassigner_actor> reassigner;
   std::optional<balancer_actor> balancer;
   std::vector<peer_actor> peer_actors;
+  transport::raft_context rctx;
+  std::vector<std::shared_ptr<transport::http_client>> raft_clients;
   auto cluster_router = std::make_shared<transport::router>();
   std::unique_ptr<transport::http_server> cluster_server;
   transport::cluster_admin_context cactx;
@@ -227,7 +278,6 @@ int run(const config::load_result& loaded) {
   cactx.broker_id = cfg.broker_id();
   cactx.catalog = view;
   if (cfg.cluster) {
-    auto owners = std::make_shared<owner_view>();
     cactx.owners = owners;
     cctx.owners = owners;
     cactx.probe_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
@@ -246,7 +296,13 @@ int run(const config::load_result& loaded) {
     for (const auto& p : cactx.peers)
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                        std::chrono::seconds(5), registry));
-    cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry);
+    std::optional<raft_link> raft;
+    if (raft_store) {
+      raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients);
+      cactx.raft = raft->view;
+      rctx.node = raft->node;
+    }
+    cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry, raft);
     cactx.state = *cluster_state;
     transport::cluster_context kctx;
     kctx.system = &sys;
@@ -258,7 +314,12 @@ int run(const config::load_result& loaded) {
     kctx.token = cfg.cluster->token;
     kctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     kctx.loads_timeout = cactx.probe_timeout / 2;  // a peer's loads arrive within our survey deadline
+    kctx.session_load = session_load;  // session placement
     transport::add_cluster_routes(*cluster_router, kctx);
+    rctx.system = &sys;
+    rctx.broker_id = cfg.broker_id();
+    rctx.propose_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    transport::add_raft_routes(*cluster_router, rctx);
     reassigner_settings rs;
     rs.data_dir = cfg.data_dir;
     rs.broker_id = cfg.broker_id();
@@ -287,6 +348,7 @@ int run(const config::load_result& loaded) {
     bs.config = cfg.autobalance;
     bs.peers = cactx.peers;
     bs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    bs.raft = rctx.node.has_value();
     bs.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
@@ -297,11 +359,33 @@ int run(const config::load_result& loaded) {
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
   }
+  // Session placement: the load_meter and GET /session/recommend.
+  load_meter_settings lms;
+  lms.broker_id = cfg.broker_id();
+  lms.config = cfg.placement;
+  lms.excluded_brokers = cfg.autobalance.excluded_brokers;
+  lms.peers = cactx.peers;
+  if (cfg.cluster)
+    lms.peer_timeout = cactx.probe_timeout;
+  lms.client_host = cfg.client.host;
+  lms.client_port = client_port;
+  lms.probe = sessions;
+  lms.published = session_load;
+  auto meter = spawn_load_meter(sys, std::move(lms), registry);
+  transport::session_context sctx;
+  sctx.system = &sys;
+  sctx.meter = meter;
+  sctx.catalog = view;
+  sctx.owners = cctx.owners;
+  sctx.broker_id = cfg.broker_id();
+  transport::add_session_routes(*client_router, sctx);
   transport::add_client_routes(*client_router, cctx);
   // Peer clients must finish their callbacks before the Asio threads stop.
-  auto close_peers = [&cactx] {
+  auto close_peers = [&cactx, &raft_clients] {
     for (auto& p : cactx.peers)
       p.client->close();
+    for (auto& c : raft_clients)
+      c->close();
   };
 
   transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
@@ -320,6 +404,9 @@ int run(const config::load_result& loaded) {
     children.push_back(caf::actor_cast<caf::actor>(*balancer));
   for (const auto& p : peer_actors)
     children.push_back(caf::actor_cast<caf::actor>(p));
+  if (rctx.node)
+    children.push_back(caf::actor_cast<caf::actor>(*rctx.node));
+  children.push_back(caf::actor_cast<caf::actor>(meter));
   auto stop_actors = [&] {
     for (auto& c : children)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
@@ -339,6 +426,7 @@ int run(const config::load_result& loaded) {
       return fail("node.listen_failed", failed);
     }
   }
+  client_port->store(client.port());  // the recommended URL of this broker (Port=0: the bound port)
   node_settings settings{cfg.broker_id(), cfg.data_dir, loaded.files, {}};
   settings.listeners["admin"] = cfg.admin.host + ":" + std::to_string(admin.port());
   settings.listeners["client"] = cfg.client.host + ":" + std::to_string(client.port());
