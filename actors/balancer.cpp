@@ -474,20 +474,20 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       self->request(st.cstate, local_timeout, claim_atom::value)
         .then(
           [self](int64_t epoch) {
-            auto& st = self->state;
-            if (!st.settings.raft || st.not_controller.size() || epoch != st.last_claimed)
-              logger()->info("balancer.claimed broker={} epoch={}", st.settings.broker_id, epoch);
-            st.epoch = epoch;
-            st.last_claimed = epoch;
-            st.not_controller.clear();
+            auto& now = self->state;
+            if (!now.settings.raft || !now.not_controller.empty() || epoch != now.last_claimed)
+              logger()->info("balancer.claimed broker={} epoch={}", now.settings.broker_id, epoch);
+            now.epoch = epoch;
+            now.last_claimed = epoch;
+            now.not_controller.clear();
             start_pass(self, true);
           },
           [self, interval](caf::error& e) {
-            auto& st = self->state;
-            st.pass_running = false;
-            if (st.settings.raft && error_code_of(e) == "not_controller") {
-              st.not_controller = caf::to_string(e);
-              logger()->debug("balancer.not_controller broker={}", st.settings.broker_id);
+            auto& now = self->state;
+            now.pass_running = false;
+            if (now.settings.raft && error_code_of(e) == "not_controller") {
+              now.not_controller = caf::to_string(e);
+              logger()->debug("balancer.not_controller broker={}", now.settings.broker_id);
             } else {
               logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
             }

@@ -100,21 +100,26 @@ void raft_core::tick_election() {
 void raft_core::tick_leader() {
   ++heartbeat_elapsed_;
   ++election_elapsed_;
-  if (election_elapsed_ >= cfg_.election_ticks) {
+  if (election_elapsed_ >= cfg_.election_ticks)
     election_elapsed_ = 0;
-    if (cfg_.check_quorum) {
-      std::size_t active = 1;
-      for (auto& [id, pr] : progress_) {
-        if (pr.recent_active)
-          ++active;
-        pr.recent_active = false;
-      }
-      if (active < quorum()) {
-        log::get("raft")->debug("raft.step_down node={} term={} reason=check_quorum active={}", cfg_.self.str(),
-                                term_.value, active);
-        become_follower(term_, node_id{});
-        return;
-      }
+  // Check-quorum on every tick: the leader steps down as soon as a majority
+  // (itself included) has not answered for election_ticks, so a leader cut
+  // off from the majority stops acting within one election timeout of the
+  // last answer it had — the window in which followers still honour its
+  // lease (leader stickiness) and elect nobody else.
+  if (cfg_.check_quorum) {
+    std::size_t active = 1;
+    for (auto& [id, pr] : progress_) {
+      if (pr.silent_ticks < UINT32_MAX)
+        ++pr.silent_ticks;
+      if (pr.silent_ticks < cfg_.election_ticks)
+        ++active;
+    }
+    if (active < quorum()) {
+      log::get("raft")->debug("raft.step_down node={} term={} reason=check_quorum active={}", cfg_.self.str(),
+                              term_.value, active);
+      become_follower(term_, node_id{});
+      return;
     }
   }
   if (heartbeat_elapsed_ >= cfg_.heartbeat_ticks) {
@@ -179,7 +184,7 @@ void raft_core::become_leader() {
   heartbeat_elapsed_ = 0;
   election_elapsed_ = 0;
   for (auto& [id, pr] : progress_)
-    pr = progress{log_index{0}, log_.last_index().next(), true, false, log_index{0}};
+    pr = progress{log_index{0}, log_.last_index().next(), true, 0, log_index{0}};
   log::get("raft")->debug("raft.leader node={} term={}", cfg_.self.str(), term_.value);
   // The controller entry is both the claim and the current-term no-op that
   // lets earlier-term entries commit (Raft paper §5.4.2, §8).

@@ -34,7 +34,8 @@ struct core_config {
   std::vector<node_id> members;
   /// Minimum election timeout in ticks; each wait is drawn uniformly from
   /// [election_ticks, 2 * election_ticks) (Raft paper §5.2). Also the
-  /// check-quorum period and the leader-stickiness window.
+  /// check-quorum window (a leader steps down once a majority has been
+  /// silent this long, checked every tick) and the leader-stickiness window.
   uint32_t election_ticks = 10;
   /// Leader heartbeat period in ticks; must be < election_ticks.
   uint32_t heartbeat_ticks = 2;
@@ -106,7 +107,7 @@ class raft_core {
     log_index match;             ///< highest index known replicated on the peer
     log_index next;              ///< next index to send
     bool probe = true;           ///< probing (one append per heartbeat/reply) vs streaming
-    bool recent_active = false;  ///< heard from it since the last check-quorum
+    uint32_t silent_ticks = 0;   ///< ticks since the peer last answered (check-quorum)
     log_index pending_snapshot;  ///< snapshot index in flight (0 = none)
   };
 

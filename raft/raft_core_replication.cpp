@@ -64,7 +64,7 @@ bool raft_core::maybe_commit() {
 
 void raft_core::handle_append_response(const message& m, const append_response& r) {
   progress& pr = progress_[m.from];
-  pr.recent_active = true;
+  pr.silent_ticks = 0;
   if (r.success) {
     if (r.match_index > log_.last_index())  // a reply to a log we never had: ignore
       return;
@@ -105,7 +105,7 @@ void raft_core::handle_append_response(const message& m, const append_response& 
 
 void raft_core::handle_snapshot_response(const message& m, const snapshot_response& r) {
   progress& pr = progress_[m.from];
-  pr.recent_active = true;
+  pr.silent_ticks = 0;
   if (r.match_index > log_.last_index())
     return;
   pr.pending_snapshot = log_index{0};

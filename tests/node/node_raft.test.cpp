@@ -7,6 +7,8 @@
 //    every broker applies it; only the controller runs balance passes; a
 //    frozen controller, resumed after another was elected, is refused with
 //    409 by the others, steps down and runs no more passes;
+//  - a controller cut off from the majority (both followers frozen) steps
+//    down within one election timeout and runs no balance pass;
 //  - the /cluster/raft/* routes: 401 without the token, 400 on a bad body,
 //    503 when Raft is off.
 
@@ -236,6 +238,51 @@ TEST_CASE("with Raft a move commits its owner change on every broker and a resum
   std::this_thread::sleep_for(2500ms);
   CHECK(balancer(c, old).value("passes", -2) == old_passes);
   CHECK(balancer(c, next->first).value("passes", -1) > new_passes);
+}
+
+TEST_CASE("a controller cut off from the majority steps down within one election timeout and acts no more",
+          "[node][raft][scenario]") {
+  auto config = raft_config();
+  for (auto& a : autobalance(false, 1))
+    config.push_back(a);
+  move_cluster c{{"b1", "b2", "b3"}, config};
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  INFO(log_tails(c));
+  auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
+  auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
+  REQUIRE(elected);
+  auto leader = elected->first;
+  // Freeze both followers: the leader hears from nobody.
+  for (size_t i = 0; i < 3; ++i)
+    if (i != leader)
+      c.signal(i, SIGSTOP);
+  auto t0 = clock_type::now();
+  std::optional<int64_t> stepped_ms;
+  while (!stepped_ms && clock_type::now() - t0 < 4 * bound) {
+    // /metrics, not /admin/cluster: the latter waits for the frozen peers' survey.
+    if (metric(c.admin(leader), "moonmq_raft_is_controller") == 0)
+      stepped_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
+    else
+      std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(stepped_ms);
+  INFO("stepped down " << *stepped_ms << " ms after the cut (election timeout " << election_timeout_ms << " ms)");
+  // One election timeout from the last answer, plus timer and scheduling slack.
+  CHECK(*stepped_ms < election_timeout_ms * 3 / 2);
+  // Its balance loop runs no pass while it is not the controller (a pass
+  // started before the cut ends within the 2 s survey deadline first).
+  std::this_thread::sleep_for(3000ms);
+  auto passes = balancer(c, leader).value("passes", -1);
+  std::this_thread::sleep_for(2000ms);
+  CHECK(balancer(c, leader).value("passes", -2) == passes);
+  for (size_t i = 0; i < 3; ++i)
+    if (i != leader)
+      c.signal(i, SIGCONT);
+  // Healed, the cluster has one controller again.
+  REQUIRE(agreed_leader(c, {0, 1, 2}, elected->second - 1, 4 * bound));
 }
 
 TEST_CASE("the Raft routes need the token and a valid message and answer 503 when Raft is off",
