@@ -28,6 +28,12 @@ struct group_coordinator_state {
   std::shared_ptr<catalog_view> view;
   std::optional<groups::offset_store> store;
   std::map<std::string, groups::group_state> groups;
+  /// Partition counts of topics learned from other brokers (cluster-wide
+  /// joins); a topic's count is max(local catalogue, learned).
+  std::map<std::string, int32_t> learned_counts;
+  /// Per group: the newest generation seen here (local joins, relayed
+  /// answers, fenced commits): the owner-side commit fence.
+  std::map<std::string, int32_t> newest_generation;
   uint64_t seed = 0;
   static inline const char* name = "group_coordinator";
 };
@@ -45,30 +51,88 @@ std::string membership_json(const groups::membership& m) {
   return json{{"member_id", m.member_id}, {"generation", m.gen.value}, {"assignment", assignment}}.dump();
 }
 
+/// A topic's partition count: the larger of the local catalogue's and the
+/// one learned from other brokers; nullopt when neither knows it.
+std::optional<int32_t> count_of(self_ptr self, const std::string& topic) {
+  std::optional<int32_t> n;
+  auto topics = self->state.view->get();
+  if (auto t = topics->find(topic); t != topics->end())
+    n = static_cast<int32_t>(t->second.partitions.size());
+  if (auto l = self->state.learned_counts.find(topic); l != self->state.learned_counts.end())
+    n = std::max(n.value_or(0), l->second);
+  return n;
+}
+
+groups::group_state& group_of(self_ptr self, const std::string& id);
+
+void saw_generation(self_ptr self, const std::string& group, int32_t gen) {
+  auto& g = self->state.newest_generation[group];
+  g = std::max(g, gen);
+}
+
+/// Checks a commit's offsets JSON array against the catalogue into `out`.
+caf::error parse_commit(self_ptr self, const std::string& offsets_json, std::vector<groups::partition_offset>& out) {
+  auto arr = json::parse(offsets_json, nullptr, false);
+  auto topics = self->state.view->get();
+  for (size_t i = 0; arr.is_array() && i < arr.size(); ++i) {
+    const auto& o = arr[i];
+    auto where = "offsets[" + std::to_string(i) + "]";
+    if (!o.is_object() || !o.contains("topic") || !o["topic"].is_string() || !o.contains("partition")
+        || !o["partition"].is_number_integer() || !o.contains("offset") || !o["offset"].is_number_integer())
+      return make_error(errc::invalid_request, where + ": expected {\"topic\",\"partition\",\"offset\"}");
+    groups::partition_offset po{o["topic"].get<std::string>(), o["partition"].get<int32_t>(),
+                                o["offset"].get<int64_t>()};
+    auto t = topics->find(po.topic);
+    if (t == topics->end())
+      return make_error(errc::unknown_topic, where + ": unknown topic " + po.topic);
+    if (po.partition < 0 || po.partition >= static_cast<int32_t>(t->second.partitions.size()))
+      return make_error(errc::unknown_partition, where + ": no partition " + std::to_string(po.partition)
+                                                   + " in topic " + po.topic);
+    if (po.offset < 0)
+      return make_error(errc::invalid_request, where + ".offset: must not be negative");
+    out.push_back(std::move(po));
+  }
+  if (!arr.is_array() || out.empty())
+    return make_error(errc::invalid_request, "body must be {\"offsets\":[...]} with at least one entry");
+  return {};
+}
+
+/// The join shared by both join messages.
+caf::result<std::string> run_join(self_ptr self, const std::string& group, const std::string& member,
+                                  const std::vector<std::string>& topics) {
+  if (auto v = groups::validate_group_id(group); !v)
+    return from(v.err());
+  std::optional<std::string> id;
+  if (!member.empty())
+    id = member;
+  auto& g = group_of(self, group);
+  auto before = g.current_generation().value;
+  auto r = g.join(id, topics, now_ms());
+  if (!r)
+    return from(r.err());
+  if (r->gen.value != before)
+    log::get("broker")->info("group.rebalanced group={} generation={} members={} reason={}", group, r->gen.value,
+                             g.member_count(), groups::to_string(g.last_rebalance()));
+  saw_generation(self, group, static_cast<int32_t>(r->gen.value));
+  return membership_json(*r);
+}
+
 groups::group_state& group_of(self_ptr self, const std::string& id) {
   auto it = self->state.groups.find(id);
   if (it != self->state.groups.end())
     return it->second;
-  auto view = self->state.view;
-  groups::topic_lookup lookup = [view](const std::string& topic) -> std::optional<int32_t> {
-    auto topics = view->get();
-    auto t = topics->find(topic);
-    if (t == topics->end())
-      return std::nullopt;
-    return static_cast<int32_t>(t->second.partitions.size());
-  };
+  groups::topic_lookup lookup = [self](const std::string& topic) { return count_of(self, topic); };
   groups::group_config cfg{self->state.settings.session_timeout_ms, ++self->state.seed};
   return self->state.groups.emplace(id, groups::group_state{id, cfg, lookup}).first->second;
 }
 
 void housekeeping(self_ptr self) {
   auto now = now_ms();
-  auto topics = self->state.view->get();
   for (auto& [id, g] : self->state.groups) {
     for (const auto& [topic, count] : g.counts()) {
-      auto t = topics->find(topic);
-      if (t != topics->end() && static_cast<int32_t>(t->second.partitions.size()) != count)
-        (void) g.set_partition_count(topic, static_cast<int32_t>(t->second.partitions.size()));
+      auto n = count_of(self, topic);
+      if (n && *n != count)
+        (void) g.set_partition_count(topic, *n);
     }
     for (const auto& m : g.expire(now))
       log::get("broker")->info("group.member_evicted group={} member={} generation={}", id, m,
@@ -88,21 +152,44 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
   self->delayed_send(self, tick, tick_atom::value);
   return {
     [self](join_atom, std::string& group, std::string& member, std::vector<std::string>& topics)
-      -> caf::result<std::string> {
+      -> caf::result<std::string> { return run_join(self, group, member, topics); },
+    [self](join_atom, std::string& group, std::string& member, std::vector<std::string>& topics,
+           std::string& counts_json) -> caf::result<std::string> {
+      auto counts = json::parse(counts_json, nullptr, false);
+      if (counts.is_object())
+        for (const auto& [topic, n] : counts.items())
+          if (n.is_number_integer() && n.get<int64_t>() > 0 && n.get<int64_t>() <= (int64_t{1} << 30)) {
+            auto& known = self->state.learned_counts[topic];
+            known = std::max(known, n.get<int32_t>());
+          }
+      // A learned count that grew rebalances the groups subscribed to it.
+      for (auto& [id, g] : self->state.groups)
+        for (const auto& [topic, count] : g.counts())
+          if (auto n = count_of(self, topic); n && *n != count)
+            (void) g.set_partition_count(topic, *n);
+      return run_join(self, group, member, topics);
+    },
+    [self](observe_atom, std::string& group, int32_t gen) { saw_generation(self, group, gen); },
+    [self](commit_atom, std::string& group, std::string& offsets_json, int32_t gen, std::string&,
+           owner_fence_atom) -> caf::result<bool> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
       if (auto v = groups::validate_group_id(group); !v)
         return from(v.err());
-      std::optional<std::string> id;
-      if (!member.empty())
-        id = member;
-      auto& g = group_of(self, group);
-      auto before = g.current_generation().value;
-      auto r = g.join(id, topics, now_ms());
-      if (!r)
+      std::vector<groups::partition_offset> offsets;
+      if (auto e = parse_commit(self, offsets_json, offsets))
+        return e;
+      auto seen = self->state.newest_generation.find(group);
+      if (gen >= 0 && seen != self->state.newest_generation.end() && gen < seen->second)
+        return make_coded_error(409, "stale_generation",
+                                "generation " + std::to_string(gen) + " of group " + group
+                                  + " is older than generation " + std::to_string(seen->second)
+                                  + ", the newest this partition owner has seen; rejoin the group");
+      if (auto r = self->state.store->commit(group, offsets, groups::commit_fence{}); !r)
         return from(r.err());
-      if (r->gen.value != before)
-        log::get("broker")->info("group.rebalanced group={} generation={} members={} reason={}", group,
-                                 r->gen.value, g.member_count(), groups::to_string(g.last_rebalance()));
-      return membership_json(*r);
+      if (gen >= 0)
+        saw_generation(self, group, gen);
+      return true;
     },
     [self](beat_atom, std::string& group, std::string& member) -> caf::result<std::string> {
       auto it = self->state.groups.find(group);
@@ -129,29 +216,9 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
         return make_error(errc::not_ready, "the offset store could not be opened");
       if (auto v = groups::validate_group_id(group); !v)
         return from(v.err());
-      auto arr = json::parse(offsets_json, nullptr, false);
       std::vector<groups::partition_offset> offsets;
-      auto topics = self->state.view->get();
-      for (size_t i = 0; arr.is_array() && i < arr.size(); ++i) {
-        const auto& o = arr[i];
-        auto where = "offsets[" + std::to_string(i) + "]";
-        if (!o.is_object() || !o.contains("topic") || !o["topic"].is_string() || !o.contains("partition")
-            || !o["partition"].is_number_integer() || !o.contains("offset") || !o["offset"].is_number_integer())
-          return make_error(errc::invalid_request, where + ": expected {\"topic\",\"partition\",\"offset\"}");
-        groups::partition_offset po{o["topic"].get<std::string>(), o["partition"].get<int32_t>(),
-                                    o["offset"].get<int64_t>()};
-        auto t = topics->find(po.topic);
-        if (t == topics->end())
-          return make_error(errc::unknown_topic, where + ": unknown topic " + po.topic);
-        if (po.partition < 0 || po.partition >= static_cast<int32_t>(t->second.partitions.size()))
-          return make_error(errc::unknown_partition, where + ": no partition " + std::to_string(po.partition)
-                                                       + " in topic " + po.topic);
-        if (po.offset < 0)
-          return make_error(errc::invalid_request, where + ".offset: must not be negative");
-        offsets.push_back(std::move(po));
-      }
-      if (!arr.is_array() || offsets.empty())
-        return make_error(errc::invalid_request, "body must be {\"offsets\":[...]} with at least one entry");
+      if (auto e = parse_commit(self, offsets_json, offsets))
+        return e;
       groups::commit_fence fence;
       auto it = self->state.groups.find(group);
       std::optional<std::string> m = member.empty() ? std::nullopt : std::optional<std::string>(member);
@@ -225,6 +292,8 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                       {"members", g.member_count()},
                       {"phase", groups::to_string(g.phase())}};
       return json{{"groups", gs},
+                  {"learned_partition_counts", self->state.learned_counts},
+                  {"newest_generation_seen", self->state.newest_generation},
                   {"committed_groups", self->state.store ? self->state.store->list_groups().size() : 0},
                   {"session_timeout_ms", self->state.settings.session_timeout_ms}}
         .dump();

@@ -18,9 +18,18 @@
 
 namespace moonmq {
 
+/// Marks the owner-side commit of a cluster-wide group (≤ 10 chars).
+using owner_fence_atom = caf::atom_constant<caf::atom("ownfence")>;
+
 using group_actor = caf::typed_actor<
   // Join (group, member id or "", topics) → {"member_id","generation","assignment"}.
   caf::replies_to<join_atom, std::string, std::string, std::vector<std::string>>::with<std::string>,
+  // Join with partition counts learned elsewhere (group, member or "",
+  // topics, {"topic":count} JSON): the cluster-wide join (docs/groups.md
+  // "Cluster-wide groups"). A topic's count is the larger of the local
+  // catalogue's and the learned one; learned counts are kept for later
+  // joins and housekeeping. Same answer as join.
+  caf::replies_to<join_atom, std::string, std::string, std::vector<std::string>, std::string>::with<std::string>,
   // Heartbeat (group, member) → same shape as join; 404 unknown_member when evicted.
   caf::replies_to<beat_atom, std::string, std::string>::with<std::string>,
   // Leave (group, member) → true.
@@ -28,6 +37,14 @@ using group_actor = caf::typed_actor<
   // Commit (group, offsets JSON array, generation or -1, member or "") → true
   // once durable; 409 illegal_generation when fenced.
   caf::replies_to<commit_atom, std::string, std::string, int32_t, std::string>::with<bool>,
+  // Commit on a partition owner that is not the group's coordinator (group,
+  // offsets JSON array, generation or -1, member (ignored), owner_fence_atom):
+  // fenced by the newest generation this broker has seen for the group
+  // (409 stale_generation when older); a newer one raises it. → true once durable.
+  caf::replies_to<commit_atom, std::string, std::string, int32_t, std::string, owner_fence_atom>::with<bool>,
+  // A generation seen in a join/heartbeat answer relayed from the
+  // coordinator (group, generation): raises the owner fence.
+  caf::reacts_to<observe_atom, std::string, int32_t>,
   // Committed offsets (group, topic or "") → {"offsets":[{"topic","partition","offset"}]}.
   caf::replies_to<offsets_atom, std::string, std::string>::with<std::string>,
   // Every group's committed offset for (topic, partition), the snapshot a

@@ -14,6 +14,7 @@
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
 #include "transport/actor_answers.hpp"
+#include "transport/group_routes.hpp"
 #include "transport/http_client.hpp"
 #include "transport/peer_survey.hpp"
 #include "transport/session_routes.hpp"
@@ -54,8 +55,8 @@ int64_t wall_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-/// The request's client id for session metering (session_routes.hpp:
-/// client_id_of); answers 400 and returns false when it is malformed.
+}  // namespace
+
 bool session_client(const http_request& req, const responder& respond, std::string& client) {
   std::string error;
   client = client_id_of(req, error);
@@ -66,32 +67,7 @@ bool session_client(const http_request& req, const responder& respond, std::stri
   return true;
 }
 
-// --- ownership --------------------------------------------------------------
-
-/// The broker that owns (topic, partition) when it is not this one.
-std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition) {
-  if (!ctx.owners)
-    return std::nullopt;
-  auto owners = ctx.owners->get();
-  auto it = owners->find(cluster::topic_partition{topic, partition});
-  if (it == owners->end() || it->second == ctx.broker_id)
-    return std::nullopt;
-  return it->second;
-}
-
-/// 421 not_owner naming the owner and its client URL (CONTRACT §3).
-http_response not_owner(const client_context& ctx, const std::string& topic, int32_t partition,
-                        const std::string& owner) {
-  auto peer = ctx.peers.find(owner);
-  std::string url = peer != ctx.peers.end() && !peer->second.client_address.empty()
-                      ? "http://" + peer->second.client_address
-                      : "";
-  json j{{"error", "not_owner"},
-         {"message", topic + "/" + std::to_string(partition) + " is owned by broker " + owner},
-         {"owner", owner},
-         {"url", url.empty() ? json(nullptr) : json(url)}};
-  return http_response::json(421, j.dump());
-}
+namespace {
 
 // --- produce fan-out ----------------------------------------------------------
 
@@ -372,7 +348,7 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
   }
   auto partition = std::stoi(raw);
   if (auto owner = remote_owner(ctx, topic, partition)) {
-    respond(not_owner(ctx, topic, partition, *owner));
+    respond(not_owner_response(ctx, topic, partition, *owner));
     return;
   }
   bool bad = false;
@@ -531,86 +507,30 @@ void list_topics(const client_context& ctx, const responder& respond) {
   respond(http_response::json(200, json{{"topics", list}}.dump()));
 }
 
-// --- groups ------------------------------------------------------------------------
-
-std::function<void(std::string&)> forward_json(const responder& respond) {
-  return [respond](std::string& body) { respond(http_response::json(200, std::move(body))); };
-}
-
-/// forward_json that also reports the member's session (join, heartbeat)
-/// to the session probe: the member id is read from the answer.
-std::function<void(std::string&)> metered_member(const client_context& ctx, const responder& respond,
-                                                 const std::string& group, const std::string& client) {
-  if (!ctx.sessions)
-    return forward_json(respond);
-  return [respond, sessions = ctx.sessions, group, client](std::string& body) {
-    auto j = json::parse(body, nullptr, false);
-    if (j.is_object() && j.contains("member_id") && j["member_id"].is_string())
-      sessions->member_seen(group, j["member_id"].get<std::string>(), client);
-    respond(http_response::json(200, std::move(body)));
-  };
-}
-
-void join_group(const client_context& ctx, http_request& req, const responder& respond) {
-  json body;
-  if (!parse_body(req, respond, body))
-    return;
-  std::vector<std::string> topics;
-  if (!body.is_object() || !body.contains("topics") || !body["topics"].is_array()) {
-    respond(http_response::error(400, "invalid_request", "body must be {\"topics\":[...],\"member_id\"?:...}"));
-    return;
-  }
-  for (const auto& t : body["topics"]) {
-    if (!t.is_string()) {
-      respond(http_response::error(400, "invalid_request", "topics must be strings"));
-      return;
-    }
-    topics.push_back(t.get<std::string>());
-  }
-  std::string member;
-  if (body.contains("member_id") && body["member_id"].is_string())
-    member = body["member_id"].get<std::string>();
-  std::string client;
-  if (!session_client(req, respond, client))
-    return;
-  ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, metered_member(ctx, respond, req.params["group"], client),
-                   fail_with(respond), join_atom::value, req.params["group"], member, topics);
-}
-
-void commit_offsets(const client_context& ctx, http_request& req, const responder& respond) {
-  json body;
-  if (!parse_body(req, respond, body))
-    return;
-  if (!body.is_object() || !body.contains("offsets") || !body["offsets"].is_array()) {
-    respond(http_response::error(400, "invalid_request", "body must be {\"offsets\":[{\"topic\",\"partition\",\"offset\"}]}"));
-    return;
-  }
-  // A broker refuses commits for a partition it does not own: the committed
-  // offsets live with the partition.
-  for (const auto& o : body["offsets"])
-    if (o.is_object() && o.contains("topic") && o["topic"].is_string() && o.contains("partition")
-        && o["partition"].is_number_integer())
-      if (auto owner = remote_owner(ctx, o["topic"].get<std::string>(), o["partition"].get<int32_t>())) {
-        respond(not_owner(ctx, o["topic"].get<std::string>(), o["partition"].get<int32_t>(), *owner));
-        return;
-      }
-  int32_t gen = -1;
-  if (body.contains("generation") && !body["generation"].is_null()) {
-    if (!body["generation"].is_number_integer() || body["generation"].get<int64_t>() < 0) {
-      respond(http_response::error(400, "invalid_request", "generation must be a non-negative integer"));
-      return;
-    }
-    gen = body["generation"].get<int32_t>();
-  }
-  std::string member = body.contains("member_id") && body["member_id"].is_string()
-                         ? body["member_id"].get<std::string>()
-                         : std::string{};
-  ask<bool>(
-    *ctx.system, ctx.groups, ctx.timeout, [respond](bool&) { respond(http_response::json(200, "{}")); },
-    fail_with(respond), commit_atom::value, req.params["group"], body["offsets"].dump(), gen, member);
-}
-
 }  // namespace
+
+std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition) {
+  if (!ctx.owners)
+    return std::nullopt;
+  auto owners = ctx.owners->get();
+  auto it = owners->find(cluster::topic_partition{topic, partition});
+  if (it == owners->end() || it->second == ctx.broker_id)
+    return std::nullopt;
+  return it->second;
+}
+
+http_response not_owner_response(const client_context& ctx, const std::string& topic, int32_t partition,
+                                 const std::string& owner) {
+  auto peer = ctx.peers.find(owner);
+  std::string url = peer != ctx.peers.end() && !peer->second.client_address.empty()
+                      ? "http://" + peer->second.client_address
+                      : "";
+  json j{{"error", "not_owner"},
+         {"message", topic + "/" + std::to_string(partition) + " is owned by broker " + owner},
+         {"owner", owner},
+         {"url", url.empty() ? json(nullptr) : json(url)}};
+  return http_response::json(421, j.dump());
+}
 
 void add_client_routes(router& r, const client_context& ctx) {
   auto sticky = std::make_shared<std::atomic<uint32_t>>(0);
@@ -622,32 +542,7 @@ void add_client_routes(router& r, const client_context& ctx) {
         [ctx, sticky](http_request& req, responder respond) { produce(ctx, req, respond, *sticky); });
   r.add("GET", "/v1/topics/{topic}/partitions/{partition}/records",
         [ctx](http_request& req, responder respond) { fetch(ctx, req, respond); });
-  r.add("POST", "/v1/groups/{group}/members",
-        [ctx](http_request& req, responder respond) { join_group(ctx, req, respond); });
-  r.add("POST", "/v1/groups/{group}/members/{member}/heartbeat", [ctx](http_request& req, responder respond) {
-    std::string client;
-    if (!session_client(req, respond, client))
-      return;
-    ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, metered_member(ctx, respond, req.params["group"], client),
-                     fail_with(respond), beat_atom::value, req.params["group"], req.params["member"]);
-  });
-  r.add("DELETE", "/v1/groups/{group}/members/{member}", [ctx](http_request& req, responder respond) {
-    ask<bool>(
-      *ctx.system, ctx.groups, ctx.timeout,
-      [respond, sessions = ctx.sessions, group = req.params["group"], member = req.params["member"]](bool&) {
-        if (sessions)
-          sessions->member_left(group, member);
-        respond(http_response::json(200, "{}"));
-      },
-      fail_with(respond), leave_atom::value, req.params["group"], req.params["member"]);
-  });
-  r.add("POST", "/v1/groups/{group}/offsets",
-        [ctx](http_request& req, responder respond) { commit_offsets(ctx, req, respond); });
-  r.add("GET", "/v1/groups/{group}/offsets", [ctx](http_request& req, responder respond) {
-    auto topic = req.query.count("topic") ? req.query["topic"] : std::string{};
-    ask<std::string>(*ctx.system, ctx.groups, ctx.timeout, forward_json(respond), fail_with(respond),
-                     offsets_atom::value, req.params["group"], topic);
-  });
+  add_group_routes(r, ctx);  // transport/group_routes.cpp (cluster-wide groups)
 }
 
 }  // namespace moonmq::transport

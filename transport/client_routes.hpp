@@ -1,6 +1,7 @@
 #pragma once
 // The client API (CONTRACT.md §3) as routes on the shared HTTP server:
-// topics, records, consumer groups and committed offsets.
+// topics, records, consumer groups and committed offsets (the group routes
+// live in transport/group_routes.cpp: cluster-wide groups).
 //
 // Produce goes straight to the partition actors (the catalog view names
 // them): the body is split per partition, each part encoded into one v2
@@ -8,9 +9,11 @@
 // may be `leader` (default: answered once fsynced) or `none` (answered once
 // appended).
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -19,6 +22,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
+#include "actors/load_meter.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq {
@@ -59,8 +63,28 @@ struct client_context {
   /// `X-Client-Id` header; an invalid one is a 400) and bytes here; the
   /// load_meter samples it. Null = not metered.
   std::shared_ptr<session_probe> sessions;
+  /// Cluster-wide groups (transport/group_routes.hpp): join and heartbeat
+  /// answers name the coordinator's client URL (Server.Host and the bound
+  /// port, 0 until the listener is up) and the load_meter's recommended
+  /// broker URL for the session (absent meter = the coordinator's URL).
+  std::string client_host = "127.0.0.1";
+  std::shared_ptr<std::atomic<uint16_t>> client_port;
+  std::optional<load_meter_actor> meter;
 };
 
 void add_client_routes(router& r, const client_context& ctx);
+
+/// The broker that owns (topic, partition) when it is not this one (the
+/// ownership table names another broker); nullopt when local or single broker.
+std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition);
+
+/// The request's client id for session metering (session_routes.hpp:
+/// client_id_of; "" when none); answers 400 and returns false when it is
+/// malformed.
+bool session_client(const http_request& req, const responder& respond, std::string& client);
+
+/// 421 not_owner naming the owner and its client URL (CONTRACT §3).
+http_response not_owner_response(const client_context& ctx, const std::string& topic, int32_t partition,
+                                 const std::string& owner);
 
 }  // namespace moonmq::transport

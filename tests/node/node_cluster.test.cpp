@@ -93,7 +93,8 @@ TEST_CASE("GET /admin/cluster on a single broker lists it alone as owner of ever
   CHECK(node.process().wait(5s) == 0);
 }
 
-TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch or commit answer 421", "[node][cluster]") {
+TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answers 421 and commits reach the owner",
+          "[node][cluster]") {
   temp_dir d1, d2;
   auto p1 = reserve_port(), p2 = reserve_port(), c1 = reserve_port(), c2 = reserve_port();
   auto peer_of = [](const std::string& id, uint16_t port, uint16_t client) {
@@ -132,18 +133,27 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch or com
   auto on_b1 = json::parse(http_call(client1, "GET", "/v1/topics/orders/partitions/0/records?offset=0").body);
   CHECK(on_b1["records"].size() == 1);
 
-  // Fetch and commit for orders/1 on b1: 421 naming b2 and its client URL.
+  // Fetch for orders/1 on b1: 421 naming b2 and its client URL.
   auto fetch = http_call(client1, "GET", "/v1/topics/orders/partitions/1/records?offset=0");
   CHECK(fetch.status == 421);
   auto why = json::parse(fetch.body);
   CHECK(why["error"] == "not_owner");
   CHECK(why["owner"] == "b2");
   CHECK(why["url"] == "http://127.0.0.1:" + std::to_string(c2));
+  // A commit through b1 is stored by each partition's owner (docs/groups.md
+  // "Cluster-wide groups"): orders/1 on b2, orders/0 on b1.
   auto commit = http_call(client1, "POST", "/v1/groups/g/offsets",
-                          R"({"offsets":[{"topic":"orders","partition":1,"offset":2}]})");
-  CHECK(commit.status == 421);
-  CHECK(http_call(client1, "POST", "/v1/groups/g/offsets", R"({"offsets":[{"topic":"orders","partition":0,"offset":1}]})")
-          .status == 200);
+                          R"({"offsets":[{"topic":"orders","partition":1,"offset":2},)"
+                          R"({"topic":"orders","partition":0,"offset":1}]})");
+  CHECK(commit.status == 200);
+  auto stored_on_b2 = http_call(p2, "GET", "/cluster/groups/g/offsets?topic=orders", "", {{"X-Cluster-Token", "tok"}});
+  INFO(stored_on_b2.body);
+  CHECK(stored_on_b2.body.find(R"("partition":1)") != std::string::npos);
+  auto read_back = json::parse(http_call(c2, "GET", "/v1/groups/g/offsets?topic=orders").body);
+  INFO(read_back.dump());
+  CHECK(read_back["offsets"].size() == 2);
+  for (const auto& o : read_back["offsets"])
+    CHECK(o["offset"] == (o["partition"] == 1 ? 2 : 1));
 
   // With the owner gone, a forwarded produce fails clearly and nothing is
   // acknowledged.

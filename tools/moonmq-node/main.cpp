@@ -37,6 +37,7 @@
 #include "plugins/goal_loader.hpp"
 #include "transport/admin_routes.hpp"
 #include "transport/client_routes.hpp"
+#include "transport/group_routes.hpp"
 #include "transport/cluster_admin_routes.hpp"
 #include "transport/cluster_routes.hpp"
 #include "transport/move_routes.hpp"
@@ -379,7 +380,15 @@ int run(const config::load_result& loaded) {
   sctx.owners = cctx.owners;
   sctx.broker_id = cfg.broker_id();
   transport::add_session_routes(*client_router, sctx);
+  // Cluster-wide groups (issue 8, transport/group_routes.hpp): join answers
+  // name the coordinator's URL and the meter's recommended URL; joins and
+  // commits forwarded by peers arrive on the cluster listener.
+  cctx.client_host = cfg.client.host;
+  cctx.client_port = client_port;
+  cctx.meter = meter;
   transport::add_client_routes(*client_router, cctx);
+  if (cfg.cluster)
+    transport::add_cluster_group_routes(*cluster_router, cctx);
   // Peer clients must finish their callbacks before the Asio threads stop.
   auto close_peers = [&cactx, &raft_clients] {
     for (auto& p : cactx.peers)

@@ -1,9 +1,12 @@
 #include <csignal>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -24,9 +27,20 @@ void on_signal(int) {
 }
 
 /// Answers 200 with a JSON body, or prints why not and returns discarded json.
+/// A 503 coordinator_unavailable (the group's coordinator broker is down or
+/// unreachable, docs/groups.md "Cluster-wide groups") is retried with
+/// backoff, 100 ms doubling to 2 s, for up to 60 s or until interrupted.
 json call(transport::http_connection& conn, const std::string& method, const std::string& target,
           const std::string& body = {}) {
   auto res = conn.call(method, target, body);
+  auto backoff = std::chrono::milliseconds(100);
+  auto give_up = clock_type::now() + std::chrono::seconds(60);
+  while (res.status == 503 && !stopping && clock_type::now() < give_up
+         && json::parse(res.body, nullptr, false).value("error", "") == "coordinator_unavailable") {
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    res = conn.call(method, target, body);
+  }
   if (res.status != 200) {
     std::cerr << "moonmqctl: " << method << " " << target << " failed: "
               << (res.status ? std::to_string(res.status) + " " + res.body : res.error) << "\n";
@@ -77,6 +91,37 @@ bool join(transport::http_connection& conn, const consume_options& o, group_sess
   return true;
 }
 
+/// The "host:port" of a client URL "http://host:port"; "" when malformed.
+std::string authority_of(const std::string& url) {
+  auto start = url.find("://");
+  auto rest = start == std::string::npos ? url : url.substr(start + 3);
+  auto slash = rest.find('/');
+  return slash == std::string::npos ? rest : rest.substr(0, slash);
+}
+
+/// Keep-alive connections to the brokers that own partitions (421
+/// not_owner names them), by "host:port"; "" is the broker given on the
+/// command line.
+class broker_connections {
+public:
+  explicit broker_connections(transport::http_connection& home) : home_(home) {}
+  transport::http_connection& get(const std::string& authority) {
+    if (authority.empty())
+      return home_;
+    auto it = others_.find(authority);
+    if (it != others_.end())
+      return *it->second;
+    auto colon = authority.rfind(':');
+    auto host = authority.substr(0, colon);
+    auto port = static_cast<uint16_t>(std::atoi(authority.c_str() + colon + 1));
+    return *others_.emplace(authority, std::make_unique<transport::http_connection>(host, port)).first->second;
+  }
+
+private:
+  transport::http_connection& home_;
+  std::map<std::string, std::unique_ptr<transport::http_connection>> others_;
+};
+
 }  // namespace
 
 int consume(const endpoint& ep, const consume_options& o) {
@@ -90,10 +135,14 @@ int consume(const endpoint& ep, const consume_options& o) {
   for (const auto& t : topics["topics"])
     if (t["name"] == o.topic)
       partitions = t["partitions"].get<int>();
-  if (partitions < 0) {
+  // With a group the assignment names the partitions: the topic may live
+  // on other brokers only (the coordinator knows its partition count).
+  if (partitions < 0 && o.group.empty()) {
     std::cerr << "moonmqctl: unknown topic " << o.topic << "\n";
     return 1;
   }
+  broker_connections brokers{conn};
+  std::map<int, std::string> served_by;  // partition -> "host:port" of its owner ("" = the given broker)
   group_session session;
   std::map<int, int64_t> position;  // partition -> next offset to read (-1 = log start)
   auto assign = [&](const std::vector<int>& parts) {
@@ -131,8 +180,17 @@ int consume(const endpoint& ep, const consume_options& o) {
       std::string target = "/v1/topics/" + o.topic + "/partitions/" + std::to_string(p) + "/records?max_records=1000";
       if (next >= 0)
         target += "&offset=" + std::to_string(next);
-      auto res = conn.call("GET", target);
+      auto res = brokers.get(served_by[p]).call("GET", target);
       auto j = json::parse(res.body, nullptr, false);
+      // Owned elsewhere (a move, or a partition that lives on another
+      // broker): fetch from the owner the 421 names, at most 3 hops.
+      for (int hop = 0; hop < 3 && res.status == 421 && !j.is_discarded() && j.value("error", "") == "not_owner"
+                        && j.contains("url") && j["url"].is_string();
+           ++hop) {
+        served_by[p] = authority_of(j["url"].get<std::string>());
+        res = brokers.get(served_by[p]).call("GET", target);
+        j = json::parse(res.body, nullptr, false);
+      }
       if (res.status == 400 && !j.is_discarded() && j.value("error", "") == "offset_out_of_range") {
         // Retention moved the log start past us: resume at the log start.
         next = j.value("log_start_offset", int64_t{0});
