@@ -42,6 +42,15 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     return current_;
   }
+  /// The owner the table names for `tp` when that is not `self` (the
+  /// broker asking): where a request for `tp` must go instead.
+  std::optional<std::string> owner_other_than(const std::string& self, const cluster::topic_partition& tp) const {
+    auto owners = get();
+    auto it = owners->find(tp);
+    if (it == owners->end() || it->second == self)
+      return std::nullopt;
+    return it->second;
+  }
   void set(std::shared_ptr<const owner_map> next) {
     std::lock_guard<std::mutex> g{mtx_};
     current_ = std::move(next);

@@ -208,6 +208,7 @@ void read_peers(reader& cluster, cluster_config& c) {
     r.get("Address", p.address);
     r.get("ClientAddress", p.client_address);
     r.get("Token", p.token);
+    r.get("KafkaAddress", p.kafka_address);
     r.finish();
     if (p.id.empty())
       r.error("Id", "required");
@@ -217,6 +218,8 @@ void read_peers(reader& cluster, cluster_config& c) {
       r.error("Address", "expected host:port, got '" + p.address + "'");
     if (!p.client_address.empty() && !valid_address(p.client_address))
       r.error("ClientAddress", "expected host:port, got '" + p.client_address + "'");
+    if (!p.kafka_address.empty() && !valid_address(p.kafka_address))
+      r.error("KafkaAddress", "expected host:port, got '" + p.kafka_address + "'");
     c.peers.push_back(std::move(p));
   }
 }

@@ -31,6 +31,7 @@ struct peer_config {
   std::string address;         ///< host:port of the peer's cluster listener
   std::string client_address;  ///< host:port of the peer's client API
   std::string token;           ///< token sent to this peer; empty = Cluster.Token
+  std::string kafka_address;   ///< host:port of the peer's Kafka listener (Metadata); empty = unknown
 };
 
 struct tls_config {

@@ -109,6 +109,10 @@ if [ "$free_ports" = 1 ]; then
     free_port; cluster_port[i]=$port
   done
 fi
+# Kafka listeners: always free ports (never the fixed 9092, which a
+# parallel test run or a local Kafka may hold), one per broker.
+kafka_port=()
+for i in 0 1 2; do free_port; kafka_port[i]=$port; done
 
 # --- configs ---------------------------------------------------------------
 mkdir -p "$dir"
@@ -119,7 +123,7 @@ for i in 0 1 2; do
   for j in 0 1 2; do
     [ "$i" = "$j" ] && continue
     peers+="${peers:+,
-        }{ \"Id\": \"${ids[j]}\", \"Address\": \"127.0.0.1:${cluster_port[j]}\", \"ClientAddress\": \"127.0.0.1:${client_port[j]}\" }"
+        }{ \"Id\": \"${ids[j]}\", \"Address\": \"127.0.0.1:${cluster_port[j]}\", \"ClientAddress\": \"127.0.0.1:${client_port[j]}\", \"KafkaAddress\": \"127.0.0.1:${kafka_port[j]}\" }"
   done
   mkdir -p "$dir/${ids[i]}"
   cat > "$dir/${ids[i]}/appsettings.json" <<JSON
@@ -129,7 +133,7 @@ for i in 0 1 2; do
     "Host": "127.0.0.1", "Port": ${client_port[i]},
     "DataDir": "$dir/${ids[i]}/data",
     "Admin": { "Host": "127.0.0.1", "Port": ${admin_port[i]} },
-    "Kafka": { "Enabled": false },
+    "Kafka": { "Enabled": true, "Host": "127.0.0.1", "Port": ${kafka_port[i]} },
     "Cluster": {
       "BrokerId": "${ids[i]}",
       "Host": "127.0.0.1", "Port": ${cluster_port[i]},
@@ -212,6 +216,7 @@ done
 echo "demo.sh: cluster healthy: $brokers (balance loop every ${interval} s)"
 echo "demo.sh: while it runs, try: curl -s 127.0.0.1:${admin_port[0]}/admin/cluster | python3 -m json.tool"
 echo "demo.sh:                     curl -s 127.0.0.1:${admin_port[0]}/admin/balancer | python3 -m json.tool"
+echo "demo.sh:                     kcat -L -b 127.0.0.1:${kafka_port[0]}   # the Kafka listener (docs/kafka.md)"
 echo "demo.sh: Ctrl-C stops it."
 
 # From here Ctrl-C reaches moonmq-demo (same process group), which stops the

@@ -9,6 +9,7 @@ packages=(
   libcaf-dev libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 libssl-dev openssl libcli11-dev
   libbenchmark-dev prometheus curl python3
+  kcat  # the Kafka listener's tests
 )
 
 missing=()
@@ -18,8 +19,29 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# kafkajs 2.2.4 (npm) for the Kafka listener's tests
+# (tests/kafka_node): installed once under $MOONMQ_NPM_DIR
+# (~/.cache/moonmq-npm); the tests set NODE_PATH to its node_modules.
+install_kafkajs() {
+  local dir="${MOONMQ_NPM_DIR:-$HOME/.cache/moonmq-npm}"
+  if grep -qs '"version": "2.2.4"' "$dir/node_modules/kafkajs/package.json"; then
+    return
+  fi
+  if ! command -v npm >/dev/null; then
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || echo '{"name":"moonmq-test-clients","private":true}' > "$dir/package.json"
+  echo "install-deps: installing kafkajs@2.2.4 into $dir"
+  (cd "$dir" && npm install --no-audit --no-fund --silent kafkajs@2.2.4)
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_kafkajs
   exit 0
 fi
 
@@ -28,3 +50,4 @@ if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_kafkajs

@@ -512,11 +512,7 @@ void list_topics(const client_context& ctx, const responder& respond) {
 std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition) {
   if (!ctx.owners)
     return std::nullopt;
-  auto owners = ctx.owners->get();
-  auto it = owners->find(cluster::topic_partition{topic, partition});
-  if (it == owners->end() || it->second == ctx.broker_id)
-    return std::nullopt;
-  return it->second;
+  return ctx.owners->owner_other_than(ctx.broker_id, cluster::topic_partition{topic, partition});
 }
 
 http_response not_owner_response(const client_context& ctx, const std::string& topic, int32_t partition,

@@ -226,3 +226,17 @@ TEST_CASE("placement section: bad values are errors naming the key", "[config][p
   CHECK(has_error_naming(r, "Server.Placement.Cpu: expected process, machine or higher, got 'gpu'"));
   CHECK(has_error_naming(r, "Server.Placement.Draining"));
 }
+
+// The Kafka listener: a peer's optional KafkaAddress for Metadata.
+TEST_CASE("a peer's KafkaAddress is read and must be host:port", "[config]") {
+  auto ok = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [
+      {"Id": "b2", "Address": "127.0.0.1:9096", "KafkaAddress": "127.0.0.1:9093"}, {"Id": "b3", "Address": "127.0.0.1:9097"}]}}})",
+                      "t.json");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.cluster->peers[0].kafka_address == "127.0.0.1:9093");
+  CHECK(ok.config.cluster->peers[1].kafka_address.empty());
+  auto bad = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [
+      {"Id": "b2", "Address": "127.0.0.1:9096", "KafkaAddress": "nohost"}]}}})",
+                       "t.json");
+  CHECK(has_error_naming(bad, "Server.Cluster.Peers[0].KafkaAddress: expected host:port"));
+}

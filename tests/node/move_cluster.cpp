@@ -37,6 +37,7 @@ move_cluster::move_cluster(std::vector<std::string> ids, std::vector<std::string
     b.id = id;
     b.cluster_port = reserve_port();
     b.client_port = reserve_port();
+    b.kafka_port = reserve_port();
     b.dir = std::make_unique<temp_dir>("moonmq-move-" + id);
     b.data_dir = b.dir->path() + "/data";
     brokers_.push_back(std::move(b));
@@ -71,11 +72,13 @@ void move_cluster::launch(size_t i, std::vector<std::string> extra) {
     if (p.id != b.id)
       peers.push_back({{"Id", p.id},
                        {"Address", "127.0.0.1:" + std::to_string(p.cluster_port)},
-                       {"ClientAddress", "127.0.0.1:" + std::to_string(p.client_port)}});
+                       {"ClientAddress", "127.0.0.1:" + std::to_string(p.client_port)},
+                       {"KafkaAddress", "127.0.0.1:" + std::to_string(p.kafka_port)}});
   std::vector<std::string> overrides{"Cluster.BrokerId=" + b.id,
                                      "Cluster.Port=" + std::to_string(b.cluster_port),
                                      "Cluster.Token=" + std::string(cluster_token),
                                      "Port=" + std::to_string(b.client_port),
+                                     "Kafka.Port=" + std::to_string(b.kafka_port),
                                      "DataDir=" + b.data_dir,
                                      "Cluster.Peers=" + peers.dump()};
   overrides.insert(overrides.end(), common_.begin(), common_.end());

@@ -72,6 +72,8 @@ public:
   uint16_t client(size_t i) const { return brokers_[i].client_port; }
   uint16_t cluster_port(size_t i) const { return brokers_[i].cluster_port; }
   uint16_t admin(size_t i) const { return brokers_[i].admin_port; }
+  /// Broker i's Kafka port (reserved; bound only with Kafka.Enabled=true).
+  uint16_t kafka(size_t i) const { return brokers_[i].kafka_port; }
   const std::string& id(size_t i) const { return brokers_[i].id; }
   std::string url(size_t i) const { return "http://127.0.0.1:" + std::to_string(client(i)); }
   const std::string& data_dir(size_t i) const { return brokers_[i].data_dir; }
@@ -86,6 +88,7 @@ private:
     uint16_t cluster_port = 0;
     uint16_t client_port = 0;
     uint16_t admin_port = 0;
+    uint16_t kafka_port = 0;  ///< the Kafka listener; peers name it as KafkaAddress
     std::unique_ptr<temp_dir> dir;
     std::string data_dir;
     std::vector<std::string> extra;

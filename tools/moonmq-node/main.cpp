@@ -49,6 +49,7 @@
 #include "transport/http_client.hpp"
 #include "transport/tls.hpp"
 #include "transport/http_server.hpp"
+#include "transport/kafka_listener.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -259,7 +260,7 @@ int run(const config::load_result& loaded) {
   cctx.groups = groups;
   cctx.catalog = view;
   cctx.broker_id = cfg.broker_id();
-  // Session placement (issue 8, docs/placement.md): the client routes feed
+  // Session placement (docs/placement.md): the client routes feed
   // the probe, the load_meter publishes its report for /cluster/loads.
   auto sessions = std::make_shared<session_probe>(cfg.placement.client_session_ttl_ms, cfg.broker.session_timeout_ms);
   auto session_load = std::make_shared<session_load_view>();
@@ -380,7 +381,7 @@ int run(const config::load_result& loaded) {
   sctx.owners = cctx.owners;
   sctx.broker_id = cfg.broker_id();
   transport::add_session_routes(*client_router, sctx);
-  // Cluster-wide groups (issue 8, transport/group_routes.hpp): join answers
+  // Cluster-wide groups (transport/group_routes.hpp): join answers
   // name the coordinator's URL and the meter's recommended URL; joins and
   // commits forwarded by peers arrive on the cluster listener.
   cctx.client_host = cfg.client.host;
@@ -435,16 +436,47 @@ int run(const config::load_result& loaded) {
       return fail("node.listen_failed", failed);
     }
   }
+  // The Kafka wire-protocol listener (docs/kafka.md), bound last.
+  std::unique_ptr<transport::kafka_listener> kafka;
+  std::string kafka_address = "off";
+  if (cfg.kafka.enabled) {
+    auto kx = std::make_shared<transport::kafka_context>();
+    kx->system = &sys;
+    kx->broker = broker;
+    kx->groups = groups;
+    kx->catalog = view;
+    kx->owners = cctx.owners;
+    kx->broker_id = cfg.broker_id();
+    kx->advertised_host = cfg.kafka.advertised_host;
+    if (cfg.cluster)
+      for (const auto& p : cfg.cluster->peers)
+        kx->peers.push_back({p.id, p.kafka_address, cctx.peers[p.id].token, cctx.peers[p.id].cluster});
+    kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
+    if (auto ec = kafka->start()) {
+      for (auto& other : listeners)
+        std::get<0>(other)->stop(std::chrono::milliseconds{0});
+      close_peers();
+      io.stop();
+      stop_actors();
+      return fail("node.listen_failed", "cannot listen on " + cfg.kafka.host + ":" + std::to_string(cfg.kafka.port)
+                                          + " (kafka): " + ec.message());
+    }
+    kafka_address = cfg.kafka.host + ":" + std::to_string(kafka->port());
+    children.push_back(transport::spawn_kafka_listener_probe(sys, kafka_address, *kafka, registry));
+  }
   client_port->store(client.port());  // the recommended URL of this broker (Port=0: the bound port)
   node_settings settings{cfg.broker_id(), cfg.data_dir, loaded.files, {}};
   settings.listeners["admin"] = cfg.admin.host + ":" + std::to_string(admin.port());
   settings.listeners["client"] = cfg.client.host + ":" + std::to_string(client.port());
   if (cluster_server)
     settings.listeners["cluster"] = cfg.cluster->host + ":" + std::to_string(cluster_server->port());
+  if (kafka)
+    settings.listeners["kafka"] = kafka_address;
   node_actor node = spawn_node(sys, settings, registry, children);
-  logger->info("node.ready broker={} version={} admin={}:{} client={}:{} cluster={}", cfg.broker_id(), version_string,
+  logger->info("node.ready broker={} version={} admin={}:{} client={}:{} cluster={} kafka={}", cfg.broker_id(), version_string,
                cfg.admin.host, admin.port(), cfg.client.host, client.port(),
-               cluster_server ? cfg.cluster->host + ":" + std::to_string(cluster_server->port()) : "off");
+               cluster_server ? cfg.cluster->host + ":" + std::to_string(cluster_server->port()) : "off",
+               kafka_address);
 
   int sig = 0;
   auto signals = stop_signals();
@@ -456,6 +488,8 @@ int run(const config::load_result& loaded) {
   if (cluster_server)
     cluster_server->stop(std::chrono::milliseconds{1000});
   admin.stop(std::chrono::milliseconds{1000});
+  if (kafka)
+    kafka->stop();
   close_peers();
   io.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);

@@ -1,0 +1,33 @@
+#pragma once
+// What the Kafka listener tests share: shell commands (kcat), raw Kafka
+// request frames built with the codec, and reading a Produce answer.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kafka/codec.hpp"
+
+namespace moonmq::test {
+
+/// Runs `cmd` with /bin/sh; returns (exit code, stdout).
+std::pair<int, std::string> sh(const std::string& cmd);
+
+/// The non-empty lines of `text`.
+std::vector<std::string> lines(const std::string& text);
+
+/// A request frame (size prefix, header v1 with client id "test", body).
+std::string request_frame(const kafka::request_body& body, int16_t version, int32_t correlation_id = 7);
+
+/// A Produce v7 frame (acks=1) for `topic`/0 carrying `records` verbatim.
+std::string produce_frame(const std::string& topic, std::string records);
+
+/// One valid RecordBatch v2 with a single record of `value`.
+std::string one_record_batch(const std::string& value = "hello");
+
+/// The error code of the first partition of the Produce v7 answer in `raw`
+/// (one response frame), or -100 when `raw` holds none.
+int produce_error(const std::string& raw);
+
+}  // namespace moonmq::test

@@ -1,0 +1,305 @@
+// The Kafka listener (issue 9) through a real moonmq-node: the kcat checks
+// of ../shared/docs/KAFKA.md, HTTP <-> Kafka interop with keys and headers,
+// consumer groups with committed offsets shared with the HTTP API, and
+// malformed frames on a raw socket. Every node binds Kafka.Port=0 (never the
+// fixed 9092) and the test reads the bound port from its node.ready line.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <regex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/kafka_node/kafka_client.hpp"
+#include "tests/node/node_harness.hpp"
+#include "tests/support/raw_http.hpp"
+#include "transport/blocking_client.hpp"
+
+using namespace moonmq;
+using namespace moonmq::test;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A single broker with the Kafka listener on an ephemeral port.
+struct kafka_node {
+  temp_dir dir{"moonmq-kafka"};
+  std::unique_ptr<node_process> node;
+  uint16_t admin = 0;
+  uint16_t client = 0;
+  uint16_t kafka = 0;
+
+  kafka_node() {
+    node = std::make_unique<node_process>(dir, std::vector<std::string>{"Kafka.Enabled=true", "Kafka.Port=0"});
+    auto a = node->wait_ready(20s);
+    if (!a)
+      FAIL("moonmq-node did not become ready:\n" << node->log());
+    admin = *a;
+    client = *node->client_port();
+    std::smatch m;
+    auto text = node->log();
+    static const std::regex re{R"(node\.ready [^\n]* kafka=[^ \n]+:([0-9]+))"};
+    REQUIRE(std::regex_search(text, m, re));
+    kafka = static_cast<uint16_t>(std::stoi(m[1]));
+  }
+  std::string broker() const { return "127.0.0.1:" + std::to_string(kafka); }
+};
+
+std::string kcat(const kafka_node& n, const std::string& args) {
+  return "timeout 30 kcat -b " + n.broker() + " " + args;
+}
+
+transport::http_result http(uint16_t port, const std::string& method, const std::string& target,
+                            const std::string& body = {}) {
+  return transport::http_call(port, method, target, body, {{"Content-Type", "application/json"}});
+}
+
+}  // namespace
+
+TEST_CASE("kafka listener: kcat metadata, produce and consume from the beginning", "[kafka_node]") {
+  kafka_node n;
+  auto [rc, meta] = sh(kcat(n, "-L") + " 2>&1");
+  INFO(meta);
+  REQUIRE(rc == 0);
+  CHECK(meta.find("1 brokers") != std::string::npos);
+  CHECK(meta.find(n.broker()) != std::string::npos);
+  // Auto-created for the producer (1 partition); keys split on ':'.
+  auto [prc, pout] = sh("seq 1 1000 | sed 's/.*/k&:&/' | " + kcat(n, "-P -t T -K:") + " 2>&1");
+  INFO(pout);
+  REQUIRE(prc == 0);
+  auto [crc, cout] = sh(kcat(n, "-C -t T -o beginning -e -f '%k=%s\\n'") + " 2>/dev/null");
+  auto got = lines(cout);
+  REQUIRE(got.size() == 1000);
+  CHECK(got.front() == "k1=1");
+  CHECK(got.back() == "k1000=1000");
+  // -o 5 -c 1 starts inside a batch: the client skips the batch's earlier records.
+  auto [orc, one] = sh(kcat(n, "-C -t T -o 5 -c 1 -f '%o %s\\n'") + " 2>/dev/null");
+  CHECK(one == "5 6\n");
+  // ListOffsets: the end offset.
+  auto [qrc, q] = sh(kcat(n, "-Q -t T:0:-1") + " 2>&1");
+  INFO(q);
+  CHECK(q.find("1000") != std::string::npos);
+  // CRC checks on the consumer side pass on the stored batches.
+  auto [xrc, xout] = sh(kcat(n, "-C -t T -o beginning -e -X check.crcs=true -f '%s\\n'") + " 2>/dev/null");
+  CHECK(lines(xout).size() == 1000);
+  // Out of range: the consumer resets (auto.offset.reset) instead of hanging.
+  auto [rrc, rout] = sh(kcat(n, "-C -t T -o 5000 -e -X auto.offset.reset=earliest -f '%s\\n'") + " 2>/dev/null");
+  CHECK(lines(rout).size() == 1000);
+}
+
+TEST_CASE("kafka listener: compression, idempotence and headers through kcat", "[kafka_node]") {
+  kafka_node n;
+  for (std::string codec : {"gzip", "snappy", "lz4", "zstd"}) {
+    auto [rc, out] = sh("seq 1 50 | " + kcat(n, "-P -t C -z " + codec) + " 2>&1");
+    INFO(codec << ": " << out);
+    CHECK(rc == 0);
+  }
+  auto [crc, cout] = sh(kcat(n, "-C -t C -o beginning -e -f '%s\\n'") + " 2>/dev/null");
+  CHECK(lines(cout).size() == 200);
+  auto [irc, iout] = sh("seq 1 300 | " + kcat(n, "-P -t I -X enable.idempotence=true") + " 2>&1");
+  INFO(iout);
+  CHECK(irc == 0);
+  auto [irc2, ic] = sh(kcat(n, "-C -t I -o beginning -e -f '%s\\n'") + " 2>/dev/null");
+  auto got = lines(ic);
+  CHECK(got.size() == 300);
+  CHECK(std::set<std::string>(got.begin(), got.end()).size() == 300);
+  auto [hrc, hout] = sh("echo 'key1:value1' | " + kcat(n, "-P -t H -K: -H trace=abc -H n=1") + " 2>&1");
+  CHECK(hrc == 0);
+  auto [hrc2, hc] = sh(kcat(n, "-C -t H -o beginning -e -f '%k|%s|%h\\n'") + " 2>/dev/null");
+  CHECK(hc == "key1|value1|trace=abc,n=1\n");
+}
+
+TEST_CASE("kafka listener: records cross between HTTP and kcat with keys and headers", "[kafka_node]") {
+  kafka_node n;
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"X","partitions":1})").status == 201);
+  auto p = http(n.client, "POST", "/v1/topics/X/records",
+                R"({"records":[{"key":"hk","value":"from-http","headers":{"h1":"v1"},"partition":0}]})");
+  REQUIRE(p.status == 200);
+  auto [rc, out] = sh(kcat(n, "-C -t X -o beginning -e -f '%k|%s|%h\\n'") + " 2>/dev/null");
+  CHECK(out == "hk|from-http|h1=v1\n");
+  auto [prc, pout] = sh("echo 'kk:from-kcat' | " + kcat(n, "-P -t X -p 0 -K: -H h2=v2") + " 2>&1");
+  REQUIRE(prc == 0);
+  auto f = http(n.client, "GET", "/v1/topics/X/partitions/0/records?offset=1");
+  REQUIRE(f.status == 200);
+  auto j = json::parse(f.body);
+  REQUIRE(j["records"].size() == 1);
+  CHECK(j["records"][0]["key"] == "kk");
+  CHECK(j["records"][0]["value"] == "from-kcat");
+  CHECK(j["records"][0]["headers"][0]["key"] == "h2");
+  CHECK(j["records"][0]["headers"][0]["value"] == "v2");
+}
+
+TEST_CASE("kafka listener: kcat group consumers commit offsets the HTTP API reads", "[kafka_node]") {
+  kafka_node n;
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"G","partitions":2})").status == 201);
+  auto [prc, pout] = sh("seq 1 100 | " + kcat(n, "-P -t G") + " 2>&1");
+  REQUIRE(prc == 0);
+  auto consume = [&](int count) {
+    return sh(kcat(n, "-G g1 -X auto.offset.reset=earliest -c " + std::to_string(count)
+                   + " -f '%s\\n' -X auto.commit.interval.ms=100 G")
+              + " 2>/dev/null");
+  };
+  auto [rc1, first] = consume(100);
+  CHECK(lines(first).size() == 100);
+  // The HTTP API sees the committed offsets (100 records over 2 partitions).
+  std::string last;
+  bool committed = wait_until(
+    [&] {
+      auto r = http(n.client, "GET", "/v1/groups/g1/offsets");
+      last = std::to_string(r.status) + " " + r.body;
+      if (r.status != 200)
+        return false;
+      int64_t sum = 0;
+      auto body = json::parse(r.body);
+      for (const auto& o : body["offsets"])
+        sum += o["offset"].get<int64_t>();
+      return sum == 100;
+    },
+    5s);
+  INFO(last);
+  CHECK(committed);
+  // Resumes from the committed offsets: the next records only.
+  auto [prc2, pout2] = sh("seq 101 110 | " + kcat(n, "-P -t G") + " 2>&1");
+  REQUIRE(prc2 == 0);
+  auto [rc2, second] = consume(10);
+  auto got = lines(second);
+  REQUIRE(got.size() == 10);
+  for (const auto& v : got)
+    CHECK(std::stoi(v) > 100);
+}
+
+TEST_CASE("kafka listener: two kcat group members split the partitions", "[kafka_node]") {
+  kafka_node n;
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"R","partitions":4})").status == 201);
+  for (int p = 0; p < 4; ++p) {
+    auto [prc, pout] = sh("seq " + std::to_string(p * 100 + 1) + " " + std::to_string(p * 100 + 100) + " | "
+                          + kcat(n, "-P -t R -p " + std::to_string(p)) + " 2>&1");
+    REQUIRE(prc == 0);
+  }
+  // Two members run at once (no -e: they stay in the group) until every
+  // record was consumed and each holds two of the four partitions.
+  std::vector<std::string> args{"-u", "-b", n.broker(), "-G", "g2", "-X", "auto.offset.reset=earliest", "-f", "%p:%s\n",
+                                "-X", "session.timeout.ms=6000", "R"};
+  child_process m1, m2;
+  REQUIRE(m1.start("/usr/bin/kcat", args, n.dir.path() + "/m1.out"));
+  REQUIRE(m2.start("/usr/bin/kcat", args, n.dir.path() + "/m2.out"));
+  auto assigned = [](const std::string& log) {
+    // The partitions of the member's last "assigned:" line.
+    auto at = log.rfind("assigned:");
+    if (at == std::string::npos || log.find("revoked", at) != std::string::npos)
+      return std::string{};
+    return log.substr(at, log.find('\n', at) - at);
+  };
+  std::set<std::string> values;
+  std::string a1, a2;
+  bool split = wait_until(
+    [&] {
+      values.clear();
+      for (auto* m : {&m1, &m2})
+        for (const auto& l : lines(read_text(m->log_file())))
+          if (l[0] != '%')
+            values.insert(l.substr(l.find(':') + 1));
+      a1 = assigned(read_text(m1.log_file()));
+      a2 = assigned(read_text(m2.log_file()));
+      auto count = [](const std::string& a) { return std::count(a.begin(), a.end(), '['); };
+      return values.size() == 400 && count(a1) == 2 && count(a2) == 2;
+    },
+    20s);
+  INFO("m1: " << a1 << "\nm2: " << a2 << "\nrecords: " << values.size());
+  CHECK(split);
+  for (const auto& part : {"[0]", "[1]", "[2]", "[3]"})
+    CHECK((a1.find(part) != std::string::npos) != (a2.find(part) != std::string::npos));
+  m1.signal(SIGTERM);
+  m2.signal(SIGTERM);
+}
+
+TEST_CASE("kafka listener: malformed frames get an error or a closed connection", "[kafka_node]") {
+  kafka_node n;
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"M","partitions":1})").status == 201);
+  bool closed = false;
+  // Negative size prefix, a size above the limit, a frame below the header size.
+  raw_exchange(n.kafka, std::string("\xff\xff\xff\xfe", 4), 3s, &closed);
+  CHECK(closed);
+  closed = false;
+  raw_exchange(n.kafka, std::string("\x7f\xff\xff\xff", 4), 3s, &closed);
+  CHECK(closed);
+  closed = false;
+  raw_exchange(n.kafka, std::string("\x00\x00\x00\x02\x00\x00", 6), 3s, &closed);
+  CHECK(closed);
+  // A truncated body (the size covers only half the header): closed.
+  closed = false;
+  raw_exchange(n.kafka, std::string("\x00\x00\x00\x0a\x00\x03\x00\x04\x00\x00\x00\x01\xff\xff", 14)
+                          + std::string("\x00\x00\x00\x04\x00\x12\x00\x00", 8),
+               3s, &closed);
+  CHECK(closed);
+  // Unknown API key: closed.
+  closed = false;
+  raw_exchange(n.kafka, std::string("\x00\x00\x00\x0a\x03\xe7\x00\x00\x00\x00\x00\x01\xff\xff", 14), 3s, &closed);
+  CHECK(closed);
+  // Unsupported ApiVersions version: error 35 in the v0 layout.
+  // (a future version: flexible request header v2, with its tag section)
+  auto av = raw_exchange(n.kafka, std::string("\x00\x00\x00\x0b\x00\x12\x00\x63\x00\x00\x00\x09\xff\xff\x00", 15), 1s);
+  REQUIRE(av.size() >= 10);
+  CHECK(av.substr(4, 4) == std::string("\x00\x00\x00\x09", 4));
+  CHECK(av.substr(8, 2) == std::string("\x00\x23", 2));
+  // A produce with a bad CRC or a wrong magic: INVALID_RECORD (87) for the partition.
+  auto bad_crc = one_record_batch();
+  bad_crc.back() ^= 0x01;
+  CHECK(produce_error(raw_exchange(n.kafka, produce_frame("M", bad_crc), 500ms)) == 87);
+  auto bad_magic = one_record_batch();
+  bad_magic[16] = 1;
+  CHECK(produce_error(raw_exchange(n.kafka, produce_frame("M", bad_magic), 500ms)) == 87);
+  auto short_batch = one_record_batch().substr(0, 30);
+  CHECK(produce_error(raw_exchange(n.kafka, produce_frame("M", short_batch), 500ms)) == 87);
+  // A valid one goes in at offset 0; an unknown partition gets 3.
+  CHECK(produce_error(raw_exchange(n.kafka, produce_frame("M", one_record_batch()), 500ms)) == 0);
+  CHECK(produce_error(raw_exchange(n.kafka, produce_frame("nope", one_record_batch()), 500ms)) == 3);
+  // Pipelined requests are answered in request order.
+  std::string two = request_frame(kafka::api_versions_request{}, 2, 101) + request_frame(kafka::metadata_request{}, 4, 102)
+                    + request_frame(kafka::api_versions_request{}, 1, 103);
+  auto answers = raw_exchange(n.kafka, two, 1s);
+  std::vector<int32_t> order;
+  for (size_t pos = 0; pos + 8 <= answers.size();) {
+    auto be32 = [&](size_t at) {
+      return static_cast<int32_t>((uint8_t(answers[at]) << 24) | (uint8_t(answers[at + 1]) << 16)
+                                  | (uint8_t(answers[at + 2]) << 8) | uint8_t(answers[at + 3]));
+    };
+    order.push_back(be32(pos + 4));
+    pos += 4 + static_cast<size_t>(be32(pos));
+  }
+  CHECK(order == std::vector<int32_t>{101, 102, 103});
+  // The node keeps serving.
+  auto [rc, meta] = sh(kcat(n, "-L -t M") + " 2>&1");
+  CHECK(rc == 0);
+  CHECK(http(n.admin, "GET", "/health").status == 200);
+  auto actors = http(n.admin, "GET", "/admin/actors");
+  CHECK(actors.body.find("kafka_listener") != std::string::npos);
+  auto m = http(n.admin, "GET", "/metrics");
+  CHECK(m.body.find("moonmq_kafka_requests_total{api=\"Produce\"}") != std::string::npos);
+  CHECK(m.body.find("moonmq_kafka_errors_total{api=\"Produce\"}") != std::string::npos);
+}
+
+TEST_CASE("kafka listener: kafkajs idempotent producer and a two-member group, nothing lost or duplicated",
+          "[kafka_node]") {
+  // kafkajs 2.2.4 comes from scripts/install-deps.sh (MOONMQ_NPM_DIR, default ~/.cache/moonmq-npm).
+  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
+  const char* home = std::getenv("HOME");
+  std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
+                        + "/node_modules";
+  INFO("kafkajs must be installed by scripts/install-deps.sh under " << modules);
+  REQUIRE(!read_text(modules + "/kafkajs/package.json").empty());
+  kafka_node n;
+  auto [rc, out] = sh("NODE_PATH='" + modules + "' timeout 60 node " MOONMQ_SOURCE_DIR
+                      "/tests/kafka_node/kafkajs_check.js " + n.broker() + " js 1000 2>&1");
+  INFO(out);
+  CHECK(rc == 0);
+  auto result = json::parse(lines(out).empty() ? std::string("{}") : lines(out).back(), nullptr, false);
+  REQUIRE(result.is_object());
+  CHECK(result.value("received", 0) == 1000);
+  CHECK(result.value("duplicates", -1) == 0);
+}

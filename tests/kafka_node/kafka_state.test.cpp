@@ -1,0 +1,144 @@
+// The Kafka listener's in-memory state, without sockets or actors:
+// kafka_group_table (Kafka's JoinGroup/SyncGroup protocol) and
+// kafka_producer_table (idempotent producer sequences).
+
+#include <catch2/catch.hpp>
+
+#include <optional>
+
+#include "transport/kafka_groups.hpp"
+
+using namespace moonmq;
+using namespace moonmq::transport;
+namespace ec = kafka::error_code;
+
+namespace {
+
+kafka::join_group_request join_req(const std::string& member, const std::string& protocol = "range") {
+  kafka::join_group_request r;
+  r.group_id = "g";
+  r.session_timeout_ms = 10000;
+  r.rebalance_timeout_ms = 30000;
+  r.member_id = member;
+  r.protocol_type = "consumer";
+  r.protocols = {{protocol, "meta-" + protocol}};
+  return r;
+}
+
+kafka::sync_group_request sync_req(const std::string& member, int32_t gen,
+                                   std::vector<kafka::sync_group_assignment> a = {}) {
+  kafka::sync_group_request r;
+  r.group_id = "g";
+  r.generation_id = gen;
+  r.member_id = member;
+  r.assignments = std::move(a);
+  return r;
+}
+
+kafka::heartbeat_request beat(const std::string& member, int32_t gen) {
+  kafka::heartbeat_request r;
+  r.group_id = "g";
+  r.generation_id = gen;
+  r.member_id = member;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("kafka groups: one member joins, leads and syncs its own assignment", "[kafka_state]") {
+  kafka_group_table t;
+  std::optional<kafka::join_group_response> j;
+  t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { j = r; });
+  REQUIRE(j);
+  CHECK(j->error_code == 0);
+  CHECK(j->generation_id == 1);
+  CHECK(j->leader == j->member_id);
+  REQUIRE(j->members.size() == 1);
+  CHECK(j->members[0].metadata == "meta-range");
+  std::optional<kafka::sync_group_response> s;
+  t.sync(sync_req(j->member_id, 1, {{j->member_id, "A"}}), [&](kafka::sync_group_response r) { s = r; });
+  REQUIRE(s);
+  CHECK(s->error_code == 0);
+  CHECK(s->assignment == "A");
+  CHECK(t.heartbeat(beat(j->member_id, 1)) == 0);
+  CHECK(t.heartbeat(beat(j->member_id, 7)) == ec::illegal_generation);
+  CHECK(t.heartbeat(beat("nobody", 1)) == ec::unknown_member_id);
+  CHECK(t.check_commit("g", j->member_id, 1) == 0);
+  CHECK(t.check_commit("g", "", -1) == 0);
+  CHECK(t.check_commit("g", j->member_id, 0) == ec::illegal_generation);
+}
+
+TEST_CASE("kafka groups: a second member triggers a rebalance, only the leader gets the members", "[kafka_state]") {
+  kafka_group_table t;
+  std::optional<kafka::join_group_response> a;
+  t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; });
+  REQUIRE(a);
+  std::optional<kafka::sync_group_response> sa;
+  t.sync(sync_req(a->member_id, 1, {{a->member_id, "all"}}), [&](kafka::sync_group_response r) { sa = r; });
+  std::optional<kafka::join_group_response> b;
+  t.join(join_req(""), "c2", 5, [&](kafka::join_group_response r) { b = r; });
+  CHECK(!b);  // parked until the first member rejoins
+  CHECK(t.heartbeat(beat(a->member_id, 1)) == ec::rebalance_in_progress);
+  std::optional<kafka::join_group_response> a2;
+  t.join(join_req(a->member_id), "c1", 5, [&](kafka::join_group_response r) { a2 = r; });
+  REQUIRE(a2);
+  REQUIRE(b);
+  CHECK(a2->generation_id == 2);
+  CHECK(b->generation_id == 2);
+  CHECK(a2->leader == a->member_id);
+  CHECK(a2->members.size() == 2);
+  CHECK(b->members.empty());
+  // The follower's SyncGroup waits for the leader's assignments.
+  std::optional<kafka::sync_group_response> sb;
+  t.sync(sync_req(b->member_id, 2), [&](kafka::sync_group_response r) { sb = r; });
+  CHECK(!sb);
+  std::optional<kafka::sync_group_response> sa2;
+  t.sync(sync_req(a->member_id, 2, {{a->member_id, "p0"}, {b->member_id, "p1"}}),
+         [&](kafka::sync_group_response r) { sa2 = r; });
+  REQUIRE(sb);
+  REQUIRE(sa2);
+  CHECK(sa2->assignment == "p0");
+  CHECK(sb->assignment == "p1");
+  // Leaving rebalances the rest; an incompatible protocol is refused.
+  CHECK(t.leave("g", b->member_id) == 0);
+  CHECK(t.heartbeat(beat(a->member_id, 2)) == ec::rebalance_in_progress);
+  std::optional<kafka::join_group_response> c;
+  t.join(join_req("", "other"), "c3", 5, [&](kafka::join_group_response r) { c = r; });
+  REQUIRE(c);
+  CHECK(c->error_code == ec::inconsistent_group_protocol);
+}
+
+TEST_CASE("kafka groups: a silent member is expired and the round closes without it", "[kafka_state]") {
+  kafka_group_table t;
+  std::optional<kafka::join_group_response> a;
+  t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; });
+  REQUIRE(a);
+  t.sync(sync_req(a->member_id, 1, {{a->member_id, "x"}}), [](kafka::sync_group_response) {});
+  std::optional<kafka::join_group_response> b;
+  t.join(join_req(""), "c2", 5, [&](kafka::join_group_response r) { b = r; });
+  CHECK(!b);
+  // a never rejoins: after its session timeout it is removed and b's join completes.
+  t.tick(kafka_group_table::clock::now() + std::chrono::seconds(11));
+  REQUIRE(b);
+  CHECK(b->error_code == 0);
+  CHECK(b->leader == b->member_id);
+  CHECK(t.heartbeat(beat(a->member_id, 1)) == ec::unknown_member_id);
+}
+
+TEST_CASE("kafka producers: duplicates get the original offset, gaps are refused", "[kafka_state]") {
+  kafka_producer_table p{1};
+  auto id = p.allocate();
+  CHECK(p.allocate() != id);
+  CHECK(p.check("t", 0, id, 0, 0, 10).error == 0);
+  p.appended("t", 0, id, 0, 0, 10, 100);
+  CHECK(p.check("t", 0, id, 0, 10, 5).error == 0);
+  p.appended("t", 0, id, 0, 10, 5, 110);
+  auto dup = p.check("t", 0, id, 0, 0, 10);
+  CHECK(dup.error == 0);
+  REQUIRE(dup.duplicate);
+  CHECK(*dup.duplicate == 100);
+  CHECK(p.check("t", 0, id, 0, 20, 1).error == ec::out_of_order_sequence_number);
+  CHECK(p.check("t", 1, id, 0, 20, 1).error == 0);  // another partition: its own state
+  p.appended("t", 0, id, 1, 0, 1, 120);             // a bumped epoch starts afresh
+  CHECK(p.check("t", 0, id, 0, 15, 1).error == ec::invalid_producer_epoch);
+}

@@ -1,0 +1,677 @@
+#include "transport/kafka_groups.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <type_traits>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "transport/blocking_client.hpp"
+#include "transport/http_client.hpp"
+
+namespace moonmq::transport {
+
+namespace ec = kafka::error_code;
+using std::chrono::milliseconds;
+using json = nlohmann::json;
+
+// --- membership state machine ------------------------------------------------------
+
+struct kafka_group_table::impl {
+  enum class phase { empty, preparing, completing, stable };
+  struct member {
+    std::string id;
+    std::optional<std::string> instance_id;
+    milliseconds session{45000};
+    milliseconds rebalance{300000};
+    std::vector<kafka::join_group_protocol> protocols;
+    clock::time_point seen;
+    std::function<void(kafka::join_group_response)> join;  ///< parked JoinGroup
+    std::function<void(kafka::sync_group_response)> sync;  ///< parked SyncGroup
+    std::string assignment;
+  };
+  struct group {
+    phase state = phase::empty;
+    int32_t generation = 0;
+    std::string protocol_type;
+    std::string protocol;
+    std::string leader;
+    std::map<std::string, member> members;
+    clock::time_point deadline;  ///< PreparingRebalance: when the join round closes
+  };
+  using actions = std::vector<std::function<void()>>;
+
+  mutable std::mutex mtx;
+  std::map<std::string, group> groups;
+  uint64_t next_member = 0;
+
+  static const char* name(phase p) {
+    switch (p) {
+      case phase::empty: return "Empty";
+      case phase::preparing: return "PreparingRebalance";
+      case phase::completing: return "CompletingRebalance";
+      default: return "Stable";
+    }
+  }
+
+  /// Enters PreparingRebalance: parked SyncGroups get 27, the round closes
+  /// when every member rejoined or the longest rebalance timeout passed.
+  void prepare(group& g, clock::time_point now, actions& out) {
+    if (g.state != phase::preparing) {
+      milliseconds longest{0};
+      for (auto& [id, m] : g.members)
+        longest = std::max(longest, m.rebalance);
+      g.deadline = now + longest;
+    }
+    g.state = phase::preparing;
+    for (auto& [id, m] : g.members)
+      if (m.sync) {
+        kafka::sync_group_response r;
+        r.error_code = ec::rebalance_in_progress;
+        out.push_back([f = std::move(m.sync), r] { f(r); });
+        m.sync = nullptr;
+      }
+  }
+
+  /// Closes the join round when every member rejoined, or (force) drops
+  /// those that did not.
+  void maybe_complete(group& g, bool force, clock::time_point now, actions& out) {
+    if (g.state != phase::preparing)
+      return;
+    bool all = std::all_of(g.members.begin(), g.members.end(), [](auto& kv) { return bool(kv.second.join); });
+    if (!all && !force)
+      return;
+    for (auto it = g.members.begin(); it != g.members.end();)
+      it = it->second.join ? std::next(it) : g.members.erase(it);
+    if (g.members.empty()) {
+      g.state = phase::empty;
+      return;
+    }
+    ++g.generation;
+    if (!g.members.count(g.leader))
+      g.leader = g.members.begin()->first;
+    // The leader's first protocol that every member supports.
+    g.protocol.clear();
+    for (const auto& p : g.members[g.leader].protocols) {
+      bool common = std::all_of(g.members.begin(), g.members.end(), [&](auto& kv) {
+        return std::any_of(kv.second.protocols.begin(), kv.second.protocols.end(),
+                           [&](const auto& q) { return q.name == p.name; });
+      });
+      if (common) {
+        g.protocol = p.name;
+        break;
+      }
+    }
+    g.state = phase::completing;
+    for (auto& [id, m] : g.members) {
+      kafka::join_group_response r;
+      r.generation_id = g.generation;
+      r.protocol_name = g.protocol;
+      r.leader = g.leader;
+      r.member_id = id;
+      if (id == g.leader)
+        for (const auto& [oid, o] : g.members) {
+          kafka::join_group_member jm;
+          jm.member_id = oid;
+          jm.group_instance_id = o.instance_id;
+          for (const auto& p : o.protocols)
+            if (p.name == g.protocol)
+              jm.metadata = p.metadata;
+          r.members.push_back(std::move(jm));
+        }
+      m.seen = now;
+      m.assignment.clear();
+      out.push_back([f = std::move(m.join), r] { f(r); });
+      m.join = nullptr;
+    }
+  }
+
+  void remove(group& g, const std::string& who, clock::time_point now, actions& out) {
+    auto it = g.members.find(who);
+    if (it == g.members.end())
+      return;
+    if (it->second.join) {
+      kafka::join_group_response r;
+      r.error_code = ec::unknown_member_id;
+      r.member_id = who;
+      out.push_back([f = std::move(it->second.join), r] { f(r); });
+    }
+    if (it->second.sync) {
+      kafka::sync_group_response r;
+      r.error_code = ec::unknown_member_id;
+      out.push_back([f = std::move(it->second.sync), r] { f(r); });
+    }
+    g.members.erase(it);
+    if (g.members.empty()) {
+      g.state = phase::empty;
+      return;
+    }
+    prepare(g, now, out);
+    maybe_complete(g, false, now, out);
+  }
+};
+
+namespace {
+void run(kafka_group_table::impl::actions& out) {
+  for (auto& f : out)
+    f();
+}
+}  // namespace
+
+kafka_group_table::kafka_group_table() : impl_(std::make_shared<impl>()) {}
+
+void kafka_group_table::join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,
+                             std::function<void(kafka::join_group_response)> reply) {
+  impl::actions out;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mtx};
+    auto now = clock::now();
+    auto fail = [&](int16_t code) {
+      kafka::join_group_response r;
+      r.error_code = code;
+      r.member_id = req.member_id;
+      out.push_back([reply, r] { reply(r); });
+    };
+    if (req.group_id.empty()) {
+      fail(ec::invalid_group_id);
+    } else if (req.session_timeout_ms < 1000 || req.session_timeout_ms > 1800000) {
+      fail(ec::invalid_session_timeout);
+    } else {
+      auto& g = impl_->groups[req.group_id];
+      bool compatible = g.members.empty() || g.protocol_type == req.protocol_type;
+      for (auto& [id, m] : g.members) {
+        if (id == req.member_id)
+          continue;
+        compatible = compatible && std::any_of(m.protocols.begin(), m.protocols.end(), [&](const auto& p) {
+                       return std::any_of(req.protocols.begin(), req.protocols.end(),
+                                          [&](const auto& q) { return q.name == p.name; });
+                     });
+      }
+      if (req.protocols.empty() || !compatible) {
+        fail(ec::inconsistent_group_protocol);
+      } else if (!req.member_id.empty() && !g.members.count(req.member_id)) {
+        fail(ec::unknown_member_id);
+      } else {
+        auto id = req.member_id;
+        if (id.empty())
+          id = (client_id.empty() ? std::string("member") : client_id) + "-" + std::to_string(++impl_->next_member)
+               + "-" + std::to_string(now.time_since_epoch().count() % 1000000007);
+        auto& m = g.members[id];
+        m.id = id;
+        m.instance_id = req.group_instance_id;
+        m.session = milliseconds{req.session_timeout_ms};
+        m.rebalance = milliseconds{version >= 1 && req.rebalance_timeout_ms > 0 ? req.rebalance_timeout_ms
+                                                                                 : req.session_timeout_ms};
+        m.protocols = req.protocols;
+        m.seen = now;
+        if (m.join) {  // a second join of the same member replaces the first
+          kafka::join_group_response r;
+          r.error_code = ec::rebalance_in_progress;
+          out.push_back([f = std::move(m.join), r] { f(r); });
+        }
+        m.join = reply;
+        g.protocol_type = req.protocol_type;
+        // A known member rejoining a Stable group with the same protocols
+        // would in Kafka get the current generation back; here every join
+        // opens a rebalance round (clients handle both).
+        impl_->prepare(g, now, out);
+        impl_->maybe_complete(g, false, now, out);
+      }
+    }
+  }
+  run(out);
+}
+
+void kafka_group_table::sync(const kafka::sync_group_request& req,
+                             std::function<void(kafka::sync_group_response)> reply) {
+  impl::actions out;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mtx};
+    auto answer = [&](int16_t code, std::string assignment = {}) {
+      kafka::sync_group_response r;
+      r.error_code = code;
+      r.assignment = std::move(assignment);
+      out.push_back([reply, r] { reply(r); });
+    };
+    auto git = impl_->groups.find(req.group_id);
+    if (git == impl_->groups.end() || !git->second.members.count(req.member_id)) {
+      answer(ec::unknown_member_id);
+    } else {
+      auto& g = git->second;
+      auto& m = g.members[req.member_id];
+      m.seen = clock::now();
+      if (req.generation_id != g.generation)
+        answer(ec::illegal_generation);
+      else if (g.state == impl::phase::preparing)
+        answer(ec::rebalance_in_progress);
+      else if (g.state == impl::phase::stable)
+        answer(0, m.assignment);
+      else {  // completing
+        m.sync = reply;
+        if (req.member_id == g.leader) {
+          for (const auto& a : req.assignments)
+            if (auto it = g.members.find(a.member_id); it != g.members.end())
+              it->second.assignment = a.assignment;
+          g.state = impl::phase::stable;
+          for (auto& [id, mm] : g.members)
+            if (mm.sync) {
+              kafka::sync_group_response r;
+              r.assignment = mm.assignment;
+              out.push_back([f = std::move(mm.sync), r] { f(r); });
+              mm.sync = nullptr;
+            }
+        }
+      }
+    }
+  }
+  run(out);
+}
+
+int16_t kafka_group_table::heartbeat(const kafka::heartbeat_request& req) {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  auto git = impl_->groups.find(req.group_id);
+  if (git == impl_->groups.end() || !git->second.members.count(req.member_id))
+    return ec::unknown_member_id;
+  auto& g = git->second;
+  g.members[req.member_id].seen = clock::now();
+  if (req.generation_id != g.generation)
+    return ec::illegal_generation;
+  if (g.state == impl::phase::preparing)
+    return ec::rebalance_in_progress;
+  return 0;
+}
+
+int16_t kafka_group_table::leave(const std::string& group, const std::string& member) {
+  impl::actions out;
+  int16_t code = 0;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mtx};
+    auto git = impl_->groups.find(group);
+    if (git == impl_->groups.end() || !git->second.members.count(member))
+      code = ec::unknown_member_id;
+    else
+      impl_->remove(git->second, member, clock::now(), out);
+  }
+  run(out);
+  return code;
+}
+
+int16_t kafka_group_table::check_commit(const std::string& group, const std::string& member, int32_t generation) {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  if (member.empty() && generation < 0)
+    return 0;
+  auto git = impl_->groups.find(group);
+  if (git == impl_->groups.end() || !git->second.members.count(member))
+    return ec::unknown_member_id;
+  if (generation != git->second.generation)
+    return ec::illegal_generation;
+  // As Kafka's GroupCoordinator: members of the current generation may
+  // commit while the group prepares a rebalance (before they rejoin), not
+  // while it waits for the leader's assignments.
+  if (git->second.state == impl::phase::completing)
+    return ec::rebalance_in_progress;
+  return 0;
+}
+
+void kafka_group_table::tick(clock::time_point now) {
+  impl::actions out;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mtx};
+    for (auto& [gid, g] : impl_->groups) {
+      std::vector<std::string> expired;
+      for (auto& [id, m] : g.members)
+        if (!m.join && !m.sync && now - m.seen > m.session)
+          expired.push_back(id);
+      for (const auto& id : expired)
+        impl_->remove(g, id, now, out);
+      if (g.state == impl::phase::preparing && now >= g.deadline)
+        impl_->maybe_complete(g, true, now, out);
+    }
+  }
+  run(out);
+}
+
+std::string kafka_group_table::describe() const {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  json list = json::array();
+  for (const auto& [id, g] : impl_->groups)
+    list.push_back(json{{"id", id},
+                        {"state", impl::name(g.state)},
+                        {"generation", g.generation},
+                        {"protocol", g.protocol},
+                        {"leader", g.leader},
+                        {"members", g.members.size()}});
+  return json{{"groups", list}}.dump();
+}
+
+// --- request handlers -----------------------------------------------------------------
+
+namespace {
+
+int16_t commit_code_of(const caf::error& e) {
+  if (e.category() == caf::atom("system") && static_cast<caf::sec>(e.code()) == caf::sec::request_timeout)
+    return ec::request_timed_out;
+  if (e.category() == caf::atom("moonmq")) {
+    auto code = static_cast<errc>(e.code());
+    if (code == errc::unknown_topic || code == errc::unknown_partition)
+      return ec::unknown_topic_or_partition;
+    if (code == errc::not_ready)
+      return ec::coordinator_not_available;
+    if (code == errc::invalid_request)
+      return ec::invalid_commit_offset_size;
+  }
+  return ec::unknown_server_error;
+}
+
+/// One HTTP request to a peer's cluster listener; `done(status, body)`
+/// with status 0 when it could not be reached.
+void peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,
+               const std::string& target, std::string body, std::function<void(int, std::string)> done) {
+  auto peer = std::find_if(ctx.peers.begin(), ctx.peers.end(), [&](const auto& p) { return p.id == broker; });
+  if (peer == ctx.peers.end() || !peer->cluster) {
+    done(0, {});
+    return;
+  }
+  http_client_request req;
+  req.method = method;
+  req.target = target;
+  req.body = std::move(body);
+  if (!peer->token.empty())
+    req.headers.emplace_back("X-Cluster-Token", peer->token);
+  req.timeout = ctx.timeout;
+  peer->cluster->request(std::move(req), [done](http_client_result res) {
+    done(res.ok() ? res.status : 0, std::move(res.body));
+  });
+}
+
+/// OffsetCommit: fenced by the Kafka group, then split by partition owner
+/// as the HTTP API does (docs/groups.md): this broker's part goes to the
+/// group_coordinator actor's offset store, each other owner's part to its
+/// POST /cluster/groups/{g}/offsets.
+void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::offset_commit_response>();
+  auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.generation_id);
+  std::map<std::string, json> parts;  // owner -> offsets
+  std::map<std::string, std::vector<kafka::offset_commit_partition_response*>> slots;
+  auto topics = ctx->catalog->get();
+  for (const auto& t : req.topics) {
+    resp->topics.push_back({t.name, {}});
+    resp->topics.back().partitions.reserve(t.partitions.size());
+    for (const auto& p : t.partitions) {
+      int16_t code = fence;
+      auto owner = kafka_remote_owner(*ctx, t.name, p.partition_index).value_or(ctx->broker_id);
+      auto known = topics->find(t.name);
+      if (code == 0 && owner == ctx->broker_id
+          && (known == topics->end() || p.partition_index < 0
+              || static_cast<size_t>(p.partition_index) >= known->second.partitions.size()))
+        code = ec::unknown_topic_or_partition;
+      if (code == 0 && p.committed_offset < 0)
+        code = ec::invalid_commit_offset_size;
+      resp->topics.back().partitions.push_back({p.partition_index, code});
+      if (code == 0) {
+        parts[owner].push_back(
+          json{{"topic", t.name}, {"partition", p.partition_index}, {"offset", p.committed_offset}});
+        slots[owner].push_back(&resp->topics.back().partitions.back());
+      }
+    }
+  }
+  auto g = kafka_gather::make(parts.size(), [resp, done] {
+    int errors = 0;
+    for (const auto& t : resp->topics)
+      for (const auto& p : t.partitions)
+        errors += p.error_code != 0;
+    done(std::move(*resp), errors);
+  });
+  for (auto& [owner, offsets] : parts) {
+    auto mine = slots[owner];
+    auto fail = [g, mine](int16_t code) {
+      for (auto* slot : mine)
+        slot->error_code = code;
+      g->one();
+    };
+    if (owner == ctx->broker_id) {
+      ask<bool>(
+        *ctx->system, ctx->groups, ctx->timeout, [g](bool&) { g->one(); },
+        [fail](const caf::error& e) { fail(commit_code_of(e)); }, commit_atom::value, req.group_id, offsets.dump(),
+        int32_t{-1}, std::string{});
+      continue;
+    }
+    // Another owner (or one being moved: 421) is retried by the client
+    // after COORDINATOR_NOT_AVAILABLE.
+    peer_call(*ctx, owner, "POST", "/cluster/groups/" + req.group_id + "/offsets",
+              json{{"offsets", offsets}}.dump(), [g, fail](int status, std::string) {
+                if (status == 200)
+                  g->one();
+                else
+                  fail(status == 0 || status == 421 || status == 503 ? ec::coordinator_not_available
+                                                                    : ec::unknown_server_error);
+              });
+  }
+}
+
+/// The committed offsets of a group, gathered like GET /v1/groups/{g}/offsets:
+/// this broker's store for partitions it owns, and every peer's
+/// GET /cluster/groups/{g}/offsets. `failed` names the peers that did not answer.
+struct offset_read {
+  std::mutex mtx;
+  std::map<std::pair<std::string, int32_t>, int64_t> committed;
+  std::set<std::string> failed;
+};
+
+void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch_request req, kafka_done done) {
+  auto shared = std::make_shared<kafka::offset_fetch_request>(std::move(req));
+  auto read = std::make_shared<offset_read>();
+  auto add = [read](const std::string& text, const kafka_context* local) {
+    auto j = json::parse(text, nullptr, false);
+    if (!j.is_object() || !j.contains("offsets") || !j["offsets"].is_array())
+      return;
+    std::lock_guard<std::mutex> lock{read->mtx};
+    for (const auto& o : j["offsets"]) {
+      auto topic = o.value("topic", std::string{});
+      auto partition = o.value("partition", 0);
+      if (local && kafka_remote_owner(*local, topic, partition))
+        continue;  // a stale local copy: its owner answers for it
+      read->committed[{topic, partition}] = o.value("offset", int64_t{-1});
+    }
+  };
+  size_t peers = 0;
+  for (const auto& p : ctx->peers)
+    peers += p.cluster != nullptr;
+  auto g = kafka_gather::make(1 + peers, [ctx, shared, read, done] {
+    kafka::offset_fetch_response resp;
+    auto owner_failed = [&](const std::string& topic, int32_t partition) {
+      auto owner = kafka_remote_owner(*ctx, topic, partition);
+      return owner && read->failed.count(*owner);
+    };
+    if (!shared->topics) {
+      if (!read->failed.empty())
+        resp.error_code = ec::coordinator_not_available;  // a peer's part is missing: retry
+      std::map<std::string, kafka::offset_fetch_topic_response> by_topic;
+      for (const auto& [tp, off] : read->committed) {
+        auto& t = by_topic[tp.first];
+        t.name = tp.first;
+        t.partitions.push_back({tp.second, off, std::string{}, 0});
+      }
+      for (auto& [name, t] : by_topic)
+        resp.topics.push_back(std::move(t));
+    } else {
+      for (const auto& t : *shared->topics) {
+        kafka::offset_fetch_topic_response tr;
+        tr.name = t.name;
+        for (auto p : t.partition_indexes) {
+          auto it = read->committed.find({t.name, p});
+          int16_t code = owner_failed(t.name, p) ? ec::coordinator_not_available : int16_t{0};
+          tr.partitions.push_back({p, it == read->committed.end() ? -1 : it->second, std::string{}, code});
+        }
+        resp.topics.push_back(std::move(tr));
+      }
+    }
+    int errors = resp.error_code != 0;
+    for (const auto& t : resp.topics)
+      for (const auto& p : t.partitions)
+        errors += p.error_code != 0;
+    done(std::move(resp), errors);
+  });
+  ask<std::string>(
+    *ctx->system, ctx->groups, ctx->timeout,
+    [g, add, ctx](std::string& text) {
+      add(text, ctx.get());
+      g->one();
+    },
+    [g, read, ctx](const caf::error& e) {
+      // Unknown group (a coded 404): nothing committed here.
+      if (!(e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::coded)) {
+        std::lock_guard<std::mutex> lock{read->mtx};
+        read->failed.insert(ctx->broker_id);
+      }
+      g->one();
+    },
+    offsets_atom::value, shared->group_id, std::string{});
+  for (const auto& p : ctx->peers) {
+    if (!p.cluster)
+      continue;
+    peer_call(*ctx, p.id, "GET", "/cluster/groups/" + shared->group_id + "/offsets", {},
+              [g, add, read, id = p.id](int status, std::string body) {
+                if (status == 200)
+                  add(body, nullptr);
+                else if (status != 404) {
+                  std::lock_guard<std::mutex> lock{read->mtx};
+                  read->failed.insert(id);
+                }
+                g->one();
+              });
+  }
+}
+
+kafka::find_coordinator_response find_coordinator(const kafka_context& ctx, const kafka::find_coordinator_request& req) {
+  kafka::find_coordinator_response r;
+  auto coordinator = kafka_coordinator_of(ctx, req.key_value);
+  r.node_id = kafka_node_id(ctx, coordinator);
+  if (coordinator == ctx.broker_id) {
+    r.host = ctx.advertised_host;
+    r.port = ctx.port.load();
+    return r;
+  }
+  for (const auto& p : ctx.peers) {
+    std::string host;
+    uint16_t port = 0;
+    if (p.id == coordinator && split_host_port(p.kafka_address, host, port)) {
+      r.host = host;
+      r.port = port;
+      return r;
+    }
+  }
+  r.error_code = ec::coordinator_not_available;
+  r.error_message = "the coordinator " + coordinator + " has no KafkaAddress in Cluster.Peers";
+  r.node_id = -1;
+  return r;
+}
+
+/// NOT_COORDINATOR (16) when the group of a group request is coordinated elsewhere.
+int16_t not_here(const kafka_context& ctx, const kafka::request_body& body) {
+  std::string group;
+  std::visit(
+    [&](const auto& r) {
+      using T = std::decay_t<decltype(r)>;
+      if constexpr (std::is_same_v<T, kafka::join_group_request> || std::is_same_v<T, kafka::sync_group_request>
+                    || std::is_same_v<T, kafka::heartbeat_request> || std::is_same_v<T, kafka::leave_group_request>
+                    || std::is_same_v<T, kafka::offset_commit_request>
+                    || std::is_same_v<T, kafka::offset_fetch_request>)
+        group = r.group_id;
+    },
+    body);
+  return kafka_coordinator_of(ctx, group) == ctx.broker_id ? 0 : ec::not_coordinator;
+}
+
+/// The answer of a group request refused as a whole with `code`.
+kafka::response_body error_answer(const kafka::request_body& body, int16_t code) {
+  if (std::holds_alternative<kafka::join_group_request>(body)) {
+    kafka::join_group_response r;
+    r.error_code = code;
+    return r;
+  }
+  if (std::holds_alternative<kafka::sync_group_request>(body)) {
+    kafka::sync_group_response r;
+    r.error_code = code;
+    return r;
+  }
+  if (std::holds_alternative<kafka::heartbeat_request>(body)) {
+    kafka::heartbeat_response r;
+    r.error_code = code;
+    return r;
+  }
+  if (std::holds_alternative<kafka::leave_group_request>(body)) {
+    kafka::leave_group_response r;
+    r.error_code = code;
+    return r;
+  }
+  if (auto* c = std::get_if<kafka::offset_commit_request>(&body)) {
+    kafka::offset_commit_response r;
+    for (const auto& t : c->topics) {
+      r.topics.push_back({t.name, {}});
+      for (const auto& p : t.partitions)
+        r.topics.back().partitions.push_back({p.partition_index, code});
+    }
+    return r;
+  }
+  kafka::offset_fetch_response r;  // OffsetFetch: the top-level error (v2+) and per partition
+  r.error_code = code;
+  if (auto* f = std::get_if<kafka::offset_fetch_request>(&body); f && f->topics)
+    for (const auto& t : *f->topics) {
+      r.topics.push_back({t.name, {}});
+      for (auto p : t.partition_indexes)
+        r.topics.back().partitions.push_back({p, -1, std::string{}, code});
+    }
+  return r;
+}
+
+}  // namespace
+
+void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done) {
+  auto version = req.header.api_version;
+  if (auto* fc = std::get_if<kafka::find_coordinator_request>(&req.body)) {
+    done(find_coordinator(*ctx, *fc), 0);
+    return;
+  }
+  // Every other group API is served by the group's coordinator only
+  // (clients re-find it after NOT_COORDINATOR, as with Kafka).
+  if (auto code = not_here(*ctx, req.body); code != 0) {
+    done(error_answer(req.body, code), 1);
+    return;
+  }
+  if (auto* j = std::get_if<kafka::join_group_request>(&req.body)) {
+    ctx->group_table->join(*j, req.header.client_id.value_or(""), version, [done](kafka::join_group_response r) {
+      auto e = r.error_code != 0;
+      done(std::move(r), e);
+    });
+  } else if (auto* s = std::get_if<kafka::sync_group_request>(&req.body)) {
+    ctx->group_table->sync(*s, [done](kafka::sync_group_response r) {
+      auto e = r.error_code != 0;
+      done(std::move(r), e);
+    });
+  } else if (auto* h = std::get_if<kafka::heartbeat_request>(&req.body)) {
+    kafka::heartbeat_response r;
+    r.error_code = ctx->group_table->heartbeat(*h);
+    done(r, r.error_code != 0);
+  } else if (auto* l = std::get_if<kafka::leave_group_request>(&req.body)) {
+    kafka::leave_group_response r;
+    r.error_code = ctx->group_table->leave(l->group_id, l->member_id);
+    done(r, r.error_code != 0);
+  } else if (auto* c = std::get_if<kafka::offset_commit_request>(&req.body)) {
+    offset_commit(ctx, std::move(*c), std::move(done));
+  } else if (auto* f = std::get_if<kafka::offset_fetch_request>(&req.body)) {
+    offset_fetch(ctx, std::move(*f), std::move(done));
+  } else {
+    // decode_request only yields supported APIs; every one is handled above
+    // or in handle_kafka_request.
+    done(std::nullopt, 1);
+  }
+}
+
+}  // namespace moonmq::transport

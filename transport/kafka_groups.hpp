@@ -1,0 +1,57 @@
+#pragma once
+// Kafka consumer groups for the Kafka listener (issue 9, docs/kafka.md):
+// FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup with Kafka's
+// client-side assignment protocol (states Empty, PreparingRebalance,
+// CompletingRebalance, Stable as in Kafka's GroupCoordinator: only the
+// leader receives the member list, SyncGroup distributes its assignments),
+// and OffsetCommit/OffsetFetch on the SAME committed offsets as the HTTP
+// API (the group_coordinator actor's offset store).
+//
+// Membership lives in kafka_group_table (in memory, mutex-guarded, timers
+// through kafka_context::schedule) on the group's coordinator, the broker
+// that coordinates it over HTTP too (kafka_coordinator_of); elsewhere the
+// group APIs answer NOT_COORDINATOR. Offsets live with each partition's
+// owner: commits are split by owner, fetches gathered from every broker.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kafka/codec.hpp"
+#include "transport/kafka_handlers.hpp"
+
+namespace moonmq::transport {
+
+/// Handles FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+/// OffsetCommit and OffsetFetch (`done` exactly once, from any thread).
+void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
+
+/// The Kafka groups' membership state machine. Callbacks are called
+/// outside its lock.
+class kafka_group_table {
+public:
+  using clock = std::chrono::steady_clock;
+  kafka_group_table();
+
+  void join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,
+            std::function<void(kafka::join_group_response)> reply);
+  void sync(const kafka::sync_group_request& req, std::function<void(kafka::sync_group_response)> reply);
+  int16_t heartbeat(const kafka::heartbeat_request& req);
+  int16_t leave(const std::string& group, const std::string& member);
+  /// 0 when a commit by (member, generation) may go ahead (-1 and "" =
+  /// a standalone commit), else 22 / 25 / 27 (27 only in CompletingRebalance).
+  int16_t check_commit(const std::string& group, const std::string& member, int32_t generation);
+  /// Expires silent members and completes overdue rebalances (`now` injectable for tests).
+  void tick(clock::time_point now = clock::now());
+  /// {"groups":[{"id","state","generation","members"}]} for the stats actor.
+  std::string describe() const;
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace moonmq::transport

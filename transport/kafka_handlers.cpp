@@ -1,0 +1,614 @@
+#include "transport/kafka_handlers.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "cluster/group_placement.hpp"
+#include "dataplane/topic_name.hpp"
+#include "kafka/produce_validation.hpp"
+#include "transport/kafka_groups.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+using std::chrono::milliseconds;
+namespace ec = kafka::error_code;
+
+/// KAFKA_STORAGE_ERROR: the partition's log failed or is offline.
+constexpr int16_t kafka_storage_error = 56;
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+using gather = kafka_gather;
+
+/// How many partitions of a Produce/Fetch/ListOffsets answer carry an error.
+template <class Response>
+int partition_errors(const Response& r) {
+  int n = 0;
+  for (const auto& t : r.topics)
+    for (const auto& p : t.partitions)
+      n += p.error_code != 0;
+  return n;
+}
+
+/// The Kafka error for an actor error.
+int16_t kafka_code_of(const caf::error& e) {
+  if (e.category() == caf::atom("system") && static_cast<caf::sec>(e.code()) == caf::sec::request_timeout)
+    return ec::request_timed_out;
+  if (e.category() != caf::atom("moonmq"))
+    return ec::unknown_server_error;
+  switch (static_cast<errc>(e.code())) {
+    case errc::partition_moved:
+      return ec::not_leader_or_follower;
+    case errc::offset_out_of_range:
+      return ec::offset_out_of_range;
+    case errc::unknown_topic:
+    case errc::unknown_partition:
+      return ec::unknown_topic_or_partition;
+    case errc::invalid_request:
+      return ec::invalid_record;
+    case errc::storage_error:
+    case errc::partition_offline:
+      return kafka_storage_error;
+    case errc::not_ready:
+      return ec::leader_not_available;
+    default:
+      return ec::unknown_server_error;
+  }
+}
+
+/// The local partition actor, or the error to answer (3 unknown, 6 owned elsewhere).
+int16_t locate(const kafka_context& ctx, const topic_map& topics, const std::string& topic, int32_t partition,
+               partition_actor& out) {
+  auto t = topics.find(topic);
+  if (t == topics.end() || partition < 0 || static_cast<size_t>(partition) >= t->second.partitions.size())
+    return ec::unknown_topic_or_partition;
+  if (kafka_remote_owner(ctx, topic, partition))
+    return ec::not_leader_or_follower;
+  out = t->second.partitions[static_cast<size_t>(partition)];
+  return ec::none;
+}
+
+/// Asks for a three-value reply (read, bounds).
+template <class A, class B, class C, class... Ts>
+void ask3_actor(caf::event_based_actor* self, partition_actor dest, milliseconds timeout,
+                std::function<void(A&, B&, C&)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
+  self->request(dest, timeout, std::move(xs)...)
+    .then([ok](A& a, B& b, C& c) { ok(a, b, c); }, [fail](caf::error& e) { fail(e); });
+}
+template <class A, class B, class C, class... Ts>
+void ask3(caf::actor_system& sys, const partition_actor& dest, milliseconds timeout,
+          std::function<void(A&, B&, C&)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
+  sys.spawn(ask3_actor<A, B, C, Ts...>, dest, timeout, std::move(ok), std::move(fail), std::move(xs)...);
+}
+
+// --- ApiVersions, Metadata, CreateTopics, InitProducerId -------------------
+
+/// Every broker of the cluster (sorted ids) — the node-id order.
+std::vector<std::string> all_brokers(const kafka_context& ctx) {
+  std::vector<std::string> ids{ctx.broker_id};
+  for (const auto& p : ctx.peers)
+    ids.push_back(p.id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+bool split_address(const std::string& address, std::string& host, int32_t& port) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos)
+    return false;
+  host = address.substr(0, colon);
+  try {
+    port = std::stoi(address.substr(colon + 1));
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t version, const kafka::metadata_request& req) {
+  kafka::metadata_response resp;
+  resp.cluster_id = "moonmq";
+  resp.controller_id = kafka_node_id(ctx, ctx.broker_id);
+  std::set<std::string> listed{ctx.broker_id};
+  resp.brokers.push_back({kafka_node_id(ctx, ctx.broker_id), ctx.advertised_host, ctx.port.load(), std::nullopt});
+  for (const auto& p : ctx.peers) {
+    kafka::metadata_broker b;
+    b.node_id = kafka_node_id(ctx, p.id);
+    if (!p.kafka_address.empty() && split_address(p.kafka_address, b.host, b.port)) {
+      resp.brokers.push_back(std::move(b));
+      listed.insert(p.id);
+    }
+  }
+  auto topics = ctx.catalog->get();
+  auto owners = ctx.owners ? ctx.owners->get() : std::make_shared<const owner_map>();
+  auto describe = [&](const std::string& name) {
+    kafka::metadata_topic mt;
+    mt.name = name;
+    auto t = topics->find(name);
+    if (t == topics->end()) {
+      mt.error_code = ec::unknown_topic_or_partition;
+      return mt;
+    }
+    mt.is_internal = dataplane::is_internal_topic(name);
+    for (size_t i = 0; i < t->second.partitions.size(); ++i) {
+      kafka::metadata_partition mp;
+      mp.partition_index = static_cast<int32_t>(i);
+      auto o = owners->find(cluster::topic_partition{name, static_cast<int32_t>(i)});
+      auto owner = o == owners->end() ? ctx.broker_id : o->second;
+      if (listed.count(owner)) {
+        mp.leader_id = kafka_node_id(ctx, owner);
+        mp.replica_nodes = {mp.leader_id};
+        mp.isr_nodes = {mp.leader_id};
+      } else {
+        mp.error_code = ec::leader_not_available;  // owner's Kafka address unknown (KafkaAddress)
+        mp.leader_id = -1;
+      }
+      mt.partitions.push_back(std::move(mp));
+    }
+    return mt;
+  };
+  if (!req.topics || (version == 0 && req.topics->empty())) {
+    // v0: an empty list means all topics; v1+: null means all, empty none.
+    for (const auto& [name, t] : *topics)
+      resp.topics.push_back(describe(name));
+  } else {
+    for (const auto& name : *req.topics)
+      resp.topics.push_back(describe(name));
+  }
+  return resp;
+}
+
+void metadata(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::metadata_request req,
+              kafka_done done) {
+  // Auto-creation (Kafka auto.create.topics.enable): producers ask for it
+  // (v4 flag; always on before v4).
+  std::vector<std::string> missing;
+  if (req.topics && (version < 4 || req.allow_auto_topic_creation)) {
+    auto topics = ctx->catalog->get();
+    for (const auto& name : *req.topics)
+      if (!topics->count(name) && dataplane::check_topic_name(name).empty())
+        missing.push_back(name);
+  }
+  auto shared_req = std::make_shared<kafka::metadata_request>(std::move(req));
+  auto g = gather::make(missing.size(), [ctx, version, shared_req, done] {
+    auto resp = build_metadata(*ctx, version, *shared_req);
+    int errors = 0;
+    for (const auto& t : resp.topics)
+      errors += t.error_code != 0;
+    done(std::move(resp), errors);
+  });
+  for (const auto& name : missing)
+    ask<bool>(
+      *ctx->system, ctx->broker, ctx->timeout,
+      [g, name](bool&) {
+        log::get("transport")->info("kafka.topic_auto_created topic={}", name);
+        g->one();
+      },
+      [g](const caf::error&) { g->one(); }, create_atom::value, name, ctx->default_partitions, std::string{});
+}
+
+void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topics_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::create_topics_response>();
+  resp->topics.resize(req.topics.size());
+  std::vector<size_t> todo;
+  auto topics = ctx->catalog->get();
+  for (size_t i = 0; i < req.topics.size(); ++i) {
+    const auto& t = req.topics[i];
+    auto& r = resp->topics[i];
+    r.name = t.name;
+    auto n = t.num_partitions == -1 ? ctx->default_partitions : t.num_partitions;
+    if (auto why = dataplane::check_topic_name(t.name); !why.empty()) {
+      r.error_code = ec::invalid_topic_exception;
+      r.error_message = why;
+    } else if (topics->count(t.name)) {
+      r.error_code = ec::topic_already_exists;
+      r.error_message = "topic " + t.name + " already exists";
+    } else if (n < 1 || n > dataplane::max_partitions) {
+      r.error_code = ec::invalid_partitions;
+      r.error_message = "num_partitions must be between 1 and " + std::to_string(dataplane::max_partitions);
+    } else if (!req.validate_only) {
+      todo.push_back(i);
+    }
+  }
+  auto g = gather::make(todo.size(), [resp, done] {
+    int errors = 0;
+    for (const auto& t : resp->topics)
+      errors += t.error_code != 0;
+    done(std::move(*resp), errors);
+  });
+  for (auto i : todo) {
+    auto n = req.topics[i].num_partitions == -1 ? ctx->default_partitions : req.topics[i].num_partitions;
+    ask<bool>(
+      *ctx->system, ctx->broker, ctx->timeout,
+      [g, resp, i](bool& created) {
+        if (!created) {
+          resp->topics[i].error_code = ec::topic_already_exists;
+          resp->topics[i].error_message = "topic already exists";
+        }
+        g->one();
+      },
+      [g, resp, i](const caf::error& e) {
+        resp->topics[i].error_code = ec::invalid_request;
+        resp->topics[i].error_message = message_of(e);
+        g->one();
+      },
+      create_atom::value, req.topics[i].name, n, std::string{});
+  }
+}
+
+// --- Produce -------------------------------------------------------------------
+
+void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::produce_request req,
+             kafka_done done) {
+  auto resp = std::make_shared<kafka::produce_response>();
+  size_t parts = 0;
+  for (const auto& t : req.topics) {
+    resp->topics.push_back({t.name, {}});
+    for (const auto& p : t.partitions) {
+      kafka::produce_partition_response r;
+      r.index = p.index;
+      resp->topics.back().partitions.push_back(r);
+      ++parts;
+    }
+  }
+  auto acks = req.acks;
+  auto g = gather::make(parts, [resp, acks, done] {
+    int errors = partition_errors(*resp);
+    if (acks == 0)
+      done(std::nullopt, errors);
+    else
+      done(std::move(*resp), errors);
+  });
+  if (parts == 0)
+    return;
+  if (acks != 0 && acks != 1 && acks != -1) {
+    for (auto& t : resp->topics)
+      for (auto& p : t.partitions) {
+        p.error_code = ec::invalid_required_acks;
+        g->one();
+      }
+    return;
+  }
+  auto topics = ctx->catalog->get();
+  for (size_t ti = 0; ti < req.topics.size(); ++ti) {
+    auto& t = req.topics[ti];
+    for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
+      auto& p = t.partitions[pi];
+      auto* slot = &resp->topics[ti].partitions[pi];
+      partition_actor actor;
+      if (auto code = locate(*ctx, *topics, t.name, p.index, actor); code != 0) {
+        slot->error_code = code;
+        g->one();
+        continue;
+      }
+      kafka::produce_validation_options vo;
+      vo.produce_version = version;
+      auto batches = kafka::validate_produce_records(p.records ? std::optional<std::string_view>(*p.records)
+                                                               : std::nullopt,
+                                                     vo);
+      if (!batches) {
+        slot->error_code = batches.err().kafka_code != 0 ? batches.err().kafka_code : ec::invalid_record;
+        g->one();
+        continue;
+      }
+      const auto info = batches->front();  // single_batch: exactly one
+      if (info.transactional) {
+        slot->error_code = ec::invalid_record;  // no transactions here
+        g->one();
+        continue;
+      }
+      if (info.producer_id >= 0 && ctx->producers) {
+        auto v = ctx->producers->check(t.name, p.index, info.producer_id, info.producer_epoch, info.base_sequence,
+                                       info.record_count);
+        if (v.error != 0 || v.duplicate) {
+          slot->error_code = v.error;
+          slot->base_offset = v.duplicate.value_or(-1);
+          g->one();
+          continue;
+        }
+      }
+      auto name = t.name;
+      auto index = p.index;
+      std::string batch = std::move(*p.records);
+      ask<int64_t>(
+        *ctx->system, actor, ctx->timeout,
+        [g, slot, ctx, name, index, info](int64_t& base) {
+          slot->base_offset = base;
+          if (info.producer_id >= 0 && ctx->producers)
+            ctx->producers->appended(name, index, info.producer_id, info.producer_epoch, info.base_sequence,
+                                     info.record_count, base);
+          g->one();
+        },
+        [g, slot](const caf::error& e) {
+          slot->error_code = kafka_code_of(e);
+          g->one();
+        },
+        append_atom::value, std::move(batch), acks != 0);
+    }
+  }
+}
+
+// --- Fetch (long poll) ----------------------------------------------------------
+
+struct fetch_job : std::enable_shared_from_this<fetch_job> {
+  std::shared_ptr<kafka_context> ctx;
+  kafka::fetch_request req;
+  std::chrono::steady_clock::time_point deadline;
+  kafka_done done;
+
+  void attempt() {
+    auto resp = std::make_shared<kafka::fetch_response>();
+    size_t parts = 0;
+    for (const auto& t : req.topics) {
+      resp->topics.push_back({t.topic, {}});
+      for (const auto& p : t.partitions) {
+        kafka::fetch_partition_response r;
+        r.partition = p.partition;
+        r.records = std::string{};
+        resp->topics.back().partitions.push_back(std::move(r));
+        ++parts;
+      }
+    }
+    auto self = shared_from_this();
+    auto g = gather::make(parts, [self, resp] { self->answer(resp); });
+    if (parts == 0)
+      return;
+    auto topics = ctx->catalog->get();
+    for (size_t ti = 0; ti < req.topics.size(); ++ti) {
+      const auto& t = req.topics[ti];
+      for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
+        const auto& p = t.partitions[pi];
+        auto* slot = &resp->topics[ti].partitions[pi];
+        partition_actor actor;
+        if (auto code = locate(*ctx, *topics, t.topic, p.partition, actor); code != 0) {
+          slot->error_code = code;
+          g->one();
+          continue;
+        }
+        auto max = std::max<int32_t>(p.partition_max_bytes, 1);
+        ask3<std::string, int64_t, int64_t>(
+          *ctx->system, actor, ctx->timeout,
+          [g, slot](std::string& batches, int64_t& lo, int64_t& hi) {
+            slot->records = std::move(batches);
+            slot->high_watermark = hi;
+            slot->last_stable_offset = hi;
+            slot->log_start_offset = lo;
+            g->one();
+          },
+          [g, slot](const caf::error& e) {
+            slot->error_code = kafka_code_of(e);
+            int64_t lo = -1, hi = -1;
+            if (out_of_range_bounds(e, lo, hi)) {
+              slot->high_watermark = hi;
+              slot->last_stable_offset = hi;
+              slot->log_start_offset = lo;
+            }
+            g->one();
+          },
+          read_atom::value, p.fetch_offset, max, true);
+      }
+    }
+  }
+
+  void answer(const std::shared_ptr<kafka::fetch_response>& resp) {
+    int64_t bytes = 0;
+    int errors = 0;
+    bool first = true;
+    // The response byte limit: whole partitions, but always the first batch.
+    for (auto& t : resp->topics)
+      for (auto& p : t.partitions) {
+        errors += p.error_code != 0;
+        auto size = static_cast<int64_t>(p.records ? p.records->size() : 0);
+        if (size == 0)
+          continue;
+        if (!first && bytes + size > req.max_bytes)
+          p.records = std::string{};
+        else
+          bytes += size;
+        first = false;
+      }
+    auto now = std::chrono::steady_clock::now();
+    if (errors == 0 && bytes < std::max<int32_t>(req.min_bytes, 1) && now < deadline && ctx->schedule) {
+      auto wait = std::min<milliseconds>(milliseconds{10},
+                                         std::chrono::duration_cast<milliseconds>(deadline - now));
+      ctx->schedule(wait, [self = shared_from_this()] { self->attempt(); });
+      return;
+    }
+    done(std::move(*resp), errors);
+  }
+};
+
+void fetch(const std::shared_ptr<kafka_context>& ctx, kafka::fetch_request req, kafka_done done) {
+  auto job = std::make_shared<fetch_job>();
+  job->ctx = ctx;
+  auto wait = std::clamp<int32_t>(req.max_wait_ms, 0, 60000);
+  job->deadline = std::chrono::steady_clock::now() + milliseconds{wait};
+  job->req = std::move(req);
+  job->done = std::move(done);
+  job->attempt();
+}
+
+// --- ListOffsets -----------------------------------------------------------------
+
+void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::list_offsets_response>();
+  size_t parts = 0;
+  for (const auto& t : req.topics) {
+    resp->topics.push_back({t.name, {}});
+    for (const auto& p : t.partitions) {
+      kafka::list_offsets_partition_response r;
+      r.partition_index = p.partition_index;
+      resp->topics.back().partitions.push_back(r);
+      ++parts;
+    }
+  }
+  auto g = gather::make(parts, [resp, done] {
+    int errors = partition_errors(*resp);
+    done(std::move(*resp), errors);
+  });
+  auto topics = ctx->catalog->get();
+  for (size_t ti = 0; ti < req.topics.size(); ++ti)
+    for (size_t pi = 0; pi < req.topics[ti].partitions.size(); ++pi) {
+      auto* slot = &resp->topics[ti].partitions[pi];
+      auto ts = req.topics[ti].partitions[pi].timestamp;
+      partition_actor actor;
+      if (auto code = locate(*ctx, *topics, req.topics[ti].name, slot->partition_index, actor); code != 0) {
+        slot->error_code = code;
+        g->one();
+        continue;
+      }
+      ask3<int64_t, int64_t, int64_t>(
+        *ctx->system, actor, ctx->timeout,
+        [g, slot, ts](int64_t& lo, int64_t& hi, int64_t&) {
+          // earliest (-2) = log start; latest (-1) and any timestamp = log end
+          // (no time index: a timestamp lookup answers the log end).
+          slot->offset = ts == kafka::earliest_timestamp ? lo : hi;
+          slot->timestamp = -1;
+          g->one();
+        },
+        [g, slot](const caf::error& e) {
+          slot->error_code = kafka_code_of(e);
+          g->one();
+        },
+        bounds_atom::value);
+    }
+}
+
+}  // namespace
+
+std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& group) {
+  if (!ctx.owners)
+    return ctx.broker_id;
+  return cluster::group_coordinator(group, all_brokers(ctx));
+}
+
+std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const std::string& topic,
+                                              int32_t partition) {
+  if (!ctx.owners)
+    return std::nullopt;
+  return ctx.owners->owner_other_than(ctx.broker_id, cluster::topic_partition{topic, partition});
+}
+
+int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker) {
+  auto ids = all_brokers(ctx);
+  auto it = std::find(ids.begin(), ids.end(), broker);
+  return it == ids.end() ? -1 : static_cast<int32_t>(it - ids.begin()) + 1;
+}
+
+void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done) {
+  auto version = req.header.api_version;
+  if (std::holds_alternative<kafka::api_versions_request>(req.body)) {
+    done(kafka::make_api_versions_response(), 0);
+  } else if (auto* md = std::get_if<kafka::metadata_request>(&req.body)) {
+    metadata(ctx, version, std::move(*md), std::move(done));
+  } else if (auto* pr = std::get_if<kafka::produce_request>(&req.body)) {
+    produce(ctx, version, std::move(*pr), std::move(done));
+  } else if (auto* fr = std::get_if<kafka::fetch_request>(&req.body)) {
+    fetch(ctx, std::move(*fr), std::move(done));
+  } else if (auto* lo = std::get_if<kafka::list_offsets_request>(&req.body)) {
+    list_offsets(ctx, std::move(*lo), std::move(done));
+  } else if (auto* ct = std::get_if<kafka::create_topics_request>(&req.body)) {
+    create_topics(ctx, std::move(*ct), std::move(done));
+  } else if (auto* ip = std::get_if<kafka::init_producer_id_request>(&req.body)) {
+    auto& r = *ip;
+    kafka::init_producer_id_response resp;
+    if (r.transactional_id) {
+      resp.error_code = ec::invalid_request;  // no transactions (docs/kafka.md)
+      done(resp, 1);
+      return;
+    }
+    resp.producer_id = ctx->producers->allocate();
+    resp.producer_epoch = 0;
+    done(resp, 0);
+  } else {
+    handle_kafka_group_request(ctx, req, std::move(done));
+  }
+}
+
+// --- producer table -------------------------------------------------------------------
+
+struct kafka_producer_table::impl {
+  struct batch {
+    int32_t first_seq;
+    int32_t last_seq;
+    int64_t base_offset;
+  };
+  struct producer {
+    int16_t epoch = 0;
+    std::deque<batch> last;  ///< the last five batches (Kafka keeps five)
+  };
+  std::mutex mtx;
+  std::map<std::pair<std::string, int32_t>, std::map<int64_t, producer>> partitions;
+  int64_t next = 0;
+  int32_t stride = 1;
+};
+
+kafka_producer_table::kafka_producer_table(int32_t node_id) : impl_(std::make_shared<impl>()) {
+  // Ids start from the wall clock (distinct across restarts) and step by
+  // 1024 from this broker's node id (distinct across brokers).
+  impl_->stride = 1024;
+  impl_->next = (wall_ms() << 10) + std::max(0, node_id) % 1024;
+}
+
+int64_t kafka_producer_table::allocate() {
+  std::lock_guard<std::mutex> g{impl_->mtx};
+  auto id = impl_->next;
+  impl_->next += impl_->stride;
+  return id;
+}
+
+kafka_producer_table::verdict kafka_producer_table::check(const std::string& topic, int32_t partition,
+                                                          int64_t producer_id, int16_t epoch, int32_t base_seq,
+                                                          int32_t count) {
+  std::lock_guard<std::mutex> g{impl_->mtx};
+  verdict v;
+  auto pt = impl_->partitions.find({topic, partition});
+  if (pt == impl_->partitions.end())
+    return v;
+  auto it = pt->second.find(producer_id);
+  if (it == pt->second.end() || it->second.last.empty())
+    return v;  // unknown producer here (new, restarted or moved): accepted
+  auto& p = it->second;
+  if (epoch < p.epoch) {
+    v.error = ec::invalid_producer_epoch;
+    return v;
+  }
+  if (epoch > p.epoch)
+    return v;  // a bumped epoch starts its sequences afresh
+  auto last_seq = static_cast<int32_t>(static_cast<int64_t>(base_seq) + count - 1);
+  for (const auto& b : p.last)
+    if (b.first_seq == base_seq && b.last_seq == last_seq) {
+      v.duplicate = b.base_offset;
+      return v;
+    }
+  auto expected = p.last.back().last_seq == INT32_MAX ? 0 : p.last.back().last_seq + 1;
+  if (base_seq != expected)
+    v.error = ec::out_of_order_sequence_number;
+  return v;
+}
+
+void kafka_producer_table::appended(const std::string& topic, int32_t partition, int64_t producer_id, int16_t epoch,
+                                    int32_t base_seq, int32_t count, int64_t base_offset) {
+  std::lock_guard<std::mutex> g{impl_->mtx};
+  auto& p = impl_->partitions[{topic, partition}][producer_id];
+  if (epoch != p.epoch) {
+    p.epoch = epoch;
+    p.last.clear();
+  }
+  p.last.push_back({base_seq, static_cast<int32_t>(static_cast<int64_t>(base_seq) + count - 1), base_offset});
+  while (p.last.size() > 5)
+    p.last.pop_front();
+}
+
+}  // namespace moonmq::transport

@@ -1,0 +1,141 @@
+#pragma once
+// The Kafka listener's request handlers (issue 9, docs/kafka.md): one
+// decoded request in, its response body out, through the same broker,
+// partition and group actors as the HTTP client API. Cluster behaviour
+// mirrors transport/client_routes.cpp: a partition the owner_view gives to
+// another broker is answered NOT_LEADER_OR_FOLLOWER (6) for Produce, Fetch
+// and ListOffsets, and Metadata names that broker as its leader, so Kafka
+// clients follow a move by refreshing metadata.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+
+#include "actors/broker.hpp"
+#include "actors/catalog_view.hpp"
+#include "actors/cluster_state.hpp"
+#include "actors/group_coordinator.hpp"
+#include "kafka/codec.hpp"
+
+namespace moonmq::transport {
+
+class kafka_producer_table;
+class kafka_group_table;
+class http_client;
+
+/// Another broker: its Kafka listener (Metadata, FindCoordinator) and its
+/// cluster listener (a commit's part for partitions it owns, its committed
+/// offsets: /cluster/groups/{g}/offsets, docs/cluster-api.md).
+struct kafka_peer {
+  std::string id;
+  std::string kafka_address;  ///< host:port; "" = unknown (left out of Metadata)
+  std::string token;          ///< X-Cluster-Token for its cluster listener
+  std::shared_ptr<http_client> cluster;  ///< null = not reachable
+};
+
+struct kafka_context {
+  caf::actor_system* system = nullptr;
+  broker_actor broker;
+  group_actor groups;
+  std::shared_ptr<catalog_view> catalog;
+  /// Null = single broker: every partition is local.
+  std::shared_ptr<owner_view> owners;
+  std::string broker_id;
+  std::vector<kafka_peer> peers;
+  /// This listener as clients reach it (Server.Kafka.AdvertisedHost and the
+  /// bound port, set once bound).
+  std::string advertised_host = "127.0.0.1";
+  std::atomic<uint16_t> port{0};
+  /// Bound on each request to an actor (a produce waits for an fsync).
+  std::chrono::milliseconds timeout{10000};
+  /// Partitions of a topic created by Metadata auto-creation or by a
+  /// CreateTopics entry with num_partitions = -1 (Kafka num.partitions).
+  int32_t default_partitions = 1;
+  /// Runs `fn` after `delay` on the listener's I/O threads (long polls,
+  /// group timers). Set by the listener.
+  std::function<void(std::chrono::milliseconds, std::function<void()>)> schedule;
+  std::shared_ptr<kafka_producer_table> producers;
+  std::shared_ptr<kafka_group_table> group_table;
+};
+
+/// Calls `finish` once `left` parts reported (from any thread); the
+/// handlers' fan-in of per-partition actor and peer requests.
+struct kafka_gather {
+  std::mutex mtx;
+  size_t left = 0;
+  std::function<void()> finish;
+
+  static std::shared_ptr<kafka_gather> make(size_t n, std::function<void()> f) {
+    auto g = std::make_shared<kafka_gather>();
+    g->left = n;
+    g->finish = std::move(f);
+    if (n == 0)
+      g->finish();
+    return g;
+  }
+  void one() {
+    std::unique_lock<std::mutex> lock{mtx};
+    if (--left != 0)
+      return;
+    lock.unlock();
+    auto f = std::move(finish);  // may hold the last reference to this gather
+    f();
+  }
+};
+
+/// The Kafka node id of `broker`: its 1-based position among this broker
+/// and its peers sorted by id (the same on every broker of a static cluster).
+int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker);
+
+/// The coordinator of `group`: this broker without a cluster, else
+/// cluster::group_coordinator over this broker and its peers (the broker
+/// that coordinates the group over HTTP too).
+std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& group);
+
+/// The owner of (topic, partition) when the ownership table gives it to
+/// another broker; nullopt when it is served here.
+std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const std::string& topic,
+                                              int32_t partition);
+
+/// Handles one decoded request and calls `done` exactly once (from any
+/// thread) with the response body, or nullopt when none is sent (Produce
+/// with acks = 0). `errors` counts the error codes in the answer (metrics).
+using kafka_done = std::function<void(std::optional<kafka::response_body>, int errors)>;
+void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
+
+/// Idempotent-producer state (KIP-98) per partition: producer id, epoch and
+/// the last five batches' sequences and offsets. In memory: a restart or a
+/// partition move starts the state afresh (the first batch of an unknown
+/// producer is accepted whatever its sequence).
+class kafka_producer_table {
+public:
+  explicit kafka_producer_table(int32_t node_id);
+
+  struct verdict {
+    int16_t error = 0;                 ///< 45 out of order, 47 stale epoch
+    std::optional<int64_t> duplicate;  ///< a resend: its original base offset
+  };
+  /// Judges a batch (producer_id >= 0) before it is appended.
+  verdict check(const std::string& topic, int32_t partition, int64_t producer_id, int16_t epoch, int32_t base_seq,
+                int32_t count);
+  /// Records an appended batch.
+  void appended(const std::string& topic, int32_t partition, int64_t producer_id, int16_t epoch, int32_t base_seq,
+                int32_t count, int64_t base_offset);
+  /// A new producer id, unique across this cluster's brokers and restarts.
+  int64_t allocate();
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace moonmq::transport

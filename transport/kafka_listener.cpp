@@ -1,0 +1,360 @@
+#include "transport/kafka_listener.hpp"
+
+#include <array>
+#include <deque>
+#include <mutex>
+#include <set>
+
+#include <boost/asio.hpp>
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "transport/http_server.hpp"
+#include "transport/kafka_groups.hpp"
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+namespace moonmq::transport {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using std::chrono::milliseconds;
+
+namespace {
+
+class connection;
+
+/// Request metrics per API (util/metrics.hpp; names in docs/kafka.md).
+void observe(int16_t key, double seconds, int errors) {
+  auto& reg = metrics::registry::global();
+  metrics::labels l{{"api", kafka::api_name(key)}};
+  reg.get_counter("moonmq_kafka_requests_total", "Kafka requests answered, by API", l).inc();
+  if (errors > 0)
+    reg.get_counter("moonmq_kafka_errors_total", "Kafka answers carrying an error code, by API", l).inc();
+  reg.get_histogram("moonmq_kafka_request_duration_seconds", "Time from a complete Kafka request to its answer",
+                    metrics::latency_buckets(), l)
+    .observe(seconds);
+}
+
+}  // namespace
+
+struct kafka_listener::impl : std::enable_shared_from_this<kafka_listener::impl> {
+  net::io_context& ioc;
+  kafka_listener_options opts;
+  std::shared_ptr<kafka_context> ctx;
+  std::shared_ptr<kafka_listener_stats> stats = std::make_shared<kafka_listener_stats>();
+  tcp::acceptor acceptor;
+  std::mutex mtx;
+  std::set<std::shared_ptr<connection>> live;
+  std::atomic<bool> stopped{false};
+
+  impl(net::io_context& io, kafka_listener_options o, std::shared_ptr<kafka_context> c)
+    : ioc(io), opts(std::move(o)), ctx(std::move(c)), acceptor(io) {}
+
+  void accept();
+  void tick_groups();
+  void forget(const std::shared_ptr<connection>& c) {
+    std::lock_guard<std::mutex> g{mtx};
+    live.erase(c);
+  }
+};
+
+namespace {
+
+/// One client connection: reads frames, handles them one at a time in
+/// order (the next frame is decoded only once the previous answer is queued),
+/// writes answers in order.
+class connection : public std::enable_shared_from_this<connection> {
+public:
+  connection(tcp::socket s, std::shared_ptr<kafka_listener::impl> owner)
+    : socket_(std::move(s)), strand_(net::make_strand(owner->ioc)), owner_(std::move(owner)),
+      decoder_(owner_->opts.max_request_bytes) {}
+
+  void start() {
+    net::dispatch(strand_, [self = shared_from_this()] { self->read(); });
+  }
+  void close() {
+    net::dispatch(strand_, [self = shared_from_this()] { self->shutdown("listener_stopped"); });
+  }
+
+private:
+  void read() {
+    if (closed_)
+      return;
+    socket_.async_read_some(net::buffer(buf_), net::bind_executor(strand_, [self = shared_from_this()](
+                                                                             boost::system::error_code ec, size_t n) {
+                                if (ec) {
+                                  self->shutdown("");
+                                  return;
+                                }
+                                self->decoder_.feed(std::string_view(self->buf_.data(), n));
+                                self->reading_ = false;
+                                self->pump();
+                              }));
+    reading_ = true;
+  }
+
+  /// Handles the next buffered frame if none is in progress, else reads more.
+  void pump() {
+    if (closed_ || busy_)
+      return;
+    auto f = decoder_.next();
+    if (!f) {
+      malformed(f.err());
+      return;
+    }
+    if (!*f) {
+      if (!reading_ && writes_.size() < 64)
+        read();
+      return;
+    }
+    auto req = kafka::decode_request(**f);
+    if (!req) {
+      if (auto frame = kafka::error_response_frame(req.err())) {
+        observe(static_cast<int16_t>(kafka::api_key::api_versions), 0, 1);
+        ++owner_->stats->requests_total;
+        ++owner_->stats->errors_total;
+        send(std::move(*frame));
+        net::post(strand_, [self = shared_from_this()] { self->pump(); });
+        return;
+      }
+      malformed(req.err());
+      return;
+    }
+    busy_ = true;
+    ++owner_->stats->requests_total;
+    auto key = req->header.api_key;
+    auto version = req->header.api_version;
+    auto corr = req->header.correlation_id;
+    auto t0 = std::chrono::steady_clock::now();
+    std::weak_ptr<connection> weak = shared_from_this();
+    handle_kafka_request(owner_->ctx, *req,
+                         [weak, key, version, corr, t0](std::optional<kafka::response_body> body, int errors) {
+                           auto self = weak.lock();
+                           if (!self)
+                             return;
+                           auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                           observe(key, secs, errors);
+                           if (errors > 0)
+                             ++self->owner_->stats->errors_total;
+                           std::optional<std::string> frame;
+                           if (body) {
+                             auto encoded = kafka::encode_response(corr, version, *body);
+                             if (encoded)
+                               frame = std::move(encoded.value());
+                             else
+                               log::get("transport")->error("kafka.encode_failed api={} version={} error=\"{}\"",
+                                                            kafka::api_name(key), version, encoded.err().message);
+                           }
+                           net::post(self->strand_, [self, frame = std::move(frame), had_body = body.has_value()]() mutable {
+                             self->busy_ = false;
+                             if (frame)
+                               self->send(std::move(*frame));
+                             else if (had_body) {
+                               self->shutdown("encode_failed");
+                               return;
+                             }
+                             self->pump();
+                           });
+                         });
+  }
+
+  void malformed(const kafka::error& e) {
+    ++owner_->stats->closed_malformed;
+    log::get("transport")->info("kafka.connection_closed reason=malformed api_key={} api_version={} error=\"{}\"",
+                                e.api_key, e.api_version, e.message);
+    shutdown("malformed");
+  }
+
+  void send(std::string frame) {
+    writes_.push_back(std::move(frame));
+    if (writes_.size() == 1)
+      write();
+  }
+
+  void write() {
+    if (closed_ || writes_.empty())
+      return;
+    net::async_write(socket_, net::buffer(writes_.front()),
+                     net::bind_executor(strand_, [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                       if (ec) {
+                         self->shutdown("");
+                         return;
+                       }
+                       self->writes_.pop_front();
+                       self->write();
+                       if (!self->reading_ && !self->busy_)
+                         self->pump();
+                     }));
+  }
+
+  void shutdown(const char*) {
+    if (closed_)
+      return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    --owner_->stats->connections;
+    owner_->forget(shared_from_this());
+  }
+
+  tcp::socket socket_;
+  net::strand<net::io_context::executor_type> strand_;
+  std::shared_ptr<kafka_listener::impl> owner_;
+  kafka::frame_decoder decoder_;
+  std::array<char, 64 * 1024> buf_{};
+  std::deque<std::string> writes_;
+  bool reading_ = false;
+  bool busy_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+void kafka_listener::impl::accept() {
+  acceptor.async_accept([self = shared_from_this()](boost::system::error_code ec, tcp::socket socket) {
+    if (self->stopped)
+      return;
+    if (!ec) {
+      std::shared_ptr<connection> c;
+      {
+        std::lock_guard<std::mutex> g{self->mtx};
+        if (static_cast<int>(self->live.size()) < self->opts.max_connections) {
+          boost::system::error_code ignored;
+          socket.set_option(tcp::no_delay(true), ignored);
+          c = std::make_shared<connection>(std::move(socket), self);
+          self->live.insert(c);
+        }
+      }
+      if (c) {
+        ++self->stats->connections;
+        ++self->stats->connections_total;
+        c->start();
+      }
+    }
+    self->accept();
+  });
+}
+
+void kafka_listener::impl::tick_groups() {
+  if (stopped)
+    return;
+  if (ctx->group_table)
+    ctx->group_table->tick();
+  ctx->schedule(milliseconds{250}, [weak = std::weak_ptr<impl>(shared_from_this())] {
+    if (auto self = weak.lock())
+      self->tick_groups();
+  });
+}
+
+kafka_listener::kafka_listener(io_pool& pool, kafka_listener_options options, std::shared_ptr<kafka_context> ctx)
+  : impl_(std::make_shared<impl>(*static_cast<net::io_context*>(pool.native()), std::move(options), std::move(ctx))) {
+  auto* ioc = &impl_->ioc;
+  impl_->ctx->schedule = [ioc](milliseconds delay, std::function<void()> fn) {
+    auto timer = std::make_shared<net::steady_timer>(*ioc, delay);
+    timer->async_wait([timer, fn = std::move(fn)](boost::system::error_code ec) {
+      if (!ec)
+        fn();
+    });
+  };
+  if (!impl_->ctx->producers)
+    impl_->ctx->producers =
+      std::make_shared<kafka_producer_table>(kafka_node_id(*impl_->ctx, impl_->ctx->broker_id));
+  if (!impl_->ctx->group_table)
+    impl_->ctx->group_table = std::make_shared<kafka_group_table>();
+}
+
+kafka_listener::~kafka_listener() {
+  stop();
+}
+
+std::error_code kafka_listener::start() {
+  boost::system::error_code ec;
+  auto addr = net::ip::make_address(impl_->opts.host, ec);
+  if (ec) {
+    tcp::resolver resolver{impl_->ioc};
+    auto results = resolver.resolve(impl_->opts.host, std::to_string(impl_->opts.port), ec);
+    if (ec || results.empty())
+      return ec ? std::error_code(ec.value(), std::system_category()) : std::make_error_code(std::errc::invalid_argument);
+    addr = results.begin()->endpoint().address();
+  }
+  tcp::endpoint ep{addr, impl_->opts.port};
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec)
+    a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec)
+    a.bind(ep, ec);
+  if (!ec)
+    a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    a.close(ignored);
+    return std::error_code(ec.value(), std::system_category());
+  }
+  impl_->ctx->port = a.local_endpoint().port();
+  impl_->accept();
+  impl_->tick_groups();
+  return {};
+}
+
+uint16_t kafka_listener::port() const {
+  return impl_->ctx->port.load();
+}
+
+void kafka_listener::stop() {
+  if (impl_->stopped.exchange(true))
+    return;
+  net::post(impl_->acceptor.get_executor(), [self = impl_] {
+    boost::system::error_code ignored;
+    self->acceptor.close(ignored);
+  });
+  std::set<std::shared_ptr<connection>> live;
+  {
+    std::lock_guard<std::mutex> g{impl_->mtx};
+    live = impl_->live;
+  }
+  for (const auto& c : live)
+    c->close();
+}
+
+std::shared_ptr<kafka_listener_stats> kafka_listener::stats() const {
+  return impl_->stats;
+}
+
+std::shared_ptr<kafka_context> kafka_listener::context() const {
+  return impl_->ctx;
+}
+
+// --- stats actor (/admin/actors) ------------------------------------------------------
+
+namespace {
+
+caf::behavior kafka_probe(caf::event_based_actor* self, std::string address,
+                          std::shared_ptr<kafka_listener_stats> stats, std::shared_ptr<kafka_context> ctx) {
+  (void)self;
+  return {[address, stats, ctx](status_atom) -> std::string {
+    nlohmann::json j{{"listener", "kafka"},
+                     {"address", address},
+                     {"connections", stats->connections.load()},
+                     {"connections_total", stats->connections_total.load()},
+                     {"requests_total", stats->requests_total.load()},
+                     {"errors_total", stats->errors_total.load()},
+                     {"closed_malformed", stats->closed_malformed.load()}};
+    if (ctx && ctx->group_table)
+      j["groups"] = nlohmann::json::parse(ctx->group_table->describe())["groups"];
+    return j.dump();
+  }};
+}
+
+}  // namespace
+
+caf::actor spawn_kafka_listener_probe(caf::actor_system& sys, std::string address, const kafka_listener& listener,
+                                      registry_actor reg) {
+  auto a = sys.spawn(kafka_probe, std::move(address), listener.stats(), listener.context());
+  enroll(reg, a, "kafka-listener", "kafka_listener");
+  return a;
+}
+
+}  // namespace moonmq::transport
