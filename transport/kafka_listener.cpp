@@ -319,6 +319,13 @@ void kafka_listener::stop() {
     c->close();
 }
 
+void kafka_listener::release_actors() {
+  auto& c = *impl_->ctx;
+  c.broker = broker_actor{};
+  c.groups = group_actor{};
+  c.catalog.reset();
+}
+
 std::shared_ptr<kafka_listener_stats> kafka_listener::stats() const {
   return impl_->stats;
 }

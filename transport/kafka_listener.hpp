@@ -60,6 +60,12 @@ public:
   /// Stops accepting and closes every connection (parked long polls are
   /// answered into closed sockets and dropped). Idempotent.
   void stop();
+  /// Drops the context's actor handles (broker, group coordinator, the
+  /// catalogue with its partitions). Call after the I/O threads are joined
+  /// and every actor is done: a long poll or group wait abandoned at
+  /// shutdown keeps the context alive, and a detached actor still
+  /// referenced from it would make ~actor_system wait forever.
+  void release_actors();
   std::shared_ptr<kafka_listener_stats> stats() const;
   std::shared_ptr<kafka_context> context() const;
 

@@ -92,6 +92,20 @@ TEST_CASE("kafka listener: kcat metadata, produce and consume from the beginning
   CHECK(lines(rout).size() == 1000);
 }
 
+TEST_CASE("kafka listener: the node exits cleanly right after a consumer leaves a long poll behind",
+          "[kafka_node]") {
+  // A Fetch still parked when the consumer disconnects and SIGTERM arrives
+  // once kept the actor system from ending (the node never exited).
+  kafka_node n;
+  auto [prc, pout] = sh("seq 1 100 | " + kcat(n, "-P -t L") + " 2>&1");
+  INFO(pout);
+  REQUIRE(prc == 0);
+  auto [crc, cout] = sh(kcat(n, "-C -t L -o beginning -e -q") + " 2>/dev/null");
+  CHECK(lines(cout).size() == 100);
+  n.node->process().signal(SIGTERM);
+  CHECK(n.node->process().wait(10s) == 0);
+}
+
 TEST_CASE("kafka listener: compression, idempotence and headers through kcat", "[kafka_node]") {
   kafka_node n;
   for (std::string codec : {"gzip", "snappy", "lz4", "zstd"}) {

@@ -494,6 +494,8 @@ int run(const config::load_result& loaded) {
   io.stop();
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   sys.await_all_actors_done();
+  if (kafka)
+    kafka->release_actors();  // before ~actor_system (see kafka_listener.hpp)
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   logger->info("node.stopped broker={} shutdown_ms={}", cfg.broker_id(), ms);
   return 0;

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# kafka_bench — the Kafka listener against the HTTP produce path and the disk.
+#
+# Starts one moonmq-node (Kafka listener on, every port ephemeral, read from
+# its node.ready line), then on the same disk and in the same run:
+#   1. raw limit    : the values' bytes written in 256 KiB chunks with an
+#                     fdatasync after each (bench/common/raw_disk.hpp), MB/s
+#   2. kafka produce: kcat (librdkafka) -P of N values of B bytes to topic
+#                     "bench" (1 partition), acks=all, linger.ms=5,
+#                     batch.num.messages=10000
+#   3. http produce : the same N values to topic "bench-http" (1 partition)
+#                     with moonmqctl produce: one keep-alive connection,
+#                     POST /v1/topics/bench-http/records?acks=leader, 500 per request
+#   4. kafka fetch  : kcat -C of topic "bench" from the beginning to the end
+# and prints records/s and MB/s (MB = 10^6 bytes of values) of each, the
+# produce figures also as a fraction of the raw limit. Fails (exit 1) when a
+# log end offset (HTTP API) or the number/bytes of consumed records differ
+# from N.
+#
+#   bench/kafka/kafka_bench.sh [--bin-dir DIR] [--records N] [--value-bytes B] [--dir D]
+#
+#   --bin-dir DIR     moonmq-node and moonmqctl (default build/release/bin)
+#   --records N       records per run (default 200000)
+#   --value-bytes B   bytes per value, lowercase letters (default 1024)
+#   --dir D           scratch dir is created inside D (default: under $TMPDIR);
+#                     removed at the end, kept when the run fails
+#   --help            this text
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+
+bin_dir="$repo/build/release/bin"
+records=200000
+value_bytes=1024
+parent=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin-dir) bin_dir="$2"; shift ;;
+    --records) records="$2"; shift ;;
+    --value-bytes) value_bytes="$2"; shift ;;
+    --dir) parent="$2"; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "kafka_bench: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+die() { echo "kafka_bench: $*" >&2; exit 1; }
+[[ "$records" =~ ^[1-9][0-9]*$ ]] || die "--records must be a positive integer"
+[[ "$value_bytes" =~ ^[1-9][0-9]*$ ]] || die "--value-bytes must be a positive integer"
+for p in moonmq-node moonmqctl; do
+  [ -x "$bin_dir/$p" ] || die "$bin_dir/$p is missing (build it, or pass --bin-dir)"
+done
+for t in kcat curl python3; do
+  command -v "$t" >/dev/null || die "$t is not installed (scripts/install-deps.sh installs it)"
+done
+
+if [ -n "$parent" ]; then
+  mkdir -p "$parent"
+  dir=$(mktemp -d "$parent/kafka_bench.XXXXXX")
+else
+  dir=$(mktemp -d -t kafka_bench.XXXXXX)
+fi
+
+# --- node ---------------------------------------------------------------------
+node_pid=""
+ok=0
+cleanup() {
+  if [ -n "$node_pid" ]; then
+    # SIGTERM, then SIGKILL from a watchdog after 10 s; `wait` reaps the node
+    # (inside an EXIT trap bash may not reap it by itself, so `kill -0` would
+    # see a zombie).
+    kill -TERM "$node_pid" 2>/dev/null || true
+    (sleep 10; echo "kafka_bench: the node (pid $node_pid) did not stop within 10 s of SIGTERM; killing it" >&2
+     kill -KILL "$node_pid" 2>/dev/null) &
+    local watchdog=$!
+    wait "$node_pid" 2>/dev/null || true
+    kill "$watchdog" 2>/dev/null || true
+    wait "$watchdog" 2>/dev/null || true
+  fi
+  if [ "$ok" = 1 ]; then
+    rm -rf "$dir"
+  else
+    echo "kafka_bench: failed; node log and data kept in $dir" >&2
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+"$bin_dir/moonmq-node" \
+  -s "Server.DataDir=$dir/data" -s Server.Host=127.0.0.1 -s Server.Port=0 \
+  -s Server.Admin.Host=127.0.0.1 -s Server.Admin.Port=0 \
+  -s Server.Kafka.Enabled=true -s Server.Kafka.Host=127.0.0.1 -s Server.Kafka.Port=0 \
+  >"$dir/node.log" 2>&1 </dev/null &
+node_pid=$!
+
+ready=""
+for _ in $(seq 1 300); do
+  ready=$(grep -m1 ' node\.ready ' "$dir/node.log" || true)
+  [ -n "$ready" ] && break
+  kill -0 "$node_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$ready" ]; then
+  tail -n 20 "$dir/node.log" >&2
+  die "the node did not log node.ready (log above)"
+fi
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$ready"; }
+client=$(field client)
+kafka=$(field kafka)
+[ -n "$client" ] && [ -n "$kafka" ] || die "no client= or kafka= in: $ready"
+
+http() {  # METHOD PATH [BODY]: prints the body, fails on a non-2xx status
+  curl -sS --fail-with-body --max-time 30 -X "$1" -H 'Content-Type: application/json' \
+    ${3:+--data "$3"} "http://$client$2"
+}
+for t in bench bench-http; do
+  http POST /v1/topics "{\"name\":\"$t\",\"partitions\":1}" >/dev/null || die "cannot create topic $t"
+done
+log_end() {  # TOPIC: log end offset of partition 0
+  http GET "/v1/topics/$1/partitions/0/records?offset=0&max_records=1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["log_end_offset"])'
+}
+
+# --- values -------------------------------------------------------------------
+values="$dir/values.txt"
+python3 - "$values" "$records" "$value_bytes" <<'PY'
+import os, sys
+path, n, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+table = bytes(ord('a') + i % 26 for i in range(256))
+per = max(1, (4 << 20) // (b + 1))
+with open(path, 'wb') as f:
+    left = n
+    while left:
+        k = min(per, left)
+        raw = os.urandom(k * b).translate(table)
+        f.write(b''.join(raw[i * b:(i + 1) * b] + b'\n' for i in range(k)))
+        left -= k
+PY
+value_total=$((records * value_bytes))
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+rate() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f", n / s }'; }
+mbs() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s / 1e6 }'; }
+
+# --- 1. raw fsync limit -------------------------------------------------------
+# The values' bytes (at most 256 MiB), 256 KiB chunks, fdatasync after each.
+raw_bytes=$(( value_total < 268435456 ? value_total : 268435456 ))
+raw_s=$(python3 - "$dir/raw" "$raw_bytes" <<'PY'
+import os, sys, time
+path, total = sys.argv[1], int(sys.argv[2])
+chunk = os.urandom(256 * 1024)
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+t0 = time.monotonic()
+done = 0
+while done < total:
+    part = chunk[:min(len(chunk), total - done)]
+    view = memoryview(part)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fdatasync(fd)
+    done += len(part)
+s = time.monotonic() - t0
+os.close(fd)
+os.unlink(path)
+print(f"{s:.6f}")
+PY
+)
+raw_mbs=$(mbs "$raw_bytes" "$raw_s")
+
+# --- 2. kafka produce ---------------------------------------------------------
+t0=$(now)
+kcat -P -b "$kafka" -t bench -p 0 -X acks=all -X linger.ms=5 -X batch.num.messages=10000 \
+  <"$values" 2>"$dir/kcat-produce.err" || { cat "$dir/kcat-produce.err" >&2; die "kcat -P failed"; }
+t1=$(now)
+kafka_produce_s=$(secs "$t0" "$t1")
+end=$(log_end bench)
+[ "$end" = "$records" ] || die "topic bench: log end offset $end after kcat -P, expected $records"
+
+# --- 3. http produce ----------------------------------------------------------
+t0=$(now)
+"$bin_dir/moonmqctl" -u "$client" produce bench-http -p 0 --batch 500 --acks leader \
+  <"$values" >/dev/null 2>"$dir/http-produce.err" || { cat "$dir/http-produce.err" >&2; die "moonmqctl produce failed"; }
+t1=$(now)
+http_produce_s=$(secs "$t0" "$t1")
+end=$(log_end bench-http)
+[ "$end" = "$records" ] || die "topic bench-http: log end offset $end after moonmqctl produce, expected $records"
+
+# --- 4. kafka fetch -----------------------------------------------------------
+t0=$(now)
+counts=$(kcat -C -b "$kafka" -t bench -p 0 -o beginning -e -q -c "$records" -f '%s\n' \
+  2>"$dir/kcat-consume.err" | wc -lc) || { cat "$dir/kcat-consume.err" >&2; die "kcat -C failed"; }
+t1=$(now)
+kafka_fetch_s=$(secs "$t0" "$t1")
+read -r got_records got_bytes <<<"$counts"
+[ "$got_records" = "$records" ] || die "kcat -C consumed $got_records records, expected $records"
+[ "$got_bytes" = $((records * (value_bytes + 1))) ] ||
+  die "kcat -C consumed $got_bytes bytes with newlines, expected $((records * (value_bytes + 1)))"
+
+# --- figures ------------------------------------------------------------------
+frac() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+row() {  # NAME SECONDS [raw fraction?]
+  local m; m=$(mbs "$value_total" "$2")
+  printf '%-14s %10s %12s %9s %9s\n' "$1" "$2" "$(rate "$records" "$2")" "$m" "${3:+$(frac "$m" "$raw_mbs")}"
+}
+echo "kafka_bench: $records records x $value_bytes B values ($(mbs "$value_total" 1) MB), 1 partition, node $bin_dir/moonmq-node"
+printf '%-14s %10s %12s %9s %9s\n' "" "seconds" "records/s" "MB/s" "of raw"
+row "kafka produce" "$kafka_produce_s" raw
+row "http produce" "$http_produce_s" raw
+row "kafka fetch" "$kafka_fetch_s"
+printf '%-14s %10.3f %12s %9s\n' "raw fsync" "$raw_s" "-" "$raw_mbs"
+echo "(MB = 10^6 bytes of values; raw fsync: $raw_bytes bytes in 256 KiB chunks, fdatasync after each; verified: both log end offsets and kcat -C = $records records)"
+ok=1
