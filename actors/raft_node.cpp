@@ -66,6 +66,11 @@ struct raft_node_state {
   std::string broken;  ///< why the node stopped taking part (a failed save)
   raft::role last_role = raft::role::follower;
   uint64_t elections = 0, sent = 0, dropped = 0, received = 0, refused = 0;
+  // Looked up once: publish_status runs after every tick and message.
+  metrics::gauge* term_gauge = nullptr;
+  metrics::gauge* controller_gauge = nullptr;
+  metrics::gauge* commit_gauge = nullptr;
+  metrics::counter* elections_counter = nullptr;
   static inline const char* name = "raft_node";
 };
 
@@ -99,7 +104,7 @@ void publish_status(self_ptr self) {
   s.applied_index = static_cast<int64_t>(core.applied_index().value);
   if (core.current_role() == raft::role::candidate && st.last_role != raft::role::candidate) {
     ++st.elections;
-    metrics::registry::global().get_counter("moonmq_raft_elections_total", "Elections this broker started").inc();
+    st.elections_counter->inc();
   }
   if (s.is_leader && st.last_role != raft::role::leader)
     logger()->info("raft.leader broker={} term={}", st.settings.broker_id, s.term);
@@ -107,12 +112,9 @@ void publish_status(self_ptr self) {
     logger()->warn("raft.stepped_down broker={} term={} leader={}", st.settings.broker_id, s.term,
                    s.leader.empty() ? "unknown" : s.leader);
   st.last_role = core.current_role();
-  auto& reg = metrics::registry::global();
-  reg.get_gauge("moonmq_raft_term", "Current Raft term of this broker").set(static_cast<double>(s.term));
-  reg.get_gauge("moonmq_raft_is_controller", "1 while this broker is the Raft leader (the controller)")
-    .set(s.is_leader ? 1.0 : 0.0);
-  reg.get_gauge("moonmq_raft_commit_index", "Highest Raft log index known committed")
-    .set(static_cast<double>(s.commit_index));
+  st.term_gauge->set(static_cast<double>(s.term));
+  st.controller_gauge->set(s.is_leader ? 1.0 : 0.0);
+  st.commit_gauge->set(static_cast<double>(s.commit_index));
   st.view->set(std::move(s));
 }
 
@@ -318,8 +320,13 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
   cfg.heartbeat_ticks = init.timing.heartbeat_ticks;
   cfg.max_log_entries = static_cast<std::size_t>(init.settings.max_log_entries);
   cfg.seed = std::random_device{}() ^ static_cast<uint64_t>(clock_type::now().time_since_epoch().count());
+  auto& reg = metrics::registry::global();
+  init.term_gauge = &reg.get_gauge("moonmq_raft_term", "Current Raft term of this broker");
+  init.controller_gauge =
+    &reg.get_gauge("moonmq_raft_is_controller", "1 while this broker is the Raft leader (the controller)");
+  init.commit_gauge = &reg.get_gauge("moonmq_raft_commit_index", "Highest Raft log index known committed");
   // Registered at 0 so that the series exists before the first election.
-  metrics::registry::global().get_counter("moonmq_raft_elections_total", "Elections this broker started");
+  init.elections_counter = &reg.get_counter("moonmq_raft_elections_total", "Elections this broker started");
   auto core = raft::raft_core::open(cfg, init.store->state());
   if (!core) {
     // open_raft_store validated the store; only a bad membership lands here.

@@ -33,6 +33,17 @@ std::vector<std::string> raft_config() {
           "Cluster.Raft.HeartbeatMs=100"};
 }
 
+/// 3 x ElectionTimeoutMs: the issue's bound on electing a controller.
+constexpr std::chrono::milliseconds bound{3 * election_timeout_ms};
+
+/// Starts every broker of `c` at once, then waits for each to be ready.
+void start_all(move_cluster& c) {
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+}
+
 std::string log_tails(const move_cluster& c, size_t n = 8000) {
   auto all = c.all_logs();
   return all.size() <= n ? all : "...\n" + all.substr(all.size() - n);
@@ -96,11 +107,7 @@ double metric(uint16_t admin, const std::string& name) {
 TEST_CASE("three brokers with Raft elect one controller within three election timeouts and another when it is killed",
           "[node][raft][scenario]") {
   move_cluster c{{"b1", "b2", "b3"}, raft_config()};
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
-  auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
+  start_all(c);
   auto t0 = clock_type::now();
   auto first = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
   auto elected_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
@@ -151,12 +158,8 @@ TEST_CASE("with Raft a move commits its owner change on every broker and a resum
     config.push_back(a);
   config.push_back("Autobalance.ExcludedTopics=[\"orders\"]");
   move_cluster c{{"b1", "b2", "b3"}, config};
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
+  start_all(c);
   INFO(log_tails(c));
-  auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
   REQUIRE(elected);
 
@@ -246,12 +249,8 @@ TEST_CASE("a controller cut off from the majority steps down within one election
   for (auto& a : autobalance(false, 1))
     config.push_back(a);
   move_cluster c{{"b1", "b2", "b3"}, config};
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
+  start_all(c);
   INFO(log_tails(c));
-  auto bound = std::chrono::milliseconds(3 * election_timeout_ms);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * bound);
   REQUIRE(elected);
   auto leader = elected->first;
