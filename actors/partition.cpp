@@ -75,6 +75,19 @@ void flush_pending(self_ptr self) {
   }
 }
 
+/// Answers `base` after the next flush (group commit: one fdatasync for
+/// every append queued before it runs).
+caf::result<int64_t> ack_when_durable(self_ptr self, int64_t base) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<int64_t>();
+  st.pending.push_back({rp, base});
+  if (!st.flush_scheduled) {
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+  return rp;
+}
+
 void run_retention(self_ptr self) {
   auto& st = self->state;
   const auto& cfg = st.settings.config;
@@ -105,6 +118,7 @@ std::string summary(self_ptr self) {
   j["durable_offset"] = st.log->durable_offset().value;
   j["size_bytes"] = st.log->size_bytes();
   j["segments"] = st.log->segment_count();
+  j["idempotent_producers"] = st.log->producers().producer_count();
   j["pending_acks"] = st.pending.size();
   j["bytes_in"] = st.c.bytes_in;
   j["bytes_out"] = st.c.bytes_out;
@@ -184,10 +198,19 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
                                                    + " is being moved; retry at its owner");
       auto size = batch.size();
       auto base = st.log->append(batch);
+      if (!base && base.err().code == storage::errc::duplicate_sequence) {
+        // A producer's resend: answered with the first append's offset once
+        // that is durable, and nothing is appended.
+        if (!durable || base.err().original < st.log->durable_offset())
+          return base.err().original.value;
+        return ack_when_durable(self, base.err().original.value);
+      }
       if (!base) {
         auto code = base.err().code;
         if (code == storage::errc::io_error)
           return storage_failure(base.err());
+        if (code == storage::errc::out_of_order_sequence || code == storage::errc::invalid_producer_epoch)
+          return make_coded_error(409, storage::to_string(code), base.err().message);
         return make_error(errc::invalid_request,
                           std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message);
       }
@@ -200,13 +223,7 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
       st.m_records_in->inc(static_cast<double>(records));
       if (!durable)
         return base->value;
-      auto rp = self->make_response_promise<int64_t>();
-      st.pending.push_back({rp, base->value});
-      if (!st.flush_scheduled) {
-        st.flush_scheduled = true;
-        self->send(self, flush_atom::value);
-      }
-      return rp;
+      return ack_when_durable(self, base->value);
     },
     [self](copy_atom, std::string& batches, bool durable) -> caf::result<int64_t> {
       auto& st = self->state;
@@ -263,6 +280,19 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
         return offline(self);
       return caf::make_result(st.log->log_start().value, st.log->log_end().value,
                               static_cast<int64_t>(st.log->size_bytes()));
+    },
+    [self](time_lookup_atom, int64_t timestamp) -> caf::result<int64_t, int64_t> {
+      auto& st = self->state;
+      if (!st.log)
+        return offline(self);
+      if (timestamp < 0)
+        return make_error(errc::invalid_request, "time lookup: the timestamp must not be negative");
+      auto found = st.log->offset_for_timestamp(timestamp);
+      if (!found)
+        return storage_failure(found.err());
+      if (!*found)
+        return caf::make_result(int64_t{-1}, int64_t{-1});
+      return caf::make_result((*found)->off.value, (*found)->timestamp);
     },
     [self](flush_atom) { flush_pending(self); },
     [self](retain_atom) {

@@ -44,6 +44,11 @@ using partition_actor = caf::typed_actor<
   caf::replies_to<read_atom, int64_t, int32_t, bool>::with<std::string, int64_t, int64_t>,
   // (log_start, log_end, size_bytes).
   caf::replies_to<bounds_atom>::with<int64_t, int64_t, int64_t>,
+  // Time lookup (ListOffsets by timestamp, see partition_log::
+  // offset_for_timestamp): (offset, timestamp) of the earliest record whose
+  // timestamp is >= `timestamp`, or (-1, -1) when none has one. Errors:
+  // invalid_request (negative timestamp), storage_error, partition_offline.
+  caf::replies_to<time_lookup_atom, int64_t>::with<int64_t, int64_t>,
   // Internal: fsync the appends held for group commit.
   caf::reacts_to<flush_atom>,
   // Internal: apply retention (also re-armed on a timer).

@@ -167,7 +167,20 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
   lg.closed_ = std::move(closed);
   lg.log_start_ = lg.closed_.empty() ? lg.active_.base() : lg.closed_.front().base;
   lg.durable_ = lg.log_end();
+  if (auto st = lg.rebuild_producers(); !st)
+    return st.err();
   return lg;
+}
+
+status partition_log::rebuild_producers() {
+  auto visit = [this](const batch_header_info& h, uint64_t) {
+    producers_.record(h);
+    return true;
+  };
+  for (const auto& seg : closed_)
+    if (auto st = walk_segment_headers(dir_ + "/" + segment_log_name(seg.base), seg.size, visit); !st)
+      return st;
+  return walk_segment_headers(active_.path(), active_.size(), visit);
 }
 
 result<partition_log> partition_log::create(const std::string& dir, offset start,
@@ -224,10 +237,28 @@ result<offset> partition_log::append(std::string& batch) {
                                             " bytes but the batch is " +
                                             std::to_string(view->size()));
   auto base = log_end();
-  auto last = offset{base.value + view->count() - 1};
-  auto max_ts = view->max_timestamp();
   (void)set_base_offset(batch, base);  // cannot fail: batch has >= 61 bytes
-  return append_validated(batch, base, last, max_ts);
+  auto head = peek_batch_header(batch);
+  if (!head)
+    return head.err();
+  const bool idempotent = producer_state::is_idempotent(*head);
+  if (idempotent) {
+    auto verdict = producers_.check(*head);
+    if (verdict.kind == producer_verdict::duplicate) {
+      auto e = make_error(errc::duplicate_sequence, "batch already appended at offset "
+                                                        + std::to_string(verdict.original.value));
+      e.original = verdict.original;
+      return e;
+    }
+    if (verdict.kind == producer_verdict::out_of_order)
+      return make_error(errc::out_of_order_sequence, verdict.reason);
+    if (verdict.kind == producer_verdict::stale_epoch)
+      return make_error(errc::invalid_producer_epoch, verdict.reason);
+  }
+  auto r = append_validated(batch, base, head->last, head->max_timestamp);
+  if (r && idempotent)
+    producers_.record(*head);
+  return r;
 }
 
 result<offset> partition_log::append_with_offsets(std::string_view batch) {
@@ -246,8 +277,12 @@ result<offset> partition_log::append_with_offsets(std::string_view batch) {
     e.log_end = log_end();
     return e;
   }
-  return append_validated(batch, view->base_offset(), view->last_offset(),
-                          view->max_timestamp());
+  auto r = append_validated(batch, view->base_offset(), view->last_offset(), view->max_timestamp());
+  if (r) {
+    if (auto head = peek_batch_header(batch))
+      producers_.record(*head);
+  }
+  return r;
 }
 
 result<offset> partition_log::append_validated(std::string_view batch, offset base, offset last,
@@ -328,9 +363,43 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
   return out;
 }
 
+result<int64_t> partition_log::closed_max_timestamp(closed_segment& seg) {
+  if (seg.max_timestamp == -2) {
+    auto ts = closed_segment_max_timestamp(dir_, seg);
+    if (!ts)
+      return ts.err();
+    seg.max_timestamp = *ts;
+  }
+  return seg.max_timestamp;
+}
+
+result<std::optional<timestamp_offset>> partition_log::offset_for_timestamp(int64_t target) {
+  if (target < 0)
+    return make_error(errc::invalid_argument,
+                      "timestamp " + std::to_string(target) + " is negative");
+  // Every segment whose largest timestamp reaches the target, oldest first:
+  // Kafka searches only the first one; the later ones matter only when a
+  // batch header claims a maxTimestamp its records do not have.
+  for (auto& seg : closed_) {
+    auto max_ts = closed_max_timestamp(seg);
+    if (!max_ts)
+      return max_ts.err();
+    if (*max_ts < target)
+      continue;
+    auto hit = find_offset_by_timestamp(dir_ + "/" + segment_log_name(seg.base), seg.size,
+                                        target, log_start_);
+    if (!hit || *hit)
+      return hit;
+  }
+  if (active_.max_timestamp() < target)
+    return std::optional<timestamp_offset>{};
+  return find_offset_by_timestamp(active_.path(), active_.size(), target, log_start_);
+}
+
 result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
                                                         int64_t retention_ms, int64_t now_ms) {
   retention_result res;
+  producers_.expire(now_ms);
   uint64_t total = size_bytes();
   while (!closed_.empty()) {
     auto& seg = closed_.front();
@@ -338,12 +407,8 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
     bool expired = retention_bytes >= 0 &&
                    total - seg_bytes >= static_cast<uint64_t>(retention_bytes);
     if (!expired && retention_ms >= 0) {
-      if (seg.max_timestamp == -2) {
-        auto ts = closed_segment_max_timestamp(dir_, seg);
-        if (!ts)
-          return ts.err();
-        seg.max_timestamp = *ts;
-      }
+      if (auto max_ts = closed_max_timestamp(seg); !max_ts)
+        return max_ts.err();
       int64_t ts = seg.max_timestamp >= 0 ? seg.max_timestamp
                                           : file_mtime_ms(dir_ + "/" + segment_log_name(seg.base));
       expired = ts >= 0 && now_ms - ts > retention_ms;
@@ -417,6 +482,7 @@ status partition_log::reset(offset start) {
   log_start_ = start;
   durable_ = start;
   dirty_ = false;
+  producers_.clear();
   log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
   return {};
 }

@@ -321,6 +321,10 @@ result<batch_header_info> peek_batch_header(std::string_view bytes) {
   info.last = offset{base + last_delta};
   info.size = *size;
   info.max_timestamp = static_cast<int64_t>(load_be(bytes, pos_max_ts, 8));
+  info.attributes = static_cast<int16_t>(load_be(bytes, batch_attributes_offset, 2));
+  info.producer_id = static_cast<int64_t>(load_be(bytes, pos_producer_id, 8));
+  info.producer_epoch = static_cast<int16_t>(load_be(bytes, pos_producer_epoch, 2));
+  info.base_sequence = static_cast<int32_t>(load_be(bytes, pos_base_seq, 4));
   return info;
 }
 
@@ -408,6 +412,25 @@ result<std::vector<record_view>> decode_records(const batch_view& batch) {
   if (!st)
     return st.err();
   return out;
+}
+
+result<std::optional<timestamp_offset>> find_timestamp_in_batch(const batch_view& batch,
+                                                                int64_t target, offset min_offset) {
+  const int64_t max_ts = batch.max_timestamp();
+  if (max_ts < target || batch.last_offset() < min_offset)
+    return std::optional<timestamp_offset>{};
+  // Every record carries maxTimestamp (LogAppendTime), or the records are
+  // not decoded (compressed): the first offset at or after min_offset.
+  if ((batch.attributes() & attr_log_append_time) != 0 || batch.compression_codec() != 0)
+    return std::optional<timestamp_offset>{
+      timestamp_offset{std::max(batch.base_offset(), min_offset), max_ts}};
+  auto records = decode_records(batch);
+  if (!records)
+    return records.err();
+  for (const auto& r : *records)
+    if (r.off >= min_offset && r.timestamp_ms >= target)
+      return std::optional<timestamp_offset>{timestamp_offset{r.off, r.timestamp_ms}};
+  return std::optional<timestamp_offset>{};
 }
 
 }  // namespace moonmq::storage

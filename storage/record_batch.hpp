@@ -35,6 +35,9 @@ inline constexpr size_t batch_crc_offset = 17;    ///< position of crc
 inline constexpr size_t batch_attributes_offset = 21;  ///< CRC covers from here
 inline constexpr int8_t batch_magic_v2 = 2;
 inline constexpr uint16_t attr_compression_mask = 0x07;  ///< codec bits 0..2
+/// timestampType bit: set = LogAppendTime, every record's timestamp is the
+/// batch maxTimestamp; clear = CreateTime, baseTimestamp + timestampDelta.
+inline constexpr uint16_t attr_log_append_time = 0x08;
 inline constexpr uint16_t attr_transactional = 0x10;
 inline constexpr uint16_t attr_control = 0x20;
 
@@ -115,9 +118,14 @@ struct batch_header_info {
   offset last{0};
   size_t size = 0;  ///< 12 + batchLength
   int64_t max_timestamp = -1;
+  int16_t attributes = 0;
+  int64_t producer_id = -1;     ///< -1: not an idempotent batch
+  int16_t producer_epoch = -1;
+  int32_t base_sequence = -1;
 };
 
-/// Reads base/last offset, size and maxTimestamp from the 61-byte header at
+/// Reads base/last offset, size, maxTimestamp, attributes and the producer
+/// fields from the 61-byte header at
 /// the start of `bytes`; checks magic 2, batchLength >= 49 and
 /// lastOffsetDelta >= 0 but not the CRC (cheap walk over stored segments).
 /// Errors: short_buffer, bad_length, bad_magic, bad_count.
@@ -147,5 +155,23 @@ struct record_view {
 /// Decodes every record of an uncompressed batch. Errors: compressed (codec
 /// bits != 0; the batch is still a valid stored batch), bad_record, bad_count.
 result<std::vector<record_view>> decode_records(const batch_view& batch);
+
+/// A record located by timestamp: its offset and its timestamp (ms).
+struct timestamp_offset {
+  offset off{0};
+  int64_t timestamp = -1;
+};
+
+/// The first record of `batch` whose offset is >= `min_offset` and whose
+/// timestamp is >= `target`, or nullopt (also when maxTimestamp < target).
+/// The inner loop of Kafka's FileRecords.searchForTimestamp. A record's
+/// timestamp is baseTimestamp + timestampDelta (CreateTime), or the batch
+/// maxTimestamp for every record when attr_log_append_time is set. A
+/// compressed batch is not decoded (no codecs here): it answers its first
+/// offset >= `min_offset` with the batch maxTimestamp, so the offset may
+/// precede the first matching record (Kafka decompresses and is exact).
+/// Errors: bad_record, bad_count (the decode_records errors).
+result<std::optional<timestamp_offset>> find_timestamp_in_batch(const batch_view& batch,
+                                                                int64_t target, offset min_offset);
 
 }  // namespace moonmq::storage

@@ -382,26 +382,81 @@ result<bool> check_closed_segment(const std::string& dir, closed_segment& seg,
   return true;
 }
 
-result<int64_t> closed_segment_max_timestamp(const std::string& dir, const closed_segment& seg) {
-  auto path = dir + "/" + segment_log_name(seg.base);
+status walk_segment_headers(const std::string& path, uint64_t size,
+                            const std::function<bool(const batch_header_info&, uint64_t)>& visit) {
   auto fd = open_file(path, O_RDONLY);
   if (!fd)
     return fd.err();
-  int64_t max_ts = -1;
   std::string head;
   uint64_t pos = 0;
-  while (pos < seg.size) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size, seg.size - pos));
+  while (pos < size) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size, size - pos));
     auto st = pread_exact(fd->get(), pos, n, head, path);
     if (!st)
       return st.err().code == errc::io_error ? st.err() : corrupt(path, pos, st.err());
     auto info = peek_batch_header(head);
-    if (!info)
-      break;  // corrupt tail: the valid prefix decides
-    max_ts = std::max(max_ts, info->max_timestamp);
+    if (!info || info->size > size - pos)
+      break;
+    if (!visit(*info, pos))
+      break;
     pos += info->size;
   }
+  return {};
+}
+
+result<int64_t> closed_segment_max_timestamp(const std::string& dir, const closed_segment& seg) {
+  int64_t max_ts = -1;
+  auto st = walk_segment_headers(dir + "/" + segment_log_name(seg.base), seg.size,
+                                 [&](const batch_header_info& h, uint64_t) {
+                                   max_ts = std::max(max_ts, h.max_timestamp);
+                                   return true;
+                                 });
+  if (!st)
+    return st.err();
   return max_ts;
+}
+
+result<std::optional<timestamp_offset>> find_offset_by_timestamp(const std::string& path,
+                                                                 uint64_t size, int64_t target,
+                                                                 offset min_offset) {
+  std::optional<timestamp_offset> found;
+  std::optional<error> failed;
+  unique_fd fd;  // for whole candidate batches; opened at the first one
+  std::string batch;
+  auto st = walk_segment_headers(path, size, [&](const batch_header_info& h, uint64_t pos) {
+    if (h.max_timestamp < target || h.last < min_offset)
+      return true;
+    if (!fd.valid()) {
+      auto opened = open_file(path, O_RDONLY);
+      if (!opened) {
+        failed = opened.err();
+        return false;
+      }
+      fd = std::move(*opened);
+    }
+    auto rd = pread_exact(fd.get(), pos, h.size, batch, path);
+    if (!rd) {
+      failed = rd.err().code == errc::io_error ? rd.err() : corrupt(path, pos, rd.err());
+      return false;
+    }
+    auto view = batch_view::parse(batch, false);
+    if (!view) {
+      failed = corrupt(path, pos, view.err());
+      return false;
+    }
+    auto hit = find_timestamp_in_batch(*view, target, min_offset);
+    if (!hit) {
+      failed = corrupt(path, pos, hit.err());
+      return false;
+    }
+    found = *hit;
+    return !found;
+  });
+  if (!st)
+    return st.err();
+  if (failed)
+    return *failed;
+  return found;
 }
 
 }  // namespace moonmq::storage

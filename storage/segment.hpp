@@ -10,12 +10,14 @@
 // because segments are capped at 2 GiB.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "storage/file_io.hpp"
+#include "storage/record_batch.hpp"
 #include "storage/types.hpp"
 
 namespace moonmq::storage {
@@ -140,8 +142,27 @@ result<std::string> read_closed_segment(const std::string& dir, const closed_seg
 result<bool> check_closed_segment(const std::string& dir, closed_segment& seg,
                                   size_t index_interval_bytes);
 
+/// Walks the batch headers (no CRC) of the segment log at `path`, `size`
+/// bytes long, from position 0, calling `visit(header, position)` for each
+/// batch until it returns false. A header that does not parse or runs past
+/// `size` ends the walk quietly (a corrupt tail: the valid prefix decides).
+/// Errors: io_error; corrupt_segment when the file is shorter than `size`.
+status walk_segment_headers(const std::string& path, uint64_t size,
+                            const std::function<bool(const batch_header_info&, uint64_t)>& visit);
+
 /// Largest maxTimestamp over the batch headers of a sealed segment (header
 /// walk, no CRC), or -1 when no batch carries a timestamp.
 result<int64_t> closed_segment_max_timestamp(const std::string& dir, const closed_segment& seg);
+
+/// The first record of the segment log at `path` (`size` bytes) whose offset
+/// is >= `min_offset` and whose timestamp is >= `target`, or nullopt: Kafka's
+/// FileRecords.searchForTimestamp without a time index. Walks the batch
+/// headers (walk_segment_headers), skips batches whose maxTimestamp <
+/// `target`, and reads each other batch whole (CRC checked) for
+/// find_timestamp_in_batch, stopping at the first hit. Errors: io_error;
+/// corrupt_segment (a candidate batch fails to parse or decode).
+result<std::optional<timestamp_offset>> find_offset_by_timestamp(const std::string& path,
+                                                                 uint64_t size, int64_t target,
+                                                                 offset min_offset);
 
 }  // namespace moonmq::storage

@@ -17,6 +17,9 @@ const char* to_string(errc code) {
     case errc::corrupt_segment: return "corrupt_segment";
     case errc::io_error: return "io_error";
     case errc::invalid_argument: return "invalid_argument";
+    case errc::duplicate_sequence: return "duplicate_sequence";
+    case errc::out_of_order_sequence: return "out_of_order_sequence";
+    case errc::invalid_producer_epoch: return "invalid_producer_epoch";
   }
   return "unknown";
 }

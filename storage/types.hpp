@@ -43,6 +43,9 @@ enum class errc {
   corrupt_segment,       ///< a closed segment holds bytes that do not parse
   io_error,              ///< a system call failed (errno in error::sys_errno)
   invalid_argument,      ///< caller passed a value outside the documented domain
+  duplicate_sequence,    ///< idempotent batch already appended (its offset in error::original)
+  out_of_order_sequence, ///< idempotent batch whose sequence does not follow the producer's last
+  invalid_producer_epoch,///< idempotent batch from an epoch older than the producer's current one
 };
 
 /// Stable lower-case name of `code` (e.g. "bad_crc"), for logs and HTTP bodies.
@@ -56,6 +59,7 @@ struct error {
   std::string message;
   offset log_start{-1};
   offset log_end{-1};
+  offset original{-1};  ///< duplicate_sequence: base offset of the first append
   int sys_errno = 0;
 };
 

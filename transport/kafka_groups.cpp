@@ -369,27 +369,6 @@ int16_t commit_code_of(const caf::error& e) {
   return ec::unknown_server_error;
 }
 
-/// One HTTP request to a peer's cluster listener; `done(status, body)`
-/// with status 0 when it could not be reached.
-void peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,
-               const std::string& target, std::string body, std::function<void(int, std::string)> done) {
-  auto peer = std::find_if(ctx.peers.begin(), ctx.peers.end(), [&](const auto& p) { return p.id == broker; });
-  if (peer == ctx.peers.end() || !peer->cluster) {
-    done(0, {});
-    return;
-  }
-  http_client_request req;
-  req.method = method;
-  req.target = target;
-  req.body = std::move(body);
-  if (!peer->token.empty())
-    req.headers.emplace_back("X-Cluster-Token", peer->token);
-  req.timeout = ctx.timeout;
-  peer->cluster->request(std::move(req), [done](http_client_result res) {
-    done(res.ok() ? res.status : 0, std::move(res.body));
-  });
-}
-
 /// OffsetCommit: fenced by the Kafka group, then split by partition owner
 /// as the HTTP API does (docs/groups.md): this broker's part goes to the
 /// group_coordinator actor's offset store, each other owner's part to its
@@ -442,16 +421,30 @@ void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_comm
         int32_t{-1}, std::string{});
       continue;
     }
-    // Another owner (or one being moved: 421) is retried by the client
-    // after COORDINATOR_NOT_AVAILABLE.
-    peer_call(*ctx, owner, "POST", "/cluster/groups/" + req.group_id + "/offsets",
-              json{{"offsets", offsets}}.dump(), [g, fail](int status, std::string) {
-                if (status == 200)
-                  g->one();
-                else
-                  fail(status == 0 || status == 421 || status == 503 ? ec::coordinator_not_available
-                                                                    : ec::unknown_server_error);
-              });
+    // Another owner. One that answers 421 naming a third broker (this
+    // broker's table is behind a move) is followed once; anything else
+    // unavailable (unreachable, moving) is retried by the client after
+    // COORDINATOR_NOT_AVAILABLE.
+    auto target = "/cluster/groups/" + req.group_id + "/offsets";
+    auto body = json{{"offsets", offsets}}.dump();
+    auto judge = [g, fail](int status) {
+      if (status == 200)
+        g->one();
+      else
+        fail(status == 0 || status == 421 || status == 503 ? ec::coordinator_not_available
+                                                          : ec::unknown_server_error);
+    };
+    kafka_peer_call(*ctx, owner, "POST", target, body, [ctx, owner, target, body, judge](int status, std::string answer) {
+      auto named = status == 421 ? json::parse(answer, nullptr, false) : json{};
+      auto next = named.is_object() && named.contains("owner") && named["owner"].is_string()
+                    ? named["owner"].get<std::string>()
+                    : std::string{};
+      if (next.empty() || next == owner || next == ctx->broker_id) {
+        judge(status);
+        return;
+      }
+      kafka_peer_call(*ctx, next, "POST", target, body, [judge](int again, std::string) { judge(again); });
+    });
   }
 }
 
@@ -536,7 +529,7 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
   for (const auto& p : ctx->peers) {
     if (!p.cluster)
       continue;
-    peer_call(*ctx, p.id, "GET", "/cluster/groups/" + shared->group_id + "/offsets", {},
+    kafka_peer_call(*ctx, p.id, "GET", "/cluster/groups/" + shared->group_id + "/offsets", {},
               [g, add, read, id = p.id](int status, std::string body) {
                 if (status == 200)
                   add(body, nullptr);

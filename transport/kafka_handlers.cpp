@@ -1,18 +1,21 @@
 #include "transport/kafka_handlers.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include <caf/all.hpp>
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "cluster/group_placement.hpp"
+#include "cluster/partition_map.hpp"
 #include "dataplane/topic_name.hpp"
 #include "kafka/produce_validation.hpp"
+#include "transport/http_client.hpp"
 #include "transport/kafka_groups.hpp"
 #include "util/logging.hpp"
 
@@ -48,6 +51,14 @@ int16_t kafka_code_of(const caf::error& e) {
   if (e.category() != caf::atom("moonmq"))
     return ec::unknown_server_error;
   switch (static_cast<errc>(e.code())) {
+    case errc::coded: {
+      auto code = error_code_of(e);
+      if (code == "out_of_order_sequence")
+        return ec::out_of_order_sequence_number;
+      if (code == "invalid_producer_epoch")
+        return ec::invalid_producer_epoch;
+      return ec::unknown_server_error;
+    }
     case errc::partition_moved:
       return ec::not_leader_or_follower;
     case errc::offset_out_of_range:
@@ -116,7 +127,55 @@ bool split_address(const std::string& address, std::string& host, int32_t& port)
   return true;
 }
 
-kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t version, const kafka::metadata_request& req) {
+/// A Metadata request for every topic (v0: an empty list; v1+: null).
+bool all_topics(int16_t version, const kafka::metadata_request& req) {
+  return !req.topics || (version == 0 && req.topics->empty());
+}
+
+/// Topics held by other brokers, for Metadata: a topic lives on the brokers
+/// that hold its partitions (docs/cluster.md), but a Kafka client takes any
+/// broker's Metadata for the whole cluster's.
+struct peer_topics {
+  std::mutex mtx;
+  std::map<std::string, int32_t> counts;                    ///< topic → partition count (largest reported)
+  std::vector<cluster::partition_report> reports;          ///< every peer's partitions with their owners
+  bool complete = true;                                    ///< every peer answered
+  std::map<cluster::topic_partition, std::string> owners;  ///< merged once all answered
+};
+
+/// Asks every peer's GET /cluster/loads (at most 2 s each, in parallel) and
+/// calls `done` with what they hold; owners merged as /admin/cluster does
+/// (cluster::merge_partition_reports).
+void survey_peer_topics(const std::shared_ptr<kafka_context>& ctx,
+                        std::function<void(std::shared_ptr<peer_topics>)> done) {
+  auto found = std::make_shared<peer_topics>();
+  auto g = gather::make(ctx->peers.size(), [found, done] {
+    for (const auto& [tp, placement] : cluster::merge_partition_reports(found->reports))
+      found->owners[tp] = placement.owner.str();
+    done(found);
+  });
+  for (const auto& p : ctx->peers)
+    kafka_peer_call(*ctx, p.id, "GET", "/cluster/loads", {}, [g, found](int status, std::string body) {
+      auto j = status == 200 ? nlohmann::json::parse(body, nullptr, false) : nlohmann::json{};
+      std::lock_guard<std::mutex> lock{found->mtx};
+      if (!j.is_object() || !j.contains("topics") || !j["topics"].is_array()) {
+        found->complete = false;
+      } else {
+        for (const auto& t : j["topics"])
+          if (t.is_object() && t.contains("name") && t["name"].is_string() && t.contains("partitions")
+              && t["partitions"].is_number_integer()) {
+            auto& n = found->counts[t["name"].get<std::string>()];
+            n = std::max(n, t["partitions"].get<int32_t>());
+          }
+        auto reports = cluster::parse_loads(j);
+        found->reports.insert(found->reports.end(), reports.begin(), reports.end());
+      }
+      g->one();
+    }, std::min<milliseconds>(ctx->timeout, milliseconds{2000}));
+}
+
+kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t version, const kafka::metadata_request& req,
+                                        const peer_topics* remote) {
   kafka::metadata_response resp;
   resp.cluster_id = "moonmq";
   resp.controller_id = kafka_node_id(ctx, ctx.broker_id);
@@ -136,16 +195,30 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
     kafka::metadata_topic mt;
     mt.name = name;
     auto t = topics->find(name);
-    if (t == topics->end()) {
-      mt.error_code = ec::unknown_topic_or_partition;
+    size_t count = 0;
+    bool local = t != topics->end();
+    if (local) {
+      count = t->second.partitions.size();
+    } else if (remote && remote->counts.count(name)) {
+      count = static_cast<size_t>(std::max(0, remote->counts.at(name)));
+    } else {
+      // Not held here nor by any peer that answered; while a peer is
+      // silent the topic may be there: retriable.
+      mt.error_code = remote && !remote->complete ? ec::leader_not_available : ec::unknown_topic_or_partition;
       return mt;
     }
     mt.is_internal = dataplane::is_internal_topic(name);
-    for (size_t i = 0; i < t->second.partitions.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       kafka::metadata_partition mp;
       mp.partition_index = static_cast<int32_t>(i);
-      auto o = owners->find(cluster::topic_partition{name, static_cast<int32_t>(i)});
-      auto owner = o == owners->end() ? ctx.broker_id : o->second;
+      cluster::topic_partition tp{name, static_cast<int32_t>(i)};
+      std::string owner;
+      if (local) {
+        auto o = owners->find(tp);
+        owner = o == owners->end() ? ctx.broker_id : o->second;
+      } else if (auto o = remote->owners.find(tp); o != remote->owners.end()) {
+        owner = o->second;
+      }
       if (listed.count(owner)) {
         mp.leader_id = kafka_node_id(ctx, owner);
         mp.replica_nodes = {mp.leader_id};
@@ -158,9 +231,14 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
     }
     return mt;
   };
-  if (!req.topics || (version == 0 && req.topics->empty())) {
-    // v0: an empty list means all topics; v1+: null means all, empty none.
+  if (all_topics(version, req)) {
+    std::set<std::string> names;
     for (const auto& [name, t] : *topics)
+      names.insert(name);
+    if (remote)
+      for (const auto& [name, n] : remote->counts)
+        names.insert(name);
+    for (const auto& name : names)
       resp.topics.push_back(describe(name));
   } else {
     for (const auto& name : *req.topics)
@@ -169,20 +247,45 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
   return resp;
 }
 
+void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
+                   std::shared_ptr<kafka::metadata_request> req, std::shared_ptr<peer_topics> remote,
+                   kafka_done done);
+
 void metadata(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::metadata_request req,
               kafka_done done) {
+  auto shared_req = std::make_shared<kafka::metadata_request>(std::move(req));
+  auto topics = ctx->catalog->get();
+  bool ask_peers = !ctx->peers.empty() && all_topics(version, *shared_req);
+  if (!ask_peers && shared_req->topics && !ctx->peers.empty())
+    for (const auto& name : *shared_req->topics)
+      ask_peers = ask_peers || !topics->count(name);
+  if (!ask_peers) {
+    metadata_with(ctx, version, shared_req, nullptr, std::move(done));
+    return;
+  }
+  survey_peer_topics(ctx, [ctx, version, shared_req, done](std::shared_ptr<peer_topics> remote) {
+    metadata_with(ctx, version, shared_req, std::move(remote), done);
+  });
+}
+
+/// Metadata once the peers' topics are known (`remote`, null without peers
+/// or when every requested topic is held here).
+void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
+                   std::shared_ptr<kafka::metadata_request> req, std::shared_ptr<peer_topics> remote,
+                   kafka_done done) {
   // Auto-creation (Kafka auto.create.topics.enable): producers ask for it
-  // (v4 flag; always on before v4).
+  // (v4 flag; always on before v4). Only a topic no broker holds, and only
+  // when every peer answered (else it may exist on a silent one).
   std::vector<std::string> missing;
-  if (req.topics && (version < 4 || req.allow_auto_topic_creation)) {
+  if (req->topics && (version < 4 || req->allow_auto_topic_creation) && (!remote || remote->complete)) {
     auto topics = ctx->catalog->get();
-    for (const auto& name : *req.topics)
-      if (!topics->count(name) && dataplane::check_topic_name(name).empty())
+    for (const auto& name : *req->topics)
+      if (!topics->count(name) && !(remote && remote->counts.count(name))
+          && dataplane::check_topic_name(name).empty())
         missing.push_back(name);
   }
-  auto shared_req = std::make_shared<kafka::metadata_request>(std::move(req));
-  auto g = gather::make(missing.size(), [ctx, version, shared_req, done] {
-    auto resp = build_metadata(*ctx, version, *shared_req);
+  auto g = gather::make(missing.size(), [ctx, version, req, remote, done] {
+    auto resp = build_metadata(*ctx, version, *req, remote.get());
     int errors = 0;
     for (const auto& t : resp.topics)
       errors += t.error_code != 0;
@@ -308,26 +411,13 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
         g->one();
         continue;
       }
-      if (info.producer_id >= 0 && ctx->producers) {
-        auto v = ctx->producers->check(t.name, p.index, info.producer_id, info.producer_epoch, info.base_sequence,
-                                       info.record_count);
-        if (v.error != 0 || v.duplicate) {
-          slot->error_code = v.error;
-          slot->base_offset = v.duplicate.value_or(-1);
-          g->one();
-          continue;
-        }
-      }
-      auto name = t.name;
-      auto index = p.index;
+      // The partition judges idempotent batches (sequence, epoch, resends)
+      // against the producer state kept with its log.
       std::string batch = std::move(*p.records);
       ask<int64_t>(
         *ctx->system, actor, ctx->timeout,
-        [g, slot, ctx, name, index, info](int64_t& base) {
+        [g, slot](int64_t& base) {
           slot->base_offset = base;
-          if (info.producer_id >= 0 && ctx->producers)
-            ctx->producers->appended(name, index, info.producer_id, info.producer_epoch, info.base_sequence,
-                                     info.record_count, base);
           g->one();
         },
         [g, slot](const caf::error& e) {
@@ -468,20 +558,34 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
         g->one();
         continue;
       }
+      std::function<void(const caf::error&)> fail = [g, slot](const caf::error& e) {
+        slot->error_code = kafka_code_of(e);
+        g->one();
+      };
+      if (ts >= 0) {
+        // The earliest offset whose record timestamp is >= ts, with that
+        // timestamp; (-1, -1) when no record has one, as Kafka answers
+        // (UNKNOWN_OFFSET, UNKNOWN_TIMESTAMP, error none).
+        ask_many<int64_t, int64_t>(
+          *ctx->system, actor, ctx->timeout,
+          [g, slot](int64_t& offset, int64_t& timestamp) {
+            slot->offset = offset;
+            slot->timestamp = timestamp;
+            g->one();
+          },
+          std::move(fail), time_lookup_atom::value, ts);
+        continue;
+      }
       ask3<int64_t, int64_t, int64_t>(
         *ctx->system, actor, ctx->timeout,
         [g, slot, ts](int64_t& lo, int64_t& hi, int64_t&) {
-          // earliest (-2) = log start; latest (-1) and any timestamp = log end
-          // (no time index: a timestamp lookup answers the log end).
+          // earliest (-2) = log start; latest (-1), and any other negative
+          // value, = log end.
           slot->offset = ts == kafka::earliest_timestamp ? lo : hi;
           slot->timestamp = -1;
           g->one();
         },
-        [g, slot](const caf::error& e) {
-          slot->error_code = kafka_code_of(e);
-          g->one();
-        },
-        bounds_atom::value);
+        std::move(fail), bounds_atom::value);
     }
 }
 
@@ -491,6 +595,26 @@ std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& gr
   if (!ctx.owners)
     return ctx.broker_id;
   return cluster::group_coordinator(group, all_brokers(ctx));
+}
+
+void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,
+                     const std::string& target, std::string body, std::function<void(int, std::string)> done,
+                     std::chrono::milliseconds timeout) {
+  auto peer = std::find_if(ctx.peers.begin(), ctx.peers.end(), [&](const auto& p) { return p.id == broker; });
+  if (peer == ctx.peers.end() || !peer->cluster) {
+    done(0, {});
+    return;
+  }
+  http_client_request req;
+  req.method = method;
+  req.target = target;
+  req.body = std::move(body);
+  if (!peer->token.empty())
+    req.headers.emplace_back("X-Cluster-Token", peer->token);
+  req.timeout = timeout.count() > 0 ? timeout : ctx.timeout;
+  peer->cluster->request(std::move(req), [done](http_client_result res) {
+    done(res.ok() ? res.status : 0, std::move(res.body));
+  });
 }
 
 std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const std::string& topic,
@@ -536,79 +660,10 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
   }
 }
 
-// --- producer table -------------------------------------------------------------------
+// --- producer ids ---------------------------------------------------------------------
 
-struct kafka_producer_table::impl {
-  struct batch {
-    int32_t first_seq;
-    int32_t last_seq;
-    int64_t base_offset;
-  };
-  struct producer {
-    int16_t epoch = 0;
-    std::deque<batch> last;  ///< the last five batches (Kafka keeps five)
-  };
-  std::mutex mtx;
-  std::map<std::pair<std::string, int32_t>, std::map<int64_t, producer>> partitions;
-  int64_t next = 0;
-  int32_t stride = 1;
-};
+kafka_producer_ids::kafka_producer_ids(int32_t node_id) : next_((wall_ms() << 10) + std::max(0, node_id) % 1024) {}
 
-kafka_producer_table::kafka_producer_table(int32_t node_id) : impl_(std::make_shared<impl>()) {
-  // Ids start from the wall clock (distinct across restarts) and step by
-  // 1024 from this broker's node id (distinct across brokers).
-  impl_->stride = 1024;
-  impl_->next = (wall_ms() << 10) + std::max(0, node_id) % 1024;
-}
-
-int64_t kafka_producer_table::allocate() {
-  std::lock_guard<std::mutex> g{impl_->mtx};
-  auto id = impl_->next;
-  impl_->next += impl_->stride;
-  return id;
-}
-
-kafka_producer_table::verdict kafka_producer_table::check(const std::string& topic, int32_t partition,
-                                                          int64_t producer_id, int16_t epoch, int32_t base_seq,
-                                                          int32_t count) {
-  std::lock_guard<std::mutex> g{impl_->mtx};
-  verdict v;
-  auto pt = impl_->partitions.find({topic, partition});
-  if (pt == impl_->partitions.end())
-    return v;
-  auto it = pt->second.find(producer_id);
-  if (it == pt->second.end() || it->second.last.empty())
-    return v;  // unknown producer here (new, restarted or moved): accepted
-  auto& p = it->second;
-  if (epoch < p.epoch) {
-    v.error = ec::invalid_producer_epoch;
-    return v;
-  }
-  if (epoch > p.epoch)
-    return v;  // a bumped epoch starts its sequences afresh
-  auto last_seq = static_cast<int32_t>(static_cast<int64_t>(base_seq) + count - 1);
-  for (const auto& b : p.last)
-    if (b.first_seq == base_seq && b.last_seq == last_seq) {
-      v.duplicate = b.base_offset;
-      return v;
-    }
-  auto expected = p.last.back().last_seq == INT32_MAX ? 0 : p.last.back().last_seq + 1;
-  if (base_seq != expected)
-    v.error = ec::out_of_order_sequence_number;
-  return v;
-}
-
-void kafka_producer_table::appended(const std::string& topic, int32_t partition, int64_t producer_id, int16_t epoch,
-                                    int32_t base_seq, int32_t count, int64_t base_offset) {
-  std::lock_guard<std::mutex> g{impl_->mtx};
-  auto& p = impl_->partitions[{topic, partition}][producer_id];
-  if (epoch != p.epoch) {
-    p.epoch = epoch;
-    p.last.clear();
-  }
-  p.last.push_back({base_seq, static_cast<int32_t>(static_cast<int64_t>(base_seq) + count - 1), base_offset});
-  while (p.last.size() > 5)
-    p.last.pop_front();
-}
+int64_t kafka_producer_ids::allocate() { return next_.fetch_add(1024); }
 
 }  // namespace moonmq::transport

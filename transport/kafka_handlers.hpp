@@ -27,7 +27,7 @@
 
 namespace moonmq::transport {
 
-class kafka_producer_table;
+class kafka_producer_ids;
 class kafka_group_table;
 class http_client;
 
@@ -62,7 +62,7 @@ struct kafka_context {
   /// Runs `fn` after `delay` on the listener's I/O threads (long polls,
   /// group timers). Set by the listener.
   std::function<void(std::chrono::milliseconds, std::function<void()>)> schedule;
-  std::shared_ptr<kafka_producer_table> producers;
+  std::shared_ptr<kafka_producer_ids> producers;
   std::shared_ptr<kafka_group_table> group_table;
 };
 
@@ -105,37 +105,33 @@ std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& gr
 std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const std::string& topic,
                                               int32_t partition);
 
+/// One HTTP request to peer `broker`'s cluster listener with the cluster
+/// token, bounded by `timeout` (0 = ctx.timeout); `done(status, body)` on an
+/// I/O thread, with status 0 when the peer is unknown or could not be reached.
+void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,
+                     const std::string& target, std::string body, std::function<void(int, std::string)> done,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
+
 /// Handles one decoded request and calls `done` exactly once (from any
 /// thread) with the response body, or nullopt when none is sent (Produce
 /// with acks = 0). `errors` counts the error codes in the answer (metrics).
 using kafka_done = std::function<void(std::optional<kafka::response_body>, int errors)>;
 void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
 
-/// Idempotent-producer state (KIP-98) per partition: producer id, epoch and
-/// the last five batches' sequences and offsets. In memory: a restart or a
-/// partition move starts the state afresh (the first batch of an unknown
-/// producer is accepted whatever its sequence).
-class kafka_producer_table {
+/// Producer ids for InitProducerId (KIP-98). The sequence state that makes
+/// a producer idempotent lives with each partition's log
+/// (storage/producer_state.hpp), so it survives restarts and moves.
+class kafka_producer_ids {
 public:
-  explicit kafka_producer_table(int32_t node_id);
-
-  struct verdict {
-    int16_t error = 0;                 ///< 45 out of order, 47 stale epoch
-    std::optional<int64_t> duplicate;  ///< a resend: its original base offset
-  };
-  /// Judges a batch (producer_id >= 0) before it is appended.
-  verdict check(const std::string& topic, int32_t partition, int64_t producer_id, int16_t epoch, int32_t base_seq,
-                int32_t count);
-  /// Records an appended batch.
-  void appended(const std::string& topic, int32_t partition, int64_t producer_id, int16_t epoch, int32_t base_seq,
-                int32_t count, int64_t base_offset);
+  /// Ids start from the wall clock in ms shifted left by 10 (distinct across
+  /// restarts) and step by 1024 from `node_id` mod 1024 (distinct across
+  /// brokers).
+  explicit kafka_producer_ids(int32_t node_id);
   /// A new producer id, unique across this cluster's brokers and restarts.
   int64_t allocate();
 
-  struct impl;
-
 private:
-  std::shared_ptr<impl> impl_;
+  std::atomic<int64_t> next_;
 };
 
 }  // namespace moonmq::transport

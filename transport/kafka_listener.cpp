@@ -260,7 +260,7 @@ kafka_listener::kafka_listener(io_pool& pool, kafka_listener_options options, st
   };
   if (!impl_->ctx->producers)
     impl_->ctx->producers =
-      std::make_shared<kafka_producer_table>(kafka_node_id(*impl_->ctx, impl_->ctx->broker_id));
+      std::make_shared<kafka_producer_ids>(kafka_node_id(*impl_->ctx, impl_->ctx->broker_id));
   if (!impl_->ctx->group_table)
     impl_->ctx->group_table = std::make_shared<kafka_group_table>();
 }

@@ -51,22 +51,31 @@ std::string produce_frame(const std::string& topic, std::string records) {
   return request_frame(p, 7);
 }
 
-std::string one_record_batch(const std::string& value) {
+std::string one_record_batch(const std::string& value, int64_t producer_id, int32_t sequence) {
   std::vector<storage::record> records(1);
   records[0].value = value;
-  auto b = storage::encode_batch(records);
+  storage::batch_options o;
+  if (producer_id >= 0) {
+    o.producer_id = producer_id;
+    o.producer_epoch = 0;
+    o.base_sequence = sequence;
+  }
+  auto b = storage::encode_batch(records, o);
   if (!b)
     throw std::runtime_error("cannot encode the batch");
   return b.value();
 }
 
-int produce_error(const std::string& raw) {
+int produce_error(const std::string& raw) { return produce_result(raw).first; }
+
+std::pair<int, int64_t> produce_result(const std::string& raw) {
   if (raw.size() < 8)
-    return -100;
+    return {-100, -1};
   auto resp = kafka::decode_response(kafka::api_key::produce, 7, std::string_view(raw).substr(8));
   if (!resp)
-    return -100;
-  return std::get<kafka::produce_response>(*resp).topics.at(0).partitions.at(0).error_code;
+    return {-100, -1};
+  const auto& p = std::get<kafka::produce_response>(*resp).topics.at(0).partitions.at(0);
+  return {p.error_code, p.base_offset};
 }
 
 }  // namespace moonmq::test

@@ -23,11 +23,16 @@ std::string request_frame(const kafka::request_body& body, int16_t version, int3
 /// A Produce v7 frame (acks=1) for `topic`/0 carrying `records` verbatim.
 std::string produce_frame(const std::string& topic, std::string records);
 
-/// One valid RecordBatch v2 with a single record of `value`.
-std::string one_record_batch(const std::string& value = "hello");
+/// One valid RecordBatch v2 with a single record of `value`; an idempotent
+/// one when `producer_id` >= 0 (epoch 0, base sequence `sequence`).
+std::string one_record_batch(const std::string& value = "hello", int64_t producer_id = -1, int32_t sequence = -1);
 
 /// The error code of the first partition of the Produce v7 answer in `raw`
 /// (one response frame), or -100 when `raw` holds none.
 int produce_error(const std::string& raw);
+
+/// The (error code, base offset) of the first partition of the Produce v7
+/// answer in `raw`, or (-100, -1) when `raw` holds none.
+std::pair<int, int64_t> produce_result(const std::string& raw);
 
 }  // namespace moonmq::test

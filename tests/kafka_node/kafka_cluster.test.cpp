@@ -2,7 +2,9 @@
 // brokers' Kafka listeners (KafkaAddress) and names each partition's owner as
 // its leader; after a partition move the old owner answers
 // NOT_LEADER_OR_FOLLOWER and kcat, bootstrapped at the old owner, follows the
-// partition to its new owner with offsets unchanged. Label scenario.
+// partition to its new owner with offsets unchanged; an idempotent
+// producer's resend after the move and after a restart of the new owner is
+// recognised (its state moved with the partition's log). Label scenario.
 
 #include <catch2/catch.hpp>
 
@@ -20,6 +22,13 @@ namespace {
 /// The error code of a Produce v7 for `topic`/0 sent raw to `port`.
 int raw_produce(uint16_t port, const std::string& topic) {
   return produce_error(raw_exchange(port, produce_frame(topic, one_record_batch("raw")), 1s));
+}
+
+/// (error code, base offset) of an idempotent one-record Produce v7 of
+/// producer `pid` at `sequence` for `topic`/0 sent raw to `port`.
+std::pair<int, int64_t> idempotent_produce(uint16_t port, const std::string& topic, int64_t pid, int32_t sequence) {
+  auto batch = one_record_batch("idem-" + std::to_string(sequence), pid, sequence);
+  return produce_result(raw_exchange(port, produce_frame(topic, batch), 5s));
 }
 
 }  // namespace
@@ -74,4 +83,38 @@ TEST_CASE("kafka listener: metadata follows a partition move and kcat follows it
       10s));
     INFO(group << ": " << last);
   }
+}
+
+TEST_CASE("kafka listener: an idempotent producer's state moves with the partition and survives a restart",
+          "[kafka_cluster]") {
+  move_cluster c({"b1", "b2"}, {"Kafka.Enabled=true"});
+  c.start(0);
+  c.start(1);
+  create_topic(c.client(0), "I", 1);
+  const int64_t pid = 4242;
+  auto first = idempotent_produce(c.kafka(0), "I", pid, 0);
+  REQUIRE(first.first == 0);
+  auto second = idempotent_produce(c.kafka(0), "I", pid, 1);
+  REQUIRE(second.first == 0);
+  CHECK(idempotent_produce(c.kafka(0), "I", pid, 1) == second);  // a resend at the owner
+
+  auto sub = submit_move(c.admin(0), "I", 0, "b2");
+  REQUIRE(sub["accepted"].size() == 1);
+  auto row = wait_move(c.admin(0), "I", 0, "b1", {"done"}, 45s);
+  INFO(row.dump() << "\n" << c.all_logs());
+  REQUIRE(row["state"] == "done");
+
+  // At the new owner: the resend of either batch gets its first offset and
+  // appends nothing; a gap is refused; the next sequence is appended.
+  CHECK(idempotent_produce(c.kafka(1), "I", pid, 1) == second);
+  CHECK(idempotent_produce(c.kafka(1), "I", pid, 0) == first);
+  CHECK(idempotent_produce(c.kafka(1), "I", pid, 5).first == 45);  // OUT_OF_ORDER_SEQUENCE_NUMBER
+  auto third = idempotent_produce(c.kafka(1), "I", pid, 2);
+  CHECK(third == std::pair<int, int64_t>{0, second.second + 1});
+
+  c.stop(1);
+  c.restart(1);
+  CHECK(idempotent_produce(c.kafka(1), "I", pid, 2) == third);  // rebuilt from the log
+  auto read = read_partition(c.client(1), "I", 0);
+  CHECK(read.log_end == third.second + 1);
 }

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/record_batch.hpp"
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/node/node_harness.hpp"
 #include "tests/support/raw_http.hpp"
@@ -316,4 +317,35 @@ TEST_CASE("kafka listener: kafkajs idempotent producer and a two-member group, n
   REQUIRE(result.is_object());
   CHECK(result.value("received", 0) == 1000);
   CHECK(result.value("duplicates", -1) == 0);
+}
+
+TEST_CASE("kafka listener: kcat -Q finds offsets by timestamp", "[kafka_node]") {
+  kafka_node n;
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"Q","partitions":1})").status == 201);
+  auto batch = [](const std::vector<int64_t>& stamps) {
+    std::vector<storage::record> records(stamps.size());
+    for (size_t i = 0; i < stamps.size(); ++i) {
+      records[i].value = "v" + std::to_string(stamps[i]);
+      records[i].timestamp_ms = stamps[i];
+    }
+    return storage::encode_batch(records).value();
+  };
+  // Offsets 0..2 at 1000, 2000, 3000 and 3..4 at 4000, 5000 (CreateTime).
+  REQUIRE(produce_error(raw_exchange(n.kafka, produce_frame("Q", batch({1000, 2000, 3000})), 500ms)) == 0);
+  REQUIRE(produce_error(raw_exchange(n.kafka, produce_frame("Q", batch({4000, 5000})), 500ms)) == 0);
+  auto query = [&](int64_t ts) {
+    auto [rc, out] = sh(kcat(n, "-Q -t Q:0:" + std::to_string(ts)) + " 2>&1");
+    INFO(out);
+    CHECK(rc == 0);
+    std::smatch m;
+    static const std::regex re{R"(offset (-?[0-9]+))"};
+    return std::regex_search(out, m, re) ? std::stoll(m[1]) : int64_t{-100};
+  };
+  CHECK(query(0) == 0);      // before every record: the first
+  CHECK(query(2000) == 1);   // exactly a record's timestamp
+  CHECK(query(2500) == 2);   // between two records of one batch: the later one
+  CHECK(query(3500) == 3);   // between batches: the next batch's first record
+  CHECK(query(5001) == -1);  // after every record: Kafka's UNKNOWN_OFFSET
+  CHECK(query(-2) == 0);     // earliest
+  CHECK(query(-1) == 5);     // latest
 }

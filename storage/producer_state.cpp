@@ -1,0 +1,95 @@
+#include "storage/producer_state.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace moonmq::storage {
+
+namespace {
+
+constexpr int32_t max_seq = std::numeric_limits<int32_t>::max();
+
+/// `seq + n` wrapping past INT32_MAX to 0 (Kafka's
+/// DefaultRecordBatch.incrementSequence).
+int32_t increment(int32_t seq, int64_t n) {
+  if (seq > max_seq - n)
+    return static_cast<int32_t>(n - (max_seq - seq) - 1);
+  return static_cast<int32_t>(seq + n);
+}
+
+int32_t last_sequence(const batch_header_info& h) {
+  return increment(h.base_sequence, h.last.value - h.base.value);
+}
+
+}  // namespace
+
+bool producer_state::is_idempotent(const batch_header_info& h) {
+  return h.producer_id >= 0 && h.base_sequence >= 0 && (h.attributes & attr_control) == 0;
+}
+
+producer_verdict producer_state::check(const batch_header_info& h) const {
+  producer_verdict v;
+  auto it = producers_.find(h.producer_id);
+  if (it == producers_.end() || it->second.batches.empty())
+    return v;
+  const auto& e = it->second;
+  if (h.producer_epoch < e.epoch) {
+    v.kind = producer_verdict::stale_epoch;
+    v.reason = "producer " + std::to_string(h.producer_id) + " epoch " + std::to_string(h.producer_epoch)
+               + " is older than the current epoch " + std::to_string(e.epoch);
+    return v;
+  }
+  if (h.producer_epoch > e.epoch) {
+    if (h.base_sequence != 0) {
+      v.kind = producer_verdict::out_of_order;
+      v.reason = "a new epoch " + std::to_string(h.producer_epoch) + " of producer "
+                 + std::to_string(h.producer_id) + " must start at sequence 0, not "
+                 + std::to_string(h.base_sequence);
+    }
+    return v;
+  }
+  const auto last = last_sequence(h);
+  for (const auto& b : e.batches)
+    if (b.first_seq == h.base_sequence && b.last_seq == last) {
+      v.kind = producer_verdict::duplicate;
+      v.original = b.base;
+      return v;
+    }
+  const auto expected = increment(e.batches.back().last_seq, 1);
+  if (h.base_sequence != expected) {
+    v.kind = producer_verdict::out_of_order;
+    v.reason = "producer " + std::to_string(h.producer_id) + " sent sequence " + std::to_string(h.base_sequence)
+               + ", expected " + std::to_string(expected);
+  }
+  return v;
+}
+
+void producer_state::record(const batch_header_info& h) {
+  if (!is_idempotent(h))
+    return;
+  auto& e = producers_[h.producer_id];
+  if (h.producer_epoch != e.epoch) {
+    e.epoch = h.producer_epoch;
+    e.batches.clear();
+  }
+  e.batches.push_back({h.base_sequence, last_sequence(h), h.base});
+  while (e.batches.size() > producer_batches_kept)
+    e.batches.pop_front();
+  e.last_timestamp = std::max(e.last_timestamp, h.max_timestamp);
+}
+
+size_t producer_state::expire(int64_t now_ms, int64_t max_age_ms) {
+  size_t n = 0;
+  for (auto it = producers_.begin(); it != producers_.end();) {
+    if (it->second.last_timestamp >= 0 && it->second.last_timestamp < now_ms - max_age_ms) {
+      it = producers_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+}  // namespace moonmq::storage

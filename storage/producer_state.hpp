@@ -1,0 +1,73 @@
+#pragma once
+// Idempotent-producer state of one partition (KIP-98), after Kafka's
+// ProducerStateManager: per producer id, its epoch and the sequence numbers
+// and offsets of its last five batches. The state is a function of the log:
+// partition_log records every idempotent batch it appends (client appends and
+// a move's copies alike) and rebuilds the state from the batch headers when
+// it opens, so it survives restarts and moves with the partition.
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+
+#include "storage/record_batch.hpp"
+#include "storage/types.hpp"
+
+namespace moonmq::storage {
+
+/// Batches remembered per producer for duplicate detection (Kafka:
+/// ProducerStateEntry.NUM_BATCHES_TO_RETAIN = 5, which is also the most
+/// in-flight requests an idempotent producer may have).
+inline constexpr size_t producer_batches_kept = 5;
+
+/// How long a producer with no new batch is remembered, in ms (Kafka's
+/// producer.id.expiration.ms default, one day).
+inline constexpr int64_t producer_expiration_ms = 86'400'000;
+
+/// Judgement of an idempotent batch before it is appended.
+struct producer_verdict {
+  enum kind_t { accept, duplicate, out_of_order, stale_epoch } kind = accept;
+  offset original{-1};  ///< duplicate: base offset the batch was first appended at
+  std::string reason;   ///< out_of_order / stale_epoch: what was expected
+};
+
+class producer_state {
+public:
+  /// True when the header names an idempotent batch (producerId >= 0 and
+  /// baseSequence >= 0, not a control batch).
+  static bool is_idempotent(const batch_header_info& h);
+
+  /// Judges the idempotent batch `h` (Kafka's ProducerAppendInfo rules):
+  /// an unknown producer is accepted at any sequence; an older epoch is
+  /// stale_epoch; a newer epoch must start at sequence 0; at the same epoch a
+  /// batch equal to one of the last five (first and last sequence) is a
+  /// duplicate, and anything but last sequence + 1 (wrapping at INT32_MAX)
+  /// is out_of_order.
+  producer_verdict check(const batch_header_info& h) const;
+
+  /// Remembers an appended idempotent batch; a new epoch forgets the old
+  /// one's batches. Non-idempotent headers are ignored.
+  void record(const batch_header_info& h);
+
+  /// Forgets producers whose newest batch timestamp is older than
+  /// `now_ms - max_age_ms`. Returns how many were forgotten.
+  size_t expire(int64_t now_ms, int64_t max_age_ms = producer_expiration_ms);
+
+  void clear() { producers_.clear(); }
+  size_t producer_count() const { return producers_.size(); }
+
+private:
+  struct batch {
+    int32_t first_seq;
+    int32_t last_seq;
+    offset base;
+  };
+  struct entry {
+    int16_t epoch = -1;
+    int64_t last_timestamp = -1;
+    std::deque<batch> batches;  ///< oldest first, at most producer_batches_kept
+  };
+  std::unordered_map<int64_t, entry> producers_;
+};
+
+}  // namespace moonmq::storage
