@@ -200,6 +200,27 @@ void call(self_ptr self, move_run& run, const std::string& peer_id, const std::s
                        });
 }
 
+/// Without Raft only the source and the destination learn of a move from
+/// the move itself; the other peers are told the new owner (best effort, at
+/// the move's epoch), so a broker holding another copy of the topic does not
+/// send clients (Kafka Metadata, commits) to the old owner.
+void announce_owner(self_ptr self, const cluster::move_entry& row, const std::string& controller) {
+  if (self->state.settings.raft)
+    return;
+  json body{{"topic", row.tp.topic}, {"partition", row.tp.partition}, {"owner", row.to.value}};
+  for (const auto& peer : self->state.settings.peers) {
+    if (peer.id == row.to.value)
+      continue;
+    transport::call_peer(peer, "POST", "/cluster/owners", body.dump(), static_cast<int64_t>(row.at.value),
+                         controller, self->state.settings.peer_timeout,
+                         [id = row.move_id, peer = peer.id](int status, json answer, std::string error) {
+                           if (status != 200)
+                             logger()->info("move.announce_failed move={} peer={} status={} error=\"{}\"", id, peer,
+                                            status, error.empty() ? answer.dump() : error);
+                         });
+  }
+}
+
 /// Schedules `then` for move `id` after `delay` (0 = next message).
 void schedule(self_ptr self, move_run& run, int64_t delay_ms, std::function<void()> then) {
   run.on_step = std::move(then);
@@ -642,6 +663,8 @@ void finish(self_ptr self, const std::string& id) {
                 reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
                                   {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
                   .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
+                if (auto* done_run = run_of(self, id))
+                  announce_owner(self, *row, done_run->controller);
                 // The destination holds every record durably: reclaim the
                 // source's copy (it stays sealed; its table routes to the owner).
                 if (auto part = local_partition(self, row->tp))

@@ -63,6 +63,9 @@ struct reassigner_settings {
   int max_concurrent = 2;                  ///< Cluster.MaxConcurrentMoves
   std::chrono::milliseconds peer_timeout{5000};  ///< Cluster.PeerTimeout, per request
   std::vector<transport::cluster_peer> peers;
+  /// Cluster.Raft.Enabled: owner changes travel through the Raft log. Without
+  /// it a finished move is announced to the other peers (POST /cluster/owners).
+  bool raft = false;
 };
 
 /// Opens the move journal under `data_dir` to check it before the node

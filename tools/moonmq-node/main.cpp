@@ -330,6 +330,7 @@ int run(const config::load_result& loaded) {
     rs.max_concurrent = cfg.cluster->max_concurrent_moves;
     rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     rs.peers = cactx.peers;
+    rs.raft = cfg.cluster->raft.enabled;
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     transport::move_context mctx;
     mctx.system = &sys;

@@ -1,0 +1,427 @@
+// Issue 9's acceptance item on 3 brokers: across partition moves, a kcat
+// idempotent producer and a kcat group consumer keep running; every
+// acknowledged message is consumed, none is lost or written twice, and
+// offsets are unchanged by the moves. Label scenario.
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cluster/group_placement.hpp"
+#include "tests/kafka_node/kafka_client.hpp"
+#include "tests/node/move_cluster.hpp"
+
+using namespace moonmq;
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/// kcat in the background: `exec kcat ARGS <in 2>err`, stdout to `out`. The
+/// child is kcat itself (sh execs it), so it is stopped by its own pid.
+struct kcat_run {
+  std::string out;
+  std::string err;
+  child_process proc;
+
+  kcat_run(const temp_dir& dir, const std::string& name, const std::string& args, const std::string& in = "/dev/null")
+      : out(dir.path() + "/" + name + ".out"), err(dir.path() + "/" + name + ".err") {
+    REQUIRE(proc.start("/bin/sh", {"-c", "exec kcat " + args + " <" + in + " 2>" + err}, out));
+  }
+  ~kcat_run() { stop(); }
+
+  /// SIGTERM (kcat closes its consumer: commit, LeaveGroup), SIGKILL after 10 s.
+  std::optional<int> stop() {
+    if (auto rc = proc.wait(0ms))
+      return rc;
+    proc.signal(SIGTERM);
+    if (auto rc = proc.wait(10s))
+      return rc;
+    proc.signal(SIGKILL);
+    return proc.wait(5s);
+  }
+  std::string stdout_text() const { return read_text(out); }
+  std::string stderr_text() const { return read_text(err); }
+};
+
+/// The number in a payload "m<i>-xxx…" (-1 when it is not one).
+int message_number(const std::string& value) {
+  if (value.size() < 2 || value[0] != 'm')
+    return -1;
+  auto dash = value.find('-');
+  try {
+    return std::stoi(value.substr(1, dash == std::string::npos ? std::string::npos : dash - 1));
+  } catch (...) {
+    return -1;
+  }
+}
+
+/// Message i's payload. Each input line must be at least 128 bytes: kcat
+/// 1.7.1 reads stdin with fread(128) before looking for a delimiter, so
+/// shorter lines would sit in its buffer until more input (or EOF) arrives.
+std::string payload(int i) {
+  std::string v = "m" + std::to_string(i) + "-";
+  v.resize(150, 'x');
+  return v;
+}
+
+struct consumed_record {
+  int32_t partition;
+  int64_t offset;
+  std::string value;
+};
+
+/// kcat -f '%p %o %s\n' output; only complete lines.
+std::vector<consumed_record> parse_consumed(const std::string& text) {
+  std::vector<consumed_record> out;
+  size_t pos = 0;
+  for (auto nl = text.find('\n', pos); nl != std::string::npos; pos = nl + 1, nl = text.find('\n', pos)) {
+    std::istringstream in(text.substr(pos, nl - pos));
+    consumed_record r;
+    if (in >> r.partition >> r.offset >> r.value)
+      out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// kcat -v -v delivery reports, in order: "% Message delivered to partition
+/// P (offset O) on broker B".
+std::vector<std::pair<int32_t, int64_t>> parse_delivered(const std::string& text) {
+  std::vector<std::pair<int32_t, int64_t>> out;
+  const std::string tag = "Message delivered to partition ";
+  for (auto pos = text.find(tag); pos != std::string::npos; pos = text.find(tag, pos + 1)) {
+    int p = -1;
+    long long o = -1;
+    if (std::sscanf(text.c_str() + pos + tag.size(), "%d (offset %lld)", &p, &o) == 2)
+      out.emplace_back(p, o);
+  }
+  return out;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1))
+    ++n;
+  return n;
+}
+
+/// Opens the write end of `fifo` once its reader (kcat's shell) opened it.
+int open_fifo_writer(const std::string& fifo, std::chrono::milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  for (;;) {
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    if (errno != ENXIO || clock_type::now() >= deadline)
+      return -1;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+/// A group id coordinated by broker `id` of `brokers` (cluster::group_coordinator).
+std::string group_coordinated_by(const std::string& id, const std::vector<std::string>& brokers) {
+  for (int n = 0;; ++n) {
+    auto g = "kmove-" + std::to_string(n);
+    if (cluster::group_coordinator(g, brokers) == id)
+      return g;
+  }
+}
+
+/// The scenario: brokers b1, b2, b3; topic M with 2 partitions created on b1
+/// (a topic lives on the brokers that hold it, docs/cluster.md). An
+/// idempotent kcat producer bootstrapped at b1 sends "m1".."mN" (keys "k<i>"
+/// spread them over both partitions) one every 20 ms; a kcat group consumer
+/// bootstrapped at broker `consumer_at`, in a group coordinated by broker
+/// `coordinator`, runs all along. Partition 0 moves b1 → b2, then partition
+/// 1 moves b1 → b3, each with traffic before and after. Then: kcat acknowledged
+/// every message; the logs at the new owners hold each message exactly once,
+/// in produce order, at the offset acknowledged to the producer; the consumer
+/// saw every message, each at its offset in the log after the moves.
+void moves_under_kcat(size_t consumer_at, size_t coordinator) {
+  // A write to the fifo of a kcat that died must fail, not kill the test.
+  std::signal(SIGPIPE, SIG_IGN);
+  auto t0 = clock_type::now();
+  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true"});
+  // b1 copies 1 KiB requests at 8 kB/s: each move's copy takes one to three
+  // seconds (the partitions hold 10-25 kB), with both clients running.
+  c.launch(0, {"Cluster.BatchBytes=1024", "Cluster.MoveThrottleBytesPerSec=8000"});
+  for (size_t i = 1; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
+  create_topic(c.client(0), "M", 2);  // both partitions owned by b1
+  {
+    // b3 holds no copy yet: its Metadata describes M from b1 (auto-creation
+    // allowed, as a producer asks, must not create a second M on b3).
+    auto [rc, meta] = sh("timeout 20 kcat -b " + addr(2) + " -L -t M -X allow.auto.create.topics=true 2>&1");
+    INFO(meta);
+    CHECK(meta.find("with 2 partitions") != std::string::npos);
+    CHECK(meta.find("partition 1, leader 1") != std::string::npos);
+    auto held = call(c.client(2), "GET", "/v1/topics");
+    INFO(held.raw);
+    CHECK(held.status == 200);
+    CHECK(held.raw.find("\"M\"") == std::string::npos);
+  }
+  auto group = group_coordinated_by(c.id(coordinator), {"b1", "b2", "b3"});
+
+  temp_dir dir("moonmq-kmove");
+  std::string fifo = dir.path() + "/in";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // -u: each record is written out as it is consumed.
+  kcat_run consumer(dir, "consumer",
+                    "-b " + addr(consumer_at) + " -G " + group
+                      + " -X auto.offset.reset=earliest -X auto.commit.interval.ms=100 -u -f '%p %o %s\\n' M");
+  // -v -v: one delivery report per acknowledged message, with its offset.
+  kcat_run producer(dir, "producer",
+                    "-b " + addr(0) + " -P -t M -K: -X enable.idempotence=true -X acks=all -X linger.ms=5"
+                      " -X message.timeout.ms=30000 -v -v",
+                    fifo);
+  auto diagnostics = [&] {
+    auto e = producer.stderr_text();
+    return "producer stderr (tail):\n" + (e.size() > 8000 ? e.substr(e.size() - 8000) : e) + "\nconsumer stderr:\n"
+           + consumer.stderr_text() + "\n" + c.all_logs();
+  };
+  int fd = open_fifo_writer(fifo, 10s);
+  {
+    INFO(diagnostics());
+    REQUIRE(fd >= 0);
+  }
+
+  // One message every 20 ms until told where to stop.
+  constexpr int max_messages = 2000;
+  std::atomic<int> written{0};
+  std::atomic<int> stop_at{max_messages};
+  std::atomic<bool> write_failed{false};
+  std::thread writer([&] {
+    for (int i = 1; i <= stop_at.load(); ++i) {
+      std::string line = "k" + std::to_string(i) + ":" + payload(i) + "\n";
+      if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        write_failed = true;
+        break;
+      }
+      written = i;
+      std::this_thread::sleep_for(20ms);
+    }
+    ::close(fd);  // EOF: kcat sends what it holds and exits
+  });
+  // On a failed REQUIRE: stop the writer (killing the producer first, so that
+  // no write can block on a full fifo) before the kcat runs go.
+  struct join_writer {
+    std::thread& t;
+    std::atomic<int>& stop_at;
+    kcat_run& producer;
+    ~join_writer() {
+      if (!t.joinable())
+        return;
+      stop_at = 0;
+      producer.proc.signal(SIGKILL);
+      t.join();
+    }
+  } joiner{writer, stop_at, producer};
+
+  auto consumed_now = [&] { return parse_consumed(consumer.stdout_text()); };
+
+  // Both clients are running before the first move: the consumer has
+  // records from the producer.
+  wait_until(
+    [&] { return (written.load() >= 100 && consumed_now().size() >= 30) || !consumer.proc.running(); }, 20s);
+  {
+    INFO("group " << group << "\n" << diagnostics());
+    REQUIRE(consumer.proc.running());
+    REQUIRE(consumed_now().size() >= 30);
+  }
+
+  // Partition 0 b1 → b2, then partition 1 b1 → b3, with both clients running.
+  std::map<int, json> rows;
+  for (auto [partition, to] : {std::pair<int, const char*>{0, "b2"}, {1, "b3"}}) {
+    auto sub = submit_move(c.admin(0), "M", partition, to);
+    REQUIRE(sub["accepted"].size() == 1);
+    rows[partition] = wait_move(c.admin(0), "M", partition, "b1", {"done"}, 30s);
+    {
+      INFO(rows[partition].dump() << "\n" << diagnostics());
+      REQUIRE(rows[partition].is_object());
+      REQUIRE(rows[partition]["state"] == "done");
+    }
+    // Keep producing a while at the new owner before the next step.
+    int done_at = written.load();
+    CHECK(wait_until([&] { return written.load() >= done_at + 50 || write_failed; }, 10s));
+  }
+  stop_at = written.load() + 50;
+  writer.join();
+  const int n = written.load();
+  auto prc = producer.proc.wait(40s);
+  auto delivered = parse_delivered(producer.stderr_text());
+
+  // The group consumer sees every acknowledged message, then is stopped.
+  auto unseen_in = [n](const std::vector<consumed_record>& consumed) {
+    std::set<int> seen;
+    for (const auto& r : consumed)
+      seen.insert(message_number(r.value));
+    std::vector<int> unseen;
+    for (int i = 1; i <= n; ++i)
+      if (!seen.count(i))
+        unseen.push_back(i);
+    return unseen;
+  };
+  bool complete = wait_until([&] { return unseen_in(consumed_now()).empty(); }, 20s);
+  auto crc = consumer.stop();
+  auto consumed = consumed_now();
+  INFO(diagnostics());
+  INFO("consumer exit " << (crc ? std::to_string(*crc) : "none") << ", " << consumed.size() << " records consumed");
+
+  CHECK_FALSE(write_failed.load());
+  REQUIRE(prc.has_value());
+  CHECK(*prc == 0);
+  CHECK(count_of(producer.stderr_text(), "Delivery failed") == 0);
+  // kcat exits 0 only when no delivery failed: every message is acknowledged.
+  CHECK(static_cast<int>(delivered.size()) == n);
+
+  // The logs after the moves, read at the new owners: p0 on b2, p1 on b3.
+  std::map<int32_t, partition_read> logs;
+  logs[0] = read_partition(c.client(1), "M", 0);
+  logs[1] = read_partition(c.client(2), "M", 1);
+  // Where each message number is in the logs.
+  std::map<int, std::vector<std::pair<int32_t, int64_t>>> where;
+  std::string log_dump;
+  for (auto& [p, log] : logs) {
+    CHECK(log.log_start == 0);
+    int last = 0;
+    int out_of_order = 0;
+    for (auto& [off, rec] : log.records) {
+      auto i = message_number(rec.value("value", ""));
+      where[i].emplace_back(p, off);
+      out_of_order += i <= last;
+      last = std::max(last, i);
+      log_dump += std::to_string(p) + "@" + std::to_string(off) + "=m" + std::to_string(i) + " ";
+    }
+    INFO("partition " << p << ": messages out of produce order (a reordered or duplicated retry)");
+    CHECK(out_of_order == 0);
+  }
+  INFO("logs (partition@offset=message): " << log_dump);
+
+  // None lost, none written twice, nothing else in the logs.
+  std::vector<int> lost, duplicated;
+  for (int i = 1; i <= n; ++i) {
+    auto it = where.find(i);
+    if (it == where.end())
+      lost.push_back(i);
+    else if (it->second.size() > 1)
+      duplicated.push_back(i);
+  }
+  INFO("lost: " << Catch::Detail::stringify(lost) << "\nduplicated: " << Catch::Detail::stringify(duplicated));
+  CHECK(lost.empty());
+  CHECK(duplicated.empty());
+  CHECK(where.size() == static_cast<size_t>(n));
+  CHECK(logs[0].records.size() + logs[1].records.size() == static_cast<size_t>(n));
+  // Both partitions had traffic before and after their move.
+  CHECK(logs[0].records.size() > 50);
+  CHECK(logs[1].records.size() > 50);
+
+  // The offsets acknowledged to the producer are the logs' offsets, in order.
+  std::map<int32_t, std::vector<int64_t>> acked_offsets;
+  for (auto [p, o] : delivered)
+    acked_offsets[p].push_back(o);
+  for (auto& [p, log] : logs) {
+    std::vector<int64_t> in_log;
+    for (auto& [off, rec] : log.records)
+      in_log.push_back(off);
+    INFO("partition " << p << ": acknowledged offsets vs the log's");
+    CHECK(acked_offsets[p] == in_log);
+  }
+
+  // Every acknowledged message was consumed, each at the offset the log
+  // holds it at after the moves.
+  int renumbered = 0;
+  std::string wrong;
+  for (const auto& r : consumed) {
+    auto lp = logs.find(r.partition);
+    bool same = lp != logs.end() && lp->second.records.count(r.offset)
+                && lp->second.records.at(r.offset).value("value", "") == r.value;
+    if (!same) {
+      ++renumbered;
+      if (wrong.size() < 2000)
+        wrong += std::to_string(r.partition) + "@" + std::to_string(r.offset) + "=m"
+                 + std::to_string(message_number(r.value)) + " ";
+    }
+  }
+  auto unseen = unseen_in(consumed);
+  INFO("not consumed: " << Catch::Detail::stringify(unseen) << "\nconsumed at another offset: " << wrong);
+  CHECK(complete);
+  CHECK(unseen.empty());
+  CHECK(renumbered == 0);
+
+  // The group's committed offsets (kept with each partition's owner, read
+  // through b1) reached the log ends.
+  std::string committed;
+  CHECK(wait_until(
+    [&] {
+      auto a = call(c.client(0), "GET", "/v1/groups/" + group + "/offsets");
+      committed = a.raw;
+      if (a.status != 200 || !a.body["offsets"].is_array())
+        return false;
+      std::map<int32_t, int64_t> at;
+      for (auto& o : a.body["offsets"])
+        at[o.value("partition", -1)] = o.value("offset", int64_t{-1});
+      return at[0] == logs[0].log_end && at[1] == logs[1].log_end;
+    },
+    10s));
+  INFO("committed: " << committed);
+
+  // Without Raft, b1 announced each move's new owner to the third broker:
+  // b2's table names b3 for partition 1 (b2 coordinates case 2's group).
+  auto owners = cluster_call(c.cluster_port(1), "GET", "/cluster/owners");
+  INFO(owners.raw);
+  bool announced = false;
+  for (const auto& o : owners.body.value("owners", json::array()))
+    announced = announced || (o.value("topic", "") == "M" && o.value("partition", -1) == 1 && o.value("owner", "") == "b3");
+  CHECK(announced);
+
+  // Metadata names the new owners as leaders (b2 = node 2, b3 = node 3).
+  auto [lrc, meta] = sh("timeout 20 kcat -b " + addr(0) + " -L -t M 2>&1");
+  INFO(meta);
+  CHECK(meta.find("partition 0, leader 2") != std::string::npos);
+  CHECK(meta.find("partition 1, leader 3") != std::string::npos);
+
+  double took = std::chrono::duration<double>(clock_type::now() - t0).count();
+  auto move_s = [&](int p) {
+    return (rows[p].value("updated_ms", int64_t{0}) - rows[p].value("started_ms", int64_t{0})) / 1000.0;
+  };
+  WARN(n << " messages, " << consumed.size() << " records consumed; moves took " << move_s(0) << " s and "
+         << move_s(1) << " s; " << took << " s in all");
+}
+
+}  // namespace
+
+TEST_CASE("kafka listener: a kcat producer and group consumer keep running across partition moves on 3 brokers",
+          "[kafka_cluster][kafka_move]") {
+  // The consumer bootstrapped at b1, the broker holding the topic, in a group
+  // b1 coordinates.
+  moves_under_kcat(0, 0);
+}
+
+// The consumer bootstrapped at b3, which holds no copy of M until partition
+// 1 moves there, in a group b2 coordinates: b3's Metadata describes M from
+// the brokers that hold it (and never auto-creates a second M), and the
+// group's coordinator is found through it.
+TEST_CASE("kafka listener: a kcat group consumer bootstrapped at a broker without the topic follows the moves",
+          "[kafka_cluster][kafka_move]") {
+  moves_under_kcat(2, 1);
+}
