@@ -1,0 +1,111 @@
+#pragma once
+// Internal to the reassigner, included only by actors/reassigner*.cpp: the
+// state of the actor and of each running move, the constants the steps share,
+// and the functions one of those files calls in another (docs/cluster.md).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/reassigner.hpp"
+#include "cluster/move_journal.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq::reassigner_detail {
+
+using json = nlohmann::json;
+using cluster::move_state;
+using std::chrono::milliseconds;
+
+/// How long a step waits for a local actor (partition, cluster state, groups).
+constexpr milliseconds local_timeout{30000};
+/// Backoff of the post-confirm retries (the move only goes forward there).
+constexpr int64_t finish_backoff_min_ms = 200;
+constexpr int64_t finish_backoff_max_ms = 5000;
+
+inline int64_t now_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+using answer_fn = std::function<void(int status, json& body, const std::string& error)>;
+
+/// The in-memory side of an unfinished move this actor is driving.
+struct move_run {
+  std::string id;
+  /// Bumped for every request sent; answers carrying an older number are
+  /// stale (the move was cancelled, or moved on) and ignored.
+  int64_t seq = 0;
+  std::string controller;          ///< X-Controller-Id sent with control-plane calls
+  answer_fn on_answer;             ///< continuation of the pending peer request
+  std::function<void()> on_step;   ///< continuation of a scheduled step
+  int64_t position = 0;            ///< next source offset to send
+  int64_t bytes_copied = 0;
+  int64_t bytes_total = 0;
+  int64_t initial_total = 0;       ///< size of the partition when the copy began
+  int64_t final_end = -1;          ///< source log end once sealed (cutover)
+  int64_t copy_started_ms = 0;
+  int64_t copied_this_run = 0;     ///< bytes sent since copy_started_ms (throttle)
+  int64_t last_progress_ms = 0;
+  int64_t extra_batches = 0;
+  int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
+  int64_t backoff_ms = finish_backoff_min_ms;
+  std::string note;                ///< last transient error while retrying
+};
+
+struct reassigner_state {
+  reassigner_settings settings;
+  std::shared_ptr<catalog_view> catalog;
+  std::shared_ptr<owner_view> owners;
+  cluster_state_actor cstate;
+  group_actor groups;
+  std::optional<cluster::move_journal> journal;
+  std::string open_error;
+  std::map<std::string, move_run> running;
+  /// Holder of each controller epoch moves run under (X-Controller-Id).
+  std::map<uint64_t, std::string> holders;
+  uint64_t next_id = 0;
+  static inline const char* name = "reassigner";
+};
+
+using self_ptr = reassigner_actor::stateful_pointer<reassigner_state>;
+
+inline auto logger() { return log::get("reassigner"); }
+
+// Defined in reassigner.cpp: lookups, the journal, peer calls, the queue.
+
+json row_json(const cluster::move_entry& e, const move_run* run);
+const cluster::move_entry* row_of(self_ptr self, const std::string& id);
+move_run* run_of(self_ptr self, const std::string& id);
+const transport::cluster_peer* peer_of(self_ptr self, const std::string& id);
+std::optional<partition_actor> local_partition(self_ptr self, const cluster::topic_partition& tp);
+std::string tp_path(const cluster::topic_partition& tp);
+bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error = {});
+void save_progress(self_ptr self, move_run& run, bool force);
+void call(self_ptr self, move_run& run, const std::string& peer_id, const std::string& method,
+          const std::string& target, std::string body, bool control, answer_fn then);
+void schedule(self_ptr self, move_run& run, int64_t delay_ms, std::function<void()> then);
+std::string answer_error(int status, const json& body, const std::string& error);
+void start_queued(self_ptr self);
+
+// Defined in reassigner_forward.cpp: ensure, copy, cutover, drain, offsets, confirm.
+
+void begin_copy(self_ptr self, const std::string& id);
+void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then);
+void drain_next(self_ptr self, const std::string& id);
+void finish(self_ptr self, const std::string& id);
+
+// Defined in reassigner_recovery.cpp: failure, cancel, rollback, restart.
+
+void end_before_cutover(self_ptr self, const std::string& id, move_state final_state, const std::string& why);
+void fail(self_ptr self, const std::string& id, const std::string& why);
+void rollback(self_ptr self, const std::string& id, const std::string& why);
+void recover(self_ptr self);
+
+}  // namespace moonmq::reassigner_detail

@@ -1,0 +1,169 @@
+// How a move ends other than `done` (docs/cluster.md): a failure before cutover
+// or a cancel discards the destination's copy, a failure after it rolls the
+// ownership back, and a restart resumes or aborts every unfinished move.
+
+#include <algorithm>
+
+#include "actors/reassigner_impl.hpp"
+
+// Continuations look their move up again by id instead of capturing a
+// pointer that may dangle (see reassigner.cpp); the same names are deliberate.
+#pragma GCC diagnostic ignored "-Wshadow"
+
+namespace moonmq::reassigner_detail {
+namespace {
+
+/// Best effort: asks the destination to discard its partial copy and name
+/// `owner` as the partition's owner. A destination that does not answer
+/// keeps its sealed copy, owned by the source in its table; the next
+/// move's ensure resets it.
+void cleanup_destination(self_ptr self, const cluster::move_entry& e, const std::string& controller) {
+  const auto* peer = peer_of(self, e.to.value);
+  if (!peer)
+    return;
+  transport::call_peer(*peer, "POST", tp_path(e.tp) + "/cleanup", json{{"owner", e.from.value}}.dump(),
+                       static_cast<int64_t>(e.at.value), controller, self->state.settings.peer_timeout,
+                       [id = e.move_id, to = e.to.value](int status, json, std::string error) {
+                         if (status == 200 || status == 404)
+                           logger()->info("move.cleanup_done move={} destination={}", id, to);
+                         else
+                           logger()->warn("move.cleanup_failed move={} destination={} error=\"{}\"", id, to,
+                                          error.empty() ? "HTTP " + std::to_string(status) : error);
+                       });
+}
+
+}  // namespace
+
+// --- failure and cancel ------------------------------------------------------
+
+/// Ends a move that has not reached cutover: the source never gave the
+/// partition up, so ending is safe; the destination's copy is discarded.
+void end_before_cutover(self_ptr self, const std::string& id, move_state final_state, const std::string& why) {
+  auto* run = run_of(self, id);
+  std::string controller = run ? run->controller : std::string{};
+  if (run)
+    save_progress(self, *run, true);  // the row keeps how far the copy got
+  if (!journal_to(self, id, final_state, why))
+    return;
+  const auto* row = row_of(self, id);
+  cleanup_destination(self, *row, controller);
+  self->state.running.erase(id);
+  start_queued(self);
+}
+
+void fail(self_ptr self, const std::string& id, const std::string& why) {
+  const auto* row = row_of(self, id);
+  if (!row)
+    return;
+  if (row->state == move_state::queued || row->state == move_state::copying)
+    end_before_cutover(self, id, move_state::failed, why);
+  else if (row->state == move_state::cutover || row->state == move_state::draining)
+    rollback(self, id, why);
+  else
+    logger()->error("move.unexpected_failure move={} state={} error=\"{}\"", id, cluster::to_string(row->state),
+                    why);
+}
+
+// --- rollback -----------------------------------------------------------------
+
+void rollback(self_ptr self, const std::string& id, const std::string& why) {
+  auto* run = run_of(self, id);
+  const auto* row = row_of(self, id);
+  if (!run || !row)
+    return;
+  if (row->state != move_state::rolling_back && !journal_to(self, id, move_state::rolling_back, why))
+    return;
+  row = row_of(self, id);
+  auto tp = row->tp;
+  auto at = static_cast<int64_t>(row->at.value);
+  auto seq = ++run->seq;
+  // The source's own table names it again (it is the owner), then it
+  // unseals; until both are done produces are refused, never misplaced.
+  self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
+                self->state.settings.broker_id, at)
+    .then(
+      [self, id, seq, tp, why](bool) {
+        auto* run = run_of(self, id);
+        if (!run || run->seq != seq)
+          return;
+        if (auto part = local_partition(self, tp))
+          self->request(*part, local_timeout, seal_atom::value, false)
+            .then([](int64_t) {}, [id](caf::error& e) {
+              logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
+            });
+        if (!journal_to(self, id, move_state::failed, why))
+          return;
+        cleanup_destination(self, *row_of(self, id), run->controller);
+        self->state.running.erase(id);
+        start_queued(self);
+      },
+      [self, id, seq, why](caf::error& e) {
+        auto* run = run_of(self, id);
+        if (!run || run->seq != seq)
+          return;
+        logger()->error("move.rollback_retry move={} error=\"{}\"", id, message_of(e));
+        schedule(self, *run, 1000, [self, id, why] { rollback(self, id, why); });
+      });
+}
+
+// --- restart ------------------------------------------------------------------
+
+/// Applies recovery_decision to every unfinished row left by a restart.
+void recover(self_ptr self) {
+  auto& st = self->state;
+  for (const auto& e : st.journal->unfinished()) {
+    auto plan = cluster::recovery_decision(e);
+    logger()->warn("move.recovering move={} topic={} partition={} state={} action={}", e.move_id, e.tp.topic,
+                   e.tp.partition, cluster::to_string(e.state), plan.reason);
+    if (plan.action == cluster::recovery_action::abort) {
+      if (journal_to(self, e.move_id, plan.next, plan.reason) && plan.cleanup_destination)
+        cleanup_destination(self, *row_of(self, e.move_id), st.holders[e.at.value]);
+      continue;
+    }
+    auto& run = st.running[e.move_id];
+    run.id = e.move_id;
+    run.controller = st.holders[e.at.value];
+    run.position = e.copy_position;
+    run.bytes_copied = e.bytes_copied;
+    run.bytes_total = e.bytes_total;
+    if (plan.action == cluster::recovery_action::finish_rollback) {
+      rollback(self, e.move_id, e.error.empty() ? plan.reason : e.error);
+      continue;
+    }
+    // Resume past cutover: seal again (a restart unsealed it) and re-assert
+    // the destination as owner, then carry on where the journal says.
+    auto id = e.move_id;
+    auto state = e.state;
+    seal_and_flip(self, id, [self, id, state] {
+      if (state == move_state::offsets) {
+        auto* run = run_of(self, id);
+        run->position = std::min(run->position, run->final_end);
+        finish(self, id);
+        return;
+      }
+      if (state == move_state::cutover && !journal_to(self, id, move_state::draining))
+        return;
+      // Where the destination's log ends decides where the drain restarts.
+      auto* run = run_of(self, id);
+      const auto* row = row_of(self, id);
+      call(self, *run, row->to.value, "GET", tp_path(row->tp) + "/log-end", {}, false,
+           [self, id](int status, json& answer, const std::string& error) {
+             auto* run = run_of(self, id);
+             if (status != 200 || !answer.contains("log_end_offset")
+                 || !answer["log_end_offset"].is_number_integer()) {
+               rollback(self, id, "resuming the drain: " + answer_error(status, answer, error));
+               return;
+             }
+             auto dest_end = answer["log_end_offset"].get<int64_t>();
+             if (dest_end > run->final_end) {
+               rollback(self, id, "the destination's log is ahead of the sealed source");
+               return;
+             }
+             run->position = dest_end;
+             drain_next(self, id);
+           });
+    });
+  }
+}
+
+}  // namespace moonmq::reassigner_detail
