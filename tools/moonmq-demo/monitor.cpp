@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <set>
 
+#include "tools/common/progress_bar.hpp"
+
 namespace moonmq::demo {
 namespace {
 
@@ -49,32 +51,12 @@ const json* first_of(const json& j, std::initializer_list<const char*> keys) {
 
 }  // namespace
 
+using tools::human_bytes;
+using tools::progress_bar;
+
 int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
     .count();
-}
-
-std::string human_bytes(double n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (n >= 1024.0 && u < 4) {
-    n /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", n, units[u]);
-  return buf;
-}
-
-std::string progress_bar(int64_t copied, int64_t total, bool done) {
-  constexpr int width = 20;
-  double frac = done ? 1.0 : total > 0 ? static_cast<double>(copied) / static_cast<double>(total) : 0.0;
-  frac = std::clamp(frac, 0.0, 1.0);
-  int filled = static_cast<int>(frac * width + 0.5);
-  char pct[8];
-  std::snprintf(pct, sizeof pct, "%3d%%", static_cast<int>(frac * 100 + 0.5));
-  return "[" + std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '-') +
-         "] " + pct;
 }
 
 cluster_snapshot take_snapshot(run& r) {

@@ -89,8 +89,6 @@ std::vector<std::string> summary_lines(const run& r, double elapsed_s, const clu
 std::vector<std::string> before_after_lines(const run& r, const std::map<std::string, broker_load>& before,
                                             const std::map<std::string, broker_load>& after);
 
-std::string human_bytes(double n);
-std::string progress_bar(int64_t copied, int64_t total, bool done);
 int64_t wall_ms();
 
 }  // namespace moonmq::demo

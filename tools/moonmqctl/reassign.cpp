@@ -14,6 +14,7 @@
 
 #include "cluster/move_journal.hpp"
 #include "cluster/reassignment_planner.hpp"
+#include "tools/common/progress_bar.hpp"
 #include "tools/moonmqctl/commands.hpp"
 #include "transport/blocking_client.hpp"
 
@@ -59,29 +60,8 @@ void print_http_error(const std::string& what, const transport::http_result& res
   std::cerr << "moonmqctl: " << what << " failed: " << res.status << " " << res.body << "\n";
 }
 
-std::string human_bytes(int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
-
-/// "[#########-----------]  45%" for copied/total (a done move is full).
-std::string progress_bar(int64_t copied, int64_t total, bool done) {
-  constexpr int width = 20;
-  double frac = done ? 1.0 : total > 0 ? static_cast<double>(copied) / static_cast<double>(total) : 0.0;
-  frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
-  int filled = static_cast<int>(frac * width + 0.5);
-  char pct[8];
-  std::snprintf(pct, sizeof pct, "%3d%%", static_cast<int>(frac * 100 + 0.5));
-  return "[" + std::string(filled, '#') + std::string(width - filled, '-') + "] " + pct;
-}
+using tools::human_bytes;
+using tools::progress_bar;
 
 int64_t int_field(const json& j, const char* key) {
   auto it = j.find(key);
