@@ -30,7 +30,7 @@ constexpr int64_t sync_every_bytes = 16LL << 20;
 void announce_owner(self_ptr self, const cluster::move_entry& row, const std::string& controller) {
   if (self->state.settings.raft)
     return;
-  json body{{"topic", row.tp.topic}, {"partition", row.tp.partition}, {"owner", row.to.value}};
+  json body{{"topic", row.tp.topic}, {"partition", row.tp.partition}, {"owner", row.to.value}, {"from", row.from.value}};
   for (const auto& peer : self->state.settings.peers) {
     if (peer.id == row.to.value)
       continue;

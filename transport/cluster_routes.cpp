@@ -153,6 +153,28 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     auto topic = body["topic"].get<std::string>();
     auto partition = body["partition"].get<int32_t>();
     auto owner = body["owner"].get<std::string>();
+    if (body.contains("from") && !body["from"].is_string()) {
+      respond(http_response::error(400, "invalid_request", "\"from\" must be a broker id"));
+      return;
+    }
+    // A move's announcement names the partition's previous owner ("from"):
+    // it applies only while this broker still sees that owner (or none), so
+    // a late announcement never undoes a later move of the same partition.
+    if (body.contains("from") && ctx.owners) {
+      auto from = body["from"].get<std::string>();
+      auto rows = ctx.owners->get();
+      auto it = rows->find(cluster::topic_partition{topic, partition});
+      auto holds = ctx.catalog->get()->count(topic) > 0;
+      auto current = it != rows->end() ? it->second : holds ? ctx.broker_id : std::string{};
+      if (!current.empty() && current != from && current != owner) {
+        respond(http_response::json(409, json{{"error", "owner_changed"},
+                                              {"message", topic + "/" + std::to_string(partition) + " is owned by "
+                                                            + current + " here, not " + from},
+                                              {"owner", current}}
+                                           .dump()));
+        return;
+      }
+    }
     with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond, [ctx, respond, topic, partition, owner](int64_t at, const std::string&) {
       ask<bool>(
         *ctx.system, ctx.state, ctx.timeout,

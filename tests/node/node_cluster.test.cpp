@@ -114,6 +114,13 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
   auto moved = http_call(p1, "POST", "/cluster/owners", R"({"topic":"orders","partition":1,"owner":"b2"})",
                          {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "1"}, {"X-Controller-Id", "b1"}});
   REQUIRE(moved.status == 200);
+  // A move's announcement that names another previous owner than the one
+  // b1 sees (b2) is late: refused, nothing changes (the produce below still
+  // goes to b2).
+  auto late = http_call(p1, "POST", "/cluster/owners", R"({"topic":"orders","partition":1,"owner":"b1","from":"b3"})",
+                        {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "1"}, {"X-Controller-Id", "b1"}});
+  CHECK(late.status == 409);
+  CHECK(json::parse(late.body, nullptr, false).value("error", "") == "owner_changed");
 
   // Produce through b1: partition 0 stays on b1, partition 1 goes to b2 and
   // is acknowledged with b2's offsets.
