@@ -52,6 +52,21 @@ caf::error storage_failure(const storage::error& e) {
   return make_error(errc::storage_error, std::string(storage::to_string(e.code)) + ": " + e.message);
 }
 
+/// A failed fdatasync takes the partition offline until a restart, as a
+/// Kafka broker takes a failed log dir offline: after a failed fsync the
+/// kernel may have dropped the dirty pages, so a later fsync's success
+/// would prove nothing, and an idempotent resend would be acknowledged
+/// against a batch that is not on disk. Recovery at the next start keeps
+/// exactly what reached the disk.
+caf::error take_offline(self_ptr self, const storage::error& e) {
+  auto& st = self->state;
+  st.open_error = std::string("fdatasync failed: ") + e.message;
+  st.log.reset();
+  log::get("broker")->error("partition.offline topic={} partition={} error=\"{}\"", st.settings.topic,
+                            st.settings.partition, e.message);
+  return storage_failure(e);
+}
+
 caf::error offline(self_ptr self) {
   return make_error(errc::partition_offline, "partition " + self->state.settings.topic + "-"
                                                + std::to_string(self->state.settings.partition)
@@ -67,11 +82,12 @@ void flush_pending(self_ptr self) {
   ++st.c.fsyncs;
   auto acks = std::move(st.pending);
   st.pending.clear();
+  auto failure = durable ? caf::error{} : take_offline(self, durable.err());
   for (auto& a : acks) {
     if (durable)
       a.promise.deliver(a.base);
     else
-      a.promise.deliver(storage_failure(durable.err()));
+      a.promise.deliver(failure);
   }
 }
 
@@ -91,7 +107,10 @@ caf::result<int64_t> ack_when_durable(self_ptr self, int64_t base) {
 void run_retention(self_ptr self) {
   auto& st = self->state;
   const auto& cfg = st.settings.config;
-  if (!st.log || (cfg.retention_bytes < 0 && cfg.retention_ms < 0))
+  if (!st.log)
+    return;
+  st.log->expire_producers(now_ms());
+  if (cfg.retention_bytes < 0 && cfg.retention_ms < 0)
     return;
   auto r = st.log->apply_retention(cfg.retention_bytes, cfg.retention_ms, now_ms());
   if (!r)
@@ -243,7 +262,7 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
       }
       if (durable)
         if (auto synced = st.log->flush(); !synced)
-          return storage_failure(synced.err());
+          return take_offline(self, synced.err());
       return st.log->log_end().value;
     },
     [self](reset_atom, int64_t start) -> caf::result<int64_t> {

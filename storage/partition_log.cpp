@@ -399,7 +399,6 @@ result<std::optional<timestamp_offset>> partition_log::offset_for_timestamp(int6
 result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
                                                         int64_t retention_ms, int64_t now_ms) {
   retention_result res;
-  producers_.expire(now_ms);
   uint64_t total = size_bytes();
   while (!closed_.empty()) {
     auto& seg = closed_.front();

@@ -117,7 +117,6 @@ class partition_log {
   /// without the segment) or (retention_ms >= 0 and the segment's largest
   /// timestamp is older than now_ms - retention_ms; file mtime when it has no
   /// timestamps), as Kafka's size and time retention do. Advances log-start.
-  /// Also forgets producers silent for producer_expiration_ms.
   result<retention_result> apply_retention(int64_t retention_bytes, int64_t retention_ms,
                                            int64_t now_ms);
 
@@ -132,6 +131,10 @@ class partition_log {
   size_t segment_count() const { return closed_.size() + 1; }
   /// Idempotent producers remembered (rebuilt from the batch headers on open).
   const producer_state& producers() const { return producers_; }
+  /// Forgets producers silent for producer_expiration_ms (Kafka's
+  /// producer.id.expiration.ms); the partition calls it on its retention
+  /// timer whether or not retention is configured.
+  size_t expire_producers(int64_t now_ms) { return producers_.expire(now_ms); }
   const std::string& dir() const { return dir_; }
 
  private:

@@ -31,7 +31,7 @@ bool producer_state::is_idempotent(const batch_header_info& h) {
 producer_verdict producer_state::check(const batch_header_info& h) const {
   producer_verdict v;
   auto it = producers_.find(h.producer_id);
-  if (it == producers_.end() || it->second.batches.empty())
+  if (it == producers_.end() || it->second.count == 0)
     return v;
   const auto& e = it->second;
   if (h.producer_epoch < e.epoch) {
@@ -50,13 +50,13 @@ producer_verdict producer_state::check(const batch_header_info& h) const {
     return v;
   }
   const auto last = last_sequence(h);
-  for (const auto& b : e.batches)
-    if (b.first_seq == h.base_sequence && b.last_seq == last) {
+  for (size_t i = 0; i < e.count; ++i)
+    if (e.batches[i].first_seq == h.base_sequence && e.batches[i].last_seq == last) {
       v.kind = producer_verdict::duplicate;
-      v.original = b.base;
+      v.original = e.batches[i].base;
       return v;
     }
-  const auto expected = increment(e.batches.back().last_seq, 1);
+  const auto expected = increment(e.batches[e.count - 1].last_seq, 1);
   if (h.base_sequence != expected) {
     v.kind = producer_verdict::out_of_order;
     v.reason = "producer " + std::to_string(h.producer_id) + " sent sequence " + std::to_string(h.base_sequence)
@@ -71,11 +71,13 @@ void producer_state::record(const batch_header_info& h) {
   auto& e = producers_[h.producer_id];
   if (h.producer_epoch != e.epoch) {
     e.epoch = h.producer_epoch;
-    e.batches.clear();
+    e.count = 0;
   }
-  e.batches.push_back({h.base_sequence, last_sequence(h), h.base});
-  while (e.batches.size() > producer_batches_kept)
-    e.batches.pop_front();
+  if (e.count == producer_batches_kept) {  // drop the oldest
+    std::move(e.batches.begin() + 1, e.batches.end(), e.batches.begin());
+    --e.count;
+  }
+  e.batches[e.count++] = {h.base_sequence, last_sequence(h), h.base};
   e.last_timestamp = std::max(e.last_timestamp, h.max_timestamp);
 }
 

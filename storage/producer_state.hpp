@@ -6,7 +6,7 @@
 // a move's copies alike) and rebuilds the state from the batch headers when
 // it opens, so it survives restarts and moves with the partition.
 #include <cstdint>
-#include <deque>
+#include <array>
 #include <string>
 #include <unordered_map>
 
@@ -64,8 +64,9 @@ private:
   };
   struct entry {
     int16_t epoch = -1;
+    uint8_t count = 0;  ///< batches in use, oldest first
     int64_t last_timestamp = -1;
-    std::deque<batch> batches;  ///< oldest first, at most producer_batches_kept
+    std::array<batch, producer_batches_kept> batches{};
   };
   std::unordered_map<int64_t, entry> producers_;
 };

@@ -387,14 +387,21 @@ status walk_segment_headers(const std::string& path, uint64_t size,
   auto fd = open_file(path, O_RDONLY);
   if (!fd)
     return fd.err();
-  std::string head;
+  // Headers are read through a 64 KiB window, so a segment of small
+  // batches costs one pread per window, not one per batch.
+  constexpr uint64_t window_bytes = 64 * 1024;
+  std::string window;
+  uint64_t window_pos = 0;
   uint64_t pos = 0;
   while (pos < size) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size, size - pos));
-    auto st = pread_exact(fd->get(), pos, n, head, path);
-    if (!st)
-      return st.err().code == errc::io_error ? st.err() : corrupt(path, pos, st.err());
-    auto info = peek_batch_header(head);
+    if (pos < window_pos || pos + n > window_pos + window.size()) {
+      window_pos = pos;
+      auto st = pread_exact(fd->get(), pos, static_cast<size_t>(std::min(window_bytes, size - pos)), window, path);
+      if (!st)
+        return st.err().code == errc::io_error ? st.err() : corrupt(path, pos, st.err());
+    }
+    auto info = peek_batch_header(std::string_view(window).substr(static_cast<size_t>(pos - window_pos), n));
     if (!info || info->size > size - pos)
       break;
     if (!visit(*info, pos))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -27,10 +28,6 @@ namespace ec = kafka::error_code;
 
 /// KAFKA_STORAGE_ERROR: the partition's log failed or is offline.
 constexpr int16_t kafka_storage_error = 56;
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 using gather = kafka_gather;
 
@@ -157,20 +154,22 @@ void survey_peer_topics(const std::shared_ptr<kafka_context>& ctx,
   for (const auto& p : ctx->peers)
     kafka_peer_call(*ctx, p.id, "GET", "/cluster/loads", {}, [g, found](int status, std::string body) {
       auto j = status == 200 ? nlohmann::json::parse(body, nullptr, false) : nlohmann::json{};
-      std::lock_guard<std::mutex> lock{found->mtx};
-      if (!j.is_object() || !j.contains("topics") || !j["topics"].is_array()) {
-        found->complete = false;
-      } else {
-        for (const auto& t : j["topics"])
-          if (t.is_object() && t.contains("name") && t["name"].is_string() && t.contains("partitions")
-              && t["partitions"].is_number_integer()) {
-            auto& n = found->counts[t["name"].get<std::string>()];
-            n = std::max(n, t["partitions"].get<int32_t>());
-          }
-        auto reports = cluster::parse_loads(j);
-        found->reports.insert(found->reports.end(), reports.begin(), reports.end());
+      {
+        std::lock_guard<std::mutex> lock{found->mtx};
+        if (!j.is_object() || !j.contains("topics") || !j["topics"].is_array()) {
+          found->complete = false;
+        } else {
+          for (const auto& t : j["topics"])
+            if (t.is_object() && t.contains("name") && t["name"].is_string() && t.contains("partitions")
+                && t["partitions"].is_number_integer()) {
+              auto& n = found->counts[t["name"].get<std::string>()];
+              n = std::max(n, t["partitions"].get<int32_t>());
+            }
+          auto reports = cluster::parse_loads(j);
+          found->reports.insert(found->reports.end(), reports.begin(), reports.end());
+        }
       }
-      g->one();
+      g->one();  // the last answer runs the rest of Metadata: not under the lock
     }, std::min<milliseconds>(ctx->timeout, milliseconds{2000}));
 }
 
@@ -662,7 +661,12 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
 
 // --- producer ids ---------------------------------------------------------------------
 
-kafka_producer_ids::kafka_producer_ids(int32_t node_id) : next_((wall_ms() << 10) + std::max(0, node_id) % 1024) {}
+kafka_producer_ids::kafka_producer_ids(int32_t node_id) {
+  std::random_device rd;
+  std::mt19937_64 gen{(static_cast<uint64_t>(rd()) << 32) ^ rd()};
+  const auto start = static_cast<int64_t>(gen() & ((uint64_t{1} << 51) - 1));  // room for 2^51 ids before 2^62
+  next_ = (start << 10) + std::max(0, node_id) % 1024;
+}
 
 int64_t kafka_producer_ids::allocate() { return next_.fetch_add(1024); }
 

@@ -123,9 +123,11 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
 /// (storage/producer_state.hpp), so it survives restarts and moves.
 class kafka_producer_ids {
 public:
-  /// Ids start from the wall clock in ms shifted left by 10 (distinct across
-  /// restarts) and step by 1024 from `node_id` mod 1024 (distinct across
-  /// brokers).
+  /// Ids step by 1024 from `node_id` mod 1024 (distinct across brokers),
+  /// starting at a random multiple of 1024 below 2^62 (std::random_device):
+  /// producer state outlives restarts in the partition logs, so a restarted
+  /// broker must not hand out the ids of its last run again, and a clock
+  /// that steps back cannot make it.
   explicit kafka_producer_ids(int32_t node_id);
   /// A new producer id, unique across this cluster's brokers and restarts.
   int64_t allocate();

@@ -171,9 +171,14 @@ void moves_under_kcat(size_t consumer_at, size_t coordinator) {
   {
     // b3 holds no copy yet: its Metadata describes M from b1 (auto-creation
     // allowed, as a producer asks, must not create a second M on b3).
-    auto [rc, meta] = sh("timeout 20 kcat -b " + addr(2) + " -L -t M -X allow.auto.create.topics=true 2>&1");
+    std::string meta;
+    CHECK(wait_until(
+      [&] {
+        meta = sh("timeout 20 kcat -b " + addr(2) + " -L -t M -X allow.auto.create.topics=true 2>&1").second;
+        return meta.find("with 2 partitions") != std::string::npos;  // else retried (a slow survey: 5)
+      },
+      30s));
     INFO(meta);
-    CHECK(meta.find("with 2 partitions") != std::string::npos);
     CHECK(meta.find("partition 1, leader 1") != std::string::npos);
     auto held = call(c.client(2), "GET", "/v1/topics");
     INFO(held.raw);
@@ -387,12 +392,18 @@ void moves_under_kcat(size_t consumer_at, size_t coordinator) {
 
   // Without Raft, b1 announced each move's new owner to the third broker:
   // b2's table names b3 for partition 1 (b2 coordinates case 2's group).
-  auto owners = cluster_call(c.cluster_port(1), "GET", "/cluster/owners");
-  INFO(owners.raw);
-  bool announced = false;
-  for (const auto& o : owners.body.value("owners", json::array()))
-    announced = announced || (o.value("topic", "") == "M" && o.value("partition", -1) == 1 && o.value("owner", "") == "b3");
-  CHECK(announced);
+  std::string owners_seen;
+  CHECK(wait_until(
+    [&] {
+      auto owners = cluster_call(c.cluster_port(1), "GET", "/cluster/owners");
+      owners_seen = owners.raw;
+      for (const auto& o : owners.body.value("owners", json::array()))
+        if (o.value("topic", "") == "M" && o.value("partition", -1) == 1 && o.value("owner", "") == "b3")
+          return true;
+      return false;
+    },
+    10s));
+  INFO(owners_seen);
 
   // Metadata names the new owners as leaders (b2 = node 2, b3 = node 3).
   auto [lrc, meta] = sh("timeout 20 kcat -b " + addr(0) + " -L -t M 2>&1");

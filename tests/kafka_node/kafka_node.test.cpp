@@ -331,8 +331,8 @@ TEST_CASE("kafka listener: kcat -Q finds offsets by timestamp", "[kafka_node]") 
     return storage::encode_batch(records).value();
   };
   // Offsets 0..2 at 1000, 2000, 3000 and 3..4 at 4000, 5000 (CreateTime).
-  REQUIRE(produce_error(raw_exchange(n.kafka, produce_frame("Q", batch({1000, 2000, 3000})), 500ms)) == 0);
-  REQUIRE(produce_error(raw_exchange(n.kafka, produce_frame("Q", batch({4000, 5000})), 500ms)) == 0);
+  REQUIRE(produce_error(raw_exchange(n.kafka, produce_frame("Q", batch({1000, 2000, 3000})), 5s)) == 0);
+  REQUIRE(produce_error(raw_exchange(n.kafka, produce_frame("Q", batch({4000, 5000})), 5s)) == 0);
   auto query = [&](int64_t ts) {
     auto [rc, out] = sh(kcat(n, "-Q -t Q:0:" + std::to_string(ts)) + " 2>&1");
     INFO(out);
