@@ -19,6 +19,7 @@ using retain_atom = caf::atom_constant<caf::atom("retain")>;  ///< run retention
 using copy_atom = caf::atom_constant<caf::atom("copy")>;      ///< append batches that keep their offsets
 using reset_atom = caf::atom_constant<caf::atom("reset")>;    ///< discard a log and restart it at an offset
 using seal_atom = caf::atom_constant<caf::atom("seal")>;      ///< stop (or resume) accepting produce
+using repair_atom = caf::atom_constant<caf::atom("repair")>;  ///< cut a corrupt partition log at its damage
 using claim_atom = caf::atom_constant<caf::atom("claim")>;    ///< claim the next controller epoch
 using observe_atom = caf::atom_constant<caf::atom("observe")>;  ///< check a request's controller epoch
 using owner_atom = caf::atom_constant<caf::atom("owner")>;    ///< read or set a partition's owner
@@ -37,6 +38,7 @@ using merge_atom = caf::atom_constant<caf::atom("merge")>;    ///< merge pushed 
 using step_atom = caf::atom_constant<caf::atom("step")>;      ///< a move's next step or a peer's answer
 using plan_atom = caf::atom_constant<caf::atom("plan")>;      ///< compute a balance plan now
 using raft_atom = caf::atom_constant<caf::atom("raft")>;      ///< a received Raft wire message
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;    ///< create or grow a local copy the metadata log names
 using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a Raft log entry
 
 }  // namespace moonmq

@@ -1,5 +1,7 @@
 #include "actors/partition.hpp"
 
+#include <filesystem>
+
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "actors/errors.hpp"
 #include "storage/partition_log.hpp"
 #include "storage/record_batch.hpp"
+#include "util/atomic_file.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -25,10 +28,20 @@ struct counters {
   uint64_t bytes_in = 0, bytes_out = 0, records_in = 0, records_out = 0, batches_in = 0, fsyncs = 0;
 };
 
+/// Partitions of this process whose log is offline (shared by every
+/// partition actor).
+metrics::gauge& offline_gauge() {
+  static auto& g = metrics::registry::global().get_gauge(
+    "moonmq_offline_partitions", "Partitions whose log is offline: corrupt (awaiting repair), unopenable or after a failed fsync");
+  return g;
+}
+
 struct partition_state {
   partition_settings settings;
   std::optional<storage::partition_log> log;
   std::string open_error;
+  std::optional<storage::damage> damage;  ///< why open refused the log, when it was corrupt
+  bool counted_offline = false;           ///< included in moonmq_offline_partitions
   std::vector<pending_ack> pending;
   bool flush_scheduled = false;
   bool sealed = false;
@@ -38,6 +51,23 @@ struct partition_state {
   metrics::counter* m_bytes_out = nullptr;
   metrics::counter* m_records_out = nullptr;
   static inline const char* name = "partition";
+
+  // Runs when the actor exits (CAF destroys the state then): a clean close
+  // lets the next open trust the file ends here.
+  ~partition_state() {
+    if (log) {
+      if (auto st = log->close(); !st)
+        moonmq::log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"",
+                                         settings.topic, settings.partition, st.err().message);
+    }
+    set_offline(false);
+  }
+
+  void set_offline(bool offline) {
+    if (offline != counted_offline)
+      offline_gauge().add(offline ? 1.0 : -1.0);
+    counted_offline = offline;
+  }
 };
 
 using self_ptr = partition_actor::stateful_pointer<partition_state>;
@@ -62,6 +92,7 @@ caf::error take_offline(self_ptr self, const storage::error& e) {
   auto& st = self->state;
   st.open_error = std::string("fdatasync failed: ") + e.message;
   st.log.reset();
+  st.set_offline(true);
   log::get("broker")->error("partition.offline topic={} partition={} error=\"{}\"", st.settings.topic,
                             st.settings.partition, e.message);
   return storage_failure(e);
@@ -109,6 +140,11 @@ void run_retention(self_ptr self) {
   const auto& cfg = st.settings.config;
   if (!st.log)
     return;
+  // A recovery point that lags (no flush since the interval passed) is
+  // brought up to date here.
+  if (auto cp = st.log->checkpoint(); !cp)
+    log::get("broker")->warn("checkpoint.failed topic={} partition={} error=\"{}\"", st.settings.topic,
+                             st.settings.partition, cp.err().message);
   st.log->expire_producers(now_ms());
   if (cfg.retention_bytes < 0 && cfg.retention_ms < 0)
     return;
@@ -122,12 +158,27 @@ void run_retention(self_ptr self) {
                              st.log->log_start().value);
 }
 
+std::string repair_route(const partition_settings& s) {
+  return "POST /admin/partitions/" + s.topic + "/" + std::to_string(s.partition) + "/truncate-corrupt";
+}
+
 std::string summary(self_ptr self) {
   auto& st = self->state;
   nlohmann::json j{{"topic", st.settings.topic}, {"partition", st.settings.partition}};
   if (!st.log) {
     j["online"] = false;
     j["error"] = st.open_error;
+    if (st.damage) {
+      const auto& d = *st.damage;
+      j["corruption"] = {{"file", d.path},
+                         {"position", d.position},
+                         {"first_offset", d.first.value},
+                         {"end_offset", d.end.value},
+                         {"recovery_point", d.recovery_point.value},
+                         {"sealed_segment", d.sealed},
+                         {"reason", d.reason}};
+      j["repair"] = repair_route(st.settings);
+    }
     return j.dump();
   }
   j["online"] = true;
@@ -135,6 +186,7 @@ std::string summary(self_ptr self) {
   j["log_start_offset"] = st.log->log_start().value;
   j["log_end_offset"] = st.log->log_end().value;
   j["durable_offset"] = st.log->durable_offset().value;
+  j["recovery_point"] = st.log->recovery_point().value;
   j["size_bytes"] = st.log->size_bytes();
   j["segments"] = st.log->segment_count();
   j["idempotent_producers"] = st.log->producers().producer_count();
@@ -180,22 +232,119 @@ caf::result<std::string, int64_t, int64_t> read_batches(self_ptr self, int64_t f
   return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
 }
 
+storage::log_config log_config_of(const partition_settings& s) {
+  storage::log_config lc;
+  lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
+  return lc;
+}
+
+std::string dir_of(const partition_settings& s) {
+  return storage::partition_dir(s.data_dir, s.topic, s.partition);
+}
+
+/// Repairs a log that open refused as corrupt and brings it online;
+/// replies what was cut.
+caf::result<std::string> repair(self_ptr self) {
+  auto& st = self->state;
+  const auto name = st.settings.topic + "-" + std::to_string(st.settings.partition);
+  if (st.log)
+    return make_coded_error(409, "not_corrupt", "partition " + name + " is online: nothing to repair");
+  if (!st.damage)
+    return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
+                                                  + st.open_error + "); restart the node instead");
+  storage::repair_result report;
+  auto fixed = storage::partition_log::repair(dir_of(st.settings), log_config_of(st.settings), report);
+  if (!fixed) {
+    log::get("broker")->error("partition.repair_failed topic={} partition={} error=\"{}\"", st.settings.topic,
+                              st.settings.partition, fixed.err().message);
+    return storage_failure(fixed.err());
+  }
+  st.log.emplace(std::move(fixed.value()));
+  st.damage.reset();
+  st.open_error.clear();
+  st.set_offline(false);
+  nlohmann::json cuts = nlohmann::json::array();
+  for (const auto& c : report.cuts)
+    cuts.push_back({{"file", c.path},
+                    {"position", c.position},
+                    {"first_offset", c.first.value},
+                    {"end_offset", c.end.value},
+                    {"records", c.records},
+                    {"bytes", c.bytes},
+                    {"reason", c.reason}});
+  log::get("broker")->warn("partition.repaired topic={} partition={} records_removed={} bytes_removed={} cuts={} "
+                           "log_end={}",
+                           st.settings.topic, st.settings.partition, report.records, report.bytes,
+                           report.cuts.size(), st.log->log_end().value);
+  return nlohmann::json{{"topic", st.settings.topic},
+                        {"partition", st.settings.partition},
+                        {"records_removed", report.records},
+                        {"bytes_removed", report.bytes},
+                        {"cuts", cuts},
+                        {"log_start_offset", st.log->log_start().value},
+                        {"log_end_offset", st.log->log_end().value},
+                        {"online", true}}
+    .dump();
+}
+
+/// The marker of a durable seal: `<partition dir>/sealed`.
+std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
+
+/// Seals or unseals; a durable seal writes the marker (fsynced) before it is
+/// reported, and any unseal removes it. Appends already taken are made
+/// durable first, so the log end returned is final while sealed.
+caf::result<int64_t> seal(self_ptr self, bool sealed, bool durable) {
+  auto& st = self->state;
+  if (!st.log)
+    return offline(self);
+  flush_pending(self);
+  auto marker = seal_marker(st.log->dir());
+  std::error_code ec;
+  if (sealed && durable) {
+    if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
+      return make_error(errc::storage_error, "cannot write " + marker + ": " + werr.message());
+  } else if (!sealed && std::filesystem::exists(marker, ec)) {
+    std::filesystem::remove(marker, ec);
+    if (!ec)
+      ec = util::fsync_dir(st.log->dir());
+    if (ec)
+      return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
+  }
+  st.sealed = sealed;
+  return st.log->log_end().value;
+}
+
 partition_actor::behavior_type partition_fn(self_ptr self, partition_settings settings) {
   auto& init = self->state;
   init.settings = std::move(settings);
-  auto dir = storage::partition_dir(init.settings.data_dir, init.settings.topic, init.settings.partition);
-  storage::log_config lc;
-  lc.segment_bytes = static_cast<uint64_t>(init.settings.config.segment_bytes);
-  auto opened = storage::partition_log::open(dir, lc);
+  auto dir = dir_of(init.settings);
+  auto opened = storage::partition_log::open(dir, log_config_of(init.settings));
   if (opened) {
     init.log.emplace(std::move(opened.value()));
+    // A move's destination copy stays sealed across a restart until the
+    // move confirms or cleans it up (see seal_marker).
+    std::error_code ec;
+    init.sealed = std::filesystem::exists(seal_marker(dir), ec);
     log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", init.settings.topic,
                               init.settings.partition, init.log->log_start().value, init.log->log_end().value);
+  } else if (opened.err().code == storage::errc::corrupt_log && opened.err().damaged) {
+    // Damage recovery may not cut: nothing is removed, the partition waits
+    // for the operator's repair.
+    const auto& d = *opened.err().damaged;
+    init.damage = d;
+    init.open_error = opened.err().message + "; repair: " + repair_route(init.settings);
+    init.set_offline(true);
+    log::get("broker")->error("partition.corrupt topic={} partition={} file={} position={} first_offset={} "
+                              "end_offset={} recovery_point={} reason=\"{}\" repair=\"{}\"",
+                              init.settings.topic, init.settings.partition, d.path, d.position, d.first.value,
+                              d.end.value, d.recovery_point.value, d.reason, repair_route(init.settings));
   } else {
     init.open_error = opened.err().message;
+    init.set_offline(true);
     log::get("broker")->error("partition.offline topic={} partition={} dir={} error=\"{}\"", init.settings.topic,
                               init.settings.partition, dir, init.open_error);
   }
+  (void)offline_gauge();  // listed at 0 from the start
   auto& reg = metrics::registry::global();
   metrics::labels topic_label{{"topic", init.settings.topic}};
   init.m_bytes_in = &reg.get_counter("moonmq_produce_bytes_total", "Bytes appended to partition logs", topic_label);
@@ -248,6 +397,12 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
       auto& st = self->state;
       if (!st.log)
         return offline(self);
+      // Only a sealed copy (a move's destination, sealed by its ensure) takes
+      // batches with their offsets: a copy that serves producers never does.
+      if (!batches.empty() && !st.sealed)
+        return make_error(errc::invalid_request, "copy: " + st.settings.topic + "/"
+                                                   + std::to_string(st.settings.partition)
+                                                   + " is not sealed: it serves producers and takes no copied batches");
       std::string_view rest = batches;
       while (!rest.empty()) {
         auto size = storage::peek_batch_size(rest);
@@ -277,16 +432,8 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
                                st.settings.partition, start);
       return st.log->log_end().value;
     },
-    [self](seal_atom, bool sealed) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      // Appends already taken are made durable before the seal is reported,
-      // so the log end returned is final while sealed.
-      flush_pending(self);
-      st.sealed = sealed;
-      return st.log->log_end().value;
-    },
+    [self](seal_atom, bool sealed) -> caf::result<int64_t> { return seal(self, sealed, false); },
+    [self](seal_atom, bool sealed, bool durable) -> caf::result<int64_t> { return seal(self, sealed, durable); },
     [self](read_atom, int64_t from, int32_t max_bytes) -> caf::result<std::string, int64_t, int64_t> {
       return read_batches(self, from, max_bytes, true);
     },
@@ -320,6 +467,7 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
         self->delayed_send(self, std::chrono::milliseconds(self->state.settings.retention_check_ms),
                            retain_atom::value);
     },
+    [self](repair_atom) { return repair(self); },
     [self](status_atom) { return summary(self); },
   };
 }

@@ -36,6 +36,10 @@ using partition_actor = caf::typed_actor<
   // Seals (true) or unseals the partition: a sealed partition refuses
   // produce with partition_moved and keeps serving reads. Replies the log end.
   caf::replies_to<seal_atom, bool>::with<int64_t>,
+  // The same; `durable` (a move's destination copy) keeps the seal across a
+  // restart (the marker `<dir>/sealed`, fsynced) until an unseal removes it.
+  // Errors: storage_error when the marker cannot be written or removed.
+  caf::replies_to<seal_atom, bool, bool>::with<int64_t>,
   // Whole batches from `offset`, up to `max_bytes` but at least one batch.
   // Replies (batches, log_start, log_end); error offset_out_of_range with bounds.
   caf::replies_to<read_atom, int64_t, int32_t>::with<std::string, int64_t, int64_t>,
@@ -53,7 +57,14 @@ using partition_actor = caf::typed_actor<
   caf::reacts_to<flush_atom>,
   // Internal: apply retention (also re-armed on a timer).
   caf::reacts_to<retain_atom>,
-  // The partition's summary (JSON text).
+  // Repairs a log that open refused as corrupt (storage::partition_log::
+  // repair: cut at each damage, appends continue at or above the recovery
+  // point) and brings the partition online. Replies the report (JSON text:
+  // records_removed, bytes_removed, cuts, new bounds); errors: not_corrupt
+  // (409: online, or offline for another reason), storage_error.
+  caf::replies_to<repair_atom>::with<std::string>,
+  // The partition's summary (JSON text); an offline partition reports its
+  // error and, for a corrupt log, the damage (file, position, offsets).
   caf::replies_to<status_atom>::with<std::string>>;
 
 struct partition_settings {
@@ -65,8 +76,10 @@ struct partition_settings {
 };
 
 /// Spawns the partition actor (detached). It opens (and recovers) its log
-/// first; a log that cannot be opened leaves the actor answering
-/// partition_offline.
+/// first; a log that cannot be opened (a corrupt log included) leaves the
+/// actor answering partition_offline and counted in the
+/// moonmq_offline_partitions gauge until repaired. On exit it closes the log
+/// cleanly (storage::partition_log::close).
 partition_actor spawn_partition(caf::actor_system& sys, partition_settings settings);
 
 }  // namespace moonmq

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "storage/record_batch.hpp"
+#include "storage/recovery_point.hpp"
 #include "util/atomic_file.hpp"
 #include "util/logging.hpp"
 
@@ -123,6 +124,138 @@ int64_t file_mtime_ms(const std::string& path) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
+/// Completes a corrupt_log error from a segment: the offsets it makes
+/// unreadable end at `end` (at least), and the message names them and the
+/// recovery point.
+error with_range(error e, offset end, std::optional<offset> point) {
+  auto& d = *e.damaged;
+  d.end = std::max({d.end, end, d.first});
+  d.recovery_point = point.value_or(offset{-1});
+  e.message += "; offsets [" + std::to_string(d.first.value) + ", " + std::to_string(d.end.value) +
+               ") unreadable; recovery_point=" +
+               (point ? std::to_string(point->value) : std::string("unknown"));
+  return e;
+}
+
+/// Walks the batch headers of a sealed segment: records its idempotent
+/// producers and checks the framing and offsets (contiguous from the base,
+/// the last batch ending at the end of the file). A sealed segment was
+/// fsynced, so a walk that stops early is damage (corrupt_log).
+status walk_sealed(const std::string& dir, const closed_segment& seg, producer_state& producers) {
+  auto path = dir + "/" + segment_log_name(seg.base);
+  offset expect = seg.base;
+  uint64_t end_pos = 0;
+  std::optional<error> bad;
+  auto st = walk_segment_headers(path, seg.size, [&](const batch_header_info& h, uint64_t pos) {
+    if (h.base != expect) {
+      bad = make_error(errc::bad_count, "baseOffset " + std::to_string(h.base.value) + " where " +
+                                            std::to_string(expect.value) + " was expected");
+      return false;
+    }
+    producers.record(h);
+    expect = offset{h.last.value + 1};
+    end_pos = pos + h.size;
+    return true;
+  });
+  if (!st)
+    return st;
+  if (!bad && end_pos == seg.size)
+    return {};
+  auto why = bad ? *bad : make_error(errc::bad_length, "batch header does not parse or runs past the end");
+  auto e = damage_error(path, end_pos, expect, why);
+  e.damaged->sealed = true;
+  return e;
+}
+
+result<uint64_t> size_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return io_error("stat", path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+status truncate_durably(const std::string& path, uint64_t size) {
+  auto fd = open_file(path, O_RDWR);
+  if (!fd)
+    return fd.err();
+  if (::ftruncate(fd->get(), static_cast<off_t>(size)) != 0)
+    return io_error("ftruncate", path);
+  if (::fsync(fd->get()) != 0)
+    return io_error("fsync", path);
+  return {};
+}
+
+status create_empty_segment(const std::string& dir, offset base) {
+  auto path = dir + "/" + segment_log_name(base);
+  auto fd = open_file(path, O_RDWR | O_CREAT | O_TRUNC);
+  if (!fd)
+    return fd.err();
+  if (::fsync(fd->get()) != 0)
+    return io_error("fsync", path);
+  return {};
+}
+
+/// Carries out one cut of partition_log::repair for damage `d` found by
+/// open in `dir` (see repair for the rules).
+status cut_damage(const std::string& dir, const damage& d, const log_config& config, repair_result& report) {
+  repair_cut cut;
+  cut.path = d.path;
+  cut.position = d.position;
+  cut.first = d.first;
+  cut.end = std::max(d.end, d.first);
+  cut.records = static_cast<uint64_t>(cut.end.value - cut.first.value);
+  cut.reason = d.reason;
+  if (d.path == dir) {
+    // No segment file is left below a recovery point: start empty there.
+    auto fresh = partition_log::create(dir, cut.end, config);
+    if (!fresh)
+      return fresh.err();
+  } else {
+    auto size = size_of(d.path);
+    if (!size)
+      return size.err();
+    cut.bytes = *size > d.position ? *size - d.position : 0;
+    if (auto st = truncate_durably(d.path, d.position); !st)
+      return st;
+    auto base = parse_segment_log_name(fs::path(d.path).filename().string());
+    if (!base)  // open names only segment files in a damage
+      return make_error(errc::invalid_argument, "repair: not a segment file: " + d.path);
+    auto index = dir + "/" + segment_index_name(*base);
+    // The index is rebuilt from the kept prefix at the next open.
+    if (auto st = unlink_if_present(index); !st)
+      return st;
+    const bool now_empty = d.position == 0;
+    if (d.sealed) {
+      // Later segments are intact and stay; the removed offsets become a gap.
+      if (now_empty)
+        if (auto st = unlink_if_present(d.path); !st)
+          return st;
+    } else if (cut.end > cut.first) {
+      // The last segment: appends continue at `end` in a new segment, so
+      // no removed offset is given out again.
+      if (now_empty)
+        if (auto st = unlink_if_present(d.path); !st)
+          return st;
+      if (auto st = create_empty_segment(dir, cut.end); !st)
+        return st;
+      if (auto st = sync_dir(dir); !st)
+        return st;
+      if (auto st = write_recovery_checkpoint(dir, {cut.end, false}); !st)
+        return st;
+    }
+    if (auto st = sync_dir(dir); !st)
+      return st;
+  }
+  log::get("storage")->warn("log.repaired dir={} path={} position={} first_offset={} end_offset={} records={} "
+                            "bytes={} reason=\"{}\"",
+                            dir, cut.path, cut.position, cut.first.value, cut.end.value, cut.records, cut.bytes,
+                            cut.reason);
+  report.records += cut.records;
+  report.bytes += cut.bytes;
+  report.cuts.push_back(std::move(cut));
+  return {};
+}
+
 }  // namespace
 
 std::string partition_dir(const std::string& data_dir, const std::string& topic, int32_t partition) {
@@ -140,47 +273,141 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
   auto bases = list_segments(dir);
   if (!bases)
     return bases.err();
-  if (bases->empty())
+  auto loaded = read_recovery_checkpoint(dir);
+  if (!loaded)
+    return loaded.err();
+  std::optional<offset> point;  // nullopt: unknown (no checkpoint, or unreadable)
+  bool clean = false;
+  if (loaded->state == loaded_checkpoint::kind::valid) {
+    point = loaded->value.point;
+    clean = loaded->value.clean;
+  } else if (loaded->state == loaded_checkpoint::kind::unreadable) {
+    log::get("storage")->warn("checkpoint.unreadable dir={} file={} msg=\"recovery point unknown: only a final "
+                              "batch that runs past the end of the file may be cut\"",
+                              dir, recovery_point_file_name);
+  }
+  if (bases->empty()) {
+    if (point && point->value > 0) {
+      auto e = make_error(errc::corrupt_log, "no segment file in " + dir + " but the recovery point is " +
+                                                 std::to_string(point->value));
+      e.damaged = damage{dir, 0, offset{0}, *point, *point, false, "no segment file"};
+      return e;
+    }
     return create(dir, offset{0}, raw);
+  }
 
   std::vector<closed_segment> closed;
+  producer_state producers;
   for (size_t i = 0; i + 1 < bases->size(); ++i) {
     closed_segment seg;
     seg.base = (*bases)[i];
     auto checked = check_closed_segment(dir, seg, config.index_interval_bytes);
+    if (!checked && checked.err().code == errc::corrupt_log)
+      return with_range(checked.err(), (*bases)[i + 1], point);
     if (!checked)
       return checked.err();
+    if (auto st = walk_sealed(dir, seg, producers); !st)
+      return st.err().code == errc::corrupt_log ? with_range(st.err(), (*bases)[i + 1], point) : st.err();
     closed.push_back(seg);
   }
+  // Everything below the last segment's base was fsynced when its segment
+  // was sealed, so the recovery point is at least that base.
+  const offset active_base = bases->back();
+  auto may_cut = [&](const segment_scan& scan) {
+    if (clean)
+      return false;  // closed cleanly: the file ended at a batch boundary
+    if (point)
+      return scan.next_offset >= std::max(*point, active_base);
+    return scan.incomplete;
+  };
   std::optional<error> stop;
   uint64_t cut = 0;
-  auto active = active_segment::recover(dir, bases->back(), config.index_interval_bytes, stop, cut);
+  auto active =
+    active_segment::recover(dir, active_base, config.index_interval_bytes, may_cut, stop, cut);
+  if (!active && active.err().code == errc::corrupt_log) {
+    const auto& d = *active.err().damaged;
+    auto past = scan_past_damage(d.path, d.position, d.first);
+    if (!past)
+      return past.err();
+    return with_range(active.err(), std::max(*past, point.value_or(d.first)), point);
+  }
   if (!active)
     return active.err();
+  if (point && active->next_offset() < *point) {
+    auto e = damage_error(active->path(), active->size(), active->next_offset(),
+                          make_error(errc::short_buffer, "the log ends below its recovery point"));
+    return with_range(e, *point, point);
+  }
   if (cut > 0) {
     log::get("storage")->warn("log.truncated dir={} segment={} valid_bytes={} cut_bytes={} "
-                              "log_end={} reason={}",
-                              dir, active->path(), active->size(), cut,
-                              active->next_offset().value, stop ? stop->message : "unknown");
+                              "log_end={} recovery_point={} reason={}",
+                              dir, active->path(), active->size(), cut, active->next_offset().value,
+                              point ? point->value : -1, stop ? stop->message : "unknown");
   }
+  // The walk of the last segment's headers cannot stop early: its scan
+  // just validated every byte.
+  if (auto st = walk_segment_headers(active->path(), active->size(), [&](const batch_header_info& h, uint64_t) {
+        producers.record(h);
+        return true;
+      });
+      !st)
+    return st.err();
   partition_log lg(dir, config, std::move(*active));
   lg.closed_ = std::move(closed);
+  lg.producers_ = std::move(producers);
   lg.log_start_ = lg.closed_.empty() ? lg.active_.base() : lg.closed_.front().base;
-  lg.durable_ = lg.log_end();
-  if (auto st = lg.rebuild_producers(); !st)
-    return st.err();
+  lg.durable_ = lg.log_end();  // recover fsynced the kept bytes
+  lg.checkpointed_ = point.value_or(offset{0});
+  lg.clean_on_disk_ = clean;
+  if (!clean || !point || *point != lg.log_end()) {
+    // Not a clean close: what recovery kept is durable now, so the recovery
+    // point moves up to it (and a log without a checkpoint gets one).
+    if (auto st = lg.write_checkpoint(lg.log_end(), false); !st)
+      log::get("storage")->warn("checkpoint.write_failed dir={} error=\"{}\"", dir, st.err().message);
+  }
   return lg;
 }
 
-status partition_log::rebuild_producers() {
-  auto visit = [this](const batch_header_info& h, uint64_t) {
-    producers_.record(h);
-    return true;
-  };
-  for (const auto& seg : closed_)
-    if (auto st = walk_segment_headers(dir_ + "/" + segment_log_name(seg.base), seg.size, visit); !st)
-      return st;
-  return walk_segment_headers(active_.path(), active_.size(), visit);
+result<partition_log> partition_log::repair(const std::string& dir, const log_config& config,
+                                            repair_result& report) {
+  // Each cut removes bytes or ends the log at a segment boundary, so the
+  // number of rounds is bounded by the damage; the cap only guards a bug.
+  for (int round = 0; round < 100000; ++round) {
+    auto lg = open(dir, config);
+    if (lg || lg.err().code != errc::corrupt_log || !lg.err().damaged)
+      return lg;
+    if (auto st = cut_damage(dir, *lg.err().damaged, config, report); !st)
+      return st.err();
+  }
+  return make_error(errc::io_error, "repair of " + dir + " did not converge");
+}
+
+status partition_log::write_checkpoint(offset point, bool clean) {
+  if (auto st = write_recovery_checkpoint(dir_, {point, clean}); !st)
+    return st;
+  checkpointed_ = point;
+  clean_on_disk_ = clean;
+  checkpointed_at_ = std::chrono::steady_clock::now();
+  return {};
+}
+
+status partition_log::clear_clean_flag() {
+  if (!clean_on_disk_)
+    return {};
+  return write_checkpoint(checkpointed_, false);
+}
+
+status partition_log::checkpoint() {
+  if (durable_ <= checkpointed_)
+    return {};
+  return write_checkpoint(durable_, false);
+}
+
+status partition_log::close() {
+  auto durable = flush();
+  if (!durable)
+    return durable.err();
+  return write_checkpoint(log_end(), true);
 }
 
 result<partition_log> partition_log::create(const std::string& dir, offset start,
@@ -197,6 +424,10 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
   auto bases = list_segments(dir);
   if (!bases)
     return bases.err();
+  // First, so that a crash while the old segments go leaves no recovery
+  // point above the new log.
+  if (auto st = remove_recovery_checkpoint(dir); !st)
+    return st.err();
   for (auto base : *bases) {
     for (const auto& name : {segment_log_name(base), segment_index_name(base)}) {
       if (auto st = unlink_if_present(dir + "/" + name); !st)
@@ -214,6 +445,8 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
   partition_log lg(dir, config, std::move(*active));
   lg.log_start_ = start;
   lg.durable_ = start;
+  if (auto st = lg.write_checkpoint(start, false); !st)
+    return st.err();
   return lg;
 }
 
@@ -292,6 +525,10 @@ result<offset> partition_log::append_validated(std::string_view batch, offset ba
                       "batch of " + std::to_string(batch.size()) + " bytes exceeds 2 GiB");
   const bool full = active_.size() + batch.size() > config_.segment_bytes;
   const bool rel_overflow = base.value - active_.base().value > 0x7fffffffLL;
+  // The clean flag promises that the file ends where close() left it: it
+  // goes (durably) before the first byte is appended after it.
+  if (auto st = clear_clean_flag(); !st)
+    return st.err();
   if (active_.size() > 0 && (full || rel_overflow)) {
     if (auto st = roll(); !st)
       return st.err();
@@ -303,13 +540,13 @@ result<offset> partition_log::append_validated(std::string_view batch, offset ba
 }
 
 status partition_log::roll() {
+  // Seal (fsync) before the next segment exists: open treats everything
+  // below the last segment's base as flushed.
+  if (auto st = active_.seal(); !st)
+    return st;
   auto next = active_segment::create(dir_, log_end(), config_.index_interval_bytes);
   if (!next)
     return next.err();
-  if (auto st = active_.seal(); !st) {
-    (void)unlink_if_present(next->path());
-    return st;
-  }
   if (auto st = sync_dir(dir_); !st)
     return st;
   closed_.push_back({active_.base(), active_.size(), active_.index_bytes(), active_.max_timestamp()});
@@ -328,6 +565,13 @@ result<offset> partition_log::flush() {
     dirty_ = false;
   }
   durable_ = log_end();
+  if (durable_ > checkpointed_ &&
+      std::chrono::steady_clock::now() - checkpointed_at_ >=
+        std::chrono::milliseconds(config_.checkpoint_interval_ms)) {
+    // A failed write keeps the older, lower recovery point: still true.
+    if (auto st = write_checkpoint(durable_, false); !st)
+      log::get("storage")->warn("checkpoint.write_failed dir={} error=\"{}\"", dir_, st.err().message);
+  }
   return durable_;
 }
 
@@ -354,8 +598,16 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
                                [](offset o, const closed_segment& s) { return o < s.base; });
     // from >= log_start_ == closed_.front().base, so `it` is past the first.
     bytes = read_closed_segment(dir_, *std::prev(it), from, max_bytes);
-    if (!bytes && bytes.err().code == errc::offset_out_of_range)
-      return make_error(errc::corrupt_segment, bytes.err().message + " (segment ends early)");
+    // Past the end of its segment: `from` is in a gap a repair left (open
+    // checked that each sealed segment's batches run to its end), so the
+    // answer is the first batch of the next segment that has one.
+    for (; !bytes && bytes.err().code == errc::offset_out_of_range; ++it) {
+      if (it == closed_.end()) {
+        bytes = active_.size() > 0 ? active_.read(active_.base(), max_bytes) : std::string();
+        break;
+      }
+      bytes = read_closed_segment(dir_, *it, it->base, max_bytes);
+    }
   }
   if (!bytes)
     return bytes.err();
@@ -444,6 +696,12 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
 status partition_log::reset(offset start) {
   if (start.value < 0)
     return make_error(errc::invalid_argument, "start offset must be >= 0");
+  // The recovery point never stands above what is on disk: lowered (when
+  // needed) before the old segments go, raised to `start` once the new one
+  // is in place.
+  if (start < checkpointed_ || clean_on_disk_)
+    if (auto st = write_checkpoint(std::min(checkpointed_, start), false); !st)
+      return st;
   // Segment logs are renamed away first (cheap and atomic) and deleted
   // gradually once the new log is in place; a crash in between leaves
   // `.deleted` files that the next open removes.
@@ -482,6 +740,8 @@ status partition_log::reset(offset start) {
   durable_ = start;
   dirty_ = false;
   producers_.clear();
+  if (auto st = write_checkpoint(start, false); !st)
+    return st;
   log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
   return {};
 }

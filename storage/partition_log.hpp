@@ -5,6 +5,7 @@
 // per segment plus the active segment's sparse index; only the active
 // segment's log file stays open (sealed segments are opened per read).
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,29 @@ namespace moonmq::storage {
 struct log_config {
   uint64_t segment_bytes = uint64_t{1} << 30;  ///< roll threshold (segment.bytes), capped at 2 GiB
   size_t index_interval_bytes = 4096;          ///< bytes between index entries
+  /// Least time in ms between two recovery-point writes by flush() (each is
+  /// an atomic file replace: two fsyncs); 0 writes on every flush that
+  /// advances it. Acknowledged records past the recovery point are the ones
+  /// recovery may still cut as a torn tail, so this bounds that window.
+  int64_t checkpoint_interval_ms = 1000;
+};
+
+/// One cut made by partition_log::repair.
+struct repair_cut {
+  std::string path;          ///< segment file cut (the partition directory when none was left)
+  uint64_t position = 0;     ///< byte position of the cut
+  offset first{0};           ///< first offset removed
+  offset end{0};             ///< one past the last offset removed; appends continue at or above it
+  uint64_t records = 0;      ///< offsets removed: end - first
+  uint64_t bytes = 0;        ///< bytes removed from `path`
+  std::string reason;        ///< why the batch at `position` was invalid
+};
+
+/// What partition_log::repair removed, over every cut.
+struct repair_result {
+  std::vector<repair_cut> cuts;  ///< in the order made; empty when the log opened as it was
+  uint64_t records = 0;
+  uint64_t bytes = 0;
 };
 
 /// Bytes returned by partition_log::read plus the log bounds at read time.
@@ -41,12 +65,31 @@ std::string partition_dir(const std::string& data_dir, const std::string& topic,
 class partition_log {
  public:
   /// Opens the log in `dir`, creating an empty log starting at offset 0 if
-  /// the directory has no segment. Recovery: the last segment is scanned and
-  /// truncated (durably) at its first invalid batch (event log.truncated);
-  /// sealed segments get their index checked and rebuilt when torn; a corrupt
-  /// sealed segment is logged and kept (its reads past the damage fail with
-  /// corrupt_segment). Errors: io_error, invalid_argument (bad config).
+  /// the directory has no segment (and no recovery point above 0). Recovery
+  /// (docs/storage.md): sealed segments get their index checked (rebuilt by
+  /// a full scan when torn) and their batch headers walked; the last segment
+  /// is fully scanned. Only a torn tail may be cut (durably, event
+  /// log.truncated): the first invalid batch of the last segment, when it
+  /// starts at or past the recovery point of `<dir>/recovery-point` and the
+  /// log was not closed cleanly, or, without a readable checkpoint, when it
+  /// runs past the end of the file. Any other invalid batch, or a log that
+  /// ends below its recovery point, is corrupt_log with error::damaged
+  /// (file, position, offsets [first, end), recovery point) and nothing is
+  /// changed: see repair. Errors: io_error, invalid_argument (bad config),
+  /// corrupt_log.
   static result<partition_log> open(const std::string& dir, const log_config& config = {});
+
+  /// Opens the log in `dir` as open does, but cuts each damage open would
+  /// refuse, until the log opens: the damaged segment is truncated at its
+  /// first invalid batch (later sealed segments are kept); when that was the
+  /// last segment, appends continue in a new segment at `end` (the recovery
+  /// point or the end of any valid batch found past the damage, whichever is
+  /// higher), so no offset that may have been acknowledged is given out
+  /// again and the removed offsets stay a gap that reads skip. `report`
+  /// receives every cut (event log.repaired for each). Errors: io_error,
+  /// invalid_argument.
+  static result<partition_log> repair(const std::string& dir, const log_config& config,
+                                      repair_result& report);
 
   /// Creates a new, empty log in `dir` whose first offset is `start` (a moved
   /// partition starts at the source's log-start). Any segments already in
@@ -85,15 +128,35 @@ class partition_log {
 
   /// fdatasyncs everything appended so far (no-op when nothing is new) and
   /// returns the durable offset: every offset below it survives a crash.
+  /// Then, when it advanced and checkpoint_interval_ms passed since the last
+  /// write, records it as the recovery point (a failed checkpoint write is
+  /// logged as checkpoint.write_failed, not an error: the older point stays
+  /// true). Errors: io_error (the fdatasync failed).
   result<offset> flush();
 
   /// Offset below which everything is durable (cheap; for group commit: a
   /// caller waiting for offset X needs a flush only if X >= durable_offset()).
   offset durable_offset() const { return durable_; }
 
+  /// Writes the recovery point (= durable_offset()) now if it advanced since
+  /// the last write; flush() does this itself at most every
+  /// checkpoint_interval_ms. Errors: io_error (the old checkpoint stays,
+  /// which is safe: it is only lower).
+  status checkpoint();
+
+  /// Clean close: flush(), then a checkpoint with the log end as recovery
+  /// point and the clean flag, so the next open knows the file ends where
+  /// this one left it. The log stays usable; the next append clears the
+  /// flag first. Errors: io_error.
+  status close();
+
+  /// The recovery point on disk (every offset below it was fdatasynced).
+  offset recovery_point() const { return checkpointed_; }
+
   /// Whole batches starting with the one containing `from`, up to
   /// `max_bytes` but at least one batch, from a single segment. `from` ==
-  /// LEO gives no bytes. Errors: offset_out_of_range with log_start and
+  /// LEO gives no bytes; `from` inside a gap a repair left gives the first
+  /// batch after it (none when nothing was appended after the gap). Errors: offset_out_of_range with log_start and
   /// log_end set when from < log-start or from > LEO; corrupt_segment; io_error.
   result<read_result> read(offset from, size_t max_bytes);
 
@@ -145,7 +208,8 @@ class partition_log {
                                   int64_t max_timestamp);
   status roll();
   result<int64_t> closed_max_timestamp(closed_segment& seg);
-  status rebuild_producers();
+  status write_checkpoint(offset point, bool clean);
+  status clear_clean_flag();
 
   std::string dir_;
   log_config config_;
@@ -155,6 +219,9 @@ class partition_log {
   offset durable_{0};
   bool dirty_ = false;
   producer_state producers_;
+  offset checkpointed_{0};     ///< recovery point last written to disk
+  bool clean_on_disk_ = false; ///< the checkpoint on disk carries the clean flag
+  std::chrono::steady_clock::time_point checkpointed_at_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace moonmq::storage

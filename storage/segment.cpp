@@ -113,11 +113,17 @@ result<segment_scan> scan_segment(int fd, const std::string& path, offset base,
     auto info = peek_batch_header(buf);
     if (!info) {
       scan.stopped = info.err();
+      // A header cut short by the end of the file whose length field (when
+      // present) is plausible and claims more than remains: a torn write.
+      auto claimed = peek_batch_size(buf);
+      scan.incomplete = file_size - pos < batch_log_overhead ||
+                        (file_size - pos < batch_header_size && claimed && *claimed > file_size - pos);
       break;
     }
     if (info->size > file_size - pos) {
       scan.stopped = make_error(errc::short_buffer, "batch of " + std::to_string(info->size) +
                                                         " bytes runs past the end of the file");
+      scan.incomplete = true;
       break;
     }
     st = pread_exact(fd, pos, info->size, buf, path);
@@ -145,6 +151,64 @@ result<segment_scan> scan_segment(int fd, const std::string& path, offset base,
     scan.valid_bytes = pos;
   }
   return scan;
+}
+
+result<offset> scan_past_damage(const std::string& path, uint64_t from_pos, offset min_offset) {
+  auto fd = open_file(path, O_RDONLY);
+  if (!fd)
+    return fd.err();
+  auto size = file_size(fd->get(), path);
+  if (!size)
+    return size.err();
+  // Candidates are tested through a 1 MiB window; a batch that passes the
+  // header checks is read whole for the full validation.
+  constexpr uint64_t window_bytes = 1 << 20;
+  std::string window;
+  std::string batch;
+  uint64_t window_pos = 0;
+  offset end = min_offset;
+  for (uint64_t pos = from_pos + 1; pos + batch_header_size <= *size;) {
+    if (pos < window_pos || pos + batch_header_size > window_pos + window.size()) {
+      window_pos = pos;
+      auto st = pread_exact(fd->get(), pos, static_cast<size_t>(std::min(window_bytes, *size - pos)), window, path);
+      if (!st)
+        return st.err();
+    }
+    auto head = std::string_view(window).substr(static_cast<size_t>(pos - window_pos), batch_header_size);
+    if (static_cast<int8_t>(head[16]) != batch_magic_v2) {  // magic: the cheapest test first
+      ++pos;
+      continue;
+    }
+    auto info = peek_batch_header(head);
+    if (!info || info->base < min_offset || info->size > *size - pos) {
+      ++pos;
+      continue;
+    }
+    auto st = pread_exact(fd->get(), pos, info->size, batch, path);
+    if (!st)
+      return st.err();
+    if (!batch_view::parse(batch, true)) {
+      ++pos;
+      continue;
+    }
+    end = std::max(end, offset{info->last.value + 1});
+    pos += info->size;
+  }
+  return end;
+}
+
+error damage_error(const std::string& path, uint64_t position, offset first, const error& why) {
+  auto e = make_error(errc::corrupt_log, "invalid batch path=" + path + " position=" + std::to_string(position) +
+                                             " offset=" + std::to_string(first.value) + ": " +
+                                             to_string(why.code) + ": " + why.message);
+  damage d;
+  d.path = path;
+  d.position = position;
+  d.first = first;
+  d.end = first;
+  d.reason = std::string(to_string(why.code)) + ": " + why.message;
+  e.damaged = std::move(d);
+  return e;
 }
 
 result<std::string> read_segment(int fd, const std::string& path, uint64_t size,
@@ -215,6 +279,7 @@ result<active_segment> active_segment::create(const std::string& dir, offset bas
 
 result<active_segment> active_segment::recover(const std::string& dir, offset base,
                                                size_t index_interval_bytes,
+                                               const std::function<bool(const segment_scan&)>& may_cut,
                                                std::optional<error>& stop_reason,
                                                uint64_t& truncated_bytes) {
   active_segment s;
@@ -233,6 +298,10 @@ result<active_segment> active_segment::recover(const std::string& dir, offset ba
   if (!scan)
     return scan.err();
   stop_reason = scan->stopped;
+  if (scan->valid_bytes < *size && !may_cut(*scan)) {
+    auto why = scan->stopped ? *scan->stopped : make_error(errc::short_buffer, "scan stopped early");
+    return damage_error(s.path_, scan->valid_bytes, scan->next_offset, why);
+  }
   truncated_bytes = *size - scan->valid_bytes;
   if (truncated_bytes > 0 &&
       ::ftruncate(s.fd_.get(), static_cast<off_t>(scan->valid_bytes)) != 0)
@@ -288,7 +357,6 @@ status active_segment::seal() {
     e.sys_errno = ec.value();
     return e;
   }
-  fd_.reset();
   return {};
 }
 
@@ -365,9 +433,11 @@ result<bool> check_closed_segment(const std::string& dir, closed_segment& seg,
   auto scan = scan_segment(fd->get(), path, seg.base, seg.size, index_interval_bytes);
   if (!scan)
     return scan.err();
-  if (scan->stopped) {
-    log::get("storage")->warn("segment.corrupt path={} valid_bytes={} size={} reason={}", path,
-                              scan->valid_bytes, seg.size, scan->stopped->message);
+  if (scan->valid_bytes < seg.size) {
+    auto why = scan->stopped ? *scan->stopped : make_error(errc::short_buffer, "scan stopped early");
+    auto e = damage_error(path, scan->valid_bytes, scan->next_offset, why);
+    e.damaged->sealed = true;
+    return e;
   }
   auto encoded = encode_index(scan->index);
   if (auto wec = util::write_file_atomic(index_path, encoded); wec) {

@@ -52,6 +52,11 @@ struct segment_scan {
   int64_t max_timestamp = -1;     ///< largest batch maxTimestamp, -1 if none
   std::vector<index_entry> index; ///< rebuilt sparse index of the valid prefix
   std::optional<error> stopped;   ///< why the scan ended before `file_size`
+  /// The scan stopped at a final batch that runs past the end of the file
+  /// (fewer than 12 bytes left, or a length field, in a header that parses
+  /// or is cut short, claiming more bytes than remain): a write that never
+  /// completed, not damage to complete bytes.
+  bool incomplete = false;
 };
 
 /// Scans `fd` from position 0, fully validating each batch (framing, CRC,
@@ -59,6 +64,14 @@ struct segment_scan {
 /// first invalid or incomplete batch. Errors only on I/O failure.
 result<segment_scan> scan_segment(int fd, const std::string& path, offset base,
                                   uint64_t file_size, size_t index_interval_bytes);
+
+/// The end (last offset + 1) of the last batch found anywhere after byte
+/// `from_pos` of the segment log at `path` that is whole and valid (full
+/// validation) with baseOffset >= `min_offset`, or `min_offset` when there is
+/// none: how far a log went past damage at `from_pos`. Tries every byte
+/// position (cheap header checks first); used only on damaged segments.
+/// Errors: io_error.
+result<offset> scan_past_damage(const std::string& path, uint64_t from_pos, offset min_offset);
 
 /// Reads whole batches of the segment in `fd` (of `size` bytes), starting
 /// with the batch that contains `target` (walking headers from `start_pos`,
@@ -79,11 +92,16 @@ class active_segment {
   static result<active_segment> create(const std::string& dir, offset base,
                                        size_t index_interval_bytes);
 
-  /// Opens the existing `<base>.log`, scans it and truncates it (durably) at
-  /// the first invalid batch; `truncated` receives the scan stop reason and
-  /// the number of bytes cut, if any.
+  /// Opens the existing `<base>.log` and scans it. When the scan stops
+  /// before the end of the file, `may_cut(scan)` decides: true truncates the
+  /// file (durably) at the first invalid batch, false fails with
+  /// corrupt_log (error::damaged: path, position, first offset, reason; the
+  /// file is untouched). `stop_reason` and `truncated_bytes` receive the
+  /// scan stop reason and the bytes cut. The valid bytes are fsynced. Errors:
+  /// io_error, corrupt_log.
   static result<active_segment> recover(const std::string& dir, offset base,
                                         size_t index_interval_bytes,
+                                        const std::function<bool(const segment_scan&)>& may_cut,
                                         std::optional<error>& stop_reason,
                                         uint64_t& truncated_bytes);
 
@@ -93,8 +111,9 @@ class active_segment {
   /// fdatasync of the log file.
   status sync();
 
-  /// Makes the segment immutable: fsyncs the log, writes `<base>.index`
-  /// atomically and closes the fd.
+  /// Makes the segment immutable: fsyncs the log and writes `<base>.index`
+  /// atomically. The fd stays open until the object goes, so a failed roll
+  /// after it leaves the segment usable.
   status seal();
 
   /// See read_segment; uses the in-memory index.
@@ -137,10 +156,17 @@ result<std::string> read_closed_segment(const std::string& dir, const closed_seg
 
 /// Checks `<base>.index` of a sealed segment against its log; rebuilds and
 /// atomically rewrites it when missing or torn (returns true then). Fills
-/// `seg.size` and `seg.index_bytes`. A log that stops parsing midway is kept
-/// (logged as segment.corrupt); the rebuilt index covers its valid prefix.
+/// `seg.size` and `seg.index_bytes`. When the rebuild scan stops before the
+/// end of the log (a sealed segment was fsynced, so that is damage), nothing
+/// is written and the result is corrupt_log with error::damaged (path,
+/// position, first offset, reason; `end` and the recovery point are left to
+/// the caller). Errors: io_error, corrupt_log.
 result<bool> check_closed_segment(const std::string& dir, closed_segment& seg,
                                   size_t index_interval_bytes);
+
+/// A corrupt_log error for damage at `position` of `path` where offset
+/// `first` was expected; the message names the file, position and reason.
+error damage_error(const std::string& path, uint64_t position, offset first, const error& why);
 
 /// Walks the batch headers (no CRC) of the segment log at `path`, `size`
 /// bytes long, from position 0, calling `visit(header, position)` for each

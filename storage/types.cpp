@@ -20,6 +20,7 @@ const char* to_string(errc code) {
     case errc::duplicate_sequence: return "duplicate_sequence";
     case errc::out_of_order_sequence: return "out_of_order_sequence";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
+    case errc::corrupt_log: return "corrupt_log";
   }
   return "unknown";
 }

@@ -46,10 +46,24 @@ enum class errc {
   duplicate_sequence,    ///< idempotent batch already appended (its offset in error::original)
   out_of_order_sequence, ///< idempotent batch whose sequence does not follow the producer's last
   invalid_producer_epoch,///< idempotent batch from an epoch older than the producer's current one
+  corrupt_log,           ///< recovery found damage it may not cut (details in error::damaged)
 };
 
 /// Stable lower-case name of `code` (e.g. "bad_crc"), for logs and HTTP bodies.
 const char* to_string(errc code);
+
+/// Where open found damage that recovery may not cut (errc::corrupt_log):
+/// an invalid batch at or below the recovery point, or a log that ends below
+/// it. Offsets [first, end) are the records the damage makes unreadable.
+struct damage {
+  std::string path;           ///< segment file (the partition directory when no segment is left)
+  uint64_t position = 0;      ///< byte position in `path` of the first invalid batch (or its end)
+  offset first{-1};           ///< first offset affected
+  offset end{-1};             ///< one past the last offset known to exist there (>= first)
+  offset recovery_point{-1};  ///< the checkpoint's recovery point, -1 when unknown
+  bool sealed = false;        ///< `path` is a sealed segment (later segments are intact)
+  std::string reason;         ///< why the bytes at `position` do not parse
+};
 
 /// An error value. For offset_out_of_range and base_offset_mismatch,
 /// log_start/log_end carry the log's bounds at the time of the call
@@ -61,6 +75,7 @@ struct error {
   offset log_end{-1};
   offset original{-1};  ///< duplicate_sequence: base offset of the first append
   int sys_errno = 0;
+  std::optional<damage> damaged;  ///< corrupt_log: where, which offsets, why
 };
 
 /// Either a T or an error (util/result.hpp). Access value() only after checking ok().

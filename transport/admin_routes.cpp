@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
+#include "actors/catalog_view.hpp"
 #include "actors/errors.hpp"
 #include "plugins/goal_loader.hpp"
 #include "util/logging.hpp"
@@ -92,6 +93,34 @@ void add_admin_routes(router& r, const admin_context& ctx) {
     for (const auto& e : report.errors)
       log::get("plugins")->warn("plugins.refused path={} error=\"{}\"", e.path, e.message);
     respond(http_response::json(200, plugins::plugins_json(report).dump()));
+  });
+
+  // The operator's repair of a corrupt partition log (docs/storage.md,
+  // "Repair"): the partition actor cuts at the damage and comes online.
+  r.add("POST", "/admin/partitions/{topic}/{partition}/truncate-corrupt", [ctx](http_request& req,
+                                                                               responder respond) {
+    if (!ctx.catalog) {
+      respond(http_response::error(503, "not_ready", "no topic catalogue on this listener"));
+      return;
+    }
+    const auto& topic = req.params["topic"];
+    const auto& raw = req.params["partition"];
+    auto topics = ctx.catalog->get();
+    auto t = topics->find(topic);
+    if (t == topics->end()) {
+      respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
+      return;
+    }
+    if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
+        || std::stoul(raw) >= t->second.partitions.size()) {
+      respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
+      return;
+    }
+    const auto& partition = t->second.partitions[std::stoul(raw)];
+    ask<std::string>(
+      *ctx.system, partition, ctx.repair_timeout,
+      [respond](std::string& report) { respond(http_response::json(200, report)); },
+      fail_with(respond, "repairing partition " + topic + "-" + raw + " failed"), repair_atom::value);
   });
 
   r.add("GET", "/admin/actors/{id}", [ctx](http_request& req, responder respond) {

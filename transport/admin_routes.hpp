@@ -17,6 +17,10 @@ namespace moonmq::plugins {
 class goal_registry;
 }
 
+namespace moonmq {
+class catalog_view;
+}
+
 namespace moonmq::transport {
 
 struct admin_context {
@@ -28,13 +32,20 @@ struct admin_context {
   /// The goal plugins of Autobalance.GoalsDir (GET /admin/plugins,
   /// POST /admin/plugins/reload); null = routes answer 503.
   std::shared_ptr<plugins::goal_registry> goals;
+  /// The local topics and their partition actors (POST
+  /// /admin/partitions/{topic}/{partition}/truncate-corrupt); null = that
+  /// route answers 503.
+  std::shared_ptr<catalog_view> catalog;
   /// Bound on each request to an actor.
   std::chrono::milliseconds timeout{3000};
+  /// Bound on a repair (it scans the damaged segment).
+  std::chrono::milliseconds repair_timeout{std::chrono::minutes(10)};
 };
 
 /// Adds GET /health, GET /metrics, GET /admin/actors, GET /admin/actors/{id},
-/// GET /admin/plugins, POST /admin/plugins/reload and the bearer-token guard
-/// to `r`.
+/// GET /admin/plugins, POST /admin/plugins/reload,
+/// POST /admin/partitions/{topic}/{partition}/truncate-corrupt and the
+/// bearer-token guard to `r`.
 void add_admin_routes(router& r, const admin_context& ctx);
 
 }  // namespace moonmq::transport

@@ -86,6 +86,13 @@ TEST_CASE("a copy keeps offsets: reset to the source's log start, then append it
   CHECK(f.ask_int(dst, reset_atom::value, int64_t{10}) == 10);
   auto [bytes, lo, hi] = f.read(src, 10);
   CHECK(hi == 20);
+  // A copy that serves producers never takes copied batches: only a sealed
+  // one (a move's destination, sealed by its ensure) does.
+  caf::error unsealed;
+  f.self->request(dst, 10s, copy_atom::value, bytes, true).receive([](int64_t) {}, [&](caf::error& e) { unsealed = e; });
+  CHECK(error_code_of(unsealed) == "invalid_request");
+  CHECK(std::get<2>(f.read(dst, 10)) == 10);
+  CHECK(f.ask_int(dst, seal_atom::value, true, true) == 10);
   CHECK(f.ask_int(dst, copy_atom::value, bytes, true) == 20);
   auto [copied, dlo, dhi] = f.read(dst, 10);
   CHECK(dlo == 10);
@@ -95,8 +102,31 @@ TEST_CASE("a copy keeps offsets: reset to the source's log start, then append it
   caf::error err;
   f.self->request(dst, 10s, copy_atom::value, bytes, true).receive([](int64_t) {}, [&](caf::error& e) { err = e; });
   CHECK(error_code_of(err) == "invalid_request");
-  // New produce on the destination continues after the copied offsets.
+  // New produce on the destination (confirmed: unsealed) continues after the copied offsets.
+  CHECK(f.ask_int(dst, seal_atom::value, false) == 20);
   CHECK(f.ask_int(dst, append_atom::value, batch_of(1, "new"), true) == 20);
+}
+
+TEST_CASE("a durable seal survives a restart of the partition; a plain seal and an unseal do not", "[partition]") {
+  fixture f;
+  auto p = f.spawn("d");
+  f.ask_int(p, append_atom::value, batch_of(2, "a"), true);
+  CHECK(f.ask_int(p, seal_atom::value, true, true) == 2);
+  auto restart = [&](partition_actor& a) {
+    f.self->send_exit(a, caf::exit_reason::user_shutdown);
+    f.self->wait_for(a);
+    a = f.spawn("d");
+  };
+  // A move's destination copy restarted between cutover and confirm must not
+  // start serving its incomplete log.
+  restart(p);
+  CHECK(error_code_of(f.ask_error(p, batch_of(1, "b"))) == "partition_moved");
+  CHECK(f.ask_int(p, seal_atom::value, false) == 2);
+  restart(p);
+  CHECK(f.ask_int(p, append_atom::value, batch_of(1, "c"), true) == 2);
+  CHECK(f.ask_int(p, seal_atom::value, true) == 3);  // the source's seal at cutover: memory only
+  restart(p);
+  CHECK(f.ask_int(p, append_atom::value, batch_of(1, "e"), true) == 3);
 }
 
 TEST_CASE("a sealed partition refuses produce but serves reads; unsealing resumes", "[partition]") {

@@ -108,6 +108,8 @@ TEST_CASE("log rolls segments and reads every offset across them", "[storage][lo
   uint64_t on_disk = 0;
   size_t logs = 0;
   for (auto& e : std::filesystem::directory_iterator(tmp.sub("t-1"))) {
+    if (e.path().filename() == "recovery-point")
+      continue;  // the checkpoint is not a segment file
     on_disk += std::filesystem::file_size(e.path());
     logs += e.path().extension() == ".log";
   }

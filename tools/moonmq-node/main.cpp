@@ -252,6 +252,7 @@ int run(const config::load_result& loaded) {
   actx.broker_id = cfg.broker_id();
   actx.token = cfg.admin.token;
   actx.goals = load_goals(cfg);
+  actx.catalog = view;  // POST /admin/partitions/{topic}/{partition}/truncate-corrupt
   transport::add_admin_routes(*admin_router, actx);
   auto client_router = std::make_shared<transport::router>();
   transport::client_context cctx;

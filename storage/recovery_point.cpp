@@ -1,0 +1,99 @@
+#include "storage/recovery_point.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+
+#include <unistd.h>
+
+#include "storage/file_io.hpp"
+#include "storage/record_batch.hpp"
+#include "util/atomic_file.hpp"
+
+namespace moonmq::storage {
+namespace {
+
+constexpr std::string_view prefix = "moonmq-recovery-point v1 offset=";
+constexpr std::string_view crc_key = " crc32c=";
+
+std::string path_in(const std::string& dir) { return dir + "/" + recovery_point_file_name; }
+
+error file_error(const char* what, const std::string& path, const std::error_code& ec) {
+  auto e = make_error(errc::io_error, std::string(what) + " path=" + path + ": " + ec.message());
+  e.sys_errno = ec.value();
+  return e;
+}
+
+}  // namespace
+
+std::string encode_recovery_checkpoint(const recovery_checkpoint& cp) {
+  std::string body = std::string(prefix) + std::to_string(cp.point.value) + " clean=" + (cp.clean ? "1" : "0");
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", crc32c(body));
+  return body + std::string(crc_key) + crc + "\n";
+}
+
+std::optional<recovery_checkpoint> decode_recovery_checkpoint(std::string_view text) {
+  if (text.size() < prefix.size() || text.substr(0, prefix.size()) != prefix || text.back() != '\n')
+    return std::nullopt;
+  auto crc_at = text.rfind(crc_key);
+  if (crc_at == std::string_view::npos)
+    return std::nullopt;
+  auto body = text.substr(0, crc_at);
+  auto crc_text = text.substr(crc_at + crc_key.size());
+  crc_text.remove_suffix(1);  // the newline
+  uint32_t crc = 0;
+  if (crc_text.size() != 8 || crc_text.find_first_not_of("0123456789abcdef") != std::string_view::npos)
+    return std::nullopt;  // exactly what encode writes: 8 lower-case hex digits
+  auto [crc_end, crc_ec] = std::from_chars(crc_text.data(), crc_text.data() + 8, crc, 16);
+  if (crc_ec != std::errc{} || crc_end != crc_text.data() + 8 || crc != crc32c(body))
+    return std::nullopt;
+  auto rest = body.substr(prefix.size());
+  int64_t point = -1;
+  auto [num_end, num_ec] = std::from_chars(rest.data(), rest.data() + rest.size(), point);
+  if (num_ec != std::errc{} || point < 0)
+    return std::nullopt;
+  auto tail = rest.substr(static_cast<size_t>(num_end - rest.data()));
+  if (tail != " clean=0" && tail != " clean=1")
+    return std::nullopt;
+  return recovery_checkpoint{offset{point}, tail == " clean=1"};
+}
+
+result<loaded_checkpoint> read_recovery_checkpoint(const std::string& dir) {
+  loaded_checkpoint out;
+  std::string text;
+  auto path = path_in(dir);
+  if (auto ec = util::read_file(path, text); ec) {
+    if (ec.value() == ENOENT)
+      return out;
+    return file_error("read", path, ec);
+  }
+  if (auto cp = decode_recovery_checkpoint(text)) {
+    out.state = loaded_checkpoint::kind::valid;
+    out.value = *cp;
+  } else {
+    out.state = loaded_checkpoint::kind::unreadable;
+  }
+  return out;
+}
+
+status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp) {
+  auto path = path_in(dir);
+  if (auto ec = util::write_file_atomic(path, encode_recovery_checkpoint(cp)); ec)
+    return file_error("write", path, ec);
+  return {};
+}
+
+status remove_recovery_checkpoint(const std::string& dir) {
+  auto path = path_in(dir);
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT)
+      return {};
+    return io_error("unlink", path);
+  }
+  if (auto ec = util::fsync_dir(dir); ec)
+    return file_error("fsync_dir", dir, ec);
+  return {};
+}
+
+}  // namespace moonmq::storage

@@ -1,0 +1,57 @@
+#pragma once
+// The recovery-point checkpoint of one partition log: `<dir>/recovery-point`,
+// Kafka's recovery-point-offset-checkpoint and clean-shutdown marker in one
+// small file per partition directory. It records an offset below which
+// every record was fdatasynced, and whether the log was closed cleanly.
+//
+// Format: one text line,
+//   "moonmq-recovery-point v1 offset=<decimal> clean=<0|1> crc32c=<8 hex digits>\n"
+// where the CRC32C (storage/record_batch.hpp crc32c) covers every byte
+// before " crc32c=". Written only with util::write_file_atomic (temp file,
+// fsync, rename, directory fsync), so a reader sees the old or the new line,
+// never a mix; a line that does not decode is reported as unreadable.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "storage/types.hpp"
+
+namespace moonmq::storage {
+
+/// File name of the checkpoint inside a partition directory.
+inline constexpr const char* recovery_point_file_name = "recovery-point";
+
+/// What the checkpoint says.
+struct recovery_checkpoint {
+  offset point{0};     ///< every offset below it was fdatasynced (a batch boundary)
+  bool clean = false;  ///< written by partition_log::close: nothing was appended since
+};
+
+/// The line described above.
+std::string encode_recovery_checkpoint(const recovery_checkpoint& cp);
+
+/// Parses a checkpoint line; nullopt when the prefix, version, numbers,
+/// trailing newline or CRC are wrong.
+std::optional<recovery_checkpoint> decode_recovery_checkpoint(std::string_view text);
+
+/// What reading the checkpoint of a directory found.
+struct loaded_checkpoint {
+  enum class kind { missing, valid, unreadable } state = kind::missing;
+  recovery_checkpoint value;  ///< meaningful when state == valid
+};
+
+/// Reads `<dir>/recovery-point`. A missing file is `missing`, a file that
+/// does not decode is `unreadable` (never an error). Errors: io_error when
+/// the file exists but cannot be read.
+result<loaded_checkpoint> read_recovery_checkpoint(const std::string& dir);
+
+/// Replaces `<dir>/recovery-point` atomically and durably. Errors: io_error
+/// (the old file is then unchanged).
+status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp);
+
+/// Removes `<dir>/recovery-point` (durably: the directory is fsynced).
+/// Missing is not an error. Errors: io_error.
+status remove_recovery_checkpoint(const std::string& dir);
+
+}  // namespace moonmq::storage
