@@ -104,6 +104,36 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       log::get("broker")->info("topic.grown topic={} partitions={}", name, count);
       return count;
     },
+    [self](adopt_atom, std::string& name, int32_t partitions, std::string& config_json) -> caf::result<int32_t> {
+      auto& st = self->state;
+      if (auto why = dataplane::check_topic_name(name); !why.empty())
+        return invalid(why);
+      if (partitions < 1 || partitions > dataplane::max_partitions)
+        return invalid("partitions must be between 1 and " + std::to_string(dataplane::max_partitions));
+      auto it = st.topics.find(name);
+      if (it != st.topics.end() && static_cast<int32_t>(it->second.partitions.size()) >= partitions)
+        return static_cast<int32_t>(it->second.partitions.size());
+      dataplane::topic_config cfg;
+      if (it != st.topics.end())
+        cfg = it->second.config;
+      else if (!config_json.empty())
+        if (auto why = dataplane::parse_topic_config(config_json, cfg); !why.empty()) {
+          log::get("broker")->error("topic.config_unreadable topic={} error=\"{}\" msg=\"using the defaults\"", name,
+                                    why);
+          cfg = {};
+        }
+      st.catalog->put({name, partitions, cfg});
+      if (auto why = st.catalog->save(); !why.empty())
+        return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
+      auto& t = st.topics[name];
+      auto have = static_cast<int32_t>(t.partitions.size());
+      t.name = name;
+      t.config = cfg;
+      spawn_partitions(self, t, have, partitions);
+      publish(self);
+      log::get("broker")->info("topic.adopted topic={} partitions={} had={}", name, partitions, have);
+      return partitions;
+    },
     [self](status_atom) {
       nlohmann::json topics = nlohmann::json::object();
       for (const auto& [name, t] : self->state.topics)

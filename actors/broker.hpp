@@ -24,6 +24,12 @@ using broker_actor = caf::typed_actor<
   // Grows topic to `count` partitions. Replies the new count; errors:
   // unknown_topic, invalid_request (not larger, over the limit).
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
+  // Makes the local copy of a topic the metadata log holds (name, partition
+  // count, config JSON text or "") exist with at least that many partitions:
+  // creates it, grows it, or changes nothing. Replies the local count;
+  // errors: invalid_request (bad name or count), storage_error. A config the
+  // log holds but this build cannot read is logged and the defaults used.
+  caf::replies_to<adopt_atom, std::string, int32_t, std::string>::with<int32_t>,
   // The broker's summary (JSON text).
   caf::replies_to<status_atom>::with<std::string>>;
 

@@ -1,12 +1,14 @@
 #include "actors/cluster_state.hpp"
 
 #include <optional>
+#include <set>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
 #include "cluster/controller_fence.hpp"
+#include "dataplane/topic_name.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
@@ -19,6 +21,10 @@ struct cluster_state_state {
   std::optional<cluster::ownership_table> owners;
   std::string open_error;
   std::optional<raft_link> raft;
+  std::optional<broker_actor> broker;
+  std::shared_ptr<catalog_view> catalog;
+  /// Local topics whose import entry was proposed and not yet answered.
+  std::set<std::string> importing;
   static inline const char* name = "cluster_state";
 };
 
@@ -72,9 +78,163 @@ caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t part
   return rp;
 }
 
+/// Makes the local copy of `name` match the image, then calls `done` with
+/// its local count (or the error).
+void adopt_local(self_ptr self, const std::string& name, std::function<void(int32_t)> done,
+                 std::function<void(caf::error&)> fail) {
+  auto& st = self->state;
+  auto topics = st.view->topics();
+  auto it = topics->find(name);
+  if (it == topics->end()) {
+    auto e = make_error(errc::unknown_topic, "unknown topic " + name);
+    fail(e);
+    return;
+  }
+  self->request(*st.broker, std::chrono::seconds(60), adopt_atom::value, name, it->second.partitions, it->second.config)
+    .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
+}
+
+/// A `topic` entry through the Raft log (create or grow), answered with the
+/// entry's index once applied here.
+void propose_topic(self_ptr self, const std::string& name, int32_t partitions, const std::string& config, bool grow,
+                   std::function<void(int64_t)> applied, std::function<void(caf::error&)> fail) {
+  auto& st = self->state;
+  auto on_ok = [applied](int64_t index, int64_t) { applied(index); };
+  auto on_err = [fail](caf::error& e) { fail(e); };
+  if (grow)
+    self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, grow_atom::value, name, partitions,
+                  st.self_id, true)
+      .then(on_ok, on_err);
+  else
+    self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, create_atom::value, name, partitions,
+                  st.self_id, config, true)
+      .then(on_ok, on_err);
+}
+
+caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t partitions, std::string& config) {
+  auto& st = self->state;
+  if (!st.raft || !st.broker)
+    return make_error(errc::not_ready, "topics are created through the metadata log only with Cluster.Raft");
+  if (auto why = dataplane::check_topic_name(name); !why.empty())
+    return make_error(errc::invalid_request, why);
+  if (partitions < 1 || partitions > dataplane::max_partitions)
+    return make_error(errc::invalid_request, "partitions must be between 1 and "
+                                               + std::to_string(dataplane::max_partitions) + ", got "
+                                               + std::to_string(partitions));
+  if (!config.empty()) {
+    dataplane::topic_config cfg;
+    if (auto why = dataplane::parse_topic_config(config, cfg); !why.empty())
+      return make_error(errc::invalid_request, why);
+  }
+  auto rp = self->make_response_promise<bool>();
+  auto fail = [rp](caf::error& e) mutable { rp.deliver(std::move(e)); };
+  // Answered from the image: a topic the log holds with another count is
+  // refused; with this count it is "existed" once the local copy is there.
+  auto finish = [self, rp, name, partitions, fail](bool created) mutable {
+    auto topics = self->state.view->topics();
+    auto it = topics->find(name);
+    if (it != topics->end() && it->second.partitions != partitions && !created) {
+      rp.deliver(make_error(errc::invalid_request, "topic " + name + " already exists with "
+                                                     + std::to_string(it->second.partitions) + " partitions"));
+      return;
+    }
+    adopt_local(self, name, [rp, created](int32_t) mutable { rp.deliver(created); }, fail);
+  };
+  auto topics = st.view->topics();
+  if (topics->count(name) != 0) {
+    finish(false);
+    return rp;
+  }
+  propose_topic(self, name, partitions, config, false, [self, name, finish](int64_t index) mutable {
+    auto now = self->state.view->topics();
+    auto it = now->find(name);
+    bool created = it != now->end() && it->second.created_at == index;
+    if (created)
+      log::get("node")->info("topic.created topic={} raft_index={}", name, index);
+    finish(created);
+  }, fail);
+  return rp;
+}
+
+caf::result<int32_t> raft_grow_topic(self_ptr self, std::string& name, int32_t count) {
+  auto& st = self->state;
+  if (!st.raft || !st.broker)
+    return make_error(errc::not_ready, "topics grow through the metadata log only with Cluster.Raft");
+  auto topics = st.view->topics();
+  auto it = topics->find(name);
+  if (it == topics->end())
+    return make_error(errc::unknown_topic, "unknown topic " + name);
+  if (count <= it->second.partitions)
+    return make_error(errc::invalid_request, "count must be larger than the current "
+                                               + std::to_string(it->second.partitions) + " partitions");
+  if (count > dataplane::max_partitions)
+    return make_error(errc::invalid_request, "count must be at most " + std::to_string(dataplane::max_partitions));
+  auto rp = self->make_response_promise<int32_t>();
+  auto fail = [rp](caf::error& e) mutable { rp.deliver(std::move(e)); };
+  propose_topic(self, name, count, it->second.config, true, [self, rp, name, fail](int64_t index) mutable {
+    log::get("node")->info("topic.grown topic={} raft_index={}", name, index);
+    adopt_local(self, name, [rp](int32_t n) mutable { rp.deliver(n); }, fail);
+  }, fail);
+  return rp;
+}
+
+/// How often local topics the metadata log does not know are looked for.
+constexpr std::chrono::milliseconds import_every{2000};
+
+/// A topic's configuration as the JSON text POST /v1/topics accepts.
+std::string config_text(const dataplane::topic_config& c) {
+  return nlohmann::json{{"segment.bytes", c.segment_bytes},
+                        {"retention.bytes", c.retention_bytes},
+                        {"retention.ms", c.retention_ms}}
+    .dump();
+}
+
+/// Imports, once, every local topic the metadata log does not hold (a topic
+/// this broker created before its topics went through the log): a create
+/// entry naming this broker owner of the partitions that have no owner row
+/// yet. Rows that exist (moved partitions) are kept; of two brokers holding
+/// the same legacy topic the first entry in log order wins. Runs while a
+/// Raft leader is known, until nothing is left to import.
+void import_local_topics(self_ptr self) {
+  auto& st = self->state;
+  if (!st.raft || !st.catalog)
+    return;
+  auto status = st.raft->view->get();
+  auto local = st.catalog->get();
+  auto image = st.view->topics();
+  bool missing = false;
+  for (const auto& [name, t] : *local) {
+    if (image->count(name) != 0)
+      continue;
+    missing = true;
+    if (status.leader.empty() || st.importing.count(name) != 0)
+      continue;
+    st.importing.insert(name);
+    auto n = static_cast<int32_t>(t.partitions.size());
+    log::get("node")->info("topic.importing topic={} partitions={}", name, n);
+    propose_topic(self, name, n, config_text(t.config), false,
+                  [self, name](int64_t index) {
+                    self->state.importing.erase(name);
+                    log::get("node")->info("topic.imported topic={} raft_index={}", name, index);
+                  },
+                  [self, name](caf::error& e) {
+                    self->state.importing.erase(name);
+                    log::get("node")->warn("topic.import_retry topic={} error=\"{}\"", name, message_of(e));
+                  });
+  }
+  if (missing)
+    self->delayed_send(self, import_every, tick_atom::value);
+}
+
 cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string data_dir, std::string self_id,
-                                                    std::shared_ptr<owner_view> view, std::optional<raft_link> raft) {
+                                                    std::shared_ptr<owner_view> view, std::optional<raft_link> raft,
+                                                    std::optional<broker_actor> broker,
+                                                    std::shared_ptr<catalog_view> catalog) {
   auto& init = self->state;
+  init.broker = std::move(broker);
+  init.catalog = std::move(catalog);
+  if (raft)  // legacy topics are imported into the metadata log
+    self->delayed_send(self, import_every, tick_atom::value);
   init.self_id = std::move(self_id);
   init.view = std::move(view);
   init.raft = std::move(raft);
@@ -147,6 +307,13 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
         return not_open(self);
       return caf::make_result(static_cast<int64_t>(st.fence->highest().value), st.fence->holder().value);
     },
+    [self](tick_atom) { import_local_topics(self); },
+    [self](create_atom, std::string& name, int32_t partitions, std::string& config) -> caf::result<bool> {
+      return raft_create_topic(self, name, partitions, config);
+    },
+    [self](grow_atom, std::string& name, int32_t count) -> caf::result<int32_t> {
+      return raft_grow_topic(self, name, count);
+    },
     [self](status_atom) {
       auto& st = self->state;
       nlohmann::json j{{"broker_id", st.self_id}};
@@ -185,9 +352,10 @@ std::string check_cluster_state(const std::string& data_dir) {
 
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
                                         std::shared_ptr<owner_view> view, registry_actor reg,
-                                        std::optional<raft_link> raft) {
+                                        std::optional<raft_link> raft, std::optional<broker_actor> broker,
+                                        std::shared_ptr<catalog_view> catalog) {
   auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(data_dir), std::move(self_id), std::move(view),
-                                    std::move(raft));
+                                    std::move(raft), std::move(broker), std::move(catalog));
   enroll(reg, caf::actor_cast<caf::actor>(a), "cluster_state", "cluster_state");
   return a;
 }

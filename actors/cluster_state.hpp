@@ -26,40 +26,14 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/broker.hpp"
+#include "actors/catalog_view.hpp"
+#include "actors/image.hpp"
 #include "actors/raft_node.hpp"
 #include "actors/registry.hpp"
 #include "cluster/ownership_table.hpp"
 
 namespace moonmq {
-
-/// Immutable snapshot of the ownership table: partitions whose owner is
-/// named (absent = owned by the broker that holds them locally).
-using owner_map = std::map<cluster::topic_partition, std::string>;
-
-class owner_view {
-public:
-  std::shared_ptr<const owner_map> get() const {
-    std::lock_guard<std::mutex> g{mtx_};
-    return current_;
-  }
-  /// The owner the table names for `tp` when that is not `self` (the
-  /// broker asking): where a request for `tp` must go instead.
-  std::optional<std::string> owner_other_than(const std::string& self, const cluster::topic_partition& tp) const {
-    auto owners = get();
-    auto it = owners->find(tp);
-    if (it == owners->end() || it->second == self)
-      return std::nullopt;
-    return it->second;
-  }
-  void set(std::shared_ptr<const owner_map> next) {
-    std::lock_guard<std::mutex> g{mtx_};
-    current_ = std::move(next);
-  }
-
-private:
-  mutable std::mutex mtx_;
-  std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
-};
 
 using cluster_state_actor = caf::typed_actor<
   // Claims the next controller epoch for this broker (durable). Replies the epoch.
@@ -73,6 +47,22 @@ using cluster_state_actor = caf::typed_actor<
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t>::with<bool>,
   // (highest epoch, holder id).
   caf::replies_to<get_atom>::with<int64_t, std::string>,
+  // With Raft only: creates a topic cluster-wide through the metadata log
+  // (name, partitions, config JSON text or ""): a `topic` entry naming this
+  // broker owner of every partition, answered once it is applied here and
+  // the local copy exists. Replies true when this request's entry created
+  // it, false when it existed with that count; errors: invalid_request (bad
+  // name, count or config; existing with another count), the proposal's
+  // errors (503 no_controller / proposal_lost, 504 timeout), 503 not_ready
+  // without Raft.
+  caf::replies_to<create_atom, std::string, int32_t, std::string>::with<bool>,
+  // With Raft only: grows a topic to `count` partitions cluster-wide (the new
+  // ones owned by this broker). Replies the new count; errors: unknown_topic,
+  // invalid_request (not larger, over the limit), the proposal's errors.
+  caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
+  // Internal (Raft): looks for local topics the metadata log does not hold
+  // and imports them (see import_local_topics).
+  caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
 
 /// Opens both files under `data_dir` (so a corrupt one stops the boot):
@@ -89,6 +79,8 @@ struct raft_link {
 /// `raft`, fencing and ownership come from Raft (see above).
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
                                         std::shared_ptr<owner_view> view, registry_actor reg,
-                                        std::optional<raft_link> raft = std::nullopt);
+                                        std::optional<raft_link> raft = std::nullopt,
+                                        std::optional<broker_actor> broker = std::nullopt,
+                                        std::shared_ptr<catalog_view> catalog = nullptr);
 
 }  // namespace moonmq

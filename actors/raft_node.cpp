@@ -34,14 +34,14 @@ std::shared_ptr<spdlog::logger> logger() { return log::get("raft"); }
 struct waiter {
   int64_t index = 0;
   int64_t term = 0;
-  raft::owner_entry entry;
+  raft::entry_payload entry;
   promise rp;
   clock_type::time_point deadline;
 };
 
 /// A proposal sent to the leader, waiting for its answer.
 struct forward {
-  raft::owner_entry entry;
+  raft::entry_payload entry;
   promise rp;
   clock_type::time_point deadline;
 };
@@ -80,17 +80,31 @@ caf::error coded(int status, const std::string& code, const std::string& message
   return make_coded_error(status, code, message);
 }
 
-std::string describe(const raft::owner_entry& e) {
-  return e.topic + "/" + std::to_string(e.partition) + " -> " + e.owner.str();
+/// True when the applied table holds what `e` asked for (used once the
+/// entry's own index is compacted away).
+bool holds(const raft::ownership_state& table, const raft::entry_payload& e) {
+  if (const auto* o = std::get_if<raft::owner_entry>(&e))
+    return table.owner_of(raft::topic_partition{o->topic, o->partition}) == o->owner;
+  if (const auto* t = std::get_if<raft::topic_entry>(&e)) {
+    auto it = table.topics().find(t->topic);
+    return it != table.topics().end() && it->second.partitions >= t->partitions;
+  }
+  return true;
 }
 
-/// Publishes the applied ownership table to every request path.
-void publish_owners(owner_view& view, const raft::ownership_state& table) {
+}  // namespace
+
+void publish_image(owner_view& view, const raft::ownership_state& table) {
   auto map = std::make_shared<owner_map>();
   for (const auto& [tp, owner] : table.owners())
     (*map)[cluster::topic_partition{tp.topic, tp.partition}] = owner.str();
-  view.set(std::move(map));
+  auto topics = std::make_shared<topic_image>();
+  for (const auto& [name, t] : table.topics())
+    (*topics)[name] = topic_info{t.partitions, t.config, static_cast<int64_t>(t.created_at.value)};
+  view.set(std::move(map), std::move(topics));
 }
+
+namespace {
 
 void publish_status(self_ptr self) {
   auto& st = self->state;
@@ -161,13 +175,12 @@ void settle_waiters(self_ptr self) {
     // The entry at w.index is still in the log unless compacted; then the
     // applied table tells whether the change holds.
     auto t = core.log().term_at(raft::log_index{static_cast<uint64_t>(w.index)});
-    bool ours = t ? static_cast<int64_t>(t->value) == w.term
-                  : core.state().owner_of(raft::topic_partition{w.entry.topic, w.entry.partition}) == w.entry.owner;
+    bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     if (ours)
       w.rp.deliver(w.index, w.term);
     else
       w.rp.deliver(coded(503, "proposal_lost",
-                         "the Raft entry for " + describe(w.entry) + " at index " + std::to_string(w.index)
+                         "the Raft entry for " + raft::describe(w.entry) + " at index " + std::to_string(w.index)
                            + " was replaced after a change of leader; retry"));
   }
   st.waiters = std::move(keep);
@@ -192,12 +205,16 @@ void drain_ready(self_ptr self) {
       send(self, m);
     applied = applied || rd.snap || !rd.committed.empty();
     for (const auto& e : rd.committed)
-      if (const auto* o = std::get_if<raft::owner_entry>(&e.payload))
-        logger()->info("raft.applied index={} term={} owner=\"{}\"", e.index.value, e.entry_term.value, describe(*o));
+      if (!std::holds_alternative<raft::controller_entry>(e.payload))
+        logger()->info("raft.applied index={} term={} entry=\"{}\"", e.index.value, e.entry_term.value,
+                       raft::describe(e.payload));
     st.core->advance();
   }
-  if (applied)
-    publish_owners(*st.owners, st.core->state());
+  if (applied) {
+    publish_image(*st.owners, st.core->state());
+    if (st.settings.on_topics)
+      st.settings.on_topics(st.owners->topics());
+  }
   publish_status(self);
   settle_waiters(self);
 }
@@ -211,7 +228,7 @@ void expire(self_ptr self) {
       keep.push_back(std::move(w));
       continue;
     }
-    w.rp.deliver(coded(504, "timeout", "the Raft entry for " + describe(w.entry) + " at index "
+    w.rp.deliver(coded(504, "timeout", "the Raft entry for " + raft::describe(w.entry) + " at index "
                                          + std::to_string(w.index) + " was not applied in time; it may still commit"));
   }
   st.waiters = std::move(keep);
@@ -221,29 +238,27 @@ void expire(self_ptr self) {
       continue;
     }
     it->second.rp.deliver(coded(504, "timeout", "the leader did not answer the proposal for "
-                                                  + describe(it->second.entry) + " in time"));
+                                                  + raft::describe(it->second.entry) + " in time"));
     it = st.forwards.erase(it);
   }
 }
 
 /// Waits for (index, term) to be applied here.
-void wait_for(self_ptr self, int64_t index, int64_t term, raft::owner_entry entry, promise rp) {
+void wait_for(self_ptr self, int64_t index, int64_t term, raft::entry_payload entry, promise rp) {
   auto& st = self->state;
   st.waiters.push_back({index, term, std::move(entry), std::move(rp), clock_type::now() + st.settings.proposal_timeout});
   settle_waiters(self);
 }
 
-caf::result<int64_t, int64_t> propose(self_ptr self, std::string& topic, int32_t partition, std::string& owner,
-                                      bool forward_to_leader) {
+caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, bool forward_to_leader) {
   auto& st = self->state;
   if (!st.broken.empty())
     return coded(503, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken);
-  raft::owner_entry entry{topic, partition, raft::node_id{owner}};
   auto rp = self->make_response_promise<int64_t, int64_t>();
   auto index = st.core->propose(entry);
   if (index) {
     auto term = static_cast<int64_t>(st.core->current_term().value);
-    logger()->info("raft.proposed index={} term={} owner=\"{}\"", index->value, term, describe(entry));
+    logger()->info("raft.proposed index={} term={} entry=\"{}\"", index->value, term, raft::describe(entry));
     wait_for(self, static_cast<int64_t>(index->value), term, entry, rp);
     drain_ready(self);
     return rp;
@@ -257,7 +272,7 @@ caf::result<int64_t, int64_t> propose(self_ptr self, std::string& topic, int32_t
                                 : "broker " + st.settings.broker_id + " is not the Raft leader; " + leader + " is");
   auto id = ++st.next_forward;
   st.forwards[id] = forward{entry, rp, clock_type::now() + st.settings.proposal_timeout};
-  json body{{"topic", topic}, {"partition", partition}, {"owner", owner}};
+  auto body = raft::to_json(entry);
   transport::call_peer(peer->second.peer, "POST", "/cluster/raft/propose", body.dump(), 0, "",
                        st.settings.proposal_timeout,
                        [me = caf::actor_cast<raft_actor>(self), id](int status, json answer, std::string error) {
@@ -338,6 +353,10 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
                    init.settings.broker_id, cfg.members.size(), init.core->current_term().value,
                    init.core->commit_index().value, init.timing.tick.count(), init.timing.election_ticks);
     drain_ready(self);
+    // Topics of the image loaded at start (snapshot included) exist here
+    // too, before the first new entry arrives.
+    if (init.settings.on_topics)
+      init.settings.on_topics(init.owners->topics());
     self->delayed_send(self, init.timing.tick, tick_atom::value);
   }
   return {
@@ -367,7 +386,20 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
-      return propose(self, topic, partition, owner, forward_to_leader);
+      return propose(self, raft::owner_entry{topic, partition, raft::node_id{owner}}, forward_to_leader);
+    },
+    [self](propose_atom, create_atom, std::string& topic, int32_t partitions, std::string& owner, std::string& config,
+           bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, config, false},
+                     forward_to_leader);
+    },
+    [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,
+           bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, {}, true}, forward_to_leader);
     },
     [self](step_atom, int64_t id, int32_t status, std::string& body) {
       auto& st = self->state;
@@ -423,7 +455,7 @@ std::string open_raft_store(const std::string& data_dir, std::unique_ptr<raft::r
     if (auto applied = table.apply(e); !applied)
       return std::string(raft::raft_store::log_file) + ": " + applied.err().message;
   }
-  publish_owners(owners, table);
+  publish_image(owners, table);
   return {};
 }
 

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,11 +26,13 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/image.hpp"
 #include "actors/registry.hpp"
 #include "transport/peer_survey.hpp"
 
 namespace moonmq::raft {
 class raft_store;
+class ownership_state;
 }
 
 namespace moonmq {
@@ -78,6 +81,14 @@ using raft_actor = caf::typed_actor<
   // 504 timeout (not committed within the proposal deadline; it may still
   // commit later, in log order).
   caf::replies_to<propose_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a `topic` entry creating a topic (docs/raft.md): topic, partition count, owner of
+  // the partitions it adds, config JSON text ("" = defaults), forward. The
+  // same answers and errors as an owner proposal.
+  caf::replies_to<propose_atom, create_atom, std::string, int32_t, std::string, std::string, bool>::with<int64_t,
+                                                                                                       int64_t>,
+  // Proposes a growth (`topic` entry with grow): topic, new count, owner of
+  // the partitions it adds, forward.
+  caf::replies_to<propose_atom, grow_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
   // Internal: a forwarded proposal's answer (forward id, HTTP status, body).
   caf::reacts_to<step_atom, int64_t, int32_t, std::string>,
   caf::replies_to<status_atom>::with<std::string>>;
@@ -91,6 +102,11 @@ struct raft_node_settings {
   int max_log_entries = 512;       ///< Cluster.Raft.MaxLogEntries
   /// Deadline of a proposal (commit and apply), and of a forwarded one.
   std::chrono::milliseconds proposal_timeout{5000};
+  /// Called (on the raft node's thread) with the applied topics after every
+  /// batch that applied entries, and once at start: the broker creates or
+  /// grows its local copies to match, so a topic exists on every broker once
+  /// its entry is applied there. Must not block.
+  std::function<void(std::shared_ptr<const topic_image>)> on_topics;
 };
 
 /// Logical tick length and tick counts derived from the settings: a tick is
@@ -108,6 +124,9 @@ raft_timing timing_of(const raft_node_settings& s);
 /// is served. "" or the error naming the file (a corrupt store stops the boot).
 std::string open_raft_store(const std::string& data_dir, std::unique_ptr<raft::raft_store>& store,
                             owner_view& owners);
+
+/// Publishes an applied table (owners and topics) to `view`.
+void publish_image(owner_view& view, const raft::ownership_state& table);
 
 /// Spawns the raft node (detached: it fsyncs) with an opened store.
 raft_actor spawn_raft_node(caf::actor_system& sys, raft_node_settings settings, std::unique_ptr<raft::raft_store> store,

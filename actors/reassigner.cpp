@@ -110,6 +110,24 @@ void save_progress(self_ptr self, move_run& run, bool force) {
     logger()->warn("move.progress_not_saved move={} error=\"{}\"", run.id, r.err().message);
 }
 
+void current_controller(self_ptr self, int64_t& epoch, std::string& controller) {
+  // With Raft the move's owner changes are ordered by the log, and the
+  // controller that accepted the move may have been replaced since: its
+  // requests carry the term and leader this broker knows now, so a leader
+  // change never strands a move on a stale epoch (a lagging view is
+  // refused once and passes after the next heartbeat).
+  if (!self->state.settings.raft_status)
+    return;
+  auto now = self->state.settings.raft_status->get();
+  // An unknown leader cannot be named: then the move's own epoch is kept
+  // (its holder is known only in memory, so after a restart it may be
+  // refused until a leader is known, and the step is retried).
+  if (now.term >= epoch && !now.leader.empty()) {
+    epoch = now.term;
+    controller = now.leader;
+  }
+}
+
 /// Sends a request for move `id` to `peer`; its answer resumes `then`.
 void call(self_ptr self, move_run& run, const std::string& peer_id, const std::string& method,
           const std::string& target, std::string body, bool control, answer_fn then) {
@@ -124,8 +142,11 @@ void call(self_ptr self, move_run& run, const std::string& peer_id, const std::s
   }
   const auto* row = row_of(self, run.id);
   auto epoch = control && row ? static_cast<int64_t>(row->at.value) : 0;
+  auto controller = run.controller;
+  if (control)
+    current_controller(self, epoch, controller);
   auto handle = caf::actor_cast<reassigner_actor>(self);
-  transport::call_peer(*peer, method, target, std::move(body), epoch, run.controller,
+  transport::call_peer(*peer, method, target, std::move(body), epoch, controller,
                        self->state.settings.peer_timeout,
                        [handle, id = run.id, seq](int status, json answer, std::string error) {
                          caf::anon_send(handle, step_atom::value, id, seq, static_cast<int32_t>(status),

@@ -66,6 +66,9 @@ struct reassigner_settings {
   /// Cluster.Raft.Enabled: owner changes travel through the Raft log. Without
   /// it a finished move is announced to the other peers (POST /cluster/owners).
   bool raft = false;
+  /// With Raft: the current term and leader, stamped on a move's
+  /// control-plane requests (null = the move's own epoch).
+  std::shared_ptr<raft_view> raft_status;
 };
 
 /// Opens the move journal under `data_dir` to check it before the node

@@ -234,12 +234,33 @@ void copy_next(self_ptr self, const std::string& id) {
 
 /// Seals the source and names the destination as the owner, durably.
 /// `then` runs once both are done; failures roll the move back.
+/// A failed seal or flip. Before `offsets` the move rolls back. From
+/// `offsets` on (a restart resuming it) the destination may already have
+/// confirmed, so the move only goes forward: the step is retried with
+/// backoff (a Raft leader not yet known after the restart is the usual
+/// cause) and the row carries the error meanwhile.
+void flip_failed(self_ptr self, const std::string& id, const std::string& why, std::function<void()> then) {
+  auto* run = run_of(self, id);
+  const auto* row = row_of(self, id);
+  if (!run || !row)
+    return;
+  if (row->state != move_state::offsets) {
+    rollback(self, id, why);
+    return;
+  }
+  run->note = why;
+  logger()->warn("move.flip_retry move={} error=\"{}\"", id, why);
+  auto delay = run->backoff_ms;
+  run->backoff_ms = std::min(run->backoff_ms * 2, finish_backoff_max_ms);
+  schedule(self, *run, delay, [self, id, then] { seal_and_flip(self, id, then); });
+}
+
 void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
   auto part = local_partition(self, row->tp);
   if (!part) {
-    rollback(self, id, "the partition is no longer held by this broker");
+    flip_failed(self, id, "the partition is no longer held by this broker", then);
     return;
   }
   auto seq = ++run->seq;
@@ -261,16 +282,16 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
               if (run && run->seq == seq2)
                 then();
             },
-            [self, id, seq2](caf::error& e) {
+            [self, id, seq2, then](caf::error& e) {
               auto* run = run_of(self, id);
               if (run && run->seq == seq2)
-                rollback(self, id, "recording the new owner failed: " + message_of(e));
+                flip_failed(self, id, "recording the new owner failed: " + message_of(e), then);
             });
       },
-      [self, id, seq](caf::error& e) {
+      [self, id, seq, then](caf::error& e) {
         auto* run = run_of(self, id);
         if (run && run->seq == seq)
-          rollback(self, id, "sealing the partition failed: " + caf::to_string(e));
+          flip_failed(self, id, "sealing the partition failed: " + caf::to_string(e), then);
       });
 }
 

@@ -88,6 +88,9 @@ std::optional<partition_actor> local_partition(self_ptr self, const cluster::top
 std::string tp_path(const cluster::topic_partition& tp);
 bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error = {});
 void save_progress(self_ptr self, move_run& run, bool force);
+/// Raises (epoch, controller) of a control-plane request to the current Raft
+/// term and leader when Raft is on and the term is newer.
+void current_controller(self_ptr self, int64_t& epoch, std::string& controller);
 void call(self_ptr self, move_run& run, const std::string& peer_id, const std::string& method,
           const std::string& target, std::string body, bool control, answer_fn then);
 void schedule(self_ptr self, move_run& run, int64_t delay_ms, std::function<void()> then);

@@ -21,8 +21,11 @@ void cleanup_destination(self_ptr self, const cluster::move_entry& e, const std:
   const auto* peer = peer_of(self, e.to.value);
   if (!peer)
     return;
-  transport::call_peer(*peer, "POST", tp_path(e.tp) + "/cleanup", json{{"owner", e.from.value}}.dump(),
-                       static_cast<int64_t>(e.at.value), controller, self->state.settings.peer_timeout,
+  auto epoch = static_cast<int64_t>(e.at.value);
+  auto holder = controller;
+  current_controller(self, epoch, holder);
+  transport::call_peer(*peer, "POST", tp_path(e.tp) + "/cleanup", json{{"owner", e.from.value}}.dump(), epoch,
+                       holder, self->state.settings.peer_timeout,
                        [id = e.move_id, to = e.to.value](int status, json, std::string error) {
                          if (status == 200 || status == 404)
                            logger()->info("move.cleanup_done move={} destination={}", id, to);

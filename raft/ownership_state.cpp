@@ -1,5 +1,7 @@
 #include "raft/ownership_state.hpp"
 
+#include <algorithm>
+
 namespace moonmq::raft {
 
 status ownership_state::apply(const log_entry& e) {
@@ -11,9 +13,23 @@ status ownership_state::apply(const log_entry& e) {
                  0};
   if (auto* c = std::get_if<controller_entry>(&e.payload)) {
     controller_ = c->leader;
+  } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
+    owners_[topic_partition{o->topic, o->partition}] = o->owner;
   } else {
-    const auto& o = std::get<owner_entry>(e.payload);
-    owners_[topic_partition{o.topic, o.partition}] = o.owner;
+    // A create of a new topic, or a growth of an existing one: the
+    // partitions it adds are owned by the proposer in this same entry.
+    // Partitions that already have a row keep it.
+    const auto& t = std::get<topic_entry>(e.payload);
+    auto it = topics_.find(t.topic);
+    if (it == topics_.end() && !t.grow) {
+      it = topics_.emplace(t.topic, topic_record{0, t.config, e.index}).first;
+    }
+    if (it != topics_.end() && (t.grow || it->second.created_at == e.index)) {
+      auto& rec = it->second;
+      for (int32_t p = rec.partitions; p < t.partitions; ++p)
+        owners_.try_emplace(topic_partition{t.topic, p}, t.owner);
+      rec.partitions = std::max(rec.partitions, t.partitions);
+    }
   }
   applied_index_ = e.index;
   applied_term_ = e.entry_term;
@@ -22,6 +38,7 @@ status ownership_state::apply(const log_entry& e) {
 
 void ownership_state::load(const snapshot& s) {
   owners_ = s.owners;
+  topics_ = s.topics;
   controller_ = s.controller;
   applied_index_ = s.last_index;
   applied_term_ = s.last_term;
@@ -33,6 +50,7 @@ snapshot ownership_state::to_snapshot() const {
   s.last_term = applied_term_;
   s.controller = controller_;
   s.owners = owners_;
+  s.topics = topics_;
   return s;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // The applied state machine of the controller log (the "_stm" of the raft
-// module): the ownership table topic-partition -> owner plus the current
-// controller, built by applying committed entries in index order.
+// module): the topics, the ownership table topic-partition -> owner and the
+// current controller, built by applying committed entries in index order.
+// This is the broker's metadata image (DESIGN §9): a partition is owned by a
+// broker only when this table names it.
 
 #include <map>
 #include <optional>
@@ -25,10 +27,12 @@ class ownership_state {
   snapshot to_snapshot() const;
 
   /// Owner recorded for (topic, partition), or nullopt when no entry names
-  /// one (DESIGN §3: absent = owned by the broker that has it locally).
+  /// one (nobody serves such a partition).
   std::optional<node_id> owner_of(const topic_partition& tp) const;
 
   const std::map<topic_partition, node_id>& owners() const { return owners_; }
+  /// Every topic a `topic` entry created, by name.
+  const std::map<std::string, topic_record>& topics() const { return topics_; }
   /// Leader named by the last applied controller entry ("" before any).
   const node_id& controller() const { return controller_; }
   log_index applied_index() const { return applied_index_; }
@@ -36,11 +40,12 @@ class ownership_state {
 
   friend bool operator==(const ownership_state& a, const ownership_state& b) {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
-           a.controller_ == b.controller_ && a.owners_ == b.owners_;
+           a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_;
   }
 
  private:
   std::map<topic_partition, node_id> owners_;
+  std::map<std::string, topic_record> topics_;
   node_id controller_;
   log_index applied_index_;
   term applied_term_;

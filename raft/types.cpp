@@ -158,19 +158,74 @@ const json* json_reader::object(const char* key) {
 
 }  // namespace detail
 
-json to_json(const log_entry& e) {
-  json j{{"term", e.entry_term.value}, {"index", e.index.value}};
-  if (auto* c = std::get_if<controller_entry>(&e.payload)) {
+json to_json(const entry_payload& p) {
+  json j;
+  if (auto* c = std::get_if<controller_entry>(&p)) {
     j["type"] = "controller";
     j["leader"] = c->leader.str();
-  } else {
-    const auto& o = std::get<owner_entry>(e.payload);
+  } else if (auto* o = std::get_if<owner_entry>(&p)) {
     j["type"] = "owner";
-    j["topic"] = o.topic;
-    j["partition"] = o.partition;
-    j["owner"] = o.owner.str();
+    j["topic"] = o->topic;
+    j["partition"] = o->partition;
+    j["owner"] = o->owner.str();
+  } else {
+    const auto& t = std::get<topic_entry>(p);
+    j["type"] = "topic";
+    j["topic"] = t.topic;
+    j["partitions"] = t.partitions;
+    j["owner"] = t.owner.str();
+    j["config"] = t.config;
+    j["grow"] = t.grow;
   }
   return j;
+}
+
+json to_json(const log_entry& e) {
+  json j = to_json(e.payload);
+  j["term"] = e.entry_term.value;
+  j["index"] = e.index.value;
+  return j;
+}
+
+namespace {
+
+/// Reads the payload fields of `j` (by "type") into `out`.
+void read_payload(detail::json_reader& r, entry_payload& out) {
+  std::string type = r.string("type");
+  if (!r.ok())
+    return;
+  if (type == "controller") {
+    out = controller_entry{r.node("leader", false)};
+  } else if (type == "owner") {
+    owner_entry o;
+    o.topic = r.topic("topic");
+    o.partition = r.partition("partition");
+    o.owner = r.node("owner", false);
+    out = std::move(o);
+  } else if (type == "topic") {
+    topic_entry t;
+    t.topic = r.topic("topic");
+    t.partitions = r.partition("partitions");
+    t.owner = r.node("owner", false);
+    t.config = r.string("config");
+    t.grow = r.boolean("grow");
+    if (r.ok() && (t.partitions < 1 || t.partitions > max_topic_partitions))
+      r.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
+    out = std::move(t);
+  } else {
+    r.fail("type", "expected \"controller\", \"owner\" or \"topic\"");
+  }
+}
+
+}  // namespace
+
+result<entry_payload> payload_from_json(const json& j) {
+  detail::json_reader r(j, "payload");
+  entry_payload p;
+  read_payload(r, p);
+  if (!r.ok())
+    return r.err();
+  return p;
 }
 
 result<log_entry> entry_from_json(const json& j) {
@@ -178,24 +233,11 @@ result<log_entry> entry_from_json(const json& j) {
   log_entry e;
   e.entry_term = term{r.u64("term")};
   e.index = log_index{r.u64("index")};
-  std::string type = r.string("type");
   if (r.ok() && e.index == log_index{0})
     r.fail("index", "must be >= 1");
   if (r.ok() && e.entry_term == term{0})
     r.fail("term", "must be >= 1");
-  if (r.ok()) {
-    if (type == "controller") {
-      e.payload = controller_entry{r.node("leader", false)};
-    } else if (type == "owner") {
-      owner_entry o;
-      o.topic = r.topic("topic");
-      o.partition = r.partition("partition");
-      o.owner = r.node("owner", false);
-      e.payload = std::move(o);
-    } else {
-      r.fail("type", "expected \"controller\" or \"owner\"");
-    }
-  }
+  read_payload(r, e.payload);
   if (!r.ok())
     return r.err();
   return e;
@@ -220,10 +262,15 @@ json to_json(const snapshot& s) {
   json owners = json::array();
   for (const auto& [tp, owner] : s.owners)
     owners.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner.str()}});
+  json topics = json::array();
+  for (const auto& [name, t] : s.topics)
+    topics.push_back(
+      json{{"topic", name}, {"partitions", t.partitions}, {"config", t.config}, {"created_at", t.created_at.value}});
   return json{{"last_index", s.last_index.value},
               {"last_term", s.last_term.value},
               {"controller", s.controller.str()},
-              {"owners", std::move(owners)}};
+              {"owners", std::move(owners)},
+              {"topics", std::move(topics)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -244,17 +291,42 @@ result<snapshot> snapshot_from_json(const json& j) {
         return error{errc::malformed, "snapshot.owners: duplicate topic-partition", {}, 0};
     }
   }
+  if (r.ok() && j.contains("topics")) {
+    const json* topics = r.array("topics");
+    if (topics) {
+      for (const auto& t : *topics) {
+        detail::json_reader rt(t, "snapshot.topics[]");
+        std::string name = rt.topic("topic");
+        topic_record rec;
+        rec.partitions = rt.partition("partitions");
+        rec.config = rt.string("config");
+        rec.created_at = log_index{rt.u64("created_at")};
+        if (rt.ok() && (rec.partitions < 1 || rec.partitions > max_topic_partitions))
+          rt.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
+        if (!rt.ok())
+          return rt.err();
+        if (!s.topics.emplace(std::move(name), std::move(rec)).second)
+          return error{errc::malformed, "snapshot.topics: duplicate topic", {}, 0};
+      }
+    }
+  }
   if (!r.ok())
     return r.err();
   return s;
 }
 
+std::string describe(const entry_payload& p) {
+  if (auto* c = std::get_if<controller_entry>(&p))
+    return "controller " + c->leader.str();
+  if (auto* o = std::get_if<owner_entry>(&p))
+    return "owner " + o->topic + "-" + std::to_string(o->partition) + "=" + o->owner.str();
+  const auto& t = std::get<topic_entry>(p);
+  return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
+         t.owner.str();
+}
+
 std::string describe(const log_entry& e) {
-  std::string out = std::to_string(e.entry_term.value) + "/" + std::to_string(e.index.value) + " ";
-  if (auto* c = std::get_if<controller_entry>(&e.payload))
-    return out + "controller " + c->leader.str();
-  const auto& o = std::get<owner_entry>(e.payload);
-  return out + "owner " + o.topic + "-" + std::to_string(o.partition) + "=" + o.owner.str();
+  return std::to_string(e.entry_term.value) + "/" + std::to_string(e.index.value) + " " + describe(e.payload);
 }
 
 }  // namespace moonmq::raft

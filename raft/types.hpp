@@ -85,7 +85,30 @@ struct owner_entry {
   }
 };
 
-using entry_payload = std::variant<controller_entry, owner_entry>;
+/// Payload of a `topic` entry. A create (`grow` false) makes the topic
+/// exist cluster-wide with `partitions` partitions and `config`, unless it
+/// exists already (then it changes nothing: of two racing creates the first
+/// in log order wins). A growth (`grow` true) raises an existing topic's
+/// count to `partitions` (nothing for an unknown topic or a count at or below
+/// the current one). Every partition the entry adds is owned by `owner` (the
+/// broker that proposed it), recorded in the same entry, so no partition of
+/// a committed topic is ever without an owner. `config` is the topic
+/// configuration as JSON object text ("" = defaults), validated by the
+/// proposer and kept verbatim.
+/// JSON: {"type":"topic","topic":"orders","partitions":6,"owner":"b1","config":"","grow":false}
+struct topic_entry {
+  std::string topic;
+  int32_t partitions = 1;  ///< >= 1
+  node_id owner;
+  std::string config;
+  bool grow = false;
+  friend bool operator==(const topic_entry& a, const topic_entry& b) {
+    return a.topic == b.topic && a.partitions == b.partitions && a.owner == b.owner && a.config == b.config &&
+           a.grow == b.grow;
+  }
+};
+
+using entry_payload = std::variant<controller_entry, owner_entry, topic_entry>;
 
 /// One log entry. JSON: {"term":3,"index":7,<payload fields>}.
 struct log_entry {
@@ -124,24 +147,45 @@ struct topic_partition {
   }
 };
 
-/// Compacted log prefix (Raft paper §7): the applied ownership table and the
-/// controller as of `last_index`, whose entry had term `last_term`.
+/// A topic as the metadata log knows it: its partition count, its
+/// configuration (JSON object text, "" = defaults) and the index of the entry
+/// that created it (so a proposer can tell "created by my entry" from
+/// "existed already").
+struct topic_record {
+  int32_t partitions = 0;
+  std::string config;
+  log_index created_at;
+  friend bool operator==(const topic_record& a, const topic_record& b) {
+    return a.partitions == b.partitions && a.config == b.config && a.created_at == b.created_at;
+  }
+};
+
+/// Compacted log prefix (Raft paper §7): the applied ownership table, the
+/// topics and the controller as of `last_index`, whose entry had term
+/// `last_term`. `topics` may be absent in a snapshot written before topic
+/// entries existed (read as none).
 /// JSON: {"last_index":512,"last_term":3,"controller":"b1",
-///        "owners":[{"topic":"orders","partition":3,"owner":"b2"}]}
+///        "owners":[{"topic":"orders","partition":3,"owner":"b2"}],
+///        "topics":[{"topic":"orders","partitions":6,"config":"","created_at":9}]}
 struct snapshot {
   log_index last_index;
   term last_term;
   node_id controller;
   std::map<topic_partition, node_id> owners;
+  std::map<std::string, topic_record> topics;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
-           a.owners == b.owners;
+           a.owners == b.owners && a.topics == b.topics;
   }
 };
 
 // JSON encoding (never fails) and strict decoding (errc::malformed).
 nlohmann::json to_json(const log_entry& e);
 result<log_entry> entry_from_json(const nlohmann::json& j);
+/// A payload alone (the body of POST /cluster/raft/propose): an entry's JSON
+/// without "term" and "index".
+nlohmann::json to_json(const entry_payload& p);
+result<entry_payload> payload_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const hard_state& h);
 result<hard_state> hard_state_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const snapshot& s);
@@ -149,5 +193,10 @@ result<snapshot> snapshot_from_json(const nlohmann::json& j);
 
 /// Human-readable one-line form of an entry ("3/7 owner orders-3=b2"), for logs and test output.
 std::string describe(const log_entry& e);
+/// The payload alone ("owner orders-3=b2", "topic orders x6 @b1").
+std::string describe(const entry_payload& p);
+
+/// Largest partition count a topic entry may carry (dataplane::max_partitions).
+inline constexpr int32_t max_topic_partitions = 100000;
 
 }  // namespace moonmq::raft

@@ -193,6 +193,10 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part) {
   // A hint naming this broker adds nothing to its own table (and would send
   // the part to a sealed local copy, possibly busy discarding its data).
+  if (unowned(ctx, part->topic, part->partition)) {
+    gather->part_failed(offline_response(part->topic, part->partition));
+    return;
+  }
   auto owner = remote_owner(ctx, part->topic, part->partition);
   if (!part->owner_hint.empty() && part->owner_hint != ctx.broker_id)
     owner = part->owner_hint;
@@ -347,6 +351,10 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
     return;
   }
   auto partition = std::stoi(raw);
+  if (unowned(ctx, topic, partition)) {
+    respond(offline_response(topic, partition));
+    return;
+  }
   if (auto owner = remote_owner(ctx, topic, partition)) {
     respond(not_owner_response(ctx, topic, partition, *owner));
     return;
@@ -408,12 +416,15 @@ void create_topic(const client_context& ctx, http_request& req, const responder&
     return;
   std::string config = body.contains("config") && !body["config"].is_null() ? body["config"].dump() : "";
   auto name = body["name"].get<std::string>();
-  ask<bool>(
-    *ctx.system, ctx.broker, ctx.timeout,
-    [respond, name, n = *partitions](bool& created) {
-      respond(http_response::json(created ? 201 : 200, json{{"name", name}, {"partitions", n}}.dump()));
-    },
-    fail_with(respond), create_atom::value, name, *partitions, config);
+  auto done = [respond, name, n = *partitions](bool& created) {
+    respond(http_response::json(created ? 201 : 200, json{{"name", name}, {"partitions", n}}.dump()));
+  };
+  if (ctx.metadata)  // committed to the metadata log, then created on every broker
+    ask<bool>(*ctx.system, *ctx.metadata, ctx.timeout, done, fail_with(respond), create_atom::value, name,
+              *partitions, config);
+  else
+    ask<bool>(*ctx.system, ctx.broker, ctx.timeout, done, fail_with(respond), create_atom::value, name, *partitions,
+              config);
 }
 
 /// The answers of the peers told about a topic's growth, in peer id order.
@@ -483,6 +494,13 @@ void grow_topic(const client_context& ctx, http_request& req, const responder& r
   if (!count)
     return;
   auto name = req.params["topic"];
+  if (ctx.metadata) {  // every broker applies the growth from the metadata log
+    ask<int32_t>(
+      *ctx.system, *ctx.metadata, ctx.timeout,
+      [respond, name](int32_t& n) { respond(http_response::json(200, json{{"name", name}, {"partitions", n}}.dump())); },
+      fail_with(respond), grow_atom::value, name, *count);
+    return;
+  }
   ask<int32_t>(
     *ctx.system, ctx.broker, ctx.timeout,
     [ctx, respond, name](int32_t& n) {
@@ -508,6 +526,18 @@ void list_topics(const client_context& ctx, const responder& respond) {
 }
 
 }  // namespace
+
+bool unowned(const client_context& ctx, const std::string& topic, int32_t partition) {
+  return ctx.owners
+         && ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, partition}).where
+              == partition_route::kind::unowned;
+}
+
+http_response offline_response(const std::string& topic, int32_t partition) {
+  return http_response::error(503, "partition_offline",
+                              topic + "/" + std::to_string(partition)
+                                + " has no owner in the metadata log; no broker serves it");
+}
 
 std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition) {
   if (!ctx.owners)

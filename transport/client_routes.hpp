@@ -70,6 +70,10 @@ struct client_context {
   std::string client_host = "127.0.0.1";
   std::shared_ptr<std::atomic<uint16_t>> client_port;
   std::optional<load_meter_actor> meter;
+  /// With the metadata log (Cluster.Raft): topic create and growth go to the
+  /// cluster state actor, which commits them cluster-wide; unset = the
+  /// broker creates them locally.
+  std::optional<cluster_state_actor> metadata;
 };
 
 void add_client_routes(router& r, const client_context& ctx);
@@ -77,6 +81,12 @@ void add_client_routes(router& r, const client_context& ctx);
 /// The broker that owns (topic, partition) when it is not this one (the
 /// ownership table names another broker); nullopt when local or single broker.
 std::optional<std::string> remote_owner(const client_context& ctx, const std::string& topic, int32_t partition);
+
+/// True when the metadata log names no owner for (topic, partition) (Raft
+/// mode): nobody may serve it, this broker included.
+bool unowned(const client_context& ctx, const std::string& topic, int32_t partition);
+/// 503 partition_offline for such a partition.
+http_response offline_response(const std::string& topic, int32_t partition);
 
 /// The request's client id for session metering (session_routes.hpp:
 /// client_id_of; "" when none); answers 400 and returns false when it is

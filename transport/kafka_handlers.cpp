@@ -75,12 +75,28 @@ int16_t kafka_code_of(const caf::error& e) {
   }
 }
 
+/// Creates a topic with default config: committed to the metadata log (and
+/// so created on every broker) with Raft, else on this broker alone.
+void create_topic(const kafka_context& ctx, const std::string& name, int32_t partitions,
+                  std::function<void(bool&)> ok, std::function<void(const caf::error&)> fail) {
+  if (ctx.metadata)
+    ask<bool>(*ctx.system, *ctx.metadata, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
+              partitions, std::string{});
+  else
+    ask<bool>(*ctx.system, ctx.broker, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
+              partitions, std::string{});
+}
+
 /// The local partition actor, or the error to answer (3 unknown, 6 owned elsewhere).
 int16_t locate(const kafka_context& ctx, const topic_map& topics, const std::string& topic, int32_t partition,
                partition_actor& out) {
   auto t = topics.find(topic);
   if (t == topics.end() || partition < 0 || static_cast<size_t>(partition) >= t->second.partitions.size())
     return ec::unknown_topic_or_partition;
+  if (ctx.owners
+      && ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, partition}).where
+           == partition_route::kind::unowned)
+    return ec::leader_not_available;  // the metadata log names no owner: nobody serves it
   if (kafka_remote_owner(ctx, topic, partition))
     return ec::not_leader_or_follower;
   out = t->second.partitions[static_cast<size_t>(partition)];
@@ -177,7 +193,13 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
                                         const peer_topics* remote) {
   kafka::metadata_response resp;
   resp.cluster_id = "moonmq";
+  // The controller is the Raft leader when the metadata log runs (-1 while
+  // none is known); a broker without Raft names itself, as before.
   resp.controller_id = kafka_node_id(ctx, ctx.broker_id);
+  if (ctx.raft) {
+    auto leader = ctx.raft->get().leader;
+    resp.controller_id = leader.empty() ? -1 : kafka_node_id(ctx, leader);
+  }
   std::set<std::string> listed{ctx.broker_id};
   resp.brokers.push_back({kafka_node_id(ctx, ctx.broker_id), ctx.advertised_host, ctx.port.load(), std::nullopt});
   for (const auto& p : ctx.peers) {
@@ -196,7 +218,13 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
     auto t = topics->find(name);
     size_t count = 0;
     bool local = t != topics->end();
-    if (local) {
+    auto image = ctx.owners ? ctx.owners->topics() : nullptr;
+    auto logged = image ? image->find(name) : topic_image::const_iterator{};
+    if (image && logged != image->end()) {
+      // The metadata log knows it: its count and owners hold cluster-wide.
+      count = static_cast<size_t>(logged->second.partitions);
+      local = true;
+    } else if (local) {
       count = t->second.partitions.size();
     } else if (remote && remote->counts.count(name)) {
       count = static_cast<size_t>(std::max(0, remote->counts.at(name)));
@@ -214,7 +242,7 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
       std::string owner;
       if (local) {
         auto o = owners->find(tp);
-        owner = o == owners->end() ? ctx.broker_id : o->second;
+        owner = o != owners->end() ? o->second : ctx.owners && ctx.owners->strict() ? std::string{} : ctx.broker_id;
       } else if (auto o = remote->owners.find(tp); o != remote->owners.end()) {
         owner = o->second;
       }
@@ -291,13 +319,13 @@ void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
     done(std::move(resp), errors);
   });
   for (const auto& name : missing)
-    ask<bool>(
-      *ctx->system, ctx->broker, ctx->timeout,
+    create_topic(
+      *ctx, name, ctx->default_partitions,
       [g, name](bool&) {
         log::get("transport")->info("kafka.topic_auto_created topic={}", name);
         g->one();
       },
-      [g](const caf::error&) { g->one(); }, create_atom::value, name, ctx->default_partitions, std::string{});
+      [g](const caf::error&) { g->one(); });
 }
 
 void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topics_request req, kafka_done done) {
@@ -331,8 +359,8 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
   });
   for (auto i : todo) {
     auto n = req.topics[i].num_partitions == -1 ? ctx->default_partitions : req.topics[i].num_partitions;
-    ask<bool>(
-      *ctx->system, ctx->broker, ctx->timeout,
+    create_topic(
+      *ctx, req.topics[i].name, n,
       [g, resp, i](bool& created) {
         if (!created) {
           resp->topics[i].error_code = ec::topic_already_exists;
@@ -344,8 +372,7 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
         resp->topics[i].error_code = ec::invalid_request;
         resp->topics[i].error_message = message_of(e);
         g->one();
-      },
-      create_atom::value, req.topics[i].name, n, std::string{});
+      });
   }
 }
 

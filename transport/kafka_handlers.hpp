@@ -64,6 +64,12 @@ struct kafka_context {
   std::function<void(std::chrono::milliseconds, std::function<void()>)> schedule;
   std::shared_ptr<kafka_producer_ids> producers;
   std::shared_ptr<kafka_group_table> group_table;
+  /// With the metadata log: topics are created through the cluster state
+  /// actor (cluster-wide); unset = by this broker alone.
+  std::optional<cluster_state_actor> metadata;
+  /// With the metadata log: the Raft status (Metadata names its leader as
+  /// the controller).
+  std::shared_ptr<raft_view> raft;
 };
 
 /// Calls `finish` once `left` parts reported (from any thread); the

@@ -71,6 +71,13 @@ void set_owners(const move_context& ctx, const std::string& topic, std::shared_p
     return;
   }
   auto [partition, owner] = (*owners)[i];
+  // A row the table already holds is not written again: with the metadata
+  // log every partition of a logged topic has its owner from the entry that
+  // created it, so an ensure proposes nothing for them.
+  if (auto now = ctx.owners->get(); now->count({topic, partition}) && now->at({topic, partition}) == owner) {
+    set_owners(ctx, topic, owners, i + 1, at, done, fail);
+    return;
+  }
   ask<bool>(
     *ctx.system, ctx.state, ctx.timeout,
     [ctx, topic, owners, i, at, done, fail](bool&) { set_owners(ctx, topic, owners, i + 1, at, done, fail); },
@@ -137,7 +144,7 @@ void ensure(const move_context& ctx, http_request& req, const responder& respond
           ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, start, topic, partition](int64_t& end) {
             log::get("reassigner")->info("move.ensured topic={} partition={} log_start={}", topic, partition, start);
             respond(http_response::json(200, json{{"log_start_offset", start}, {"log_end_offset", end}}.dump()));
-          }, fail, seal_atom::value, true);
+          }, fail, seal_atom::value, true, true);  // durable: still sealed after a restart
         }, fail, reset_atom::value, start);
       }, fail);
     };
@@ -159,7 +166,10 @@ void append(const move_context& ctx, http_request& req, const responder& respond
   if (!local)
     return;
   auto topic = req.params["topic"];
-  if (!owned_elsewhere(ctx, topic, local->first)) {
+  // With the metadata log the destination is named owner at cutover, before
+  // the drain's appends: there the durable seal of its copy (set by ensure,
+  // lifted by confirm) is what allows them, and the partition enforces it.
+  if (!owned_elsewhere(ctx, topic, local->first) && !ctx.owners->strict()) {
     respond(owns_it(ctx, topic, local->first));
     return;
   }
@@ -549,11 +559,13 @@ void cancel(const move_context& ctx, http_request& req, const responder& respond
                        cancel_atom::value, topic, partition);
       return;
     }
-    const auto* peer = find_peer(ctx, source);
-    if (!peer) {
+    const auto* found = find_peer(ctx, source);
+    if (!found) {
       respond(http_response::error(503, "source_not_alive", "the move runs on " + source + ", not a peer"));
       return;
     }
+    // A copy: `found` points into this callback's own context, gone once it returns.
+    auto peer = std::make_shared<cluster_peer>(*found);
     acting_epoch(ctx, [peer, respond, topic, partition, ctx](int64_t epoch, std::string holder) {
       call_peer(*peer, "DELETE", "/cluster/moves/" + topic + "/" + std::to_string(partition), {}, epoch, holder,
                 ctx.peer_timeout, [respond](int status, json answer, std::string error) {

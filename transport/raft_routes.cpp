@@ -55,20 +55,33 @@ void add_raft_routes(router& r, const raft_context& ctx) {
     if (!node)
       return;
     auto body = json::parse(req.body, nullptr, false);
-    if (!body.is_object() || !body.contains("topic") || !body["topic"].is_string() || !body.contains("partition")
-        || !body["partition"].is_number_integer() || !body.contains("owner") || !body["owner"].is_string()) {
-      respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"owner\"}"));
+    if (body.is_object() && !body.contains("type"))
+      body["type"] = "owner";  // the body before topic entries existed
+    auto payload = raft::payload_from_json(body);
+    if (!payload || std::holds_alternative<raft::controller_entry>(*payload)) {
+      respond(http_response::error(400, "invalid_request",
+                                   "body must be an owner entry {\"topic\",\"partition\",\"owner\"} or a topic entry "
+                                   "{\"type\":\"topic\",\"topic\",\"partitions\",\"owner\",\"config\",\"grow\"}"
+                                   + (payload ? std::string{} : ": " + payload.err().message)));
       return;
     }
     // Proposed here only: a broker that is not the leader answers 503
     // no_controller instead of forwarding again.
-    ask_many<int64_t, int64_t>(
-      *ctx.system, *node, ctx.propose_timeout,
-      [respond](int64_t& index, int64_t& term) {
-        respond(http_response::json(200, json{{"index", index}, {"term", term}}.dump()));
-      },
-      fail_with(respond), propose_atom::value, body["topic"].get<std::string>(),
-      body["partition"].get<int32_t>(), body["owner"].get<std::string>(), false);
+    auto ok = [respond](int64_t& index, int64_t& term) {
+      respond(http_response::json(200, json{{"index", index}, {"term", term}}.dump()));
+    };
+    if (const auto* o = std::get_if<raft::owner_entry>(&*payload)) {
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 o->topic, o->partition, o->owner.str(), false);
+      return;
+    }
+    const auto& t = std::get<raft::topic_entry>(*payload);
+    if (t.grow)
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 grow_atom::value, t.topic, t.partitions, t.owner.str(), false);
+    else
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 create_atom::value, t.topic, t.partitions, t.owner.str(), t.config, false);
   });
 }
 

@@ -149,8 +149,19 @@ std::string start_listener(transport::http_server& server, const std::string& na
 raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, transport::io_pool& io,
                      std::shared_ptr<const transport::tls_context> tls, std::unique_ptr<raft::raft_store> store,
                      std::shared_ptr<owner_view> owners, registry_actor registry,
-                     std::vector<std::shared_ptr<transport::http_client>>& clients) {
+                     std::vector<std::shared_ptr<transport::http_client>>& clients, broker_actor broker,
+                     std::shared_ptr<catalog_view> catalog) {
   raft_node_settings rs;
+  // A topic exists on every broker once its entry is applied there: the
+  // broker creates or grows its local copy (owned as the image says).
+  rs.on_topics = [broker, catalog](std::shared_ptr<const topic_image> topics) {
+    auto local = catalog->get();
+    for (const auto& [name, t] : *topics) {
+      auto it = local->find(name);
+      if (it == local->end() || static_cast<int32_t>(it->second.partitions.size()) < t.partitions)
+        caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config);
+    }
+  };
   rs.broker_id = cfg.broker_id();
   rs.election_timeout_ms = cfg.cluster->raft.election_timeout_ms;
   rs.heartbeat_ms = cfg.cluster->raft.heartbeat_ms;
@@ -191,6 +202,7 @@ int run(const config::load_result& loaded) {
   auto owners = std::make_shared<owner_view>();
   std::unique_ptr<raft::raft_store> raft_store;
   if (cfg.cluster && cfg.cluster->raft.enabled) {
+    owners->set_strict(true);  // the metadata log names every owner
     if (why = open_raft_store(cfg.data_dir, raft_store, *owners); !why.empty())
       return fail("node.raft_state_failed", why);
   }
@@ -301,11 +313,13 @@ int run(const config::load_result& loaded) {
                                        std::chrono::seconds(5), registry));
     std::optional<raft_link> raft;
     if (raft_store) {
-      raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients);
+      raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, view);
       cactx.raft = raft->view;
       rctx.node = raft->node;
     }
-    cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry, raft);
+    cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry, raft, broker, view);
+    if (raft)
+      cctx.metadata = *cluster_state;  // topics are created through the metadata log
     cactx.state = *cluster_state;
     transport::cluster_context kctx;
     kctx.system = &sys;
@@ -332,6 +346,8 @@ int run(const config::load_result& loaded) {
     rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     rs.peers = cactx.peers;
     rs.raft = cfg.cluster->raft.enabled;
+    if (raft)
+      rs.raft_status = raft->view;
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     transport::move_context mctx;
     mctx.system = &sys;
@@ -448,6 +464,8 @@ int run(const config::load_result& loaded) {
     kx->groups = groups;
     kx->catalog = view;
     kx->owners = cctx.owners;
+    kx->metadata = cctx.metadata;
+    kx->raft = cactx.raft;
     kx->broker_id = cfg.broker_id();
     kx->advertised_host = cfg.kafka.advertised_host;
     if (cfg.cluster)

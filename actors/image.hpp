@@ -1,0 +1,102 @@
+#pragma once
+// The metadata image every request path reads (DESIGN §9): who owns each
+// partition and, with the metadata log (Cluster.Raft), which topics exist
+// cluster-wide. One shared holder per broker, replaced whole by its writer
+// (the raft_node with Raft, the cluster_state actor without) and read
+// lock-free of any actor: readers take an immutable snapshot.
+//
+// Two readings of a partition the table does not name:
+//  - without Raft (`strict` false, DESIGN §3): owned by the broker that holds
+//    it locally;
+//  - with Raft (`strict` true): owned by nobody. Every partition of a topic
+//    created through the metadata log has an owner from the entry that
+//    created it, so such a partition is one this broker must not serve.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "cluster/types.hpp"
+
+namespace moonmq {
+
+/// Immutable snapshot of the ownership table: partitions whose owner is named.
+using owner_map = std::map<cluster::topic_partition, std::string>;
+
+/// A topic as the metadata log knows it.
+struct topic_info {
+  int32_t partitions = 0;
+  std::string config;      ///< topic config as JSON object text ("" = defaults)
+  int64_t created_at = 0;  ///< index of the entry that created it
+};
+/// Immutable snapshot of the topics of the metadata log (empty without Raft).
+using topic_image = std::map<std::string, topic_info>;
+
+/// Where a request for one partition goes, as the image says.
+struct partition_route {
+  enum class kind { local, remote, unowned };
+  kind where = kind::local;
+  std::string owner;  ///< the owner when remote
+};
+
+class owner_view {
+public:
+  std::shared_ptr<const owner_map> get() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return current_;
+  }
+  std::shared_ptr<const topic_image> topics() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return topics_;
+  }
+  /// True with the metadata log: a partition without an owner row is unowned.
+  bool strict() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return strict_;
+  }
+  void set_strict(bool on) {
+    std::lock_guard<std::mutex> g{mtx_};
+    strict_ = on;
+  }
+  /// The owner the table names for `tp` when that is not `self` (the
+  /// broker asking): where a request for `tp` must go instead.
+  std::optional<std::string> owner_other_than(const std::string& self, const cluster::topic_partition& tp) const {
+    auto r = route(self, tp);
+    if (r.where == partition_route::kind::remote)
+      return r.owner;
+    return std::nullopt;
+  }
+  /// Local (this broker serves it), remote (the named owner does) or
+  /// unowned (strict mode, no row: nobody may serve it).
+  partition_route route(const std::string& self, const cluster::topic_partition& tp) const {
+    std::unique_lock<std::mutex> g{mtx_};
+    auto owners = current_;
+    bool strict = strict_;
+    g.unlock();
+    auto it = owners->find(tp);
+    if (it == owners->end())
+      return {strict ? partition_route::kind::unowned : partition_route::kind::local, {}};
+    if (it->second == self)
+      return {partition_route::kind::local, {}};
+    return {partition_route::kind::remote, it->second};
+  }
+  void set(std::shared_ptr<const owner_map> next) {
+    std::lock_guard<std::mutex> g{mtx_};
+    current_ = std::move(next);
+  }
+  void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics) {
+    std::lock_guard<std::mutex> g{mtx_};
+    current_ = std::move(next);
+    topics_ = std::move(topics);
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
+  std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();
+  bool strict_ = false;
+};
+
+}  // namespace moonmq

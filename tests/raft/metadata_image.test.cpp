@@ -1,0 +1,118 @@
+// Topic entries of the metadata log (docs/raft.md "What is replicated"): a
+// create names an owner for every partition in the same entry, a growth
+// owns what it adds, racing creates resolve by log order, and snapshots keep
+// topics (old snapshots without them still load).
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "core_fixture.hpp"
+#include "raft/ownership_state.hpp"
+
+using namespace moonmq::raft;
+using namespace moonmq::raft::testing;
+using nlohmann::json;
+
+namespace {
+
+log_entry topic_at(uint64_t t, uint64_t i, const std::string& name, int32_t n, const std::string& owner,
+                   bool grow = false, const std::string& config = "") {
+  return log_entry{term{t}, log_index{i}, topic_entry{name, n, node_id{owner}, config, grow}};
+}
+
+}  // namespace
+
+TEST_CASE("a topic entry has the documented JSON shape and decodes strictly", "[raft][wire][metadata]") {
+  json j = to_json(topic_at(2, 5, "race0", 6, "b1", false, R"({"retention_ms":1000})"));
+  CHECK(j == json::parse(R"({"term":2,"index":5,"type":"topic","topic":"race0","partitions":6,"owner":"b1",
+                             "config":"{\"retention_ms\":1000}","grow":false})"));
+  auto back = entry_from_json(j);
+  REQUIRE(back.ok());
+  CHECK(*back == topic_at(2, 5, "race0", 6, "b1", false, R"({"retention_ms":1000})"));
+
+  for (const char* bad : {R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":0,"owner":"b1","config":"","grow":false})",
+                          R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":100001,"owner":"b1","config":"","grow":false})",
+                          R"({"term":2,"index":5,"type":"topic","topic":"a..b","partitions":1,"owner":"b1","config":"","grow":false})",
+                          R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":1,"owner":"","config":"","grow":false})",
+                          R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":1,"owner":"b1","config":"","grow":1})",
+                          R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":1,"owner":"b1","grow":false})"}) {
+    INFO(bad);
+    auto r = entry_from_json(json::parse(bad));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.err().code == errc::malformed);
+  }
+  // The propose body is the payload alone.
+  auto p = payload_from_json(json::parse(R"({"type":"topic","topic":"t","partitions":2,"owner":"b3","config":"","grow":true})"));
+  REQUIRE(p.ok());
+  CHECK(std::get<topic_entry>(*p) == topic_entry{"t", 2, id("b3"), "", true});
+  CHECK_FALSE(payload_from_json(json::parse(R"({"type":"nope"})")).ok());
+}
+
+TEST_CASE("a created topic has an owner for every partition from its own entry", "[raft][metadata]") {
+  ownership_state s;
+  REQUIRE(s.apply(topic_at(1, 1, "race0", 6, "b1")).ok());
+  REQUIRE(s.topics().count("race0") == 1);
+  CHECK(s.topics().at("race0").partitions == 6);
+  CHECK(s.topics().at("race0").created_at == log_index{1});
+  for (int32_t p = 0; p < 6; ++p)
+    CHECK(s.owner_of({"race0", p}) == id("b1"));
+  CHECK_FALSE(s.owner_of({"race0", 6}));
+
+  // A move's owner change, then a growth by another broker: the moved row
+  // stays, the new partitions belong to the grower.
+  REQUIRE(s.apply(owner_at(1, 2, "race0", 0, "b3")).ok());
+  REQUIRE(s.apply(topic_at(1, 3, "race0", 8, "b2", true)).ok());
+  CHECK(s.topics().at("race0").partitions == 8);
+  CHECK(s.owner_of({"race0", 0}) == id("b3"));
+  CHECK(s.owner_of({"race0", 5}) == id("b1"));
+  CHECK(s.owner_of({"race0", 6}) == id("b2"));
+  CHECK(s.owner_of({"race0", 7}) == id("b2"));
+  // A growth to a smaller count, or of an unknown topic, changes nothing.
+  REQUIRE(s.apply(topic_at(1, 4, "race0", 3, "b3", true)).ok());
+  REQUIRE(s.apply(topic_at(1, 5, "ghost", 3, "b3", true)).ok());
+  CHECK(s.topics().at("race0").partitions == 8);
+  CHECK(s.topics().count("ghost") == 0);
+  CHECK_FALSE(s.owner_of({"ghost", 0}));
+}
+
+TEST_CASE("of two racing creates the first in log order wins whole", "[raft][metadata]") {
+  ownership_state s;
+  REQUIRE(s.apply(topic_at(1, 1, "orders", 3, "b1", false, R"({"a":1})")).ok());
+  REQUIRE(s.apply(topic_at(1, 2, "orders", 6, "b2", false, R"({"a":2})")).ok());
+  const auto& t = s.topics().at("orders");
+  CHECK(t.partitions == 3);
+  CHECK(t.config == R"({"a":1})");
+  CHECK(t.created_at == log_index{1});  // the second proposer sees it did not create the topic
+  for (int32_t p = 0; p < 3; ++p)
+    CHECK(s.owner_of({"orders", p}) == id("b1"));
+  CHECK_FALSE(s.owner_of({"orders", 3}));
+}
+
+TEST_CASE("snapshots keep topics, and a snapshot without them still loads", "[raft][metadata][wire]") {
+  ownership_state s;
+  REQUIRE(s.apply(topic_at(1, 1, "race0", 2, "b1")).ok());
+  REQUIRE(s.apply(owner_at(1, 2, "race0", 1, "b2")).ok());
+  auto snap = s.to_snapshot();
+  auto back = snapshot_from_json(to_json(snap));
+  REQUIRE(back.ok());
+  CHECK(*back == snap);
+  ownership_state loaded;
+  loaded.load(*back);
+  CHECK(loaded == s);
+
+  auto old = snapshot_from_json(json::parse(
+    R"({"last_index":4,"last_term":1,"controller":"b1","owners":[{"topic":"o","partition":0,"owner":"b2"}]})"));
+  REQUIRE(old.ok());
+  CHECK(old->topics.empty());
+  CHECK(old->owners.size() == 1);
+  CHECK_FALSE(snapshot_from_json(json::parse(
+                R"({"last_index":4,"last_term":1,"controller":"b1","owners":[],
+                    "topics":[{"topic":"o","partitions":0,"config":"","created_at":1}]})"))
+                .ok());
+  CHECK_FALSE(snapshot_from_json(json::parse(
+                R"({"last_index":4,"last_term":1,"controller":"b1","owners":[],
+                    "topics":[{"topic":"o","partitions":1,"config":"","created_at":1},
+                              {"topic":"o","partitions":2,"config":"","created_at":2}]})"))
+                .ok());
+}
