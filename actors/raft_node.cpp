@@ -254,9 +254,12 @@ caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, 
   auto& st = self->state;
   if (!st.broken.empty())
     return coded(503, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken);
-  auto rp = self->make_response_promise<int64_t, int64_t>();
+  // The promise is made only on the paths that answer through it: once made
+  // it owns the reply, and an error returned beside it would never reach the
+  // caller (who would wait for its whole timeout instead).
   auto index = st.core->propose(entry);
   if (index) {
+    auto rp = self->make_response_promise<int64_t, int64_t>();
     auto term = static_cast<int64_t>(st.core->current_term().value);
     logger()->info("raft.proposed index={} term={} entry=\"{}\"", index->value, term, raft::describe(entry));
     wait_for(self, static_cast<int64_t>(index->value), term, entry, rp);
@@ -270,6 +273,7 @@ caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, 
                  leader.empty() ? "no Raft leader is known on broker " + st.settings.broker_id + " (term "
                                     + std::to_string(st.core->current_term().value) + ")"
                                 : "broker " + st.settings.broker_id + " is not the Raft leader; " + leader + " is");
+  auto rp = self->make_response_promise<int64_t, int64_t>();
   auto id = ++st.next_forward;
   st.forwards[id] = forward{entry, rp, clock_type::now() + st.settings.proposal_timeout};
   auto body = raft::to_json(entry);

@@ -38,10 +38,12 @@ constexpr int election_timeout_ms = 1000;
 constexpr std::chrono::milliseconds election_bound{3 * election_timeout_ms};
 
 /// How long a move may take to end after its source restarted: its recovery
-/// re-applies an owner change and talks to the destination, each bounded by
-/// Cluster.PeerTimeout (2 s here) and retried; the rest is slack for a
-/// loaded machine.
-constexpr std::chrono::seconds recovery_bound{40};
+/// re-applies an owner change (answered at once while no leader is known,
+/// then retried) and talks to the destination, each bounded by
+/// Cluster.PeerTimeout (2 s here); the rest is slack for a loaded machine.
+/// A proposal answer lost inside the broker shows up as a 30 s stall (the
+/// reassigner's local timeout), which this bound catches.
+constexpr std::chrono::seconds recovery_bound{15};
 
 std::vector<std::string> raft_config(std::vector<std::string> extra = {}) {
   std::vector<std::string> out{"Cluster.Raft.Enabled=true",
