@@ -1,0 +1,172 @@
+// The Kafka listener on 3 brokers with the metadata log (docs/metadata.md):
+// a topic created through Kafka exists on every broker once its entry
+// commits, so kcat bootstrapped at any broker produces to it and consumes
+// it, Metadata names the Raft leader as controller, and a group's commits
+// and committed offsets work whichever broker coordinates the group (the
+// coordinator used to take a topic it did not hold in its ownership table
+// for its own and answer OffsetCommit with 3 UNKNOWN_TOPIC_OR_PARTITION).
+// Label scenario.
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cluster/group_placement.hpp"
+#include "tests/kafka_node/kafka_client.hpp"
+#include "tests/node/move_cluster.hpp"
+
+using namespace moonmq;
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// The broker index that leads Raft, once all three agree on one.
+std::optional<size_t> raft_leader(move_cluster& c) {
+  std::optional<size_t> found;
+  wait_until(
+    [&] {
+      std::set<std::string> named;
+      for (size_t i = 0; i < 3; ++i) {
+        auto j = call(c.admin(i), "GET", "/admin/cluster").body;
+        if (!j.is_object() || !j["controller"]["id"].is_string() || j["controller"]["id"].get<std::string>().empty())
+          return false;
+        named.insert(j["controller"]["id"].get<std::string>());
+      }
+      if (named.size() != 1)
+        return false;
+      for (size_t i = 0; i < 3; ++i)
+        if (c.id(i) == *named.begin())
+          found = i;
+      return found.has_value();
+    },
+    15s);
+  return found;
+}
+
+/// A group id the cluster's placement gives to broker `id`.
+std::string group_coordinated_by(const std::string& id) {
+  for (int n = 0;; ++n) {
+    auto g = "kmeta-" + std::to_string(n);
+    if (cluster::group_coordinator(g, {"b1", "b2", "b3"}) == id)
+      return g;
+  }
+}
+
+/// kcat -C output "%o %s" lines as offset → value.
+std::map<int64_t, std::string> parse_offsets(const std::string& text) {
+  std::map<int64_t, std::string> out;
+  for (const auto& line : lines(text)) {
+    std::istringstream in(line);
+    int64_t o = -1;
+    std::string v;
+    if (in >> o >> v)
+      out[o] = v;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kafka listener with the metadata log: a topic created through Kafka serves through every broker and "
+          "commits work whichever broker coordinates the group",
+          "[kafka_cluster][metadata]") {
+  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
+                                      "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"});
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  auto leader = raft_leader(c);
+  INFO(c.all_logs());
+  REQUIRE(leader);
+  auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
+  temp_dir dir("moonmq-kmeta");
+
+  // Created by auto-creation at b1 (a producer's Metadata request), one
+  // message per line; more through b2 and b3, whose Metadata points them at
+  // the owner.
+  std::map<std::string, int> sent;
+  int n = 0;
+  for (size_t via = 0; via < 3; ++via) {
+    auto file = dir.path() + "/in" + std::to_string(via);
+    {
+      std::ofstream out(file);
+      for (int i = 0; i < 10; ++i) {
+        auto v = "v" + std::to_string(++n) + "-" + c.id(via);
+        out << v << "\n";
+        sent[v] = 0;
+      }
+    }
+    auto [rc, text] = sh("timeout 30 kcat -b " + addr(via) + " -P -t kt -X allow.auto.create.topics=true"
+                         " -X message.timeout.ms=20000 < " + file + " 2>&1");
+    INFO("produce through " << c.id(via) << ": " << text);
+    REQUIRE(rc == 0);
+  }
+
+  // Every broker lists the topic (it exists cluster-wide) and Metadata at
+  // each names the Raft leader as controller (kcat: "controller" marks it).
+  for (size_t i = 0; i < 3; ++i) {
+    auto topics = call(c.client(i), "GET", "/v1/topics");
+    INFO(c.id(i) << ": " << topics.raw);
+    CHECK(topics.raw.find("\"kt\"") != std::string::npos);
+    auto [lrc, meta] = sh("timeout 20 kcat -b " + addr(i) + " -L 2>&1");
+    INFO(meta);
+    CHECK(meta.find("broker " + std::to_string(*leader + 1) + " at") != std::string::npos);
+    auto controller_line = meta.find("(controller)");
+    REQUIRE(controller_line != std::string::npos);
+    auto line_start = meta.rfind('\n', controller_line);
+    CHECK(meta.substr(line_start, controller_line - line_start).find("broker " + std::to_string(*leader + 1) + " ")
+          != std::string::npos);
+    CHECK(meta.find("(controller)", controller_line + 1) == std::string::npos);  // one controller only
+  }
+
+  // Consumed through every broker: all 30 messages at offsets 0..29.
+  for (size_t i = 0; i < 3; ++i) {
+    auto [rc, text] = sh("timeout 30 kcat -b " + addr(i) + " -C -t kt -p 0 -o beginning -e -f '%o %s\\n' 2>/dev/null");
+    auto got = parse_offsets(text);
+    INFO("consume through " << c.id(i) << ": " << text);
+    CHECK(rc == 0);
+    CHECK(got.size() == 30);
+    std::set<std::string> values;
+    for (const auto& [o, v] : got)
+      values.insert(v);
+    CHECK(values.size() == 30);
+    CHECK((got.empty() || (got.begin()->first == 0 && got.rbegin()->first == 29)));
+  }
+
+  // One group per coordinator: each consumes to the end and commits; the
+  // committed offset (kept with the partition's owner) is the log end,
+  // whoever coordinates.
+  for (size_t coord = 0; coord < 3; ++coord) {
+    auto group = group_coordinated_by(c.id(coord));
+    auto boot = (coord + 1) % 3;  // bootstrapped elsewhere than the coordinator
+    auto [rc, text] = sh("timeout 60 kcat -b " + addr(boot) + " -G " + group
+                         + " -X auto.offset.reset=earliest -X auto.commit.interval.ms=100 -e -f '%o %s\\n' kt 2>&1");
+    INFO("group " << group << " coordinated by " << c.id(coord) << ", kcat at " << c.id(boot) << ": " << text);
+    CHECK(rc == 0);
+    CHECK(parse_offsets(text).size() == 30);
+    std::string committed;
+    CHECK(wait_until(
+      [&] {
+        auto a = call(c.client(coord), "GET", "/v1/groups/" + group + "/offsets");
+        committed = a.raw;
+        if (a.status != 200 || !a.body["offsets"].is_array())
+          return false;
+        for (auto& o : a.body["offsets"])
+          if (o.value("topic", "") == "kt" && o.value("partition", -1) == 0 && o.value("offset", int64_t{-1}) == 30)
+            return true;
+        return false;
+      },
+      10s));
+    INFO("committed: " << committed);
+    // A second member of the group resumes after the commit: nothing to read.
+    auto [rc2, again] = sh("timeout 60 kcat -b " + addr(coord) + " -G " + group
+                           + " -X auto.offset.reset=earliest -e -f '%o %s\\n' kt 2>/dev/null");
+    INFO("resumed: " << again);
+    CHECK(parse_offsets(again).empty());
+  }
+}
