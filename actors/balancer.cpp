@@ -10,6 +10,7 @@
 
 #include "actors/errors.hpp"
 #include "cluster/partition_map.hpp"
+#include "config/dynamic.hpp"
 #include "goals/detector.hpp"
 #include "goals/load_model.hpp"
 #include "goals/model_json.hpp"
@@ -27,6 +28,8 @@ using std::chrono::milliseconds;
 /// move again yet: its rates on the new owner need a window first.
 constexpr int64_t cooldown_intervals = 3;
 constexpr milliseconds local_timeout{5000};
+/// How often a loop that is off looks at the metadata log's settings again.
+constexpr milliseconds settings_poll{1000};
 
 int64_t now_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -51,6 +54,8 @@ struct balancer_state {
   uint64_t passes = 0;
   json last_pass;  ///< null before the first pass
   std::vector<caf::typed_response_promise<std::string>> plan_waiters;
+  config::autobalance_config configured;  ///< the Autobalance section; settings.config adds the log's settings
+  std::string applied_settings = "{}";   ///< the dynamic settings text last applied
   static inline const char* name = "balancer";
 };
 
@@ -408,8 +413,25 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   st.plan_waiters.clear();
 }
 
+/// Re-reads the metadata log's dynamic settings (when there is an image):
+/// settings.config = the configured section with them applied.
+void refresh_settings(self_ptr self) {
+  auto& st = self->state;
+  if (!st.settings.image)
+    return;
+  auto text = st.settings.image->balancer();
+  if (*text == st.applied_settings)
+    return;
+  st.applied_settings = *text;
+  st.settings.config = config::apply_balancer_settings(st.configured, json::parse(*text, nullptr, false));
+  logger()->info("balancer.settings broker={} enabled={} dry_run={} interval_s={} settings={}",
+                 st.settings.broker_id, st.settings.config.enabled, st.settings.config.dry_run,
+                 st.settings.config.interval_seconds, *text);
+}
+
 json status_json(self_ptr self) {
   auto& st = self->state;
+  refresh_settings(self);
   const auto& cfg = st.settings.config;
   json j{{"enabled", cfg.enabled},
          {"dry_run", cfg.dry_run},
@@ -422,6 +444,9 @@ json status_json(self_ptr self) {
     j["controller"]["superseded_by"] = st.superseded_by;
   if (st.settings.raft && !st.not_controller.empty())
     j["controller"]["not_controller"] = st.not_controller;
+  j["settings"] = config::effective_balancer_settings(
+    cfg, config::throttle_with(st.settings.throttle_bytes_per_sec, json::parse(st.applied_settings, nullptr, false)));
+  j["settings_source"] = st.settings.image ? "metadata log over configuration" : "configuration";
   if (st.goals) {
     json names = json::array();
     for (const auto& g : st.goals->current().goals)
@@ -439,6 +464,8 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
   init.goals = std::move(goal_set);
   init.cstate = std::move(cstate);
   init.reassigner = std::move(reassigner);
+  init.configured = init.settings.config;
+  refresh_settings(self);
   const auto& cfg = init.settings.config;
   init.model = goals::load_model(goals::window_config{static_cast<size_t>(std::max(1, cfg.window)),
                                                       static_cast<size_t>(std::max(0, cfg.min_valid)),
@@ -450,12 +477,21 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
     logger()->info("balancer.started broker={} interval_s={} dry_run={}", init.settings.broker_id,
                    cfg.interval_seconds, cfg.dry_run);
     self->delayed_send(self, std::chrono::seconds(std::min(cfg.interval_seconds, 2)), tick_atom::value);
+  } else if (init.settings.image) {
+    // Off for now; the metadata log may turn it on at runtime.
+    self->delayed_send(self, settings_poll, tick_atom::value);
   }
   return {
     [self](tick_atom) {
       auto& st = self->state;
       if (st.superseded && !st.settings.raft)
         return;
+      refresh_settings(self);
+      if (!st.settings.config.enabled) {
+        if (st.settings.image)  // turned off at runtime: watch for it to come back on
+          self->delayed_send(self, settings_poll, tick_atom::value);
+        return;
+      }
       auto interval = std::chrono::seconds(st.settings.config.interval_seconds);
       if (st.pass_running) {
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
@@ -500,8 +536,11 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       auto in = json::parse(inputs, nullptr, false);
       if (in.is_object())
         finish_pass(self, in, execute);
+      refresh_settings(self);
       if (execute && (!st.superseded || st.settings.raft) && st.settings.config.enabled)
         self->delayed_send(self, std::chrono::seconds(st.settings.config.interval_seconds), tick_atom::value);
+      else if (execute && st.settings.image)
+        self->delayed_send(self, settings_poll, tick_atom::value);
     },
     [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, std::string& message) {
       auto& st = self->state;

@@ -66,6 +66,12 @@ struct balancer_settings {
   /// The GET /cluster/loads body of this broker, delivered to the callback
   /// (on any thread); transport/local_loads.hpp.
   std::function<void(std::function<void(nlohmann::json)>)> local_loads;
+  /// With the metadata log: the image whose dynamic balancer settings
+  /// (PATCH /admin/balancer, config/dynamic.hpp) apply on top of `config`,
+  /// read again before every pass. Null = `config` alone.
+  std::shared_ptr<owner_view> image;
+  /// Cluster.MoveThrottleBytesPerSec as configured (shown with the settings).
+  int64_t throttle_bytes_per_sec = 0;
 };
 
 /// Spawns the balance loop. It runs passes only when config.enabled; the

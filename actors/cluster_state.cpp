@@ -8,6 +8,7 @@
 
 #include "actors/errors.hpp"
 #include "cluster/controller_fence.hpp"
+#include "config/dynamic.hpp"
 #include "dataplane/topic_name.hpp"
 #include "util/logging.hpp"
 
@@ -308,6 +309,25 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
       return caf::make_result(static_cast<int64_t>(st.fence->highest().value), st.fence->holder().value);
     },
     [self](tick_atom) { import_local_topics(self); },
+    [self](config_atom, std::string& patch) -> caf::result<std::string> {
+      auto& st = self->state;
+      if (!st.raft)
+        return make_error(errc::not_ready, "dynamic balancer settings need Cluster.Raft (the metadata log)");
+      auto parsed = nlohmann::json::parse(patch, nullptr, false);
+      if (auto why = config::check_balancer_patch(parsed); !why.empty())
+        return make_error(errc::invalid_request, why);
+      auto rp = self->make_response_promise<std::string>();
+      self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, config_atom::value, parsed.dump(),
+                    true)
+        .then(
+          [self, rp](int64_t index, int64_t) mutable {
+            auto merged = self->state.view->balancer();
+            log::get("node")->info("balancer.settings_changed raft_index={} settings={}", index, *merged);
+            rp.deliver(*merged);
+          },
+          [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
     [self](create_atom, std::string& name, int32_t partitions, std::string& config) -> caf::result<bool> {
       return raft_create_topic(self, name, partitions, config);
     },

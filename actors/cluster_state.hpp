@@ -60,6 +60,11 @@ using cluster_state_actor = caf::typed_actor<
   // ones owned by this broker). Replies the new count; errors: unknown_topic,
   // invalid_request (not larger, over the limit), the proposal's errors.
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
+  // With Raft only: changes the cluster's dynamic balancer settings (a patch,
+  // JSON object text, config/dynamic.hpp) through the metadata log. Replies
+  // the merged settings (JSON object text) once applied here; errors:
+  // invalid_request (a bad patch), the proposal's errors, not_ready without Raft.
+  caf::replies_to<config_atom, std::string>::with<std::string>,
   // Internal (Raft): looks for local topics the metadata log does not hold
   // and imports them (see import_local_topics).
   caf::reacts_to<tick_atom>,

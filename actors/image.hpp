@@ -86,16 +86,25 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     current_ = std::move(next);
   }
-  void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics) {
+  void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics,
+           std::shared_ptr<const std::string> balancer) {
     std::lock_guard<std::mutex> g{mtx_};
     current_ = std::move(next);
     topics_ = std::move(topics);
+    balancer_ = std::move(balancer);
+  }
+  /// The dynamic balancer settings of the metadata log (JSON object text,
+  /// config/dynamic.hpp; "{}" without Raft or before any change).
+  std::shared_ptr<const std::string> balancer() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return balancer_;
   }
 
 private:
   mutable std::mutex mtx_;
   std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
   std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();
+  std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
   bool strict_ = false;
 };
 

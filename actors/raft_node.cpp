@@ -101,7 +101,7 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
   auto topics = std::make_shared<topic_image>();
   for (const auto& [name, t] : table.topics())
     (*topics)[name] = topic_info{t.partitions, t.config, static_cast<int64_t>(t.created_at.value)};
-  view.set(std::move(map), std::move(topics));
+  view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()));
 }
 
 namespace {
@@ -398,6 +398,11 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, config, false},
                      forward_to_leader);
+    },
+    [self](propose_atom, config_atom, std::string& balancer, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      return propose(self, raft::config_entry{balancer}, forward_to_leader);
     },
     [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

@@ -89,6 +89,9 @@ using raft_actor = caf::typed_actor<
   // Proposes a growth (`topic` entry with grow): topic, new count, owner of
   // the partitions it adds, forward.
   caf::replies_to<propose_atom, grow_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a `config` entry: the dynamic balancer settings patch (JSON
+  // object text, validated by the caller), forward.
+  caf::replies_to<propose_atom, config_atom, std::string, bool>::with<int64_t, int64_t>,
   // Internal: a forwarded proposal's answer (forward id, HTTP status, body).
   caf::reacts_to<step_atom, int64_t, int32_t, std::string>,
   caf::replies_to<status_atom>::with<std::string>>;

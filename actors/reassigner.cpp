@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "actors/reassigner_impl.hpp"
+#include "config/dynamic.hpp"
 
 // Every continuation below looks its move up again by id (`run`, `row`)
 // instead of capturing the pointer of the enclosing step, which may dangle
@@ -108,6 +109,12 @@ void save_progress(self_ptr self, move_run& run, bool force) {
                                                     std::max(run.position, row->copy_position), now);
       !r)
     logger()->warn("move.progress_not_saved move={} error=\"{}\"", run.id, r.err().message);
+}
+
+int64_t effective_throttle(self_ptr self) {
+  auto& st = self->state;
+  return config::throttle_with(st.settings.throttle_bytes_per_sec,
+                               json::parse(*st.owners->balancer(), nullptr, false));
 }
 
 void current_controller(self_ptr self, int64_t& epoch, std::string& controller) {
@@ -346,7 +353,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
              {"running", st.running.size()},
              {"max_concurrent", st.settings.max_concurrent},
              {"batch_bytes", st.settings.batch_bytes},
-             {"throttle_bytes_per_sec", st.settings.throttle_bytes_per_sec}};
+             {"throttle_bytes_per_sec", effective_throttle(self)}};
       if (!st.journal) {
         j["error"] = st.open_error;
         return j.dump();

@@ -106,6 +106,7 @@ void begin_copy(self_ptr self, const std::string& id) {
                auto* run = run_of(self, id);
                run->copy_started_ms = now_ms();
                run->copied_this_run = 0;
+               run->rate = effective_throttle(self);
                if (answer.contains("log_end_offset") && answer["log_end_offset"] != log_start) {
                  fail(self, id, "the destination did not start its copy at the source's log start");
                  return;
@@ -222,7 +223,16 @@ void copy_next(self_ptr self, const std::string& id) {
       return;
     }
     int64_t delay = 0;
-    if (auto rate = self->state.settings.throttle_bytes_per_sec; rate > 0) {
+    // The throttle in force now (PATCH /admin/balancer changes it through the
+    // metadata log); a new rate starts a new window, so it holds exactly
+    // from the change on.
+    auto rate = effective_throttle(self);
+    if (rate != run->rate) {
+      run->rate = rate;
+      run->copy_started_ms = now_ms();
+      run->copied_this_run = 0;
+    }
+    if (rate > 0) {
       auto due = run->copy_started_ms + run->copied_this_run * 1000 / rate;
       delay = due - now_ms();
     }

@@ -52,6 +52,7 @@ struct move_run {
   int64_t final_end = -1;          ///< source log end once sealed (cutover)
   int64_t copy_started_ms = 0;
   int64_t copied_this_run = 0;     ///< bytes sent since copy_started_ms (throttle)
+  int64_t rate = -1;               ///< throttle the current window runs at (-1 = none yet)
   int64_t last_progress_ms = 0;
   int64_t extra_batches = 0;
   int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
@@ -88,6 +89,9 @@ std::optional<partition_actor> local_partition(self_ptr self, const cluster::top
 std::string tp_path(const cluster::topic_partition& tp);
 bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error = {});
 void save_progress(self_ptr self, move_run& run, bool force);
+/// The move throttle in force (bytes/s, 0 = none): the metadata log's
+/// MoveThrottleBytesPerSec when set, else Cluster.MoveThrottleBytesPerSec.
+int64_t effective_throttle(self_ptr self);
 /// Raises (epoch, controller) of a control-plane request to the current Raft
 /// term and leader when Raft is on and the term is newer.
 void current_controller(self_ptr self, int64_t& epoch, std::string& controller);

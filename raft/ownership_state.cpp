@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 namespace moonmq::raft {
 
 status ownership_state::apply(const log_entry& e) {
@@ -15,6 +17,20 @@ status ownership_state::apply(const log_entry& e) {
     controller_ = c->leader;
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
     owners_[topic_partition{o->topic, o->partition}] = o->owner;
+  } else if (auto* c = std::get_if<config_entry>(&e.payload)) {
+    // Keys of the entry replace the current ones; null removes a key.
+    auto current = nlohmann::json::parse(balancer_, nullptr, false);
+    auto patch = nlohmann::json::parse(c->balancer, nullptr, false);
+    if (!current.is_object())
+      current = nlohmann::json::object();
+    if (patch.is_object())
+      for (auto it = patch.begin(); it != patch.end(); ++it) {
+        if (it.value().is_null())
+          current.erase(it.key());
+        else
+          current[it.key()] = it.value();
+      }
+    balancer_ = current.dump();
   } else {
     // A create of a new topic, or a growth of an existing one: the
     // partitions it adds are owned by the proposer in this same entry.
@@ -39,6 +55,7 @@ status ownership_state::apply(const log_entry& e) {
 void ownership_state::load(const snapshot& s) {
   owners_ = s.owners;
   topics_ = s.topics;
+  balancer_ = s.balancer;
   controller_ = s.controller;
   applied_index_ = s.last_index;
   applied_term_ = s.last_term;
@@ -51,6 +68,7 @@ snapshot ownership_state::to_snapshot() const {
   s.controller = controller_;
   s.owners = owners_;
   s.topics = topics_;
+  s.balancer = balancer_;
   return s;
 }
 

@@ -33,6 +33,9 @@ class ownership_state {
   const std::map<topic_partition, node_id>& owners() const { return owners_; }
   /// Every topic a `topic` entry created, by name.
   const std::map<std::string, topic_record>& topics() const { return topics_; }
+  /// The dynamic balancer settings, merged from every `config` entry (JSON
+  /// object text, "{}" when none).
+  const std::string& balancer() const { return balancer_; }
   /// Leader named by the last applied controller entry ("" before any).
   const node_id& controller() const { return controller_; }
   log_index applied_index() const { return applied_index_; }
@@ -40,12 +43,14 @@ class ownership_state {
 
   friend bool operator==(const ownership_state& a, const ownership_state& b) {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
-           a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_;
+           a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
+           a.balancer_ == b.balancer_;
   }
 
  private:
   std::map<topic_partition, node_id> owners_;
   std::map<std::string, topic_record> topics_;
+  std::string balancer_ = "{}";
   node_id controller_;
   log_index applied_index_;
   term applied_term_;

@@ -168,6 +168,9 @@ json to_json(const entry_payload& p) {
     j["topic"] = o->topic;
     j["partition"] = o->partition;
     j["owner"] = o->owner.str();
+  } else if (auto* c = std::get_if<config_entry>(&p)) {
+    j["type"] = "config";
+    j["balancer"] = c->balancer;
   } else {
     const auto& t = std::get<topic_entry>(p);
     j["type"] = "topic";
@@ -212,8 +215,17 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     if (r.ok() && (t.partitions < 1 || t.partitions > max_topic_partitions))
       r.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
     out = std::move(t);
+  } else if (type == "config") {
+    config_entry c;
+    c.balancer = r.string("balancer");
+    if (r.ok()) {
+      auto parsed = json::parse(c.balancer, nullptr, false);
+      if (!parsed.is_object())
+        r.fail("balancer", "expected a JSON object text");
+    }
+    out = std::move(c);
   } else {
-    r.fail("type", "expected \"controller\", \"owner\" or \"topic\"");
+    r.fail("type", "expected \"controller\", \"owner\", \"topic\" or \"config\"");
   }
 }
 
@@ -270,7 +282,8 @@ json to_json(const snapshot& s) {
               {"last_term", s.last_term.value},
               {"controller", s.controller.str()},
               {"owners", std::move(owners)},
-              {"topics", std::move(topics)}};
+              {"topics", std::move(topics)},
+              {"balancer", s.balancer}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -310,6 +323,11 @@ result<snapshot> snapshot_from_json(const json& j) {
       }
     }
   }
+  if (r.ok() && j.contains("balancer")) {
+    s.balancer = r.string("balancer");
+    if (r.ok() && !json::parse(s.balancer, nullptr, false).is_object())
+      r.fail("balancer", "expected a JSON object text");
+  }
   if (!r.ok())
     return r.err();
   return s;
@@ -320,6 +338,8 @@ std::string describe(const entry_payload& p) {
     return "controller " + c->leader.str();
   if (auto* o = std::get_if<owner_entry>(&p))
     return "owner " + o->topic + "-" + std::to_string(o->partition) + "=" + o->owner.str();
+  if (auto* c = std::get_if<config_entry>(&p))
+    return "config balancer " + c->balancer;
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();

@@ -108,7 +108,18 @@ struct topic_entry {
   }
 };
 
-using entry_payload = std::variant<controller_entry, owner_entry, topic_entry>;
+/// Payload of a `config` entry: a change of the cluster's dynamic balancer
+/// settings (docs/metadata.md "Dynamic settings"). `balancer` is a JSON
+/// object text whose keys replace the same keys of the current settings (a
+/// null value removes the key, so the node's configured value applies
+/// again); keys and values are validated by the proposer and kept verbatim.
+/// JSON: {"type":"config","balancer":"{\"DryRun\":false}"}
+struct config_entry {
+  std::string balancer;
+  friend bool operator==(const config_entry& a, const config_entry& b) { return a.balancer == b.balancer; }
+};
+
+using entry_payload = std::variant<controller_entry, owner_entry, topic_entry, config_entry>;
 
 /// One log entry. JSON: {"term":3,"index":7,<payload fields>}.
 struct log_entry {
@@ -166,16 +177,19 @@ struct topic_record {
 /// entries existed (read as none).
 /// JSON: {"last_index":512,"last_term":3,"controller":"b1",
 ///        "owners":[{"topic":"orders","partition":3,"owner":"b2"}],
-///        "topics":[{"topic":"orders","partitions":6,"config":"","created_at":9}]}
+///        "topics":[{"topic":"orders","partitions":6,"config":"","created_at":9}],
+///        "balancer":"{}"}  (`balancer` may be absent too: "{}")
 struct snapshot {
   log_index last_index;
   term last_term;
   node_id controller;
   std::map<topic_partition, node_id> owners;
   std::map<std::string, topic_record> topics;
+  /// The dynamic balancer settings (a JSON object text; "{}" = none).
+  std::string balancer = "{}";
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
-           a.owners == b.owners && a.topics == b.topics;
+           a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer;
   }
 };
 

@@ -7,6 +7,7 @@
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "cluster/partition_map.hpp"
+#include "transport/actor_answers.hpp"
 #include "transport/local_loads.hpp"
 
 namespace moonmq::transport {
@@ -153,6 +154,27 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
       [respond](std::string& status) { respond(http_response::json(200, status)); },
       [respond](const caf::error& e) { respond(http_response::error(http_status_of(e), error_code_of(e), caf::to_string(e))); },
       get_atom::value);
+  });
+  // The cluster's dynamic balancer settings (config/dynamic.hpp), committed
+  // to the metadata log: every broker applies them from the next pass.
+  r.add("PATCH", "/admin/balancer", [ctx](http_request& req, responder respond) {
+    if (!ctx.state || !ctx.raft) {
+      respond(http_response::error(409, "no_metadata_log",
+                                   "dynamic balancer settings need a Cluster section with Raft (the metadata log); "
+                                   "change the Autobalance keys and restart instead"));
+      return;
+    }
+    auto body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded()) {
+      respond(http_response::error(400, "invalid_request", "the body is not JSON"));
+      return;
+    }
+    ask<std::string>(
+      *ctx.system, *ctx.state, std::chrono::seconds(10),
+      [respond](std::string& merged) {
+        respond(http_response::json(200, json{{"settings", json::parse(merged, nullptr, false)}}.dump()));
+      },
+      fail_with(respond), config_atom::value, body.dump());
   });
   r.add("POST", "/admin/balancer/plan", [ctx](http_request&, responder respond) {
     if (!ctx.balancer) {

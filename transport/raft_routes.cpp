@@ -75,6 +75,11 @@ void add_raft_routes(router& r, const raft_context& ctx) {
                                  o->topic, o->partition, o->owner.str(), false);
       return;
     }
+    if (const auto* c = std::get_if<raft::config_entry>(&*payload)) {
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 config_atom::value, c->balancer, false);
+      return;
+    }
     const auto& t = std::get<raft::topic_entry>(*payload);
     if (t.grow)
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,

@@ -753,3 +753,107 @@ TEST_CASE("a topic created on b1 is visible on b2", "[node][metadata][raft][scen
     }
   }
 }
+
+// --- balancer settings at runtime, cluster-wide ------------------------------------------
+
+namespace {
+
+/// How many partitions of `topic` each broker owns, as broker `i` sees it.
+std::map<std::string, int> owned_by(move_cluster& c, size_t i, const std::string& topic) {
+  std::map<std::string, int> out;
+  auto owners = cluster_call(c.cluster_port(i), "GET", "/cluster/owners").body;
+  for (const auto& o : owners.value("owners", json::array()))
+    if (o.value("topic", "") == topic)
+      ++out[o.value("owner", "")];
+  return out;
+}
+
+json balancer_settings(move_cluster& c, size_t i) {
+  auto a = call(c.admin(i), "GET", "/admin/balancer");
+  return a.body.is_object() ? a.body.value("settings", json::object()) : json::object();
+}
+
+}  // namespace
+
+TEST_CASE("a DryRun balance loop goes live at runtime on every broker through the metadata log, and stays live "
+          "across a restart",
+          "[node][metadata][raft][balancer][scenario]") {
+  // Every broker runs the loop in DryRun (configured); only the Raft leader
+  // plans. PATCH /admin/balancer at a follower commits the change; every
+  // broker shows it, the leader's next passes move, a restarted broker reads
+  // it back from the log.
+  auto config = raft_config();
+  for (auto& a : autobalance(true, 1))
+    config.push_back(a);
+  move_cluster c{{"b1", "b2", "b3"}, config};
+  start_all(c);
+  auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
+  if (!elected)
+    FAIL("no leader elected\n" << log_tails(c));
+  create_topic(c.client(0), "skew", 6);  // all six on b1
+  std::this_thread::sleep_for(3s);       // passes run, in DryRun: nothing moves
+  CHECK(owned_by(c, 0, "skew") == std::map<std::string, int>{{"b1", 6}});
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(balancer_settings(c, i).value("DryRun", false) == true);
+  }
+
+  // Bad patches change nothing.
+  size_t follower = (elected->first + 1) % 3;
+  for (const char* bad : {R"({"DryRun":"no"})", R"({"Bogus":1})", R"({})", R"([1])", R"({"IntervalSeconds":0})",
+                          "not json"}) {
+    auto a = call(c.admin(follower), "PATCH", "/admin/balancer", bad);
+    INFO(bad << " -> " << a.raw);
+    CHECK(a.status == 400);
+  }
+
+  auto live = call(c.admin(follower), "PATCH", "/admin/balancer", R"({"DryRun":false,"MoveThrottleBytesPerSec":0})");
+  INFO(live.raw << "\n" << log_tails(c));
+  REQUIRE(live.status == 200);
+  CHECK(live.body["settings"]["DryRun"] == false);
+  // Every broker applies it from the log, none restarted.
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return balancer_settings(c, i).value("DryRun", true) == false; }, 5s));
+  }
+  // The leader's loop now moves partitions off b1.
+  bool moved = wait_until(
+    [&] {
+      auto counts = owned_by(c, 0, "skew");
+      return counts["b1"] <= 3;
+    },
+    30s);
+  INFO("owners " << json(owned_by(c, 0, "skew")).dump());
+  CHECK(moved);
+
+  // A broker restarted reads the settings back from the log.
+  auto other = (elected->first + 2) % 3;
+  c.stop(other);
+  c.restart(other);
+  CHECK(wait_until([&] { return balancer_settings(c, other).value("DryRun", true) == false; }, 10s));
+  auto s = balancer_settings(c, other);
+  INFO(s.dump());
+  CHECK(s.value("Enabled", false) == true);
+  CHECK(s.value("MoveThrottleBytesPerSec", int64_t{-1}) == 0);
+
+  // Back to DryRun and a throttle, cluster-wide, through the restarted
+  // broker once it knows the leader again (until then a proposal there is
+  // 503 no_controller); a null removes a setting (the configured value
+  // applies again).
+  REQUIRE(agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound));
+  auto back = call(c.admin(other), "PATCH", "/admin/balancer", R"({"DryRun":true,"MoveThrottleBytesPerSec":4096})");
+  REQUIRE(back.status == 200);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until(
+      [&] {
+        auto st = balancer_settings(c, i);
+        return st.value("DryRun", false) == true && st.value("MoveThrottleBytesPerSec", 0) == 4096;
+      },
+      5s));
+  }
+  auto reset = call(c.admin(follower), "PATCH", "/admin/balancer", R"({"MoveThrottleBytesPerSec":null})");
+  REQUIRE(reset.status == 200);
+  CHECK_FALSE(reset.body["settings"].contains("MoveThrottleBytesPerSec"));
+  CHECK(wait_until([&] { return balancer_settings(c, follower).value("MoveThrottleBytesPerSec", -1) == 0; }, 5s));
+}

@@ -116,3 +116,24 @@ TEST_CASE("snapshots keep topics, and a snapshot without them still loads", "[ra
                               {"topic":"o","partitions":2,"config":"","created_at":2}]})"))
                 .ok());
 }
+
+TEST_CASE("config entries merge the dynamic balancer settings key by key; null removes a key",
+          "[raft][metadata]") {
+  ownership_state s;
+  CHECK(s.balancer() == "{}");
+  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, config_entry{R"({"DryRun":false,"ExcludedTopics":["a"]})"}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, config_entry{R"({"Enabled":true,"DryRun":true})"}}).ok());
+  CHECK(json::parse(s.balancer()) == json::parse(R"({"DryRun":true,"Enabled":true,"ExcludedTopics":["a"]})"));
+  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, config_entry{R"({"ExcludedTopics":null})"}}).ok());
+  CHECK(json::parse(s.balancer()) == json::parse(R"({"DryRun":true,"Enabled":true})"));
+
+  auto snap = s.to_snapshot();
+  auto back = snapshot_from_json(to_json(snap));
+  REQUIRE(back.ok());
+  CHECK(back->balancer == s.balancer());
+  auto e = entry_from_json(to_json(log_entry{term{1}, log_index{4}, config_entry{R"({"DryRun":false})"}}));
+  REQUIRE(e.ok());
+  CHECK(std::get<config_entry>(e->payload).balancer == R"({"DryRun":false})");
+  CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"config","balancer":"[1]"})")).ok());
+  CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"config","balancer":{}})")).ok());
+}

@@ -369,6 +369,9 @@ int run(const config::load_result& loaded) {
     bs.peers = cactx.peers;
     bs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     bs.raft = rctx.node.has_value();
+    bs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
+    if (bs.raft)
+      bs.image = owners;  // PATCH /admin/balancer settings from the metadata log
     bs.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));

@@ -1,0 +1,39 @@
+#pragma once
+// The cluster's dynamic balancer settings (docs/metadata.md "Dynamic
+// settings"): what an operator changes at runtime with PATCH /admin/balancer,
+// kept in the metadata log and applied by every broker on top of its
+// configured Autobalance section and Cluster.MoveThrottleBytesPerSec.
+//
+// JSON object, every key optional, named as the configuration keys are:
+//   {"Enabled":true,"DryRun":false,"IntervalSeconds":30,"MaxActionsPerDetect":50,
+//    "ExcludedTopics":["audit"],"ExcludedBrokers":["b3"],"MoveThrottleBytesPerSec":0}
+// A null value in a patch removes the key (the configured value applies again).
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "config/node_config.hpp"
+
+namespace moonmq::config {
+
+/// Checks a patch: an object whose keys are the ones above with values of
+/// their types (booleans; IntervalSeconds 1..86400; MaxActionsPerDetect
+/// 0..100000; arrays of strings of at most 10,000 names; a throttle >= 0) or
+/// null. "" when valid, else why (naming the key).
+std::string check_balancer_patch(const nlohmann::json& patch);
+
+/// `base` with the dynamic settings `settings` (a valid merged object, as
+/// the metadata log holds it) applied on top.
+autobalance_config apply_balancer_settings(autobalance_config base, const nlohmann::json& settings);
+
+/// The move throttle in bytes per second: `settings`' MoveThrottleBytesPerSec
+/// when present, else `configured`.
+int64_t throttle_with(int64_t configured, const nlohmann::json& settings);
+
+/// The effective settings as the JSON object above (every key present), for
+/// GET /admin/balancer and the PATCH answer.
+nlohmann::json effective_balancer_settings(const autobalance_config& c, int64_t throttle);
+
+}  // namespace moonmq::config
