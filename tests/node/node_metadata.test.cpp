@@ -19,7 +19,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+
 #include <csignal>
+#include <cstdio>
 #include <optional>
 #include <sstream>
 
@@ -841,8 +844,25 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
   // 503 no_controller); a null removes a setting (the configured value
   // applies again).
   REQUIRE(agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound));
-  auto back = call(c.admin(other), "PATCH", "/admin/balancer", R"({"DryRun":true,"MoveThrottleBytesPerSec":4096})");
-  REQUIRE(back.status == 200);
+  // Through moonmqctl, as an operator would.
+  auto ctl = [&](const std::string& args) {
+    std::string out;
+    auto cmd = program("moonmqctl") + " --admin-url 127.0.0.1:" + std::to_string(c.admin(other)) + " " + args + " 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p);
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
+      out.append(buf, n);
+    int rc = ::pclose(p);
+    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out);
+  };
+  auto [bad_rc, bad_out] = ctl("balancer set Bogus=1");
+  INFO(bad_out);
+  CHECK(bad_rc == 1);
+  auto [set_rc, set_out] = ctl("balancer set DryRun=true MoveThrottleBytesPerSec=4096");
+  INFO(set_out);
+  REQUIRE(set_rc == 0);
+  CHECK(json::parse(set_out, nullptr, false).value("MoveThrottleBytesPerSec", 0) == 4096);
   for (size_t i = 0; i < 3; ++i) {
     INFO(c.id(i));
     CHECK(wait_until(
@@ -856,4 +876,10 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
   REQUIRE(reset.status == 200);
   CHECK_FALSE(reset.body["settings"].contains("MoveThrottleBytesPerSec"));
   CHECK(wait_until([&] { return balancer_settings(c, follower).value("MoveThrottleBytesPerSec", -1) == 0; }, 5s));
+  auto [show_rc, show_out] = ctl("balancer show");
+  INFO(show_out);
+  CHECK(show_rc == 0);
+  auto shown = json::parse(show_out, nullptr, false);
+  CHECK(shown["settings"].value("DryRun", false) == true);
+  CHECK(shown["settings"].value("MoveThrottleBytesPerSec", -1) == 0);
 }

@@ -3,8 +3,13 @@
 // 1 a request failed, 2 bad usage.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "transport/blocking_client.hpp"
 
 namespace moonmq::ctl {
 
@@ -43,6 +48,24 @@ struct admin_endpoint {
   uint16_t port = 9644;
   std::string token;
 };
+
+/// One admin request. On a transport failure or a 401/403 it prints why
+/// (never the token) and returns nullopt.
+std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const std::string& method,
+                                                 const std::string& target, const std::string& body = {});
+/// `res` body as a JSON object, or prints why not and returns nullopt.
+std::optional<nlohmann::json> body_json(const transport::http_result& res, const std::string& what);
+/// Prints "<what> failed: <status> <body>".
+void print_http_error(const std::string& what, const transport::http_result& res);
+
+/// `balancer show` / `balancer set KEY=VALUE...` (PATCH /admin/balancer).
+struct balancer_options {
+  std::vector<std::string> settings;  ///< set: Key=JSON-value pairs (e.g. DryRun=false, ExcludedTopics='["a"]')
+};
+/// `balancer show`: prints the effective settings and the last pass summary.
+int balancer_show(const admin_endpoint& ep);
+/// `balancer set`: one PATCH with every pair; exit 1 when refused.
+int balancer_set(const admin_endpoint& ep, const balancer_options& o);
 
 struct reassign_options {
   std::vector<std::string> topics;   ///< generate: topics to spread

@@ -6,6 +6,8 @@
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign execute --plan FILE
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign verify [--wait] [--interval-ms N]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign cancel TOPIC PARTITION
+//   moonmqctl [--admin-url HOST:PORT] [--token T] balancer show
+//   moonmqctl [--admin-url HOST:PORT] [--token T] balancer set KEY=VALUE...   (e.g. DryRun=false)
 //
 // produce reads lines from stdin (one record each); consume prints records,
 // one per line; reassign drives partition moves over the admin API
@@ -68,6 +70,14 @@ int main(int argc, char** argv) {
   cancel->add_option("topic", ro.topic, "topic")->required();
   cancel->add_option("partition", ro.partition, "partition")->required()->check(CLI::Range(0, 2147483647));
 
+  balancer_options bo;
+  auto* balancer = app.add_subcommand("balancer", "the balance loop's settings (admin API)");
+  balancer->require_subcommand(1);
+  auto* bshow = balancer->add_subcommand("show", "print the effective settings");
+  auto* bset = balancer->add_subcommand("set", "change settings cluster-wide, at runtime (needs Raft)");
+  bset->add_option("settings", bo.settings, "KEY=VALUE pairs, VALUE in JSON (DryRun=false, ExcludedTopics='[\"a\"]')")
+    ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -79,11 +89,15 @@ int main(int argc, char** argv) {
     std::cerr << "moonmqctl: --url must be host:port, got '" << url << "'\n";
     return 2;
   }
-  if (*reassign) {
+  if (*reassign || *balancer) {
     if (!moonmq::transport::split_host_port(admin_url, admin.host, admin.port)) {
       std::cerr << "moonmqctl: --admin-url must be host:port, got '" << admin_url << "'\n";
       return 2;
     }
+    if (*bshow)
+      return balancer_show(admin);
+    if (*bset)
+      return balancer_set(admin, bo);
     if (*gen)
       return reassign_generate(admin, ro);
     if (*exec)

@@ -19,14 +19,11 @@
 #include "transport/blocking_client.hpp"
 
 namespace moonmq::ctl {
-namespace {
 
 using json = nlohmann::json;
 
-/// One admin request. On a transport failure or an unexpected status it
-/// prints why (never the token) and returns nullopt.
 std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const std::string& method,
-                                                 const std::string& target, const std::string& body = {}) {
+                                                 const std::string& target, const std::string& body) {
   transport::header_list headers;
   if (!body.empty())
     headers.emplace_back("Content-Type", "application/json");
@@ -46,7 +43,6 @@ std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const
   return res;
 }
 
-/// `res` body as JSON, or prints why not.
 std::optional<json> body_json(const transport::http_result& res, const std::string& what) {
   auto j = json::parse(res.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -59,6 +55,8 @@ std::optional<json> body_json(const transport::http_result& res, const std::stri
 void print_http_error(const std::string& what, const transport::http_result& res) {
   std::cerr << "moonmqctl: " << what << " failed: " << res.status << " " << res.body << "\n";
 }
+
+namespace {
 
 using tools::human_bytes;
 using tools::progress_bar;
