@@ -17,10 +17,10 @@ status ownership_state::apply(const log_entry& e) {
     controller_ = c->leader;
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
     owners_[topic_partition{o->topic, o->partition}] = o->owner;
-  } else if (auto* c = std::get_if<config_entry>(&e.payload)) {
+  } else if (auto* cfg = std::get_if<config_entry>(&e.payload)) {
     // Keys of the entry replace the current ones; null removes a key.
     auto current = nlohmann::json::parse(balancer_, nullptr, false);
-    auto patch = nlohmann::json::parse(c->balancer, nullptr, false);
+    auto patch = nlohmann::json::parse(cfg->balancer, nullptr, false);
     if (!current.is_object())
       current = nlohmann::json::object();
     if (patch.is_object())

@@ -168,9 +168,9 @@ json to_json(const entry_payload& p) {
     j["topic"] = o->topic;
     j["partition"] = o->partition;
     j["owner"] = o->owner.str();
-  } else if (auto* c = std::get_if<config_entry>(&p)) {
+  } else if (auto* cfg = std::get_if<config_entry>(&p)) {
     j["type"] = "config";
-    j["balancer"] = c->balancer;
+    j["balancer"] = cfg->balancer;
   } else {
     const auto& t = std::get<topic_entry>(p);
     j["type"] = "topic";
@@ -338,8 +338,8 @@ std::string describe(const entry_payload& p) {
     return "controller " + c->leader.str();
   if (auto* o = std::get_if<owner_entry>(&p))
     return "owner " + o->topic + "-" + std::to_string(o->partition) + "=" + o->owner.str();
-  if (auto* c = std::get_if<config_entry>(&p))
-    return "config balancer " + c->balancer;
+  if (auto* cfg = std::get_if<config_entry>(&p))
+    return "config balancer " + cfg->balancer;
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();
