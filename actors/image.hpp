@@ -16,7 +16,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cluster/types.hpp"
 
@@ -93,6 +95,26 @@ public:
     topics_ = std::move(topics);
     balancer_ = std::move(balancer);
   }
+  /// Brokers the metadata log has fenced (silent for SessionTimeoutMs):
+  /// their partitions are offline until they are unfenced.
+  std::shared_ptr<const std::set<std::string>> fenced() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return fenced_;
+  }
+  /// `brokers` without the fenced ones (all of them when every one is
+  /// fenced: something must coordinate).
+  std::vector<std::string> unfenced(std::vector<std::string> brokers) const {
+    auto f = fenced();
+    std::vector<std::string> out;
+    for (auto& b : brokers)
+      if (!f->count(b))
+        out.push_back(b);
+    return out.empty() ? brokers : out;
+  }
+  void set_fenced(std::shared_ptr<const std::set<std::string>> f) {
+    std::lock_guard<std::mutex> g{mtx_};
+    fenced_ = std::move(f);
+  }
   /// The dynamic balancer settings of the metadata log (JSON object text,
   /// config/dynamic.hpp; "{}" without Raft or before any change).
   std::shared_ptr<const std::string> balancer() const {
@@ -105,6 +127,7 @@ private:
   std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
   std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();
   std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
+  std::shared_ptr<const std::set<std::string>> fenced_ = std::make_shared<const std::set<std::string>>();
   bool strict_ = false;
 };
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,10 @@ struct raft_node_state {
   std::map<int64_t, forward> forwards;
   int64_t next_forward = 0;
   std::string broken;  ///< why the node stopped taking part (a failed save)
+  /// Liveness proposals in flight (broker id → log index), so a silent peer
+  /// is fenced by one entry, not one per tick.
+  std::map<std::string, uint64_t> liveness_pending;
+  metrics::gauge* offline_gauge = nullptr;
   raft::role last_role = raft::role::follower;
   uint64_t elections = 0, sent = 0, dropped = 0, received = 0, refused = 0;
   // Looked up once: publish_status runs after every tick and message.
@@ -101,7 +106,11 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
   auto topics = std::make_shared<topic_image>();
   for (const auto& [name, t] : table.topics())
     (*topics)[name] = topic_info{t.partitions, t.config, static_cast<int64_t>(t.created_at.value)};
+  auto fenced = std::make_shared<std::set<std::string>>();
+  for (const auto& id : table.fenced())
+    fenced->insert(id.str());
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()));
+  view.set_fenced(std::move(fenced));
 }
 
 namespace {
@@ -186,6 +195,17 @@ void settle_waiters(self_ptr self) {
   st.waiters = std::move(keep);
 }
 
+/// moonmq_cluster_offline_partitions: partitions whose owner is fenced.
+void count_offline(self_ptr self) {
+  auto& st = self->state;
+  const auto& table = st.core->state();
+  size_t offline = 0;
+  if (!table.fenced().empty())
+    for (const auto& [tp, owner] : table.owners())
+      offline += table.fenced().count(owner);
+  st.offline_gauge->set(static_cast<double>(offline));
+}
+
 /// Persists, sends and applies every pending batch (docs/raft.md
 /// "Persistence contract"). A failed save stops this node's participation:
 /// continuing could acknowledge state that is not durable.
@@ -204,19 +224,55 @@ void drain_ready(self_ptr self) {
     for (const auto& m : rd.messages)
       send(self, m);
     applied = applied || rd.snap || !rd.committed.empty();
-    for (const auto& e : rd.committed)
-      if (!std::holds_alternative<raft::controller_entry>(e.payload))
+    for (const auto& e : rd.committed) {
+      if (const auto* b = std::get_if<raft::broker_entry>(&e.payload))
+        logger()->warn("raft.broker_{} broker={} index={} term={}", b->fenced ? "fenced" : "unfenced", b->id.str(),
+                       e.index.value, e.entry_term.value);
+      else if (!std::holds_alternative<raft::controller_entry>(e.payload))
         logger()->info("raft.applied index={} term={} entry=\"{}\"", e.index.value, e.entry_term.value,
                        raft::describe(e.payload));
+    }
     st.core->advance();
   }
   if (applied) {
     publish_image(*st.owners, st.core->state());
+    count_offline(self);
     if (st.settings.on_topics)
       st.settings.on_topics(st.owners->topics());
   }
   publish_status(self);
   settle_waiters(self);
+}
+
+/// On the leader, every tick: a peer silent for SessionTimeoutMs is fenced,
+/// a fenced peer that answered within the last election timeout is
+/// unfenced, each by one `broker` entry (docs/metadata.md "Liveness").
+void check_liveness(self_ptr self) {
+  auto& st = self->state;
+  auto& core = *st.core;
+  if (core.current_role() != raft::role::leader)
+    return;
+  auto applied = core.applied_index().value;
+  for (auto it = st.liveness_pending.begin(); it != st.liveness_pending.end();)
+    it = it->second <= applied ? st.liveness_pending.erase(it) : std::next(it);
+  auto tick_ms = static_cast<uint64_t>(st.timing.tick.count());
+  for (const auto& [id, p] : st.peers) {
+    auto silent = core.silent_ticks(raft::node_id{id});
+    if (!silent || st.liveness_pending.count(id))
+      continue;
+    bool fenced = core.state().fenced().count(raft::node_id{id}) != 0;
+    auto silent_ms = static_cast<uint64_t>(*silent) * tick_ms;
+    bool fence = !fenced && silent_ms >= static_cast<uint64_t>(st.settings.session_timeout_ms);
+    bool unfence = fenced && *silent < st.timing.heartbeat_ticks * 2;
+    if (!fence && !unfence)
+      continue;
+    auto index = core.propose(raft::broker_entry{raft::node_id{id}, fence});
+    if (!index)
+      return;
+    logger()->warn("raft.{} broker={} silent_ms={} index={}", fence ? "fencing" : "unfencing", id, silent_ms,
+                   index->value);
+    st.liveness_pending[id] = index->value;
+  }
 }
 
 void expire(self_ptr self) {
@@ -346,6 +402,8 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
   init.commit_gauge = &reg.get_gauge("moonmq_raft_commit_index", "Highest Raft log index known committed");
   // Registered at 0 so that the series exists before the first election.
   init.elections_counter = &reg.get_counter("moonmq_raft_elections_total", "Elections this broker started");
+  init.offline_gauge = &reg.get_gauge("moonmq_cluster_offline_partitions",
+                                      "Partitions whose owner the metadata log has fenced (no broker serves them)");
   auto core = raft::raft_core::open(cfg, init.store->state());
   if (!core) {
     // open_raft_store validated the store; only a bad membership lands here.
@@ -369,6 +427,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       if (!st.broken.empty())
         return;
       st.core->tick();
+      check_liveness(self);
       drain_ready(self);
       expire(self);
       self->delayed_send(self, st.timing.tick, tick_atom::value);

@@ -110,6 +110,10 @@ struct raft_node_settings {
   /// grows its local copies to match, so a topic exists on every broker once
   /// its entry is applied there. Must not block.
   std::function<void(std::shared_ptr<const topic_image>)> on_topics;
+  /// Cluster.Raft.SessionTimeoutMs: the leader fences a peer it has not heard
+  /// from for this long (a `broker` entry) and unfences it once it answers
+  /// again (docs/metadata.md "Liveness"). Raft's own traffic is the heartbeat.
+  int session_timeout_ms = 9000;
 };
 
 /// Logical tick length and tick counts derived from the settings: a tick is

@@ -262,8 +262,11 @@ void read_cluster(reader& server, node_config& cfg) {
   raft.get_int("ElectionTimeoutMs", c.raft.election_timeout_ms, 10, 600000);
   raft.get_int("HeartbeatMs", c.raft.heartbeat_ms, 1, 600000);
   raft.get_int("MaxLogEntries", c.raft.max_log_entries, 2, 100000000);
+  raft.get_int("SessionTimeoutMs", c.raft.session_timeout_ms, 10, 3600000);
   if (c.raft.heartbeat_ms >= c.raft.election_timeout_ms)
     raft.error("HeartbeatMs", "must be below ElectionTimeoutMs");
+  if (c.raft.session_timeout_ms <= c.raft.heartbeat_ms)
+    raft.error("SessionTimeoutMs", "must be above HeartbeatMs");
   raft.finish();
   r.finish();
   cfg.cluster = std::move(c);

@@ -44,6 +44,9 @@ struct raft_config {
   int election_timeout_ms = 1000;
   int heartbeat_ms = 500;
   int max_log_entries = 512;
+  /// A broker the Raft leader has not heard from for this long is fenced
+  /// (KRaft's broker.session.timeout.ms, 9 s by default there too).
+  int session_timeout_ms = 9000;
 };
 
 struct cluster_config : listener_config {

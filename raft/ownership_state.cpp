@@ -17,6 +17,11 @@ status ownership_state::apply(const log_entry& e) {
     controller_ = c->leader;
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
     owners_[topic_partition{o->topic, o->partition}] = o->owner;
+  } else if (auto* b = std::get_if<broker_entry>(&e.payload)) {
+    if (b->fenced)
+      fenced_.insert(b->id);
+    else
+      fenced_.erase(b->id);
   } else if (auto* cfg = std::get_if<config_entry>(&e.payload)) {
     // Keys of the entry replace the current ones; null removes a key.
     auto current = nlohmann::json::parse(balancer_, nullptr, false);
@@ -56,6 +61,7 @@ void ownership_state::load(const snapshot& s) {
   owners_ = s.owners;
   topics_ = s.topics;
   balancer_ = s.balancer;
+  fenced_ = s.fenced;
   controller_ = s.controller;
   applied_index_ = s.last_index;
   applied_term_ = s.last_term;
@@ -69,6 +75,7 @@ snapshot ownership_state::to_snapshot() const {
   s.owners = owners_;
   s.topics = topics_;
   s.balancer = balancer_;
+  s.fenced = fenced_;
   return s;
 }
 

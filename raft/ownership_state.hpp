@@ -6,6 +6,7 @@
 // broker only when this table names it.
 
 #include <map>
+#include <set>
 #include <optional>
 
 #include "raft/result.hpp"
@@ -36,6 +37,8 @@ class ownership_state {
   /// The dynamic balancer settings, merged from every `config` entry (JSON
   /// object text, "{}" when none).
   const std::string& balancer() const { return balancer_; }
+  /// Brokers the controller fenced (not heard from for the session timeout).
+  const std::set<node_id>& fenced() const { return fenced_; }
   /// Leader named by the last applied controller entry ("" before any).
   const node_id& controller() const { return controller_; }
   log_index applied_index() const { return applied_index_; }
@@ -44,13 +47,14 @@ class ownership_state {
   friend bool operator==(const ownership_state& a, const ownership_state& b) {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
-           a.balancer_ == b.balancer_;
+           a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_;
   }
 
  private:
   std::map<topic_partition, node_id> owners_;
   std::map<std::string, topic_record> topics_;
   std::string balancer_ = "{}";
+  std::set<node_id> fenced_;
   node_id controller_;
   log_index applied_index_;
   term applied_term_;

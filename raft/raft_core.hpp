@@ -97,6 +97,15 @@ class raft_core {
   const raft_log& log() const { return log_; }
   /// The applied ownership table (updated as ready() hands out committed entries).
   const ownership_state& state() const { return state_; }
+  /// On the leader: ticks since `peer` last answered (reset when this node
+  /// became leader); nullopt on a follower or for a node that is not a peer.
+  /// The broker liveness of docs/metadata.md is read from it.
+  std::optional<uint32_t> silent_ticks(const node_id& peer) const {
+    auto it = progress_.find(peer);
+    if (role_ != role::leader || it == progress_.end())
+      return std::nullopt;
+    return it->second.silent_ticks;
+  }
   /// The latest snapshot (compaction or install), if any.
   const std::optional<snapshot>& latest_snapshot() const { return snapshot_; }
   const core_config& config() const { return cfg_; }

@@ -171,6 +171,10 @@ json to_json(const entry_payload& p) {
   } else if (auto* cfg = std::get_if<config_entry>(&p)) {
     j["type"] = "config";
     j["balancer"] = cfg->balancer;
+  } else if (auto* b = std::get_if<broker_entry>(&p)) {
+    j["type"] = "broker";
+    j["id"] = b->id.str();
+    j["fenced"] = b->fenced;
   } else {
     const auto& t = std::get<topic_entry>(p);
     j["type"] = "topic";
@@ -224,8 +228,13 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
         r.fail("balancer", "expected a JSON object text");
     }
     out = std::move(c);
+  } else if (type == "broker") {
+    broker_entry b;
+    b.id = r.node("id", false);
+    b.fenced = r.boolean("fenced");
+    out = std::move(b);
   } else {
-    r.fail("type", "expected \"controller\", \"owner\", \"topic\" or \"config\"");
+    r.fail("type", "expected \"controller\", \"owner\", \"topic\", \"config\" or \"broker\"");
   }
 }
 
@@ -274,6 +283,9 @@ json to_json(const snapshot& s) {
   json owners = json::array();
   for (const auto& [tp, owner] : s.owners)
     owners.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner.str()}});
+  json fenced = json::array();
+  for (const auto& id : s.fenced)
+    fenced.push_back(id.str());
   json topics = json::array();
   for (const auto& [name, t] : s.topics)
     topics.push_back(
@@ -283,7 +295,8 @@ json to_json(const snapshot& s) {
               {"controller", s.controller.str()},
               {"owners", std::move(owners)},
               {"topics", std::move(topics)},
-              {"balancer", s.balancer}};
+              {"balancer", s.balancer},
+              {"fenced", fenced}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -323,6 +336,14 @@ result<snapshot> snapshot_from_json(const json& j) {
       }
     }
   }
+  if (r.ok() && j.contains("fenced")) {
+    if (const json* fenced = r.array("fenced"))
+      for (const auto& id : *fenced) {
+        if (!id.is_string() || !valid_node_id(id.get<std::string>()))
+          return error{errc::malformed, "snapshot.fenced: expected broker ids", {}, 0};
+        s.fenced.insert(node_id{id.get<std::string>()});
+      }
+  }
   if (r.ok() && j.contains("balancer")) {
     s.balancer = r.string("balancer");
     if (r.ok() && !json::parse(s.balancer, nullptr, false).is_object())
@@ -340,6 +361,8 @@ std::string describe(const entry_payload& p) {
     return "owner " + o->topic + "-" + std::to_string(o->partition) + "=" + o->owner.str();
   if (auto* cfg = std::get_if<config_entry>(&p))
     return "config balancer " + cfg->balancer;
+  if (auto* b = std::get_if<broker_entry>(&p))
+    return std::string(b->fenced ? "fence " : "unfence ") + b->id.str();
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();

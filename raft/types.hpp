@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -119,7 +120,19 @@ struct config_entry {
   friend bool operator==(const config_entry& a, const config_entry& b) { return a.balancer == b.balancer; }
 };
 
-using entry_payload = std::variant<controller_entry, owner_entry, topic_entry, config_entry>;
+/// Payload of a `broker` entry: the controller fenced a broker it has not
+/// heard from for the session timeout, or unfenced it once it answered
+/// again (docs/metadata.md "Liveness").
+/// JSON: {"type":"broker","id":"b2","fenced":true}
+struct broker_entry {
+  node_id id;
+  bool fenced = false;
+  friend bool operator==(const broker_entry& a, const broker_entry& b) {
+    return a.id == b.id && a.fenced == b.fenced;
+  }
+};
+
+using entry_payload = std::variant<controller_entry, owner_entry, topic_entry, config_entry, broker_entry>;
 
 /// One log entry. JSON: {"term":3,"index":7,<payload fields>}.
 struct log_entry {
@@ -187,9 +200,11 @@ struct snapshot {
   std::map<std::string, topic_record> topics;
   /// The dynamic balancer settings (a JSON object text; "{}" = none).
   std::string balancer = "{}";
+  /// Brokers fenced by the controller (absent in older snapshots: none).
+  std::set<node_id> fenced;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
-           a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer;
+           a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced;
   }
 };
 

@@ -45,6 +45,8 @@ json brokers_json(const cluster_admin_context& ctx, const std::vector<peer_answe
     const auto& peer = ctx.peers[i];
     json b{{"id", peer.id}, {"alive", answers[i].ok}, {"self", false},
            {"address", peer.address}, {"client_address", peer.client_address}};
+    if (ctx.raft && ctx.owners)
+      b["fenced"] = ctx.owners->fenced()->count(peer.id) != 0;
     if (!answers[i].ok)
       b["error"] = answers[i].error;
     brokers.push_back(std::move(b));
@@ -94,9 +96,21 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
   }
   ask_many<int64_t, std::string>(
     *ctx.system, *ctx.state, std::chrono::seconds(5),
-    [respond, brokers, partitions, raft = ctx.raft](int64_t& epoch, std::string& holder) {
+    [respond, brokers, partitions, raft = ctx.raft, owners = ctx.owners](int64_t& epoch, std::string& holder) {
       json controller{{"id", holder.empty() ? json(nullptr) : json(holder)}, {"epoch", epoch}};
       json body{{"brokers", brokers}, {"partitions", partitions}};
+      if (raft && owners) {
+        // From the image: a fenced broker answers no survey, so its
+        // partitions are listed from the metadata log.
+        auto fenced = owners->fenced();
+        json offline = json::array();
+        if (!fenced->empty())
+          for (const auto& [tp, owner] : *owners->get())
+            if (fenced->count(owner))
+              offline.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
+        body["fenced_brokers"] = std::vector<std::string>(fenced->begin(), fenced->end());
+        body["offline_partitions"] = std::move(offline);
+      }
       if (raft) {
         // With Raft the epoch is the term; CONTRACT §4 adds term and commit index.
         auto s = raft->get();

@@ -38,7 +38,9 @@ bool valid_member_quiet(const std::string& member) {
 std::string coordinator_of(const client_context& ctx, const std::string& group) {
   if (!clustered(ctx))
     return ctx.broker_id;
-  return cluster::group_coordinator(group, group_brokers(ctx));
+  // Over the brokers the metadata log has not fenced (see kafka_handlers.cpp).
+  auto brokers = group_brokers(ctx);
+  return cluster::group_coordinator(group, ctx.owners ? ctx.owners->unfenced(std::move(brokers)) : brokers);
 }
 
 /// A broker's client URL ("http://host:port"); "" when unknown.

@@ -212,6 +212,7 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
   }
   auto topics = ctx.catalog->get();
   auto owners = ctx.owners ? ctx.owners->get() : std::make_shared<const owner_map>();
+  auto fenced = ctx.owners ? ctx.owners->fenced() : nullptr;
   auto describe = [&](const std::string& name) {
     kafka::metadata_topic mt;
     mt.name = name;
@@ -246,7 +247,10 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
       } else if (auto o = remote->owners.find(tp); o != remote->owners.end()) {
         owner = o->second;
       }
-      if (listed.count(owner)) {
+      if (fenced && fenced->count(owner)) {
+        mp.error_code = ec::leader_not_available;  // its owner is fenced: offline until it returns
+        mp.leader_id = -1;
+      } else if (listed.count(owner)) {
         mp.leader_id = kafka_node_id(ctx, owner);
         mp.replica_nodes = {mp.leader_id};
         mp.isr_nodes = {mp.leader_id};
@@ -620,7 +624,10 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
 std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& group) {
   if (!ctx.owners)
     return ctx.broker_id;
-  return cluster::group_coordinator(group, all_brokers(ctx));
+  // Over the brokers the metadata log has not fenced: a dead broker's groups
+  // re-form on another (their committed offsets stay with the partitions).
+  auto brokers = all_brokers(ctx);
+  return cluster::group_coordinator(group, ctx.owners ? ctx.owners->unfenced(std::move(brokers)) : brokers);
 }
 
 void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,

@@ -883,3 +883,69 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
   CHECK(shown["settings"].value("DryRun", false) == true);
   CHECK(shown["settings"].value("MoveThrottleBytesPerSec", -1) == 0);
 }
+
+// --- liveness: a silent broker is fenced, its partitions offline; back, unfenced ---
+
+namespace {
+
+json admin_cluster(move_cluster& c, size_t i) { return call(c.admin(i), "GET", "/admin/cluster").body; }
+
+}  // namespace
+
+TEST_CASE("a killed broker is fenced within SessionTimeoutMs plus a heartbeat, its partitions show offline, and "
+          "restarted it is unfenced",
+          "[node][metadata][raft][scenario]") {
+  constexpr int session_timeout_ms = 2000;
+  move_cluster c{{"b1", "b2", "b3"}, raft_config({"Cluster.Raft.SessionTimeoutMs=" + std::to_string(session_timeout_ms)})};
+  start_all(c);
+  auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
+  if (!elected)
+    FAIL("no leader elected\n" << log_tails(c));
+  auto victim = (elected->first + 1) % 3;
+  auto watcher = (elected->first + 2) % 3;
+  create_topic(c.client(victim), "lv", 3);  // every partition owned by the victim
+  std::this_thread::sleep_for(std::chrono::milliseconds(session_timeout_ms + 500));
+  auto view = admin_cluster(c, watcher);
+  INFO(view.dump());
+  CHECK(view["offline_partitions"].empty());  // a live broker is never fenced
+
+  c.kill(victim);
+  auto t0 = clock_type::now();
+  json seen;
+  bool fenced = wait_until(
+    [&] {
+      seen = admin_cluster(c, watcher);
+      return seen.is_object() && seen["offline_partitions"].size() == 3;
+    },
+    std::chrono::milliseconds(session_timeout_ms + 100 + 3000));
+  auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
+  INFO(seen.dump() << "\n" << log_tails(c));
+  REQUIRE(fenced);
+  WARN(c.id(victim) << " fenced and its 3 partitions offline " << took_ms << " ms after the kill (SessionTimeoutMs "
+                    << session_timeout_ms << ", heartbeat 100 ms)");
+  CHECK(took_ms <= session_timeout_ms + 100 + 1500);  // + one heartbeat, + slack for a loaded machine
+  CHECK(seen["fenced_brokers"] == json::array({c.id(victim)}));
+  for (const auto& b : seen["brokers"])
+    if (b["id"] == c.id(victim))
+      CHECK(b["fenced"] == true);
+  auto text = call(c.admin(elected->first), "GET", "/metrics").raw;
+  CHECK(text.find("\nmoonmq_cluster_offline_partitions 3") != std::string::npos);
+  // Produce for a fenced owner's partition fails; nothing is acknowledged.
+  auto p = call(c.client(watcher), "POST", "/v1/topics/lv/records?acks=leader",
+                R"({"records":[{"value":"x","partition":0}]})");
+  INFO(p.raw);
+  CHECK(p.status >= 500);
+
+  c.restart(victim);
+  bool back = wait_until(
+    [&] {
+      auto j = admin_cluster(c, watcher);
+      return j.is_object() && j["offline_partitions"].empty() && j["fenced_brokers"].empty();
+    },
+    10s);
+  CHECK(back);
+  auto after = call(c.client(watcher), "POST", "/v1/topics/lv/records?acks=leader",
+                    R"({"records":[{"value":"y","partition":0}]})");
+  INFO(after.raw);
+  CHECK(after.status == 200);
+}

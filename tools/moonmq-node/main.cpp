@@ -166,6 +166,7 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   rs.election_timeout_ms = cfg.cluster->raft.election_timeout_ms;
   rs.heartbeat_ms = cfg.cluster->raft.heartbeat_ms;
   rs.max_log_entries = cfg.cluster->raft.max_log_entries;
+  rs.session_timeout_ms = cfg.cluster->raft.session_timeout_ms;
   rs.proposal_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
   for (const auto& p : cfg.cluster->peers) {
     transport::http_client_options o;
