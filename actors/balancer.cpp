@@ -414,10 +414,12 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
 }
 
 /// Re-reads the metadata log's dynamic settings (when there is an image):
-/// settings.config = the configured section with them applied.
+/// settings.config = the configured section with them applied. Between
+/// passes only.
 void refresh_settings(self_ptr self) {
   auto& st = self->state;
-  if (!st.settings.image)
+  // Never while a pass runs: a pass plans and acts under one set of settings.
+  if (!st.settings.image || st.pass_running)
     return;
   auto text = st.settings.image->balancer();
   if (*text == st.applied_settings)

@@ -45,6 +45,10 @@ struct partition_state {
   std::vector<pending_ack> pending;
   bool flush_scheduled = false;
   bool sealed = false;
+  /// Sealed as a move's destination copy (the marker exists): only then are
+  /// copied batches taken, and client fetches are refused (the log may be
+  /// incomplete until the move confirms).
+  bool durable_seal = false;
   counters c;
   metrics::counter* m_bytes_in = nullptr;
   metrics::counter* m_records_in = nullptr;
@@ -204,10 +208,17 @@ std::string summary(self_ptr self) {
 
 /// Whole batches from `from`; `fetch` counts them as consumer traffic
 /// (a move's copy reads are not client load).
+/// The marker of a durable seal: `<partition dir>/sealed`.
+std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
+
 caf::result<std::string, int64_t, int64_t> read_batches(self_ptr self, int64_t from, int32_t max_bytes, bool fetch) {
   auto& st = self->state;
   if (!st.log)
     return offline(self);
+  if (fetch && st.durable_seal)
+    return make_error(errc::partition_moved, "partition " + st.settings.topic + "-"
+                                               + std::to_string(st.settings.partition)
+                                               + " is a move's copy not yet confirmed; retry at its owner");
   auto r = st.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
   if (!r) {
     if (r.err().code == storage::errc::offset_out_of_range)
@@ -260,6 +271,12 @@ caf::result<std::string> repair(self_ptr self) {
     return storage_failure(fixed.err());
   }
   st.log.emplace(std::move(fixed.value()));
+  {
+    // A move's destination copy stays sealed through a repair too.
+    std::error_code ec;
+    st.durable_seal = std::filesystem::exists(seal_marker(st.log->dir()), ec);
+    st.sealed = st.sealed || st.durable_seal;
+  }
   st.damage.reset();
   st.open_error.clear();
   st.set_offline(false);
@@ -287,9 +304,6 @@ caf::result<std::string> repair(self_ptr self) {
     .dump();
 }
 
-/// The marker of a durable seal: `<partition dir>/sealed`.
-std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
-
 /// Seals or unseals; a durable seal writes the marker (fsynced) before it is
 /// reported, and any unseal removes it. Appends already taken are made
 /// durable first, so the log end returned is final while sealed.
@@ -311,6 +325,7 @@ caf::result<int64_t> seal(self_ptr self, bool sealed, bool durable) {
       return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
   }
   st.sealed = sealed;
+  st.durable_seal = sealed && (durable || st.durable_seal);
   return st.log->log_end().value;
 }
 
@@ -324,7 +339,7 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
     // A move's destination copy stays sealed across a restart until the
     // move confirms or cleans it up (see seal_marker).
     std::error_code ec;
-    init.sealed = std::filesystem::exists(seal_marker(dir), ec);
+    init.sealed = init.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
     log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", init.settings.topic,
                               init.settings.partition, init.log->log_start().value, init.log->log_end().value);
   } else if (opened.err().code == storage::errc::corrupt_log && opened.err().damaged) {
@@ -399,7 +414,7 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
         return offline(self);
       // Only a sealed copy (a move's destination, sealed by its ensure) takes
       // batches with their offsets: a copy that serves producers never does.
-      if (!batches.empty() && !st.sealed)
+      if (!batches.empty() && !st.durable_seal)
         return make_error(errc::invalid_request, "copy: " + st.settings.topic + "/"
                                                    + std::to_string(st.settings.partition)
                                                    + " is not sealed: it serves producers and takes no copied batches");

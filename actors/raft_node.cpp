@@ -206,6 +206,19 @@ void count_offline(self_ptr self) {
   st.offline_gauge->set(static_cast<double>(offline));
 }
 
+/// Answers every pending proposal with 503 raft_failed (the store failed:
+/// nothing more will be applied here until a restart).
+void fail_pending(self_ptr self) {
+  auto& st = self->state;
+  auto why = "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken;
+  for (auto& w : st.waiters)
+    w.rp.deliver(coded(503, "raft_failed", why));
+  st.waiters.clear();
+  for (auto& [id, f] : st.forwards)
+    f.rp.deliver(coded(503, "raft_failed", why));
+  st.forwards.clear();
+}
+
 /// Persists, sends and applies every pending batch (docs/raft.md
 /// "Persistence contract"). A failed save stops this node's participation:
 /// continuing could acknowledge state that is not durable.
@@ -219,6 +232,7 @@ void drain_ready(self_ptr self) {
       logger()->critical("raft.store_failed broker={} error=\"{}\" msg=\"this broker stops voting and "
                          "replicating until it restarts\"",
                          st.settings.broker_id, st.broken);
+      fail_pending(self);
       return;
     }
     for (const auto& m : rd.messages)

@@ -5,9 +5,11 @@
 #include "actors/reassigner.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "actors/reassigner_impl.hpp"
 #include "config/dynamic.hpp"
+#include "storage/partition_log.hpp"
 
 // Every continuation below looks its move up again by id (`run`, `row`)
 // instead of capturing the pointer of the enclosing step, which may dangle
@@ -250,9 +252,19 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       if (!local_partition(self, tp))
         return coded(404, "unknown_partition", "no partition " + topic + "/" + std::to_string(partition)
                                                  + " on broker " + st.settings.broker_id);
-      auto owners = st.owners->get();
-      if (auto it = owners->find(tp); it != owners->end() && it->second != st.settings.broker_id)
-        return coded(421, "not_owner", topic + "/" + std::to_string(partition) + " is owned by broker " + it->second);
+      auto route = st.owners->route(st.settings.broker_id, tp);
+      if (route.where == partition_route::kind::remote)
+        return coded(421, "not_owner", topic + "/" + std::to_string(partition) + " is owned by broker " + route.owner);
+      if (route.where == partition_route::kind::unowned)
+        return coded(503, "partition_offline", topic + "/" + std::to_string(partition)
+                                                 + " has no owner in the metadata log; it cannot move");
+      // A copy still sealed as a move's destination (its move has not
+      // confirmed: its log may be incomplete) is not moved on.
+      std::error_code ec;
+      if (std::filesystem::exists(storage::partition_dir(st.settings.data_dir, topic, partition) + "/sealed", ec))
+        return coded(409, "partition_in_move", topic + "/" + std::to_string(partition) + " on broker "
+                                                 + st.settings.broker_id
+                                                 + " is a move's copy not yet confirmed; it moves on once confirmed");
       if (to == st.settings.broker_id)
         return coded(400, "invalid_request", "broker " + to + " already owns " + topic + "/"
                                                + std::to_string(partition));

@@ -249,7 +249,8 @@ void copy_next(self_ptr self, const std::string& id) {
 /// confirmed, so the move only goes forward: the step is retried with
 /// backoff (a Raft leader not yet known after the restart is the usual
 /// cause) and the row carries the error meanwhile.
-void flip_failed(self_ptr self, const std::string& id, const std::string& why, std::function<void()> then) {
+void flip_failed(self_ptr self, const std::string& id, const std::string& why, std::function<void()> then,
+                 bool flip) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
   if (!run || !row)
@@ -262,15 +263,15 @@ void flip_failed(self_ptr self, const std::string& id, const std::string& why, s
   logger()->warn("move.flip_retry move={} error=\"{}\"", id, why);
   auto delay = run->backoff_ms;
   run->backoff_ms = std::min(run->backoff_ms * 2, finish_backoff_max_ms);
-  schedule(self, *run, delay, [self, id, then] { seal_and_flip(self, id, then); });
+  schedule(self, *run, delay, [self, id, then, flip] { seal_and_flip(self, id, then, flip); });
 }
 
-void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then) {
+void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then, bool flip) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
   auto part = local_partition(self, row->tp);
   if (!part) {
-    flip_failed(self, id, "the partition is no longer held by this broker", then);
+    flip_failed(self, id, "the partition is no longer held by this broker", then, flip);
     return;
   }
   auto seq = ++run->seq;
@@ -279,11 +280,15 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
   auto at = static_cast<int64_t>(row->at.value);
   self->request(*part, local_timeout, seal_atom::value, true)
     .then(
-      [self, id, seq, tp, to, at, then](int64_t log_end) {
+      [self, id, seq, tp, to, at, then, flip](int64_t log_end) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
         run->final_end = log_end;
+        if (!flip) {
+          then();
+          return;
+        }
         auto seq2 = ++run->seq;
         self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition, to, at)
           .then(
@@ -295,13 +300,13 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
             [self, id, seq2, then](caf::error& e) {
               auto* run = run_of(self, id);
               if (run && run->seq == seq2)
-                flip_failed(self, id, "recording the new owner failed: " + message_of(e), then);
+                flip_failed(self, id, "recording the new owner failed: " + message_of(e), then, true);
             });
       },
-      [self, id, seq, then](caf::error& e) {
+      [self, id, seq, then, flip](caf::error& e) {
         auto* run = run_of(self, id);
         if (run && run->seq == seq)
-          flip_failed(self, id, "sealing the partition failed: " + caf::to_string(e), then);
+          flip_failed(self, id, "sealing the partition failed: " + caf::to_string(e), then, flip);
       });
 }
 
@@ -433,12 +438,21 @@ void finish(self_ptr self, const std::string& id) {
          json body{{"from", self->state.settings.broker_id}, {"log_end_offset", run->final_end}};
          call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/confirm", body.dump(), true,
               [self, id](int status, json& answer, const std::string& confirm_error) {
-                if (status != 200) {
+                // With Raft a destination that is no longer owner answers
+                // owner_changed: it confirmed an earlier try of this confirm
+                // (whose answer was lost) and the partition has moved on
+                // since, so this move ended done.
+                bool moved_on = status == 409 && self->state.settings.raft && answer.is_object()
+                                && answer.value("error", std::string{}) == "owner_changed";
+                if (status != 200 && !moved_on) {
                   retry_finish(self, id, "confirm: " + answer_error(status, answer, confirm_error));
                   return;
                 }
                 auto* run = run_of(self, id);
                 auto note = run->note.rfind("confirm pending", 0) == 0 ? std::string{} : run->note;
+                if (moved_on)
+                  note = "confirmed before; the partition has moved on since (" + answer_error(status, answer, confirm_error)
+                         + ")";
                 auto final_end = run->final_end;
                 if (!journal_to(self, id, move_state::done, note))
                   return;

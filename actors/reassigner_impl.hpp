@@ -104,7 +104,8 @@ void start_queued(self_ptr self);
 // Defined in reassigner_forward.cpp: ensure, copy, cutover, drain, offsets, confirm.
 
 void begin_copy(self_ptr self, const std::string& id);
-void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then);
+/// Seals the source, then (with `flip`) records the destination as owner.
+void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then, bool flip = true);
 void drain_next(self_ptr self, const std::string& id);
 void finish(self_ptr self, const std::string& id);
 

@@ -184,7 +184,7 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
       return;
     }
     ask<std::string>(
-      *ctx.system, *ctx.state, std::chrono::seconds(10),
+      *ctx.system, *ctx.state, std::chrono::seconds(30),  // a forwarded proposal may take two PeerTimeouts
       [respond](std::string& merged) {
         respond(http_response::json(200, json{{"settings", json::parse(merged, nullptr, false)}}.dump()));
       },

@@ -229,23 +229,49 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
     return;
   }
   auto expected = body["log_end_offset"].get<int64_t>();
+  auto from = is_str(body, "from") ? body["from"].get<std::string>() : std::string{};
   auto topic = req.params["topic"];
   auto [partition, part] = *local;
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-             [ctx, respond, topic, partition = partition, part = part, expected](int64_t at, const std::string&) {
+             [ctx, respond, topic, partition = partition, part = part, expected, from](int64_t at, const std::string&) {
     auto fail = fail_with(respond);
+    if (ctx.owners->strict()) {
+      // With the metadata log this broker is owner since the cutover's
+      // entry. Not yet applied here: retry. Another owner: the partition
+      // moved on after an earlier try of this confirm took effect (its
+      // answer was lost), and nothing may be written over that.
+      auto r = ctx.owners->route(ctx.broker_id, {topic, partition});
+      if (r.where == partition_route::kind::unowned || (r.where == partition_route::kind::remote && r.owner == from)) {
+        respond(http_response::error(503, "not_ready", "broker " + ctx.broker_id + " has not applied the cutover of "
+                                                         + topic + "/" + std::to_string(partition) + " yet; retry"));
+        return;
+      }
+      if (r.where == partition_route::kind::remote) {
+        respond(http_response::error(409, "owner_changed",
+                                     topic + "/" + std::to_string(partition) + " is owned by " + r.owner
+                                       + " now; this move has ended"));
+        return;
+      }
+    }
     ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, expected, at, fail](int64_t& end) {
       if (end != expected) {
         respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the source's is "
                                        + std::to_string(expected)));
         return;
       }
-      ask<bool>(*ctx.system, ctx.state, ctx.timeout, [ctx, respond, topic, partition, part, end, fail](bool&) {
+      auto unseal = [ctx, respond, topic, partition, part, end, fail](bool&) {
         ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, end](int64_t&) {
           log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={}", topic, partition, end);
           respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end}}.dump()));
         }, fail, seal_atom::value, false);
-      }, fail, owner_atom::value, topic, partition, ctx.broker_id, at);
+      };
+      if (ctx.owners->strict()) {  // owner already (checked above): nothing to write
+        bool yes = true;
+        unseal(yes);
+        return;
+      }
+      ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal, fail, owner_atom::value, topic, partition, ctx.broker_id,
+                at);
     }, fail, copy_atom::value, std::string{}, true);
   });
 }
@@ -274,12 +300,18 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
     auto fail = fail_with(respond);
     ask_bounds(ctx, part, [ctx, respond, topic, partition, part, owner, at, fail](int64_t lo, int64_t, int64_t) {
       ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, owner, at, fail](int64_t& end) {
-        ask<bool>(*ctx.system, ctx.state, ctx.timeout, [ctx, respond, topic, partition, part, end, fail](bool&) {
+        auto unseal = [ctx, respond, topic, partition, part, end, fail](bool&) {
           ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, topic, partition, end](int64_t&) {
             log::get("reassigner")->info("move.cleaned topic={} partition={}", topic, partition);
             respond(http_response::json(200, json{{"log_end_offset", end}}.dump()));
           }, fail, seal_atom::value, false);
-        }, fail, owner_atom::value, topic, partition, owner, at);
+        };
+        if (ctx.owners->strict()) {  // the source's own entries name the owner; a late write could undo a later one
+          bool yes = true;
+          unseal(yes);
+          return;
+        }
+        ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal, fail, owner_atom::value, topic, partition, owner, at);
       }, fail, reset_atom::value, lo);
     }, fail);
   });

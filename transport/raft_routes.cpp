@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
+#include "config/dynamic.hpp"
 #include "raft/messages.hpp"
 #include "transport/actor_answers.hpp"
 
@@ -76,6 +77,10 @@ void add_raft_routes(router& r, const raft_context& ctx) {
       return;
     }
     if (const auto* c = std::get_if<raft::config_entry>(&*payload)) {
+      if (auto why = config::check_balancer_patch(json::parse(c->balancer, nullptr, false)); !why.empty()) {
+        respond(http_response::error(400, "invalid_request", "config entry: " + why));
+        return;
+      }
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  config_atom::value, c->balancer, false);
       return;

@@ -94,15 +94,27 @@ TEST_CASE("a copy keeps offsets: reset to the source's log start, then append it
   CHECK(std::get<2>(f.read(dst, 10)) == 10);
   CHECK(f.ask_int(dst, seal_atom::value, true, true) == 10);
   CHECK(f.ask_int(dst, copy_atom::value, bytes, true) == 20);
-  auto [copied, dlo, dhi] = f.read(dst, 10);
-  CHECK(dlo == 10);
-  CHECK(dhi == 20);
-  CHECK(copied == bytes);
+  // Until the move confirms, clients read nothing from the copy (it may be
+  // incomplete): a retriable partition_moved.
+  caf::error early;
+  f.self->request(dst, 10s, read_atom::value, int64_t{10}, int32_t{1 << 20})
+    .receive([](std::string&, int64_t, int64_t) {}, [&](caf::error& e) { early = e; });
+  CHECK(error_code_of(early) == "partition_moved");
   // Copying the same batches again is an offset gap, refused.
   caf::error err;
   f.self->request(dst, 10s, copy_atom::value, bytes, true).receive([](int64_t) {}, [&](caf::error& e) { err = e; });
   CHECK(error_code_of(err) == "invalid_request");
-  // New produce on the destination (confirmed: unsealed) continues after the copied offsets.
+  // Confirmed (unsealed): the copied batches read back as sent, and new
+  // produce continues after the copied offsets; a plain seal takes no copies.
+  CHECK(f.ask_int(dst, seal_atom::value, false) == 20);
+  auto [copied, dlo, dhi] = f.read(dst, 10);
+  CHECK(dlo == 10);
+  CHECK(dhi == 20);
+  CHECK(copied == bytes);
+  CHECK(f.ask_int(dst, seal_atom::value, true) == 20);
+  caf::error plain;
+  f.self->request(dst, 10s, copy_atom::value, bytes, true).receive([](int64_t) {}, [&](caf::error& e) { plain = e; });
+  CHECK(error_code_of(plain) == "invalid_request");
   CHECK(f.ask_int(dst, seal_atom::value, false) == 20);
   CHECK(f.ask_int(dst, append_atom::value, batch_of(1, "new"), true) == 20);
 }

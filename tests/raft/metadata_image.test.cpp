@@ -137,3 +137,21 @@ TEST_CASE("config entries merge the dynamic balancer settings key by key; null r
   CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"config","balancer":"[1]"})")).ok());
   CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"config","balancer":{}})")).ok());
 }
+
+TEST_CASE("broker entries fence and unfence; the fenced set is in snapshots", "[raft][metadata]") {
+  ownership_state s;
+  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), true}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), true}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, broker_entry{id("b3"), false}}).ok());
+  CHECK(s.fenced() == std::set<node_id>{id("b2")});
+  auto back = snapshot_from_json(to_json(s.to_snapshot()));
+  REQUIRE(back.ok());
+  CHECK(back->fenced == s.fenced());
+  auto e = entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"b2","fenced":false})"));
+  REQUIRE(e.ok());
+  CHECK(std::get<broker_entry>(e->payload) == broker_entry{id("b2"), false});
+  CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"","fenced":true})")).ok());
+  CHECK_FALSE(snapshot_from_json(json::parse(
+                R"({"last_index":1,"last_term":1,"controller":"","owners":[],"fenced":[3]})"))
+                .ok());
+}
