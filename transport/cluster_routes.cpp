@@ -192,12 +192,16 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     auto local = route_partition(*ctx.catalog, req, respond);
     if (!local)
       return;
-    auto owners = ctx.owners->get();
-    auto it = owners->find(cluster::topic_partition{req.params["topic"], local->first});
-    if (it != owners->end() && it->second != ctx.broker_id) {
-      respond(http_response::json(421, json{{"error", "not_owner"}, {"owner", it->second},
+    auto route = ctx.owners->route(ctx.broker_id, cluster::topic_partition{req.params["topic"], local->first});
+    if (route.where == partition_route::kind::remote) {
+      respond(http_response::json(421, json{{"error", "not_owner"}, {"owner", route.owner},
                                             {"message", "forwarded produce reached a broker that does not own it"}}
                                            .dump()));
+      return;
+    }
+    if (route.where == partition_route::kind::unowned) {
+      respond(http_response::error(503, "partition_offline",
+                                   "the metadata log names no owner for this partition; no broker serves it"));
       return;
     }
     bool durable = !(req.query.count("acks") && req.query["acks"] == "none");

@@ -373,8 +373,13 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
         g->one();
       },
       [g, resp, i](const caf::error& e) {
-        resp->topics[i].error_code = ec::invalid_request;
-        resp->topics[i].error_message = message_of(e);
+        // Existing with another count: 36; the metadata log unavailable
+        // (no leader, a timeout): 7, retriable; anything else: 42.
+        auto msg = message_of(e);
+        resp->topics[i].error_code = msg.find("already exists") != std::string::npos ? ec::topic_already_exists
+                                     : http_status_of(e) >= 500                      ? ec::request_timed_out
+                                                                                     : ec::invalid_request;
+        resp->topics[i].error_message = msg;
         g->one();
       });
   }
