@@ -19,7 +19,18 @@ checked reject(std::string code, std::string message) {
 }
 
 /// Shape and static checks of one entry; fills `tp` and `to` when they parse.
-checked check_shape(const json& e, topic_partition& tp, broker_id& to) {
+/// The broker a Kafka node id names: Kafka's reassignment tool writes
+/// replicas as numbers, and moonmq's Kafka listener numbers the brokers 1..N
+/// in id order (docs/kafka.md).
+std::optional<broker_id> broker_of_node_id(const cluster_view& view, int64_t node) {
+  if (node < 1 || node > static_cast<int64_t>(view.brokers.size()))
+    return std::nullopt;
+  auto it = view.brokers.begin();
+  std::advance(it, node - 1);
+  return it->first;
+}
+
+checked check_shape(const json& e, topic_partition& tp, broker_id& to, const cluster_view& view) {
   if (!e.is_object())
     return reject("invalid_entry", "an entry must be an object {\"topic\",\"partition\",\"replicas\"}");
   auto t = e.find("topic");
@@ -45,9 +56,17 @@ checked check_shape(const json& e, topic_partition& tp, broker_id& to) {
     return reject("invalid_replicas", "\"replicas\" names " + std::to_string(r->size()) +
                                           " brokers; moonmq keeps exactly one copy of each partition (no "
                                           "replication), so it must name exactly one: the new owner");
+  if ((*r)[0].is_number_integer()) {
+    auto named = broker_of_node_id(view, (*r)[0].get<int64_t>());
+    if (!named)
+      return reject("unknown_broker", "\"replicas\" names Kafka node id " + (*r)[0].dump() + "; the cluster's are 1.." +
+                                          std::to_string(view.brokers.size()) + " (brokers in id order)");
+    to = *named;
+    return {};
+  }
   if (!(*r)[0].is_string())
-    return reject("invalid_replicas", "\"replicas\" must hold a broker id string such as \"b2\", got " +
-                                          (*r)[0].dump());
+    return reject("invalid_replicas", "\"replicas\" must hold a broker id string such as \"b2\" or a Kafka node "
+                                      "id number, got " + (*r)[0].dump());
   to = broker_id{(*r)[0].get<std::string>()};
   return {};
 }
@@ -77,7 +96,7 @@ result<reassignment_outcome> parse_reassignment_request(std::string_view body, c
   for (const auto& e : *list) {
     topic_partition tp;
     broker_id to;
-    if (check_shape(e, tp, to).error.empty())
+    if (check_shape(e, tp, to, view).error.empty())
       ++seen[tp];
   }
 
@@ -85,7 +104,7 @@ result<reassignment_outcome> parse_reassignment_request(std::string_view body, c
   for (const auto& e : *list) {
     topic_partition tp;
     broker_id to;
-    checked c = check_shape(e, tp, to);
+    checked c = check_shape(e, tp, to, view);
     if (c.error.empty()) {
       auto known = view.brokers.find(to);
       std::optional<broker_id> owner;

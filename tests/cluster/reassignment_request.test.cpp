@@ -74,7 +74,9 @@ TEST_CASE("per-entry validation table", "[cluster][request]") {
       {entry("orders", -1, {"b2"}), "invalid_partition"},
       {entry("orders", 0, json::array()), "invalid_replicas"},
       {entry("orders", 0, {"b1", "b2"}), "invalid_replicas"},
-      {entry("orders", 0, {2}), "invalid_replicas"},
+      {entry("orders", 0, {4}), "unknown_broker"},
+      {entry("orders", 0, {0}), "unknown_broker"},
+      {entry("orders", 0, {1.5}), "invalid_replicas"},
       {entry("orders", 0, {"b9"}), "unknown_broker"},
       {entry("orders", 0, {"b3"}), "broker_not_alive"},
       {entry("orders", 4, {"b2"}), "unknown_partition"},
@@ -169,4 +171,16 @@ TEST_CASE("an empty partition list is accepted with nothing to do", "[cluster][r
   auto out = parse(json::array());
   CHECK(out.accepted.empty());
   CHECK(out.rejected.empty());
+}
+
+TEST_CASE("replicas may name the new owner by Kafka node id, as Kafka's reassignment tool writes them",
+          "[cluster][request]") {
+  // Node ids number the brokers 1..N in id order: b1 = 1, b2 = 2, b3 = 3.
+  auto out = parse(json::array({entry("orders", 0, {2}), entry("orders", 2, {1})}));
+  REQUIRE(out.accepted.size() == 2);
+  CHECK(out.accepted[0].to == broker_id{"b2"});
+  CHECK(out.accepted[0].from == broker_id{"b1"});
+  CHECK(out.accepted[1].to == broker_id{"b1"});
+  CHECK(out.accepted[1].from == broker_id{"b2"});
+  CHECK(rejection_of(entry("orders", 0, {3})) == "broker_not_alive");
 }
