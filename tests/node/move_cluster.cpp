@@ -311,4 +311,42 @@ std::vector<std::string> producer::errors() const {
   return errors_;
 }
 
+/// What broker `i` believes about the controller (GET /admin/cluster).
+std::optional<belief> belief_of(move_cluster& c, size_t i) {
+  auto j = call(c.admin(i), "GET", "/admin/cluster").body;
+  if (!j.is_object() || !j.contains("raft") || !j["controller"]["id"].is_string())
+    return std::nullopt;
+  return belief{j["controller"].value("term", int64_t{0}), j["controller"]["id"].get<std::string>(),
+                j["raft"].value("role", std::string{})};
+}
+
+/// Polls brokers `live` until they name the same leader (one of them, which
+/// says it leads) at a term above `above`: (leader index, term).
+std::optional<std::pair<size_t, int64_t>> agreed_leader(move_cluster& c, const std::vector<size_t>& live,
+                                                        int64_t above, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::optional<belief> first;
+    bool agree = true;
+    for (auto i : live) {
+      auto b = belief_of(c, i);
+      if (!b || b->term <= above || (first && (b->leader != first->leader || b->term != first->term))) {
+        agree = false;
+        break;
+      }
+      if (!first)
+        first = b;
+    }
+    if (agree && first)
+      for (auto i : live)
+        if (c.id(i) == first->leader) {
+          auto b = belief_of(c, i);
+          if (b && b->role == "leader")
+            return std::make_pair(i, first->term);
+        }
+    std::this_thread::sleep_for(20ms);
+  }
+  return std::nullopt;
+}
+
 }  // namespace moonmq::test::move

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -103,6 +104,21 @@ private:
 /// trusted from `min_valid` (a partition counts from its second report, as
 /// its first only primes the byte counters).
 std::vector<std::string> autobalance(bool dry_run, int interval_s = 1, int window = 3, int min_valid = 1);
+
+/// What one broker believes about the controller (GET /admin/cluster with
+/// Cluster.Raft): term, leader, role.
+struct belief {
+  int64_t term = 0;
+  std::string leader;
+  std::string role;
+};
+std::optional<belief> belief_of(move_cluster& c, size_t i);
+
+/// Polls brokers `live` until they name the same leader (one of them, which
+/// says it leads) at a term above `above`: (leader index, term), or nullopt
+/// after `timeout`.
+std::optional<std::pair<size_t, int64_t>> agreed_leader(move_cluster& c, const std::vector<size_t>& live,
+                                                        int64_t above, std::chrono::milliseconds timeout);
 
 /// One record as a producer sent it.
 struct sent_record {

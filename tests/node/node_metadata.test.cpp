@@ -69,49 +69,6 @@ void start_all(move_cluster& c, size_t n = 3) {
     c.wait_ready(i);
 }
 
-struct belief {
-  int64_t term = 0;
-  std::string leader;
-  std::string role;
-};
-
-/// What broker `i` believes about the controller (GET /admin/cluster).
-std::optional<belief> belief_of(move_cluster& c, size_t i) {
-  auto j = call(c.admin(i), "GET", "/admin/cluster").body;
-  if (!j.is_object() || !j.contains("raft") || !j["controller"]["id"].is_string())
-    return std::nullopt;
-  return belief{j["controller"].value("term", int64_t{0}), j["controller"]["id"].get<std::string>(),
-                j["raft"].value("role", std::string{})};
-}
-
-/// Polls brokers `live` until they name the same leader (one of them, which
-/// says it leads) at a term above `above`: (leader index, term).
-std::optional<std::pair<size_t, int64_t>> agreed_leader(move_cluster& c, const std::vector<size_t>& live,
-                                                        int64_t above, std::chrono::milliseconds timeout) {
-  auto deadline = clock_type::now() + timeout;
-  while (clock_type::now() < deadline) {
-    std::optional<belief> first;
-    bool agree = true;
-    for (auto i : live) {
-      auto b = belief_of(c, i);
-      if (!b || b->term <= above || (first && (b->leader != first->leader || b->term != first->term))) {
-        agree = false;
-        break;
-      }
-      if (!first)
-        first = b;
-    }
-    if (agree && first)
-      for (auto i : live)
-        if (c.id(i) == first->leader) {
-          auto b = belief_of(c, i);
-          if (b && b->role == "leader")
-            return std::make_pair(i, first->term);
-        }
-    std::this_thread::sleep_for(20ms);
-  }
-  return std::nullopt;
-}
 
 /// The index of broker `id` in a 3-broker cluster (nullopt when unknown).
 std::optional<size_t> index_of(const move_cluster& c, const std::string& id) {

@@ -52,47 +52,6 @@ std::string log_tails(const move_cluster& c, size_t n = 8000) {
 /// GET /admin/cluster of broker `i` (null body when it does not answer).
 json admin_cluster(move_cluster& c, size_t i) { return call(c.admin(i), "GET", "/admin/cluster").body; }
 
-/// What one broker believes: (term, leader, role).
-struct belief {
-  int64_t term = 0;
-  std::string leader;
-  std::string role;
-};
-
-std::optional<belief> belief_of(move_cluster& c, size_t i) {
-  auto j = admin_cluster(c, i);
-  if (!j.is_object() || !j.contains("raft") || !j["controller"]["id"].is_string())
-    return std::nullopt;
-  return belief{j["controller"].value("term", int64_t{0}), j["controller"]["id"].get<std::string>(),
-                j["raft"].value("role", std::string{})};
-}
-
-/// Polls brokers `live` until they all name the same leader, which is one
-/// of them and says it leads, at a term above `above`. Returns (leader
-/// index, term), or nullopt after `timeout`.
-std::optional<std::pair<size_t, int64_t>> agreed_leader(move_cluster& c, const std::vector<size_t>& live,
-                                                        int64_t above, std::chrono::milliseconds timeout) {
-  auto deadline = clock_type::now() + timeout;
-  while (clock_type::now() < deadline) {
-    std::optional<belief> first;
-    bool agree = true;
-    for (auto i : live) {
-      auto b = belief_of(c, i);
-      if (!b || b->term <= above || (first && (b->leader != first->leader || b->term != first->term))) {
-        agree = false;
-        break;
-      }
-      if (!first)
-        first = b;
-    }
-    if (agree && first)
-      for (auto i : live)
-        if (c.id(i) == first->leader && belief_of(c, i) && belief_of(c, i)->role == "leader")
-          return std::make_pair(i, first->term);
-    std::this_thread::sleep_for(20ms);
-  }
-  return std::nullopt;
-}
 
 double metric(uint16_t admin, const std::string& name) {
   auto text = call(admin, "GET", "/metrics").raw;
