@@ -41,5 +41,6 @@ using raft_atom = caf::atom_constant<caf::atom("raft")>;      ///< a received Ra
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;    ///< create or grow a local copy the metadata log names
 using config_atom = caf::atom_constant<caf::atom("config")>;  ///< change the dynamic balancer settings
 using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a Raft log entry
+using broker_atom = caf::atom_constant<caf::atom("broker")>;  ///< read or change a broker's standing (drain, remove)
 
 }  // namespace moonmq

@@ -104,6 +104,13 @@ void supersede(self_ptr self, const std::string& by) {
     .set(1.0);
 }
 
+/// True while the metadata log says some broker is draining: the loop then
+/// runs, claims and moves the drained partitions even when the balancer is
+/// off or in DryRun (an operator's drain is not a proposal to review).
+bool draining_any(const balancer_state& st) {
+  return st.settings.image && !st.settings.image->standing()->draining.empty();
+}
+
 /// Starts a pass: re-announces the claim (when executing) and collects
 /// every broker's loads and moves.
 void start_pass(self_ptr self, bool execute) {
@@ -115,7 +122,7 @@ void start_pass(self_ptr self, bool execute) {
   in->execute = execute;
   // A DryRun loop moves nothing, so it neither claims nor announces: turning
   // DryRun on somewhere to preview plans must not supersede the live loop.
-  bool controls = execute && !st.settings.config.dry_run;
+  bool controls = execute && (!st.settings.config.dry_run || draining_any(st));
   in->pending = 4 + (controls ? static_cast<int>(peers.size()) + 1 : 0);
   if (controls) {
     self->request(st.cstate, local_timeout, get_atom::value)
@@ -327,13 +334,18 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
                       static_cast<double>(place.size_bytes), now});
   }
   std::set<std::string> excluded(cfg.excluded_brokers.begin(), cfg.excluded_brokers.end());
-  auto brokers = [&](const std::set<std::string>& extra) {
+  auto standing = st.settings.image ? st.settings.image->standing() : std::make_shared<const broker_standing>();
+  auto brokers = [&](const std::set<std::string>& warming) {
     std::vector<goals::broker_spec> list;
     for (const auto& [id, up] : alive) {
       goals::broker_spec b;
       b.id = id;
       b.alive = up;
-      b.excluded = excluded.count(id) || extra.count(id);
+      b.excluded = excluded.count(id) != 0;
+      b.warming = warming.count(id) != 0;
+      // A removed broker that still owns a partition (handed to it by a move
+      // that was running when it was removed) is emptied like a draining one.
+      b.draining = standing->draining.count(id) || standing->removed.count(id);
       list.push_back(b);
     }
     return list;
@@ -378,24 +390,36 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
                        model.replicas.end());
   json broker_list = json::array();
   for (const auto& b : model.brokers)
-    broker_list.push_back({{"id", b.id}, {"alive", b.alive}, {"excluded", b.excluded}, {"incomplete_window", incomplete.count(b.id) > 0}});
+    broker_list.push_back({{"id", b.id},
+                           {"alive", b.alive},
+                           {"excluded", b.excluded},
+                           {"draining", b.draining},
+                           {"incomplete_window", incomplete.count(b.id) > 0}});
   pass["brokers"] = broker_list;
   pass["in_flight"] = model.in_flight.size();
   auto loaded = st.goals ? st.goals->current() : plugins::load_report{};
   std::vector<const goals::goal*> goal_list;
-  for (const auto& g : loaded.goals)
-    goal_list.push_back(g.goal.get());
+  // With the balancer off, a pass runs only for a drain, and plans it alone.
+  if (cfg.enabled || !execute)
+    for (const auto& g : loaded.goals)
+      goal_list.push_back(g.goal.get());
   auto plan = goals::make_plan(model, goal_list);
   if (!plan) {
     pass["errors"].push_back("plan: " + plan.error());
   } else {
     pass["plan"] = goals::plan_to_json(plan.value());
     publish_metrics(plan.value());
-    bool act = execute && !cfg.dry_run && !st.superseded;
+    // Goal moves follow DryRun; drain moves are made whenever this loop
+    // holds the controllership (it claimed it for this pass).
+    bool claimed = execute && !st.superseded && st.epoch > 0;
+    bool act_goals = claimed && !cfg.dry_run && cfg.enabled;
+    bool act = false;
     for (const auto& a : plan.value().actions) {
+      bool go = a.goal == "drain" ? claimed : act_goals;
+      act = act || go;
       pass["executed"].push_back({{"topic", a.topic}, {"partition", a.partition}, {"from", a.from}, {"to", a.to},
-                                  {"goal", a.goal}, {"result", act ? "sent" : (execute ? "dry_run" : "plan_only")}});
-      if (act)
+                                  {"goal", a.goal}, {"result", go ? "sent" : (execute ? "dry_run" : "plan_only")}});
+      if (go)
         execute_move(self, a);
     }
     if (!plan.value().actions.empty())
@@ -489,22 +513,25 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       if (st.superseded && !st.settings.raft)
         return;
       refresh_settings(self);
-      if (!st.settings.config.enabled) {
-        if (st.settings.image)  // turned off at runtime: watch for it to come back on
+      bool drain = draining_any(st);
+      if (!st.settings.config.enabled && !drain) {
+        if (st.settings.image)  // turned off at runtime: watch for it to come back on (or a drain)
           self->delayed_send(self, settings_poll, tick_atom::value);
         return;
       }
+      // A DryRun loop only previews, unless a drain needs it to act.
+      bool preview = st.settings.config.dry_run && !drain;
       auto interval = std::chrono::seconds(st.settings.config.interval_seconds);
       if (st.pass_running) {
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
         return;
       }
-      if (st.settings.raft && !st.settings.config.dry_run) {
+      if (st.settings.raft && !preview) {
         // Controllership is re-checked every pass: the term may have moved on.
         st.superseded = false;
         st.epoch = 0;
       }
-      if (st.epoch > 0 || st.settings.config.dry_run) {
+      if (st.epoch > 0 || preview) {
         start_pass(self, true);
         return;
       }
@@ -539,7 +566,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       if (in.is_object())
         finish_pass(self, in, execute);
       refresh_settings(self);
-      if (execute && (!st.superseded || st.settings.raft) && st.settings.config.enabled)
+      if (execute && (!st.superseded || st.settings.raft) && (st.settings.config.enabled || draining_any(st)))
         self->delayed_send(self, std::chrono::seconds(st.settings.config.interval_seconds), tick_atom::value);
       else if (execute && st.settings.image)
         self->delayed_send(self, settings_poll, tick_atom::value);

@@ -1,5 +1,6 @@
 #include "actors/cluster_state.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -95,6 +96,79 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
     .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
 }
 
+/// The broker named owner of the partitions a create or growth proposed
+/// here adds: this broker, unless it is draining or removed, then the first
+/// broker (in id order) that is neither draining, removed nor fenced.
+std::string placement_owner(self_ptr self) {
+  auto& st = self->state;
+  auto standing = st.view->standing();
+  auto usable = [&](const std::string& id) {
+    return !standing->draining.count(id) && !standing->removed.count(id);
+  };
+  if (usable(st.self_id))
+    return st.self_id;
+  std::vector<std::string> ids = st.raft ? st.raft->brokers : std::vector<std::string>{};
+  std::sort(ids.begin(), ids.end());
+  for (const auto& id : ids)
+    if (usable(id) && !standing->fenced.count(id))
+      return id;
+  return st.self_id;
+}
+
+/// A broker's row for the admin API, read from the applied image.
+nlohmann::json broker_row(self_ptr self, const std::string& id) {
+  auto standing = self->state.view->standing();
+  auto owners = self->state.view->get();
+  auto owned = std::count_if(owners->begin(), owners->end(), [&](const auto& row) { return row.second == id; });
+  std::string state = standing->removed.count(id) ? "removed" : standing->draining.count(id) ? "draining" : "active";
+  return {{"id", id}, {"state", state}, {"fenced", standing->fenced.count(id) != 0}, {"partitions", owned}};
+}
+
+/// drain / undrain / remove of `broker` through the Raft log, answered with
+/// the broker's row once applied here.
+caf::result<std::string> raft_change_broker(self_ptr self, const std::string& broker, const std::string& change) {
+  auto& st = self->state;
+  if (!st.raft)
+    return make_error(errc::not_ready, "drain and removal need Cluster.Raft (the metadata log)");
+  const auto& ids = st.raft->brokers;
+  if (std::find(ids.begin(), ids.end(), broker) == ids.end())
+    return make_coded_error(404, "unknown_broker", "no broker " + broker + " in this cluster");
+  auto row = broker_row(self, broker);
+  auto state = row["state"].get<std::string>();
+  if (state == "removed" && change != "remove")
+    return make_coded_error(409, "broker_removed", "broker " + broker + " was removed from the cluster");
+  if (change == "remove" && state == "active")
+    return make_coded_error(409, "not_draining",
+                            "broker " + broker + " is not draining: drain it first (POST /admin/brokers/" + broker
+                              + "/drain), then remove it once it owns no partition");
+  if (change == "remove" && state == "draining" && row["partitions"].get<int64_t>() > 0)
+    return make_coded_error(409, "broker_not_empty", "broker " + broker + " still owns "
+                                                       + std::to_string(row["partitions"].get<int64_t>())
+                                                       + " partition(s); removal waits until the drain has moved them");
+  auto rp = self->make_response_promise<std::string>();
+  self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, broker_atom::value, broker, change, true)
+    .then(
+      [self, rp, broker, change](int64_t index, int64_t) mutable {
+        auto after = broker_row(self, broker);
+        // The log decided at apply time: a partition handed to the broker
+        // after the check above keeps it in the cluster.
+        if (change == "remove" && after["state"] == "active") {
+          rp.deliver(make_coded_error(409, "not_draining",
+                                      "broker " + broker + " was not draining when the removal was applied"));
+          return;
+        }
+        if (change == "remove" && after["state"] != "removed") {
+          rp.deliver(make_coded_error(409, "broker_not_empty",
+                                      "broker " + broker + " owned partitions when the removal was applied"));
+          return;
+        }
+        log::get("node")->info("broker.{} broker={} raft_index={}", change, broker, index);
+        rp.deliver(after.dump());
+      },
+      [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  return rp;
+}
+
 /// A `topic` entry through the Raft log (create or grow), answered with the
 /// entry's index once applied here.
 void propose_topic(self_ptr self, const std::string& name, int32_t partitions, const std::string& config, bool grow,
@@ -104,11 +178,11 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
   auto on_err = [fail](caf::error& e) { fail(e); };
   if (grow)
     self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, grow_atom::value, name, partitions,
-                  st.self_id, true)
+                  placement_owner(self), true)
       .then(on_ok, on_err);
   else
     self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, create_atom::value, name, partitions,
-                  st.self_id, config, true)
+                  placement_owner(self), config, true)
       .then(on_ok, on_err);
 }
 
@@ -309,6 +383,20 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
       return caf::make_result(static_cast<int64_t>(st.fence->highest().value), st.fence->holder().value);
     },
     [self](tick_atom) { import_local_topics(self); },
+    [self](broker_atom) -> caf::result<std::string> {
+      auto& st = self->state;
+      if (!st.raft)
+        return make_error(errc::not_ready, "broker standing needs Cluster.Raft (the metadata log)");
+      nlohmann::json rows = nlohmann::json::array();
+      auto ids = st.raft->brokers;
+      std::sort(ids.begin(), ids.end());
+      for (const auto& id : ids)
+        rows.push_back(broker_row(self, id));
+      return rows.dump();
+    },
+    [self](broker_atom, std::string& broker, std::string& change) -> caf::result<std::string> {
+      return raft_change_broker(self, broker, change);
+    },
     [self](config_atom, std::string& patch) -> caf::result<std::string> {
       auto& st = self->state;
       if (!st.raft)

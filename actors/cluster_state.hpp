@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
@@ -65,6 +66,18 @@ using cluster_state_actor = caf::typed_actor<
   // the merged settings (JSON object text) once applied here; errors:
   // invalid_request (a bad patch), the proposal's errors, not_ready without Raft.
   caf::replies_to<config_atom, std::string>::with<std::string>,
+  // With Raft only: the standing of every broker of the cluster (JSON array
+  // text of {"id","state":"active"|"draining"|"removed","fenced","partitions"},
+  // docs/admin-api.md "Brokers").
+  caf::replies_to<broker_atom>::with<std::string>,
+  // With Raft only: changes a broker's standing through the metadata log:
+  // broker id, change ("drain", "undrain" or "remove"). Replies the broker's
+  // row as above once applied here. Errors: 404 unknown_broker, 409
+  // broker_removed (drain of a removed broker), 409 not_draining / broker_not_empty
+  // (remove of a broker that is not draining or still owns partitions; the
+  // metadata log decides in log order, so a race ends the same way), the
+  // proposal's errors, not_ready without Raft.
+  caf::replies_to<broker_atom, std::string, std::string>::with<std::string>,
   // Internal (Raft): looks for local topics the metadata log does not hold
   // and imports them (see import_local_topics).
   caf::reacts_to<tick_atom>,
@@ -78,6 +91,8 @@ std::string check_cluster_state(const std::string& data_dir);
 struct raft_link {
   std::shared_ptr<raft_view> view;
   raft_actor node;
+  /// Every broker of the cluster (this one and its configured peers).
+  std::vector<std::string> brokers;
 };
 
 /// Spawns the cluster state actor (detached) for broker `self_id`; with

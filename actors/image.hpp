@@ -36,6 +36,14 @@ struct topic_info {
 /// Immutable snapshot of the topics of the metadata log (empty without Raft).
 using topic_image = std::map<std::string, topic_info>;
 
+/// The standing of brokers in the metadata log (docs/metadata.md): fenced by
+/// the controller's liveness check, being drained, or removed by an operator.
+struct broker_standing {
+  std::set<std::string> fenced;
+  std::set<std::string> draining;
+  std::set<std::string> removed;
+};
+
 /// Where a request for one partition goes, as the image says.
 struct partition_route {
   enum class kind { local, remote, unowned };
@@ -88,32 +96,37 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     current_ = std::move(next);
   }
+  /// Replaces the whole image at once, so that no reader sees owners of one
+  /// applied index beside the broker standing of another.
   void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics,
-           std::shared_ptr<const std::string> balancer) {
+           std::shared_ptr<const std::string> balancer, std::shared_ptr<const broker_standing> standing) {
     std::lock_guard<std::mutex> g{mtx_};
     current_ = std::move(next);
     topics_ = std::move(topics);
     balancer_ = std::move(balancer);
+    standing_ = std::move(standing);
+  }
+  /// Fenced, draining and removed brokers (all empty without Raft).
+  std::shared_ptr<const broker_standing> standing() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return standing_;
   }
   /// Brokers the metadata log has fenced (silent for SessionTimeoutMs):
   /// their partitions are offline until they are unfenced.
   std::shared_ptr<const std::set<std::string>> fenced() const {
-    std::lock_guard<std::mutex> g{mtx_};
-    return fenced_;
+    auto s = standing();
+    return {s, &s->fenced};
   }
-  /// `brokers` without the fenced ones (all of them when every one is
-  /// fenced: something must coordinate).
+  /// `brokers` without the fenced and the removed ones (all of them when
+  /// none is left: something must coordinate). Group coordinators are
+  /// placed over this list.
   std::vector<std::string> unfenced(std::vector<std::string> brokers) const {
-    auto f = fenced();
+    auto s = standing();
     std::vector<std::string> out;
     for (auto& b : brokers)
-      if (!f->count(b))
+      if (!s->fenced.count(b) && !s->removed.count(b))
         out.push_back(b);
     return out.empty() ? brokers : out;
-  }
-  void set_fenced(std::shared_ptr<const std::set<std::string>> f) {
-    std::lock_guard<std::mutex> g{mtx_};
-    fenced_ = std::move(f);
   }
   /// The dynamic balancer settings of the metadata log (JSON object text,
   /// config/dynamic.hpp; "{}" without Raft or before any change).
@@ -127,7 +140,7 @@ private:
   std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
   std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();
   std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
-  std::shared_ptr<const std::set<std::string>> fenced_ = std::make_shared<const std::set<std::string>>();
+  std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   bool strict_ = false;
 };
 

@@ -106,11 +106,15 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
   auto topics = std::make_shared<topic_image>();
   for (const auto& [name, t] : table.topics())
     (*topics)[name] = topic_info{t.partitions, t.config, static_cast<int64_t>(t.created_at.value)};
-  auto fenced = std::make_shared<std::set<std::string>>();
+  auto standing = std::make_shared<broker_standing>();
   for (const auto& id : table.fenced())
-    fenced->insert(id.str());
-  view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()));
-  view.set_fenced(std::move(fenced));
+    standing->fenced.insert(id.str());
+  for (const auto& id : table.draining())
+    standing->draining.insert(id.str());
+  for (const auto& id : table.removed())
+    standing->removed.insert(id.str());
+  view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
+           std::move(standing));
 }
 
 namespace {
@@ -240,7 +244,7 @@ void drain_ready(self_ptr self) {
     applied = applied || rd.snap || !rd.committed.empty();
     for (const auto& e : rd.committed) {
       if (const auto* b = std::get_if<raft::broker_entry>(&e.payload))
-        logger()->warn("raft.broker_{} broker={} index={} term={}", b->fenced ? "fenced" : "unfenced", b->id.str(),
+        logger()->warn("raft.broker_{} broker={} index={} term={}", raft::to_string(b->change), b->id.str(),
                        e.index.value, e.entry_term.value);
       else if (!std::holds_alternative<raft::controller_entry>(e.payload))
         logger()->info("raft.applied index={} term={} entry=\"{}\"", e.index.value, e.entry_term.value,
@@ -274,13 +278,17 @@ void check_liveness(self_ptr self) {
     auto silent = core.silent_ticks(raft::node_id{id});
     if (!silent || st.liveness_pending.count(id))
       continue;
+    // A removed broker is no longer part of the cluster: its silence says nothing.
+    if (core.state().removed().count(raft::node_id{id}))
+      continue;
     bool fenced = core.state().fenced().count(raft::node_id{id}) != 0;
     auto silent_ms = static_cast<uint64_t>(*silent) * tick_ms;
     bool fence = !fenced && silent_ms >= static_cast<uint64_t>(st.settings.session_timeout_ms);
     bool unfence = fenced && *silent < st.timing.heartbeat_ticks * 2;
     if (!fence && !unfence)
       continue;
-    auto index = core.propose(raft::broker_entry{raft::node_id{id}, fence});
+    auto index = core.propose(
+      raft::broker_entry{raft::node_id{id}, fence ? raft::broker_change::fence : raft::broker_change::unfence});
     if (!index)
       return;
     logger()->warn("raft.{} broker={} silent_ms={} index={}", fence ? "fencing" : "unfencing", id, silent_ms,
@@ -476,6 +484,16 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       if (!self->state.core)
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::config_entry{balancer}, forward_to_leader);
+    },
+    [self](propose_atom, broker_atom, std::string& broker, std::string& change,
+           bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      auto c = raft::broker_change_from(change);
+      if (!c || *c == raft::broker_change::fence || *c == raft::broker_change::unfence)
+        return coded(400, "invalid_request", "a proposed broker change is drain, undrain or remove, not \"" + change
+                                               + "\" (fencing is the controller's)");
+      return propose(self, raft::broker_entry{raft::node_id{broker}, *c}, forward_to_leader);
     },
     [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

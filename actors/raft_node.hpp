@@ -92,6 +92,10 @@ using raft_actor = caf::typed_actor<
   // Proposes a `config` entry: the dynamic balancer settings patch (JSON
   // object text, validated by the caller), forward.
   caf::replies_to<propose_atom, config_atom, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a `broker` entry an operator asked for: broker id, change
+  // ("drain", "undrain" or "remove"; fencing is the leader's own), forward.
+  // Errors: 400 invalid_request for another change, then as above.
+  caf::replies_to<propose_atom, broker_atom, std::string, std::string, bool>::with<int64_t, int64_t>,
   // Internal: a forwarded proposal's answer (forward id, HTTP status, body).
   caf::reacts_to<step_atom, int64_t, int32_t, std::string>,
   caf::replies_to<status_atom>::with<std::string>>;

@@ -270,6 +270,11 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
                                                + std::to_string(partition));
       if (!peer_of(self, to))
         return coded(400, "unknown_broker", "broker " + to + " is not a peer of " + st.settings.broker_id);
+      // Nothing moves onto a broker being drained or removed (docs/metadata.md "Drain and removal").
+      if (auto standing = st.owners->standing(); standing->draining.count(to) || standing->removed.count(to))
+        return coded(409, "broker_draining", "broker " + to + " is "
+                                               + (standing->removed.count(to) ? "removed" : "draining")
+                                               + "; partitions move off it, not onto it");
       auto rp = self->make_response_promise<std::string>();
       // A move runs under a controller epoch; an operator's move on a
       // cluster that never had a controller claims the first one.

@@ -86,6 +86,64 @@ class detector_context final : public optimize_context {
   std::vector<move_record> records_;
 };
 
+/// The drain phase (see run_detector): the replicas it moved, in order.
+std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding>& goals, std::size_t max_actions,
+                                     drain_report& report) {
+  std::vector<replica_index> moved;
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b)
+    if (s.draining(broker_index{b})) report.brokers.push_back(s.broker_id(broker_index{b}));
+  std::vector<broker_index> targets;
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b)
+    if (s.drain_target(broker_index{b})) targets.push_back(broker_index{b});
+  std::size_t internal = 0, refused = 0, capped = 0;
+  for (std::uint32_t r = 0; r < s.replica_count(); ++r) {
+    const replica_index ri{r};
+    const broker_index from = s.owner(ri);
+    if (!s.draining(from)) continue;
+    if (!s.drainable(ri)) {
+      ++internal;
+      continue;
+    }
+    if (s.moved_count() >= max_actions) {
+      ++capped;
+      continue;
+    }
+    // Fewest partitions, then least NW_IN, then broker order.
+    std::vector<broker_index> order = targets;
+    std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
+      const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
+      if (px != py) return px < py;
+      return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
+    });
+    bool placed = false;
+    for (broker_index to : order) {
+      action a{action_type::move, ri, from, to, {}};
+      bool accepted = true;
+      for (const auto& g : goals)
+        if (g.impl->hard() && !g.impl->check(s, g.config, a).accept) {
+          accepted = false;
+          break;
+        }
+      if (accepted && s.apply(a)) {
+        moved.push_back(ri);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) ++refused;
+  }
+  report.moved = moved.size();
+  report.left = internal + refused + capped;
+  std::string text = "draining " + std::to_string(report.brokers.size()) + " broker(s): " +
+                     std::to_string(report.moved) + " partition(s) move off";
+  if (targets.empty()) text += "; no broker can take them (every other one is draining, excluded or down)";
+  if (capped) text += "; " + std::to_string(capped) + " wait for a later pass (MaxActionsPerDetect)";
+  if (refused) text += "; " + std::to_string(refused) + " have no destination every hard goal accepts";
+  if (internal) text += "; " + std::to_string(internal) + " are moving already or internal";
+  report.explanation = text;
+  return moved;
+}
+
 broker_loads loads_of(const snapshot& s) {
   broker_loads out(s.broker_count());
   for (std::uint32_t b = 0; b < s.broker_count(); ++b)
@@ -137,6 +195,11 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     r.priority = goals[i].config.priority;
     r.before = goals[i].impl->stats(s, goals[i].config);
   }
+  std::vector<replica_index> drained;
+  if (s.draining_count() > 0) {
+    p.drain.emplace();
+    drained = run_drain(s, goals, max_actions, *p.drain);
+  }
   detector_context ctx(s, goals, p.goals, max_actions);
   for (std::size_t i = 0; i < goals.size(); ++i) {
     ctx.set_current(i);
@@ -144,10 +207,8 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
   }
   for (std::size_t i = 0; i < goals.size(); ++i) p.goals[i].after = goals[i].impl->stats(s, goals[i].config);
 
-  for (std::uint32_t r : ctx.touched()) {
-    const replica_index ri{r};
-    if (s.owner(ri) == s.origin(ri)) continue;  // moved back where it started
-    const auto& rec = ctx.record_of(ri);
+  auto emit = [&](replica_index ri, std::string goal, std::string reason) {
+    if (s.owner(ri) == s.origin(ri)) return;  // moved back where it started
     plan_action a;
     a.type = action_type::move;
     a.topic = s.topic(ri);
@@ -157,13 +218,26 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     a.to_index = s.owner(ri);
     a.from = s.broker_id(a.from_index);
     a.to = s.broker_id(a.to_index);
-    a.goal = p.goals[rec.goal].name;
-    a.reason = rec.reason;
+    a.goal = std::move(goal);
+    a.reason = std::move(reason);
     p.actions.push_back(std::move(a));
+  };
+  std::vector<std::uint8_t> by_goal(s.replica_count(), 0);
+  for (std::uint32_t r : ctx.touched()) by_goal[r] = 1;
+  for (replica_index ri : drained) {
+    if (by_goal[ri.value]) continue;  // a goal moved it on: listed below with that goal
+    emit(ri, "drain", "broker " + s.broker_id(s.origin(ri)) + " is draining");
+  }
+  for (std::uint32_t r : ctx.touched()) {
+    const auto& rec = ctx.record_of(replica_index{r});
+    emit(replica_index{r}, p.goals[rec.goal].name, rec.reason);
   }
   p.brokers_after = loads_of(s);
   p.balancedness_after = balancedness(s, goals);
-  if (goals.empty()) p.summary = "no goal is enabled; nothing moved";
+  if (p.drain && !p.actions.empty())
+    p.summary = std::to_string(p.actions.size()) + " partition move(s) planned; " + p.drain->explanation;
+  else if (p.drain) p.summary = "no action; " + p.drain->explanation;
+  else if (goals.empty()) p.summary = "no goal is enabled; nothing moved";
   else if (p.actions.empty()) p.summary = "no action: every goal is satisfied, idle, or has no acceptable move (see goals[].explanation)";
   else p.summary = std::to_string(p.actions.size()) + " partition move(s) planned";
   return p;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,19 @@ struct goal_report {
 /// Per-broker figures: loads indexed by resource (nw_in, nw_out, disk, partitions).
 using broker_loads = std::vector<std::array<double, kResourceCount>>;
 
+/// The drain phase of a plan (docs/balancer.md "Drain"): partitions moved
+/// off draining brokers before any goal ran, and those still on them.
+struct drain_report {
+  std::vector<std::string> brokers;  ///< the draining brokers
+  std::size_t moved = 0;             ///< partitions this plan moves off them
+  std::size_t left = 0;              ///< partitions still on them after this plan
+  std::string explanation;
+};
+
 struct plan {
   std::vector<plan_action> actions;
+  /// Set when some broker is draining.
+  std::optional<drain_report> drain;
   std::vector<goal_report> goals;
   std::vector<std::string> broker_ids;
   broker_loads brokers_before;
@@ -72,6 +84,12 @@ std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
 
 /// Runs `goals` (see order_goals; the order given is used as is) on `s`,
 /// which is left in the planned state. At most `max_actions` partitions move.
+/// Draining brokers are emptied first: each drainable partition of one goes
+/// to the drain target with the fewest partitions (then the least NW_IN
+/// load, then the first in broker order) that every hard goal accepts; the
+/// goals then run with the draining brokers ineligible. This is the order of
+/// Cruise Control's remove_broker, which relocates the removed brokers'
+/// replicas ahead of optimizing its goals.
 plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size_t max_actions);
 
 /// Balancedness 0–100 of `s` for `goals` (ordered as run):

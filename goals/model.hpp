@@ -20,7 +20,14 @@ struct broker_spec {
   std::string id;
   std::string rack;
   bool alive = true;
+  /// Excluded by the operator (ExcludedBrokers): neither source nor destination.
   bool excluded = false;
+  /// Its load window is still filling (a partition moved to it recently):
+  /// not a destination of goals, but a drain may still move onto it.
+  bool warming = false;
+  /// Being drained (POST /admin/brokers/{id}/drain): every partition it owns
+  /// moves off before any goal runs, and nothing moves onto it.
+  bool draining = false;
   std::array<std::optional<double>, kMeasuredResources> capacity{};
 };
 

@@ -73,7 +73,8 @@ outcome<cluster_model> model_from_json(const json& j) {
     if (!b.is_object()) return result::failure(path + ": expected an object");
     broker_spec spec;
     if (!rd.string_at(b, "id", path, spec.id, true) || !rd.string_at(b, "rack", path, spec.rack, false) ||
-        !rd.bool_at(b, "alive", path, spec.alive) || !rd.bool_at(b, "excluded", path, spec.excluded))
+        !rd.bool_at(b, "alive", path, spec.alive) || !rd.bool_at(b, "excluded", path, spec.excluded) ||
+        !rd.bool_at(b, "warming", path, spec.warming) || !rd.bool_at(b, "draining", path, spec.draining))
       return result::failure(rd.error);
     if (auto cap = b.find("capacity"); cap != b.end() && !cap->is_null()) {
       if (!cap->is_object()) return result::failure(path + ".capacity: expected an object");
@@ -192,6 +193,8 @@ json model_to_json(const cluster_model& m) {
   json brokers = json::array();
   for (const auto& b : m.brokers) {
     json o{{"id", b.id}, {"alive", b.alive}, {"excluded", b.excluded}};
+    if (b.warming) o["warming"] = true;
+    if (b.draining) o["draining"] = true;
     if (!b.rack.empty()) o["rack"] = b.rack;
     json cap = json::object();
     for (std::size_t r = 0; r < kMeasuredResources; ++r)
@@ -246,9 +249,13 @@ json plan_to_json(const plan& p) {
     before[p.broker_ids[b]] = loads_json(p.brokers_before[b]);
     after[p.broker_ids[b]] = loads_json(p.brokers_after[b]);
   }
-  return json{{"actions", actions}, {"goals", goals}, {"brokers_before", before}, {"brokers_after", after},
-              {"balancedness_before", amount(p.balancedness_before)},
-              {"balancedness_after", amount(p.balancedness_after)}, {"summary", p.summary}};
+  json out{{"actions", actions}, {"goals", goals}, {"brokers_before", before}, {"brokers_after", after},
+            {"balancedness_before", amount(p.balancedness_before)},
+            {"balancedness_after", amount(p.balancedness_after)}, {"summary", p.summary}};
+  if (p.drain)
+    out["drain"] = json{{"brokers", p.drain->brokers}, {"moved", p.drain->moved}, {"left", p.drain->left},
+                        {"explanation", p.drain->explanation}};
+  return out;
 }
 
 }  // namespace moonmq::goals

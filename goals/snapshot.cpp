@@ -54,6 +54,10 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     s.ids_.push_back(b.id);
     s.alive_.push_back(b.alive ? 1 : 0);
     s.excluded_.push_back(b.excluded ? 1 : 0);
+    s.eligible_.push_back(b.alive && !b.excluded && !b.warming && !b.draining ? 1 : 0);
+    s.draining_.push_back(b.draining ? 1 : 0);
+    s.drain_target_.push_back(b.alive && !b.excluded && !b.draining ? 1 : 0);
+    s.draining_count_ += b.draining ? 1 : 0;
     s.capacity_.push_back(cap);
   }
 
@@ -67,6 +71,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
   s.movable_.reserve(nr);
   s.replica_by_key_.reserve(nr);
   std::vector<std::uint8_t> topic_movable;
+  std::vector<std::uint8_t> topic_internal;
   for (std::size_t i = 0; i < nr; ++i) {
     const auto& p = model.replicas[i];
     const std::string where = "partitions[" + std::to_string(i) + "]";
@@ -80,6 +85,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
       s.topics_.push_back(p.topic);
       const bool internal = p.topic.size() >= 2 && p.topic[0] == '_' && p.topic[1] == '_';
       topic_movable.push_back(internal || excluded_topics.count(p.topic) ? 0 : 1);
+      topic_internal.push_back(internal ? 1 : 0);
     }
     if (!s.replica_by_key_.emplace(replica_key(t->second, p.partition), static_cast<std::uint32_t>(i)).second)
       return result::failure(where + ": duplicate partition " + p.topic + "-" + std::to_string(p.partition));
@@ -95,6 +101,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     s.topic_.push_back(t->second);
     s.partition_.push_back(p.partition);
     s.movable_.push_back(p.trusted && topic_movable[t->second] ? 1 : 0);
+    s.drainable_.push_back(topic_internal[t->second] ? 0 : 1);
   }
 
   for (std::size_t i = 0; i < model.in_flight.size(); ++i) {
@@ -106,6 +113,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     if (!to) return result::failure(where + ".to: unknown broker " + quoted(m.to));
     s.owner_[r->value] = to->value;
     s.movable_[r->value] = 0;
+    s.drainable_[r->value] = 0;
   }
   for (const auto& tp : model.cooldown) {
     // Unknown cooldown partitions are harmless (deleted since): ignored.

@@ -32,8 +32,14 @@ class snapshot {
   std::optional<broker_index> find_broker(std::string_view id) const;
   bool alive(broker_index b) const { return alive_[b.value] != 0; }
   bool excluded(broker_index b) const { return excluded_[b.value] != 0; }
-  /// Alive and not excluded: may receive partitions, counts in the mean.
-  bool eligible(broker_index b) const { return alive_[b.value] != 0 && excluded_[b.value] == 0; }
+  /// Alive, not excluded, not warming and not draining: may receive
+  /// partitions from goals, counts in the mean.
+  bool eligible(broker_index b) const { return eligible_[b.value] != 0; }
+  bool draining(broker_index b) const { return draining_[b.value] != 0; }
+  /// May receive a drained partition: alive, not excluded, not draining.
+  bool drain_target(broker_index b) const { return drain_target_[b.value] != 0; }
+  /// Brokers being drained.
+  std::size_t draining_count() const { return draining_count_; }
   /// Current load of broker `b` on `r` (sum of its replicas' loads).
   double load(broker_index b, resource r) const { return broker_load_[b.value][index_of(r)]; }
   /// Capacity of `b` for `r`; nullopt when unknown (always for PARTITION_COUNT).
@@ -59,6 +65,9 @@ class snapshot {
     return res == resource::partition_count ? 1.0 : replica_load_[r.value][index_of(res)];
   }
   bool movable(replica_index r) const { return movable_[r.value] != 0; }
+  /// May leave a draining broker: not moving already and not internal
+  /// (cooldown, exclusion and an incomplete window do not hold a drain back).
+  bool drainable(replica_index r) const { return drainable_[r.value] != 0; }
   const std::string& topic(replica_index r) const { return topics_[topic_[r.value]]; }
   std::int32_t partition(replica_index r) const { return partition_[r.value]; }
   std::optional<replica_index> find_replica(std::string_view topic, std::int32_t partition) const;
@@ -84,6 +93,10 @@ class snapshot {
   std::vector<std::string> ids_;
   std::vector<std::uint8_t> alive_;
   std::vector<std::uint8_t> excluded_;
+  std::vector<std::uint8_t> eligible_;
+  std::vector<std::uint8_t> draining_;
+  std::vector<std::uint8_t> drain_target_;
+  std::size_t draining_count_ = 0;
   std::vector<std::array<double, kResourceCount>> broker_load_;
   std::vector<std::array<double, kMeasuredResources>> capacity_;  // < 0: unknown
   std::unordered_map<std::string, std::uint32_t> broker_by_id_;
@@ -94,6 +107,7 @@ class snapshot {
   std::vector<std::uint32_t> topic_;
   std::vector<std::int32_t> partition_;
   std::vector<std::uint8_t> movable_;
+  std::vector<std::uint8_t> drainable_;
   std::vector<std::string> topics_;
   std::unordered_map<std::string, std::uint32_t> topic_by_name_;
   std::unordered_map<std::uint64_t, std::uint32_t> replica_by_key_;

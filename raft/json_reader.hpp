@@ -19,6 +19,8 @@ class json_reader {
   json_reader(const nlohmann::json& j, std::string what);
 
   bool ok() const { return ok_; }
+  /// True when the object has `key` (optional fields).
+  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
   const error& err() const { return err_; }
   /// Records a failure (keeps only the first one).
   void fail(const std::string& field, const std::string& why);

@@ -18,10 +18,27 @@ status ownership_state::apply(const log_entry& e) {
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
     owners_[topic_partition{o->topic, o->partition}] = o->owner;
   } else if (auto* b = std::get_if<broker_entry>(&e.payload)) {
-    if (b->fenced)
-      fenced_.insert(b->id);
-    else
-      fenced_.erase(b->id);
+    switch (b->change) {
+      case broker_change::fence: fenced_.insert(b->id); break;
+      case broker_change::unfence: fenced_.erase(b->id); break;
+      case broker_change::drain:
+        // Draining a removed broker is meaningless; a broker comes back by
+        // registering again, not by a drain.
+        if (!removed_.count(b->id))
+          draining_.insert(b->id);
+        break;
+      case broker_change::undrain: draining_.erase(b->id); break;
+      case broker_change::remove:
+        // Decided here, in log order, so that no partition can be handed to
+        // the broker between the proposer's check and the commit: a broker
+        // that still owns a partition, or is not draining, stays.
+        if (draining_.count(b->id) && owned_by(b->id) == 0) {
+          draining_.erase(b->id);
+          fenced_.erase(b->id);
+          removed_.insert(b->id);
+        }
+        break;
+    }
   } else if (auto* cfg = std::get_if<config_entry>(&e.payload)) {
     // Keys of the entry replace the current ones; null removes a key.
     auto current = nlohmann::json::parse(balancer_, nullptr, false);
@@ -62,6 +79,8 @@ void ownership_state::load(const snapshot& s) {
   topics_ = s.topics;
   balancer_ = s.balancer;
   fenced_ = s.fenced;
+  draining_ = s.draining;
+  removed_ = s.removed;
   controller_ = s.controller;
   applied_index_ = s.last_index;
   applied_term_ = s.last_term;
@@ -76,7 +95,14 @@ snapshot ownership_state::to_snapshot() const {
   s.topics = topics_;
   s.balancer = balancer_;
   s.fenced = fenced_;
+  s.draining = draining_;
+  s.removed = removed_;
   return s;
+}
+
+std::size_t ownership_state::owned_by(const node_id& b) const {
+  return static_cast<std::size_t>(
+    std::count_if(owners_.begin(), owners_.end(), [&](const auto& row) { return row.second == b; }));
 }
 
 std::optional<node_id> ownership_state::owner_of(const topic_partition& tp) const {

@@ -39,6 +39,13 @@ class ownership_state {
   const std::string& balancer() const { return balancer_; }
   /// Brokers the controller fenced (not heard from for the session timeout).
   const std::set<node_id>& fenced() const { return fenced_; }
+  /// Brokers being drained (docs/metadata.md "Drain and removal"): the
+  /// balancer moves their partitions off and places nothing on them.
+  const std::set<node_id>& draining() const { return draining_; }
+  /// Brokers removed from the cluster: never placed on, never coordinators.
+  const std::set<node_id>& removed() const { return removed_; }
+  /// Partitions the table names `b` owner of.
+  std::size_t owned_by(const node_id& b) const;
   /// Leader named by the last applied controller entry ("" before any).
   const node_id& controller() const { return controller_; }
   log_index applied_index() const { return applied_index_; }
@@ -47,7 +54,8 @@ class ownership_state {
   friend bool operator==(const ownership_state& a, const ownership_state& b) {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
-           a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_;
+           a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
+           a.removed_ == b.removed_;
   }
 
  private:
@@ -55,6 +63,8 @@ class ownership_state {
   std::map<std::string, topic_record> topics_;
   std::string balancer_ = "{}";
   std::set<node_id> fenced_;
+  std::set<node_id> draining_;
+  std::set<node_id> removed_;
   node_id controller_;
   log_index applied_index_;
   term applied_term_;

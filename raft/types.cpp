@@ -174,7 +174,9 @@ json to_json(const entry_payload& p) {
   } else if (auto* b = std::get_if<broker_entry>(&p)) {
     j["type"] = "broker";
     j["id"] = b->id.str();
-    j["fenced"] = b->fenced;
+    j["change"] = to_string(b->change);
+    if (b->change == broker_change::fence || b->change == broker_change::unfence)
+      j["fenced"] = b->change == broker_change::fence;
   } else {
     const auto& t = std::get<topic_entry>(p);
     j["type"] = "topic";
@@ -231,7 +233,15 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
   } else if (type == "broker") {
     broker_entry b;
     b.id = r.node("id", false);
-    b.fenced = r.boolean("fenced");
+    if (r.has("change")) {
+      auto name = r.string("change");
+      auto c = broker_change_from(name);
+      if (r.ok() && !c)
+        r.fail("change", "expected \"fence\", \"unfence\", \"drain\", \"undrain\" or \"remove\"");
+      b.change = c.value_or(broker_change::fence);
+    } else {
+      b.change = r.boolean("fenced") ? broker_change::fence : broker_change::unfence;
+    }
     out = std::move(b);
   } else {
     r.fail("type", "expected \"controller\", \"owner\", \"topic\", \"config\" or \"broker\"");
@@ -283,9 +293,12 @@ json to_json(const snapshot& s) {
   json owners = json::array();
   for (const auto& [tp, owner] : s.owners)
     owners.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner.str()}});
-  json fenced = json::array();
-  for (const auto& id : s.fenced)
-    fenced.push_back(id.str());
+  auto ids = [](const std::set<node_id>& set) {
+    json out = json::array();
+    for (const auto& id : set)
+      out.push_back(id.str());
+    return out;
+  };
   json topics = json::array();
   for (const auto& [name, t] : s.topics)
     topics.push_back(
@@ -296,7 +309,9 @@ json to_json(const snapshot& s) {
               {"owners", std::move(owners)},
               {"topics", std::move(topics)},
               {"balancer", s.balancer},
-              {"fenced", fenced}};
+              {"fenced", ids(s.fenced)},
+              {"draining", ids(s.draining)},
+              {"removed", ids(s.removed)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -336,12 +351,16 @@ result<snapshot> snapshot_from_json(const json& j) {
       }
     }
   }
-  if (r.ok() && j.contains("fenced")) {
-    if (const json* fenced = r.array("fenced"))
-      for (const auto& id : *fenced) {
+  // Optional broker sets (absent in snapshots written before them: none).
+  for (auto [key, set] : {std::pair{"fenced", &s.fenced}, std::pair{"draining", &s.draining},
+                          std::pair{"removed", &s.removed}}) {
+    if (!r.ok() || !j.contains(key))
+      continue;
+    if (const json* list = r.array(key))
+      for (const auto& id : *list) {
         if (!id.is_string() || !valid_node_id(id.get<std::string>()))
-          return error{errc::malformed, "snapshot.fenced: expected broker ids", {}, 0};
-        s.fenced.insert(node_id{id.get<std::string>()});
+          return error{errc::malformed, std::string("snapshot.") + key + ": expected broker ids", {}, 0};
+        set->insert(node_id{id.get<std::string>()});
       }
   }
   if (r.ok() && j.contains("balancer")) {
@@ -354,6 +373,25 @@ result<snapshot> snapshot_from_json(const json& j) {
   return s;
 }
 
+const char* to_string(broker_change c) {
+  switch (c) {
+    case broker_change::fence: return "fence";
+    case broker_change::unfence: return "unfence";
+    case broker_change::drain: return "drain";
+    case broker_change::undrain: return "undrain";
+    case broker_change::remove: return "remove";
+  }
+  return "fence";
+}
+
+std::optional<broker_change> broker_change_from(const std::string& s) {
+  for (auto c : {broker_change::fence, broker_change::unfence, broker_change::drain, broker_change::undrain,
+                 broker_change::remove})
+    if (s == to_string(c))
+      return c;
+  return std::nullopt;
+}
+
 std::string describe(const entry_payload& p) {
   if (auto* c = std::get_if<controller_entry>(&p))
     return "controller " + c->leader.str();
@@ -362,7 +400,7 @@ std::string describe(const entry_payload& p) {
   if (auto* cfg = std::get_if<config_entry>(&p))
     return "config balancer " + cfg->balancer;
   if (auto* b = std::get_if<broker_entry>(&p))
-    return std::string(b->fenced ? "fence " : "unfence ") + b->id.str();
+    return std::string(to_string(b->change)) + " " + b->id.str();
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -120,15 +121,27 @@ struct config_entry {
   friend bool operator==(const config_entry& a, const config_entry& b) { return a.balancer == b.balancer; }
 };
 
-/// Payload of a `broker` entry: the controller fenced a broker it has not
-/// heard from for the session timeout, or unfenced it once it answered
-/// again (docs/metadata.md "Liveness").
-/// JSON: {"type":"broker","id":"b2","fenced":true}
+/// What a `broker` entry changes (docs/metadata.md "Brokers"):
+///  - fence / unfence: the controller's liveness verdict (a broker silent for
+///    Cluster.Raft.SessionTimeoutMs, then answering again);
+///  - drain / undrain: an operator starts or cancels emptying the broker (the
+///    balancer moves its partitions off; nothing new is placed on it);
+///  - remove: an operator retires the broker. Applied only while the broker
+///    is draining and owns no partition; otherwise the entry changes nothing.
+enum class broker_change : uint8_t { fence, unfence, drain, undrain, remove };
+const char* to_string(broker_change c);
+/// The change named `s` ("fence", "unfence", "drain", "undrain", "remove").
+std::optional<broker_change> broker_change_from(const std::string& s);
+
+/// Payload of a `broker` entry.
+/// JSON: {"type":"broker","id":"b2","change":"drain"}; fence and unfence also
+/// carry "fenced":true|false, the only field of entries written before the
+/// other changes existed (read as fence / unfence).
 struct broker_entry {
   node_id id;
-  bool fenced = false;
+  broker_change change = broker_change::fence;
   friend bool operator==(const broker_entry& a, const broker_entry& b) {
-    return a.id == b.id && a.fenced == b.fenced;
+    return a.id == b.id && a.change == b.change;
   }
 };
 
@@ -202,9 +215,14 @@ struct snapshot {
   std::string balancer = "{}";
   /// Brokers fenced by the controller (absent in older snapshots: none).
   std::set<node_id> fenced;
+  /// Brokers being drained, and brokers removed (both absent in older
+  /// snapshots: none). JSON: "draining":["b3"],"removed":["b4"].
+  std::set<node_id> draining;
+  std::set<node_id> removed;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
-           a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced;
+           a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
+           a.draining == b.draining && a.removed == b.removed;
   }
 };
 

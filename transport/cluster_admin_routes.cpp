@@ -41,12 +41,21 @@ json brokers_json(const cluster_admin_context& ctx, const std::vector<peer_answe
                          {"alive", true},
                          {"self", true},
                          {"client_address", ctx.client_address ? ctx.client_address() : std::string{}}});
+  if (ctx.raft && ctx.owners) {
+    auto standing = ctx.owners->standing();
+    brokers.back()["state"] = standing->removed.count(ctx.broker_id)    ? "removed"
+                              : standing->draining.count(ctx.broker_id) ? "draining"
+                                                                        : "active";
+  }
   for (size_t i = 0; i < ctx.peers.size() && i < answers.size(); ++i) {
     const auto& peer = ctx.peers[i];
     json b{{"id", peer.id}, {"alive", answers[i].ok}, {"self", false},
            {"address", peer.address}, {"client_address", peer.client_address}};
-    if (ctx.raft && ctx.owners)
-      b["fenced"] = ctx.owners->fenced()->count(peer.id) != 0;
+    if (ctx.raft && ctx.owners) {
+      auto standing = ctx.owners->standing();
+      b["fenced"] = standing->fenced.count(peer.id) != 0;
+      b["state"] = standing->removed.count(peer.id) ? "removed" : standing->draining.count(peer.id) ? "draining" : "active";
+    }
     if (!answers[i].ok)
       b["error"] = answers[i].error;
     brokers.push_back(std::move(b));
@@ -129,6 +138,60 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
     get_atom::value);
 }
 
+bool needs_metadata_log(const cluster_admin_context& ctx, const responder& respond) {
+  if (ctx.state && ctx.raft)
+    return false;
+  respond(http_response::error(409, "no_metadata_log",
+                               "drain and removal of brokers need a Cluster section with Raft (the metadata log)"));
+  return true;
+}
+
+/// GET /admin/brokers[/{id}], POST|DELETE /admin/brokers/{id}/drain and
+/// DELETE /admin/brokers/{id} (docs/admin-api.md "Brokers"): the standing
+/// of each broker in the metadata log, changed through it.
+void add_broker_routes(router& r, const cluster_admin_context& ctx) {
+  auto list = [ctx](const responder& respond, std::function<void(json&)> shape) {
+    ask<std::string>(
+      *ctx.system, *ctx.state, std::chrono::seconds(5),
+      [respond, shape](std::string& rows) {
+        auto j = json::parse(rows, nullptr, false);
+        shape(j);
+      },
+      fail_with(respond), broker_atom::value);
+  };
+  r.add("GET", "/admin/brokers", [ctx, list](http_request&, responder respond) {
+    if (needs_metadata_log(ctx, respond))
+      return;
+    list(respond, [respond](json& rows) { respond(http_response::json(200, json{{"brokers", rows}}.dump())); });
+  });
+  r.add("GET", "/admin/brokers/{id}", [ctx, list](http_request& req, responder respond) {
+    if (needs_metadata_log(ctx, respond))
+      return;
+    list(respond, [respond, id = req.params["id"]](json& rows) {
+      for (auto& row : rows)
+        if (row.value("id", std::string{}) == id) {
+          respond(http_response::json(200, row.dump()));
+          return;
+        }
+      respond(http_response::error(404, "unknown_broker", "no broker " + id + " in this cluster"));
+    });
+  });
+  auto change = [ctx](const std::string& what, int status) {
+    return [ctx, what, status](http_request& req, responder respond) {
+      if (needs_metadata_log(ctx, respond))
+        return;
+      ask<std::string>(
+        *ctx.system, *ctx.state, std::chrono::seconds(30),  // a forwarded proposal may take two PeerTimeouts
+        [respond, status](std::string& row) { respond(http_response::json(status, row)); }, fail_with(respond),
+        broker_atom::value, req.params["id"], what);
+    };
+  };
+  // 202: the drain is recorded; the balancer moves the partitions next.
+  r.add("POST", "/admin/brokers/{id}/drain", change("drain", 202));
+  r.add("DELETE", "/admin/brokers/{id}/drain", change("undrain", 200));
+  r.add("DELETE", "/admin/brokers/{id}", change("remove", 200));
+}
+
 }  // namespace
 
 void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
@@ -190,6 +253,7 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
       },
       fail_with(respond), config_atom::value, body.dump());
   });
+  add_broker_routes(r, ctx);
   r.add("POST", "/admin/balancer/plan", [ctx](http_request&, responder respond) {
     if (!ctx.balancer) {
       respond(http_response::error(409, "not_a_cluster", "no Cluster section: nothing to balance"));

@@ -202,9 +202,13 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
   }
   std::set<std::string> listed{ctx.broker_id};
   resp.brokers.push_back({kafka_node_id(ctx, ctx.broker_id), ctx.advertised_host, ctx.port.load(), std::nullopt});
+  // A removed broker is no longer offered to clients (Kafka lists registered brokers only).
+  auto standing = ctx.owners ? ctx.owners->standing() : std::make_shared<const broker_standing>();
   for (const auto& p : ctx.peers) {
     kafka::metadata_broker b;
     b.node_id = kafka_node_id(ctx, p.id);
+    if (standing->removed.count(p.id))
+      continue;
     if (!p.kafka_address.empty() && split_address(p.kafka_address, b.host, b.port)) {
       resp.brokers.push_back(std::move(b));
       listed.insert(p.id);

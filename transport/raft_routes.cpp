@@ -85,6 +85,12 @@ void add_raft_routes(router& r, const raft_context& ctx) {
                                  config_atom::value, c->balancer, false);
       return;
     }
+    if (const auto* b = std::get_if<raft::broker_entry>(&*payload)) {
+      // drain, undrain or remove (the node refuses fence / unfence: those are the leader's own).
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 broker_atom::value, b->id.str(), std::string(raft::to_string(b->change)), false);
+      return;
+    }
     const auto& t = std::get<raft::topic_entry>(*payload);
     if (t.grow)
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,

@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <optional>
 #include <sstream>
 
@@ -196,6 +199,30 @@ inline answer produce_one(uint16_t client, const std::string& topic, int partiti
       return a;
     std::this_thread::sleep_for(50ms);
   }
+}
+
+/// How many partitions of `topic` each broker owns, as broker `i` sees it.
+inline std::map<std::string, int> owned_by(move_cluster& c, size_t i, const std::string& topic) {
+  std::map<std::string, int> out;
+  auto owners = cluster_call(c.cluster_port(i), "GET", "/cluster/owners").body;
+  for (const auto& o : owners.value("owners", json::array()))
+    if (o.value("topic", "") == topic)
+      ++out[o.value("owner", "")];
+  return out;
+}
+
+/// Runs `moonmqctl --admin-url 127.0.0.1:<admin> <args>`, as an operator
+/// would: (exit code, stdout and stderr).
+inline std::pair<int, std::string> moonmqctl(uint16_t admin, const std::string& args) {
+  std::string out;
+  auto cmd = program("moonmqctl") + " --admin-url 127.0.0.1:" + std::to_string(admin) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
+    out.append(buf, n);
+  int rc = ::pclose(p);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
 /// The brokers other than the leader `leader`, in index order.

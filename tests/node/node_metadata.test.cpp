@@ -86,16 +86,6 @@ TEST_CASE("a topic created on b1 is visible on b2", "[node][metadata][raft][scen
 
 namespace {
 
-/// How many partitions of `topic` each broker owns, as broker `i` sees it.
-std::map<std::string, int> owned_by(move_cluster& c, size_t i, const std::string& topic) {
-  std::map<std::string, int> out;
-  auto owners = cluster_call(c.cluster_port(i), "GET", "/cluster/owners").body;
-  for (const auto& o : owners.value("owners", json::array()))
-    if (o.value("topic", "") == topic)
-      ++out[o.value("owner", "")];
-  return out;
-}
-
 json balancer_settings(move_cluster& c, size_t i) {
   auto a = call(c.admin(i), "GET", "/admin/balancer");
   return a.body.is_object() ? a.body.value("settings", json::object()) : json::object();
@@ -170,17 +160,7 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
   // applies again).
   REQUIRE(agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound));
   // Through moonmqctl, as an operator would.
-  auto ctl = [&](const std::string& args) {
-    std::string out;
-    auto cmd = program("moonmqctl") + " --admin-url 127.0.0.1:" + std::to_string(c.admin(other)) + " " + args + " 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
-      out.append(buf, n);
-    int rc = ::pclose(p);
-    return std::make_pair(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out);
-  };
+  auto ctl = [&](const std::string& args) { return moonmqctl(c.admin(other), args); };
   auto [bad_rc, bad_out] = ctl("balancer set Bogus=1");
   INFO(bad_out);
   CHECK(bad_rc == 1);

@@ -140,18 +140,84 @@ TEST_CASE("config entries merge the dynamic balancer settings key by key; null r
 
 TEST_CASE("broker entries fence and unfence; the fenced set is in snapshots", "[raft][metadata]") {
   ownership_state s;
-  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), true}}).ok());
-  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), true}}).ok());
-  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, broker_entry{id("b3"), false}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), broker_change::fence}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), broker_change::fence}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, broker_entry{id("b3"), broker_change::unfence}}).ok());
   CHECK(s.fenced() == std::set<node_id>{id("b2")});
   auto back = snapshot_from_json(to_json(s.to_snapshot()));
   REQUIRE(back.ok());
   CHECK(back->fenced == s.fenced());
   auto e = entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"b2","fenced":false})"));
   REQUIRE(e.ok());
-  CHECK(std::get<broker_entry>(e->payload) == broker_entry{id("b2"), false});
+  CHECK(std::get<broker_entry>(e->payload) == broker_entry{id("b2"), broker_change::unfence});
   CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"","fenced":true})")).ok());
   CHECK_FALSE(snapshot_from_json(json::parse(
                 R"({"last_index":1,"last_term":1,"controller":"","owners":[],"fenced":[3]})"))
+                .ok());
+}
+
+TEST_CASE("a drained broker is removed only once it owns nothing, decided in log order", "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) { REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok()); };
+  apply(topic_entry{"orders", 2, id("b3"), "", false});
+  // Not draining: a remove changes nothing.
+  apply(broker_entry{id("b3"), broker_change::remove});
+  CHECK(s.removed().empty());
+  apply(broker_entry{id("b3"), broker_change::drain});
+  CHECK(s.draining() == std::set<node_id>{id("b3")});
+  // Draining but still owning partitions: stays.
+  apply(broker_entry{id("b3"), broker_change::remove});
+  CHECK(s.removed().empty());
+  CHECK(s.owned_by(id("b3")) == 2);
+  apply(owner_entry{"orders", 0, id("b1")});
+  apply(owner_entry{"orders", 1, id("b2")});
+  CHECK(s.owned_by(id("b3")) == 0);
+  apply(broker_entry{id("b3"), broker_change::fence});
+  apply(broker_entry{id("b3"), broker_change::remove});
+  CHECK(s.removed() == std::set<node_id>{id("b3")});
+  CHECK(s.draining().empty());
+  CHECK(s.fenced().empty());
+  // A removed broker cannot be drained again.
+  apply(broker_entry{id("b3"), broker_change::drain});
+  CHECK(s.draining().empty());
+  // undrain cancels a drain.
+  apply(broker_entry{id("b2"), broker_change::drain});
+  apply(broker_entry{id("b2"), broker_change::undrain});
+  CHECK(s.draining().empty());
+  apply(broker_entry{id("b1"), broker_change::drain});
+
+  auto back = snapshot_from_json(to_json(s.to_snapshot()));
+  REQUIRE(back.ok());
+  CHECK(back->draining == std::set<node_id>{id("b1")});
+  CHECK(back->removed == std::set<node_id>{id("b3")});
+  ownership_state loaded;
+  loaded.load(*back);
+  CHECK(loaded == s);
+}
+
+TEST_CASE("broker entries name their change; old fenced-only entries still decode", "[raft][wire][metadata]") {
+  json j = to_json(log_entry{term{2}, log_index{7}, broker_entry{id("b3"), broker_change::drain}});
+  CHECK(j == json::parse(R"({"term":2,"index":7,"type":"broker","id":"b3","change":"drain"})"));
+  json f = to_json(log_entry{term{2}, log_index{8}, broker_entry{id("b3"), broker_change::fence}});
+  CHECK(f == json::parse(R"({"term":2,"index":8,"type":"broker","id":"b3","change":"fence","fenced":true})"));
+  auto old = entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"b2","fenced":true})"));
+  REQUIRE(old.ok());
+  CHECK(std::get<broker_entry>(old->payload) == broker_entry{id("b2"), broker_change::fence});
+  for (auto c : {"fence", "unfence", "drain", "undrain", "remove"}) {
+    auto e = entry_from_json(json{{"term", 1}, {"index", 4}, {"type", "broker"}, {"id", "b2"}, {"change", c}});
+    REQUIRE(e.ok());
+    CHECK(to_string(std::get<broker_entry>(e->payload).change) == std::string(c));
+  }
+  auto bad = entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"b2","change":"evict"})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.err().message.find("change") != std::string::npos);
+  // Snapshots written before drains existed load with none.
+  auto snap = snapshot_from_json(json::parse(R"({"last_index":1,"last_term":1,"controller":"","owners":[]})"));
+  REQUIRE(snap.ok());
+  CHECK(snap->draining.empty());
+  CHECK(snap->removed.empty());
+  CHECK_FALSE(snapshot_from_json(json::parse(
+                R"({"last_index":1,"last_term":1,"controller":"","owners":[],"removed":["b 2"]})"))
                 .ok());
 }

@@ -182,7 +182,10 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   }
   auto view = std::make_shared<raft_view>();
   auto node = spawn_raft_node(sys, std::move(rs), std::move(store), std::move(owners), view, registry);
-  return raft_link{view, node};
+  std::vector<std::string> brokers{cfg.broker_id()};
+  for (const auto& p : cfg.cluster->peers)
+    brokers.push_back(p.id);
+  return raft_link{view, node, std::move(brokers)};
 }
 
 int run(const config::load_result& loaded) {

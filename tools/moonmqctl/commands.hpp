@@ -67,6 +67,17 @@ int balancer_show(const admin_endpoint& ep);
 /// `balancer set`: one PATCH with every pair; exit 1 when refused.
 int balancer_set(const admin_endpoint& ep, const balancer_options& o);
 
+/// `broker list|show|drain|undrain|remove` (/admin/brokers).
+struct broker_options {
+  std::string action;     ///< list | show | drain | undrain | remove
+  std::string id;         ///< the broker (all but list)
+  bool wait = false;      ///< drain: poll until the broker owns no partition
+  int interval_ms = 1000; ///< drain --wait: poll period
+};
+/// Runs one broker action and prints the answer (the broker's row, or the
+/// list); exit 1 when refused (e.g. 409 broker_not_empty).
+int broker_command(const admin_endpoint& ep, const broker_options& o);
+
 struct reassign_options {
   std::vector<std::string> topics;   ///< generate: topics to spread
   std::vector<std::string> brokers;  ///< generate: target broker ids

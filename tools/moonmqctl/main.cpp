@@ -7,6 +7,7 @@
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign verify [--wait] [--interval-ms N]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign cancel TOPIC PARTITION
 //   moonmqctl [--admin-url HOST:PORT] [--token T] balancer show
+//   moonmqctl [--admin-url HOST:PORT] [--token T] broker list | show ID | drain ID [--wait] | undrain ID | remove ID
 //   moonmqctl [--admin-url HOST:PORT] [--token T] balancer set KEY=VALUE...   (e.g. DryRun=false)
 //
 // produce reads lines from stdin (one record each); consume prints records,
@@ -78,6 +79,25 @@ int main(int argc, char** argv) {
   bset->add_option("settings", bo.settings, "KEY=VALUE pairs, VALUE in JSON (DryRun=false, ExcludedTopics='[\"a\"]')")
     ->required();
 
+  broker_options ko;
+  auto* broker = app.add_subcommand("broker", "drain and remove brokers (admin API, needs Raft)");
+  broker->require_subcommand(1);
+  broker->add_subcommand("list", "every broker's standing: active, draining or removed")
+    ->callback([&] { ko.action = "list"; });
+  for (auto [name, help] : {std::pair{"show", "one broker's standing and the partitions it still owns"},
+                            std::pair{"drain", "move every partition off a broker; nothing new lands on it"},
+                            std::pair{"undrain", "cancel a drain"},
+                            std::pair{"remove", "retire a drained broker that owns no partition"}}) {
+    auto* sub = broker->add_subcommand(name, help);
+    sub->add_option("id", ko.id, "broker id")->required();
+    sub->callback([&ko, action = std::string(name)] { ko.action = action; });
+    if (std::string(name) == "drain") {
+      sub->add_flag("--wait", ko.wait, "poll until the broker owns no partition");
+      sub->add_option("--interval-ms", ko.interval_ms, "poll period with --wait")->capture_default_str()->check(
+        CLI::Range(50, 600000));
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -89,11 +109,13 @@ int main(int argc, char** argv) {
     std::cerr << "moonmqctl: --url must be host:port, got '" << url << "'\n";
     return 2;
   }
-  if (*reassign || *balancer) {
+  if (*reassign || *balancer || *broker) {
     if (!moonmq::transport::split_host_port(admin_url, admin.host, admin.port)) {
       std::cerr << "moonmqctl: --admin-url must be host:port, got '" << admin_url << "'\n";
       return 2;
     }
+    if (*broker)
+      return broker_command(admin, ko);
     if (*bshow)
       return balancer_show(admin);
     if (*bset)
