@@ -82,17 +82,38 @@ void add_admin_routes(router& r, const admin_context& ctx) {
   });
 
   // A rescan loads libraries from disk: rare and short, so it runs here.
-  r.add("POST", "/admin/plugins/reload", [goals = ctx.goals](http_request&, responder respond) {
-    if (!goals) {
+  // Then every peer rescans its own directory (docs/admin-api.md): the
+  // answer is this broker's set plus one row per peer, and 502 when some
+  // peer did not reload.
+  r.add("POST", "/admin/plugins/reload", [ctx](http_request&, responder respond) {
+    if (!ctx.goals) {
       respond(http_response::error(503, "not_ready", "no goals directory configured"));
       return;
     }
-    auto report = goals->reload();
-    log::get("plugins")->info("plugins.reloaded dir={} goals={} errors={}", goals->dir(), report.goals.size(),
-                              report.errors.size());
-    for (const auto& e : report.errors)
-      log::get("plugins")->warn("plugins.refused path={} error=\"{}\"", e.path, e.message);
-    respond(http_response::json(200, plugins::plugins_json(report).dump()));
+    auto body = reload_goal_plugins(*ctx.goals);
+    if (ctx.peers.empty()) {
+      respond(http_response::json(200, body.dump()));
+      return;
+    }
+    survey_peers(ctx.peers, "POST", "/cluster/plugins/reload", ctx.peer_timeout,
+                 [respond, body, self = ctx.broker_id](std::vector<peer_answer> answers) mutable {
+                   json brokers = json::array();
+                   brokers.push_back({{"id", self}, {"ok", true}, {"goals", body["goals"]}, {"errors", body["errors"]}});
+                   bool all = true;
+                   for (auto& a : answers) {
+                     json row{{"id", a.id}, {"ok", a.ok}};
+                     if (a.ok) {
+                       row["goals"] = a.body.value("goals", json::array());
+                       row["errors"] = a.body.value("errors", json::array());
+                     } else {
+                       row["error"] = a.error;
+                       all = false;
+                     }
+                     brokers.push_back(std::move(row));
+                   }
+                   body["brokers"] = std::move(brokers);
+                   respond(http_response::json(all ? 200 : 502, body.dump()));
+                 });
   });
 
   // The operator's repair of a corrupt partition log (docs/storage.md,
@@ -136,6 +157,15 @@ void add_admin_routes(router& r, const admin_context& ctx) {
       [respond](actor_info& a) { respond(http_response::json(200, info_json(a).dump())); },
       fail_with(respond, "inspecting actor " + raw + " failed"), inspect_atom::value, id);
   });
+}
+
+json reload_goal_plugins(plugins::goal_registry& goals) {
+  auto report = goals.reload();
+  log::get("plugins")->info("plugins.reloaded dir={} goals={} errors={}", goals.dir(), report.goals.size(),
+                            report.errors.size());
+  for (const auto& e : report.errors)
+    log::get("plugins")->warn("plugins.refused path={} error=\"{}\"", e.path, e.message);
+  return plugins::plugins_json(report);
 }
 
 }  // namespace moonmq::transport

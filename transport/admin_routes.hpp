@@ -9,8 +9,11 @@
 
 #include <caf/fwd.hpp>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "actors/node.hpp"
 #include "actors/registry.hpp"
+#include "transport/peer_survey.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq::plugins {
@@ -36,6 +39,11 @@ struct admin_context {
   /// /admin/partitions/{topic}/{partition}/truncate-corrupt); null = that
   /// route answers 503.
   std::shared_ptr<catalog_view> catalog;
+  /// The cluster's other brokers: POST /admin/plugins/reload reloads
+  /// theirs too (POST /cluster/plugins/reload). Empty = this broker alone.
+  std::vector<cluster_peer> peers;
+  /// Deadline of each peer's reload.
+  std::chrono::milliseconds peer_timeout{5000};
   /// Bound on each request to an actor.
   std::chrono::milliseconds timeout{3000};
   /// Bound on a repair (it scans the damaged segment).
@@ -47,5 +55,10 @@ struct admin_context {
 /// POST /admin/partitions/{topic}/{partition}/truncate-corrupt and the
 /// bearer-token guard to `r`.
 void add_admin_routes(router& r, const admin_context& ctx);
+
+/// Rescans the goals directory of `goals` and logs what changed; returns the
+/// GET /admin/plugins body of the new set. Used by POST /admin/plugins/reload
+/// and by the cluster route a peer's reload calls.
+nlohmann::json reload_goal_plugins(plugins::goal_registry& goals);
 
 }  // namespace moonmq::transport

@@ -8,6 +8,7 @@
 #include "cluster/types.hpp"
 #include "dataplane/topic_name.hpp"
 #include "transport/actor_answers.hpp"
+#include "transport/admin_routes.hpp"
 #include "transport/local_loads.hpp"
 #include "util/logging.hpp"
 
@@ -127,6 +128,15 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond, [ctx, respond](int64_t at, const std::string& id) {
       respond(http_response::json(200, json{{"broker_id", ctx.broker_id}, {"epoch", at}, {"controller", id}}.dump()));
     });
+  });
+
+  // A peer's POST /admin/plugins/reload: rescan this broker's goals directory.
+  r.add("POST", "/cluster/plugins/reload", [ctx](http_request&, responder respond) {
+    if (!ctx.goals) {
+      respond(http_response::error(503, "not_ready", "no goals directory configured"));
+      return;
+    }
+    respond(http_response::json(200, reload_goal_plugins(*ctx.goals).dump()));
   });
 
   // Liveness probe between brokers (data plane).

@@ -22,6 +22,10 @@ namespace moonmq {
 class session_load_view;
 }
 
+namespace moonmq::plugins {
+class goal_registry;
+}
+
 namespace moonmq::transport {
 
 struct cluster_context {
@@ -42,6 +46,9 @@ struct cluster_context {
   /// The load_meter's latest report: GET /cluster/loads carries it as
   /// "session_load" (docs/placement.md); null = no meter (field absent).
   std::shared_ptr<const session_load_view> session_load;
+  /// The goal plugins: POST /cluster/plugins/reload rescans them (a peer's
+  /// POST /admin/plugins/reload); null = that route answers 503.
+  std::shared_ptr<plugins::goal_registry> goals;
 };
 
 /// Adds the token guard and the /cluster/* routes to `r`.

@@ -21,6 +21,11 @@ struct survey_round {
 
 void survey_peers(const std::vector<cluster_peer>& peers, const std::string& target,
                   std::chrono::milliseconds timeout, std::function<void(std::vector<peer_answer>)> done) {
+  survey_peers(peers, "GET", target, timeout, std::move(done));
+}
+
+void survey_peers(const std::vector<cluster_peer>& peers, const std::string& method, const std::string& target,
+                  std::chrono::milliseconds timeout, std::function<void(std::vector<peer_answer>)> done) {
   if (peers.empty()) {
     done({});
     return;
@@ -32,10 +37,10 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& tar
   for (size_t i = 0; i < peers.size(); ++i) {
     round->answers[i].id = peers[i].id;
     http_client_request req;
-    req.method = "GET";
+    req.method = method;
     req.target = target;
     req.timeout = timeout;
-    req.idempotent = true;
+    req.idempotent = true;  // the caller's promise (see the header)
     if (!peers[i].token.empty())
       req.headers.emplace_back("X-Cluster-Token", peers[i].token);
     peers[i].client->request(std::move(req), [round, i](http_client_result res) {

@@ -42,6 +42,12 @@ struct peer_answer {
 void survey_peers(const std::vector<cluster_peer>& peers, const std::string& target,
                   std::chrono::milliseconds timeout, std::function<void(std::vector<peer_answer>)> done);
 
+/// The same with another method, for requests that are idempotent all the
+/// same (retried once on a broken keep-alive connection), e.g. POST
+/// /cluster/plugins/reload.
+void survey_peers(const std::vector<cluster_peer>& peers, const std::string& method, const std::string& target,
+                  std::chrono::milliseconds timeout, std::function<void(std::vector<peer_answer>)> done);
+
 /// Sends one JSON request to `peer` with the cluster token and, when
 /// `epoch` > 0, the control-plane headers X-Controller-Epoch / X-Controller-Id.
 /// `done` gets the status (0 on a transport failure), the parsed body (null

@@ -269,7 +269,6 @@ int run(const config::load_result& loaded) {
   actx.token = cfg.admin.token;
   actx.goals = load_goals(cfg);
   actx.catalog = view;  // POST /admin/partitions/{topic}/{partition}/truncate-corrupt
-  transport::add_admin_routes(*admin_router, actx);
   auto client_router = std::make_shared<transport::router>();
   transport::client_context cctx;
   cctx.system = &sys;
@@ -312,6 +311,9 @@ int run(const config::load_result& loaded) {
                              std::make_shared<transport::http_client>(io, o)});
       cctx.peers[p.id] = {p.client_address, cactx.peers.back().token, cactx.peers.back().client};
     }
+    // POST /admin/plugins/reload reaches every broker.
+    actx.peers = cactx.peers;
+    actx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     for (const auto& p : cactx.peers)
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                        std::chrono::seconds(5), registry));
@@ -336,6 +338,7 @@ int run(const config::load_result& loaded) {
     kctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     kctx.loads_timeout = cactx.probe_timeout / 2;  // a peer's loads arrive within our survey deadline
     kctx.session_load = session_load;  // session placement
+    kctx.goals = actx.goals;           // POST /cluster/plugins/reload
     transport::add_cluster_routes(*cluster_router, kctx);
     rctx.system = &sys;
     rctx.broker_id = cfg.broker_id();
@@ -423,6 +426,7 @@ int run(const config::load_result& loaded) {
       c->close();
   };
 
+  transport::add_admin_routes(*admin_router, actx);
   transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
   transport::http_server client{io, listener_options(cfg, "client", cfg.client), client_router};
   // Read by /admin/cluster, which is only served while `client` exists.
