@@ -346,35 +346,50 @@ void drain_next(self_ptr self, const std::string& id) {
 void push_offsets(self_ptr self, const std::string& id) {
   if (!journal_to(self, id, move_state::offsets))
     return;
+  send_offsets(self, id);
+}
+
+void send_offsets(self_ptr self, const std::string& id) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
   auto tp = row->tp;
   auto seq = ++run->seq;
+  // A failed try is retried with backoff; after the last one the move goes
+  // on, and the partition's groups restart per their reset policy.
+  auto failed = [self, id](const std::string& why) {
+    auto* run = run_of(self, id);
+    if (++run->offsets_attempts < offsets_push_attempts) {
+      auto delay = finish_backoff_min_ms << (run->offsets_attempts - 1);
+      logger()->warn("move.offsets_retry move={} in_ms={} error=\"{}\"", id, delay, why);
+      schedule(self, *run, delay, [self, id] { send_offsets(self, id); });
+      return;
+    }
+    run->note = "group offsets not pushed (consumers restart per their reset policy): " + why;
+    logger()->warn("move.offsets_failed move={} error=\"{}\"", id, run->note);
+    finish(self, id);
+  };
   self->request(self->state.groups, local_timeout, offsets_atom::value, tp.topic, tp.partition)
     .then(
-      [self, id, seq, tp](std::string& list) {
+      [self, id, seq, tp, failed](std::string& list) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
         json body{{"topic", tp.topic}, {"partition", tp.partition}, {"offsets", json::parse(list, nullptr, false)}};
         const auto* row = row_of(self, id);
         call(self, *run, row->to.value, "POST", "/cluster/offsets", body.dump(), true,
-             [self, id](int status, json& answer, const std::string& error) {
-               auto* run = run_of(self, id);
+             [self, id, failed](int status, json& answer, const std::string& error) {
                if (status != 200) {
-                 run->note = "group offsets not pushed (consumers restart per their reset policy): "
-                             + answer_error(status, answer, error);
-                 logger()->warn("move.offsets_failed move={} error=\"{}\"", id, run->note);
+                 failed(answer_error(status, answer, error));
+                 return;
                }
                finish(self, id);
              });
       },
-      [self, id, seq](caf::error& e) {
+      [self, id, seq, failed](caf::error& e) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
-        run->note = "group offsets not read: " + caf::to_string(e);
-        finish(self, id);
+        failed("group offsets not read: " + caf::to_string(e));
       });
 }
 

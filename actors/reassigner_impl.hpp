@@ -29,6 +29,11 @@ constexpr milliseconds local_timeout{30000};
 /// Backoff of the post-confirm retries (the move only goes forward there).
 constexpr int64_t finish_backoff_min_ms = 200;
 constexpr int64_t finish_backoff_max_ms = 5000;
+/// Tries of the group-offsets push before the move goes on without it
+/// (200 + 400 + 800 + 1600 ms of backoff between them: longer than a Raft
+/// election with the default ElectionTimeoutMs, during which a push
+/// carrying the old term is refused).
+constexpr int offsets_push_attempts = 5;
 
 inline int64_t now_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -57,6 +62,7 @@ struct move_run {
   int64_t extra_batches = 0;
   int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
   int64_t backoff_ms = finish_backoff_min_ms;
+  int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   std::string note;                ///< last transient error while retrying
 };
 
@@ -108,6 +114,11 @@ void begin_copy(self_ptr self, const std::string& id);
 void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then, bool flip = true);
 void drain_next(self_ptr self, const std::string& id);
 void finish(self_ptr self, const std::string& id);
+/// Step 5 without its journal write: pushes the partition's committed group
+/// offsets to the destination (merged there, higher wins, so a repeat is
+/// harmless), retried up to offsets_push_attempts times, then finish().
+/// Recovery in `offsets` calls it too: a push the crash cut off is redone.
+void send_offsets(self_ptr self, const std::string& id);
 
 // Defined in reassigner_recovery.cpp: failure, cancel, rollback, restart.
 

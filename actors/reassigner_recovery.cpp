@@ -143,9 +143,11 @@ void recover(self_ptr self) {
     bool flip = !(st.settings.raft && (state == move_state::draining || state == move_state::offsets));
     seal_and_flip(self, id, [self, id, state] {
       if (state == move_state::offsets) {
+        // The push may have been cut off by the crash: push again (merged,
+        // higher wins), then confirm.
         auto* run = run_of(self, id);
         run->position = std::min(run->position, run->final_end);
-        finish(self, id);
+        send_offsets(self, id);
         return;
       }
       if (state == move_state::cutover && !journal_to(self, id, move_state::draining))

@@ -296,11 +296,19 @@ void source_killed_in(step s, int attempts) {
       REQUIRE(wait_until([&] { return prod->ok_requests() >= 20; }, 10s));
       prod->stop();
     }
+    // A committed group offset of the partition travels with it, even when
+    // the source dies while pushing it (recovery pushes it again).
+    const std::string group = topic + "-g";
+    auto committed = call(c.client(src), "POST", "/v1/groups/" + group + "/offsets",
+                          json{{"offsets", {{{"topic", topic}, {"partition", 0}, {"offset", 17}}}}}.dump());
+    INFO(committed.raw);
+    REQUIRE(committed.status == 200);
     auto sub = submit_move(c.admin(src), topic, 0, to);
     INFO(sub.dump());
     REQUIRE(sub["accepted"].size() == 1);
 
     std::string seen;
+    bool killed = false;  // already, with the destination frozen (step::offsets)
     if (copying) {
       wait_copied(c, src, topic, 0, from, 128 * 1024, 20s);
       seen = "copying";
@@ -308,13 +316,34 @@ void source_killed_in(step s, int attempts) {
       // The source's own journal, polled every millisecond; anything past
       // the wanted step means it was missed.
       auto deadline = clock_type::now() + 30s;
+      bool frozen = false;
       while (clock_type::now() < deadline) {
         auto row = local_row(c, src, topic, 0);
         seen = row.is_object() ? row.value("state", "") : "";
+        if (s == step::offsets && !frozen && (seen == "cutover" || seen == "draining")) {
+          // Freeze the destination before the offsets step (see below).
+          c.signal(dst, SIGSTOP);
+          frozen = true;
+          continue;
+        }
         if (in_step(s, seen) || is_terminal(seen) || (s == step::cutover_or_draining && seen == "offsets"))
           break;
         std::this_thread::sleep_for(1ms);
       }
+      if (frozen && in_step(s, seen)) {
+        // The push is sent and waits in the frozen destination's socket
+        // buffer. Both die: the source with the push unanswered, the
+        // destination before reading it, so only a push the restarted
+        // source sends again can bring the offsets over.
+        std::this_thread::sleep_for(200ms);
+        c.kill(src);
+        c.kill(dst);
+        c.restart(dst);
+        killed = true;
+      } else if (frozen) {
+        c.signal(dst, SIGCONT);
+      }
+      WARN("destination frozen before the offsets step: " << (frozen ? "yes" : "no"));
     }
     if (!in_step(s, seen)) {
       // Missed: let the move end undisturbed and try a fresh topic.
@@ -327,7 +356,8 @@ void source_killed_in(step s, int attempts) {
       CHECK(row.value("state", "") == "done");
       continue;
     }
-    c.kill(src);
+    if (!killed)
+      c.kill(src);
     prod->stop();
     int doubles = merge_acked(acked, prod->acked()) + static_cast<int>(prod->double_acks().size());
     // The journal file as the killed source left it: the step it died in.
@@ -374,6 +404,10 @@ void source_killed_in(step s, int attempts) {
     WARN("killed in " << killed_in << ": owner " << c.id(*owner) << ": " << l.text() << ", double acks " << doubles);
     CHECK(l.ok());
     CHECK(doubles == 0);
+    auto offsets = call(c.client(dst), "GET", "/v1/groups/" + group + "/offsets?topic=" + topic);
+    INFO("committed offsets after the move: " << offsets.raw);
+    CHECK(offsets.status == 200);
+    CHECK(offsets.raw.find("\"offset\":17") != std::string::npos);
 
     // A later move of the same source is not held back by the first one.
     auto later = submit_move(c.admin(src), topic, 1, to);
