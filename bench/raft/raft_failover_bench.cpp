@@ -27,9 +27,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/common/node_child.hpp"
+#include "bench/common/latency_stats.hpp"
 #include "bench/common/node_options.hpp"
-#include "tests/support/ports.hpp"
+#include "bench/common/raft_cluster.hpp"
 #include "transport/blocking_client.hpp"
 
 namespace {
@@ -37,6 +37,9 @@ namespace {
 using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+using moonmq::bench::ms_since;
+using moonmq::bench::percentile;
+using moonmq::bench::print_stats;
 
 const char* usage =
   "raft_failover_bench [--kills N] [--proposals N] [--election-ms MS] [--heartbeat-ms MS] [--node PATH] [--dir D]\n"
@@ -50,87 +53,6 @@ struct options : moonmq::bench::node_options {
   int heartbeat_ms = 100;
 };
 
-constexpr const char* token = "bench";
-
-struct cluster {
-  std::vector<std::string> ids{"b1", "b2", "b3"};
-  std::vector<uint16_t> cluster_ports;
-  std::vector<std::unique_ptr<moonmq::bench::node_child>> nodes;
-  std::vector<std::string> common;
-  options o;
-
-  void start(size_t i) {
-    json peers = json::array();
-    for (size_t j = 0; j < ids.size(); ++j)
-      if (j != i)
-        peers.push_back({{"Id", ids[j]}, {"Address", "127.0.0.1:" + std::to_string(cluster_ports[j])}});
-    std::vector<std::string> sets{"Cluster.BrokerId=" + ids[i], "Cluster.Port=" + std::to_string(cluster_ports[i]),
-                                  std::string("Cluster.Token=") + token, "Cluster.Peers=" + peers.dump(),
-                                  "LogLevel=info"};
-    sets.insert(sets.end(), common.begin(), common.end());
-    // A restart must not find the previous run's node.ready line.
-    std::filesystem::remove(o.dir + "/" + ids[i] + "/node.log");
-    nodes[i] = std::make_unique<moonmq::bench::node_child>(o.node, o.dir + "/" + ids[i], sets);
-  }
-
-  /// (term, leader, role) as broker i reports it; nullopt when it does not answer.
-  std::optional<std::tuple<int64_t, std::string, std::string>> belief(size_t i) {
-    if (!nodes[i])
-      return std::nullopt;
-    auto r = moonmq::transport::http_call(nodes[i]->admin_port, "GET", "/admin/cluster", "", {}, 2s);
-    auto j = json::parse(r.body, nullptr, false);
-    if (r.status != 200 || !j.is_object() || !j.contains("raft") || !j["controller"]["id"].is_string())
-      return std::nullopt;
-    return std::make_tuple(j["controller"].value("term", int64_t{0}), j["controller"]["id"].get<std::string>(),
-                           j["raft"].value("role", std::string{}));
-  }
-
-  /// Waits until every running broker names the same leader above `above`;
-  /// (leader index, term) or nullopt after `timeout`.
-  std::optional<std::pair<size_t, int64_t>> agreed(int64_t above, std::chrono::milliseconds timeout) {
-    auto deadline = clock_type::now() + timeout;
-    while (clock_type::now() < deadline) {
-      std::optional<std::pair<std::string, int64_t>> first;
-      bool agree = true;
-      for (size_t i = 0; i < nodes.size() && agree; ++i) {
-        if (!nodes[i])
-          continue;
-        auto b = belief(i);
-        agree = b && std::get<0>(*b) > above
-                && (!first || (first->first == std::get<1>(*b) && first->second == std::get<0>(*b)));
-        if (agree && !first)
-          first = std::make_pair(std::get<1>(*b), std::get<0>(*b));
-      }
-      if (agree && first)
-        for (size_t i = 0; i < nodes.size(); ++i)
-          if (nodes[i] && ids[i] == first->first) {
-            auto b = belief(i);
-            if (b && std::get<2>(*b) == "leader")
-              return std::make_pair(i, first->second);
-          }
-      std::this_thread::sleep_for(5ms);
-    }
-    return std::nullopt;
-  }
-};
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  auto at = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(at, v.size() - 1)];
-}
-
-void print_stats(const char* what, const std::vector<double>& ms) {
-  std::printf("%-28s n=%zu p50=%.1f ms p99=%.1f ms max=%.1f ms\n", what, ms.size(), percentile(ms, 0.5),
-              percentile(ms, 0.99), ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end()));
-}
-
-double ms_since(clock_type::time_point t) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,17 +65,12 @@ int main(int argc, char** argv) {
     return rc;
   o.dir += "/raft-failover-bench";
   std::filesystem::remove_all(o.dir);
-  cluster c;
-  c.o = o;
-  c.common = {"Cluster.Raft.Enabled=true", "Cluster.Raft.ElectionTimeoutMs=" + std::to_string(o.election_ms),
-              "Cluster.Raft.HeartbeatMs=" + std::to_string(o.heartbeat_ms)};
-  for (size_t i = 0; i < c.ids.size(); ++i)
-    c.cluster_ports.push_back(moonmq::test::reserve_port());
-  c.nodes.resize(c.ids.size());
+  moonmq::bench::raft_cluster c{o.node, o.dir,
+                                {"Cluster.Raft.ElectionTimeoutMs=" + std::to_string(o.election_ms),
+                                 "Cluster.Raft.HeartbeatMs=" + std::to_string(o.heartbeat_ms)}};
   auto bound = std::chrono::milliseconds(10 * o.election_ms);
   try {
-    for (size_t i = 0; i < c.ids.size(); ++i)
-      c.start(i);
+    c.start_all();
     auto t0 = clock_type::now();
     auto leader = c.agreed(0, bound);
     if (!leader) {
@@ -172,7 +89,7 @@ int main(int argc, char** argv) {
       json body{{"topic", "bench"}, {"partition", n % 64}, {"owner", c.ids[static_cast<size_t>(n) % c.ids.size()]}};
       auto t = clock_type::now();
       auto r = moonmq::transport::http_call(leader_port, "POST", "/cluster/raft/propose", body.dump(),
-                                            {{"X-Cluster-Token", token}}, 10s);
+                                            {{"X-Cluster-Token", moonmq::bench::raft_cluster::token}}, 10s);
       if (r.status != 200) {
         std::fprintf(stderr, "proposal %d: HTTP %d %s\n", n, r.status, r.body.c_str());
         return 1;
@@ -185,8 +102,7 @@ int main(int argc, char** argv) {
     std::vector<double> failover_ms;
     for (int k = 0; k < o.kills; ++k) {
       auto killed = leader->first;
-      c.nodes[killed]->stop(SIGKILL);
-      c.nodes[killed].reset();
+      c.stop(killed, SIGKILL);
       auto t = clock_type::now();
       auto next = c.agreed(leader->second, bound);
       if (!next) {
