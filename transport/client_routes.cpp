@@ -207,6 +207,15 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
   auto topics = ctx.catalog->get();
   auto t = topics->find(part->topic);
   if (t == topics->end() || static_cast<size_t>(part->partition) >= t->second.partitions.size()) {
+    // The image names this broker owner, but its copy is still being made
+    // (the entry was applied a moment ago): retriable.
+    if (partition_count(ctx, part->topic).value_or(0) > part->partition) {
+      gather->part_failed(http_response::error(503, "partition_not_ready", part->topic + "/"
+                                                                              + std::to_string(part->partition)
+                                                                              + " is being created on broker "
+                                                                              + ctx.broker_id + "; retry"));
+      return;
+    }
     gather->part_failed(http_response::error(404, "unknown_partition", "no partition " + part->topic + "/"
                                                                            + std::to_string(part->partition)));
     return;
@@ -228,9 +237,8 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
 void produce(const client_context& ctx, http_request& req, const responder& respond,
              std::atomic<uint32_t>& sticky) {
   const auto& topic = req.params["topic"];
-  auto topics = ctx.catalog->get();
-  auto t = topics->find(topic);
-  if (t == topics->end()) {
+  auto count = partition_count(ctx, topic);
+  if (!count) {
     respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
     return;
   }
@@ -251,7 +259,7 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
     return;
   if (ctx.sessions)
     ctx.sessions->produced(client, req.body.size());
-  auto n = static_cast<int32_t>(t->second.partitions.size());
+  auto n = *count;
   dataplane::produce_plan plan;
   auto sticky_partition = static_cast<int32_t>(sticky.fetch_add(1) % static_cast<uint32_t>(n));
   if (auto why = dataplane::parse_produce(body, n, sticky_partition, wall_ms(), plan); !why.empty()) {
@@ -338,15 +346,14 @@ void fetch_actor(caf::event_based_actor* self, std::shared_ptr<fetch_job> job) {
 
 void fetch(const client_context& ctx, http_request& req, const responder& respond) {
   const auto& topic = req.params["topic"];
-  auto topics = ctx.catalog->get();
-  auto t = topics->find(topic);
-  if (t == topics->end()) {
+  auto count = partition_count(ctx, topic);
+  if (!count) {
     respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
     return;
   }
   const auto& raw = req.params["partition"];
   if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
-      || std::stoi(raw) >= static_cast<int>(t->second.partitions.size())) {
+      || std::stoi(raw) >= *count) {
     respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
     return;
   }
@@ -359,9 +366,16 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
     respond(not_owner_response(ctx, topic, partition, *owner));
     return;
   }
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(topic);
+  if (t == topics->end() || partition >= static_cast<int>(t->second.partitions.size())) {
+    respond(http_response::error(503, "partition_not_ready", topic + "/" + raw + " is being created on broker "
+                                                                 + ctx.broker_id + "; retry"));
+    return;
+  }
   bool bad = false;
   auto job = std::make_shared<fetch_job>();
-  job->partition = t->second.partitions[static_cast<size_t>(std::stoi(raw))];
+  job->partition = t->second.partitions[static_cast<size_t>(partition)];
   job->from = query_int(req, "offset", respond, bad);
   if (bad)
     return;
@@ -518,10 +532,17 @@ void grow_topic(const client_context& ctx, http_request& req, const responder& r
 }
 
 void list_topics(const client_context& ctx, const responder& respond) {
-  auto topics = ctx.catalog->get();
+  // The local copies, and with the metadata log every topic the image holds
+  // (some may not have a local copy yet; produce and fetch route them).
+  std::map<std::string, int32_t> names;
+  for (const auto& [name, t] : *ctx.catalog->get())
+    names[name] = static_cast<int32_t>(t.partitions.size());
+  if (ctx.owners && ctx.owners->strict())
+    for (const auto& [name, t] : *ctx.owners->topics())
+      names[name] = std::max(names[name], t.partitions);
   json list = json::array();
-  for (const auto& [name, t] : *topics)
-    list.push_back(json{{"name", name}, {"partitions", t.partitions.size()}});
+  for (const auto& [name, n] : names)
+    list.push_back(json{{"name", name}, {"partitions", n}});
   respond(http_response::json(200, json{{"topics", list}}.dump()));
 }
 
@@ -531,6 +552,19 @@ bool unowned(const client_context& ctx, const std::string& topic, int32_t partit
   return ctx.owners
          && ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, partition}).where
               == partition_route::kind::unowned;
+}
+
+std::optional<int32_t> partition_count(const client_context& ctx, const std::string& topic) {
+  std::optional<int32_t> n;
+  auto local = ctx.catalog->get();
+  if (auto t = local->find(topic); t != local->end())
+    n = static_cast<int32_t>(t->second.partitions.size());
+  if (ctx.owners && ctx.owners->strict()) {
+    auto image = ctx.owners->topics();
+    if (auto t = image->find(topic); t != image->end())
+      n = std::max(n.value_or(0), t->second.partitions);
+  }
+  return n;
 }
 
 http_response offline_response(const std::string& topic, int32_t partition) {

@@ -85,6 +85,12 @@ std::optional<std::string> remote_owner(const client_context& ctx, const std::st
 /// True when the metadata log names no owner for (topic, partition) (Raft
 /// mode): nobody may serve it, this broker included.
 bool unowned(const client_context& ctx, const std::string& topic, int32_t partition);
+/// Partitions of `topic` as this broker knows them: its local copy, or with
+/// the metadata log the applied image when that says more (a topic exists
+/// cluster-wide once its entry is applied here, before this broker's own
+/// copy is made, so produce and fetch route by the image meanwhile).
+/// nullopt when neither knows the topic.
+std::optional<int32_t> partition_count(const client_context& ctx, const std::string& topic);
 /// 503 partition_offline for such a partition.
 http_response offline_response(const std::string& topic, int32_t partition);
 

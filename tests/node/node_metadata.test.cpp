@@ -82,6 +82,33 @@ TEST_CASE("a topic created on b1 is visible on b2", "[node][metadata][raft][scen
   }
 }
 
+TEST_CASE("a topic listed by a broker takes produce through it at once, before its local copy exists",
+          "[node][metadata][raft][scenario]") {
+  // The image, not the local copy, says a topic exists: b2 lists the topic
+  // once it applied the entry and forwards produce to the owner straight
+  // away, while its own 300 partition logs may still be opening.
+  constexpr int partitions = 300;
+  move_cluster c{{"b1", "b2", "b3"}, raft_config()};
+  start_all(c);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+  create_topic(c.client(0), "wide", partitions);
+  auto created = clock_type::now();
+  bool listed = wait_until([&] {
+    auto a = call(c.client(1), "GET", "/v1/topics");
+    return a.raw.find("\"wide\"") != std::string::npos;
+  }, 5s);
+  REQUIRE(listed);
+  auto listed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - created).count();
+  for (int p : {0, partitions / 2, partitions - 1}) {
+    json body{{"records", {{{"key", "k"}, {"value", "v"}, {"partition", p}}}}};
+    auto a = call(c.client(1), "POST", "/v1/topics/wide/records?acks=leader", body.dump());
+    INFO("produce to wide/" << p << " through b2: " << a.raw);
+    CHECK(a.status == 200);
+  }
+  WARN("b2 listed the topic " << listed_ms << " ms after the create returned on b1");
+}
+
 // --- balancer settings at runtime, cluster-wide ------------------------------------------
 
 namespace {
