@@ -201,10 +201,14 @@ struct topic_record {
 /// topics and the controller as of `last_index`, whose entry had term
 /// `last_term`. `topics` may be absent in a snapshot written before topic
 /// entries existed (read as none).
-/// JSON: {"last_index":512,"last_term":3,"controller":"b1",
-///        "owners":[{"topic":"orders","partition":3,"owner":"b2"}],
-///        "topics":[{"topic":"orders","partitions":6,"config":"","created_at":9}],
-///        "balancer":"{}"}  (`balancer` may be absent too: "{}")
+/// JSON: {"last_index":512,"last_term":3,"controller":"b1","brokers":["b1","b2"],
+///        "owners":[{"topic":"legacy","partition":3,"owner":"b2"}],
+///        "topics":[{"topic":"orders","partitions":3,"config":"","created_at":9,"owners":[0,1,0]}],
+///        "balancer":"{}"}
+/// A topic's "owners" are indexes into "brokers", one per partition (-1 = no
+/// row); the top-level "owners" holds only rows no topic covers. Snapshots
+/// written before per-topic owners have every row at the top level and no
+/// "brokers" (both read); `balancer` may be absent too: "{}".
 struct snapshot {
   log_index last_index;
   term last_term;

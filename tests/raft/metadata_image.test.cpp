@@ -221,3 +221,48 @@ TEST_CASE("broker entries name their change; old fenced-only entries still decod
                 R"({"last_index":1,"last_term":1,"controller":"","owners":[],"removed":["b 2"]})"))
                 .ok());
 }
+
+TEST_CASE("a snapshot holds owners per topic as broker indexes; older snapshots with owner rows still load",
+          "[raft][snapshot][metadata]") {
+  snapshot s;
+  s.last_index = log_index{9};
+  s.last_term = term{2};
+  s.topics["orders"] = topic_record{3, "", log_index{4}};
+  s.owners[{"orders", 0}] = id("b2");
+  s.owners[{"orders", 1}] = id("b1");
+  s.owners[{"orders", 2}] = id("b2");
+  s.owners[{"legacy", 0}] = id("b3");  // no topic entry: a row of its own
+  json j = to_json(s);
+  CHECK(j["brokers"] == json::parse(R"(["b3","b2","b1"])"));  // in the order rows are met
+  CHECK(j["topics"][0]["owners"] == json::parse("[1,2,1]"));
+  CHECK(j["owners"] == json::parse(R"([{"topic":"legacy","partition":0,"owner":"b3"}])"));
+  auto back = snapshot_from_json(j);
+  REQUIRE(back.ok());
+  CHECK(*back == s);
+
+  // The same image as written before per-topic owners: every row at the top.
+  auto old = snapshot_from_json(json::parse(R"({"last_index":9,"last_term":2,"controller":"",
+    "owners":[{"topic":"legacy","partition":0,"owner":"b3"},{"topic":"orders","partition":0,"owner":"b2"},
+              {"topic":"orders","partition":1,"owner":"b1"},{"topic":"orders","partition":2,"owner":"b2"}],
+    "topics":[{"topic":"orders","partitions":3,"config":"","created_at":4}]})"));
+  REQUIRE(old.ok());
+  CHECK(*old == s);
+
+  // A partition without a row is -1; bad arrays are refused with the field named.
+  s.owners.erase({"orders", 1});
+  auto gap = to_json(s);
+  CHECK(gap["topics"][0]["owners"][1] == -1);
+  REQUIRE(snapshot_from_json(gap).ok());
+  CHECK(*snapshot_from_json(gap) == s);
+  for (const char* bad : {"[0,1]", "[0,1,9]", "[0,\"b1\",0]", "[0,-2,0]"}) {
+    json k = j;
+    k["topics"][0]["owners"] = json::parse(bad);
+    auto r = snapshot_from_json(k);
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.err().message.find("owners") != std::string::npos);
+  }
+  json dup = j;
+  dup["owners"].push_back(json{{"topic", "orders"}, {"partition", 0}, {"owner", "b1"}});
+  CHECK_FALSE(snapshot_from_json(dup).ok());
+}
