@@ -189,6 +189,17 @@ void read_counters(const json& body, std::map<std::pair<std::string, goals::topi
   }
 }
 
+/// How long a partition stays still after a move that ended `done`: three
+/// intervals after the balancer's own moves; after an operator's, the
+/// longer of that and Autobalance.ManualMoveCooldownSeconds, so that the
+/// balancer does not undo a hand move (docs/balancer.md "Stability rules").
+int64_t cooldown_ms(const config::autobalance_config& cfg, const std::string& origin) {
+  int64_t own = cooldown_intervals * cfg.interval_seconds * int64_t{1000};
+  if (origin == "operator")
+    return std::max(own, cfg.manual_move_cooldown_seconds * int64_t{1000});
+  return own;
+}
+
 bool unfinished(const json& row) {
   auto s = row.value("state", std::string{});
   return s != "done" && s != "failed" && s != "cancelled";
@@ -245,7 +256,7 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
   };
   if (a.from == st.settings.broker_id) {
     self->request(st.reassigner, local_timeout, move_atom::value, a.topic, a.partition, a.to, st.epoch,
-                  st.settings.broker_id)
+                  st.settings.broker_id, std::string{"balancer"})
       .then([report](std::string& row) { report(202, row); },
             [report](caf::error& e) { report(http_status_of(e), error_code_of(e) + ": " + message_of(e)); });
     return;
@@ -253,7 +264,9 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
   for (const auto& peer : st.settings.peers)
     if (peer.id == a.from) {
       transport::call_peer(peer, "POST", "/cluster/moves",
-                           json{{"topic", a.topic}, {"partition", a.partition}, {"to", a.to}}.dump(), st.epoch,
+                           json{{"topic", a.topic}, {"partition", a.partition}, {"to", a.to}, {"origin", "balancer"}}
+                             .dump(),
+                           st.epoch,
                            st.settings.broker_id, st.settings.peer_timeout,
                            [report](int status, json body, std::string error) {
                              auto code = body.is_object() ? body.value("error", std::string{}) : std::string{};
@@ -381,7 +394,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     if (unfinished(row) && known.count(row.value("to", std::string{})))
       model.in_flight.push_back({tp, row.value("to", std::string{})});
     else if (row.value("state", std::string{}) == "done"
-             && row.value("updated_ms", int64_t{0}) > now - cooldown_intervals * cfg.interval_seconds * 1000)
+             && row.value("updated_ms", int64_t{0}) > now - cooldown_ms(cfg, row.value("origin", std::string{})))
       model.cooldown.push_back(tp);
   }
   // Replicas whose owner is not a broker of the cluster cannot be modelled.

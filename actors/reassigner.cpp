@@ -38,6 +38,8 @@ json row_json(const cluster::move_entry& e, const move_run* run) {
          {"bytes_total", run ? std::max(run->bytes_total, e.bytes_total) : e.bytes_total},
          {"copy_position", run ? std::max(run->position, e.copy_position) : e.copy_position},
          {"started_ms", e.started_ms},   {"updated_ms", e.updated_ms}};
+  if (!e.origin.empty())
+    j["origin"] = e.origin;
   if (e.state == move_state::done)  // everything was sent: the estimate is moot
     j["bytes_total"] = j["bytes_copied"];
   if (!e.error.empty())
@@ -241,8 +243,8 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
     logger()->error("move.journal_unavailable error=\"{}\"", init.open_error);
   }
   return {
-    [self](move_atom, std::string& topic, int32_t partition, std::string& to, int64_t at,
-           std::string& controller) -> caf::result<std::string> {
+    [self](move_atom, std::string& topic, int32_t partition, std::string& to, int64_t at, std::string& controller,
+           std::string& origin) -> caf::result<std::string> {
       auto& st = self->state;
       if (!st.journal)
         return make_error(errc::not_ready, "move journal unavailable: " + st.open_error);
@@ -270,6 +272,8 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
                                                + std::to_string(partition));
       if (!peer_of(self, to))
         return coded(400, "unknown_broker", "broker " + to + " is not a peer of " + st.settings.broker_id);
+      if (!cluster::valid_move_origin(origin))
+        return coded(400, "invalid_request", "a move's origin is \"operator\" or \"balancer\"");
       // Nothing moves onto a broker being drained or removed (docs/metadata.md "Drain and removal").
       if (auto standing = st.owners->standing(); standing->draining.count(to) || standing->removed.count(to))
         return coded(409, "broker_draining", "broker " + to + " is "
@@ -278,7 +282,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       auto rp = self->make_response_promise<std::string>();
       // A move runs under a controller epoch; an operator's move on a
       // cluster that never had a controller claims the first one.
-      auto queue = [self, rp, tp, to](int64_t epoch, std::string holder) mutable {
+      auto queue = [self, rp, tp, to, origin](int64_t epoch, std::string holder) mutable {
         auto& st = self->state;
         auto now = now_ms();
         cluster::move_entry e;
@@ -289,6 +293,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         e.to = cluster::broker_id{to};
         e.at = cluster::epoch{static_cast<uint64_t>(epoch)};
         e.started_ms = now;
+        e.origin = origin;
         st.holders[static_cast<uint64_t>(epoch)] = holder;
         if (auto r = st.journal->add(e); !r) {
           rp.deliver(coded(r.err().code == cluster::errc::move_in_progress ? 409 : 400,

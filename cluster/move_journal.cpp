@@ -66,7 +66,7 @@ json encode(const move_entry& e) {
           {"state", to_string(e.state)}, {"bytes_copied", e.bytes_copied},
           {"bytes_total", e.bytes_total}, {"copy_position", e.copy_position},
           {"error", e.error},           {"started_ms", e.started_ms},
-          {"updated_ms", e.updated_ms}};
+          {"updated_ms", e.updated_ms},  {"origin", e.origin}};
 }
 
 /// Decodes one row; every field is checked (the file is untrusted).
@@ -114,6 +114,12 @@ result<move_entry> decode(const json& j, const std::string& file, const std::str
   }
   if (partition > std::numeric_limits<int32_t>::max())
     return detail::corrupt_file(what, file, where + ".partition is out of range");
+  // Optional: rows written before origins have none.
+  if (auto o = j.find("origin"); o != j.end()) {
+    if (!o->is_string() || !valid_move_origin(o->get<std::string>()))
+      return detail::corrupt_file(what, file, where + ".origin must be \"operator\", \"balancer\" or \"\"");
+    e.origin = o->get<std::string>();
+  }
   auto s = parse_move_state(state);
   if (!s)
     return detail::corrupt_file(what, file, where + ".state " + quote_input(state) + " is not a move state");

@@ -73,7 +73,15 @@ struct move_entry {
   std::string error;          ///< why it failed / was cancelled, or a warning on a done move
   int64_t started_ms = 0;     ///< ms since the epoch
   int64_t updated_ms = 0;     ///< ms since the epoch, last change
+  /// Who asked for the move: "operator" (POST /admin/reassignments),
+  /// "balancer" (the balance loop), or "" in rows written before origins.
+  /// A move an operator made is in the balancer's cooldown for
+  /// Autobalance.ManualMoveCooldownSeconds (docs/balancer.md).
+  std::string origin;
 };
+
+/// True for a move origin a journal row may hold ("operator", "balancer", "").
+inline bool valid_move_origin(const std::string& o) { return o.empty() || o == "operator" || o == "balancer"; }
 
 /// What a restarted source does with a journal row (see docs/cluster.md).
 enum class recovery_action {

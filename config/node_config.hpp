@@ -85,6 +85,9 @@ struct autobalance_config {
   std::map<std::string, goal_config> goals;
   std::vector<std::string> excluded_topics;
   std::vector<std::string> excluded_brokers;
+  /// How long the balancer leaves a partition an operator moved where it
+  /// is (seconds; at least three intervals either way).
+  int64_t manual_move_cooldown_seconds = 3600;
 };
 
 /// Settings of the HTTP server shared by every listener.

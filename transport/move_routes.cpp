@@ -523,7 +523,8 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
                            [round, i](const caf::error& e) {
                              round->add(i, nullptr, std::make_pair(error_code_of(e), message_of(e)));
                            },
-                           move_atom::value, m.tp.topic, m.tp.partition, m.to.value, epoch, holder);
+                           move_atom::value, m.tp.topic, m.tp.partition, m.to.value, epoch, holder,
+                           std::string{"operator"});
           continue;
         }
         const auto* peer = find_peer(ctx, m.from.value);
@@ -532,7 +533,9 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
           continue;
         }
         call_peer(*peer, "POST", "/cluster/moves",
-                  json{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}}.dump(), epoch, holder,
+                  json{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}, {"origin", "operator"}}
+                    .dump(),
+                  epoch, holder,
                   ctx.peer_timeout, [round, i](int status, json answer, std::string error) {
                     if (status == 202) {
                       round->add(i, std::move(answer), std::nullopt);
@@ -634,14 +637,24 @@ void add_move_routes(router& r, const move_context& ctx) {
     auto topic = body["topic"].get<std::string>();
     auto partition = body["partition"].get<int32_t>();
     auto to = body["to"].get<std::string>();
+    // Who asked for it: the balance loop or an operator through another
+    // broker's admin API (absent = an operator, as before origins).
+    std::string origin = "operator";
+    if (body.contains("origin")) {
+      if (!body["origin"].is_string() || (body["origin"] != "operator" && body["origin"] != "balancer")) {
+        respond(http_response::error(400, "invalid_request", "origin must be \"operator\" or \"balancer\""));
+        return;
+      }
+      origin = body["origin"].get<std::string>();
+    }
     with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-               [ctx, respond, topic, partition, to](int64_t at, const std::string& controller) {
+               [ctx, respond, topic, partition, to, origin](int64_t at, const std::string& controller) {
                  ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
                                   [respond](std::string& row) { respond(row_answer(202, row)); },
                                   [ctx, respond, topic, partition](const caf::error& e) {
                                     respond(move_refused(ctx, e, topic, partition));
                                   },
-                                  move_atom::value, topic, partition, to, at, controller);
+                                  move_atom::value, topic, partition, to, at, controller, origin);
                });
   });
   r.add("GET", "/cluster/moves", [ctx](http_request&, responder respond) {

@@ -297,6 +297,8 @@ TEST_CASE("a corrupt journal is refused with the file named", "[cluster][journal
       R"({"version":1,"moves":[)" + std::string{row}.replace(row.find("\"b2\""), 4, "\"b1\"") + "]}",
       R"({"version":1,"moves":[)" + std::string{row}.replace(row.find("1,\"bytes_total"), 1, "-1") + "]}",
       R"({"version":1,"moves":[)" + row + "," + row + "]}",  // two unfinished moves of one partition
+      R"({"version":1,"moves":[)" + row.substr(0, row.size() - 1) + R"(,"origin":"cron"}]})",
+      R"({"version":1,"moves":[)" + row.substr(0, row.size() - 1) + R"(,"origin":7}]})",
   };
   for (const auto& text : bad) {
     temp_dir dir;
@@ -322,4 +324,24 @@ TEST_CASE("a torn temp journal is ignored", "[cluster][journal]") {
   auto j = move_journal::open(dir.path());
   REQUIRE(j.ok());
   CHECK(j->find("m-1")->state == m::copying);
+}
+
+TEST_CASE("a move's origin is journaled and read back; rows without one load with none", "[cluster][journal]") {
+  temp_dir dir;
+  {
+    auto j = move_journal::open(dir.path());
+    REQUIRE(j.ok());
+    auto e = make_move();
+    e.origin = "operator";
+    REQUIRE(j->add(e).ok());
+    auto b = make_move("m-2", {"orders", 4});
+    b.origin = "balancer";
+    REQUIRE(j->add(b).ok());
+  }
+  auto again = move_journal::open(dir.path());
+  REQUIRE(again.ok());
+  CHECK(again->find("m-1")->origin == "operator");
+  CHECK(again->find("m-2")->origin == "balancer");
+  CHECK(valid_move_origin(""));
+  CHECK_FALSE(valid_move_origin("admin"));
 }

@@ -786,3 +786,40 @@ TEST_CASE("POST /admin/plugins/reload at one broker reloads the goals of every b
 }
 
 #endif
+
+// --- a hand move is not undone by the balancer within its cooldown ------------------
+
+TEST_CASE("the balance loop leaves a partition an operator moved where it is for ManualMoveCooldownSeconds",
+          "[node][balancer][scenario]") {
+  // b1 holds `pinned` (an excluded topic: never moves), b2 holds t/0: one
+  // partition each, balanced. The operator moves t/0 to b1, so the
+  // partition-count goal wants it back on b2 and t/0 is its only candidate.
+  // The loop's own cooldown (three intervals, 3 s here) would let it move
+  // after 3 s; an operator's move stays put for ManualMoveCooldownSeconds.
+  auto common = autobalance(false, 1);
+  common.push_back("Autobalance.ExcludedTopics=[\"pinned\"]");
+  common.push_back("Autobalance.ManualMoveCooldownSeconds=600");
+  move_cluster c{{"b1", "b2"}, common};
+  c.start(0);
+  c.start(1);
+  create_topic(c.client(0), "pinned", 1);
+  create_topic(c.client(1), "t", 1);
+  auto sub = submit_move(c.admin(1), "t", 0, "b1");
+  INFO(sub.dump());
+  REQUIRE(sub["accepted"].size() == 1);
+  auto done = wait_move(c.admin(1), "t", 0, "b2", {"done"}, 30s);
+  REQUIRE(done.value("state", "") == "done");
+  CHECK(done.value("origin", "") == "operator");
+
+  // Eight passes later t/0 is still on b1, and the loop planned it in cooldown.
+  std::this_thread::sleep_for(8s);
+  CHECK(owner_of(c.admin(0), "t", 0) == "b1");
+  for (const auto& row : reassignments(c.admin(0)))
+    if (row.value("topic", "") == "t") {
+      INFO(row.dump());
+      CHECK(row.value("origin", "") == "operator");
+    }
+  // Passes ran meanwhile on the controller (one of the two loops).
+  auto passes = std::max(balancer_status(c.admin(0)).value("passes", 0), balancer_status(c.admin(1)).value("passes", 0));
+  CHECK(passes >= 4);
+}
