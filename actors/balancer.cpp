@@ -108,7 +108,17 @@ void supersede(self_ptr self, const std::string& by) {
 /// runs, claims and moves the drained partitions even when the balancer is
 /// off or in DryRun (an operator's drain is not a proposal to review).
 bool draining_any(const balancer_state& st) {
-  return st.settings.image && !st.settings.image->standing()->draining.empty();
+  if (!st.settings.image)
+    return false;
+  auto standing = st.settings.image->standing();
+  if (!standing->draining.empty())
+    return true;
+  // A removed broker handed a partition by a move that was already running.
+  if (standing->removed.empty())
+    return false;
+  auto owners = st.settings.image->get();
+  return std::any_of(owners->begin(), owners->end(),
+                     [&](const auto& row) { return standing->removed.count(row.second) != 0; });
 }
 
 /// Starts a pass: re-announces the claim (when executing) and collects
@@ -412,9 +422,10 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   pass["in_flight"] = model.in_flight.size();
   auto loaded = st.goals ? st.goals->current() : plugins::load_report{};
   std::vector<const goals::goal*> goal_list;
-  // With the balancer off, a pass runs only for a drain, and plans it alone.
-  if (cfg.enabled || !execute)
-    for (const auto& g : loaded.goals)
+  // With the balancer off, a pass runs only for a drain: the hard goals
+  // still bound where drained partitions may go (their own moves are not made).
+  for (const auto& g : loaded.goals)
+    if (cfg.enabled || !execute || g.goal->hard())
       goal_list.push_back(g.goal.get());
   auto plan = goals::make_plan(model, goal_list);
   if (!plan) {
@@ -424,7 +435,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     publish_metrics(plan.value());
     // Goal moves follow DryRun; drain moves are made whenever this loop
     // holds the controllership (it claimed it for this pass).
-    bool claimed = execute && !st.superseded && st.epoch > 0;
+    bool claimed = execute && in.contains("fence") && !st.superseded && st.epoch > 0;
     bool act_goals = claimed && !cfg.dry_run && cfg.enabled;
     bool act = false;
     for (const auto& a : plan.value().actions) {

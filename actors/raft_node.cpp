@@ -278,8 +278,10 @@ void check_liveness(self_ptr self) {
     auto silent = core.silent_ticks(raft::node_id{id});
     if (!silent || st.liveness_pending.count(id))
       continue;
-    // A removed broker is no longer part of the cluster: its silence says nothing.
-    if (core.state().removed().count(raft::node_id{id}))
+    // A removed broker is no longer part of the cluster: its silence says
+    // nothing, unless it still owns a partition (handed to it by a move that
+    // was running when it was removed), which then shows offline.
+    if (core.state().removed().count(raft::node_id{id}) && core.state().owned_by(raft::node_id{id}) == 0)
       continue;
     bool fenced = core.state().fenced().count(raft::node_id{id}) != 0;
     auto silent_ms = static_cast<uint64_t>(*silent) * tick_ms;

@@ -222,13 +222,17 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     a.reason = std::move(reason);
     p.actions.push_back(std::move(a));
   };
-  std::vector<std::uint8_t> by_goal(s.replica_count(), 0);
-  for (std::uint32_t r : ctx.touched()) by_goal[r] = 1;
+  // A drained partition keeps the "drain" label even when a goal moved it
+  // on: it leaves a draining broker, which the balance loop does whatever
+  // DryRun says.
+  std::vector<std::uint8_t> was_drained(s.replica_count(), 0);
+  for (replica_index ri : drained) was_drained[ri.value] = 1;
   for (replica_index ri : drained) {
-    if (by_goal[ri.value]) continue;  // a goal moved it on: listed below with that goal
-    emit(ri, "drain", "broker " + s.broker_id(s.origin(ri)) + " is draining");
+    std::string reason = "broker " + s.broker_id(s.origin(ri)) + " is draining";
+    emit(ri, "drain", std::move(reason));
   }
   for (std::uint32_t r : ctx.touched()) {
+    if (was_drained[r]) continue;
     const auto& rec = ctx.record_of(replica_index{r});
     emit(replica_index{r}, p.goals[rec.goal].name, rec.reason);
   }

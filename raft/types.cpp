@@ -382,9 +382,16 @@ result<snapshot> snapshot_from_json(const json& j) {
             return error{errc::malformed, "snapshot.topics[].owners: expected one broker index per partition", {}, 0};
           int32_t p = 0;
           for (const auto& v : *o) {
-            if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() >= static_cast<int64_t>(brokers.size()))
+            // An unsigned JSON number is read as such: a huge one must not wrap to -1.
+            int64_t i = -2;  // invalid
+            if (v.is_number_unsigned())
+              i = v.get<uint64_t>() < brokers.size() ? static_cast<int64_t>(v.get<uint64_t>()) : -2;
+            else if (v.is_number_integer())
+              i = v.get<int64_t>() >= -1 && v.get<int64_t>() < static_cast<int64_t>(brokers.size()) ? v.get<int64_t>()
+                                                                                                  : -2;
+            if (i == -2)
               return error{errc::malformed, "snapshot.topics[].owners: expected -1 or an index into brokers", {}, 0};
-            if (auto i = v.get<int64_t>(); i >= 0 &&
+            if (i >= 0 &&
                 !s.owners.emplace(topic_partition{name, p}, brokers[static_cast<size_t>(i)]).second)
               return error{errc::malformed, "snapshot.owners: duplicate topic-partition", {}, 0};
             ++p;

@@ -6,6 +6,7 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "cluster/move_journal.hpp"
 #include "cluster/partition_map.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/local_loads.hpp"
@@ -138,6 +139,50 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
     get_atom::value);
 }
 
+/// Counts the unfinished moves from or to broker `id` in this broker's
+/// journal and every reachable peer's (GET /cluster/moves), then calls
+/// `done` on some thread. A peer that does not answer counts nothing.
+void moves_naming(const cluster_admin_context& ctx, const std::string& id, std::function<void(int64_t)> done) {
+  struct round {
+    std::mutex mtx;
+    int64_t count = 0;
+    int pending = 2;
+    std::function<void(int64_t)> done;
+    void add(const json& rows, const std::string& id) {
+      std::unique_lock<std::mutex> g{mtx};
+      if (rows.is_array())
+        for (const auto& row : rows) {
+          auto state = cluster::parse_move_state(row.value("state", std::string{}));
+          if (state && !cluster::is_terminal(*state)
+              && (row.value("from", std::string{}) == id || row.value("to", std::string{}) == id))
+            ++count;
+        }
+      if (--pending != 0)
+        return;
+      g.unlock();
+      auto finish = std::move(done);
+      finish(count);
+    }
+  };
+  auto r = std::make_shared<round>();
+  r->done = std::move(done);
+  if (ctx.reassigner)
+    ask<std::string>(
+      *ctx.system, *ctx.reassigner, std::chrono::seconds(5),
+      [r, id](std::string& rows) { r->add(json::parse(rows, nullptr, false), id); },
+      [r, id](const caf::error&) { r->add(json(), id); }, list_atom::value);
+  else
+    r->add(json(), id);
+  survey_peers(ctx.peers, "/cluster/moves", ctx.probe_timeout, [r, id](std::vector<peer_answer> answers) {
+    json rows = json::array();
+    for (auto& a : answers)
+      if (a.ok && a.body.is_object() && a.body.contains("moves") && a.body["moves"].is_array())
+        for (auto& row : a.body["moves"])
+          rows.push_back(std::move(row));
+    r->add(rows, id);
+  });
+}
+
 bool needs_metadata_log(const cluster_admin_context& ctx, const responder& respond) {
   if (ctx.state && ctx.raft)
     return false;
@@ -167,10 +212,14 @@ void add_broker_routes(router& r, const cluster_admin_context& ctx) {
   r.add("GET", "/admin/brokers/{id}", [ctx, list](http_request& req, responder respond) {
     if (needs_metadata_log(ctx, respond))
       return;
-    list(respond, [respond, id = req.params["id"]](json& rows) {
+    list(respond, [ctx, respond, id = req.params["id"]](json& rows) {
       for (auto& row : rows)
         if (row.value("id", std::string{}) == id) {
-          respond(http_response::json(200, row.dump()));
+          // The drain's progress: partitions still owned, and moves not ended.
+          moves_naming(ctx, id, [respond, row](int64_t moves) mutable {
+            row["moves_in_flight"] = moves;
+            respond(http_response::json(200, row.dump()));
+          });
           return;
         }
       respond(http_response::error(404, "unknown_broker", "no broker " + id + " in this cluster"));
@@ -189,7 +238,22 @@ void add_broker_routes(router& r, const cluster_admin_context& ctx) {
   // 202: the drain is recorded; the balancer moves the partitions next.
   r.add("POST", "/admin/brokers/{id}/drain", change("drain", 202));
   r.add("DELETE", "/admin/brokers/{id}/drain", change("undrain", 200));
-  r.add("DELETE", "/admin/brokers/{id}", change("remove", 200));
+  // A move off the broker owns its partition at the destination from the
+  // cutover on, but only its source finishes it (offsets, confirm): a broker
+  // removed and stopped before that would leave the partition sealed.
+  r.add("DELETE", "/admin/brokers/{id}", [ctx, remove = change("remove", 200)](http_request& req, responder respond) {
+    if (needs_metadata_log(ctx, respond))
+      return;
+    auto id = req.params["id"];
+    moves_naming(ctx, id, [ctx, req, respond, remove, id](int64_t moves) mutable {
+      if (moves > 0) {
+        respond(http_response::error(409, "moves_in_flight", "broker " + id + " has " + std::to_string(moves)
+                                                               + " move(s) not ended; removal waits for them"));
+        return;
+      }
+      remove(req, respond);
+    });
+  });
 }
 
 }  // namespace

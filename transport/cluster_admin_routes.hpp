@@ -19,6 +19,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/balancer.hpp"
 #include "actors/cluster_state.hpp"
+#include "actors/reassigner.hpp"
 #include "transport/peer_survey.hpp"
 #include "transport/router.hpp"
 
@@ -37,6 +38,9 @@ struct cluster_admin_context {
   std::vector<cluster_peer> peers;
   /// The balance loop (a Cluster section is required); /admin/balancer.
   std::optional<balancer_actor> balancer;
+  /// This broker's moves: a broker is removable only when no journal of the
+  /// cluster holds an unfinished move from or to it.
+  std::optional<reassigner_actor> reassigner;
   /// With Cluster.Raft: term, commit index and role for /admin/cluster.
   std::shared_ptr<raft_view> raft;
   /// Deadline of the peers' /cluster/loads; local partitions get half of it.

@@ -22,6 +22,16 @@ json broker_row(move_cluster& c, size_t via, const std::string& id) {
   return call(c.admin(via), "GET", "/admin/brokers/" + id).body;
 }
 
+/// Waits until broker `id` owns nothing and no move from or to it is running.
+bool drained(move_cluster& c, const std::string& id, std::chrono::seconds timeout) {
+  return wait_until(
+    [&] {
+      auto row = broker_row(c, 0, id);
+      return row.value("partitions", -1) == 0 && row.value("moves_in_flight", -1) == 0;
+    },
+    timeout);
+}
+
 }  // namespace
 
 TEST_CASE("a drained broker is emptied under produce load with the balancer off, then removed",
@@ -74,7 +84,8 @@ TEST_CASE("a drained broker is emptied under produce load with the balancer off,
   CHECK((onto.status == 202 && onto.body["rejected"].size() == 1
          && onto.body["rejected"][0].dump().find("broker_draining") != std::string::npos));
 
-  bool empty = wait_until([&] { return broker_row(c, 0, "b3").value("partitions", -1) == 0; }, 90s);
+  // Empty once it owns nothing and no move from it is still confirming.
+  bool empty = drained(c, "b3", 90s);
   INFO("owners " << json(owned_by(c, 0, "drained")).dump() << "\n" << lines_with(c, "balancer.", 20));
   REQUIRE(empty);
   auto spread = owned_by(c, 0, "drained");
@@ -142,4 +153,25 @@ TEST_CASE("a drain is cancelled with DELETE /admin/brokers/{id}/drain", "[node][
   REQUIRE(undrain.status == 200);
   CHECK(undrain.body.value("state", "") == "active");
   CHECK(call(c.admin(0), "DELETE", "/admin/brokers/b2").body.value("error", "") == "not_draining");
+}
+
+TEST_CASE("a drain runs while the balancer is live in DryRun, and only the drain moves", "[node][metadata][raft][drain][scenario]") {
+  // DryRun: the goals plan but move nothing; the drain's moves are made.
+  auto config = raft_config();
+  for (auto& a : autobalance(true, 1))
+    config.push_back(a);
+  move_cluster c{{"b1", "b2", "b3"}, config};
+  start_all(c);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+  create_topic(c.client(0), "skewed", 4);  // all on b1: the goals would spread them, but DryRun
+  create_topic(c.client(2), "leaving", 3);  // all on b3, to be drained
+  REQUIRE(wait_until([&] { return owned_by(c, 0, "leaving") == std::map<std::string, int>{{"b3", 3}}; }, 5s));
+  REQUIRE(call(c.admin(0), "POST", "/admin/brokers/b3/drain").status == 202);
+  bool empty = drained(c, "b3", 60s);
+  INFO("leaving " << json(owned_by(c, 0, "leaving")).dump() << "\n" << lines_with(c, "balancer.", 20));
+  REQUIRE(empty);
+  // No goal move was made: skewed stays on b1.
+  CHECK(owned_by(c, 0, "skewed") == std::map<std::string, int>{{"b1", 4}});
+  CHECK(call(c.admin(1), "DELETE", "/admin/brokers/b3").status == 200);
 }

@@ -239,6 +239,10 @@ TEST_CASE("a snapshot holds owners per topic as broker indexes; older snapshots 
   auto back = snapshot_from_json(j);
   REQUIRE(back.ok());
   CHECK(*back == s);
+  // As read from a file or the wire (indexes parse as unsigned numbers).
+  auto parsed = snapshot_from_json(json::parse(j.dump()));
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == s);
 
   // The same image as written before per-topic owners: every row at the top.
   auto old = snapshot_from_json(json::parse(R"({"last_index":9,"last_term":2,"controller":"",
@@ -254,7 +258,7 @@ TEST_CASE("a snapshot holds owners per topic as broker indexes; older snapshots 
   CHECK(gap["topics"][0]["owners"][1] == -1);
   REQUIRE(snapshot_from_json(gap).ok());
   CHECK(*snapshot_from_json(gap) == s);
-  for (const char* bad : {"[0,1]", "[0,1,9]", "[0,\"b1\",0]", "[0,-2,0]"}) {
+  for (const char* bad : {"[0,1]", "[0,1,9]", "[0,\"b1\",0]", "[0,-2,0]", "[0,18446744073709551615,0]", "[0,1.0,0]"}) {
     json k = j;
     k["topics"][0]["owners"] = json::parse(bad);
     auto r = snapshot_from_json(k);

@@ -385,6 +385,7 @@ int run(const config::load_result& loaded) {
     };
     balancer = spawn_balancer(sys, bs, actx.goals, *cluster_state, *reassigner, registry);
     cactx.balancer = *balancer;
+    cactx.reassigner = *reassigner;  // a broker is removed only with no move from or to it
     auto opts = listener_options(cfg, "cluster", *cfg.cluster);
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);

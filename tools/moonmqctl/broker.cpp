@@ -64,11 +64,18 @@ int broker_command(const admin_endpoint& ep, const broker_options& o) {
       return 1;
     }
     auto left = j->value("partitions", int64_t{-1});
-    if (!o.wait || left == 0) {
+    auto moves = j->value("moves_in_flight", int64_t{0});
+    if (!o.wait || (left == 0 && moves == 0)) {
       std::cout << j->dump(2) << "\n";
       return 0;
     }
-    std::cerr << "broker " << o.id << ": " << left << " partition(s) left\n";
+    if (j->value("state", std::string{}) != "draining") {
+      std::cerr << "moonmqctl: broker " << o.id << " is " << j->value("state", std::string{"?"})
+                << ", no longer draining\n";
+      std::cout << j->dump(2) << "\n";
+      return 1;
+    }
+    std::cerr << "broker " << o.id << ": " << left << " partition(s) left, " << moves << " move(s) running\n";
     std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
   }
 }
