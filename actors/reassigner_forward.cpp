@@ -53,6 +53,50 @@ void push_offsets(self_ptr self, const std::string& id);
 
 // --- step 1: ensure ---------------------------------------------------------
 
+/// Refusals of an ensure that a Raft election explains: the destination has
+/// moved to a newer term than this broker knows (stale_epoch,
+/// epoch_conflict) or knows no leader yet (no_controller). Retried, since an
+/// ensure only (re)creates the destination's sealed copy.
+bool election_refusal(int status, const json& answer) {
+  auto code = answer.is_object() && answer.contains("error") && answer["error"].is_string()
+                ? answer["error"].get<std::string>()
+                : std::string{};
+  return (status == 409 && (code == "stale_epoch" || code == "epoch_conflict"))
+         || (status == 503 && code == "no_controller");
+}
+
+void send_ensure(self_ptr self, const std::string& id, std::string body, int64_t log_start, int attempt) {
+  auto* run = run_of(self, id);
+  const auto* row = row_of(self, id);
+  call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/ensure", body, true,
+       [self, id, log_start, attempt, body](int status, json& answer, const std::string& error) {
+         auto* run = run_of(self, id);
+         if (status != 200 && election_refusal(status, answer) && attempt + 1 < ensure_attempts) {
+           // 200, 400, 800, 1600 ms: past an election with the default timeouts.
+           auto delay = finish_backoff_min_ms << attempt;
+           logger()->warn("move.ensure_retry move={} in_ms={} error=\"{}\"", id, delay,
+                          answer_error(status, answer, error));
+           schedule(self, *run, delay, [self, id, body, log_start, attempt] {
+             send_ensure(self, id, body, log_start, attempt + 1);
+           });
+           return;
+         }
+         if (status != 200) {
+           fail(self, id, "ensure on the destination failed: " + answer_error(status, answer, error));
+           return;
+         }
+         run->copy_started_ms = now_ms();
+         run->copied_this_run = 0;
+         run->rate = effective_throttle(self);
+         if (answer.contains("log_end_offset") && answer["log_end_offset"] != log_start) {
+           fail(self, id, "the destination did not start its copy at the source's log start");
+           return;
+         }
+         save_progress(self, *run, true);
+         copy_next(self, id);
+       });
+}
+
 void begin_copy(self_ptr self, const std::string& id) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
@@ -97,23 +141,7 @@ void begin_copy(self_ptr self, const std::string& id) {
         const auto* row = row_of(self, id);
         logger()->info("move.ensure move={} topic={} partition={} to={} log_start={} log_end={} bytes={}", id,
                        tp.topic, tp.partition, row->to.value, log_start, log_end, size);
-        call(self, *run, row->to.value, "POST", tp_path(tp) + "/ensure", body.dump(), true,
-             [self, id, log_start](int status, json& answer, const std::string& error) {
-               if (status != 200) {
-                 fail(self, id, "ensure on the destination failed: " + answer_error(status, answer, error));
-                 return;
-               }
-               auto* run = run_of(self, id);
-               run->copy_started_ms = now_ms();
-               run->copied_this_run = 0;
-               run->rate = effective_throttle(self);
-               if (answer.contains("log_end_offset") && answer["log_end_offset"] != log_start) {
-                 fail(self, id, "the destination did not start its copy at the source's log start");
-                 return;
-               }
-               save_progress(self, *run, true);
-               copy_next(self, id);
-             });
+        send_ensure(self, id, body.dump(), log_start, 0);
       },
       [self, id, seq](caf::error& e) {
         auto* run = run_of(self, id);
@@ -299,8 +327,19 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
             },
             [self, id, seq2, then](caf::error& e) {
               auto* run = run_of(self, id);
-              if (run && run->seq == seq2)
-                flip_failed(self, id, "recording the new owner failed: " + message_of(e), then, true);
+              if (!run || run->seq != seq2)
+                return;
+              const auto* row = row_of(self, id);
+              auto status = http_status_of(e);
+              if (row && row->state == move_state::cutover && (status == 503 || status == 504)
+                  && ++run->flip_attempts < flip_attempts) {
+                // No leader to take it right now (an election): try again.
+                auto delay = finish_backoff_min_ms << (run->flip_attempts - 1);
+                logger()->warn("move.flip_retry move={} in_ms={} error=\"{}\"", id, delay, message_of(e));
+                schedule(self, *run, delay, [self, id, then] { seal_and_flip(self, id, then, true); });
+                return;
+              }
+              flip_failed(self, id, "recording the new owner failed: " + message_of(e), then, true);
             });
       },
       [self, id, seq, then, flip](caf::error& e) {

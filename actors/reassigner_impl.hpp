@@ -34,6 +34,15 @@ constexpr int64_t finish_backoff_max_ms = 5000;
 /// election with the default ElectionTimeoutMs, during which a push
 /// carrying the old term is refused).
 constexpr int offsets_push_attempts = 5;
+/// Tries of a move's ensure refused because a Raft election is under way
+/// (the same backoff), before the move fails.
+constexpr int ensure_attempts = 5;
+/// Tries of the cutover's owner change refused for want of a Raft leader
+/// (503 / 504: no leader known, the forward to a dead leader refused, the
+/// entry lost or not applied in time) before the move rolls back. Safe to
+/// repeat: the same owner again, and a later rollback's entry follows it in
+/// log order.
+constexpr int flip_attempts = 5;
 
 inline int64_t now_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -63,6 +72,7 @@ struct move_run {
   int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
   int64_t backoff_ms = finish_backoff_min_ms;
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
+  int flip_attempts = 0;           ///< tries of the cutover's owner change so far
   std::string note;                ///< last transient error while retrying
 };
 

@@ -481,3 +481,45 @@ TEST_CASE("a copying move cancelled through a broker that is neither its source 
   CHECK(*owner == (row["state"] == "done" ? 1u : 0u));
   CHECK(count_loss(acked, read_partition(c.client(*owner), "cx", 0)).ok());
 }
+
+// --- moves started during an election ---------------------------------------------
+
+TEST_CASE("moves submitted while the Raft leader is being replaced end done", "[node][metadata][raft][scenario]") {
+  // Right after the leader dies the source may still name the old term
+  // while the destination already follows the new one: its first request
+  // (ensure) is refused as stale until the source catches up. That refusal
+  // is retried, so the move goes on instead of failing.
+  move_cluster c{{"b1", "b2", "b3"}, raft_config()};
+  start_all(c);
+  auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
+  if (!elected)
+    FAIL("no leader elected\n" << log_tails(c));
+  auto [src, dst] = followers(elected->first);
+  constexpr int partitions = 6;
+  create_topic(c.client(src), "el", partitions);
+  std::map<int, std::map<int64_t, sent_record>> acked;
+  for (int p = 0; p < partitions; ++p)
+    acked[p] = fill(c.client(src), "el", p, 40, 20, 100, "el" + std::to_string(p));
+  c.kill(elected->first);
+  // One move every 300 ms across the election: some start while the two
+  // survivors disagree on the term.
+  for (int p = 0; p < partitions; ++p) {
+    json body{{"version", 1}, {"partitions", {{{"topic", "el"}, {"partition", p}, {"replicas", {c.id(dst)}}}}}};
+    answer a;
+    bool accepted = wait_until([&] {
+      a = call(c.admin(src), "POST", "/admin/reassignments", body.dump());
+      return a.status == 202 && a.body["accepted"].size() == 1;
+    }, 4 * election_bound);
+    INFO("move of el/" << p << ": " << a.raw);
+    CHECK(accepted);
+    std::this_thread::sleep_for(300ms);
+  }
+  for (int p = 0; p < partitions; ++p) {
+    auto row = wait_move(c.admin(src), "el", p, c.id(src), {}, 30s);
+    INFO("el/" << p << ": " << row.dump() << "\n" << lines_with(c, "move.ensure_retry"));
+    CHECK(row.value("state", "") == "done");
+    if (row.value("state", "") == "done")
+      CHECK(count_loss(acked[p], read_partition(c.client(dst), "el", p)).ok());
+  }
+  WARN("ensure retries: " << lines_with(c, "move.ensure_retry", 20));
+}
