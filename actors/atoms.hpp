@@ -42,5 +42,6 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;    ///< create or gro
 using config_atom = caf::atom_constant<caf::atom("config")>;  ///< change the dynamic balancer settings
 using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a Raft log entry
 using broker_atom = caf::atom_constant<caf::atom("broker")>;  ///< read or change a broker's standing (drain, remove)
+using register_atom = caf::atom_constant<caf::atom("register")>;  ///< register a joining broker's endpoints
 
 }  // namespace moonmq

@@ -126,7 +126,7 @@ bool draining_any(const balancer_state& st) {
 void start_pass(self_ptr self, bool execute) {
   auto& st = self->state;
   st.pass_running = true;
-  const auto& peers = st.settings.peers;
+  const auto peers = st.settings.peers->all();
   auto in = std::make_shared<pass_inputs>();
   in->owner = caf::actor_cast<balancer_actor>(self);
   in->execute = execute;
@@ -271,7 +271,7 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
             [report](caf::error& e) { report(http_status_of(e), error_code_of(e) + ": " + message_of(e)); });
     return;
   }
-  for (const auto& peer : st.settings.peers)
+  for (const auto& peer : st.settings.peers->all())
     if (peer.id == a.from) {
       transport::call_peer(peer, "POST", "/cluster/moves",
                            json{{"topic", a.topic}, {"partition", a.partition}, {"to", a.to}, {"origin", "balancer"}}

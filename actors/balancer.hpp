@@ -34,7 +34,7 @@
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
 #include "config/node_config.hpp"
-#include "transport/peer_survey.hpp"
+#include "transport/peer_directory.hpp"
 
 namespace moonmq::plugins {
 class goal_registry;
@@ -59,7 +59,8 @@ using balancer_actor = caf::typed_actor<
 struct balancer_settings {
   std::string broker_id;
   config::autobalance_config config;
-  std::vector<transport::cluster_peer> peers;
+  /// The other brokers (configured and registered at runtime).
+  std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
   std::chrono::milliseconds peer_timeout{5000};
   /// Cluster.Raft.Enabled: controllership comes from the Raft leader (see above).
   bool raft = false;

@@ -96,6 +96,16 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
     .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
 }
 
+/// Every broker of the cluster in id order: the voters and the brokers that
+/// registered at runtime (the applied image's members).
+std::vector<std::string> cluster_brokers(self_ptr self) {
+  auto ids = self->state.view->members();
+  if (ids.empty() && self->state.raft)
+    ids = self->state.raft->brokers;
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 /// The broker named owner of the partitions a create or growth proposed
 /// here adds: this broker, unless it is draining or removed, then the first
 /// broker (in id order) that is neither draining, removed nor fenced.
@@ -107,8 +117,7 @@ std::string placement_owner(self_ptr self) {
   };
   if (usable(st.self_id))
     return st.self_id;
-  std::vector<std::string> ids = st.raft ? st.raft->brokers : std::vector<std::string>{};
-  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> ids = st.raft ? cluster_brokers(self) : std::vector<std::string>{};
   for (const auto& id : ids)
     if (usable(id) && !standing->fenced.count(id))
       return id;
@@ -130,7 +139,7 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
   auto& st = self->state;
   if (!st.raft)
     return make_error(errc::not_ready, "drain and removal need Cluster.Raft (the metadata log)");
-  const auto& ids = st.raft->brokers;
+  const auto ids = cluster_brokers(self);
   if (std::find(ids.begin(), ids.end(), broker) == ids.end())
     return make_coded_error(404, "unknown_broker", "no broker " + broker + " in this cluster");
   auto row = broker_row(self, broker);
@@ -388,9 +397,7 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
       if (!st.raft)
         return make_error(errc::not_ready, "broker standing needs Cluster.Raft (the metadata log)");
       nlohmann::json rows = nlohmann::json::array();
-      auto ids = st.raft->brokers;
-      std::sort(ids.begin(), ids.end());
-      for (const auto& id : ids)
+      for (const auto& id : cluster_brokers(self))
         rows.push_back(broker_row(self, id));
       return rows.dump();
     },

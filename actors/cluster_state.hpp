@@ -91,7 +91,9 @@ std::string check_cluster_state(const std::string& data_dir);
 struct raft_link {
   std::shared_ptr<raft_view> view;
   raft_actor node;
-  /// Every broker of the cluster (this one and its configured peers).
+  /// The voters of the metadata log (this one and its configured peers
+  /// unless Cluster.Raft.Voters says otherwise); the brokers that register
+  /// at runtime come from the image (owner_view::members).
   std::vector<std::string> brokers;
 };
 

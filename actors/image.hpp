@@ -42,6 +42,8 @@ struct broker_standing {
   std::set<std::string> fenced;
   std::set<std::string> draining;
   std::set<std::string> removed;
+  /// Brokers that joined at runtime (a register entry), with their endpoints.
+  std::map<std::string, cluster::broker_endpoints> registered;
 };
 
 /// Where a request for one partition goes, as the image says.
@@ -128,6 +130,26 @@ public:
         out.push_back(b);
     return out.empty() ? brokers : out;
   }
+  /// The brokers counted before any registration, set once at start: the
+  /// voters of the metadata log (Cluster.Raft.Voters), and this broker when
+  /// it joins as a learner.
+  void set_voters(std::vector<std::string> voters) {
+    std::lock_guard<std::mutex> g{mtx_};
+    voters_ = std::move(voters);
+  }
+  /// Every broker of the cluster in id order: the voters and the brokers
+  /// that registered (removed ones stay listed: unfenced() drops them). Group
+  /// coordinators and placement are computed over this list, the same on
+  /// every broker that applied the same image.
+  std::vector<std::string> members() const {
+    std::unique_lock<std::mutex> g{mtx_};
+    std::set<std::string> ids(voters_.begin(), voters_.end());
+    auto s = standing_;
+    g.unlock();
+    for (const auto& [id, e] : s->registered)
+      ids.insert(id);
+    return {ids.begin(), ids.end()};
+  }
   /// The dynamic balancer settings of the metadata log (JSON object text,
   /// config/dynamic.hpp; "{}" without Raft or before any change).
   std::shared_ptr<const std::string> balancer() const {
@@ -141,6 +163,7 @@ private:
   std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();
   std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
+  std::vector<std::string> voters_;
   bool strict_ = false;
 };
 

@@ -52,7 +52,6 @@ struct load_meter_state {
   placement::scorer_config scorer;
   placement::load_tracker tracker;
   std::set<std::string> excluded;          ///< excluded_brokers
-  std::map<std::string, std::string> urls;  ///< peer id → "http://" + client address
   int64_t started_ms = 0;
   int64_t last_report_ms = 0;
   uint64_t heartbeats = 0;
@@ -127,11 +126,12 @@ void sample_local(self_ptr self, int64_t now) {
 /// GETs every peer's /cluster/loads and posts the session reports back.
 void pull_peers(self_ptr self) {
   auto& st = self->state;
-  if (st.settings.peers.empty() || st.pull_running)
+  auto peers = st.settings.peers->all();
+  if (peers.empty() || st.pull_running)
     return;
   st.pull_running = true;
   auto handle = caf::actor_cast<load_meter_actor>(self);
-  transport::survey_peers(st.settings.peers, "/cluster/loads", st.settings.peer_timeout,
+  transport::survey_peers(peers, "/cluster/loads", st.settings.peer_timeout,
                           [handle](std::vector<transport::peer_answer> answers) {
                             json rows = json::array();
                             for (auto& a : answers) {
@@ -199,8 +199,8 @@ std::string client_url(const load_meter_state& st, const std::string& id) {
     auto port = st.settings.client_port ? st.settings.client_port->load() : 0;
     return port == 0 ? std::string{} : "http://" + st.settings.client_host + ":" + std::to_string(port);
   }
-  auto it = st.urls.find(id);
-  return it == st.urls.end() ? std::string{} : it->second;
+  auto p = st.settings.peers->find(id);
+  return p && !p->client_address.empty() ? "http://" + p->client_address : std::string{};
 }
 
 std::pair<int32_t, std::string> recommend_for(self_ptr self, const std::string& client, const std::string& topic,
@@ -267,7 +267,7 @@ json status_of(const load_meter_state& st) {
                            {"excluded", st.excluded.count(b.report.broker.str()) > 0},
                            {"report", placement::to_json(b.report)}});
   json peers = json::array();
-  for (const auto& p : st.settings.peers) {
+  for (const auto& p : st.settings.peers->all()) {
     json row{{"id", p.id}, {"url", client_url(st, p.id)}};
     if (auto e = st.peer_errors.find(p.id); e != st.peer_errors.end())
       row["last_error"] = e->second;
@@ -306,15 +306,12 @@ load_meter_actor::behavior_type load_meter_fn(self_ptr self, load_meter_settings
     init.settings.published = std::make_shared<session_load_view>();
   init.scorer = scorer_of(init.settings.config);
   init.excluded.insert(init.settings.excluded_brokers.begin(), init.settings.excluded_brokers.end());
-  for (const auto& p : init.settings.peers)
-    if (!p.client_address.empty())
-      init.urls[p.id] = "http://" + p.client_address;
   init.started_ms = session_probe::now_ms();
   if (auto ok = placement::validate(init.scorer); !ok)
     // Cannot happen: config/loader.cpp checks the same ranges.
     logger()->error("placement.config_invalid error=\"{}\"", placement::to_string(ok.err()));
   logger()->info("placement.meter_started broker={} heartbeat_ms={} peers={}", init.settings.broker_id,
-                 init.settings.config.heartbeat_ms, init.settings.peers.size());
+                 init.settings.config.heartbeat_ms, init.settings.peers->size());
   self->send(self, tick_atom::value);
   return {
     [self](tick_atom) {

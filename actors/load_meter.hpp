@@ -27,7 +27,7 @@
 #include "actors/atoms.hpp"
 #include "actors/registry.hpp"
 #include "config/node_config.hpp"
-#include "transport/peer_survey.hpp"
+#include "transport/peer_directory.hpp"
 
 namespace moonmq {
 
@@ -55,7 +55,9 @@ struct load_meter_settings {
   config::placement_config config;
   /// Autobalance.ExcludedBrokers: never recommended (counted as draining).
   std::vector<std::string> excluded_brokers;
-  std::vector<transport::cluster_peer> peers;  ///< each with its client_address (the recommended URL)
+  /// The other brokers (configured and registered at runtime), each with its
+  /// client_address (the recommended URL).
+  std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
   std::chrono::milliseconds peer_timeout{5000};
   /// This broker's client API: Server.Host and the bound port (set once
   /// the listener is up; 0 before).

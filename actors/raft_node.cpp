@@ -76,6 +76,15 @@ struct raft_node_state {
   metrics::gauge* controller_gauge = nullptr;
   metrics::gauge* commit_gauge = nullptr;
   metrics::counter* elections_counter = nullptr;
+  /// This broker's endpoints to register (a learner, once its listeners are bound).
+  std::optional<raft::broker_endpoints> own;
+  /// When the next registration attempt may go out, and which voter it goes to.
+  clock_type::time_point register_after{};
+  std::size_t register_turn = 0;
+  /// Set at start when the image already named this broker removed: its
+  /// restart asks to join again (once).
+  bool rejoin = false;
+  bool told_removed = false;  ///< the removal was logged
   static inline const char* name = "raft_node";
 };
 
@@ -113,6 +122,8 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
     standing->draining.insert(id.str());
   for (const auto& id : table.removed())
     standing->removed.insert(id.str());
+  for (const auto& [id, e] : table.registered())
+    standing->registered[id.str()] = cluster::broker_endpoints{e.cluster, e.client, e.kafka};
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
            std::move(standing));
 }
@@ -223,12 +234,42 @@ void fail_pending(self_ptr self) {
   st.forwards.clear();
 }
 
+/// Gives every registered broker (other than this one) a Raft client, so
+/// that the leader's appends reach a learner from the batch that applied
+/// its register entry on; a broker that registered a new cluster address
+/// gets a new client.
+void connect_registered(self_ptr self) {
+  auto& st = self->state;
+  if (!st.settings.connect)
+    return;
+  const auto& voters = st.core->config().members;
+  for (const auto& [id, e] : st.core->state().registered()) {
+    // A voter keeps its configured address: an entry naming one (refused
+    // when proposed) never redirects its Raft traffic.
+    if (id.str() == st.settings.broker_id || st.core->state().removed().count(id)
+        || std::find(voters.begin(), voters.end(), id) != voters.end())
+      continue;
+    auto it = st.peers.find(id.str());
+    if (it != st.peers.end() && it->second.peer.address == e.cluster)
+      continue;
+    raft_peer p;
+    p.peer = st.settings.connect(id.str(), e.cluster);
+    if (!p.peer.client) {
+      logger()->warn("raft.peer_unusable peer={} address={}", id.str(), e.cluster);
+      continue;
+    }
+    logger()->info("raft.peer_learned peer={} address={}", id.str(), e.cluster);
+    st.peers[id.str()] = std::move(p);
+  }
+}
+
 /// Persists, sends and applies every pending batch (docs/raft.md
 /// "Persistence contract"). A failed save stops this node's participation:
 /// continuing could acknowledge state that is not durable.
 void drain_ready(self_ptr self) {
   auto& st = self->state;
   bool applied = false;
+  bool brokers_applied = false;
   while (st.broken.empty() && st.core->has_ready()) {
     auto rd = st.core->ready();
     if (auto saved = st.store->save(rd); !saved) {
@@ -242,7 +283,9 @@ void drain_ready(self_ptr self) {
     for (const auto& m : rd.messages)
       send(self, m);
     applied = applied || rd.snap || !rd.committed.empty();
+    bool brokers_changed = rd.snap.has_value();
     for (const auto& e : rd.committed) {
+      brokers_changed = brokers_changed || std::holds_alternative<raft::broker_entry>(e.payload);
       if (const auto* b = std::get_if<raft::broker_entry>(&e.payload))
         logger()->warn("raft.broker_{} broker={} index={} term={}", raft::to_string(b->change), b->id.str(),
                        e.index.value, e.entry_term.value);
@@ -251,12 +294,18 @@ void drain_ready(self_ptr self) {
                        raft::describe(e.payload));
     }
     st.core->advance();
+    if (brokers_changed) {
+      connect_registered(self);
+      brokers_applied = true;
+    }
   }
   if (applied) {
     publish_image(*st.owners, st.core->state());
     count_offline(self);
     if (st.settings.on_topics)
       st.settings.on_topics(st.owners->topics());
+    if (brokers_applied && st.settings.on_brokers)
+      st.settings.on_brokers(st.owners->standing());
   }
   publish_status(self);
   settle_waiters(self);
@@ -297,6 +346,67 @@ void check_liveness(self_ptr self) {
                    index->value);
     st.liveness_pending[id] = index->value;
   }
+}
+
+/// True for a host:port others can connect to: a port, and a host that is
+/// not empty nor a wildcard bind address.
+bool reachable_address(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= address.size())
+    return false;
+  auto host = address.substr(0, colon);
+  return host != "0.0.0.0" && host != "::" && host != "[::]" && host != "*";
+}
+
+/// A learner registers its endpoints until the image it applied names them
+/// (docs/metadata.md "Joining"): to the leader it knows, else to the voters
+/// in turn (a voter that is not the leader answers 503 and the next is
+/// tried), at most once per election timeout.
+void try_register(self_ptr self) {
+  auto& st = self->state;
+  if (!st.own || !st.core || st.core->is_voter())
+    return;
+  raft::node_id me{st.settings.broker_id};
+  bool removed = st.core->state().removed().count(me) != 0;
+  if (!removed)
+    st.rejoin = false;  // in (or never out): a later removal is final for this run
+  // Removed while it runs: it stays out (an operator's removal is not
+  // undone by the broker still running); a restart joins again.
+  if (removed && !st.rejoin) {
+    if (!st.told_removed)
+      logger()->warn("raft.removed broker={} msg=\"removed from the cluster: stop this broker, or restart it to "
+                     "join again\"",
+                     st.settings.broker_id);
+    st.told_removed = true;
+    return;
+  }
+  // A leader replicates to this broker only once its registration (at the
+  // address it listens on now) committed: nothing to propose again, and no
+  // duplicate can land after a later removal.
+  if (!st.core->leader().empty())
+    return;
+  auto now = clock_type::now();
+  if (now < st.register_after)
+    return;
+  st.register_after = now + std::chrono::milliseconds(st.settings.election_timeout_ms);
+  raft::broker_entry entry{raft::node_id{st.settings.broker_id}, raft::broker_change::register_broker, *st.own};
+  const transport::cluster_peer* target = nullptr;
+  if (auto it = st.peers.find(st.core->leader().str()); !st.core->leader().empty() && it != st.peers.end())
+    target = &it->second.peer;
+  else if (!st.settings.peers.empty())
+    target = &st.settings.peers[st.register_turn++ % st.settings.peers.size()];
+  if (!target)
+    return;
+  logger()->info("raft.registering broker={} via={} cluster={}", st.settings.broker_id, target->id, st.own->cluster);
+  transport::call_peer(*target, "POST", "/cluster/raft/propose", raft::to_json(raft::entry_payload{entry}).dump(), 0,
+                       "", std::chrono::milliseconds(st.settings.election_timeout_ms),
+                       [id = target->id](int status, json answer, std::string error) {
+                         if (status == 200)
+                           logger()->info("raft.registered via={} index={}", id, answer.value("index", int64_t{0}));
+                         else
+                           logger()->info("raft.register_refused via={} status={} error=\"{}\"", id, status,
+                                          answer.is_object() ? answer.value("message", error) : error);
+                       });
 }
 
 void expire(self_ptr self) {
@@ -410,11 +520,18 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
   init.view = std::move(view);
   raft::core_config cfg;
   cfg.self = raft::node_id{init.settings.broker_id};
-  cfg.members.push_back(cfg.self);
-  for (auto& p : init.settings.peers) {
-    cfg.members.push_back(raft::node_id{p.id});
-    init.peers[p.id].peer = p;
+  if (init.settings.voters.empty()) {
+    cfg.members.push_back(cfg.self);
+    for (auto& p : init.settings.peers)
+      cfg.members.push_back(raft::node_id{p.id});
+  } else {
+    for (const auto& v : init.settings.voters)
+      cfg.members.push_back(raft::node_id{v});
+    if (std::find(cfg.members.begin(), cfg.members.end(), cfg.self) == cfg.members.end())
+      cfg.learners.push_back(cfg.self);  // joins at runtime (docs/metadata.md "Joining")
   }
+  for (auto& p : init.settings.peers)
+    init.peers[p.id].peer = p;
   cfg.election_ticks = init.timing.election_ticks;
   cfg.heartbeat_ticks = init.timing.heartbeat_ticks;
   cfg.max_log_entries = static_cast<std::size_t>(init.settings.max_log_entries);
@@ -435,14 +552,17 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     logger()->critical("raft.open_failed broker={} error=\"{}\"", init.settings.broker_id, init.broken);
   } else {
     init.core.emplace(std::move(core.value()));
-    logger()->info("raft.started broker={} members={} term={} commit={} tick_ms={} election_ticks={}",
-                   init.settings.broker_id, cfg.members.size(), init.core->current_term().value,
+    logger()->info("raft.started broker={} members={} voter={} term={} commit={} tick_ms={} election_ticks={}",
+                   init.settings.broker_id, cfg.members.size(), init.core->is_voter(), init.core->current_term().value,
                    init.core->commit_index().value, init.timing.tick.count(), init.timing.election_ticks);
+    connect_registered(self);
     drain_ready(self);
     // Topics of the image loaded at start (snapshot included) exist here
-    // too, before the first new entry arrives.
+    // too, before the first new entry arrives; so do the registered brokers.
     if (init.settings.on_topics)
       init.settings.on_topics(init.owners->topics());
+    if (init.settings.on_brokers)
+      init.settings.on_brokers(init.owners->standing());
     self->delayed_send(self, init.timing.tick, tick_atom::value);
   }
   return {
@@ -453,6 +573,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       st.core->tick();
       check_liveness(self);
       drain_ready(self);
+      try_register(self);
       expire(self);
       self->delayed_send(self, st.timing.tick, tick_atom::value);
     },
@@ -492,10 +613,37 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       if (!self->state.core)
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
       auto c = raft::broker_change_from(change);
-      if (!c || *c == raft::broker_change::fence || *c == raft::broker_change::unfence)
+      if (!c || *c == raft::broker_change::fence || *c == raft::broker_change::unfence
+          || *c == raft::broker_change::register_broker)
         return coded(400, "invalid_request", "a proposed broker change is drain, undrain or remove, not \"" + change
-                                               + "\" (fencing is the controller's)");
-      return propose(self, raft::broker_entry{raft::node_id{broker}, *c}, forward_to_leader);
+                                               + "\" (fencing is the controller's; a registration names endpoints)");
+      return propose(self, raft::broker_entry{raft::node_id{broker}, *c, {}}, forward_to_leader);
+    },
+    [self](propose_atom, register_atom, std::string& broker, std::string& cluster, std::string& client,
+           std::string& kafka, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      if (!raft::valid_node_id(broker) || !reachable_address(cluster)
+          || (!client.empty() && !reachable_address(client)) || (!kafka.empty() && !reachable_address(kafka)))
+        return coded(400, "invalid_request",
+                     "a registration names a valid broker id and host:port addresses other brokers can reach "
+                     "(not a wildcard such as 0.0.0.0); got cluster \"" + cluster + "\"");
+      const auto& voters = self->state.core->config().members;
+      if (std::find(voters.begin(), voters.end(), raft::node_id{broker}) != voters.end())
+        return coded(409, "broker_is_voter", "broker " + broker + " is a voter (Cluster.Raft.Voters); only other "
+                                             "brokers register");
+      return propose(self,
+                     raft::broker_entry{raft::node_id{broker}, raft::broker_change::register_broker,
+                                        raft::broker_endpoints{cluster, client, kafka}},
+                     forward_to_leader);
+    },
+    [self](register_atom, std::string& cluster, std::string& client, std::string& kafka) {
+      auto& st = self->state;
+      st.own = raft::broker_endpoints{cluster, client, kafka};
+      st.register_after = {};
+      st.rejoin = st.core && st.core->state().removed().count(raft::node_id{st.settings.broker_id}) != 0;
+      if (st.core && !st.core->is_voter())
+        try_register(self);
     },
     [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

@@ -96,14 +96,35 @@ using raft_actor = caf::typed_actor<
   // ("drain", "undrain" or "remove"; fencing is the leader's own), forward.
   // Errors: 400 invalid_request for another change, then as above.
   caf::replies_to<propose_atom, broker_atom, std::string, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a `broker` register entry (docs/metadata.md "Joining"): broker
+  // id, cluster, client and Kafka host:port ("" = not served), forward.
+  // Errors: 400 invalid_request for an empty cluster address, then as above.
+  caf::replies_to<propose_atom, register_atom, std::string, std::string, std::string, std::string,
+                  bool>::with<int64_t, int64_t>,
+  // This broker's own endpoints (cluster, client, Kafka host:port), sent once
+  // its listeners are bound. A broker that is not a voter registers them
+  // through the voters until its register entry is applied here, and again
+  // whenever the image names other endpoints for it.
+  caf::reacts_to<register_atom, std::string, std::string, std::string>,
   // Internal: a forwarded proposal's answer (forward id, HTTP status, body).
   caf::reacts_to<step_atom, int64_t, int32_t, std::string>,
   caf::replies_to<status_atom>::with<std::string>>;
 
 struct raft_node_settings {
   std::string broker_id;
+  /// The voters (Cluster.Raft.Voters), this broker included unless it joins
+  /// as a learner; empty = this broker and every peer.
+  std::vector<std::string> voters;
   /// Every other voter, each with a client of its own for Raft traffic.
   std::vector<transport::cluster_peer> peers;
+  /// Makes the Raft peer (token and a client of its own) of a broker that
+  /// registered, from its id and cluster host:port; a null client when the
+  /// address is unusable. Unset: only `peers` are ever sent to.
+  std::function<transport::cluster_peer(const std::string& id, const std::string& address)> connect;
+  /// Called (on the raft node's thread) with the applied broker standing
+  /// after every batch that applied a `broker` entry or a snapshot, and once
+  /// at start: the peer directory learns the registered brokers. Must not block.
+  std::function<void(std::shared_ptr<const broker_standing>)> on_brokers;
   int election_timeout_ms = 1000;  ///< Cluster.Raft.ElectionTimeoutMs
   int heartbeat_ms = 500;          ///< Cluster.Raft.HeartbeatMs
   int max_log_entries = 512;       ///< Cluster.Raft.MaxLogEntries

@@ -58,11 +58,8 @@ move_run* run_of(self_ptr self, const std::string& id) {
   return it == self->state.running.end() ? nullptr : &it->second;
 }
 
-const transport::cluster_peer* peer_of(self_ptr self, const std::string& id) {
-  for (const auto& p : self->state.settings.peers)
-    if (p.id == id)
-      return &p;
-  return nullptr;
+std::optional<transport::cluster_peer> peer_of(self_ptr self, const std::string& id) {
+  return self->state.settings.peers->find(id);
 }
 
 std::optional<partition_actor> local_partition(self_ptr self, const cluster::topic_partition& tp) {
@@ -142,7 +139,7 @@ void current_controller(self_ptr self, int64_t& epoch, std::string& controller) 
 /// Sends a request for move `id` to `peer`; its answer resumes `then`.
 void call(self_ptr self, move_run& run, const std::string& peer_id, const std::string& method,
           const std::string& target, std::string body, bool control, answer_fn then) {
-  const auto* peer = peer_of(self, peer_id);
+  auto peer = peer_of(self, peer_id);
   run.on_answer = std::move(then);
   auto seq = ++run.seq;
   if (!peer) {

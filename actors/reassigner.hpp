@@ -32,7 +32,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/registry.hpp"
-#include "transport/peer_survey.hpp"
+#include "transport/peer_directory.hpp"
 
 namespace moonmq {
 
@@ -63,7 +63,8 @@ struct reassigner_settings {
   int64_t throttle_bytes_per_sec = 0;      ///< Cluster.MoveThrottleBytesPerSec; 0 = unlimited
   int max_concurrent = 2;                  ///< Cluster.MaxConcurrentMoves
   std::chrono::milliseconds peer_timeout{5000};  ///< Cluster.PeerTimeout, per request
-  std::vector<transport::cluster_peer> peers;
+  /// The other brokers (configured and registered at runtime).
+  std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
   /// Cluster.Raft.Enabled: owner changes travel through the Raft log. Without
   /// it a finished move is announced to the other peers (POST /cluster/owners).
   bool raft = false;

@@ -31,7 +31,7 @@ void announce_owner(self_ptr self, const cluster::move_entry& row, const std::st
   if (self->state.settings.raft)
     return;
   json body{{"topic", row.tp.topic}, {"partition", row.tp.partition}, {"owner", row.to.value}, {"from", row.from.value}};
-  for (const auto& peer : self->state.settings.peers) {
+  for (const auto& peer : self->state.settings.peers->all()) {
     if (peer.id == row.to.value)
       continue;
     transport::call_peer(peer, "POST", "/cluster/owners", body.dump(), static_cast<int64_t>(row.at.value),

@@ -100,7 +100,8 @@ inline auto logger() { return log::get("reassigner"); }
 json row_json(const cluster::move_entry& e, const move_run* run);
 const cluster::move_entry* row_of(self_ptr self, const std::string& id);
 move_run* run_of(self_ptr self, const std::string& id);
-const transport::cluster_peer* peer_of(self_ptr self, const std::string& id);
+/// The peer `id` from the directory (configured or registered), if known.
+std::optional<transport::cluster_peer> peer_of(self_ptr self, const std::string& id);
 std::optional<partition_actor> local_partition(self_ptr self, const cluster::topic_partition& tp);
 std::string tp_path(const cluster::topic_partition& tp);
 bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error = {});

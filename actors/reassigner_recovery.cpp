@@ -18,7 +18,7 @@ namespace {
 /// keeps its sealed copy, owned by the source in its table; the next
 /// move's ensure resets it.
 void cleanup_destination(self_ptr self, const cluster::move_entry& e, const std::string& controller) {
-  const auto* peer = peer_of(self, e.to.value);
+  auto peer = peer_of(self, e.to.value);
   if (!peer)
     return;
   auto epoch = static_cast<int64_t>(e.at.value);

@@ -28,6 +28,14 @@ struct broker_id {
   friend bool operator<(const broker_id& a, const broker_id& b) { return a.value < b.value; }
 };
 
+/// Where a broker listens, as its registration in the metadata log says
+/// (host:port each; "" = not served).
+struct broker_endpoints {
+  std::string cluster;  ///< cluster listener (Raft, moves, forwarded requests)
+  std::string client;   ///< client HTTP API
+  std::string kafka;    ///< Kafka wire protocol
+};
+
 /// A controller epoch (the `X-Controller-Epoch` header). 0 precedes every
 /// claim ("no controller seen yet"); the first claim is epoch 1.
 struct epoch {

@@ -1,5 +1,6 @@
 #include "config/loader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -267,6 +268,25 @@ void read_cluster(reader& server, node_config& cfg) {
     raft.error("HeartbeatMs", "must be below ElectionTimeoutMs");
   if (c.raft.session_timeout_ms <= c.raft.heartbeat_ms)
     raft.error("SessionTimeoutMs", "must be above HeartbeatMs");
+  raft.get_strings("Voters", c.raft.voters);
+  if (!c.raft.voters.empty() && !c.raft.enabled)
+    raft.error("Voters", "needs Enabled: true (voters and joining brokers are the metadata log's)");
+  for (const auto& v : c.raft.voters) {
+    bool known = v == c.broker_id
+                 || std::any_of(c.peers.begin(), c.peers.end(), [&](const peer_config& p) { return p.id == v; });
+    if (!known)
+      raft.error("Voters", "voter '" + v + "' is neither this broker nor a configured peer (Cluster.Peers gives "
+                           "each voter's address)");
+  }
+  if (!c.raft.voters.empty()) {
+    std::set<std::string> unique(c.raft.voters.begin(), c.raft.voters.end());
+    if (unique.size() != c.raft.voters.size())
+      raft.error("Voters", "lists a broker twice");
+    for (const auto& p : c.peers)
+      if (!unique.count(p.id))
+        raft.error("Voters", "peer '" + p.id + "' is not a voter: list it in Voters, or leave it out of Peers "
+                             "(brokers that are not voters are learned from the metadata log)");
+  }
   raft.finish();
   r.finish();
   cfg.cluster = std::move(c);

@@ -47,6 +47,11 @@ struct raft_config {
   /// A broker the Raft leader has not heard from for this long is fenced
   /// (KRaft's broker.session.timeout.ms, 9 s by default there too).
   int session_timeout_ms = 9000;
+  /// Cluster.Raft.Voters (Kafka's controller.quorum.voters): the broker ids
+  /// that vote. Empty = this broker and every configured peer. A broker not
+  /// listed joins at runtime as a learner (docs/metadata.md "Joining"); every
+  /// voter other than this broker must be a configured peer (its address).
+  std::vector<std::string> voters;
 };
 
 struct cluster_config : listener_config {

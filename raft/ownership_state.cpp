@@ -38,6 +38,12 @@ status ownership_state::apply(const log_entry& e) {
           removed_.insert(b->id);
         }
         break;
+      case broker_change::register_broker:
+        // A broker joining (or rejoining with new endpoints): known from here
+        // on; a removed one is admitted again (docs/metadata.md "Joining").
+        registered_[b->id] = b->endpoints;
+        removed_.erase(b->id);
+        break;
     }
   } else if (auto* cfg = std::get_if<config_entry>(&e.payload)) {
     // Keys of the entry replace the current ones; null removes a key.
@@ -81,6 +87,7 @@ void ownership_state::load(const snapshot& s) {
   fenced_ = s.fenced;
   draining_ = s.draining;
   removed_ = s.removed;
+  registered_ = s.registered;
   controller_ = s.controller;
   applied_index_ = s.last_index;
   applied_term_ = s.last_term;
@@ -97,6 +104,7 @@ snapshot ownership_state::to_snapshot() const {
   s.fenced = fenced_;
   s.draining = draining_;
   s.removed = removed_;
+  s.registered = registered_;
   return s;
 }
 

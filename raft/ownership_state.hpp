@@ -44,6 +44,9 @@ class ownership_state {
   const std::set<node_id>& draining() const { return draining_; }
   /// Brokers removed from the cluster: never placed on, never coordinators.
   const std::set<node_id>& removed() const { return removed_; }
+  /// Brokers that joined at runtime (a register entry), with their
+  /// endpoints; a removed one stays here (and in removed()).
+  const std::map<node_id, broker_endpoints>& registered() const { return registered_; }
   /// Partitions the table names `b` owner of.
   std::size_t owned_by(const node_id& b) const;
   /// Leader named by the last applied controller entry ("" before any).
@@ -55,7 +58,7 @@ class ownership_state {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
            a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
-           a.removed_ == b.removed_;
+           a.removed_ == b.removed_ && a.registered_ == b.registered_;
   }
 
  private:
@@ -65,6 +68,7 @@ class ownership_state {
   std::set<node_id> fenced_;
   std::set<node_id> draining_;
   std::set<node_id> removed_;
+  std::map<node_id, broker_endpoints> registered_;
   node_id controller_;
   log_index applied_index_;
   term applied_term_;

@@ -34,8 +34,14 @@ result<raft_core> raft_core::open(core_config cfg, const persisted_state& restor
     if (!seen.insert(m).second)
       return bad("duplicate member " + m.str());
   }
-  if (!seen.count(cfg.self))
-    return bad("self " + cfg.self.str() + " is not a member");
+  bool self_learner = std::find(cfg.learners.begin(), cfg.learners.end(), cfg.self) != cfg.learners.end();
+  if (!seen.count(cfg.self) && !self_learner)
+    return bad("self " + cfg.self.str() + " is neither a member nor a learner");
+  if (cfg.members.empty())
+    return bad("no voters");
+  for (const auto& l : cfg.learners)
+    if (!valid_node_id(l.str()))
+      return bad("invalid learner id \"" + l.str() + "\"");
   if (cfg.heartbeat_ticks == 0 || cfg.heartbeat_ticks >= cfg.election_ticks)
     return bad("need 0 < heartbeat_ticks < election_ticks");
   if (cfg.max_log_entries == 0 || cfg.max_entries_per_append == 0)
@@ -58,11 +64,44 @@ result<raft_core> raft_core::open(core_config cfg, const persisted_state& restor
   c.commit_ = std::max(restored.hard.commit, c.log_.snapshot_index());
   c.applied_ = c.log_.snapshot_index();
   c.last_hard_ = restored.hard;
+  c.voter_ = std::find(c.cfg_.members.begin(), c.cfg_.members.end(), c.cfg_.self) != c.cfg_.members.end();
   for (const auto& m : c.cfg_.members)
     if (m != c.cfg_.self)
       c.progress_[m] = progress{};
+  c.sync_learners();
   c.reset_election_timer();
   return c;
+}
+
+void raft_core::sync_learners() {
+  std::set<node_id> want;
+  std::vector<node_id> ids = cfg_.learners;
+  for (const auto& [id, endpoints] : state_.registered())
+    if (!state_.removed().count(id))
+      ids.push_back(id);
+  for (const auto& id : ids)
+    if (id != cfg_.self && std::find(cfg_.members.begin(), cfg_.members.end(), id) == cfg_.members.end())
+      want.insert(id);
+  for (auto it = progress_.begin(); it != progress_.end();)
+    it = !it->second.voter && !want.count(it->first) ? progress_.erase(it) : std::next(it);
+  for (const auto& id : want) {
+    if (progress_.count(id))
+      continue;
+    progress pr;
+    pr.next = log_.last_index().next();
+    pr.voter = false;
+    progress_[id] = pr;
+    if (role_ == role::leader)
+      send_append(id, true);
+  }
+}
+
+std::vector<node_id> raft_core::learners() const {
+  std::vector<node_id> out;
+  for (const auto& [id, pr] : progress_)
+    if (!pr.voter)
+      out.push_back(id);
+  return out;
 }
 
 uint64_t raft_core::next_random() {
@@ -93,6 +132,8 @@ void raft_core::tick() {
 
 void raft_core::tick_election() {
   ++election_elapsed_;
+  if (!voter_)
+    return;  // a learner follows whoever leads; it never campaigns
   if (election_elapsed_ >= randomized_timeout_)
     campaign(cfg_.pre_vote);
 }
@@ -112,7 +153,7 @@ void raft_core::tick_leader() {
     for (auto& [id, pr] : progress_) {
       if (pr.silent_ticks < UINT32_MAX)
         ++pr.silent_ticks;
-      if (pr.silent_ticks < cfg_.election_ticks)
+      if (pr.voter && pr.silent_ticks < cfg_.election_ticks)
         ++active;
     }
     if (active < quorum()) {
@@ -184,7 +225,7 @@ void raft_core::become_leader() {
   heartbeat_elapsed_ = 0;
   election_elapsed_ = 0;
   for (auto& [id, pr] : progress_)
-    pr = progress{log_index{0}, log_.last_index().next(), true, 0, log_index{0}};
+    pr = progress{log_index{0}, log_.last_index().next(), true, 0, log_index{0}, pr.voter};
   log::get("raft")->debug("raft.leader node={} term={}", cfg_.self.str(), term_.value);
   // The controller entry is both the claim and the current-term no-op that
   // lets earlier-term entries commit (Raft paper §5.4.2, §8).
@@ -202,6 +243,10 @@ void raft_core::step(const message& m) {
     return;
   const auto* vreq = std::get_if<vote_request>(&m.body);
   const auto* vresp = std::get_if<vote_response>(&m.body);
+  // Elections are among voters only: a vote message from or to a learner
+  // changes nothing, not even the term.
+  if ((vreq || vresp) && (!voter_ || !progress_.at(m.from).voter))
+    return;
   bool is_leader_msg =
       std::holds_alternative<append_request>(m.body) || std::holds_alternative<snapshot_request>(m.body);
 
@@ -330,6 +375,8 @@ ready_batch raft_core::ready() {
     if (!st)  // cannot happen: applied_ tracks state_.applied_index() exactly
       log::get("raft")->error("raft.impossible node={} reason=apply error={}", cfg_.self.str(), st.err().message);
     rd.committed.push_back(e);
+    if (std::holds_alternative<broker_entry>(e.payload))
+      sync_learners();
   }
   if (commit_ > applied_)
     applied_ = commit_;

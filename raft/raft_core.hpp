@@ -30,8 +30,16 @@ namespace moonmq::raft {
 /// what a tick is (raft_node: one tick per HeartbeatMs / 2, say).
 struct core_config {
   node_id self;
-  /// Every voter including `self` (static membership, DESIGN §5).
+  /// Every voter (Cluster.Raft.Voters: static, DESIGN §5); `self` unless it
+  /// is a learner.
   std::vector<node_id> members;
+  /// Non-voting members known at open (the brokers that registered; Raft
+  /// thesis §4.2.1 "catching up", etcd's learners): the leader replicates
+  /// the log to them but their copies never count towards commit or
+  /// check-quorum, and a learner never campaigns. `self` is either a member
+  /// or listed here. Every broker a register entry names (in the applied
+  /// state) is a learner too, from the batch that applies the entry.
+  std::vector<node_id> learners;
   /// Minimum election timeout in ticks; each wait is drawn uniformly from
   /// [election_ticks, 2 * election_ticks) (Raft paper §5.2). Also the
   /// check-quorum window (a leader steps down once a majority has been
@@ -69,8 +77,11 @@ class raft_core {
   void tick();
 
   /// Handles one received message. Messages not addressed to this node, from
-  /// non-members or from itself are ignored.
+  /// nodes that are neither members nor learners, or from itself are ignored.
   void step(const message& m);
+
+  /// True when this node votes (it is one of config().members).
+  bool is_voter() const { return voter_; }
 
   /// Appends `payload` to the leader's log at the current term and returns its
   /// index (committed once it is applied in some later ready().committed).
@@ -110,6 +121,8 @@ class raft_core {
   const std::optional<snapshot>& latest_snapshot() const { return snapshot_; }
   const core_config& config() const { return cfg_; }
   std::size_t quorum() const { return cfg_.members.size() / 2 + 1; }
+  /// The learners the leader replicates to (in id order).
+  std::vector<node_id> learners() const;
 
  private:
   struct progress {
@@ -118,6 +131,7 @@ class raft_core {
     bool probe = true;           ///< probing (one append per heartbeat/reply) vs streaming
     uint32_t silent_ticks = 0;   ///< ticks since the peer last answered (check-quorum)
     log_index pending_snapshot;  ///< snapshot index in flight (0 = none)
+    bool voter = true;           ///< false for a learner: never counted in a quorum
   };
 
   explicit raft_core(core_config cfg);
@@ -144,6 +158,10 @@ class raft_core {
   bool maybe_commit();
   void maybe_compact();
   void mark_unstable(log_index i);
+  /// Learners = config().learners + the registered brokers of state_ that
+  /// are not removed, less members and self: a new learner's progress starts probing at the end of
+  /// the log, a dropped one is no longer replicated to.
+  void sync_learners();
   void send(const node_id& to, term t, message_body body);
 
   core_config cfg_;
@@ -153,6 +171,7 @@ class raft_core {
   log_index commit_;
   log_index applied_;
   role role_ = role::follower;
+  bool voter_ = true;
   raft_log log_;
   ownership_state state_;
   std::optional<snapshot> snapshot_;

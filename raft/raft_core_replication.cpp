@@ -12,9 +12,8 @@ namespace moonmq::raft {
 // ---- leader side ------------------------------------------------------------
 
 void raft_core::broadcast_append(bool allow_empty) {
-  for (const auto& m : cfg_.members)
-    if (m != cfg_.self)
-      send_append(m, allow_empty);
+  for (const auto& [id, pr] : progress_)
+    send_append(id, allow_empty);
 }
 
 void raft_core::send_snapshot(const node_id& to, progress& pr) {
@@ -52,7 +51,8 @@ bool raft_core::maybe_commit() {
   std::vector<log_index> match;
   match.push_back(log_.last_index());
   for (const auto& [id, pr] : progress_)
-    match.push_back(pr.match);
+    if (pr.voter)
+      match.push_back(pr.match);
   std::sort(match.begin(), match.end(), [](log_index a, log_index b) { return a > b; });
   log_index n = match[quorum() - 1];
   if (n > commit_ && log_.term_at(n) == term_) {
@@ -179,6 +179,7 @@ void raft_core::handle_snapshot(const message& m, const snapshot_request& req) {
                           s.last_term.value);
   log_.reset(s.last_index, s.last_term);
   state_.load(s);
+  sync_learners();
   snapshot_ = s;
   snapshot_unsaved_ = true;
   commit_ = s.last_index;

@@ -177,6 +177,11 @@ json to_json(const entry_payload& p) {
     j["change"] = to_string(b->change);
     if (b->change == broker_change::fence || b->change == broker_change::unfence)
       j["fenced"] = b->change == broker_change::fence;
+    if (b->change == broker_change::register_broker) {
+      j["cluster"] = b->endpoints.cluster;
+      j["client"] = b->endpoints.client;
+      j["kafka"] = b->endpoints.kafka;
+    }
   } else {
     const auto& t = std::get<topic_entry>(p);
     j["type"] = "topic";
@@ -197,6 +202,20 @@ json to_json(const log_entry& e) {
 }
 
 namespace {
+
+/// The endpoints of a register entry or a snapshot row: "cluster" required
+/// and non-empty, "client" and "kafka" optional ("" = not served).
+broker_endpoints read_endpoints(detail::json_reader& r) {
+  broker_endpoints e;
+  e.cluster = r.string("cluster");
+  if (r.ok() && e.cluster.empty())
+    r.fail("cluster", "expected the broker's cluster listener host:port");
+  if (r.ok() && r.has("client"))
+    e.client = r.string("client");
+  if (r.ok() && r.has("kafka"))
+    e.kafka = r.string("kafka");
+  return e;
+}
 
 /// Reads the payload fields of `j` (by "type") into `out`.
 void read_payload(detail::json_reader& r, entry_payload& out) {
@@ -237,8 +256,10 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
       auto name = r.string("change");
       auto c = broker_change_from(name);
       if (r.ok() && !c)
-        r.fail("change", "expected \"fence\", \"unfence\", \"drain\", \"undrain\" or \"remove\"");
+        r.fail("change", "expected \"fence\", \"unfence\", \"drain\", \"undrain\", \"remove\" or \"register\"");
       b.change = c.value_or(broker_change::fence);
+      if (r.ok() && b.change == broker_change::register_broker)
+        b.endpoints = read_endpoints(r);
     } else {
       b.change = r.boolean("fenced") ? broker_change::fence : broker_change::unfence;
     }
@@ -315,6 +336,9 @@ json to_json(const snapshot& s) {
       out.push_back(id.str());
     return out;
   };
+  json registered = json::array();
+  for (const auto& [id, e] : s.registered)
+    registered.push_back(json{{"id", id.str()}, {"cluster", e.cluster}, {"client", e.client}, {"kafka", e.kafka}});
   json topics = json::array();
   for (const auto& [name, t] : s.topics)
     topics.push_back(json{{"topic", name},
@@ -331,7 +355,8 @@ json to_json(const snapshot& s) {
               {"balancer", s.balancer},
               {"fenced", ids(s.fenced)},
               {"draining", ids(s.draining)},
-              {"removed", ids(s.removed)}};
+              {"removed", ids(s.removed)},
+              {"registered", std::move(registered)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -414,6 +439,18 @@ result<snapshot> snapshot_from_json(const json& j) {
         set->insert(node_id{id.get<std::string>()});
       }
   }
+  if (r.ok() && j.contains("registered")) {
+    if (const json* list = r.array("registered"))
+      for (const auto& row : *list) {
+        detail::json_reader rr(row, "snapshot.registered[]");
+        node_id id = rr.node("id", false);
+        auto e = read_endpoints(rr);
+        if (!rr.ok())
+          return rr.err();
+        if (!s.registered.emplace(std::move(id), std::move(e)).second)
+          return error{errc::malformed, "snapshot.registered: duplicate broker", {}, 0};
+      }
+  }
   if (r.ok() && j.contains("balancer")) {
     s.balancer = r.string("balancer");
     if (r.ok() && !json::parse(s.balancer, nullptr, false).is_object())
@@ -431,13 +468,14 @@ const char* to_string(broker_change c) {
     case broker_change::drain: return "drain";
     case broker_change::undrain: return "undrain";
     case broker_change::remove: return "remove";
+    case broker_change::register_broker: return "register";
   }
   return "fence";
 }
 
 std::optional<broker_change> broker_change_from(const std::string& s) {
   for (auto c : {broker_change::fence, broker_change::unfence, broker_change::drain, broker_change::undrain,
-                 broker_change::remove})
+                 broker_change::remove, broker_change::register_broker})
     if (s == to_string(c))
       return c;
   return std::nullopt;
@@ -451,7 +489,8 @@ std::string describe(const entry_payload& p) {
   if (auto* cfg = std::get_if<config_entry>(&p))
     return "config balancer " + cfg->balancer;
   if (auto* b = std::get_if<broker_entry>(&p))
-    return std::string(to_string(b->change)) + " " + b->id.str();
+    return std::string(to_string(b->change)) + " " + b->id.str()
+           + (b->change == broker_change::register_broker ? " at " + b->endpoints.cluster : std::string{});
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();

@@ -128,20 +128,39 @@ struct config_entry {
 ///    balancer moves its partitions off; nothing new is placed on it);
 ///  - remove: an operator retires the broker. Applied only while the broker
 ///    is draining and owns no partition; otherwise the entry changes nothing.
-enum class broker_change : uint8_t { fence, unfence, drain, undrain, remove };
+///  - register: a broker that is not a voter joins at runtime (KIP-631's
+///    BrokerRegistration): the entry records its endpoints, every broker
+///    learns them when it applies it, and the leader replicates the log to it
+///    as a learner from then on. A removed broker that registers again is
+///    admitted again.
+enum class broker_change : uint8_t { fence, unfence, drain, undrain, remove, register_broker };
 const char* to_string(broker_change c);
-/// The change named `s` ("fence", "unfence", "drain", "undrain", "remove").
+/// The change named `s` ("fence", "unfence", "drain", "undrain", "remove", "register").
 std::optional<broker_change> broker_change_from(const std::string& s);
+
+/// Where a registered broker listens (host:port each; "" = not served).
+struct broker_endpoints {
+  std::string cluster;  ///< cluster listener (Raft, moves, forwarded requests)
+  std::string client;   ///< client HTTP API
+  std::string kafka;    ///< Kafka wire protocol
+  friend bool operator==(const broker_endpoints& a, const broker_endpoints& b) {
+    return a.cluster == b.cluster && a.client == b.client && a.kafka == b.kafka;
+  }
+  friend bool operator!=(const broker_endpoints& a, const broker_endpoints& b) { return !(a == b); }
+};
 
 /// Payload of a `broker` entry.
 /// JSON: {"type":"broker","id":"b2","change":"drain"}; fence and unfence also
 /// carry "fenced":true|false, the only field of entries written before the
-/// other changes existed (read as fence / unfence).
+/// other changes existed (read as fence / unfence); register carries
+/// "cluster", "client" and "kafka" (host:port, "" = not served; cluster is
+/// required).
 struct broker_entry {
   node_id id;
   broker_change change = broker_change::fence;
+  broker_endpoints endpoints;  ///< register only
   friend bool operator==(const broker_entry& a, const broker_entry& b) {
-    return a.id == b.id && a.change == b.change;
+    return a.id == b.id && a.change == b.change && a.endpoints == b.endpoints;
   }
 };
 
@@ -223,10 +242,14 @@ struct snapshot {
   /// snapshots: none). JSON: "draining":["b3"],"removed":["b4"].
   std::set<node_id> draining;
   std::set<node_id> removed;
+  /// Brokers that joined by a register entry, with their endpoints (absent
+  /// in older snapshots: none). JSON: "registered":[{"id":"b4","cluster":
+  /// "127.0.0.1:7104","client":"127.0.0.1:7004","kafka":""}].
+  std::map<node_id, broker_endpoints> registered;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
            a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
-           a.draining == b.draining && a.removed == b.removed;
+           a.draining == b.draining && a.removed == b.removed && a.registered == b.registered;
   }
 };
 

@@ -91,11 +91,12 @@ void add_admin_routes(router& r, const admin_context& ctx) {
       return;
     }
     auto body = reload_goal_plugins(*ctx.goals);
-    if (ctx.peers.empty()) {
+    auto peers = ctx.peers->all();
+    if (peers.empty()) {
       respond(http_response::json(200, body.dump()));
       return;
     }
-    survey_peers(ctx.peers, "POST", "/cluster/plugins/reload", ctx.peer_timeout,
+    survey_peers(peers, "POST", "/cluster/plugins/reload", ctx.peer_timeout,
                  [respond, body, self = ctx.broker_id](std::vector<peer_answer> answers) mutable {
                    json brokers = json::array();
                    brokers.push_back({{"id", self}, {"ok", true}, {"goals", body["goals"]}, {"errors", body["errors"]}});

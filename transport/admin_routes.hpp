@@ -13,7 +13,7 @@
 
 #include "actors/node.hpp"
 #include "actors/registry.hpp"
-#include "transport/peer_survey.hpp"
+#include "transport/peer_directory.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq::plugins {
@@ -41,7 +41,7 @@ struct admin_context {
   std::shared_ptr<catalog_view> catalog;
   /// The cluster's other brokers: POST /admin/plugins/reload reloads
   /// theirs too (POST /cluster/plugins/reload). Empty = this broker alone.
-  std::vector<cluster_peer> peers;
+  std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
   /// Deadline of each peer's reload.
   std::chrono::milliseconds peer_timeout{5000};
   /// Bound on each request to an actor.

@@ -152,8 +152,8 @@ void route_later(const client_context& ctx, std::shared_ptr<produce_gather> gath
 /// Forwards one part (an encoded batch) to the broker that owns it.
 void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
                   const std::string& owner) {
-  auto peer = ctx.peers.find(owner);
-  if (peer == ctx.peers.end() || !peer->second.cluster) {
+  auto peer = ctx.peers->find(owner);
+  if (!peer || !peer->client) {
     gather->part_failed(http_response::error(503, "owner_unreachable", "partition owner " + owner
                                                                             + " is not a configured peer"));
     return;
@@ -164,10 +164,10 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
                + (part->durable ? "leader" : "none");
   req.body = part->batch;
   req.headers = {{"Content-Type", "application/octet-stream"}};
-  if (!peer->second.token.empty())
-    req.headers.emplace_back("X-Cluster-Token", peer->second.token);
+  if (!peer->token.empty())
+    req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
-  peer->second.cluster->request(std::move(req), [ctx, gather, part, owner](http_client_result res) {
+  peer->client->request(std::move(req), [ctx, gather, part, owner](http_client_result res) {
     if (!res.ok()) {
       gather->part_failed(http_response::error(503, "owner_unreachable",
                                                "forwarding to " + owner + " failed: " + res.error_message));
@@ -465,25 +465,26 @@ struct growth_round {
 /// 404 and counts as not grown without an error.
 void propagate_growth(const client_context& ctx, const std::string& topic, int32_t count,
                       std::function<void(json)> done) {
-  if (ctx.peers.empty()) {
+  auto peers = ctx.peers->all();
+  if (peers.empty()) {
     done(json::array());
     return;
   }
   auto round = std::make_shared<growth_round>();
-  round->pending = ctx.peers.size();
+  round->pending = peers.size();
   round->peers = json::array();
-  for (size_t i = 0; i < ctx.peers.size(); ++i)
+  for (size_t i = 0; i < peers.size(); ++i)
     round->peers.push_back(nullptr);
   round->done = std::move(done);
   auto body = json{{"count", count}, {"owner", ctx.broker_id}}.dump();
   size_t i = 0;
-  for (const auto& [id, route] : ctx.peers) {
+  for (const auto& peer : peers) {
     auto index = i++;
-    if (!route.cluster) {
+    const auto& id = peer.id;
+    if (!peer.client) {
       round->answered(index, json{{"id", id}, {"grown", false}, {"error", "no cluster client for this peer"}});
       continue;
     }
-    cluster_peer peer{id, {}, route.client_address, route.token, route.cluster};
     call_peer(peer, "POST", "/cluster/topics/" + topic + "/grow", body, 0, {}, milliseconds{0},
               [round, index, id](int status, json answer, std::string error) {
                 json row{{"id", id}, {"grown", false}};
@@ -581,10 +582,8 @@ std::optional<std::string> remote_owner(const client_context& ctx, const std::st
 
 http_response not_owner_response(const client_context& ctx, const std::string& topic, int32_t partition,
                                  const std::string& owner) {
-  auto peer = ctx.peers.find(owner);
-  std::string url = peer != ctx.peers.end() && !peer->second.client_address.empty()
-                      ? "http://" + peer->second.client_address
-                      : "";
+  auto peer = ctx.peers->find(owner);
+  std::string url = peer && !peer->client_address.empty() ? "http://" + peer->client_address : "";
   json j{{"error", "not_owner"},
          {"message", topic + "/" + std::to_string(partition) + " is owned by broker " + owner},
          {"owner", owner},

@@ -23,6 +23,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/load_meter.hpp"
+#include "transport/peer_directory.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq {
@@ -32,14 +33,6 @@ class session_probe;
 namespace moonmq::transport {
 
 class http_client;
-
-/// How to reach another broker that owns a partition: its client API (named
-/// in 421 answers) and its cluster listener (produce is forwarded there).
-struct owner_route {
-  std::string client_address;  ///< host:port of its client API
-  std::string token;           ///< X-Cluster-Token for its cluster listener
-  std::shared_ptr<http_client> cluster;
-};
 
 struct client_context {
   caf::actor_system* system = nullptr;
@@ -51,13 +44,15 @@ struct client_context {
   /// Largest fetch answer in bytes (whole batches; at least one batch).
   int32_t max_fetch_bytes = 4 * 1024 * 1024;
   /// In a cluster: this broker's id, the ownership table's view and the
-  /// other brokers by id. A partition the table gives to another broker is
+  /// other brokers (the peer directory: configured and registered ones; its
+  /// client_address is named in 421 answers, its cluster listener takes
+  /// forwarded produce). A partition the table gives to another broker is
   /// not served here: produce is forwarded to the owner (answered with the
   /// owner's offsets), fetch and commit answer 421 not_owner with the owner's
   /// id and client URL. Null `owners` = single broker, everything local.
   std::string broker_id;
   std::shared_ptr<owner_view> owners;
-  std::map<std::string, owner_route> peers;
+  std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
   /// Session placement (docs/placement.md): produce, fetch and group
   /// join/heartbeat/leave report their client id (`?clientId=` or the
   /// `X-Client-Id` header; an invalid one is a 400) and bytes here; the

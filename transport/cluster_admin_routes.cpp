@@ -48,8 +48,11 @@ json brokers_json(const cluster_admin_context& ctx, const std::vector<peer_answe
                               : standing->draining.count(ctx.broker_id) ? "draining"
                                                                         : "active";
   }
-  for (size_t i = 0; i < ctx.peers.size() && i < answers.size(); ++i) {
-    const auto& peer = ctx.peers[i];
+  // One row per surveyed peer (a broker that registered after the survey
+  // began shows from the next answer on).
+  for (size_t i = 0; i < answers.size(); ++i) {
+    auto known = ctx.peers->find(answers[i].id);
+    cluster_peer peer = known ? *known : cluster_peer{answers[i].id, {}, {}, {}, nullptr};
     json b{{"id", peer.id}, {"alive", answers[i].ok}, {"self", false},
            {"address", peer.address}, {"client_address", peer.client_address}};
     if (ctx.raft && ctx.owners) {
@@ -173,7 +176,7 @@ void moves_naming(const cluster_admin_context& ctx, const std::string& id, std::
       [r, id](const caf::error&) { r->add(json(), id); }, list_atom::value);
   else
     r->add(json(), id);
-  survey_peers(ctx.peers, "/cluster/moves", ctx.probe_timeout, [r, id](std::vector<peer_answer> answers) {
+  survey_peers(ctx.peers->all(), "/cluster/moves", ctx.probe_timeout, [r, id](std::vector<peer_answer> answers) {
     json rows = json::array();
     for (auto& a : answers)
       if (a.ok && a.body.is_object() && a.body.contains("moves") && a.body["moves"].is_array())
@@ -265,7 +268,7 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
       answer(ctx, respond, brokers_json(ctx, round->peers), partitions_json(ctx, round->local, round->peers));
     };
     // A peer is alive when its /cluster/loads answered 200 in time.
-    survey_peers(ctx.peers, "/cluster/loads", ctx.probe_timeout, [round](std::vector<peer_answer> answers) {
+    survey_peers(ctx.peers->all(), "/cluster/loads", ctx.probe_timeout, [round](std::vector<peer_answer> answers) {
       {
         std::lock_guard<std::mutex> g{round->mtx};
         round->peers = std::move(answers);

@@ -20,7 +20,7 @@
 #include "actors/balancer.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/reassigner.hpp"
-#include "transport/peer_survey.hpp"
+#include "transport/peer_directory.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq::transport {
@@ -35,7 +35,7 @@ struct cluster_admin_context {
   /// Without a Cluster section: no state, no peers, every partition local.
   std::optional<cluster_state_actor> state;
   std::shared_ptr<owner_view> owners;
-  std::vector<cluster_peer> peers;
+  std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
   /// The balance loop (a Cluster section is required); /admin/balancer.
   std::optional<balancer_actor> balancer;
   /// This broker's moves: a broker is removable only when no journal of the

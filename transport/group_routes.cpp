@@ -49,9 +49,8 @@ std::string url_of(const client_context& ctx, const std::string& broker) {
     auto port = ctx.client_port ? ctx.client_port->load() : uint16_t{0};
     return port ? "http://" + ctx.client_host + ":" + std::to_string(port) : std::string{};
   }
-  auto p = ctx.peers.find(broker);
-  return p != ctx.peers.end() && !p->second.client_address.empty() ? "http://" + p->second.client_address
-                                                                    : std::string{};
+  auto p = ctx.peers->find(broker);
+  return p && !p->client_address.empty() ? "http://" + p->client_address : std::string{};
 }
 
 /// Is (topic, partition) held and owned here?
@@ -62,12 +61,7 @@ bool owned_here(const client_context& ctx, const std::string& topic, int32_t par
          && !remote_owner(ctx, topic, partition);
 }
 
-std::vector<cluster_peer> peer_list(const client_context& ctx) {
-  std::vector<cluster_peer> out;
-  for (const auto& [id, route] : ctx.peers)
-    out.push_back(cluster_peer{id, {}, route.client_address, route.token, route.cluster});
-  return out;
-}
+std::vector<cluster_peer> peer_list(const client_context& ctx) { return ctx.peers->all(); }
 
 // --- small plumbing ---------------------------------------------------------------
 
@@ -118,19 +112,19 @@ struct fan_in {
 /// reply with status 0 when the peer could not be reached.
 void peer_request(const client_context& ctx, const std::string& broker, const std::string& method,
                   const std::string& target, std::string body, std::function<void(reply)> done) {
-  auto peer = ctx.peers.find(broker);
-  if (peer == ctx.peers.end() || !peer->second.cluster) {
-    done(reply{broker, 0, {}, "broker " + broker + " is not a configured peer"});
+  auto peer = ctx.peers->find(broker);
+  if (!peer || !peer->client) {
+    done(reply{broker, 0, {}, "broker " + broker + " is not a known peer"});
     return;
   }
   http_client_request req;
   req.method = method;
   req.target = target;
   req.body = std::move(body);
-  if (!peer->second.token.empty())
-    req.headers.emplace_back("X-Cluster-Token", peer->second.token);
+  if (!peer->token.empty())
+    req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
-  peer->second.cluster->request(std::move(req), [broker, done](http_client_result res) {
+  peer->client->request(std::move(req), [broker, done](http_client_result res) {
     if (!res.ok())
       done(reply{broker, 0, {}, res.error_message});
     else
@@ -206,7 +200,7 @@ void local_join(const client_context& ctx, std::shared_ptr<join_request> jr, res
   for (const auto& t : jr->topics)
     if (!topics->count(t) && !jr->counts.contains(t))
       missing.push_back(t);
-  if (missing.empty() || ctx.peers.empty()) {
+  if (missing.empty() || ctx.peers->empty()) {
     run();
     return;
   }
@@ -507,7 +501,7 @@ void commit_offsets(const client_context& ctx, http_request& req, const responde
   auto topics = ctx.catalog->get();
   for (const auto& o : c->offsets)
     all_known = all_known && topics->count(o["topic"].get<std::string>());
-  if (all_known || ctx.peers.empty()) {
+  if (all_known || ctx.peers->empty()) {
     split({});
     return;
   }
@@ -559,9 +553,10 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
     read_local(ctx, group, topic, relay_to(respond));
     return;
   }
+  auto peers = peer_list(ctx);
   auto fan = std::make_shared<fan_in>();
-  fan->replies.resize(ctx.peers.size() + 1);
-  fan->pending = ctx.peers.size() + 1;
+  fan->replies.resize(peers.size() + 1);
+  fan->pending = peers.size() + 1;
   fan->done = [respond](std::vector<reply>& replies) {
     std::map<std::pair<std::string, int32_t>, int64_t> merged;
     const reply* not_found = nullptr;
@@ -604,9 +599,9 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
   };
   read_local(ctx, group, topic, [fan](reply r) { fan->put(0, std::move(r)); });
   size_t i = 1;
-  for (const auto& [id, route] : ctx.peers) {
+  for (const auto& p : peers) {
     auto index = i++;
-    peer_request(ctx, id, "GET", "/cluster/groups/" + group + "/offsets" + (topic.empty() ? "" : "?topic=" + topic),
+    peer_request(ctx, p.id, "GET", "/cluster/groups/" + group + "/offsets" + (topic.empty() ? "" : "?topic=" + topic),
                  {}, [fan, index](reply r) { fan->put(index, std::move(r)); });
   }
 }
@@ -614,9 +609,14 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
 }  // namespace
 
 std::vector<std::string> group_brokers(const client_context& ctx) {
+  // With the metadata log: its voters and registered brokers, the same list
+  // on every broker that applied the same image.
+  if (ctx.owners)
+    if (auto members = ctx.owners->members(); !members.empty())
+      return members;
   std::vector<std::string> ids{ctx.broker_id};
-  for (const auto& [id, route] : ctx.peers)
-    ids.push_back(id);
+  for (const auto& p : ctx.peers->all())
+    ids.push_back(p.id);
   return ids;
 }
 

@@ -473,9 +473,10 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
       read->committed[{topic, partition}] = o.value("offset", int64_t{-1});
     }
   };
+  auto known = ctx->peers->all();
   size_t peers = 0;
-  for (const auto& p : ctx->peers)
-    peers += p.cluster != nullptr;
+  for (const auto& p : known)
+    peers += p.client != nullptr;
   auto g = kafka_gather::make(1 + peers, [ctx, shared, read, done] {
     kafka::offset_fetch_response resp;
     auto owner_failed = [&](const std::string& topic, int32_t partition) {
@@ -526,8 +527,8 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
       g->one();
     },
     offsets_atom::value, shared->group_id, std::string{});
-  for (const auto& p : ctx->peers) {
-    if (!p.cluster)
+  for (const auto& p : known) {
+    if (!p.client)
       continue;
     kafka_peer_call(*ctx, p.id, "GET", "/cluster/groups/" + shared->group_id + "/offsets", {},
               [g, add, read, id = p.id](int status, std::string body) {
@@ -551,7 +552,7 @@ kafka::find_coordinator_response find_coordinator(const kafka_context& ctx, cons
     r.port = ctx.port.load();
     return r;
   }
-  for (const auto& p : ctx.peers) {
+  for (const auto& p : ctx.peers->all()) {
     std::string host;
     uint16_t port = 0;
     if (p.id == coordinator && split_host_port(p.kafka_address, host, port)) {

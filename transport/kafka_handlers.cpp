@@ -120,8 +120,11 @@ void ask3(caf::actor_system& sys, const partition_actor& dest, milliseconds time
 
 /// Every broker of the cluster (sorted ids) — the node-id order.
 std::vector<std::string> all_brokers(const kafka_context& ctx) {
+  if (ctx.owners)
+    if (auto members = ctx.owners->members(); !members.empty())
+      return members;  // sorted
   std::vector<std::string> ids{ctx.broker_id};
-  for (const auto& p : ctx.peers)
+  for (const auto& p : ctx.peers->all())
     ids.push_back(p.id);
   std::sort(ids.begin(), ids.end());
   return ids;
@@ -162,12 +165,13 @@ struct peer_topics {
 void survey_peer_topics(const std::shared_ptr<kafka_context>& ctx,
                         std::function<void(std::shared_ptr<peer_topics>)> done) {
   auto found = std::make_shared<peer_topics>();
-  auto g = gather::make(ctx->peers.size(), [found, done] {
+  auto peers = ctx->peers->all();
+  auto g = gather::make(peers.size(), [found, done] {
     for (const auto& [tp, placement] : cluster::merge_partition_reports(found->reports))
       found->owners[tp] = placement.owner.str();
     done(found);
   });
-  for (const auto& p : ctx->peers)
+  for (const auto& p : peers)
     kafka_peer_call(*ctx, p.id, "GET", "/cluster/loads", {}, [g, found](int status, std::string body) {
       auto j = status == 200 ? nlohmann::json::parse(body, nullptr, false) : nlohmann::json{};
       {
@@ -204,7 +208,7 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
   resp.brokers.push_back({kafka_node_id(ctx, ctx.broker_id), ctx.advertised_host, ctx.port.load(), std::nullopt});
   // A removed broker is no longer offered to clients (Kafka lists registered brokers only).
   auto standing = ctx.owners ? ctx.owners->standing() : std::make_shared<const broker_standing>();
-  for (const auto& p : ctx.peers) {
+  for (const auto& p : ctx.peers->all()) {
     kafka::metadata_broker b;
     b.node_id = kafka_node_id(ctx, p.id);
     if (standing->removed.count(p.id))
@@ -290,8 +294,8 @@ void metadata(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka:
               kafka_done done) {
   auto shared_req = std::make_shared<kafka::metadata_request>(std::move(req));
   auto topics = ctx->catalog->get();
-  bool ask_peers = !ctx->peers.empty() && all_topics(version, *shared_req);
-  if (!ask_peers && shared_req->topics && !ctx->peers.empty())
+  bool ask_peers = !ctx->peers->empty() && all_topics(version, *shared_req);
+  if (!ask_peers && shared_req->topics && !ctx->peers->empty())
     for (const auto& name : *shared_req->topics)
       ask_peers = ask_peers || !topics->count(name);
   if (!ask_peers) {
@@ -642,8 +646,8 @@ std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& gr
 void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,
                      const std::string& target, std::string body, std::function<void(int, std::string)> done,
                      std::chrono::milliseconds timeout) {
-  auto peer = std::find_if(ctx.peers.begin(), ctx.peers.end(), [&](const auto& p) { return p.id == broker; });
-  if (peer == ctx.peers.end() || !peer->cluster) {
+  auto peer = ctx.peers->find(broker);
+  if (!peer || !peer->client) {
     done(0, {});
     return;
   }
@@ -654,7 +658,7 @@ void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const 
   if (!peer->token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = timeout.count() > 0 ? timeout : ctx.timeout;
-  peer->cluster->request(std::move(req), [done](http_client_result res) {
+  peer->client->request(std::move(req), [done](http_client_result res) {
     done(res.ok() ? res.status : 0, std::move(res.body));
   });
 }

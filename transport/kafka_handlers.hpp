@@ -24,22 +24,13 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "kafka/codec.hpp"
+#include "transport/peer_directory.hpp"
 
 namespace moonmq::transport {
 
 class kafka_producer_ids;
 class kafka_group_table;
 class http_client;
-
-/// Another broker: its Kafka listener (Metadata, FindCoordinator) and its
-/// cluster listener (a commit's part for partitions it owns, its committed
-/// offsets: /cluster/groups/{g}/offsets, docs/cluster-api.md).
-struct kafka_peer {
-  std::string id;
-  std::string kafka_address;  ///< host:port; "" = unknown (left out of Metadata)
-  std::string token;          ///< X-Cluster-Token for its cluster listener
-  std::shared_ptr<http_client> cluster;  ///< null = not reachable
-};
 
 struct kafka_context {
   caf::actor_system* system = nullptr;
@@ -49,7 +40,11 @@ struct kafka_context {
   /// Null = single broker: every partition is local.
   std::shared_ptr<owner_view> owners;
   std::string broker_id;
-  std::vector<kafka_peer> peers;
+  /// The other brokers (configured and registered): each one's Kafka
+  /// listener (Metadata, FindCoordinator; "" = left out of Metadata) and its
+  /// cluster listener (a commit's part for partitions it owns, its committed
+  /// offsets: /cluster/groups/{g}/offsets, docs/cluster-api.md).
+  std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
   /// This listener as clients reach it (Server.Kafka.AdvertisedHost and the
   /// bound port, set once bound).
   std::string advertised_host = "127.0.0.1";
@@ -97,8 +92,9 @@ struct kafka_gather {
   }
 };
 
-/// The Kafka node id of `broker`: its 1-based position among this broker
-/// and its peers sorted by id (the same on every broker of a static cluster).
+/// The Kafka node id of `broker`: its 1-based position among the brokers of
+/// the cluster sorted by id (the metadata log's voters and registered
+/// brokers; without it this broker and its peers), the same on every broker.
 int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker);
 
 /// The coordinator of `group`: this broker without a cluster, else

@@ -381,7 +381,7 @@ void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_
       }
   }
   result->alive[cluster::broker_id{ctx.broker_id}] = true;
-  survey_peers(ctx.peers, "/cluster/loads", survey_timeout(ctx),
+  survey_peers(ctx.peers->all(), "/cluster/loads", survey_timeout(ctx),
                [result, own, mtx, finish_one](std::vector<peer_answer> answers) mutable {
                  std::lock_guard<std::mutex> g{*mtx};
                  auto reports = std::move(own);
@@ -397,7 +397,7 @@ void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_
                  result->placements = cluster::merge_partition_reports(reports);
                  finish_one();
                });
-  survey_peers(ctx.peers, "/cluster/moves", survey_timeout(ctx), [result, mtx, finish_one](std::vector<peer_answer> answers) {
+  survey_peers(ctx.peers->all(), "/cluster/moves", survey_timeout(ctx), [result, mtx, finish_one](std::vector<peer_answer> answers) {
     std::lock_guard<std::mutex> g{*mtx};
     for (auto& a : answers)
       if (a.ok && a.body.contains("moves") && a.body["moves"].is_array())
@@ -439,12 +439,7 @@ void acting_epoch(const move_context& ctx, std::function<void(int64_t, std::stri
     fail, get_atom::value);
 }
 
-const cluster_peer* find_peer(const move_context& ctx, const std::string& id) {
-  for (const auto& p : ctx.peers)
-    if (p.id == id)
-      return &p;
-  return nullptr;
-}
+std::optional<cluster_peer> find_peer(const move_context& ctx, const std::string& id) { return ctx.peers->find(id); }
 
 /// Collects the answers of queued moves; answers 202 when the last arrives.
 struct submit_round {
@@ -527,7 +522,7 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
                            std::string{"operator"});
           continue;
         }
-        const auto* peer = find_peer(ctx, m.from.value);
+        auto peer = find_peer(ctx, m.from.value);
         if (!peer) {
           round->add(i, nullptr, std::make_pair(std::string{"source_not_alive"}, "broker " + m.from.value + " is not a peer"));
           continue;
@@ -594,12 +589,11 @@ void cancel(const move_context& ctx, http_request& req, const responder& respond
                        cancel_atom::value, topic, partition);
       return;
     }
-    const auto* found = find_peer(ctx, source);
+    auto found = find_peer(ctx, source);
     if (!found) {
       respond(http_response::error(503, "source_not_alive", "the move runs on " + source + ", not a peer"));
       return;
     }
-    // A copy: `found` points into this callback's own context, gone once it returns.
     auto peer = std::make_shared<cluster_peer>(*found);
     acting_epoch(ctx, [peer, respond, topic, partition, ctx](int64_t epoch, std::string holder) {
       call_peer(*peer, "DELETE", "/cluster/moves/" + topic + "/" + std::to_string(partition), {}, epoch, holder,

@@ -18,7 +18,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/reassigner.hpp"
-#include "transport/peer_survey.hpp"
+#include "transport/peer_directory.hpp"
 #include "transport/router.hpp"
 
 namespace moonmq::transport {
@@ -32,7 +32,7 @@ struct move_context {
   reassigner_actor reassigner;
   std::shared_ptr<catalog_view> catalog;
   std::shared_ptr<owner_view> owners;
-  std::vector<cluster_peer> peers;
+  std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
   /// Deadline of one local actor request.
   std::chrono::milliseconds timeout{5000};
   /// Deadline of one peer request (Cluster.PeerTimeout).

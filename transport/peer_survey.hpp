@@ -24,6 +24,7 @@ struct cluster_peer {
   std::string client_address;  ///< client API host:port ("" when not configured)
   std::string token;           ///< X-Cluster-Token sent to this peer ("" = none)
   std::shared_ptr<http_client> client;
+  std::string kafka_address;   ///< Kafka listener host:port ("" when not configured)
 };
 
 /// One peer's answer to a survey.

@@ -85,6 +85,14 @@ void add_raft_routes(router& r, const raft_context& ctx) {
                                  config_atom::value, c->balancer, false);
       return;
     }
+    if (const auto* b = std::get_if<raft::broker_entry>(&*payload);
+        b && b->change == raft::broker_change::register_broker) {
+      // A broker joining (docs/metadata.md "Joining").
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 register_atom::value, b->id.str(), b->endpoints.cluster, b->endpoints.client,
+                                 b->endpoints.kafka, false);
+      return;
+    }
     if (const auto* b = std::get_if<raft::broker_entry>(&*payload)) {
       // drain, undrain or remove (the node refuses fence / unfence: those are the leader's own).
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,

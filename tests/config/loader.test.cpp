@@ -137,6 +137,26 @@ TEST_CASE("cluster validation: broker id required, peers well formed and distinc
   CHECK(has_error_naming(r, "Server.Cluster.Raft.HeartbeatMs: must be below ElectionTimeoutMs"));
 }
 
+TEST_CASE("Cluster.Raft.Voters: each voter has an address, each peer votes, and Raft is on", "[config]") {
+  auto joiner = load_text(R"({"Server": {"Cluster": {"BrokerId": "b4", "Peers": [
+      {"Id": "b1", "Address": "127.0.0.1:9096"}, {"Id": "b2", "Address": "127.0.0.1:9097"}],
+      "Raft": {"Enabled": true, "Voters": ["b1", "b2"]}}}})",
+                          "t.json");
+  REQUIRE(joiner.ok());
+  CHECK(joiner.config.cluster->raft.voters == std::vector<std::string>{"b1", "b2"});
+  auto bad = load_text(R"({"Server": {"Cluster": {"BrokerId": "b4", "Peers": [
+      {"Id": "b1", "Address": "127.0.0.1:9096"}, {"Id": "b2", "Address": "127.0.0.1:9097"}],
+      "Raft": {"Enabled": true, "Voters": ["b1", "b3", "b1"]}}}})",
+                       "t.json");
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.Voters: voter 'b3' is neither this broker nor a configured peer"));
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.Voters: lists a broker twice"));
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.Voters: peer 'b2' is not a voter"));
+  auto off = load_text(R"({"Server": {"Cluster": {"BrokerId": "b4", "Peers": [{"Id": "b1", "Address": "127.0.0.1:9096"}],
+      "Raft": {"Voters": ["b1"]}}}})",
+                       "t.json");
+  CHECK(has_error_naming(off, "Server.Cluster.Raft.Voters: needs Enabled: true"));
+}
+
 TEST_CASE("set overrides parse JSON values and accept paths without Server.", "[config]") {
   auto r = load_text(R"({"Server": {"Port": 8081}})", "t.json",
                      {"Port=9000", "Server.Admin.Token=abc", "Autobalance.DryRun=false",

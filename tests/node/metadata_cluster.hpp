@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -177,6 +179,29 @@ inline loss count_loss(const std::map<int64_t, sent_record>& acked, const partit
       ++l.duplicated;
   }
   return l;
+}
+
+/// Stops `producers` (the one at index p writes partition p of `topic`) and
+/// checks what each had acknowledged against the partition as the client
+/// port `client_of(p)` reads it: no offset acknowledged twice, something
+/// acknowledged, nothing lost. Returns the total over all partitions.
+inline loss stop_and_count_loss(std::vector<std::unique_ptr<producer>>& producers, const std::string& topic,
+                                const std::function<uint16_t(int)>& client_of) {
+  std::map<int, std::map<int64_t, sent_record>> acked;
+  for (size_t p = 0; p < producers.size(); ++p) {
+    producers[p]->stop();
+    CHECK(producers[p]->double_acks().empty());
+    acked[static_cast<int>(p)] = producers[p]->acked();
+  }
+  loss total;
+  for (int p = 0; p < static_cast<int>(producers.size()); ++p) {
+    auto l = count_loss(acked[p], read_partition(client_of(p), topic, p));
+    INFO(topic << "/" << p << ": " << l.text());
+    CHECK(l.ok());
+    CHECK(l.acked > 0);
+    total += l;
+  }
+  return total;
 }
 
 /// Produces one record to topic/partition through `client` (acks=leader),

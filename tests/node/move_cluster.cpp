@@ -68,8 +68,12 @@ void move_cluster::launch(size_t i, std::vector<std::string> extra) {
   auto& b = brokers_[i];
   b.extra = std::move(extra);
   json peers = json::array();
+  json voters = json::array();
   for (const auto& p : brokers_)
-    if (p.id != b.id)
+    if (!p.joiner)
+      voters.push_back(p.id);
+  for (const auto& p : brokers_)
+    if (p.id != b.id && !p.joiner)
       peers.push_back({{"Id", p.id},
                        {"Address", "127.0.0.1:" + std::to_string(p.cluster_port)},
                        {"ClientAddress", "127.0.0.1:" + std::to_string(p.client_port)},
@@ -81,6 +85,8 @@ void move_cluster::launch(size_t i, std::vector<std::string> extra) {
                                      "Kafka.Port=" + std::to_string(b.kafka_port),
                                      "DataDir=" + b.data_dir,
                                      "Cluster.Peers=" + peers.dump()};
+  if (b.joiner)
+    overrides.push_back("Cluster.Raft.Voters=" + voters.dump());
   overrides.insert(overrides.end(), common_.begin(), common_.end());
   overrides.insert(overrides.end(), b.extra.begin(), b.extra.end());
   b.runs.push_back(std::make_unique<node_process>(*b.dir, overrides));

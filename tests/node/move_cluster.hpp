@@ -57,6 +57,10 @@ public:
   /// Starts broker `i` with its own `extra` overrides (kept for restarts) and
   /// waits for node.ready.
   void start(size_t i, std::vector<std::string> extra = {});
+  /// Makes broker `i` one that joins at runtime (docs/metadata.md
+  /// "Joining"): the others do not list it among their peers, and it starts
+  /// with the others as its peers and Cluster.Raft.Voters. Before start(i).
+  void joins_at_runtime(size_t i) { brokers_[i].joiner = true; }
   /// SIGKILL, then reaps it.
   void kill(size_t i);
   /// SIGTERM, then REQUIREs a clean exit (0) within 15 s.
@@ -93,6 +97,7 @@ private:
     std::unique_ptr<temp_dir> dir;
     std::string data_dir;
     std::vector<std::string> extra;
+    bool joiner = false;  ///< not a voter, not in the others' Peers
     std::vector<std::unique_ptr<node_process>> runs;  ///< every start; the last one may be running
   };
   std::vector<broker> brokers_;

@@ -97,22 +97,11 @@ TEST_CASE("a drained broker is emptied under produce load with the balancer off,
   std::this_thread::sleep_for(3s);
   CHECK(broker_row(c, 0, "b3").value("partitions", -1) == 0);
 
-  std::map<int, std::map<int64_t, sent_record>> acked;
-  for (int p = 0; p < partitions; ++p) {
-    producers[p]->stop();
-    CHECK(producers[p]->double_acks().empty());
-    acked[p] = producers[p]->acked();
-  }
-  loss total;
-  for (int p = 0; p < partitions; ++p) {
+  auto total = stop_and_count_loss(producers, "drained", [&](int p) {
     auto owner = owner_seen_by(c, 0, "drained", p);
     REQUIRE(owner);
-    auto l = count_loss(acked[p], read_partition(c.client(*owner), "drained", p));
-    INFO("drained/" << p << ": " << l.text());
-    CHECK(l.ok());
-    CHECK(l.acked > 0);
-    total += l;
-  }
+    return c.client(*owner);
+  });
   INFO(total.text());
   CHECK(total.lost() == 0);
 

@@ -89,7 +89,8 @@ inline void elect(raft_core& c) {
 /// Lossless in-process cluster; messages are delivered in send order.
 class mini_cluster {
  public:
-  explicit mini_cluster(std::vector<const char*> members, std::size_t max_log_entries = 512) {
+  explicit mini_cluster(std::vector<const char*> members, std::size_t max_log_entries = 512)
+      : voters_(members), max_log_entries_(max_log_entries) {
     for (auto* m : members) {
       auto c = config(m, members, max_log_entries);
       c.seed = 7 + nodes_.size() * 31;
@@ -98,6 +99,19 @@ class mini_cluster {
       n.core.emplace(open_core(c));
       nodes_.emplace(m, std::move(n));
     }
+  }
+
+  /// Starts a non-voter `n` (a broker joining at runtime): it knows the
+  /// voters and itself as a learner; the voters replicate to it once a
+  /// register entry for it is applied.
+  void add_learner(const char* n) {
+    auto c = config(n, voters_, max_log_entries_);
+    c.learners.push_back(id(n));
+    c.seed = 7 + nodes_.size() * 31;
+    node nd;
+    nd.cfg = c;
+    nd.core.emplace(open_core(c));
+    nodes_.emplace(n, std::move(nd));
   }
 
   raft_core& core(const char* n) { return *nodes_.at(n).core; }
@@ -190,6 +204,8 @@ class mini_cluster {
     ownership_state sm;
   };
   std::map<std::string, node> nodes_;
+  std::vector<const char*> voters_;
+  std::size_t max_log_entries_;
   std::set<std::string> isolated_;
   uint64_t delivered_ = 0;
 };

@@ -270,3 +270,24 @@ TEST_CASE("a snapshot holds owners per topic as broker indexes; older snapshots 
   dup["owners"].push_back(json{{"topic", "orders"}, {"partition", 0}, {"owner", "b1"}});
   CHECK_FALSE(snapshot_from_json(dup).ok());
 }
+
+TEST_CASE("a registration is applied, replaced, dropped on removal and admitted again", "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) { REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok()); };
+  apply(broker_entry{id("b4"), broker_change::register_broker, {"h:1", "h:2", ""}});
+  REQUIRE(s.registered().count(id("b4")) == 1);
+  CHECK(s.registered().at(id("b4")).client == "h:2");
+  apply(broker_entry{id("b4"), broker_change::register_broker, {"h:5", "h:6", "h:7"}});  // restarted elsewhere
+  CHECK(s.registered().at(id("b4")).cluster == "h:5");
+  apply(broker_entry{id("b4"), broker_change::drain, {}});
+  apply(broker_entry{id("b4"), broker_change::remove, {}});
+  CHECK(s.registered().count(id("b4")) == 1);  // still listed, as removed
+  CHECK(s.removed().count(id("b4")) == 1);
+  apply(broker_entry{id("b4"), broker_change::register_broker, {"h:5", "h:6", "h:7"}});
+  CHECK(s.removed().empty());
+  CHECK(s.registered().count(id("b4")) == 1);
+  ownership_state copy;
+  copy.load(s.to_snapshot());
+  CHECK(copy == s);
+}

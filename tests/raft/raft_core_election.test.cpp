@@ -230,7 +230,7 @@ TEST_CASE("raft_core::open refuses a bad config or an inconsistent persisted ima
   auto r = raft_core::open(cfg, {});
   REQUIRE_FALSE(r.ok());
   CHECK(r.err().code == errc::invalid_argument);
-  CHECK_THAT(r.err().message, Catch::Contains("not a member"));
+  CHECK_THAT(r.err().message, Catch::Contains("neither a member nor a learner"));
 
   cfg = config("b1");
   cfg.heartbeat_ticks = cfg.election_ticks;

@@ -115,3 +115,34 @@ TEST_CASE("hard state and snapshot JSON decode strictly", "[raft][wire]") {
   CHECK(valid_topic("orders.v2"));
   CHECK_FALSE(valid_node_id(""));
 }
+
+TEST_CASE("a register entry carries the broker's endpoints, in entries and snapshots", "[raft][wire]") {
+  broker_entry b{id("b4"), broker_change::register_broker, {"127.0.0.1:7104", "127.0.0.1:7004", ""}};
+  json j = to_json(log_entry{term{2}, log_index{9}, b});
+  CHECK(j == json::parse(R"({"term":2,"index":9,"type":"broker","id":"b4","change":"register",
+                             "cluster":"127.0.0.1:7104","client":"127.0.0.1:7004","kafka":""})"));
+  auto back = entry_from_json(j);
+  REQUIRE(back.ok());
+  CHECK(std::get<broker_entry>(back->payload) == b);
+  // The cluster listener is what the leader replicates to: it is required.
+  auto bad = payload_from_json(json::parse(R"({"type":"broker","id":"b4","change":"register"})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.err().message.find("cluster") != std::string::npos);
+
+  snapshot s;
+  s.last_index = log_index{9};
+  s.last_term = term{2};
+  s.registered[id("b4")] = b.endpoints;
+  auto sj = to_json(s);
+  CHECK(sj["registered"] == json::parse(R"([{"id":"b4","cluster":"127.0.0.1:7104","client":"127.0.0.1:7004",
+                                              "kafka":""}])"));
+  auto sback = snapshot_from_json(sj);
+  REQUIRE(sback.ok());
+  CHECK(*sback == s);
+  sj["registered"].push_back(sj["registered"][0]);
+  CHECK_FALSE(snapshot_from_json(sj).ok());  // a broker registered twice
+  sj.erase("registered");
+  auto older = snapshot_from_json(sj);  // written before registrations existed
+  REQUIRE(older.ok());
+  CHECK(older->registered.empty());
+}

@@ -149,8 +149,8 @@ std::string start_listener(transport::http_server& server, const std::string& na
 raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, transport::io_pool& io,
                      std::shared_ptr<const transport::tls_context> tls, std::unique_ptr<raft::raft_store> store,
                      std::shared_ptr<owner_view> owners, registry_actor registry,
-                     std::vector<std::shared_ptr<transport::http_client>>& clients, broker_actor broker,
-                     std::shared_ptr<catalog_view> catalog) {
+                     std::shared_ptr<transport::peer_directory>& clients, broker_actor broker,
+                     std::shared_ptr<catalog_view> catalog, std::shared_ptr<transport::peer_directory> directory) {
   raft_node_settings rs;
   // A topic exists on every broker once its entry is applied there: the
   // broker creates or grows its local copy (owned as the image says).
@@ -168,23 +168,46 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   rs.max_log_entries = cfg.cluster->raft.max_log_entries;
   rs.session_timeout_ms = cfg.cluster->raft.session_timeout_ms;
   rs.proposal_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
-  for (const auto& p : cfg.cluster->peers) {
+  auto raft_client = [&io, tls, timeout = cfg.cluster->raft.election_timeout_ms](
+                       const std::string& id, const std::string& address) -> std::shared_ptr<transport::http_client> {
     transport::http_client_options o;
-    o.name = p.id + "-raft";
-    transport::split_host_port(p.address, o.host, o.port);  // checked with the peers' own clients
-    o.timeout = std::chrono::milliseconds(cfg.cluster->raft.election_timeout_ms);
+    o.name = id + "-raft";
+    if (!transport::split_host_port(address, o.host, o.port))
+      return nullptr;
+    o.timeout = std::chrono::milliseconds(timeout);
     o.max_connections = 4;
     o.max_queued = 64;
     o.tls = tls;
-    clients.push_back(std::make_shared<transport::http_client>(io, o));
+    return std::make_shared<transport::http_client>(io, o);
+  };
+  for (const auto& p : cfg.cluster->peers)  // addresses checked with the peers' own clients
     rs.peers.push_back({p.id, p.address, p.client_address, p.token.empty() ? cfg.cluster->token : p.token,
-                        clients.back()});
+                        raft_client(p.id, p.address), p.kafka_address});
+  // Brokers that register at runtime get Raft clients of their own, and the
+  // peer directory every other context reads learns them.
+  clients = std::make_shared<transport::peer_directory>(rs.peers, raft_client, cfg.cluster->token);
+  rs.connect = [clients](const std::string& id, const std::string& address) { return clients->connect(id, address); };
+  rs.on_brokers = [directory, self = cfg.broker_id()](std::shared_ptr<const broker_standing> standing) {
+    auto reachable = standing->registered;  // a removed broker is no longer talked to
+    for (const auto& id : standing->removed)
+      reachable.erase(id);
+    for (const auto& id : directory->learn(self, reachable))
+      log::get("node")->info("node.peer_learned broker={} peer={}", self, id);
+  };
+  rs.voters = cfg.cluster->raft.voters;
+  std::vector<std::string> brokers = rs.voters;
+  if (brokers.empty()) {
+    brokers.push_back(cfg.broker_id());
+    for (const auto& p : cfg.cluster->peers)
+      brokers.push_back(p.id);
+  } else if (std::find(brokers.begin(), brokers.end(), cfg.broker_id()) == brokers.end()) {
+    // A joining broker counts itself from the start (its Kafka node id,
+    // group coordinators); the others count it once its registration applies.
+    brokers.push_back(cfg.broker_id());
   }
+  owners->set_voters(brokers);
   auto view = std::make_shared<raft_view>();
   auto node = spawn_raft_node(sys, std::move(rs), std::move(store), std::move(owners), view, registry);
-  std::vector<std::string> brokers{cfg.broker_id()};
-  for (const auto& p : cfg.cluster->peers)
-    brokers.push_back(p.id);
   return raft_link{view, node, std::move(brokers)};
 }
 
@@ -288,7 +311,8 @@ int run(const config::load_result& loaded) {
   std::optional<balancer_actor> balancer;
   std::vector<peer_actor> peer_actors;
   transport::raft_context rctx;
-  std::vector<std::shared_ptr<transport::http_client>> raft_clients;
+  std::shared_ptr<transport::peer_directory> raft_clients;
+  std::shared_ptr<transport::peer_directory> directory = std::make_shared<transport::peer_directory>();
   auto cluster_router = std::make_shared<transport::router>();
   std::unique_ptr<transport::http_server> cluster_server;
   transport::cluster_admin_context cactx;
@@ -300,26 +324,39 @@ int run(const config::load_result& loaded) {
     cctx.owners = owners;
     cactx.probe_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                                               std::chrono::seconds(2));
-    for (const auto& p : cfg.cluster->peers) {
+    auto peer_client = [&io, peer_tls, timeout = cfg.cluster->peer_timeout_seconds](
+                         const std::string& id, const std::string& address) -> std::shared_ptr<transport::http_client> {
       transport::http_client_options o;
-      o.name = p.id;
-      if (!transport::split_host_port(p.address, o.host, o.port))
-        return fail("node.peer_failed", "peer " + p.id + ": bad address " + p.address);
-      o.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+      o.name = id;
+      if (!transport::split_host_port(address, o.host, o.port))
+        return nullptr;
+      o.timeout = std::chrono::seconds(timeout);
       o.tls = peer_tls;
-      cactx.peers.push_back({p.id, p.address, p.client_address, p.token.empty() ? cfg.cluster->token : p.token,
-                             std::make_shared<transport::http_client>(io, o)});
-      cctx.peers[p.id] = {p.client_address, cactx.peers.back().token, cactx.peers.back().client};
+      return std::make_shared<transport::http_client>(io, o);
+    };
+    std::vector<transport::cluster_peer> configured;
+    for (const auto& p : cfg.cluster->peers) {
+      auto client = peer_client(p.id, p.address);
+      if (!client)
+        return fail("node.peer_failed", "peer " + p.id + ": bad address " + p.address);
+      configured.push_back({p.id, p.address, p.client_address, p.token.empty() ? cfg.cluster->token : p.token,
+                            std::move(client), p.kafka_address});
     }
+    // The configured peers, and every broker the metadata log registers
+    // later (docs/metadata.md "Joining"): one directory all contexts read.
+    directory = std::make_shared<transport::peer_directory>(configured, peer_client, cfg.cluster->token);
+    cactx.peers = directory;
+    cctx.peers = directory;
     // POST /admin/plugins/reload reaches every broker.
-    actx.peers = cactx.peers;
+    actx.peers = directory;
     actx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
-    for (const auto& p : cactx.peers)
+    for (const auto& p : configured)
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                        std::chrono::seconds(5), registry));
     std::optional<raft_link> raft;
     if (raft_store) {
-      raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, view);
+      raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, view,
+                        directory);
       cactx.raft = raft->view;
       rctx.node = raft->node;
     }
@@ -351,7 +388,7 @@ int run(const config::load_result& loaded) {
     rs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
     rs.max_concurrent = cfg.cluster->max_concurrent_moves;
     rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
-    rs.peers = cactx.peers;
+    rs.peers = directory;
     rs.raft = cfg.cluster->raft.enabled;
     if (raft)
       rs.raft_status = raft->view;
@@ -365,7 +402,7 @@ int run(const config::load_result& loaded) {
     mctx.reassigner = *reassigner;
     mctx.catalog = view;
     mctx.owners = owners;
-    mctx.peers = cactx.peers;
+    mctx.peers = directory;
     mctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     transport::add_move_routes(*cluster_router, mctx);
@@ -373,7 +410,7 @@ int run(const config::load_result& loaded) {
     balancer_settings bs;
     bs.broker_id = cfg.broker_id();
     bs.config = cfg.autobalance;
-    bs.peers = cactx.peers;
+    bs.peers = directory;
     bs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     bs.raft = rctx.node.has_value();
     bs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
@@ -395,7 +432,7 @@ int run(const config::load_result& loaded) {
   lms.broker_id = cfg.broker_id();
   lms.config = cfg.placement;
   lms.excluded_brokers = cfg.autobalance.excluded_brokers;
-  lms.peers = cactx.peers;
+  lms.peers = directory;
   if (cfg.cluster)
     lms.peer_timeout = cactx.probe_timeout;
   lms.client_host = cfg.client.host;
@@ -420,11 +457,10 @@ int run(const config::load_result& loaded) {
   if (cfg.cluster)
     transport::add_cluster_group_routes(*cluster_router, cctx);
   // Peer clients must finish their callbacks before the Asio threads stop.
-  auto close_peers = [&cactx, &raft_clients] {
-    for (auto& p : cactx.peers)
-      p.client->close();
-    for (auto& c : raft_clients)
-      c->close();
+  auto close_peers = [&directory, &raft_clients] {
+    directory->close();
+    if (raft_clients)
+      raft_clients->close();
   };
 
   transport::add_admin_routes(*admin_router, actx);
@@ -480,9 +516,7 @@ int run(const config::load_result& loaded) {
     kx->raft = cactx.raft;
     kx->broker_id = cfg.broker_id();
     kx->advertised_host = cfg.kafka.advertised_host;
-    if (cfg.cluster)
-      for (const auto& p : cfg.cluster->peers)
-        kx->peers.push_back({p.id, p.kafka_address, cctx.peers[p.id].token, cctx.peers[p.id].cluster});
+    kx->peers = directory;
     kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
     if (auto ec = kafka->start()) {
       for (auto& other : listeners)
@@ -505,6 +539,11 @@ int run(const config::load_result& loaded) {
   if (kafka)
     settings.listeners["kafka"] = kafka_address;
   node_actor node = spawn_node(sys, settings, registry, children);
+  // A broker that is not a voter joins now that its listeners are bound
+  // (docs/metadata.md "Joining"); a voter's raft node ignores this.
+  if (rctx.node && cluster_server)
+    caf::anon_send(*rctx.node, register_atom::value, settings.listeners["cluster"], settings.listeners["client"],
+                   kafka ? cfg.kafka.advertised_host + ":" + std::to_string(kafka->port()) : std::string{});
   logger->info("node.ready broker={} version={} admin={}:{} client={}:{} cluster={} kafka={}", cfg.broker_id(), version_string,
                cfg.admin.host, admin.port(), cfg.client.host, client.port(),
                cluster_server ? cfg.cluster->host + ":" + std::to_string(cluster_server->port()) : "off",
