@@ -67,10 +67,15 @@ caf::result<int64_t> raft_observe(const raft_status& s, int64_t at, const std::s
 
 /// An owner change through the Raft log: answered once committed and
 /// applied on this broker.
-caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t partition, std::string& owner) {
+caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t partition, std::string& owner,
+                                 int64_t expect_epoch = 0) {
   auto rp = self->make_response_promise<bool>();
-  self->request(self->state.raft->node, std::chrono::seconds(60), propose_atom::value, topic, partition, owner, true)
-    .then(
+  auto asked = expect_epoch == 0
+                 ? self->request(self->state.raft->node, std::chrono::seconds(60), propose_atom::value, topic,
+                                 partition, owner, true)
+                 : self->request(self->state.raft->node, std::chrono::seconds(60), propose_atom::value,
+                                 owner_atom::value, topic, partition, owner, expect_epoch, true);
+  asked.then(
       [rp, topic, partition, owner](int64_t index, int64_t term) mutable {
         log::get("node")->info("ownership.changed topic={} partition={} owner={} raft_index={} term={}", topic,
                                partition, owner, index, term);
@@ -380,6 +385,14 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
       publish(self);
       log::get("node")->info("ownership.changed topic={} partition={} owner={} epoch={}", topic, partition, owner, at);
       return true;
+    },
+    [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t,
+           int64_t expect_epoch) -> caf::result<bool> {
+      if (!self->state.raft)
+        return make_coded_error(400, "invalid_request", "a conditional owner change needs Cluster.Raft");
+      if (expect_epoch < 1)
+        return make_coded_error(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
+      return raft_set_owner(self, topic, partition, owner, expect_epoch);
     },
     [self](get_atom) -> caf::result<int64_t, std::string> {
       auto& st = self->state;

@@ -46,6 +46,12 @@ using cluster_state_actor = caf::typed_actor<
   // Sets the owner of (topic, partition) at a controller epoch, durably.
   // Replies true; error 409 stale_epoch when a newer change exists.
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t>::with<bool>,
+  // With Raft only, the conditional change (docs/metadata.md "Owner
+  // epochs"): topic, partition, owner, unused epoch, the owner epoch the
+  // partition must still be at. Replies true once applied here; error 409
+  // owner_epoch_changed when the partition's epoch had moved on (nothing
+  // changed), 400 without Raft.
+  caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t>::with<bool>,
   // (highest epoch, holder id).
   caf::replies_to<get_atom>::with<int64_t, std::string>,
   // With Raft only: creates a topic cluster-wide through the metadata log

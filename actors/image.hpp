@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster/types.hpp"
@@ -26,6 +27,9 @@ namespace moonmq {
 
 /// Immutable snapshot of the ownership table: partitions whose owner is named.
 using owner_map = std::map<cluster::topic_partition, std::string>;
+
+/// Owner epochs above 1, by partition (docs/metadata.md "Owner epochs").
+using epoch_map = std::map<cluster::topic_partition, int64_t>;
 
 /// A topic as the metadata log knows it.
 struct topic_info {
@@ -101,12 +105,28 @@ public:
   /// Replaces the whole image at once, so that no reader sees owners of one
   /// applied index beside the broker standing of another.
   void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics,
-           std::shared_ptr<const std::string> balancer, std::shared_ptr<const broker_standing> standing) {
+           std::shared_ptr<const std::string> balancer, std::shared_ptr<const broker_standing> standing,
+           std::shared_ptr<const epoch_map> epochs = std::make_shared<const epoch_map>()) {
     std::lock_guard<std::mutex> g{mtx_};
     current_ = std::move(next);
     topics_ = std::move(topics);
     balancer_ = std::move(balancer);
     standing_ = std::move(standing);
+    epochs_ = std::move(epochs);
+  }
+  /// The owner (empty when none) and owner epoch of `tp`, read together
+  /// from one applied image: epoch 1 from the partition's creation, bumped
+  /// by every owner change; 0 without an owner (and without Raft).
+  std::pair<std::string, int64_t> owner_and_epoch(const cluster::topic_partition& tp) const {
+    std::unique_lock<std::mutex> g{mtx_};
+    auto owners = current_;
+    auto epochs = epochs_;
+    g.unlock();
+    auto it = owners->find(tp);
+    if (it == owners->end())
+      return {std::string{}, 0};
+    auto e = epochs->find(tp);
+    return {it->second, e == epochs->end() ? 1 : e->second};
   }
   /// Fenced, draining and removed brokers (all empty without Raft).
   std::shared_ptr<const broker_standing> standing() const {
@@ -163,6 +183,7 @@ private:
   std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();
   std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
+  std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
   std::vector<std::string> voters_;
   bool strict_ = false;
 };

@@ -124,8 +124,11 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
     standing->removed.insert(id.str());
   for (const auto& [id, e] : table.registered())
     standing->registered[id.str()] = cluster::broker_endpoints{e.cluster, e.client, e.kafka};
+  auto epochs = std::make_shared<epoch_map>();
+  for (const auto& [tp, epoch] : table.epochs())
+    (*epochs)[cluster::topic_partition{tp.topic, tp.partition}] = static_cast<int64_t>(epoch);
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
-           std::move(standing));
+           std::move(standing), std::move(epochs));
 }
 
 namespace {
@@ -200,7 +203,21 @@ void settle_waiters(self_ptr self) {
     // applied table tells whether the change holds.
     auto t = core.log().term_at(raft::log_index{static_cast<uint64_t>(w.index)});
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
-    if (ours)
+    const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
+    if (!t && cas && cas->expect_epoch != 0)
+      // Compacted into a snapshot before it was settled here: whether the
+      // condition held is not known any more (the caller re-reads the image).
+      w.rp.deliver(coded(503, "proposal_outcome_unknown",
+                         "the conditional owner change of " + cas->topic + "/" + std::to_string(cas->partition)
+                           + " was applied through a snapshot; read the image to learn its outcome"));
+    else if (ours && cas && cas->expect_epoch != 0
+             && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)}))
+      w.rp.deliver(coded(409, "owner_epoch_changed",
+                         cas->topic + "/" + std::to_string(cas->partition) + " is no longer at owner epoch "
+                           + std::to_string(cas->expect_epoch) + " (now "
+                           + std::to_string(core.state().epoch_of({cas->topic, cas->partition}))
+                           + "): the conditional owner change was not applied"));
+    else if (ours)
       w.rp.deliver(w.index, w.term);
     else
       w.rp.deliver(coded(503, "proposal_lost",
@@ -594,7 +611,17 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
-      return propose(self, raft::owner_entry{topic, partition, raft::node_id{owner}}, forward_to_leader);
+      return propose(self, raft::owner_entry{topic, partition, raft::node_id{owner}, 0}, forward_to_leader);
+    },
+    [self](propose_atom, owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t expect_epoch,
+           bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      if (expect_epoch < 1)
+        return coded(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
+      return propose(self,
+                     raft::owner_entry{topic, partition, raft::node_id{owner}, static_cast<uint64_t>(expect_epoch)},
+                     forward_to_leader);
     },
     [self](propose_atom, create_atom, std::string& topic, int32_t partitions, std::string& owner, std::string& config,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

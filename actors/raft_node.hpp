@@ -81,6 +81,12 @@ using raft_actor = caf::typed_actor<
   // 504 timeout (not committed within the proposal deadline; it may still
   // commit later, in log order).
   caf::replies_to<propose_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
+  // The same, conditional (docs/metadata.md "Owner epochs"): topic,
+  // partition, owner, the owner epoch it expects (>= 1), forward. Applied
+  // only while the partition is still at that epoch; otherwise the entry
+  // commits as a no-op and the answer is 409 owner_epoch_changed.
+  caf::replies_to<propose_atom, owner_atom, std::string, int32_t, std::string, int64_t, bool>::with<int64_t,
+                                                                                                    int64_t>,
   // Proposes a `topic` entry creating a topic (docs/raft.md): topic, partition count, owner of
   // the partitions it adds, config JSON text ("" = defaults), forward. The
   // same answers and errors as an owner proposal.

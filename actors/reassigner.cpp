@@ -75,7 +75,8 @@ std::string tp_path(const cluster::topic_partition& tp) {
 }
 
 /// Journals `next` for move `id`; logs and returns false when refused.
-bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error) {
+bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error,
+                uint64_t owner_epoch) {
   auto& st = self->state;
   if (auto* run = run_of(self, id); run && st.journal->find(id)
                                      && (next == move_state::cutover || next == move_state::offsets
@@ -86,7 +87,7 @@ bool journal_to(self_ptr self, const std::string& id, move_state next, const std
                                         std::max({run->bytes_total, run->bytes_copied, row->bytes_total}),
                                         std::max(run->position, row->copy_position), now_ms());
   }
-  auto r = st.journal->transition(id, next, now_ms(), error);
+  auto r = st.journal->transition(id, next, now_ms(), error, owner_epoch);
   if (!r) {
     logger()->error("move.journal_failed move={} state={} error=\"{}\"", id, cluster::to_string(next),
                     r.err().message);

@@ -63,6 +63,11 @@ struct reassigner_settings {
   int64_t throttle_bytes_per_sec = 0;      ///< Cluster.MoveThrottleBytesPerSec; 0 = unlimited
   int max_concurrent = 2;                  ///< Cluster.MaxConcurrentMoves
   std::chrono::milliseconds peer_timeout{5000};  ///< Cluster.PeerTimeout, per request
+  /// Cluster.MoveConfirmTimeoutSeconds: with Raft, how long a move may sit
+  /// in `offsets` without the destination confirming before the source
+  /// takes the partition back by a conditional owner change (docs/metadata.md
+  /// "Owner epochs"); 0 = never (retry for ever, as without Raft).
+  std::chrono::milliseconds confirm_timeout{std::chrono::seconds(120)};
   /// The other brokers (configured and registered at runtime).
   std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
   /// Cluster.Raft.Enabled: owner changes travel through the Raft log. Without

@@ -383,8 +383,20 @@ void drain_next(self_ptr self, const std::string& id) {
 // --- steps 5 and 6: offsets and confirm ---------------------------------------
 
 void push_offsets(self_ptr self, const std::string& id) {
-  if (!journal_to(self, id, move_state::offsets))
+  // With the metadata log the cutover's owner change is applied here before
+  // `offsets` is journaled, and no confirm has been sent yet: the epoch the
+  // image names the destination owner at is the one a take-back expects.
+  uint64_t epoch = 0;
+  if (self->state.settings.raft) {
+    const auto* row = row_of(self, id);
+    auto [owner, at] = self->state.owners->owner_and_epoch(row->tp);
+    if (owner == row->to.value && at > 0)
+      epoch = static_cast<uint64_t>(at);
+  }
+  if (!journal_to(self, id, move_state::offsets, {}, epoch))
     return;
+  if (auto* run = run_of(self, id))
+    run->offsets_since_ms = now_ms();
   send_offsets(self, id);
 }
 
@@ -434,11 +446,81 @@ void send_offsets(self_ptr self, const std::string& id) {
 
 void retry_finish(self_ptr self, const std::string& id, const std::string& why) {
   auto* run = run_of(self, id);
+  auto limit = self->state.settings.confirm_timeout.count();
+  if (self->state.settings.raft && limit > 0 && run->offsets_since_ms > 0 && !run->confirmed_in_log
+      && now_ms() - run->offsets_since_ms >= limit) {
+    run->note = "the destination did not confirm within " + std::to_string(limit / 1000) + " s: " + why;
+    take_back(self, id);
+    return;
+  }
   run->note = "confirm pending, retrying: " + why;
   logger()->warn("move.confirm_retry move={} in_ms={} error=\"{}\"", id, run->backoff_ms, why);
   auto delay = run->backoff_ms;
   run->backoff_ms = std::min(run->backoff_ms * 2, finish_backoff_max_ms);
   schedule(self, *run, delay, [self, id] { finish(self, id); });
+}
+
+void take_back(self_ptr self, const std::string& id) {
+  auto* run = run_of(self, id);
+  const auto* row = row_of(self, id);
+  if (!run || !row)
+    return;
+  auto tp = row->tp;
+  auto expected = static_cast<int64_t>(row->owner_epoch);
+  auto [owner, epoch] = self->state.owners->owner_and_epoch(tp);
+  const auto& self_id = self->state.settings.broker_id;
+  switch (cluster::take_back_decision(*row, owner, static_cast<uint64_t>(std::max<int64_t>(epoch, 0)),
+                                      run->take_back_refused)) {
+    case cluster::take_back_action::rollback:
+      // An earlier take-back applied (its answer was lost, or this broker
+      // restarted before journaling it).
+      rollback(self, id, run->note + "; the source took the partition back");
+      return;
+    case cluster::take_back_action::keep_confirming:
+      if (row->owner_epoch == 0)
+        logger()->warn("move.no_take_back move={} reason=\"no owner epoch recorded at the cutover\"", id);
+      run->confirmed_in_log = true;
+      retry_finish(self, id,
+                   row->owner_epoch == 0 ? run->note
+                                         : "the destination confirmed in the log (owner epoch " + std::to_string(epoch)
+                                             + "); waiting for its answer");
+      return;
+    case cluster::take_back_action::done:
+      complete(self, id, "the destination confirmed; the partition has moved on to "
+                           + (owner.empty() ? std::string{"no owner"} : owner) + " since");
+      return;
+    case cluster::take_back_action::wait:
+      schedule(self, *run, 100, [self, id] { take_back(self, id); });
+      return;
+    case cluster::take_back_action::propose:
+      break;
+  }
+  auto seq = ++run->seq;
+  logger()->warn("move.taking_back move={} topic={} partition={} epoch={} reason=\"{}\"", id, tp.topic, tp.partition,
+                 expected, run->note);
+  // Conditional: applied only while the destination still holds the
+  // partition at the cutover's epoch, i.e. it has not confirmed (its confirm
+  // bumps the epoch before it unseals). The log orders the two; exactly one
+  // applies. Repeating it after a timeout is harmless: at most one applies.
+  self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition, self_id,
+                static_cast<int64_t>(row->at.value), expected)
+    .then(
+      [self, id, seq](bool) {
+        auto* run = run_of(self, id);
+        if (!run || run->seq != seq)
+          return;
+        rollback(self, id, run->note + "; the source took the partition back");
+      },
+      [self, id, seq](caf::error& e) {
+        auto* run = run_of(self, id);
+        if (!run || run->seq != seq)
+          return;
+        if (error_code_of(e) == "owner_epoch_changed")
+          run->take_back_refused = true;  // decided by the image once it shows why (above)
+        else
+          run->backoff_ms = std::min(run->backoff_ms * 2, finish_backoff_max_ms);
+        schedule(self, *run, run->take_back_refused ? 100 : run->backoff_ms, [self, id] { take_back(self, id); });
+      });
 }
 
 /// Makes sure the destination has every record up to the sealed end, then
@@ -447,6 +529,13 @@ void retry_finish(self_ptr self, const std::string& id, const std::string& why) 
 void finish(self_ptr self, const std::string& id) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
+  if (self->state.settings.raft
+      && self->state.owners->owner_and_epoch(row->tp).first == self->state.settings.broker_id) {
+    // The log names this broker owner again: a take-back applied before a
+    // restart (or its answer was lost). The destination never confirmed.
+    rollback(self, id, "the source took the partition back; the destination never confirmed");
+    return;
+  }
   call(self, *run, row->to.value, "GET", tp_path(row->tp) + "/log-end", {}, false,
        [self, id](int status, json& answer, const std::string& error) {
          auto* run = run_of(self, id);
@@ -503,35 +592,50 @@ void finish(self_ptr self, const std::string& id) {
                   return;
                 }
                 auto* run = run_of(self, id);
+                const auto* row = row_of(self, id);
+                if (moved_on && self->state.owners->route(self->state.settings.broker_id, row->tp).where
+                                  == partition_route::kind::local) {
+                  // The owner the destination names is this broker: the
+                  // source took the partition back (take_back) and died
+                  // before journaling it. Finish that rollback.
+                  rollback(self, id, "the source took the partition back before a restart; the destination never "
+                                     "confirmed");
+                  return;
+                }
                 auto note = run->note.rfind("confirm pending", 0) == 0 ? std::string{} : run->note;
                 if (moved_on)
                   note = "confirmed before; the partition has moved on since (" + answer_error(status, answer, confirm_error)
                          + ")";
-                auto final_end = run->final_end;
-                if (!journal_to(self, id, move_state::done, note))
-                  return;
-                const auto* row = row_of(self, id);
-                auto& reg = metrics::registry::global();
-                reg.get_counter("moonmq_reassign_partitions_total", "Partition moves finished (done) as their source",
-                                {{"dest", row->to.value}})
-                  .inc();
-                reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
-                                  {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
-                  .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
-                if (auto* done_run = run_of(self, id))
-                  announce_owner(self, *row, done_run->controller);
-                // The destination holds every record durably: reclaim the
-                // source's copy (it stays sealed; its table routes to the owner).
-                if (auto part = local_partition(self, row->tp))
-                  self->request(*part, local_timeout, reset_atom::value, final_end)
-                    .then([](int64_t) {},
-                          [id](caf::error& e) {
-                            logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
-                          });
-                self->state.running.erase(id);
-                start_queued(self);
+                complete(self, id, note);
               });
        });
+}
+
+void complete(self_ptr self, const std::string& id, const std::string& note) {
+  auto* run = run_of(self, id);
+  auto final_end = run->final_end;
+  if (!journal_to(self, id, move_state::done, note))
+    return;
+  const auto* row = row_of(self, id);
+  auto& reg = metrics::registry::global();
+  reg.get_counter("moonmq_reassign_partitions_total", "Partition moves finished (done) as their source",
+                  {{"dest", row->to.value}})
+    .inc();
+  reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
+                    {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
+    .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
+  if (auto* done_run = run_of(self, id))
+    announce_owner(self, *row, done_run->controller);
+  // The destination holds every record durably: reclaim the
+  // source's copy (it stays sealed; its table routes to the owner).
+  if (auto part = local_partition(self, row->tp))
+    self->request(*part, local_timeout, reset_atom::value, final_end)
+      .then([](int64_t) {},
+            [id](caf::error& e) {
+              logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
+            });
+  self->state.running.erase(id);
+  start_queued(self);
 }
 
 }  // namespace moonmq::reassigner_detail

@@ -73,6 +73,13 @@ struct move_run {
   int64_t backoff_ms = finish_backoff_min_ms;
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
+  int64_t offsets_since_ms = 0;    ///< when this run entered (or resumed) `offsets`
+  /// The destination's epoch moved past the row's owner_epoch with the
+  /// destination still owner: it confirmed, so the move is never taken back.
+  bool confirmed_in_log = false;
+  /// A take-back was refused: wait for the image to show the entry that
+  /// moved the epoch instead of proposing again.
+  bool take_back_refused = false;
   std::string note;                ///< last transient error while retrying
 };
 
@@ -104,7 +111,9 @@ move_run* run_of(self_ptr self, const std::string& id);
 std::optional<transport::cluster_peer> peer_of(self_ptr self, const std::string& id);
 std::optional<partition_actor> local_partition(self_ptr self, const cluster::topic_partition& tp);
 std::string tp_path(const cluster::topic_partition& tp);
-bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error = {});
+/// `owner_epoch` (non-zero) is recorded in the same write (move_entry::owner_epoch).
+bool journal_to(self_ptr self, const std::string& id, move_state next, const std::string& error = {},
+                uint64_t owner_epoch = 0);
 void save_progress(self_ptr self, move_run& run, bool force);
 /// The move throttle in force (bytes/s, 0 = none): the metadata log's
 /// MoveThrottleBytesPerSec when set, else Cluster.MoveThrottleBytesPerSec.
@@ -125,6 +134,14 @@ void begin_copy(self_ptr self, const std::string& id);
 void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then, bool flip = true);
 void drain_next(self_ptr self, const std::string& id);
 void finish(self_ptr self, const std::string& id);
+/// With Raft, after Cluster.MoveConfirmTimeoutSeconds in `offsets`: takes
+/// the partition back by a conditional owner change at the epoch the
+/// destination holds it at, then rolls back; refused (the epoch moved on:
+/// the destination confirmed) the move is done.
+void take_back(self_ptr self, const std::string& id);
+/// The move is done: journals it (with `note`), reclaims the source's copy
+/// and starts the next queued move.
+void complete(self_ptr self, const std::string& id, const std::string& note);
 /// Step 5 without its journal write: pushes the partition's committed group
 /// offsets to the destination (merged there, higher wins, so a repeat is
 /// harmless), retried up to offsets_push_attempts times, then finish().

@@ -66,7 +66,8 @@ json encode(const move_entry& e) {
           {"state", to_string(e.state)}, {"bytes_copied", e.bytes_copied},
           {"bytes_total", e.bytes_total}, {"copy_position", e.copy_position},
           {"error", e.error},           {"started_ms", e.started_ms},
-          {"updated_ms", e.updated_ms},  {"origin", e.origin}};
+          {"updated_ms", e.updated_ms},  {"origin", e.origin},
+          {"owner_epoch", e.owner_epoch}};
 }
 
 /// Decodes one row; every field is checked (the file is untrusted).
@@ -114,6 +115,12 @@ result<move_entry> decode(const json& j, const std::string& file, const std::str
   }
   if (partition > std::numeric_limits<int32_t>::max())
     return detail::corrupt_file(what, file, where + ".partition is out of range");
+  // Optional: rows written before owner epochs have none (0).
+  if (auto o = j.find("owner_epoch"); o != j.end()) {
+    if (!o->is_number_unsigned())
+      return detail::corrupt_file(what, file, where + ".owner_epoch must be a non-negative integer");
+    e.owner_epoch = o->get<uint64_t>();
+  }
   // Optional: rows written before origins have none.
   if (auto o = j.find("origin"); o != j.end()) {
     if (!o->is_string() || !valid_move_origin(o->get<std::string>()))
@@ -167,14 +174,38 @@ bool allowed_transition(move_state from, move_state to) {
     case m::cutover: return to == m::draining || to == m::rolling_back;
     case m::draining: return to == m::offsets || to == m::rolling_back;
     // A failed offset push does not undo a move (the data is on the
-    // destination already): offsets only ends in done, with a warning.
-    case m::offsets: return to == m::done;
+    // destination already): offsets ends in done, with a warning; or, with
+    // the metadata log, in rolling_back once the source took the partition
+    // back by a conditional owner change the destination never confirmed
+    // (docs/metadata.md "Owner epochs").
+    case m::offsets: return to == m::done || to == m::rolling_back;
     case m::rolling_back: return to == m::failed;
     case m::done:
     case m::failed:
     case m::cancelled: return false;
   }
   return false;
+}
+
+const char* to_string(take_back_action a) {
+  switch (a) {
+    case take_back_action::propose: return "propose";
+    case take_back_action::wait: return "wait";
+    case take_back_action::rollback: return "rollback";
+    case take_back_action::keep_confirming: return "keep_confirming";
+    case take_back_action::done: return "done";
+  }
+  return "wait";
+}
+
+take_back_action take_back_decision(const move_entry& e, const std::string& owner, uint64_t epoch, bool refused) {
+  if (owner == e.from.str())
+    return take_back_action::rollback;
+  if (e.owner_epoch == 0)
+    return take_back_action::keep_confirming;  // without the cutover's epoch a take-back could overrule a confirm
+  if (epoch > e.owner_epoch)
+    return owner == e.to.str() ? take_back_action::keep_confirming : take_back_action::done;
+  return refused ? take_back_action::wait : take_back_action::propose;
 }
 
 recovery_plan recovery_decision(const move_entry& e) {
@@ -280,7 +311,7 @@ status move_journal::add(move_entry e) {
 }
 
 status move_journal::transition(const std::string& move_id, move_state next, int64_t now_ms,
-                                const std::string& error) {
+                                const std::string& error, uint64_t owner_epoch) {
   auto it = moves_.find(move_id);
   if (it == moves_.end())
     return make_error(errc::unknown_move, "no move " + quote_input(move_id) + " in the journal");
@@ -297,6 +328,8 @@ status move_journal::transition(const std::string& move_id, move_state next, int
   row.updated_ms = now_ms;
   if (!error.empty())
     row.error = error;
+  if (owner_epoch != 0)
+    row.owner_epoch = owner_epoch;
   if (auto ok = replace_row(row); !ok)
     return ok;
   log::get("reassigner")->info("move.{} move={} topic={} partition={} to={}{}{}", to_string(next), move_id,

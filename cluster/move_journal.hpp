@@ -78,6 +78,11 @@ struct move_entry {
   /// A move an operator made is in the balancer's cooldown for
   /// Autobalance.ManualMoveCooldownSeconds (docs/balancer.md).
   std::string origin;
+  /// With the metadata log: the destination's owner epoch when the move
+  /// entered `offsets` (after the cutover, before any confirm), the epoch a
+  /// take-back expects (docs/metadata.md "Owner epochs"); 0 = unknown (rows
+  /// written before epochs, moves without Raft): never taken back.
+  uint64_t owner_epoch = 0;
 };
 
 /// True for a move origin a journal row may hold ("operator", "balancer", "").
@@ -115,6 +120,26 @@ struct recovery_plan {
 ///   done/failed/cancelled → none
 recovery_plan recovery_decision(const move_entry& e);
 
+/// What a source does about a move in `offsets` whose destination has not
+/// confirmed within Cluster.MoveConfirmTimeoutSeconds (docs/metadata.md
+/// "Owner epochs"), from its applied image.
+enum class take_back_action {
+  propose,          ///< propose owner = source, expect_epoch = the row's owner_epoch
+  wait,             ///< a take-back was refused; the image has not shown why yet: read it again soon
+  rollback,         ///< the image names the source owner: a take-back applied; finish the rollback
+  keep_confirming,  ///< the destination confirmed in the log (or no epoch is known): only its answer ends the move
+  done,             ///< the destination confirmed and the partition moved on since: the move is over
+};
+const char* to_string(take_back_action a);
+
+/// `owner` / `epoch`: the partition as the source's image names it now;
+/// `e.owner_epoch`: the destination's epoch when the move entered
+/// `offsets` (0 = unknown); `refused`: a take-back of this run was refused.
+/// The destination bumps the epoch (with a conditional entry) before it
+/// unseals, so an epoch above the row's with the destination still owner
+/// proves it confirmed, and nothing may be taken back from it.
+take_back_action take_back_decision(const move_entry& e, const std::string& owner, uint64_t epoch, bool refused);
+
 class move_journal {
  public:
   /// File name under the data directory.
@@ -134,7 +159,8 @@ class move_journal {
   /// failed, cancelled and rolling_back; optional note otherwise) replaces
   /// the row's error when non-empty. Errors: unknown_move,
   /// invalid_transition (names both states), invalid_argument, io_error.
-  status transition(const std::string& move_id, move_state next, int64_t now_ms, const std::string& error = {});
+  status transition(const std::string& move_id, move_state next, int64_t now_ms, const std::string& error = {},
+                    uint64_t owner_epoch = 0);
 
   /// Records copy progress in copying or draining, durably. `bytes_copied`
   /// and `copy_position` never go back; bytes_copied <= bytes_total.

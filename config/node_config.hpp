@@ -63,6 +63,10 @@ struct cluster_config : listener_config {
   int64_t move_throttle_bytes_per_sec = 0;
   /// Cluster.MaxConcurrentMoves: moves this broker runs as a source at once; more wait queued.
   int max_concurrent_moves = 2;
+  /// Cluster.MoveConfirmTimeoutSeconds: with Raft, how long a move waits in
+  /// `offsets` for its destination to confirm before the source takes the
+  /// partition back (docs/metadata.md "Owner epochs"); 0 = for ever.
+  int move_confirm_timeout_seconds = 120;
   std::vector<peer_config> peers;
   tls_config tls;
   raft_config raft;

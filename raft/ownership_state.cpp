@@ -16,7 +16,19 @@ status ownership_state::apply(const log_entry& e) {
   if (auto* c = std::get_if<controller_entry>(&e.payload)) {
     controller_ = c->leader;
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
-    owners_[topic_partition{o->topic, o->partition}] = o->owner;
+    topic_partition tp{o->topic, o->partition};
+    auto current = epoch_of(tp);
+    if (o->expect_epoch != 0 && o->expect_epoch != current) {
+      // A conditional change whose condition no longer holds: a no-op in
+      // log order, remembered so that its proposer is told.
+      refused_.insert(e.index.value);
+      while (refused_.size() > max_refused_kept)
+        refused_.erase(refused_.begin());
+    } else {
+      owners_[tp] = o->owner;
+      if (current + 1 > 1)  // a partition's first owner is at epoch 1, implied
+        epochs_[tp] = current + 1;
+    }
   } else if (auto* b = std::get_if<broker_entry>(&e.payload)) {
     switch (b->change) {
       case broker_change::fence: fenced_.insert(b->id); break;
@@ -88,6 +100,8 @@ void ownership_state::load(const snapshot& s) {
   draining_ = s.draining;
   removed_ = s.removed;
   registered_ = s.registered;
+  epochs_ = s.epochs;
+  refused_.clear();
   controller_ = s.controller;
   applied_index_ = s.last_index;
   applied_term_ = s.last_term;
@@ -105,12 +119,19 @@ snapshot ownership_state::to_snapshot() const {
   s.draining = draining_;
   s.removed = removed_;
   s.registered = registered_;
+  s.epochs = epochs_;
   return s;
 }
 
 std::size_t ownership_state::owned_by(const node_id& b) const {
   return static_cast<std::size_t>(
     std::count_if(owners_.begin(), owners_.end(), [&](const auto& row) { return row.second == b; }));
+}
+
+uint64_t ownership_state::epoch_of(const topic_partition& tp) const {
+  if (auto it = epochs_.find(tp); it != epochs_.end())
+    return it->second;
+  return owners_.count(tp) ? 1 : 0;
 }
 
 std::optional<node_id> ownership_state::owner_of(const topic_partition& tp) const {

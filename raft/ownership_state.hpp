@@ -32,6 +32,17 @@ class ownership_state {
   std::optional<node_id> owner_of(const topic_partition& tp) const;
 
   const std::map<topic_partition, node_id>& owners() const { return owners_; }
+  /// The owner epoch of `tp` (docs/metadata.md "Owner epochs"): 1 from the
+  /// entry that created the partition, bumped by every owner entry that
+  /// applied; 0 for a partition no entry names an owner of.
+  uint64_t epoch_of(const topic_partition& tp) const;
+  /// Partitions whose epoch is above 1 (the rest are at 1, or 0 without owner).
+  const std::map<topic_partition, uint64_t>& epochs() const { return epochs_; }
+  /// True when the conditional owner entry at index `i` was a no-op (its
+  /// expected epoch had moved on). Remembered for the last
+  /// max_refused_kept such entries since the last load().
+  bool refused(log_index i) const { return refused_.count(i.value) != 0; }
+  static constexpr std::size_t max_refused_kept = 4096;
   /// Every topic a `topic` entry created, by name.
   const std::map<std::string, topic_record>& topics() const { return topics_; }
   /// The dynamic balancer settings, merged from every `config` entry (JSON
@@ -58,7 +69,7 @@ class ownership_state {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
            a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
-           a.removed_ == b.removed_ && a.registered_ == b.registered_;
+           a.removed_ == b.removed_ && a.registered_ == b.registered_ && a.epochs_ == b.epochs_;
   }
 
  private:
@@ -69,6 +80,8 @@ class ownership_state {
   std::set<node_id> draining_;
   std::set<node_id> removed_;
   std::map<node_id, broker_endpoints> registered_;
+  std::map<topic_partition, uint64_t> epochs_;  ///< only partitions above epoch 1
+  std::set<uint64_t> refused_;                  ///< indexes of refused conditional entries
   node_id controller_;
   log_index applied_index_;
   term applied_term_;

@@ -168,6 +168,8 @@ json to_json(const entry_payload& p) {
     j["topic"] = o->topic;
     j["partition"] = o->partition;
     j["owner"] = o->owner.str();
+    if (o->expect_epoch != 0)
+      j["expect_epoch"] = o->expect_epoch;
   } else if (auto* cfg = std::get_if<config_entry>(&p)) {
     j["type"] = "config";
     j["balancer"] = cfg->balancer;
@@ -229,6 +231,8 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     o.topic = r.topic("topic");
     o.partition = r.partition("partition");
     o.owner = r.node("owner", false);
+    if (r.ok() && r.has("expect_epoch"))
+      o.expect_epoch = r.u64("expect_epoch");
     out = std::move(o);
   } else if (type == "topic") {
     topic_entry t;
@@ -336,6 +340,9 @@ json to_json(const snapshot& s) {
       out.push_back(id.str());
     return out;
   };
+  json epochs = json::array();
+  for (const auto& [tp, epoch] : s.epochs)
+    epochs.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"epoch", epoch}});
   json registered = json::array();
   for (const auto& [id, e] : s.registered)
     registered.push_back(json{{"id", id.str()}, {"cluster", e.cluster}, {"client", e.client}, {"kafka", e.kafka}});
@@ -356,7 +363,8 @@ json to_json(const snapshot& s) {
               {"fenced", ids(s.fenced)},
               {"draining", ids(s.draining)},
               {"removed", ids(s.removed)},
-              {"registered", std::move(registered)}};
+              {"registered", std::move(registered)},
+              {"epochs", std::move(epochs)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -437,6 +445,22 @@ result<snapshot> snapshot_from_json(const json& j) {
         if (!id.is_string() || !valid_node_id(id.get<std::string>()))
           return error{errc::malformed, std::string("snapshot.") + key + ": expected broker ids", {}, 0};
         set->insert(node_id{id.get<std::string>()});
+      }
+  }
+  if (r.ok() && j.contains("epochs")) {
+    if (const json* list = r.array("epochs"))
+      for (const auto& row : *list) {
+        detail::json_reader re(row, "snapshot.epochs[]");
+        topic_partition tp{re.topic("topic"), re.partition("partition")};
+        auto epoch = re.u64("epoch");
+        if (re.ok() && epoch < 2)
+          re.fail("epoch", "expected an epoch above 1 (1 is implied)");
+        if (!re.ok())
+          return re.err();
+        if (!s.owners.count(tp))
+          return error{errc::malformed, "snapshot.epochs: an epoch for a partition without owner", {}, 0};
+        if (!s.epochs.emplace(std::move(tp), epoch).second)
+          return error{errc::malformed, "snapshot.epochs: duplicate topic-partition", {}, 0};
       }
   }
   if (r.ok() && j.contains("registered")) {

@@ -76,14 +76,21 @@ struct controller_entry {
   friend bool operator==(const controller_entry& a, const controller_entry& b) { return a.leader == b.leader; }
 };
 
-/// Payload of an `owner` entry: one ownership change.
-/// JSON: {"type":"owner","topic":"orders","partition":3,"owner":"b2"}
+/// Payload of an `owner` entry: one ownership change, which bumps the
+/// partition's owner epoch (docs/metadata.md "Owner epochs").
+/// JSON: {"type":"owner","topic":"orders","partition":3,"owner":"b2"}, and
+/// "expect_epoch":7 for a conditional change: applied only while the
+/// partition's owner epoch is still 7, else a no-op the proposer is told of
+/// (compare-and-set in log order, as KIP-497's AlterPartition checks the
+/// partition epoch).
 struct owner_entry {
   std::string topic;
   int32_t partition = 0;  ///< >= 0
   node_id owner;
+  uint64_t expect_epoch = 0;  ///< 0 = unconditional
   friend bool operator==(const owner_entry& a, const owner_entry& b) {
-    return a.topic == b.topic && a.partition == b.partition && a.owner == b.owner;
+    return a.topic == b.topic && a.partition == b.partition && a.owner == b.owner &&
+           a.expect_epoch == b.expect_epoch;
   }
 };
 
@@ -246,10 +253,14 @@ struct snapshot {
   /// in older snapshots: none). JSON: "registered":[{"id":"b4","cluster":
   /// "127.0.0.1:7104","client":"127.0.0.1:7004","kafka":""}].
   std::map<node_id, broker_endpoints> registered;
+  /// Owner epochs above 1 (absent in older snapshots: every owned partition
+  /// at 1). JSON: "epochs":[{"topic":"orders","partition":3,"epoch":4}].
+  std::map<topic_partition, uint64_t> epochs;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
            a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
-           a.draining == b.draining && a.removed == b.removed && a.registered == b.registered;
+           a.draining == b.draining && a.removed == b.removed && a.registered == b.registered &&
+           a.epochs == b.epochs;
   }
 };
 

@@ -94,6 +94,8 @@ json partitions_json(const cluster_admin_context& ctx, const json& local, const 
              {"size_bytes", p.size_bytes}};
     if (p.conflict)
       row["conflict"] = true;
+    if (ctx.raft && ctx.owners)  // the metadata log's owner epoch (docs/metadata.md "Owner epochs")
+      row["owner_epoch"] = ctx.owners->owner_and_epoch(tp).second;
     list.push_back(std::move(row));
   }
   return list;

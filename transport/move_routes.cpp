@@ -265,9 +265,34 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
           respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end}}.dump()));
         }, fail, seal_atom::value, false);
       };
-      if (ctx.owners->strict()) {  // owner already (checked above): nothing to write
-        bool yes = true;
-        unseal(yes);
+      if (ctx.owners->strict()) {
+        // Owner since the cutover (checked above). Before taking writes it
+        // bumps the owner epoch by a conditional entry at the epoch it holds
+        // the partition at: should the source have taken the partition back
+        // meanwhile (it gave up waiting, docs/metadata.md "Owner epochs"),
+        // this entry is refused and the copy stays sealed. Exactly one of
+        // the two applies, in log order.
+        auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
+        if (owner != ctx.broker_id) {
+          respond(http_response::error(409, "owner_changed", topic + "/" + std::to_string(partition)
+                                                               + " is owned by " + owner + " now; this move has ended"));
+          return;
+        }
+        ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal,
+                  [ctx, respond, topic, partition, fail](const caf::error& e) {
+                    if (error_code_of(e) != "owner_epoch_changed") {
+                      fail(e);
+                      return;
+                    }
+                    auto now = ctx.owners->owner_and_epoch({topic, partition}).first;
+                    if (now == ctx.broker_id)  // bumped by an earlier try of ours: retry at the new epoch
+                      respond(http_response::error(503, "not_ready", "owner epoch moved on; retry"));
+                    else
+                      respond(http_response::error(409, "owner_changed",
+                                                   topic + "/" + std::to_string(partition) + " is owned by " + now
+                                                     + " now; this move has ended"));
+                  },
+                  owner_atom::value, topic, partition, ctx.broker_id, at, epoch);
         return;
       }
       ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal, fail, owner_atom::value, topic, partition, ctx.broker_id,

@@ -105,6 +105,7 @@ TEST_CASE("the transition table allows exactly the MOVE protocol's edges", "[clu
       {m::copying, m::cutover},        {m::copying, m::failed},      {m::copying, m::cancelled},
       {m::cutover, m::draining},       {m::cutover, m::rolling_back}, {m::draining, m::offsets},
       {m::draining, m::rolling_back},  {m::offsets, m::done},        {m::rolling_back, m::failed},
+      {m::offsets, m::rolling_back},  // a take-back the destination never confirmed (docs/metadata.md)
   };
   for (auto a : all) {
     for (auto b : all) {
@@ -344,4 +345,56 @@ TEST_CASE("a move's origin is journaled and read back; rows without one load wit
   CHECK(again->find("m-2")->origin == "balancer");
   CHECK(valid_move_origin(""));
   CHECK_FALSE(valid_move_origin("admin"));
+}
+
+TEST_CASE("a take-back is proposed only at the cutover's epoch and never overrules a confirm", "[cluster][journal]") {
+  move_entry e;
+  e.move_id = "m-1";
+  e.tp = {"orders", 3};
+  e.from = broker_id{"b1"};
+  e.to = broker_id{"b2"};
+  e.state = m::offsets;
+  e.owner_epoch = 2;  // the cutover made b2 owner at epoch 2
+  using a = take_back_action;
+  // Still at the cutover's epoch: nothing confirmed yet.
+  CHECK(take_back_decision(e, "b2", 2, false) == a::propose);
+  // Refused, and the image has not shown why: wait, do not propose again.
+  CHECK(take_back_decision(e, "b2", 2, true) == a::wait);
+  // The destination's confirm moved the epoch (its answer was lost): keep
+  // confirming, whether or not a take-back was refused meanwhile.
+  CHECK(take_back_decision(e, "b2", 3, false) == a::keep_confirming);
+  CHECK(take_back_decision(e, "b2", 5, true) == a::keep_confirming);
+  // The source owns it again: a take-back applied; finish the rollback.
+  CHECK(take_back_decision(e, "b1", 3, true) == a::rollback);
+  CHECK(take_back_decision(e, "b1", 3, false) == a::rollback);
+  // Confirmed and moved on to another broker since: the move is over.
+  CHECK(take_back_decision(e, "b3", 4, false) == a::done);
+  // No epoch recorded (a row from before owner epochs): never taken back.
+  e.owner_epoch = 0;
+  CHECK(take_back_decision(e, "b2", 2, false) == a::keep_confirming);
+  CHECK(take_back_decision(e, "b1", 3, false) == a::rollback);
+}
+
+TEST_CASE("a row's owner epoch is written with its transition and read back; older rows read 0",
+          "[cluster][journal]") {
+  moonmq::test::temp_dir dir;
+  auto j = move_journal::open(dir.path());
+  REQUIRE(j.ok());
+  move_entry e;
+  e.move_id = "m-9";
+  e.tp = {"orders", 1};
+  e.from = broker_id{"b1"};
+  e.to = broker_id{"b2"};
+  e.at = epoch{3};
+  e.started_ms = 1000;
+  REQUIRE(j->add(e).ok());
+  for (auto s : {m::copying, m::cutover, m::draining})
+    REQUIRE(j->transition("m-9", s, 1100).ok());
+  REQUIRE(j->transition("m-9", m::offsets, 1200, {}, 7).ok());
+  CHECK(j->find("m-9")->owner_epoch == 7);
+  auto again = move_journal::open(dir.path());
+  REQUIRE(again.ok());
+  CHECK(again->find("m-9")->owner_epoch == 7);
+  REQUIRE(again->transition("m-9", m::rolling_back, 1300, "taken back").ok());
+  CHECK(again->find("m-9")->owner_epoch == 7);  // kept
 }

@@ -291,3 +291,56 @@ TEST_CASE("a registration is applied, replaced, dropped on removal and admitted 
   copy.load(s.to_snapshot());
   CHECK(copy == s);
 }
+
+TEST_CASE("owner epochs: 1 at creation, bumped by each owner change; a conditional change applies only at its epoch",
+          "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return log_index{i};
+  };
+  topic_partition tp{"orders", 0};
+  CHECK(s.epoch_of(tp) == 0);  // no owner: no epoch
+  apply(topic_entry{"orders", 2, id("b1"), "", false});
+  CHECK(s.epoch_of(tp) == 1);
+  apply(owner_entry{"orders", 0, id("b2"), 0});  // a move's cutover
+  CHECK(s.epoch_of(tp) == 2);
+  // The source gives up at epoch 2 while the destination confirms at
+  // epoch 2: whichever the log orders first wins, the other is a no-op.
+  auto confirm = apply(owner_entry{"orders", 0, id("b2"), 2});
+  auto take_back = apply(owner_entry{"orders", 0, id("b1"), 2});
+  CHECK_FALSE(s.refused(confirm));
+  CHECK(s.refused(take_back));
+  CHECK(s.owner_of(tp) == id("b2"));
+  CHECK(s.epoch_of(tp) == 3);
+  // The other order.
+  topic_partition tp1{"orders", 1};
+  apply(owner_entry{"orders", 1, id("b2"), 0});
+  auto back = apply(owner_entry{"orders", 1, id("b1"), 2});
+  auto late = apply(owner_entry{"orders", 1, id("b2"), 2});
+  CHECK_FALSE(s.refused(back));
+  CHECK(s.refused(late));
+  CHECK(s.owner_of(tp1) == id("b1"));
+  // Epochs survive a snapshot (only those above 1 are written).
+  auto snap = s.to_snapshot();
+  CHECK(snap.epochs.size() == 2);
+  auto j = to_json(snap);
+  auto parsed = snapshot_from_json(j);
+  REQUIRE(parsed.ok());
+  ownership_state copy;
+  copy.load(*parsed);
+  CHECK(copy.epoch_of(tp) == 3);
+  CHECK(copy.epoch_of(tp1) == 3);
+  // A snapshot written before epochs: every owned partition at 1.
+  j.erase("epochs");
+  auto older = snapshot_from_json(j);
+  REQUIRE(older.ok());
+  ownership_state old;
+  old.load(*older);
+  CHECK(old.epoch_of(tp) == 1);
+  // A conditional entry survives the wire.
+  auto wire = entry_from_json(to_json(log_entry{term{1}, log_index{9}, owner_entry{"orders", 0, id("b1"), 7}}));
+  REQUIRE(wire.ok());
+  CHECK(std::get<owner_entry>(wire->payload).expect_epoch == 7);
+}

@@ -237,7 +237,9 @@ class cluster {
       nlohmann::json j = to_json(m);
       auto back = parse_message(j.dump());
       if (!back || to_json(*back) != j) {
-        fail("JSON round trip changed " + describe(m));
+        fail("JSON round trip changed " + describe(m) + (back ? ": " + j.dump().substr(0, 600) + " became "
+                                                                  + to_json(*back).dump().substr(0, 600)
+                                                            : ": " + back.err().message));
         return;
       }
       m = std::move(*back);

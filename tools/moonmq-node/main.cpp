@@ -387,6 +387,7 @@ int run(const config::load_result& loaded) {
     rs.batch_bytes = cfg.cluster->batch_bytes;
     rs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
     rs.max_concurrent = cfg.cluster->max_concurrent_moves;
+    rs.confirm_timeout = std::chrono::seconds(cfg.cluster->move_confirm_timeout_seconds);
     rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     rs.peers = directory;
     rs.raft = cfg.cluster->raft.enabled;
