@@ -25,6 +25,14 @@ log_index propose_on(mini_cluster& c, const std::string& leader, entry_payload p
   return *idx;
 }
 
+/// Starts learner b4 and commits its registration through `leader`, then
+/// lets `ticks` ticks pass.
+void join_b4(mini_cluster& c, const std::string& leader, int ticks) {
+  c.add_learner("b4");
+  propose_on(c, leader, registration("b4"));
+  c.ticks(ticks);
+}
+
 }  // namespace
 
 TEST_CASE("a learner receives the log once its register entry commits, and never votes", "[raft][learner]") {
@@ -58,9 +66,7 @@ TEST_CASE("a learner never counts towards commit or check-quorum", "[raft][learn
   mini_cluster c({"b1", "b2", "b3"});
   auto leader = c.elect_any();
   REQUIRE(leader);
-  c.add_learner("b4");
-  propose_on(c, *leader, registration("b4"));
-  c.ticks(5);
+  join_b4(c, *leader, 5);
   // The leader keeps only the learner: the two other voters are cut off.
   for (const char* v : {"b1", "b2", "b3"})
     if (*leader != std::string(v))
@@ -91,9 +97,7 @@ TEST_CASE("a learner that lags behind compaction catches up by snapshot and foll
   REQUIRE(leader);
   for (int p = 0; p < 30; ++p)
     propose_on(c, *leader, owner_entry{"orders", p, id("b2")});
-  c.add_learner("b4");
-  propose_on(c, *leader, registration("b4"));
-  c.ticks(10);
+  join_b4(c, *leader, 10);
   REQUIRE(c.core(leader->c_str()).log().snapshot_index() > log_index{0});
   CHECK(c.core("b4").latest_snapshot().has_value());  // the prefix came as a snapshot
   CHECK(c.applied("b4").owners() == c.applied(leader->c_str()).owners());
@@ -144,9 +148,7 @@ TEST_CASE("vote messages from a learner change nothing, not even the term", "[ra
   mini_cluster c({"b1", "b2", "b3"});
   auto leader = c.elect_any();
   REQUIRE(leader);
-  c.add_learner("b4");
-  propose_on(c, *leader, registration("b4"));
-  c.ticks(5);
+  join_b4(c, *leader, 5);
   auto t = c.core(leader->c_str()).current_term();
   // A learner misconfigured as a candidate: its requests at a higher term are ignored.
   c.core(leader->c_str()).step(msg("b4", leader->c_str(), t.value + 5, vote_request{log_index{100}, term{t.value}, false}));
