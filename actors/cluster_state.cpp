@@ -414,8 +414,8 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
         rows.push_back(broker_row(self, id));
       return rows.dump();
     },
-    [self](broker_atom, std::string& broker, std::string& change) -> caf::result<std::string> {
-      return raft_change_broker(self, broker, change);
+    [self](broker_atom, std::string& id, std::string& change) -> caf::result<std::string> {
+      return raft_change_broker(self, id, change);
     },
     [self](config_atom, std::string& patch) -> caf::result<std::string> {
       auto& st = self->state;

@@ -356,7 +356,7 @@ void check_liveness(self_ptr self) {
     if (!fence && !unfence)
       continue;
     auto index = core.propose(
-      raft::broker_entry{raft::node_id{id}, fence ? raft::broker_change::fence : raft::broker_change::unfence});
+      raft::broker_entry{raft::node_id{id}, fence ? raft::broker_change::fence : raft::broker_change::unfence, {}});
     if (!index)
       return;
     logger()->warn("raft.{} broker={} silent_ms={} index={}", fence ? "fencing" : "unfencing", id, silent_ms,

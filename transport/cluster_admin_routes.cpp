@@ -52,7 +52,7 @@ json brokers_json(const cluster_admin_context& ctx, const std::vector<peer_answe
   // began shows from the next answer on).
   for (size_t i = 0; i < answers.size(); ++i) {
     auto known = ctx.peers->find(answers[i].id);
-    cluster_peer peer = known ? *known : cluster_peer{answers[i].id, {}, {}, {}, nullptr};
+    cluster_peer peer = known ? *known : cluster_peer{answers[i].id, {}, {}, {}, nullptr, {}};
     json b{{"id", peer.id}, {"alive", answers[i].ok}, {"self", false},
            {"address", peer.address}, {"client_address", peer.client_address}};
     if (ctx.raft && ctx.owners) {

@@ -72,7 +72,7 @@ std::vector<std::string> peer_directory::learn(const std::string& self,
 cluster_peer peer_directory::connect(const std::string& id, const std::string& address) {
   std::lock_guard<std::mutex> g{mtx_};
   auto client = connect_ && !closed_ ? connect_(id, address) : nullptr;
-  cluster_peer p{id, address, {}, token_, client};
+  cluster_peer p{id, address, {}, token_, client, {}};
   if (!client)
     return p;
   if (auto it = learned_.find(id); it != learned_.end())
