@@ -50,13 +50,8 @@ std::vector<std::string> peer_directory::learn(const std::string& self,
       it->second.kafka_address = e.kafka;
       continue;
     }
-    auto client = connect_ && !closed_ ? connect_(id, e.cluster) : nullptr;
-    if (!client)
-      continue;
-    if (it != learned_.end())
-      retired_.push_back(it->second.client);
-    learned_[id] = cluster_peer{id, e.cluster, e.client, token_, std::move(client), e.kafka};
-    added.push_back(id);
+    if (adopt(cluster_peer{id, e.cluster, e.client, token_, nullptr, e.kafka}).client)
+      added.push_back(id);
   }
   for (auto it = learned_.begin(); it != learned_.end();) {
     if (registered.count(it->first)) {
@@ -71,13 +66,16 @@ std::vector<std::string> peer_directory::learn(const std::string& self,
 
 cluster_peer peer_directory::connect(const std::string& id, const std::string& address) {
   std::lock_guard<std::mutex> g{mtx_};
-  auto client = connect_ && !closed_ ? connect_(id, address) : nullptr;
-  cluster_peer p{id, address, {}, token_, client, {}};
-  if (!client)
+  return adopt(cluster_peer{id, address, {}, token_, nullptr, {}});
+}
+
+cluster_peer peer_directory::adopt(cluster_peer p) {
+  p.client = connect_ && !closed_ ? connect_(p.id, p.address) : nullptr;
+  if (!p.client)
     return p;
-  if (auto it = learned_.find(id); it != learned_.end())
+  if (auto it = learned_.find(p.id); it != learned_.end())
     retired_.push_back(it->second.client);
-  learned_[id] = p;
+  learned_[p.id] = p;
   return p;
 }
 

@@ -54,6 +54,11 @@ class peer_directory {
   void close();
 
  private:
+  /// Under mtx_: gives `p` a client through the connector and keeps it in
+  /// place of an earlier peer of its id (retired); `p` with a null client
+  /// when the address is unusable or after close().
+  cluster_peer adopt(cluster_peer p);
+
   mutable std::mutex mtx_;
   std::vector<cluster_peer> configured_;
   std::map<std::string, cluster_peer> learned_;
