@@ -63,6 +63,9 @@ struct raft_node_state {
   std::map<std::string, raft_peer> peers;
   std::vector<waiter> waiters;
   std::map<int64_t, forward> forwards;
+  /// Proposals made while no leader was known: each goes to the leader once
+  /// one is, or is answered 503 no_controller at its deadline.
+  std::vector<forward> parked;
   int64_t next_forward = 0;
   std::string broken;  ///< why the node stopped taking part (a failed save)
   /// Liveness proposals in flight (broker id → log index), so a silent peer
@@ -249,6 +252,9 @@ void fail_pending(self_ptr self) {
   for (auto& [id, f] : st.forwards)
     f.rp.deliver(coded(503, "raft_failed", why));
   st.forwards.clear();
+  for (auto& f : st.parked)
+    f.rp.deliver(coded(503, "raft_failed", why));
+  st.parked.clear();
 }
 
 /// Gives every registered broker (other than this one) a Raft client, so
@@ -448,6 +454,17 @@ void expire(self_ptr self) {
                                                   + raft::describe(it->second.entry) + " in time"));
     it = st.forwards.erase(it);
   }
+  std::vector<forward> parked;
+  for (auto& f : st.parked) {
+    if (f.deadline > now) {
+      parked.push_back(std::move(f));
+      continue;
+    }
+    f.rp.deliver(coded(503, "no_controller", "no Raft leader was elected within "
+                                               + std::to_string(st.settings.leader_wait.count()) + " ms on broker "
+                                               + st.settings.broker_id + " for " + raft::describe(f.entry)));
+  }
+  st.parked = std::move(parked);
 }
 
 /// Waits for (index, term) to be applied here.
@@ -457,6 +474,46 @@ void wait_for(self_ptr self, int64_t index, int64_t term, raft::entry_payload en
   settle_waiters(self);
 }
 
+/// Appends `entry` here (the leader) or forwards it to the leader, answering
+/// through `rp`. False, with `rp` untouched, while no leader is known (or
+/// the one named is not a peer this broker can reach).
+bool submit(self_ptr self, const raft::entry_payload& entry, promise& rp) {
+  auto& st = self->state;
+  auto index = st.core->propose(entry);
+  if (index) {
+    auto term = static_cast<int64_t>(st.core->current_term().value);
+    logger()->info("raft.proposed index={} term={} entry=\"{}\"", index->value, term, raft::describe(entry));
+    wait_for(self, static_cast<int64_t>(index->value), term, entry, std::move(rp));
+    drain_ready(self);
+    return true;
+  }
+  auto peer = st.peers.find(index.err().leader);
+  if (index.err().leader.empty() || peer == st.peers.end())
+    return false;
+  auto id = ++st.next_forward;
+  st.forwards[id] = forward{entry, std::move(rp), clock_type::now() + st.settings.proposal_timeout};
+  transport::call_peer(peer->second.peer, "POST", "/cluster/raft/propose", raft::to_json(entry).dump(), 0, "",
+                       st.settings.proposal_timeout,
+                       [me = caf::actor_cast<raft_actor>(self), id](int status, json answer, std::string error) {
+                         caf::anon_send(me, step_atom::value, id, static_cast<int32_t>(status),
+                                        answer.is_null() ? error : answer.dump());
+                       });
+  return true;
+}
+
+/// Sends the parked proposals on once a leader is known.
+void submit_parked(self_ptr self) {
+  auto& st = self->state;
+  if (st.parked.empty() || st.core->leader().empty())
+    return;
+  std::vector<forward> still;
+  for (auto& f : std::exchange(st.parked, {}))
+    if (!submit(self, f.entry, f.rp))
+      still.push_back(std::move(f));
+  for (auto& f : still)
+    st.parked.push_back(std::move(f));
+}
+
 caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, bool forward_to_leader) {
   auto& st = self->state;
   if (!st.broken.empty())
@@ -464,32 +521,25 @@ caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, 
   // The promise is made only on the paths that answer through it: once made
   // it owns the reply, and an error returned beside it would never reach the
   // caller (who would wait for its whole timeout instead).
-  auto index = st.core->propose(entry);
-  if (index) {
+  auto leader = st.core->leader();
+  bool here = st.core->current_role() == raft::role::leader;
+  if (here || (forward_to_leader && !leader.empty() && st.peers.count(leader.str()))) {
     auto rp = self->make_response_promise<int64_t, int64_t>();
-    auto term = static_cast<int64_t>(st.core->current_term().value);
-    logger()->info("raft.proposed index={} term={} entry=\"{}\"", index->value, term, raft::describe(entry));
-    wait_for(self, static_cast<int64_t>(index->value), term, entry, rp);
-    drain_ready(self);
+    if (submit(self, entry, rp))
+      return rp;
+    rp.deliver(coded(503, "no_controller", "the Raft leader changed on broker " + st.settings.broker_id));
     return rp;
   }
-  auto leader = index.err().leader;
-  auto peer = st.peers.find(leader);
-  if (!forward_to_leader || leader.empty() || peer == st.peers.end())
+  if (!forward_to_leader || !leader.empty())
     return coded(503, "no_controller",
                  leader.empty() ? "no Raft leader is known on broker " + st.settings.broker_id + " (term "
                                     + std::to_string(st.core->current_term().value) + ")"
-                                : "broker " + st.settings.broker_id + " is not the Raft leader; " + leader + " is");
+                                : "broker " + st.settings.broker_id + " is not the Raft leader; " + leader.str()
+                                    + " is");
+  // During an election: wait for its outcome rather than fail a create or a
+  // move step that a retry a moment later would carry (docs/raft.md).
   auto rp = self->make_response_promise<int64_t, int64_t>();
-  auto id = ++st.next_forward;
-  st.forwards[id] = forward{entry, rp, clock_type::now() + st.settings.proposal_timeout};
-  auto body = raft::to_json(entry);
-  transport::call_peer(peer->second.peer, "POST", "/cluster/raft/propose", body.dump(), 0, "",
-                       st.settings.proposal_timeout,
-                       [me = caf::actor_cast<raft_actor>(self), id](int status, json answer, std::string error) {
-                         caf::anon_send(me, step_atom::value, id, static_cast<int32_t>(status),
-                                        answer.is_null() ? error : answer.dump());
-                       });
+  st.parked.push_back(forward{std::move(entry), rp, clock_type::now() + st.settings.leader_wait});
   return rp;
 }
 
@@ -510,7 +560,7 @@ json status_json(self_ptr self) {
          {"messages_dropped", st.dropped},
          {"messages_received", st.received},
          {"messages_refused", st.refused},
-         {"pending_proposals", st.waiters.size() + st.forwards.size()}};
+         {"pending_proposals", st.waiters.size() + st.forwards.size() + st.parked.size()}};
   if (st.core) {
     const auto& log = st.core->log();
     j["log"] = {{"first_index", log.first_index().value},
@@ -590,6 +640,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       st.core->tick();
       check_liveness(self);
       drain_ready(self);
+      submit_parked(self);
       try_register(self);
       expire(self);
       self->delayed_send(self, st.timing.tick, tick_atom::value);
@@ -606,6 +657,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       ++st.received;
       st.core->step(*m);
       drain_ready(self);
+      submit_parked(self);
     },
     [self](propose_atom, std::string& topic, int32_t partition, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

@@ -136,6 +136,10 @@ struct raft_node_settings {
   int max_log_entries = 512;       ///< Cluster.Raft.MaxLogEntries
   /// Deadline of a proposal (commit and apply), and of a forwarded one.
   std::chrono::milliseconds proposal_timeout{5000};
+  /// How long a proposal made while no leader is known waits for one to be
+  /// elected before it is answered 503 no_controller (a forwarded proposal,
+  /// forward_to_leader false, is answered at once).
+  std::chrono::milliseconds leader_wait{5000};
   /// Called (on the raft node's thread) with the applied topics after every
   /// batch that applied entries, and once at start: the broker creates or
   /// grows its local copies to match, so a topic exists on every broker once

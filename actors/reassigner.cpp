@@ -140,6 +140,29 @@ void current_controller(self_ptr self, int64_t& epoch, std::string& controller) 
 /// Sends a request for move `id` to `peer`; its answer resumes `then`.
 void call(self_ptr self, move_run& run, const std::string& peer_id, const std::string& method,
           const std::string& target, std::string body, bool control, answer_fn then) {
+  if (control && self->state.settings.raft_status) {
+    // No controller to name yet (this broker restarted, or an election is
+    // running): the request would be refused for its missing X-Controller-Id.
+    // It waits for a leader, up to leader_wait, then goes as it is and fails
+    // cleanly.
+    int64_t epoch = 0;
+    auto controller = run.controller;
+    current_controller(self, epoch, controller);
+    auto now = now_ms();
+    if (controller.empty()) {
+      if (run.leaderless_since_ms == 0)
+        run.leaderless_since_ms = now;
+      if (now - run.leaderless_since_ms < self->state.settings.leader_wait.count()) {
+        schedule(self, run, leader_poll_ms,
+                 [self, id = run.id, peer_id, method, target, body = std::move(body), then = std::move(then)]() mutable {
+                   if (auto it = self->state.running.find(id); it != self->state.running.end())
+                     call(self, it->second, peer_id, method, target, std::move(body), true, std::move(then));
+                 });
+        return;
+      }
+    }
+    run.leaderless_since_ms = 0;
+  }
   auto peer = peer_of(self, peer_id);
   run.on_answer = std::move(then);
   auto seq = ++run.seq;

@@ -63,6 +63,9 @@ struct reassigner_settings {
   int64_t throttle_bytes_per_sec = 0;      ///< Cluster.MoveThrottleBytesPerSec; 0 = unlimited
   int max_concurrent = 2;                  ///< Cluster.MaxConcurrentMoves
   std::chrono::milliseconds peer_timeout{5000};  ///< Cluster.PeerTimeout, per request
+  /// With Raft: how long a control-plane request waits for a known leader
+  /// to name in X-Controller-Id before it is sent anyway (and refused).
+  std::chrono::milliseconds leader_wait{5000};
   /// Cluster.MoveConfirmTimeoutSeconds: with Raft, how long a move may sit
   /// in `offsets` without the destination confirming before the source
   /// takes the partition back by a conditional owner change (docs/metadata.md

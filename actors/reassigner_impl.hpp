@@ -29,6 +29,8 @@ constexpr milliseconds local_timeout{30000};
 /// Backoff of the post-confirm retries (the move only goes forward there).
 constexpr int64_t finish_backoff_min_ms = 200;
 constexpr int64_t finish_backoff_max_ms = 5000;
+/// How often a control-plane request waiting for a known leader looks again.
+constexpr int64_t leader_poll_ms = 200;
 /// Tries of the group-offsets push before the move goes on without it
 /// (200 + 400 + 800 + 1600 ms of backoff between them: longer than a Raft
 /// election with the default ElectionTimeoutMs, during which a push
@@ -81,6 +83,8 @@ struct move_run {
   /// moved the epoch instead of proposing again.
   bool take_back_refused = false;
   std::string note;                ///< last transient error while retrying
+  /// When a control-plane request first found no controller to name (0 = it did not).
+  int64_t leaderless_since_ms = 0;
 };
 
 struct reassigner_state {

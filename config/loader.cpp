@@ -261,6 +261,9 @@ void read_cluster(reader& server, node_config& cfg) {
   tls.finish();
   reader raft = r.child("Raft");
   raft.get("Enabled", c.raft.enabled);
+  if (!c.raft.enabled)
+    raft.error("Enabled", "false is no longer supported: a cluster's topics, brokers, owners and moves live in its "
+                          "Raft metadata log (docs/metadata.md); remove the key");
   raft.get_int("ElectionTimeoutMs", c.raft.election_timeout_ms, 10, 600000);
   raft.get_int("HeartbeatMs", c.raft.heartbeat_ms, 1, 600000);
   raft.get_int("MaxLogEntries", c.raft.max_log_entries, 2, 100000000);
@@ -270,8 +273,6 @@ void read_cluster(reader& server, node_config& cfg) {
   if (c.raft.session_timeout_ms <= c.raft.heartbeat_ms)
     raft.error("SessionTimeoutMs", "must be above HeartbeatMs");
   raft.get_strings("Voters", c.raft.voters);
-  if (!c.raft.voters.empty() && !c.raft.enabled)
-    raft.error("Voters", "needs Enabled: true (voters and joining brokers are the metadata log's)");
   for (const auto& v : c.raft.voters) {
     bool known = v == c.broker_id
                  || std::any_of(c.peers.begin(), c.peers.end(), [&](const peer_config& p) { return p.id == v; });

@@ -40,7 +40,7 @@ struct tls_config {
 };
 
 struct raft_config {
-  bool enabled = false;
+  bool enabled = true;
   int election_timeout_ms = 1000;
   int heartbeat_ms = 500;
   int max_log_entries = 512;

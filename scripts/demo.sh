@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main job of the README: installs dependencies, builds the release
 # preset, starts a local 3-broker cluster (three moonmq-node processes on
-# loopback; b1 runs the balance loop with the built-in goal plugins), and runs
-# moonmq-demo against it: topics that all start on b1, skewed producers, a
-# consumer group, a live summary until the cluster is balanced, then the
+# loopback, one Raft quorum; the controller runs the balance loop with the
+# built-in goal plugins), and runs moonmq-demo against it: topics that all
+# start on b1, skewed producers, a consumer group, a live summary until the cluster is balanced, then the
 # verification of every acknowledged record. Ctrl-C stops the demo (it still
 # verifies and prints what it has; a second Ctrl-C skips the drain) and the
 # brokers; they are stopped by pid on any exit.
@@ -145,12 +145,13 @@ for i in 0 1 2; do
         $peers
       ]
     },
-    // The balance loop runs on b1 only (docs/balancer.md: one loop per
-    // cluster without Raft), with the built-in goal plugins of the default
-    // GoalsDir (<dir of moonmq-node>/plugins). The network goals wake up at
-    // 16 KiB/s per broker instead of 1 MiB/s so that the demo's traffic counts.
+    // Every broker has the same balance loop settings; the loop of the Raft
+    // leader (the controller) is the one that acts (docs/balancer.md), with
+    // the built-in goal plugins of the default GoalsDir (<dir of
+    // moonmq-node>/plugins). The network goals wake up at 16 KiB/s per
+    // broker instead of 1 MiB/s so that the demo's traffic counts.
     "Autobalance": {
-      "Enabled": $([ "$i" = 0 ] && echo true || echo false), "DryRun": false, "IntervalSeconds": $interval,
+      "Enabled": true, "DryRun": false, "IntervalSeconds": $interval,
       "Goals": { "NW_IN": { "DetectThreshold": 16384 }, "NW_OUT": { "DetectThreshold": 16384 } }
     }
   }

@@ -138,6 +138,11 @@ TEST_CASE("cluster validation: broker id required, peers well formed and distinc
 }
 
 TEST_CASE("Cluster.Raft.Voters: each voter has an address, each peer votes, and Raft is on", "[config]") {
+  auto plain = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [{"Id": "b2", "Address": "127.0.0.1:9096"}]}}})",
+                         "t.json");
+  REQUIRE(plain.ok());
+  CHECK(plain.config.cluster->raft.enabled);  // on by default
+
   auto joiner = load_text(R"({"Server": {"Cluster": {"BrokerId": "b4", "Peers": [
       {"Id": "b1", "Address": "127.0.0.1:9096"}, {"Id": "b2", "Address": "127.0.0.1:9097"}],
       "Raft": {"Enabled": true, "Voters": ["b1", "b2"]}}}})",
@@ -151,10 +156,12 @@ TEST_CASE("Cluster.Raft.Voters: each voter has an address, each peer votes, and 
   CHECK(has_error_naming(bad, "Server.Cluster.Raft.Voters: voter 'b3' is neither this broker nor a configured peer"));
   CHECK(has_error_naming(bad, "Server.Cluster.Raft.Voters: lists a broker twice"));
   CHECK(has_error_naming(bad, "Server.Cluster.Raft.Voters: peer 'b2' is not a voter"));
-  auto off = load_text(R"({"Server": {"Cluster": {"BrokerId": "b4", "Peers": [{"Id": "b1", "Address": "127.0.0.1:9096"}],
+  auto implied = load_text(R"({"Server": {"Cluster": {"BrokerId": "b4", "Peers": [{"Id": "b1", "Address": "127.0.0.1:9096"}],
       "Raft": {"Voters": ["b1"]}}}})",
-                       "t.json");
-  CHECK(has_error_naming(off, "Server.Cluster.Raft.Voters: needs Enabled: true"));
+                           "t.json");
+  CHECK(implied.ok());
+  auto off = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"Enabled": false}}}})", "t.json");
+  CHECK(has_error_naming(off, "Server.Cluster.Raft.Enabled: false is no longer supported"));
 }
 
 TEST_CASE("set overrides parse JSON values and accept paths without Server.", "[config]") {

@@ -1,5 +1,6 @@
 #include "tests/node/move_cluster.hpp"
 
+#include <algorithm>
 #include <csignal>
 
 #include <boost/asio.hpp>
@@ -87,6 +88,20 @@ void move_cluster::launch(size_t i, std::vector<std::string> extra) {
                                      "Cluster.Peers=" + peers.dump()};
   if (b.joiner)
     overrides.push_back("Cluster.Raft.Voters=" + voters.dump());
+  // Unless a test sets its own Raft timings, the first broker is the one
+  // that wins elections (a short timeout against 3 s on the others): the
+  // controller, which runs the balance loop, is then known in advance.
+  auto sets = [&](const std::string& key) {
+    auto has = [&](const std::vector<std::string>& list) {
+      return std::any_of(list.begin(), list.end(), [&](const std::string& o) { return o.rfind(key, 0) == 0; });
+    };
+    return has(common_) || has(b.extra);
+  };
+  if (!sets("Cluster.Raft.ElectionTimeoutMs=")) {
+    overrides.push_back(std::string("Cluster.Raft.ElectionTimeoutMs=") + (i == 0 ? "600" : "3000"));
+    if (!sets("Cluster.Raft.HeartbeatMs="))
+      overrides.push_back("Cluster.Raft.HeartbeatMs=100");
+  }
   overrides.insert(overrides.end(), common_.begin(), common_.end());
   overrides.insert(overrides.end(), b.extra.begin(), b.extra.end());
   b.runs.push_back(std::make_unique<node_process>(*b.dir, overrides));

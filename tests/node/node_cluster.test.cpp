@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 
 #include <boost/asio.hpp>
@@ -33,6 +34,27 @@ std::map<std::string, json> brokers_of(uint16_t admin) {
   return out;
 }
 
+/// The Raft controller as `admin` sees it once one is elected: (term, id).
+std::pair<int64_t, std::string> controller_of(uint16_t admin) {
+  json controller;
+  bool known = wait_until(
+    [&] {
+      auto res = http_call(admin, "GET", "/admin/cluster");
+      controller = json::parse(res.body, nullptr, false)["controller"];
+      return res.status == 200 && controller["id"].is_string();
+    },
+    10s);
+  INFO(controller.dump());
+  REQUIRE(known);
+  return {controller["epoch"].get<int64_t>(), controller["id"].get<std::string>()};
+}
+
+/// X-Cluster-Token and the controller headers of the current Raft leader.
+moonmq::transport::header_list as_controller(uint16_t admin) {
+  auto [term, id] = controller_of(admin);
+  return {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", std::to_string(term)}, {"X-Controller-Id", id}};
+}
+
 }  // namespace
 
 TEST_CASE("GET /admin/cluster shows every broker with its liveness and the partition owners", "[node][cluster]") {
@@ -56,8 +78,10 @@ TEST_CASE("GET /admin/cluster shows every broker with its liveness and the parti
   auto cluster = json::parse(http_call(*admin1, "GET", "/admin/cluster").body);
   REQUIRE(cluster["partitions"].size() == 2);
   CHECK(cluster["partitions"][0]["owner"] == "b1");
-  CHECK(cluster["controller"]["epoch"] == 0);
-  CHECK(cluster["controller"]["id"].is_null());
+  // The controller is the Raft leader, at its term.
+  auto [term, leader] = controller_of(*admin1);
+  CHECK(term >= 1);
+  CHECK((leader == "b1" || leader == "b2"));
 
   // A dead peer is reported, not waited for.
   b2.process().signal(SIGKILL);
@@ -67,14 +91,6 @@ TEST_CASE("GET /admin/cluster shows every broker with its liveness and the parti
   CHECK(std::chrono::steady_clock::now() - t0 < 4s);
   CHECK(brokers["b2"]["alive"] == false);
   CHECK(brokers["b2"].contains("error"));
-
-  // A controller that announced itself shows up.
-  auto claim = http_call(p1, "POST", "/cluster/controller", {},
-                         {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "3"}, {"X-Controller-Id", "b2"}});
-  REQUIRE(claim.status == 200);
-  cluster = json::parse(http_call(*admin1, "GET", "/admin/cluster").body);
-  CHECK(cluster["controller"]["epoch"] == 3);
-  CHECK(cluster["controller"]["id"] == "b2");
   b1.process().signal(SIGTERM);
   CHECK(b1.process().wait(5s) == 0);
 }
@@ -105,20 +121,24 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
                        "Port=" + std::to_string(c1), "Cluster.PeerTimeout=1", peer_of("b2", p2, c2)}};
   node_process b2{d2, {"Cluster.BrokerId=b2", "Cluster.Port=" + std::to_string(p2), "Cluster.Token=tok",
                        "Port=" + std::to_string(c2), peer_of("b1", p1, c1)}};
-  REQUIRE(b1.wait_ready());
+  auto admin1 = b1.wait_ready();
+  REQUIRE(admin1);
   REQUIRE(b2.wait_ready());
   auto client1 = *b1.client_port();
-  for (auto port : {client1, c2})
-    REQUIRE(http_call(port, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
-  // The controller (here: the test, as b1 at epoch 1) gives orders/1 to b2.
-  auto moved = http_call(p1, "POST", "/cluster/owners", R"({"topic":"orders","partition":1,"owner":"b2"})",
-                         {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "1"}, {"X-Controller-Id", "b1"}});
+  // Created once, through b1: the topic exists on both once its entry applies.
+  REQUIRE(http_call(client1, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
+  CHECK(http_call(c2, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 200);
+  // The controller (here: the test, with the Raft leader's term and id)
+  // gives orders/1 to b2 through the metadata log.
+  auto controller = as_controller(*admin1);
+  auto moved = http_call(p1, "POST", "/cluster/owners", R"({"topic":"orders","partition":1,"owner":"b2"})", controller);
+  INFO(moved.body);
   REQUIRE(moved.status == 200);
   // A move's announcement that names another previous owner than the one
   // b1 sees (b2) is late: refused, nothing changes (the produce below still
   // goes to b2).
   auto late = http_call(p1, "POST", "/cluster/owners", R"({"topic":"orders","partition":1,"owner":"b1","from":"b3"})",
-                        {{"X-Cluster-Token", "tok"}, {"X-Controller-Epoch", "1"}, {"X-Controller-Id", "b1"}});
+                        controller);
   CHECK(late.status == 409);
   CHECK(json::parse(late.body, nullptr, false).value("error", "") == "owner_changed");
 
@@ -173,7 +193,8 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
   CHECK(b1.process().wait(5s) == 0);
 }
 
-TEST_CASE("cluster loads and topic growth propagation and cluster-wide partitions in /admin/cluster", "[node][cluster]") {
+TEST_CASE("cluster loads and topic growth through the metadata log and cluster-wide partitions in /admin/cluster",
+          "[node][cluster]") {
   temp_dir d1, d2;
   auto p1 = reserve_port(), p2 = reserve_port();
   node_process b1{d1, member("b1", p1, "b2", p2)};
@@ -183,22 +204,28 @@ TEST_CASE("cluster loads and topic growth propagation and cluster-wide partition
   REQUIRE(b2.wait_ready());
   auto c1 = *b1.client_port(), c2 = *b2.client_port();
   const moonmq::transport::header_list token{{"X-Cluster-Token", "tok"}};
-  // orders is created on both brokers independently; events only on b2, solo only on b1.
-  for (auto port : {c1, c2})
-    REQUIRE(http_call(port, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
+  // Each topic is created once, cluster-wide, owned by the broker it was
+  // created through: orders and solo by b1, events by b2.
+  REQUIRE(http_call(c1, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
+  CHECK(http_call(c2, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 200);
   REQUIRE(http_call(c2, "POST", "/v1/topics", R"({"name":"events","partitions":1})").status == 201);
   REQUIRE(http_call(c1, "POST", "/v1/topics", R"({"name":"solo","partitions":1})").status == 201);
   REQUIRE(http_call(c2, "POST", "/v1/topics/events/records", R"({"records":[{"value":"x"},{"value":"y"}]})").status
           == 200);
+  // Every broker holds a copy of every partition once the entries applied there.
+  auto loads_of = [&](uint16_t port) {
+    auto res = http_call(port, "GET", "/cluster/loads", {}, token);
+    REQUIRE(res.status == 200);
+    return json::parse(res.body);
+  };
+  REQUIRE(wait_until([&] { return loads_of(p2)["partitions"].size() == 4 && loads_of(p1)["partitions"].size() == 4; },
+                     10s));
 
   SECTION("GET /cluster/loads needs the token and lists every local partition with bounds and counters") {
     CHECK(http_call(p2, "GET", "/cluster/loads").status == 401);
     CHECK(http_call(p2, "GET", "/cluster/loads", {}, {{"X-Cluster-Token", "wrong"}}).status == 401);
-    auto res = http_call(p2, "GET", "/cluster/loads", {}, token);
-    REQUIRE(res.status == 200);
-    auto loads = json::parse(res.body);
+    auto loads = loads_of(p2);
     CHECK(loads["broker_id"] == "b2");
-    REQUIRE(loads["partitions"].size() == 3);
     auto events = loads["partitions"][0];
     CHECK(events["topic"] == "events");
     CHECK(events["partition"] == 0);
@@ -211,7 +238,10 @@ TEST_CASE("cluster loads and topic growth propagation and cluster-wide partition
     CHECK(events["records_out"] == 0);
     CHECK(events["bytes_out"] == 0);
     CHECK_FALSE(events.contains("error"));
-    CHECK(loads["topics"] == json::parse(R"([{"name":"events","partitions":1},{"name":"orders","partitions":2}])"));
+    for (const auto& p : loads["partitions"])
+      CHECK(p["owner"] == (p["topic"] == "events" ? "b2" : "b1"));
+    CHECK(loads["topics"] == json::parse(R"([{"name":"events","partitions":1},{"name":"orders","partitions":2},
+                                             {"name":"solo","partitions":1}])"));
   }
 
   SECTION("a topic grown on b1 grows on b2 with the new partitions owned by b1") {
@@ -221,30 +251,24 @@ TEST_CASE("cluster loads and topic growth propagation and cluster-wide partition
     auto body = json::parse(grown.body);
     CHECK(body["name"] == "orders");
     CHECK(body["partitions"] == 4);
-    CHECK(body["peers"] == json::parse(R"([{"id":"b2","grown":true}])"));
+    REQUIRE(wait_until(
+      [&] {
+        auto topics = json::parse(http_call(c2, "GET", "/v1/topics").body)["topics"];
+        return topics[1] == json{{"name", "orders"}, {"partitions", 4}};
+      },
+      10s));
     auto owners = json::parse(http_call(p2, "GET", "/cluster/owners", {}, token).body)["owners"];
-    CHECK(owners == json::parse(R"([{"topic":"orders","partition":2,"owner":"b1"},
-                                    {"topic":"orders","partition":3,"owner":"b1"}])"));
-    auto topics = json::parse(http_call(c2, "GET", "/v1/topics").body)["topics"];
-    CHECK(topics[1] == json{{"name", "orders"}, {"partitions", 4}});
-    // b2 now forwards produce for the new partitions to b1.
+    for (int p : {2, 3})
+      CHECK(std::count(owners.begin(), owners.end(), json{{"topic", "orders"}, {"partition", p}, {"owner", "b1"}}) == 1);
+    // b2 forwards produce for the new partitions to b1.
     REQUIRE(http_call(c2, "POST", "/v1/topics/orders/records", R"({"records":[{"value":"v","partition":3}]})").status
             == 200);
     auto on_b1 = json::parse(http_call(c1, "GET", "/v1/topics/orders/partitions/3/records?offset=0").body);
     CHECK(on_b1["records"].size() == 1);
-
-    // A peer without the topic does not grow and reports no error.
-    grown = http_call(c1, "POST", "/v1/topics/solo/partitions", R"({"count":2})");
-    REQUIRE(grown.status == 200);
-    CHECK(json::parse(grown.body)["peers"] == json::parse(R"([{"id":"b2","grown":false}])"));
-
-    // The cluster route itself: not larger → grown false, unknown topic 404, bad body 400.
-    auto again = http_call(p2, "POST", "/cluster/topics/orders/grow", R"({"count":3,"owner":"b1"})", token);
-    CHECK(again.status == 200);
-    CHECK(json::parse(again.body) == json{{"topic", "orders"}, {"partitions", 4}, {"grown", false}});
-    CHECK(http_call(p2, "POST", "/cluster/topics/nope/grow", R"({"count":3,"owner":"b1"})", token).status == 404);
-    CHECK(http_call(p2, "POST", "/cluster/topics/orders/grow", R"({"count":5})", token).status == 400);
-    CHECK(http_call(p2, "POST", "/cluster/topics/orders/grow", R"({"count":5,"owner":"b1"})").status == 401);
+    // Not larger: unchanged; an unknown topic: 404.
+    auto same = http_call(c2, "POST", "/v1/topics/orders/partitions", R"({"count":3})");
+    CHECK(same.status != 200);
+    CHECK(http_call(c2, "POST", "/v1/topics/nope/partitions", R"({"count":3})").status == 404);
   }
 
   SECTION("/admin/cluster lists every broker's partitions with their owner and holders") {
@@ -257,16 +281,17 @@ TEST_CASE("cluster loads and topic growth propagation and cluster-wide partition
     REQUIRE(parts.size() == 4);
     auto events = parts["events/0"];
     CHECK(events["owner"] == "b2");
-    CHECK(events["holders"] == json::array({"b2"}));
-    CHECK(events["local"] == false);
+    CHECK(events["holders"] == json::array({"b1", "b2"}));
+    CHECK(events["local"] == true);  // b1 holds a copy; b2 owns it
     CHECK(events["log_end_offset"] == 2);
-    CHECK_FALSE(events.contains("conflict"));
     CHECK(parts["solo/0"]["owner"] == "b1");
     CHECK(parts["solo/0"]["local"] == true);
-    // orders was created on each broker on its own: both claim it.
     CHECK(parts["orders/1"]["owner"] == "b1");
-    CHECK(parts["orders/1"]["holders"] == json::array({"b1", "b2"}));
-    CHECK(parts["orders/1"]["conflict"] == true);
+    // The metadata log names one owner: no partition is claimed twice.
+    for (const auto& [name, p] : parts) {
+      INFO(name << " " << p.dump());
+      CHECK_FALSE(p.contains("conflict"));
+    }
     auto brokers = brokers_of(*admin1);
     CHECK(brokers["b2"]["alive"] == true);
   }

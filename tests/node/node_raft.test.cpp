@@ -243,13 +243,21 @@ TEST_CASE("a controller cut off from the majority steps down within one election
   REQUIRE(agreed_leader(c, {0, 1, 2}, elected->second - 1, 4 * bound));
 }
 
-TEST_CASE("the Raft routes need the token and a valid message and answer 503 when Raft is off",
+TEST_CASE("the Raft routes need the token and a valid message, and one broker is a one-voter quorum",
           "[node][raft][scenario]") {
-  move_cluster off{{"b1"}};
-  off.start(0);
-  auto disabled = cluster_call(off.cluster_port(0), "POST", "/cluster/raft/append", "{}");
-  CHECK(disabled.status == 503);
-  CHECK(disabled.body.value("error", "") == "raft_disabled");
+  // A Cluster section without peers: Raft runs all the same (one code path);
+  // the broker elects itself and a topic is created through the log.
+  move_cluster one{{"b1"}};
+  one.start(0);
+  REQUIRE(agreed_leader(one, {0}, 0, 10s));
+  create_topic(one.client(0), "solo", 2);
+  auto solo = call(one.admin(0), "GET", "/admin/cluster");
+  INFO(solo.raw);
+  REQUIRE(solo.status == 200);
+  CHECK(solo.body["controller"]["id"] == "b1");
+  CHECK(solo.body["partitions"].size() == 2);
+  auto malformed = cluster_call(one.cluster_port(0), "POST", "/cluster/raft/append", "{}");
+  CHECK(malformed.status == 400);
 
   move_cluster on{{"b1", "b2"}, raft_config()};
   on.start(0);

@@ -6,6 +6,7 @@
 // listener that cannot bind, an unwritable data dir), 2 invalid
 // configuration (the message names the key or the file and line).
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -168,6 +169,9 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   rs.max_log_entries = cfg.cluster->raft.max_log_entries;
   rs.session_timeout_ms = cfg.cluster->raft.session_timeout_ms;
   rs.proposal_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+  // Three election timeouts: the bound docs/raft.md gives for electing a leader.
+  rs.leader_wait = std::max<std::chrono::milliseconds>(rs.proposal_timeout,
+                                                       std::chrono::milliseconds(3 * cfg.cluster->raft.election_timeout_ms));
   auto raft_client = [&io, tls, timeout = cfg.cluster->raft.election_timeout_ms](
                        const std::string& id, const std::string& address) -> std::shared_ptr<transport::http_client> {
     transport::http_client_options o;
@@ -391,6 +395,11 @@ int run(const config::load_result& loaded) {
     rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     rs.peers = directory;
     rs.raft = cfg.cluster->raft.enabled;
+    // An election after a restart may wait out the others' longer timeouts
+    // (pre-vote is refused while they still hear from the old leader): at
+    // least 10 s, three of this broker's election timeouts, or PeerTimeout.
+    rs.leader_wait = std::max({rs.peer_timeout, std::chrono::milliseconds(3 * cfg.cluster->raft.election_timeout_ms),
+                               std::chrono::milliseconds(10000)});
     if (raft)
       rs.raft_status = raft->view;
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
