@@ -1,6 +1,7 @@
 #include "actors/cluster_state.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -8,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
-#include "cluster/controller_fence.hpp"
+#include "cluster/ownership_table.hpp"
 #include "config/dynamic.hpp"
 #include "dataplane/topic_name.hpp"
 #include "util/logging.hpp"
@@ -19,10 +20,7 @@ namespace {
 struct cluster_state_state {
   std::string self_id;
   std::shared_ptr<owner_view> view;
-  std::optional<cluster::controller_fence> fence;
-  std::optional<cluster::ownership_table> owners;
-  std::string open_error;
-  std::optional<raft_link> raft;
+  raft_link raft;
   std::optional<broker_actor> broker;
   std::shared_ptr<catalog_view> catalog;
   /// Local topics whose import entry was proposed and not yet answered.
@@ -31,24 +29,6 @@ struct cluster_state_state {
 };
 
 using self_ptr = cluster_state_actor::stateful_pointer<cluster_state_state>;
-
-caf::error from(const cluster::error& e) {
-  std::string msg = e.message;
-  if (e.code == cluster::errc::stale_epoch || e.code == cluster::errc::epoch_conflict)
-    msg += " (highest epoch " + std::to_string(e.highest.value) + " held by " + e.holder.value + ")";
-  return make_coded_error(cluster::http_status(e.code), cluster::to_string(e.code), msg);
-}
-
-void publish(self_ptr self) {
-  auto map = std::make_shared<owner_map>();
-  for (const auto& [tp, owner] : self->state.owners->snapshot())
-    (*map)[tp] = owner.value;
-  self->state.view->set(std::move(map));
-}
-
-caf::error not_open(self_ptr self) {
-  return make_error(errc::not_ready, "cluster state unavailable: " + self->state.open_error);
-}
 
 /// The Raft fence (docs/raft.md "Wiring"): an epoch is a Raft term. Below
 /// the current term is stale; at the current term only the known leader
@@ -71,9 +51,9 @@ caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t part
                                  int64_t expect_epoch = 0) {
   auto rp = self->make_response_promise<bool>();
   auto asked = expect_epoch == 0
-                 ? self->request(self->state.raft->node, std::chrono::seconds(60), propose_atom::value, topic,
+                 ? self->request(self->state.raft.node, std::chrono::seconds(60), propose_atom::value, topic,
                                  partition, owner, true)
-                 : self->request(self->state.raft->node, std::chrono::seconds(60), propose_atom::value,
+                 : self->request(self->state.raft.node, std::chrono::seconds(60), propose_atom::value,
                                  owner_atom::value, topic, partition, owner, expect_epoch, true);
   asked.then(
       [rp, topic, partition, owner](int64_t index, int64_t term) mutable {
@@ -105,8 +85,8 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
 /// registered at runtime (the applied image's members).
 std::vector<std::string> cluster_brokers(self_ptr self) {
   auto ids = self->state.view->members();
-  if (ids.empty() && self->state.raft)
-    ids = self->state.raft->brokers;
+  if (ids.empty())
+    ids = self->state.raft.brokers;
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -122,8 +102,7 @@ std::string placement_owner(self_ptr self) {
   };
   if (usable(st.self_id))
     return st.self_id;
-  std::vector<std::string> ids = st.raft ? cluster_brokers(self) : std::vector<std::string>{};
-  for (const auto& id : ids)
+  for (const auto& id : cluster_brokers(self))
     if (usable(id) && !standing->fenced.count(id))
       return id;
   return st.self_id;
@@ -142,8 +121,6 @@ nlohmann::json broker_row(self_ptr self, const std::string& id) {
 /// the broker's row once applied here.
 caf::result<std::string> raft_change_broker(self_ptr self, const std::string& broker, const std::string& change) {
   auto& st = self->state;
-  if (!st.raft)
-    return make_error(errc::not_ready, "drain and removal need Cluster.Raft (the metadata log)");
   const auto ids = cluster_brokers(self);
   if (std::find(ids.begin(), ids.end(), broker) == ids.end())
     return make_coded_error(404, "unknown_broker", "no broker " + broker + " in this cluster");
@@ -160,7 +137,7 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
                                                        + std::to_string(row["partitions"].get<int64_t>())
                                                        + " partition(s); removal waits until the drain has moved them");
   auto rp = self->make_response_promise<std::string>();
-  self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, broker_atom::value, broker, change, true)
+  self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, broker_atom::value, broker, change, true)
     .then(
       [self, rp, broker, change](int64_t index, int64_t) mutable {
         auto after = broker_row(self, broker);
@@ -191,19 +168,19 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
   auto on_ok = [applied](int64_t index, int64_t) { applied(index); };
   auto on_err = [fail](caf::error& e) { fail(e); };
   if (grow)
-    self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, grow_atom::value, name, partitions,
+    self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, grow_atom::value, name, partitions,
                   placement_owner(self), true)
       .then(on_ok, on_err);
   else
-    self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, create_atom::value, name, partitions,
+    self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, create_atom::value, name, partitions,
                   placement_owner(self), config, true)
       .then(on_ok, on_err);
 }
 
 caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t partitions, std::string& config) {
   auto& st = self->state;
-  if (!st.raft || !st.broker)
-    return make_error(errc::not_ready, "topics are created through the metadata log only with Cluster.Raft");
+  if (!st.broker)
+    return make_error(errc::not_ready, "no broker actor to create the local copy");
   if (auto why = dataplane::check_topic_name(name); !why.empty())
     return make_error(errc::invalid_request, why);
   if (partitions < 1 || partitions > dataplane::max_partitions)
@@ -247,8 +224,8 @@ caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t pa
 
 caf::result<int32_t> raft_grow_topic(self_ptr self, std::string& name, int32_t count) {
   auto& st = self->state;
-  if (!st.raft || !st.broker)
-    return make_error(errc::not_ready, "topics grow through the metadata log only with Cluster.Raft");
+  if (!st.broker)
+    return make_error(errc::not_ready, "no broker actor to grow the local copy");
   auto topics = st.view->topics();
   auto it = topics->find(name);
   if (it == topics->end())
@@ -286,9 +263,9 @@ std::string config_text(const dataplane::topic_config& c) {
 /// Raft leader is known, until nothing is left to import.
 void import_local_topics(self_ptr self) {
   auto& st = self->state;
-  if (!st.raft || !st.catalog)
+  if (!st.catalog)
     return;
-  auto status = st.raft->view->get();
+  auto status = st.raft.view->get();
   auto local = st.catalog->get();
   auto image = st.view->topics();
   bool missing = false;
@@ -315,100 +292,48 @@ void import_local_topics(self_ptr self) {
     self->delayed_send(self, import_every, tick_atom::value);
 }
 
-cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string data_dir, std::string self_id,
-                                                    std::shared_ptr<owner_view> view, std::optional<raft_link> raft,
+cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string self_id,
+                                                    std::shared_ptr<owner_view> view, raft_link raft,
                                                     std::optional<broker_actor> broker,
                                                     std::shared_ptr<catalog_view> catalog) {
   auto& init = self->state;
   init.broker = std::move(broker);
   init.catalog = std::move(catalog);
-  if (raft)  // legacy topics are imported into the metadata log
-    self->delayed_send(self, import_every, tick_atom::value);
   init.self_id = std::move(self_id);
   init.view = std::move(view);
   init.raft = std::move(raft);
-  auto fence = cluster::controller_fence::open(data_dir);
-  auto owners = cluster::ownership_table::open(data_dir);
-  if (fence && owners) {
-    init.fence.emplace(std::move(fence.value()));
-    init.owners.emplace(std::move(owners.value()));
-    if (!init.raft)  // with Raft the raft_node publishes the applied table
-      publish(self);
-  } else {
-    init.open_error = fence ? owners.err().message : fence.err().message;
-    log::get("node")->error("cluster.state_failed error=\"{}\"", init.open_error);
-  }
+  // Legacy topics (created before topics went through the log) are imported.
+  self->delayed_send(self, import_every, tick_atom::value);
   return {
     [self](claim_atom) -> caf::result<int64_t> {
       auto& st = self->state;
-      if (st.raft) {
-        auto s = st.raft->view->get();
-        if (s.is_leader)
-          return s.term;
-        return make_coded_error(409, "not_controller",
-                                "broker " + st.self_id + " is not the Raft leader (term " + std::to_string(s.term)
-                                  + ", leader " + (s.leader.empty() ? std::string("unknown") : s.leader) + ")");
-      }
-      if (!st.fence)
-        return not_open(self);
-      auto r = st.fence->claim(cluster::broker_id{st.self_id});
-      if (!r)
-        return from(r.err());
-      log::get("balancer")->info("controller.claimed broker={} epoch={}", st.self_id, r->value);
-      return static_cast<int64_t>(r->value);
+      auto s = st.raft.view->get();
+      if (s.is_leader)
+        return s.term;
+      return make_coded_error(409, "not_controller",
+                              "broker " + st.self_id + " is not the Raft leader (term " + std::to_string(s.term)
+                                + ", leader " + (s.leader.empty() ? std::string("unknown") : s.leader) + ")");
     },
     [self](observe_atom, int64_t at, std::string& controller) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.fence)
-        return not_open(self);
       if (at <= 0)
         return make_coded_error(400, "invalid_request", "X-Controller-Epoch must be a positive integer");
-      if (st.raft)
-        return raft_observe(st.raft->view->get(), at, controller);
-      auto r = st.fence->observe(cluster::epoch{static_cast<uint64_t>(at)}, cluster::broker_id{controller});
-      if (!r)
-        return from(r.err());
-      if (*r == cluster::observe_outcome::raised)
-        log::get("node")->info("controller.observed epoch={} controller={}", at, controller);
-      return static_cast<int64_t>(st.fence->highest().value);
+      return raft_observe(self->state.raft.view->get(), at, controller);
     },
-    [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t at) -> caf::result<bool> {
-      auto& st = self->state;
-      if (st.raft)
-        return raft_set_owner(self, topic, partition, owner);
-      if (!st.owners)
-        return not_open(self);
-      cluster::topic_partition tp{topic, partition};
-      auto r = st.owners->set_owner(tp, cluster::broker_id{owner}, cluster::epoch{static_cast<uint64_t>(std::max<int64_t>(at, 0))});
-      if (!r)
-        return from(r.err());
-      publish(self);
-      log::get("node")->info("ownership.changed topic={} partition={} owner={} epoch={}", topic, partition, owner, at);
-      return true;
+    [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t) -> caf::result<bool> {
+      return raft_set_owner(self, topic, partition, owner);
     },
     [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t,
            int64_t expect_epoch) -> caf::result<bool> {
-      if (!self->state.raft)
-        return make_coded_error(400, "invalid_request", "a conditional owner change needs Cluster.Raft");
       if (expect_epoch < 1)
         return make_coded_error(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
       return raft_set_owner(self, topic, partition, owner, expect_epoch);
     },
     [self](get_atom) -> caf::result<int64_t, std::string> {
-      auto& st = self->state;
-      if (st.raft) {
-        auto s = st.raft->view->get();
-        return caf::make_result(s.term, s.leader);
-      }
-      if (!st.fence)
-        return not_open(self);
-      return caf::make_result(static_cast<int64_t>(st.fence->highest().value), st.fence->holder().value);
+      auto s = self->state.raft.view->get();
+      return caf::make_result(s.term, s.leader);
     },
     [self](tick_atom) { import_local_topics(self); },
     [self](broker_atom) -> caf::result<std::string> {
-      auto& st = self->state;
-      if (!st.raft)
-        return make_error(errc::not_ready, "broker standing needs Cluster.Raft (the metadata log)");
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& id : cluster_brokers(self))
         rows.push_back(broker_row(self, id));
@@ -419,13 +344,11 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
     },
     [self](config_atom, std::string& patch) -> caf::result<std::string> {
       auto& st = self->state;
-      if (!st.raft)
-        return make_error(errc::not_ready, "dynamic balancer settings need Cluster.Raft (the metadata log)");
       auto parsed = nlohmann::json::parse(patch, nullptr, false);
       if (auto why = config::check_balancer_patch(parsed); !why.empty())
         return make_error(errc::invalid_request, why);
       auto rp = self->make_response_promise<std::string>();
-      self->request(st.raft->node, std::chrono::seconds(60), propose_atom::value, config_atom::value, parsed.dump(),
+      self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, config_atom::value, parsed.dump(),
                     true)
         .then(
           [self, rp](int64_t index, int64_t) mutable {
@@ -445,23 +368,11 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
     [self](status_atom) {
       auto& st = self->state;
       nlohmann::json j{{"broker_id", st.self_id}};
-      if (st.raft) {
-        auto s = st.raft->view->get();
-        j["controller"] = {{"epoch", s.term}, {"id", s.leader}, {"source", "raft"}};
-        nlohmann::json rows = nlohmann::json::array();
-        for (const auto& [tp, owner] : *st.view->get())
-          rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
-        j["owners"] = rows;
-        return j.dump();
-      }
-      if (!st.fence) {
-        j["error"] = st.open_error;
-        return j.dump();
-      }
-      j["controller"] = {{"epoch", st.fence->highest().value}, {"id", st.fence->holder().value}};
+      auto s = st.raft.view->get();
+      j["controller"] = {{"epoch", s.term}, {"id", s.leader}, {"source", "raft"}};
       nlohmann::json rows = nlohmann::json::array();
-      for (const auto& [tp, owner] : st.owners->snapshot())
-        rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner.value}});
+      for (const auto& [tp, owner] : *st.view->get())
+        rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
       j["owners"] = rows;
       return j.dump();
     },
@@ -470,20 +381,27 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string d
 
 }  // namespace
 
-std::string check_cluster_state(const std::string& data_dir) {
-  auto fence = cluster::controller_fence::open(data_dir);
-  if (!fence)
-    return fence.err().message;
+std::string check_legacy_cluster_state(const std::string& data_dir) {
+  std::error_code ec;
+  auto path = std::filesystem::path{data_dir} / cluster::ownership_table::file_name;
+  if (!std::filesystem::exists(path, ec))
+    return {};
   auto owners = cluster::ownership_table::open(data_dir);
-  return owners ? std::string{} : owners.err().message;
+  if (!owners)
+    return owners.err().message;
+  if (owners->snapshot().empty())
+    return {};
+  return path.string() + " names " + std::to_string(owners->snapshot().size())
+         + " partition owner(s) from cluster mode without Raft, which is retired: owners now live in the Raft "
+           "metadata log only. Start this broker on a clean DataDir, or move every partition back to the broker "
+           "that created its topic and delete the file (docs/metadata.md \"Upgrading\")";
 }
 
-cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
-                                        std::shared_ptr<owner_view> view, registry_actor reg,
-                                        std::optional<raft_link> raft, std::optional<broker_actor> broker,
+cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string self_id, std::shared_ptr<owner_view> view,
+                                        registry_actor reg, raft_link raft, std::optional<broker_actor> broker,
                                         std::shared_ptr<catalog_view> catalog) {
-  auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(data_dir), std::move(self_id), std::move(view),
-                                    std::move(raft), std::move(broker), std::move(catalog));
+  auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(self_id), std::move(view), std::move(raft),
+                                    std::move(broker), std::move(catalog));
   enroll(reg, caf::actor_cast<caf::actor>(a), "cluster_state", "cluster_state");
   return a;
 }

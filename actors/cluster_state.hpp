@@ -1,19 +1,13 @@
 #pragma once
-// The cluster state of one broker without Raft (DESIGN.md §3): the
-// controller fence (highest controller epoch seen, durable) and the
-// ownership table (topic-partition → owner, durable). One detached actor owns
-// both files, since every change is fsynced and both are checked together: a
-// control-plane request passes the fence before it may change an owner.
-// Readers on the request path use the published owner_view instead of a
-// round trip.
-//
-// With Cluster.Raft (raft_link given) the same interface is backed by Raft
-// (DESIGN §5, docs/raft.md "Wiring"): the controller is the Raft leader and
+// The cluster state of one broker, backed by the Raft metadata log (DESIGN
+// §5 and §9, docs/raft.md "Wiring"): the controller is the Raft leader and
 // its epoch the Raft term; claim succeeds only on the leader; the fence
 // refuses epochs below the current term (and, at the current term, any id
-// but the known leader); an owner change is proposed to the Raft log and
-// answered once committed and applied here. The raft_node publishes the
-// owner_view; the local files are not used.
+// but the known leader); owner changes, topics, broker standing and the
+// dynamic balancer settings are proposed to the log and answered once
+// committed and applied here. The raft_node publishes the owner_view the
+// request paths read. (Cluster mode without Raft, with its fence and
+// ownership files, is retired: docs/metadata.md "Upgrading".)
 
 #include <map>
 #include <memory>
@@ -32,68 +26,70 @@
 #include "actors/image.hpp"
 #include "actors/raft_node.hpp"
 #include "actors/registry.hpp"
-#include "cluster/ownership_table.hpp"
 
 namespace moonmq {
 
 using cluster_state_actor = caf::typed_actor<
-  // Claims the next controller epoch for this broker (durable). Replies the epoch.
+  // The controller epoch (the Raft term) when this broker is the Raft
+  // leader; error 409 not_controller otherwise.
   caf::replies_to<claim_atom>::with<int64_t>,
-  // Checks a control-plane request's (epoch, controller id): accepted when not
-  // older than the highest seen (raised durably when newer). Replies the
-  // highest epoch; error 409 stale_epoch / epoch_conflict naming the holder.
+  // Checks a control-plane request's (epoch, controller id) against the Raft
+  // term and leader. Replies the higher of the two epochs; error 409
+  // stale_epoch (below the term) / epoch_conflict (at the term, not the
+  // leader), 400 for an epoch below 1.
   caf::replies_to<observe_atom, int64_t, std::string>::with<int64_t>,
-  // Sets the owner of (topic, partition) at a controller epoch, durably.
-  // Replies true; error 409 stale_epoch when a newer change exists.
+  // Sets the owner of (topic, partition) through the metadata log (the
+  // epoch is unused). Replies true once applied here; the proposal's errors.
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t>::with<bool>,
-  // With Raft only, the conditional change (docs/metadata.md "Owner
+  // The conditional change (docs/metadata.md "Owner
   // epochs"): topic, partition, owner, unused epoch, the owner epoch the
   // partition must still be at. Replies true once applied here; error 409
   // owner_epoch_changed when the partition's epoch had moved on (nothing
-  // changed), 400 without Raft.
+  // changed).
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t>::with<bool>,
-  // (highest epoch, holder id).
+  // (Raft term, leader id or "" while none is known).
   caf::replies_to<get_atom>::with<int64_t, std::string>,
-  // With Raft only: creates a topic cluster-wide through the metadata log
+  // Creates a topic cluster-wide through the metadata log
   // (name, partitions, config JSON text or ""): a `topic` entry naming this
   // broker owner of every partition, answered once it is applied here and
   // the local copy exists. Replies true when this request's entry created
   // it, false when it existed with that count; errors: invalid_request (bad
   // name, count or config; existing with another count), the proposal's
-  // errors (503 no_controller / proposal_lost, 504 timeout), 503 not_ready
-  // without Raft.
+  // errors (503 no_controller / proposal_lost, 504 timeout).
   caf::replies_to<create_atom, std::string, int32_t, std::string>::with<bool>,
-  // With Raft only: grows a topic to `count` partitions cluster-wide (the new
+  // Grows a topic to `count` partitions cluster-wide (the new
   // ones owned by this broker). Replies the new count; errors: unknown_topic,
   // invalid_request (not larger, over the limit), the proposal's errors.
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
-  // With Raft only: changes the cluster's dynamic balancer settings (a patch,
+  // Changes the cluster's dynamic balancer settings (a patch,
   // JSON object text, config/dynamic.hpp) through the metadata log. Replies
   // the merged settings (JSON object text) once applied here; errors:
-  // invalid_request (a bad patch), the proposal's errors, not_ready without Raft.
+  // invalid_request (a bad patch), the proposal's errors.
   caf::replies_to<config_atom, std::string>::with<std::string>,
-  // With Raft only: the standing of every broker of the cluster (JSON array
+  // The standing of every broker of the cluster (JSON array
   // text of {"id","state":"active"|"draining"|"removed","fenced","partitions"},
   // docs/admin-api.md "Brokers").
   caf::replies_to<broker_atom>::with<std::string>,
-  // With Raft only: changes a broker's standing through the metadata log:
+  // Changes a broker's standing through the metadata log:
   // broker id, change ("drain", "undrain" or "remove"). Replies the broker's
   // row as above once applied here. Errors: 404 unknown_broker, 409
   // broker_removed (drain of a removed broker), 409 not_draining / broker_not_empty
   // (remove of a broker that is not draining or still owns partitions; the
   // metadata log decides in log order, so a race ends the same way), the
-  // proposal's errors, not_ready without Raft.
+  // proposal's errors.
   caf::replies_to<broker_atom, std::string, std::string>::with<std::string>,
-  // Internal (Raft): looks for local topics the metadata log does not hold
+  // Internal: looks for local topics the metadata log does not hold
   // and imports them (see import_local_topics).
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
 
-/// Opens both files under `data_dir` (so a corrupt one stops the boot):
-/// "" or the error naming the file.
-std::string check_cluster_state(const std::string& data_dir);
+/// "" unless `data_dir` holds partition owners written by cluster mode
+/// without Raft (its ownership file with rows), which a Raft broker would
+/// silently ignore; then the message that stops the boot (also for a
+/// corrupt file).
+std::string check_legacy_cluster_state(const std::string& data_dir);
 
-/// The Raft side of the cluster state when Cluster.Raft.Enabled.
+/// The Raft side of the cluster state.
 struct raft_link {
   std::shared_ptr<raft_view> view;
   raft_actor node;
@@ -103,11 +99,9 @@ struct raft_link {
   std::vector<std::string> brokers;
 };
 
-/// Spawns the cluster state actor (detached) for broker `self_id`; with
-/// `raft`, fencing and ownership come from Raft (see above).
-cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string data_dir, std::string self_id,
-                                        std::shared_ptr<owner_view> view, registry_actor reg,
-                                        std::optional<raft_link> raft = std::nullopt,
+/// Spawns the cluster state actor (detached) for broker `self_id`.
+cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string self_id, std::shared_ptr<owner_view> view,
+                                        registry_actor reg, raft_link raft,
                                         std::optional<broker_actor> broker = std::nullopt,
                                         std::shared_ptr<catalog_view> catalog = nullptr);
 

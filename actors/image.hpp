@@ -1,16 +1,13 @@
 #pragma once
 // The metadata image every request path reads (DESIGN §9): who owns each
-// partition and, with the metadata log (Cluster.Raft), which topics exist
-// cluster-wide. One shared holder per broker, replaced whole by its writer
-// (the raft_node with Raft, the cluster_state actor without) and read
-// lock-free of any actor: readers take an immutable snapshot.
+// partition and which topics exist cluster-wide, from the metadata log. One
+// shared holder per broker, replaced whole by its writer (the raft_node) and
+// read lock-free of any actor: readers take an immutable snapshot.
 //
-// Two readings of a partition the table does not name:
-//  - without Raft (`strict` false, DESIGN §3): owned by the broker that holds
-//    it locally;
-//  - with Raft (`strict` true): owned by nobody. Every partition of a topic
-//    created through the metadata log has an owner from the entry that
-//    created it, so such a partition is one this broker must not serve.
+// A partition the table does not name is owned by nobody (never "absent =
+// mine"): every partition of a topic created through the metadata log has an
+// owner from the entry that created it, so such a partition is one this
+// broker must not serve.
 
 #include <map>
 #include <memory>
@@ -67,15 +64,6 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     return topics_;
   }
-  /// True with the metadata log: a partition without an owner row is unowned.
-  bool strict() const {
-    std::lock_guard<std::mutex> g{mtx_};
-    return strict_;
-  }
-  void set_strict(bool on) {
-    std::lock_guard<std::mutex> g{mtx_};
-    strict_ = on;
-  }
   /// The owner the table names for `tp` when that is not `self` (the
   /// broker asking): where a request for `tp` must go instead.
   std::optional<std::string> owner_other_than(const std::string& self, const cluster::topic_partition& tp) const {
@@ -85,15 +73,14 @@ public:
     return std::nullopt;
   }
   /// Local (this broker serves it), remote (the named owner does) or
-  /// unowned (strict mode, no row: nobody may serve it).
+  /// unowned (no row: nobody may serve it).
   partition_route route(const std::string& self, const cluster::topic_partition& tp) const {
     std::unique_lock<std::mutex> g{mtx_};
     auto owners = current_;
-    bool strict = strict_;
     g.unlock();
     auto it = owners->find(tp);
     if (it == owners->end())
-      return {strict ? partition_route::kind::unowned : partition_route::kind::local, {}};
+      return {partition_route::kind::unowned, {}};
     if (it->second == self)
       return {partition_route::kind::local, {}};
     return {partition_route::kind::remote, it->second};
@@ -185,7 +172,6 @@ private:
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
   std::vector<std::string> voters_;
-  bool strict_ = false;
 };
 
 }  // namespace moonmq

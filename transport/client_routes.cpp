@@ -441,62 +441,6 @@ void create_topic(const client_context& ctx, http_request& req, const responder&
               config);
 }
 
-/// The answers of the peers told about a topic's growth, in peer id order.
-struct growth_round {
-  std::mutex mtx;
-  json peers = json::array();
-  size_t pending = 0;
-  std::function<void(json)> done;
-
-  void answered(size_t i, json row) {
-    std::unique_lock<std::mutex> g{mtx};
-    peers[i] = std::move(row);
-    if (--pending != 0)
-      return;
-    g.unlock();
-    auto finish = std::move(done);  // `done` may hold the last reference to this round
-    finish(std::move(peers));
-  }
-};
-
-/// Tells every peer that `topic` now has `count` partitions here
-/// (POST /cluster/topics/{t}/grow, all in parallel) and calls `done` with
-/// [{"id","grown","error"?}]: a peer that does not hold the topic answers
-/// 404 and counts as not grown without an error.
-void propagate_growth(const client_context& ctx, const std::string& topic, int32_t count,
-                      std::function<void(json)> done) {
-  auto peers = ctx.peers->all();
-  if (peers.empty()) {
-    done(json::array());
-    return;
-  }
-  auto round = std::make_shared<growth_round>();
-  round->pending = peers.size();
-  round->peers = json::array();
-  for (size_t i = 0; i < peers.size(); ++i)
-    round->peers.push_back(nullptr);
-  round->done = std::move(done);
-  auto body = json{{"count", count}, {"owner", ctx.broker_id}}.dump();
-  size_t i = 0;
-  for (const auto& peer : peers) {
-    auto index = i++;
-    const auto& id = peer.id;
-    if (!peer.client) {
-      round->answered(index, json{{"id", id}, {"grown", false}, {"error", "no cluster client for this peer"}});
-      continue;
-    }
-    call_peer(peer, "POST", "/cluster/topics/" + topic + "/grow", body, 0, {}, milliseconds{0},
-              [round, index, id](int status, json answer, std::string error) {
-                json row{{"id", id}, {"grown", false}};
-                if (status == 200 && answer.is_object() && answer.contains("grown") && answer["grown"].is_boolean())
-                  row["grown"] = answer["grown"];
-                else if (status != 404)
-                  row["error"] = error.empty() ? "unexpected answer (HTTP " + std::to_string(status) + ")" : error;
-                round->answered(index, std::move(row));
-              });
-  }
-}
-
 void grow_topic(const client_context& ctx, http_request& req, const responder& respond) {
   json body;
   if (!parse_body(req, respond, body))
@@ -516,19 +460,10 @@ void grow_topic(const client_context& ctx, http_request& req, const responder& r
       fail_with(respond), grow_atom::value, name, *count);
     return;
   }
+  // A single broker (no Cluster section): nobody to tell.
   ask<int32_t>(
     *ctx.system, ctx.broker, ctx.timeout,
-    [ctx, respond, name](int32_t& n) {
-      json answer{{"name", name}, {"partitions", n}};
-      if (!ctx.owners) {  // single broker: nobody to tell
-        respond(http_response::json(200, answer.dump()));
-        return;
-      }
-      propagate_growth(ctx, name, n, [respond, answer](json peers) mutable {
-        answer["peers"] = std::move(peers);
-        respond(http_response::json(200, answer.dump()));
-      });
-    },
+    [respond, name](int32_t& n) { respond(http_response::json(200, json{{"name", name}, {"partitions", n}}.dump())); },
     fail_with(respond), grow_atom::value, name, *count);
 }
 
@@ -538,7 +473,7 @@ void list_topics(const client_context& ctx, const responder& respond) {
   std::map<std::string, int32_t> names;
   for (const auto& [name, t] : *ctx.catalog->get())
     names[name] = static_cast<int32_t>(t.partitions.size());
-  if (ctx.owners && ctx.owners->strict())
+  if (ctx.owners)
     for (const auto& [name, t] : *ctx.owners->topics())
       names[name] = std::max(names[name], t.partitions);
   json list = json::array();
@@ -560,7 +495,7 @@ std::optional<int32_t> partition_count(const client_context& ctx, const std::str
   auto local = ctx.catalog->get();
   if (auto t = local->find(topic); t != local->end())
     n = static_cast<int32_t>(t->second.partitions.size());
-  if (ctx.owners && ctx.owners->strict()) {
+  if (ctx.owners) {
     auto image = ctx.owners->topics();
     if (auto t = image->find(topic); t != image->end())
       n = std::max(n.value_or(0), t->second.partitions);

@@ -17,56 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-/// POST /cluster/topics/{t}/grow once the topic is known to be smaller
-/// here: records `owner` for every new partition (stamped with the highest
-/// epoch the fence has seen, 0 on a fresh cluster), then grows the topic.
-/// Owners first, so that no new partition is ever served here as locally
-/// owned, not even for a moment.
-struct grow_job {
-  cluster_state_actor state;
-  broker_actor broker;
-  std::string topic;
-  int32_t have = 0;
-  int32_t count = 0;
-  std::string owner;
-  std::chrono::milliseconds timeout;
-  responder respond;
-  int32_t pending = 0;
-  bool failed = false;  ///< the first error answered; later replies are ignored
-};
-
-void grow_actor(caf::event_based_actor* self, std::shared_ptr<grow_job> job) {
-  auto fail = [job](caf::error& e) {
-    if (!job->failed) {
-      job->failed = true;
-      job->respond(error_response(e));
-    }
-  };
-  auto grow = [self, job, fail] {
-    self->request(job->broker, job->timeout, grow_atom::value, job->topic, job->count)
-      .then(
-        [job](int32_t n) {
-          log::get("transport")->info("topic.grown_by_peer topic={} partitions={} owner={}", job->topic, n, job->owner);
-          job->respond(http_response::json(200, json{{"topic", job->topic}, {"partitions", n}, {"grown", true}}.dump()));
-        },
-        fail);
-  };
-  self->request(job->state, job->timeout, get_atom::value)
-    .then(
-      [self, job, fail, grow](int64_t epoch, std::string&) {
-        job->pending = job->count - job->have;
-        for (int32_t p = job->have; p < job->count; ++p)
-          self->request(job->state, job->timeout, owner_atom::value, job->topic, p, job->owner, epoch)
-            .then(
-              [job, grow](bool) {
-                if (--job->pending == 0 && !job->failed)
-                  grow();
-              },
-              fail);
-      },
-      fail);
-}
-
 }  // namespace
 
 /// Runs `then` once the request's controller epoch passed the fence;
@@ -251,45 +201,6 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
                             body["session_load"] = session->get();
                           respond(http_response::json(200, body.dump()));
                         });
-  });
-
-  // A topic grown on broker `owner` (data plane): grown here too when held
-  // here, its new partitions recorded as owned by `owner`.
-  r.add("POST", "/cluster/topics/{topic}/grow", [ctx](http_request& req, responder respond) {
-    auto body = json::parse(req.body, nullptr, false);
-    if (!body.is_object() || !body.contains("count") || !body["count"].is_number_integer() || !body.contains("owner")
-        || !body["owner"].is_string() || !cluster::valid_broker_id(body["owner"].get<std::string>())) {
-      respond(http_response::error(400, "invalid_request", "body must be {\"count\":<integer>,\"owner\":<broker id>}"));
-      return;
-    }
-    auto count = body["count"].get<int64_t>();
-    if (count < 1 || count > dataplane::max_partitions) {
-      respond(http_response::error(400, "invalid_request",
-                                   "count must be between 1 and " + std::to_string(dataplane::max_partitions)));
-      return;
-    }
-    auto topic = req.params["topic"];
-    auto topics = ctx.catalog->get();
-    auto t = topics->find(topic);
-    if (t == topics->end()) {
-      respond(http_response::error(404, "unknown_topic", "topic " + topic + " is not held here"));
-      return;
-    }
-    auto have = static_cast<int32_t>(t->second.partitions.size());
-    if (count <= have) {
-      respond(http_response::json(200, json{{"topic", topic}, {"partitions", have}, {"grown", false}}.dump()));
-      return;
-    }
-    auto job = std::make_shared<grow_job>();
-    job->state = ctx.state;
-    job->broker = ctx.broker;
-    job->topic = topic;
-    job->have = have;
-    job->count = static_cast<int32_t>(count);
-    job->owner = body["owner"].get<std::string>();
-    job->timeout = ctx.timeout;
-    job->respond = respond;
-    ctx.system->spawn(grow_actor, job);
   });
 }
 

@@ -251,7 +251,7 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
       std::string owner;
       if (local) {
         auto o = owners->find(tp);
-        owner = o != owners->end() ? o->second : ctx.owners && ctx.owners->strict() ? std::string{} : ctx.broker_id;
+        owner = o != owners->end() ? o->second : ctx.owners ? std::string{} : ctx.broker_id;
       } else if (auto o = remote->owners.find(tp); o != remote->owners.end()) {
         owner = o->second;
       }

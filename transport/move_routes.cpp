@@ -169,10 +169,6 @@ void append(const move_context& ctx, http_request& req, const responder& respond
   // With the metadata log the destination is named owner at cutover, before
   // the drain's appends: there the durable seal of its copy (set by ensure,
   // lifted by confirm) is what allows them, and the partition enforces it.
-  if (!owned_elsewhere(ctx, topic, local->first) && !ctx.owners->strict()) {
-    respond(owns_it(ctx, topic, local->first));
-    return;
-  }
   auto e = req.query.find("expected_offset");
   if (e == req.query.end() || e->second.empty() || e->second.size() > 18
       || e->second.find_first_not_of("0123456789") != std::string::npos) {
@@ -235,23 +231,21 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
              [ctx, respond, topic, partition = partition, part = part, expected, from](int64_t at, const std::string&) {
     auto fail = fail_with(respond);
-    if (ctx.owners->strict()) {
-      // With the metadata log this broker is owner since the cutover's
-      // entry. Not yet applied here: retry. Another owner: the partition
-      // moved on after an earlier try of this confirm took effect (its
-      // answer was lost), and nothing may be written over that.
-      auto r = ctx.owners->route(ctx.broker_id, {topic, partition});
-      if (r.where == partition_route::kind::unowned || (r.where == partition_route::kind::remote && r.owner == from)) {
-        respond(http_response::error(503, "not_ready", "broker " + ctx.broker_id + " has not applied the cutover of "
-                                                         + topic + "/" + std::to_string(partition) + " yet; retry"));
-        return;
-      }
-      if (r.where == partition_route::kind::remote) {
-        respond(http_response::error(409, "owner_changed",
-                                     topic + "/" + std::to_string(partition) + " is owned by " + r.owner
-                                       + " now; this move has ended"));
-        return;
-      }
+    // This broker is owner since the cutover's entry. Not yet applied here:
+    // retry. Another owner: the partition moved on after an earlier try of
+    // this confirm took effect (its answer was lost), and nothing may be
+    // written over that.
+    auto r = ctx.owners->route(ctx.broker_id, {topic, partition});
+    if (r.where == partition_route::kind::unowned || (r.where == partition_route::kind::remote && r.owner == from)) {
+      respond(http_response::error(503, "not_ready", "broker " + ctx.broker_id + " has not applied the cutover of "
+                                                       + topic + "/" + std::to_string(partition) + " yet; retry"));
+      return;
+    }
+    if (r.where == partition_route::kind::remote) {
+      respond(http_response::error(409, "owner_changed",
+                                   topic + "/" + std::to_string(partition) + " is owned by " + r.owner
+                                     + " now; this move has ended"));
+      return;
     }
     ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, expected, at, fail](int64_t& end) {
       if (end != expected) {
@@ -265,38 +259,33 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
           respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end}}.dump()));
         }, fail, seal_atom::value, false);
       };
-      if (ctx.owners->strict()) {
-        // Owner since the cutover (checked above). Before taking writes it
-        // bumps the owner epoch by a conditional entry at the epoch it holds
-        // the partition at: should the source have taken the partition back
-        // meanwhile (it gave up waiting, docs/metadata.md "Owner epochs"),
-        // this entry is refused and the copy stays sealed. Exactly one of
-        // the two applies, in log order.
-        auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
-        if (owner != ctx.broker_id) {
-          respond(http_response::error(409, "owner_changed", topic + "/" + std::to_string(partition)
-                                                               + " is owned by " + owner + " now; this move has ended"));
-          return;
-        }
-        ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal,
-                  [ctx, respond, topic, partition, fail](const caf::error& e) {
-                    if (error_code_of(e) != "owner_epoch_changed") {
-                      fail(e);
-                      return;
-                    }
-                    auto now = ctx.owners->owner_and_epoch({topic, partition}).first;
-                    if (now == ctx.broker_id)  // bumped by an earlier try of ours: retry at the new epoch
-                      respond(http_response::error(503, "not_ready", "owner epoch moved on; retry"));
-                    else
-                      respond(http_response::error(409, "owner_changed",
-                                                   topic + "/" + std::to_string(partition) + " is owned by " + now
-                                                     + " now; this move has ended"));
-                  },
-                  owner_atom::value, topic, partition, ctx.broker_id, at, epoch);
+      // Owner since the cutover (checked above). Before taking writes it
+      // bumps the owner epoch by a conditional entry at the epoch it holds
+      // the partition at: should the source have taken the partition back
+      // meanwhile (it gave up waiting, docs/metadata.md "Owner epochs"),
+      // this entry is refused and the copy stays sealed. Exactly one of the
+      // two applies, in log order.
+      auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
+      if (owner != ctx.broker_id) {
+        respond(http_response::error(409, "owner_changed", topic + "/" + std::to_string(partition)
+                                                             + " is owned by " + owner + " now; this move has ended"));
         return;
       }
-      ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal, fail, owner_atom::value, topic, partition, ctx.broker_id,
-                at);
+      ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal,
+                [ctx, respond, topic, partition, fail](const caf::error& e) {
+                  if (error_code_of(e) != "owner_epoch_changed") {
+                    fail(e);
+                    return;
+                  }
+                  auto now = ctx.owners->owner_and_epoch({topic, partition}).first;
+                  if (now == ctx.broker_id)  // bumped by an earlier try of ours: retry at the new epoch
+                    respond(http_response::error(503, "not_ready", "owner epoch moved on; retry"));
+                  else
+                    respond(http_response::error(409, "owner_changed",
+                                                 topic + "/" + std::to_string(partition) + " is owned by " + now
+                                                   + " now; this move has ended"));
+                },
+                owner_atom::value, topic, partition, ctx.broker_id, at, epoch);
     }, fail, copy_atom::value, std::string{}, true);
   });
 }
@@ -313,30 +302,23 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
     respond(http_response::error(400, "invalid_request", "body must be {\"owner\"}"));
     return;
   }
-  auto owner = body["owner"].get<std::string>();
   auto topic = req.params["topic"];
   auto [partition, part] = *local;
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-             [ctx, respond, topic, partition = partition, part = part, owner](int64_t at, const std::string&) {
+             [ctx, respond, topic, partition = partition, part = part](int64_t, const std::string&) {
     if (!owned_elsewhere(ctx, topic, partition)) {
       respond(owns_it(ctx, topic, partition));
       return;
     }
     auto fail = fail_with(respond);
-    ask_bounds(ctx, part, [ctx, respond, topic, partition, part, owner, at, fail](int64_t lo, int64_t, int64_t) {
-      ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, owner, at, fail](int64_t& end) {
-        auto unseal = [ctx, respond, topic, partition, part, end, fail](bool&) {
-          ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, topic, partition, end](int64_t&) {
-            log::get("reassigner")->info("move.cleaned topic={} partition={}", topic, partition);
-            respond(http_response::json(200, json{{"log_end_offset", end}}.dump()));
-          }, fail, seal_atom::value, false);
-        };
-        if (ctx.owners->strict()) {  // the source's own entries name the owner; a late write could undo a later one
-          bool yes = true;
-          unseal(yes);
-          return;
-        }
-        ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal, fail, owner_atom::value, topic, partition, owner, at);
+    ask_bounds(ctx, part, [ctx, respond, topic, partition, part, fail](int64_t lo, int64_t, int64_t) {
+      ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, fail](int64_t& end) {
+        // The source's own entries name the owner (the body's "owner" is
+        // not written here: a late write could undo a later entry).
+        ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, topic, partition, end](int64_t&) {
+          log::get("reassigner")->info("move.cleaned topic={} partition={}", topic, partition);
+          respond(http_response::json(200, json{{"log_end_offset", end}}.dump()));
+        }, fail, seal_atom::value, false);
       }, fail, reset_atom::value, lo);
     }, fail);
   });

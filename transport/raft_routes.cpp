@@ -16,7 +16,7 @@ using json = nlohmann::json;
 const raft_actor* node_or_503(const raft_context& ctx, const responder& respond) {
   if (ctx.node)
     return &*ctx.node;
-  respond(http_response::error(503, "raft_disabled", "Cluster.Raft.Enabled is false on broker " + ctx.broker_id));
+  respond(http_response::error(503, "raft_disabled", "Raft is not running on broker " + ctx.broker_id));
   return nullptr;
 }
 

@@ -6,7 +6,7 @@
 // peer. POST /cluster/raft/propose asks the leader to commit an owner
 // change. Behind the cluster token like every /cluster/* route, but exempt
 // from the controller fence: Raft is what establishes it. 503 raft_disabled
-// when Cluster.Raft is off; 400 on a body that is not a valid message for
+// while the Raft node is not running; 400 on a body that is not a valid message for
 // the route, or a message addressed to another broker.
 
 #include <chrono>

@@ -184,3 +184,37 @@ TEST_CASE("a node with a Cluster section serves the cluster listener behind its 
   node.process().signal(SIGTERM);
   CHECK(node.process().wait(5s) == 0);
 }
+
+TEST_CASE("a data dir whose ownership file names owners from the retired mode without Raft does not boot",
+          "[node][cluster]") {
+  auto boot = [](const std::string& file_text) {
+    temp_dir dir;
+    std::filesystem::create_directories(dir.path() + "/data");
+    std::ofstream{dir.path() + "/data/cluster-assignments.json"} << file_text;
+    return run_node(dir, {"--set", "Cluster.BrokerId=b1", "--set", "Cluster.Port=0", "--set", "Admin.Port=0", "--set",
+                          "Port=0", "--set", "DataDir=" + dir.path() + "/data", "--set", "Kafka.Enabled=false"});
+  };
+  // Rows: the boot stops before any listener, naming the file and the way out.
+  auto [rc, out] = boot(R"({"version":1,"floor_epoch":0,"entries":[{"topic":"orders","partition":3,"owner":"b2","epoch":5}]})");
+  CHECK(rc == 1);
+  CHECK(out.find("cluster-assignments.json") != std::string::npos);
+  CHECK(out.find("Upgrading") != std::string::npos);
+  // Torn: refused too, naming the file.
+  auto [torn_rc, torn_out] = boot(R"({"version":1,"entr)");
+  CHECK(torn_rc == 1);
+  CHECK(torn_out.find("cluster-assignments.json") != std::string::npos);
+  // Empty (what a Raft broker of an earlier version left): ignored, the
+  // broker starts and elects itself.
+  temp_dir dir;
+  std::filesystem::create_directories(dir.path() + "/data");
+  std::ofstream{dir.path() + "/data/cluster-assignments.json"} << R"({"version":1,"floor_epoch":0,"entries":[]})";
+  node_process node{dir, {"Cluster.BrokerId=b1", "Cluster.Port=0"}};
+  auto admin = node.wait_ready();
+  INFO(node.log());
+  REQUIRE(admin);
+  CHECK(wait_until(
+    [&] { return json::parse(http_call(*admin, "GET", "/admin/cluster").body, nullptr, false)["controller"]["id"] == "b1"; },
+    10s));
+  node.process().signal(SIGTERM);
+  CHECK(node.process().wait(5s) == 0);
+}

@@ -228,18 +228,15 @@ int run(const config::load_result& loaded) {
   if (why = check_offset_store(cfg.data_dir); !why.empty())
     return fail("node.offsets_failed", why);
   std::shared_ptr<const transport::tls_context> cluster_tls, peer_tls;
-  // The owners every request path reads; with Raft they come from the Raft
-  // store (a corrupt one stops the boot here, never a silent reset).
+  // The owners every request path reads, from the Raft store (a corrupt one
+  // stops the boot here, never a silent reset).
   auto owners = std::make_shared<owner_view>();
   std::unique_ptr<raft::raft_store> raft_store;
-  if (cfg.cluster && cfg.cluster->raft.enabled) {
-    owners->set_strict(true);  // the metadata log names every owner
+  if (cfg.cluster) {
+    if (why = check_legacy_cluster_state(cfg.data_dir); !why.empty())
+      return fail("node.cluster_state_failed", why);
     if (why = open_raft_store(cfg.data_dir, raft_store, *owners); !why.empty())
       return fail("node.raft_state_failed", why);
-  }
-  if (cfg.cluster) {
-    if (why = check_cluster_state(cfg.data_dir); !why.empty())
-      return fail("node.cluster_state_failed", why);
     if (why = check_move_journal(cfg.data_dir); !why.empty())
       return fail("node.move_journal_failed", why);
     auto settings = transport::tls_settings_from_config(cfg.cluster->tls, why);
@@ -357,16 +354,12 @@ int run(const config::load_result& loaded) {
     for (const auto& p : configured)
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                        std::chrono::seconds(5), registry));
-    std::optional<raft_link> raft;
-    if (raft_store) {
-      raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, view,
-                        directory);
-      cactx.raft = raft->view;
-      rctx.node = raft->node;
-    }
-    cluster_state = spawn_cluster_state(sys, cfg.data_dir, cfg.broker_id(), owners, registry, raft, broker, view);
-    if (raft)
-      cctx.metadata = *cluster_state;  // topics are created through the metadata log
+    auto raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, view,
+                           directory);
+    cactx.raft = raft.view;
+    rctx.node = raft.node;
+    cluster_state = spawn_cluster_state(sys, cfg.broker_id(), owners, registry, raft, broker, view);
+    cctx.metadata = *cluster_state;  // topics are created through the metadata log
     cactx.state = *cluster_state;
     transport::cluster_context kctx;
     kctx.system = &sys;
@@ -400,8 +393,7 @@ int run(const config::load_result& loaded) {
     // least 10 s, three of this broker's election timeouts, or PeerTimeout.
     rs.leader_wait = std::max({rs.peer_timeout, std::chrono::milliseconds(3 * cfg.cluster->raft.election_timeout_ms),
                                std::chrono::milliseconds(10000)});
-    if (raft)
-      rs.raft_status = raft->view;
+    rs.raft_status = raft.view;
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     transport::move_context mctx;
     mctx.system = &sys;
