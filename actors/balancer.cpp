@@ -87,21 +87,12 @@ void supersede(self_ptr self, const std::string& by) {
     return;
   st.superseded = true;
   st.superseded_by = by;
-  if (st.settings.raft) {
-    // Raft decides who is the controller: this pass acts no more, and the
-    // next one claims again (which only the leader of the current term can).
-    logger()->warn("balancer.superseded broker={} epoch={} by=\"{}\" msg=\"not the controller until Raft elects "
-                   "this broker again\"",
-                   st.settings.broker_id, st.epoch, by);
-    st.epoch = 0;
-    return;
-  }
-  logger()->warn("balancer.superseded broker={} epoch={} by=\"{}\" msg=\"this balance loop stops acting until the "
-                 "node restarts\"",
+  // Raft decides who is the controller: this pass acts no more, and the
+  // next one claims again (which only the leader of the current term can).
+  logger()->warn("balancer.superseded broker={} epoch={} by=\"{}\" msg=\"not the controller until Raft elects "
+                 "this broker again\"",
                  st.settings.broker_id, st.epoch, by);
-  metrics::registry::global()
-    .get_gauge("moonmq_autobalancer_fenced", "1 once this broker's balance loop was superseded by a newer controller")
-    .set(1.0);
+  st.epoch = 0;
 }
 
 /// True while the metadata log says some broker is draining: the loop then
@@ -304,16 +295,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     for (const auto& a : in["announce"]) {
       auto status = a.value("status", 0);
       const auto& body = a["body"];
-      auto holder = body.is_object() ? body.value("holder", std::string{}) : std::string{};
-      auto highest = body.is_object() ? body.value("epoch", int64_t{0}) : int64_t{0};
-      if (!st.settings.raft && status == 409 && highest == st.epoch && !holder.empty()
-          && st.settings.broker_id < holder) {
-        // Two loops claimed the same epoch at once: the lower broker id
-        // claims again above it, the higher one gives way (it sees this
-        // claim, or the next, as newer).
-        logger()->warn("balancer.claim_tie epoch={} other={} msg=\"claiming again\"", st.epoch, holder);
-        st.epoch = 0;
-      } else if (status == 409) {
+      if (status == 409) {
         supersede(self, a.value("id", std::string{}) + ": " + (body.is_object() ? body.value("message", std::string{"409"}) : std::string{"409"}));
       } else if (status != 200)
         pass["errors"].push_back("announce to " + a.value("id", std::string{}) + ": "
@@ -487,12 +469,12 @@ json status_json(self_ptr self) {
          {"dry_run", cfg.dry_run},
          {"interval_seconds", cfg.interval_seconds},
          {"broker_id", st.settings.broker_id},
-         {"controller", {{"epoch", st.epoch}, {"superseded", st.superseded}, {"raft", st.settings.raft}}},
+         {"controller", {{"epoch", st.epoch}, {"superseded", st.superseded}, {"raft", true}}},
          {"passes", st.passes},
          {"last_pass", st.last_pass}};
   if (st.superseded)
     j["controller"]["superseded_by"] = st.superseded_by;
-  if (st.settings.raft && !st.not_controller.empty())
+  if (!st.not_controller.empty())
     j["controller"]["not_controller"] = st.not_controller;
   j["settings"] = config::effective_balancer_settings(
     cfg, config::throttle_with(st.settings.throttle_bytes_per_sec, json::parse(st.applied_settings, nullptr, false)));
@@ -520,9 +502,6 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
   init.model = goals::load_model(goals::window_config{static_cast<size_t>(std::max(1, cfg.window)),
                                                       static_cast<size_t>(std::max(0, cfg.min_valid)),
                                                       cfg.percentile});
-  metrics::registry::global()
-    .get_gauge("moonmq_autobalancer_fenced", "1 once this broker's balance loop was superseded by a newer controller")
-    .set(0.0);
   if (cfg.enabled) {
     logger()->info("balancer.started broker={} interval_s={} dry_run={}", init.settings.broker_id,
                    cfg.interval_seconds, cfg.dry_run);
@@ -534,8 +513,6 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
   return {
     [self](tick_atom) {
       auto& st = self->state;
-      if (st.superseded && !st.settings.raft)
-        return;
       refresh_settings(self);
       bool drain = draining_any(st);
       if (!st.settings.config.enabled && !drain) {
@@ -550,7 +527,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
         return;
       }
-      if (st.settings.raft && !preview) {
+      if (!preview) {
         // Controllership is re-checked every pass: the term may have moved on.
         st.superseded = false;
         st.epoch = 0;
@@ -564,7 +541,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
         .then(
           [self](int64_t epoch) {
             auto& now = self->state;
-            if (!now.settings.raft || !now.not_controller.empty() || epoch != now.last_claimed)
+            if (!now.not_controller.empty() || epoch != now.last_claimed)
               logger()->info("balancer.claimed broker={} epoch={}", now.settings.broker_id, epoch);
             now.epoch = epoch;
             now.last_claimed = epoch;
@@ -574,7 +551,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
           [self, interval](caf::error& e) {
             auto& now = self->state;
             now.pass_running = false;
-            if (now.settings.raft && error_code_of(e) == "not_controller") {
+            if (error_code_of(e) == "not_controller") {
               now.not_controller = caf::to_string(e);
               logger()->debug("balancer.not_controller broker={}", now.settings.broker_id);
             } else {
@@ -590,7 +567,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       if (in.is_object())
         finish_pass(self, in, execute);
       refresh_settings(self);
-      if (execute && (!st.superseded || st.settings.raft) && (st.settings.config.enabled || draining_any(st)))
+      if (execute && (st.settings.config.enabled || draining_any(st)))
         self->delayed_send(self, std::chrono::seconds(st.settings.config.interval_seconds), tick_atom::value);
       else if (execute && st.settings.image)
         self->delayed_send(self, settings_poll, tick_atom::value);

@@ -1,14 +1,10 @@
 #pragma once
 // The balance loop (DESIGN §4): one pass every Autobalance.IntervalSeconds.
-//   1. controllership: claim a controller epoch through the fence (once),
-//      then re-announce it to every peer (POST /cluster/controller). A peer
-//      or the local fence that knows a newer claim supersedes this loop: it
-//      stops acting until the node restarts (/admin/balancer says so;
-//      moonmq_autobalancer_fenced = 1). Without Raft this is fencing, not
-//      consensus (docs/balancer.md). With Cluster.Raft the claim is asked
-//      again every pass and succeeds only on the Raft leader, at its term; a
-//      loop refused by a newer term sits the pass out and is not the
-//      controller until Raft elects it again.
+//   1. controllership: the claim is asked again every pass and succeeds
+//      only on the Raft leader, at its term, which is then announced to
+//      every peer (POST /cluster/controller); a loop refused by a newer term
+//      (a peer's 409, or the local Raft view) sits the pass out and is not
+//      the controller until Raft elects it again (docs/balancer.md).
 //   2. feed the model: this broker's and every peer's GET /cluster/loads
 //      (per partition: owner, disk bytes, cumulative bytes in and out); rates
 //      are differences between passes (goals::load_model). A peer that does
@@ -62,8 +58,6 @@ struct balancer_settings {
   /// The other brokers (configured and registered at runtime).
   std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
   std::chrono::milliseconds peer_timeout{5000};
-  /// Cluster.Raft.Enabled: controllership comes from the Raft leader (see above).
-  bool raft = false;
   /// The GET /cluster/loads body of this broker, delivered to the callback
   /// (on any thread); transport/local_loads.hpp.
   std::function<void(std::function<void(nlohmann::json)>)> local_loads;

@@ -73,11 +73,8 @@ struct reassigner_settings {
   std::chrono::milliseconds confirm_timeout{std::chrono::seconds(120)};
   /// The other brokers (configured and registered at runtime).
   std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
-  /// Cluster.Raft.Enabled: owner changes travel through the Raft log. Without
-  /// it a finished move is announced to the other peers (POST /cluster/owners).
-  bool raft = false;
-  /// With Raft: the current term and leader, stamped on a move's
-  /// control-plane requests (null = the move's own epoch).
+  /// The current Raft term and leader, stamped on a move's control-plane
+  /// requests (null = the move's own epoch; unit tests).
   std::shared_ptr<raft_view> raft_status;
 };
 

@@ -23,27 +23,6 @@ constexpr int64_t max_extra_batches = 64;
 /// (and every produce fsync on it) at cutover.
 constexpr int64_t sync_every_bytes = 16LL << 20;
 
-/// Without Raft only the source and the destination learn of a move from
-/// the move itself; the other peers are told the new owner (best effort, at
-/// the move's epoch), so a broker holding another copy of the topic does not
-/// send clients (Kafka Metadata, commits) to the old owner.
-void announce_owner(self_ptr self, const cluster::move_entry& row, const std::string& controller) {
-  if (self->state.settings.raft)
-    return;
-  json body{{"topic", row.tp.topic}, {"partition", row.tp.partition}, {"owner", row.to.value}, {"from", row.from.value}};
-  for (const auto& peer : self->state.settings.peers->all()) {
-    if (peer.id == row.to.value)
-      continue;
-    transport::call_peer(peer, "POST", "/cluster/owners", body.dump(), static_cast<int64_t>(row.at.value),
-                         controller, self->state.settings.peer_timeout,
-                         [id = row.move_id, peer = peer.id](int status, json answer, std::string error) {
-                           if (status != 200)
-                             logger()->info("move.announce_failed move={} peer={} status={} error=\"{}\"", id, peer,
-                                            status, error.empty() ? answer.dump() : error);
-                         });
-  }
-}
-
 }  // namespace
 
 // Steps of this file that are called above their definition.
@@ -387,7 +366,7 @@ void push_offsets(self_ptr self, const std::string& id) {
   // `offsets` is journaled, and no confirm has been sent yet: the epoch the
   // image names the destination owner at is the one a take-back expects.
   uint64_t epoch = 0;
-  if (self->state.settings.raft) {
+  {
     const auto* row = row_of(self, id);
     auto [owner, at] = self->state.owners->owner_and_epoch(row->tp);
     if (owner == row->to.value && at > 0)
@@ -447,7 +426,7 @@ void send_offsets(self_ptr self, const std::string& id) {
 void retry_finish(self_ptr self, const std::string& id, const std::string& why) {
   auto* run = run_of(self, id);
   auto limit = self->state.settings.confirm_timeout.count();
-  if (self->state.settings.raft && limit > 0 && run->offsets_since_ms > 0 && !run->confirmed_in_log
+  if (limit > 0 && run->offsets_since_ms > 0 && !run->confirmed_in_log
       && now_ms() - run->offsets_since_ms >= limit) {
     run->note = "the destination did not confirm within " + std::to_string(limit / 1000) + " s: " + why;
     take_back(self, id);
@@ -529,8 +508,7 @@ void take_back(self_ptr self, const std::string& id) {
 void finish(self_ptr self, const std::string& id) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
-  if (self->state.settings.raft
-      && self->state.owners->owner_and_epoch(row->tp).first == self->state.settings.broker_id) {
+  if (self->state.owners->owner_and_epoch(row->tp).first == self->state.settings.broker_id) {
     // The log names this broker owner again: a take-back applied before a
     // restart (or its answer was lost). The destination never confirmed.
     rollback(self, id, "the source took the partition back; the destination never confirmed");
@@ -581,11 +559,11 @@ void finish(self_ptr self, const std::string& id) {
          json body{{"from", self->state.settings.broker_id}, {"log_end_offset", run->final_end}};
          call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/confirm", body.dump(), true,
               [self, id](int status, json& answer, const std::string& confirm_error) {
-                // With Raft a destination that is no longer owner answers
+                // A destination that is no longer owner answers
                 // owner_changed: it confirmed an earlier try of this confirm
                 // (whose answer was lost) and the partition has moved on
                 // since, so this move ended done.
-                bool moved_on = status == 409 && self->state.settings.raft && answer.is_object()
+                bool moved_on = status == 409 && answer.is_object()
                                 && answer.value("error", std::string{}) == "owner_changed";
                 if (status != 200 && !moved_on) {
                   retry_finish(self, id, "confirm: " + answer_error(status, answer, confirm_error));
@@ -624,8 +602,6 @@ void complete(self_ptr self, const std::string& id, const std::string& note) {
   reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
                     {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
     .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
-  if (auto* done_run = run_of(self, id))
-    announce_owner(self, *row, done_run->controller);
   // The destination holds every record durably: reclaim the
   // source's copy (it stays sealed; its table routes to the owner).
   if (auto part = local_partition(self, row->tp))

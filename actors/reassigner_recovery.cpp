@@ -137,10 +137,10 @@ void recover(self_ptr self) {
     // the destination as owner, then carry on where the journal says.
     auto id = e.move_id;
     auto state = e.state;
-    // With Raft, `draining` and `offsets` are journaled only after the flip
-    // was committed to the log: proposing it again could only be a blind
-    // write over a later owner (the partition may have moved on since).
-    bool flip = !(st.settings.raft && (state == move_state::draining || state == move_state::offsets));
+    // `draining` and `offsets` are journaled only after the flip was
+    // committed to the log: proposing it again could only be a blind write
+    // over a later owner (the partition may have moved on since).
+    bool flip = state != move_state::draining && state != move_state::offsets;
     seal_and_flip(self, id, [self, id, state] {
       if (state == move_state::offsets) {
         // The push may have been cut off by the crash: push again (merged,

@@ -387,7 +387,6 @@ int run(const config::load_result& loaded) {
     rs.confirm_timeout = std::chrono::seconds(cfg.cluster->move_confirm_timeout_seconds);
     rs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     rs.peers = directory;
-    rs.raft = cfg.cluster->raft.enabled;
     // An election after a restart may wait out the others' longer timeouts
     // (pre-vote is refused while they still hear from the old leader): at
     // least 10 s, three of this broker's election timeouts, or PeerTimeout.
@@ -414,10 +413,8 @@ int run(const config::load_result& loaded) {
     bs.config = cfg.autobalance;
     bs.peers = directory;
     bs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
-    bs.raft = rctx.node.has_value();
     bs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
-    if (bs.raft)
-      bs.image = owners;  // PATCH /admin/balancer settings from the metadata log
+    bs.image = owners;  // PATCH /admin/balancer settings from the metadata log
     bs.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
