@@ -9,6 +9,7 @@
 // owner from the entry that created it, so such a partition is one this
 // broker must not serve.
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,8 @@ struct broker_standing {
   std::set<std::string> removed;
   /// Brokers that joined at runtime (a register entry), with their endpoints.
   std::map<std::string, cluster::broker_endpoints> registered;
+  /// The Kafka node id the log gave each of them (raft::first_joined_kafka_node_id up).
+  std::map<std::string, int32_t> kafka_node_ids;
 };
 
 /// Where a request for one partition goes, as the image says.
@@ -138,11 +141,40 @@ public:
     return out.empty() ? brokers : out;
   }
   /// The brokers counted before any registration, set once at start: the
-  /// voters of the metadata log (Cluster.Raft.Voters), and this broker when
-  /// it joins as a learner.
-  void set_voters(std::vector<std::string> voters) {
+  /// voters of the metadata log (Cluster.Raft.Voters), and `self` when this
+  /// broker joins as a learner (counted by members() before its
+  /// registration applies; it has no Kafka node id until then).
+  void set_voters(std::vector<std::string> voters, std::string self = {}) {
     std::lock_guard<std::mutex> g{mtx_};
+    std::sort(voters.begin(), voters.end());
     voters_ = std::move(voters);
+    self_ = std::move(self);
+  }
+  /// The Kafka node id of `broker` (docs/kafka.md): a voter's is its
+  /// 1-based position among the voters in id order (a static list, the
+  /// same on every broker); a broker that joined has the one its first
+  /// registration was given in the log (1001 up), kept for good. -1 for a
+  /// broker with none (unknown, or a learner before its registration applies).
+  int32_t kafka_node_id(const std::string& broker) const {
+    std::unique_lock<std::mutex> g{mtx_};
+    if (auto it = std::lower_bound(voters_.begin(), voters_.end(), broker); it != voters_.end() && *it == broker)
+      return static_cast<int32_t>(it - voters_.begin()) + 1;
+    auto s = standing_;
+    g.unlock();
+    auto n = s->kafka_node_ids.find(broker);
+    return n == s->kafka_node_ids.end() ? -1 : n->second;
+  }
+  /// The broker whose Kafka node id is `node` (nullopt when none is).
+  std::optional<std::string> broker_of_kafka_node_id(int32_t node) const {
+    std::unique_lock<std::mutex> g{mtx_};
+    if (node >= 1 && static_cast<size_t>(node) <= voters_.size())
+      return voters_[static_cast<size_t>(node) - 1];
+    auto s = standing_;
+    g.unlock();
+    for (const auto& [id, n] : s->kafka_node_ids)
+      if (n == node)
+        return id;
+    return std::nullopt;
   }
   /// Every broker of the cluster in id order: the voters and the brokers
   /// that registered (removed ones stay listed: unfenced() drops them). Group
@@ -151,6 +183,8 @@ public:
   std::vector<std::string> members() const {
     std::unique_lock<std::mutex> g{mtx_};
     std::set<std::string> ids(voters_.begin(), voters_.end());
+    if (!self_.empty())
+      ids.insert(self_);
     auto s = standing_;
     g.unlock();
     for (const auto& [id, e] : s->registered)
@@ -171,7 +205,8 @@ private:
   std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
-  std::vector<std::string> voters_;
+  std::vector<std::string> voters_;  ///< sorted
+  std::string self_;                 ///< this broker when it is a learner
 };
 
 }  // namespace moonmq

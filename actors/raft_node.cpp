@@ -127,6 +127,8 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
     standing->removed.insert(id.str());
   for (const auto& [id, e] : table.registered())
     standing->registered[id.str()] = cluster::broker_endpoints{e.cluster, e.client, e.kafka};
+  for (const auto& [id, n] : table.kafka_node_ids())
+    standing->kafka_node_ids[id.str()] = n;
   auto epochs = std::make_shared<epoch_map>();
   for (const auto& [tp, epoch] : table.epochs())
     (*epochs)[cluster::topic_partition{tp.topic, tp.partition}] = static_cast<int64_t>(epoch);

@@ -23,6 +23,8 @@ checked reject(std::string code, std::string message) {
 /// replicas as numbers, and moonmq's Kafka listener numbers the brokers 1..N
 /// in id order (docs/kafka.md).
 std::optional<broker_id> broker_of_node_id(const cluster_view& view, int64_t node) {
+  if (view.broker_of_node)
+    return view.broker_of_node(node);
   if (node < 1 || node > static_cast<int64_t>(view.brokers.size()))
     return std::nullopt;
   auto it = view.brokers.begin();
@@ -59,8 +61,11 @@ checked check_shape(const json& e, topic_partition& tp, broker_id& to, const clu
   if ((*r)[0].is_number_integer()) {
     auto named = broker_of_node_id(view, (*r)[0].get<int64_t>());
     if (!named)
-      return reject("unknown_broker", "\"replicas\" names Kafka node id " + (*r)[0].dump() + "; the cluster's are 1.." +
-                                          std::to_string(view.brokers.size()) + " (brokers in id order)");
+      return reject("unknown_broker",
+                    "\"replicas\" names Kafka node id " + (*r)[0].dump() + ", which no broker has" +
+                      (view.broker_of_node ? std::string(" (Kafka Metadata lists the node ids)")
+                                           : "; the cluster's are 1.." + std::to_string(view.brokers.size()) +
+                                               " (brokers in id order)"));
     to = *named;
     return {};
   }

@@ -44,6 +44,9 @@ struct cluster_view {
   std::function<std::optional<broker_id>(const topic_partition&)> owner_of;
   /// Optional: true when a move of the partition is unfinished.
   std::function<bool(const topic_partition&)> moving;
+  /// Optional: the broker a Kafka node id names (the metadata image's
+  /// numbering, docs/kafka.md). Unset: the brokers numbered 1..N in id order.
+  std::function<std::optional<broker_id>(int64_t)> broker_of_node;
 };
 
 /// One accepted entry.

@@ -55,6 +55,12 @@ status ownership_state::apply(const log_entry& e) {
         // on; a removed one is admitted again (docs/metadata.md "Joining").
         registered_[b->id] = b->endpoints;
         removed_.erase(b->id);
+        if (!kafka_node_ids_.count(b->id)) {
+          int32_t next = first_joined_kafka_node_id;
+          for (const auto& [id, n] : kafka_node_ids_)
+            next = std::max(next, n + 1);
+          kafka_node_ids_[b->id] = next;
+        }
         break;
     }
   } else if (auto* cfg = std::get_if<config_entry>(&e.payload)) {
@@ -100,6 +106,15 @@ void ownership_state::load(const snapshot& s) {
   draining_ = s.draining;
   removed_ = s.removed;
   registered_ = s.registered;
+  kafka_node_ids_ = s.kafka_node_ids;
+  // Rows of snapshots written before node ids were given: numbered in id
+  // order after the highest given (the same on every broker loading it).
+  int32_t next = first_joined_kafka_node_id;
+  for (const auto& [id, n] : kafka_node_ids_)
+    next = std::max(next, n + 1);
+  for (const auto& [id, e] : registered_)
+    if (!kafka_node_ids_.count(id))
+      kafka_node_ids_[id] = next++;
   epochs_ = s.epochs;
   refused_.clear();
   controller_ = s.controller;
@@ -119,6 +134,7 @@ snapshot ownership_state::to_snapshot() const {
   s.draining = draining_;
   s.removed = removed_;
   s.registered = registered_;
+  s.kafka_node_ids = kafka_node_ids_;
   s.epochs = epochs_;
   return s;
 }

@@ -58,6 +58,10 @@ class ownership_state {
   /// Brokers that joined at runtime (a register entry), with their
   /// endpoints; a removed one stays here (and in removed()).
   const std::map<node_id, broker_endpoints>& registered() const { return registered_; }
+  /// The Kafka node id of each registered broker: given at its first
+  /// register entry, in log order, from first_joined_kafka_node_id up, and
+  /// kept for good (a re-registration or removal never renumbers anyone).
+  const std::map<node_id, int32_t>& kafka_node_ids() const { return kafka_node_ids_; }
   /// Partitions the table names `b` owner of.
   std::size_t owned_by(const node_id& b) const;
   /// Leader named by the last applied controller entry ("" before any).
@@ -69,7 +73,8 @@ class ownership_state {
     return a.applied_index_ == b.applied_index_ && a.applied_term_ == b.applied_term_ &&
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
            a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
-           a.removed_ == b.removed_ && a.registered_ == b.registered_ && a.epochs_ == b.epochs_;
+           a.removed_ == b.removed_ && a.registered_ == b.registered_ &&
+           a.kafka_node_ids_ == b.kafka_node_ids_ && a.epochs_ == b.epochs_;
   }
 
  private:
@@ -80,6 +85,7 @@ class ownership_state {
   std::set<node_id> draining_;
   std::set<node_id> removed_;
   std::map<node_id, broker_endpoints> registered_;
+  std::map<node_id, int32_t> kafka_node_ids_;
   std::map<topic_partition, uint64_t> epochs_;  ///< only partitions above epoch 1
   std::set<uint64_t> refused_;                  ///< indexes of refused conditional entries
   node_id controller_;

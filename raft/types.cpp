@@ -344,8 +344,12 @@ json to_json(const snapshot& s) {
   for (const auto& [tp, epoch] : s.epochs)
     epochs.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"epoch", epoch}});
   json registered = json::array();
-  for (const auto& [id, e] : s.registered)
-    registered.push_back(json{{"id", id.str()}, {"cluster", e.cluster}, {"client", e.client}, {"kafka", e.kafka}});
+  for (const auto& [id, e] : s.registered) {
+    json row{{"id", id.str()}, {"cluster", e.cluster}, {"client", e.client}, {"kafka", e.kafka}};
+    if (auto n = s.kafka_node_ids.find(id); n != s.kafka_node_ids.end())
+      row["kafka_node_id"] = n->second;
+    registered.push_back(std::move(row));
+  }
   json topics = json::array();
   for (const auto& [name, t] : s.topics)
     topics.push_back(json{{"topic", name},
@@ -469,6 +473,13 @@ result<snapshot> snapshot_from_json(const json& j) {
         detail::json_reader rr(row, "snapshot.registered[]");
         node_id id = rr.node("id", false);
         auto e = read_endpoints(rr);
+        if (rr.ok() && row.is_object() && row.contains("kafka_node_id")) {
+          auto n = rr.u64("kafka_node_id");
+          if (rr.ok() && (n < static_cast<uint64_t>(first_joined_kafka_node_id) || n > 0x7fffffffULL))
+            rr.fail("kafka_node_id", "expected a node id from " + std::to_string(first_joined_kafka_node_id));
+          if (rr.ok())
+            s.kafka_node_ids[id] = static_cast<int32_t>(n);
+        }
         if (!rr.ok())
           return rr.err();
         if (!s.registered.emplace(std::move(id), std::move(e)).second)

@@ -145,6 +145,11 @@ const char* to_string(broker_change c);
 /// The change named `s` ("fence", "unfence", "drain", "undrain", "remove", "register").
 std::optional<broker_change> broker_change_from(const std::string& s);
 
+/// The Kafka node id of the first broker that joins at runtime; the voters
+/// are 1..V in broker id order (a static list, the same on every broker),
+/// so ids from here on never meet theirs (docs/metadata.md "Joining").
+constexpr int32_t first_joined_kafka_node_id = 1001;
+
 /// Where a registered broker listens (host:port each; "" = not served).
 struct broker_endpoints {
   std::string cluster;  ///< cluster listener (Raft, moves, forwarded requests)
@@ -251,8 +256,13 @@ struct snapshot {
   std::set<node_id> removed;
   /// Brokers that joined by a register entry, with their endpoints (absent
   /// in older snapshots: none). JSON: "registered":[{"id":"b4","cluster":
-  /// "127.0.0.1:7104","client":"127.0.0.1:7004","kafka":""}].
+  /// "127.0.0.1:7104","client":"127.0.0.1:7004","kafka":"",
+  /// "kafka_node_id":1001}].
   std::map<node_id, broker_endpoints> registered;
+  /// The Kafka node id the log gave each registered broker (the row's
+  /// "kafka_node_id"; rows of older snapshots without one are numbered on
+  /// load, in broker id order, after the highest given).
+  std::map<node_id, int32_t> kafka_node_ids;
   /// Owner epochs above 1 (absent in older snapshots: every owned partition
   /// at 1). JSON: "epochs":[{"topic":"orders","partition":3,"epoch":4}].
   std::map<topic_partition, uint64_t> epochs;
@@ -260,7 +270,7 @@ struct snapshot {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
            a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
            a.draining == b.draining && a.removed == b.removed && a.registered == b.registered &&
-           a.epochs == b.epochs;
+           a.kafka_node_ids == b.kafka_node_ids && a.epochs == b.epochs;
   }
 };
 

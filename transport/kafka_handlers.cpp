@@ -204,14 +204,19 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
     auto leader = ctx.raft->get().leader;
     resp.controller_id = leader.empty() ? -1 : kafka_node_id(ctx, leader);
   }
-  std::set<std::string> listed{ctx.broker_id};
-  resp.brokers.push_back({kafka_node_id(ctx, ctx.broker_id), ctx.advertised_host, ctx.port.load(), std::nullopt});
+  std::set<std::string> listed;
+  // A broker that joins is listed (itself too) once its registration gave
+  // it a node id.
+  if (auto self = kafka_node_id(ctx, ctx.broker_id); self >= 0) {
+    resp.brokers.push_back({self, ctx.advertised_host, ctx.port.load(), std::nullopt});
+    listed.insert(ctx.broker_id);
+  }
   // A removed broker is no longer offered to clients (Kafka lists registered brokers only).
   auto standing = ctx.owners ? ctx.owners->standing() : std::make_shared<const broker_standing>();
   for (const auto& p : ctx.peers->all()) {
     kafka::metadata_broker b;
     b.node_id = kafka_node_id(ctx, p.id);
-    if (standing->removed.count(p.id))
+    if (standing->removed.count(p.id) || b.node_id < 0)
       continue;
     if (!p.kafka_address.empty() && split_address(p.kafka_address, b.host, b.port)) {
       resp.brokers.push_back(std::move(b));
@@ -671,6 +676,8 @@ std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const st
 }
 
 int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker) {
+  if (ctx.owners)
+    return ctx.owners->kafka_node_id(broker);
   auto ids = all_brokers(ctx);
   auto it = std::find(ids.begin(), ids.end(), broker);
   return it == ids.end() ? -1 : static_cast<int32_t>(it - ids.begin()) + 1;

@@ -92,9 +92,9 @@ struct kafka_gather {
   }
 };
 
-/// The Kafka node id of `broker`: its 1-based position among the brokers of
-/// the cluster sorted by id (the metadata log's voters and registered
-/// brokers; without it this broker and its peers), the same on every broker.
+/// The Kafka node id of `broker` (owner_view::kafka_node_id: a voter's
+/// 1-based position among the voters in id order, a joined broker's id from
+/// its registration, 1001 up; -1 for none); a standalone broker is 1.
 int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker);
 
 /// The coordinator of `group`: this broker without a cluster, else

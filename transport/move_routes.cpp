@@ -488,6 +488,15 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
         return std::nullopt;
       return it->second.owner;
     };
+    if (ctx.owners)
+      view.broker_of_node = [owners = ctx.owners](int64_t node) -> std::optional<cluster::broker_id> {
+        if (node < 1 || node > 0x7fffffff)
+          return std::nullopt;
+        auto id = owners->broker_of_kafka_node_id(static_cast<int32_t>(node));
+        if (!id)
+          return std::nullopt;
+        return cluster::broker_id{*id};
+      };
     view.moving = [s](const cluster::topic_partition& tp) {
       for (const auto& row : s->moves)
         if (row.value("topic", std::string{}) == tp.topic && row.value("partition", -1) == tp.partition

@@ -88,14 +88,22 @@ TEST_CASE("a fourth broker joins at runtime, receives partitions, is fenced and 
   INFO(meta);
   CHECK(lrc == 0);
   CHECK(meta.find("4 brokers") != std::string::npos);
-  CHECK(meta.find("broker 4 at 127.0.0.1:" + std::to_string(c.kafka(3))) != std::string::npos);
+  // The voters keep 1..3; the joined broker has the node id its
+  // registration was given (1001), on every broker, itself included.
+  CHECK(meta.find("broker 1001 at 127.0.0.1:" + std::to_string(c.kafka(3))) != std::string::npos);
+  CHECK(meta.find("broker 1 at 127.0.0.1:" + std::to_string(c.kafka(0))) != std::string::npos);
+  auto [orc, own] = sh("timeout 30 kcat -b 127.0.0.1:" + std::to_string(c.kafka(3)) + " -L -t joined 2>&1");
+  INFO(own);
+  CHECK(orc == 0);
+  CHECK(own.find("broker 1001 at 127.0.0.1:" + std::to_string(c.kafka(3))) != std::string::npos);
+  CHECK(own.find("broker 3 at 127.0.0.1:" + std::to_string(c.kafka(2))) != std::string::npos);
 
   // Two partitions move onto b4 by hand, under produce load through b2.
   auto moves = call(c.admin(2), "POST", "/admin/reassignments",
                     json{{"version", 1},
                          {"partitions",
                           {{{"topic", "joined"}, {"partition", 0}, {"replicas", {"b4"}}},
-                           {{"topic", "joined"}, {"partition", 1}, {"replicas", {"b4"}}}}}}
+                           {{"topic", "joined"}, {"partition", 1}, {"replicas", {1001}}}}}}  // Kafka's tool writes node ids
                       .dump());
   INFO(moves.raw);
   REQUIRE(moves.status == 202);

@@ -140,8 +140,8 @@ TEST_CASE("config entries merge the dynamic balancer settings key by key; null r
 
 TEST_CASE("broker entries fence and unfence; the fenced set is in snapshots", "[raft][metadata]") {
   ownership_state s;
-  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), broker_change::fence}}).ok());
-  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), broker_change::fence}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), broker_change::fence, {}}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), broker_change::fence, {}}}).ok());
   REQUIRE(s.apply(log_entry{term{1}, log_index{3}, broker_entry{id("b3"), broker_change::unfence}}).ok());
   CHECK(s.fenced() == std::set<node_id>{id("b2")});
   auto back = snapshot_from_json(to_json(s.to_snapshot()));
@@ -290,6 +290,53 @@ TEST_CASE("a registration is applied, replaced, dropped on removal and admitted 
   ownership_state copy;
   copy.load(s.to_snapshot());
   CHECK(copy == s);
+}
+
+TEST_CASE("a joined broker's Kafka node id is given at its first registration and never changes", "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) { REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok()); };
+  // Log order, not id order: b9 registers before b10 and b0.
+  apply(broker_entry{id("b9"), broker_change::register_broker, {"h:1", "", ""}});
+  apply(broker_entry{id("b10"), broker_change::register_broker, {"h:2", "", ""}});
+  apply(broker_entry{id("b0"), broker_change::register_broker, {"h:3", "", ""}});
+  CHECK(s.kafka_node_ids() == std::map<node_id, int32_t>{{id("b9"), first_joined_kafka_node_id},
+                                                         {id("b10"), first_joined_kafka_node_id + 1},
+                                                         {id("b0"), first_joined_kafka_node_id + 2}});
+  // Re-registering elsewhere, removal and admission again keep the id.
+  apply(broker_entry{id("b9"), broker_change::register_broker, {"h:9", "", ""}});
+  apply(broker_entry{id("b9"), broker_change::drain, {}});
+  apply(broker_entry{id("b9"), broker_change::remove, {}});
+  REQUIRE(s.removed().count(id("b9")) == 1);
+  apply(broker_entry{id("b9"), broker_change::register_broker, {"h:9", "", ""}});
+  apply(broker_entry{id("b11"), broker_change::register_broker, {"h:4", "", ""}});
+  CHECK(s.kafka_node_ids().at(id("b9")) == first_joined_kafka_node_id);
+  CHECK(s.kafka_node_ids().at(id("b11")) == first_joined_kafka_node_id + 3);
+  // The snapshot carries them.
+  auto j = to_json(s.to_snapshot());
+  auto back = snapshot_from_json(j);
+  REQUIRE(back.ok());
+  ownership_state copy;
+  copy.load(*back);
+  CHECK(copy == s);
+  // A snapshot written before ids were given: rows numbered on load in id
+  // order after the highest given, the same wherever it is loaded.
+  json old = j;
+  for (auto& row : old["registered"])
+    if (row["id"] != "b9")
+      row.erase("kafka_node_id");
+  auto older = snapshot_from_json(old);
+  REQUIRE(older.ok());
+  ownership_state from_old;
+  from_old.load(*older);
+  CHECK(from_old.kafka_node_ids() == std::map<node_id, int32_t>{{id("b9"), first_joined_kafka_node_id},
+                                                                {id("b0"), first_joined_kafka_node_id + 1},
+                                                                {id("b10"), first_joined_kafka_node_id + 2},
+                                                                {id("b11"), first_joined_kafka_node_id + 3}});
+  // A node id below the joined range is malformed.
+  json bad = j;
+  bad["registered"][0]["kafka_node_id"] = 3;
+  CHECK_FALSE(snapshot_from_json(bad).ok());
 }
 
 TEST_CASE("owner epochs: 1 at creation, bumped by each owner change; a conditional change applies only at its epoch",

@@ -200,16 +200,18 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   };
   rs.voters = cfg.cluster->raft.voters;
   std::vector<std::string> brokers = rs.voters;
+  std::string learner;
   if (brokers.empty()) {
     brokers.push_back(cfg.broker_id());
     for (const auto& p : cfg.cluster->peers)
       brokers.push_back(p.id);
   } else if (std::find(brokers.begin(), brokers.end(), cfg.broker_id()) == brokers.end()) {
-    // A joining broker counts itself from the start (its Kafka node id,
-    // group coordinators); the others count it once its registration applies.
-    brokers.push_back(cfg.broker_id());
+    // A joining broker counts itself from the start (group coordinators);
+    // the others count it once its registration applies, which also gives
+    // it its Kafka node id.
+    learner = cfg.broker_id();
   }
-  owners->set_voters(brokers);
+  owners->set_voters(brokers, learner);
   auto view = std::make_shared<raft_view>();
   auto node = spawn_raft_node(sys, std::move(rs), std::move(store), std::move(owners), view, registry);
   return raft_link{view, node, std::move(brokers)};
