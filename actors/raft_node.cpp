@@ -364,7 +364,7 @@ void check_liveness(self_ptr self) {
     if (!fence && !unfence)
       continue;
     auto index = core.propose(
-      raft::broker_entry{raft::node_id{id}, fence ? raft::broker_change::fence : raft::broker_change::unfence, {}});
+      raft::broker_entry{raft::node_id{id}, fence ? raft::broker_change::fence : raft::broker_change::unfence, {}, false});
     if (!index)
       return;
     logger()->warn("raft.{} broker={} silent_ms={} index={}", fence ? "fencing" : "unfencing", id, silent_ms,
@@ -407,14 +407,16 @@ void try_register(self_ptr self) {
   }
   // A leader replicates to this broker only once its registration (at the
   // address it listens on now) committed: nothing to propose again, and no
-  // duplicate can land after a later removal.
-  if (!st.core->leader().empty())
+  // duplicate can land after a later removal. A broker registered before
+  // Kafka node ids were given registers once more to get one.
+  const auto& ids = st.core->state().kafka_node_ids();
+  if (!st.core->leader().empty() && ids.count(raft::node_id{st.settings.broker_id}))
     return;
   auto now = clock_type::now();
   if (now < st.register_after)
     return;
   st.register_after = now + std::chrono::milliseconds(st.settings.election_timeout_ms);
-  raft::broker_entry entry{raft::node_id{st.settings.broker_id}, raft::broker_change::register_broker, *st.own};
+  raft::broker_entry entry{raft::node_id{st.settings.broker_id}, raft::broker_change::register_broker, *st.own, true};
   const transport::cluster_peer* target = nullptr;
   if (auto it = st.peers.find(st.core->leader().str()); !st.core->leader().empty() && it != st.peers.end())
     target = &it->second.peer;
@@ -506,12 +508,17 @@ bool submit(self_ptr self, const raft::entry_payload& entry, promise& rp) {
 /// Sends the parked proposals on once a leader is known.
 void submit_parked(self_ptr self) {
   auto& st = self->state;
-  if (st.parked.empty() || st.core->leader().empty())
+  if (st.parked.empty() || st.core->leader().empty() || !st.broken.empty())
     return;
   std::vector<forward> still;
-  for (auto& f : std::exchange(st.parked, {}))
+  for (auto& f : std::exchange(st.parked, {})) {
+    if (!st.broken.empty()) {  // a save failed in the submit before: nothing more is appended here
+      f.rp.deliver(coded(503, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken));
+      continue;
+    }
     if (!submit(self, f.entry, f.rp))
       still.push_back(std::move(f));
+  }
   for (auto& f : still)
     st.parked.push_back(std::move(f));
 }
@@ -698,7 +705,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
           || *c == raft::broker_change::register_broker)
         return coded(400, "invalid_request", "a proposed broker change is drain, undrain or remove, not \"" + change
                                                + "\" (fencing is the controller's; a registration names endpoints)");
-      return propose(self, raft::broker_entry{raft::node_id{broker}, *c, {}}, forward_to_leader);
+      return propose(self, raft::broker_entry{raft::node_id{broker}, *c, {}, false}, forward_to_leader);
     },
     [self](propose_atom, register_atom, std::string& broker, std::string& cluster, std::string& client,
            std::string& kafka, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
@@ -715,7 +722,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
                                              "brokers register");
       return propose(self,
                      raft::broker_entry{raft::node_id{broker}, raft::broker_change::register_broker,
-                                        raft::broker_endpoints{cluster, client, kafka}},
+                                        raft::broker_endpoints{cluster, client, kafka}, true},
                      forward_to_leader);
     },
     [self](register_atom, std::string& cluster, std::string& client, std::string& kafka) {

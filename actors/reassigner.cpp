@@ -141,15 +141,13 @@ void current_controller(self_ptr self, int64_t& epoch, std::string& controller) 
 void call(self_ptr self, move_run& run, const std::string& peer_id, const std::string& method,
           const std::string& target, std::string body, bool control, answer_fn then) {
   if (control && self->state.settings.raft_status) {
-    // No controller to name yet (this broker restarted, or an election is
-    // running): the request would be refused for its missing X-Controller-Id.
-    // It waits for a leader, up to leader_wait, then goes as it is and fails
-    // cleanly.
-    int64_t epoch = 0;
-    auto controller = run.controller;
-    current_controller(self, epoch, controller);
+    // No leader known (this broker restarted, or an election is running):
+    // the request would carry no X-Controller-Id, or the old term, and be
+    // refused (400, or 409 stale_epoch at a broker already in the new
+    // term). It waits for a leader, up to leader_wait, then goes as it is
+    // and fails cleanly.
     auto now = now_ms();
-    if (controller.empty()) {
+    if (self->state.settings.raft_status->get().leader.empty()) {
       if (run.leaderless_since_ms == 0)
         run.leaderless_since_ms = now;
       if (now - run.leaderless_since_ms < self->state.settings.leader_wait.count()) {

@@ -55,7 +55,7 @@ status ownership_state::apply(const log_entry& e) {
         // on; a removed one is admitted again (docs/metadata.md "Joining").
         registered_[b->id] = b->endpoints;
         removed_.erase(b->id);
-        if (!kafka_node_ids_.count(b->id)) {
+        if (b->assign_node_id && !kafka_node_ids_.count(b->id)) {
           int32_t next = first_joined_kafka_node_id;
           for (const auto& [id, n] : kafka_node_ids_)
             next = std::max(next, n + 1);
@@ -107,14 +107,6 @@ void ownership_state::load(const snapshot& s) {
   removed_ = s.removed;
   registered_ = s.registered;
   kafka_node_ids_ = s.kafka_node_ids;
-  // Rows of snapshots written before node ids were given: numbered in id
-  // order after the highest given (the same on every broker loading it).
-  int32_t next = first_joined_kafka_node_id;
-  for (const auto& [id, n] : kafka_node_ids_)
-    next = std::max(next, n + 1);
-  for (const auto& [id, e] : registered_)
-    if (!kafka_node_ids_.count(id))
-      kafka_node_ids_[id] = next++;
   epochs_ = s.epochs;
   refused_.clear();
   controller_ = s.controller;

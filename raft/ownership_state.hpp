@@ -59,8 +59,10 @@ class ownership_state {
   /// endpoints; a removed one stays here (and in removed()).
   const std::map<node_id, broker_endpoints>& registered() const { return registered_; }
   /// The Kafka node id of each registered broker: given at its first
-  /// register entry, in log order, from first_joined_kafka_node_id up, and
-  /// kept for good (a re-registration or removal never renumbers anyone).
+  /// register entry that asks for one, in log order, from
+  /// first_joined_kafka_node_id up, and kept for good (a re-registration or
+  /// removal never renumbers anyone). Brokers registered before ids were
+  /// given have none until they register again.
   const std::map<node_id, int32_t>& kafka_node_ids() const { return kafka_node_ids_; }
   /// Partitions the table names `b` owner of.
   std::size_t owned_by(const node_id& b) const;

@@ -183,6 +183,8 @@ json to_json(const entry_payload& p) {
       j["cluster"] = b->endpoints.cluster;
       j["client"] = b->endpoints.client;
       j["kafka"] = b->endpoints.kafka;
+      if (b->assign_node_id)
+        j["assign_node_id"] = true;
     }
   } else {
     const auto& t = std::get<topic_entry>(p);
@@ -262,8 +264,11 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
       if (r.ok() && !c)
         r.fail("change", "expected \"fence\", \"unfence\", \"drain\", \"undrain\", \"remove\" or \"register\"");
       b.change = c.value_or(broker_change::fence);
-      if (r.ok() && b.change == broker_change::register_broker)
+      if (r.ok() && b.change == broker_change::register_broker) {
         b.endpoints = read_endpoints(r);
+        if (r.ok() && r.has("assign_node_id"))
+          b.assign_node_id = r.boolean("assign_node_id");
+      }
     } else {
       b.change = r.boolean("fenced") ? broker_change::fence : broker_change::unfence;
     }
@@ -477,6 +482,9 @@ result<snapshot> snapshot_from_json(const json& j) {
           auto n = rr.u64("kafka_node_id");
           if (rr.ok() && (n < static_cast<uint64_t>(first_joined_kafka_node_id) || n > 0x7fffffffULL))
             rr.fail("kafka_node_id", "expected a node id from " + std::to_string(first_joined_kafka_node_id));
+          for (const auto& [other, m] : s.kafka_node_ids)
+            if (rr.ok() && m == static_cast<int32_t>(n))
+              rr.fail("kafka_node_id", "node id " + std::to_string(n) + " is also broker " + other.str() + "'s");
           if (rr.ok())
             s.kafka_node_ids[id] = static_cast<int32_t>(n);
         }

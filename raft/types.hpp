@@ -171,8 +171,14 @@ struct broker_entry {
   node_id id;
   broker_change change = broker_change::fence;
   broker_endpoints endpoints;  ///< register only
+  /// Register only: the broker gets a Kafka node id when this entry applies
+  /// (JSON "assign_node_id":true). Register entries written before node ids
+  /// were given lack it, so replaying them and loading a snapshot of their
+  /// time agree: neither gives an id (docs/metadata.md "Joining").
+  bool assign_node_id = false;
   friend bool operator==(const broker_entry& a, const broker_entry& b) {
-    return a.id == b.id && a.change == b.change && a.endpoints == b.endpoints;
+    return a.id == b.id && a.change == b.change && a.endpoints == b.endpoints &&
+           a.assign_node_id == b.assign_node_id;
   }
 };
 
@@ -260,8 +266,7 @@ struct snapshot {
   /// "kafka_node_id":1001}].
   std::map<node_id, broker_endpoints> registered;
   /// The Kafka node id the log gave each registered broker (the row's
-  /// "kafka_node_id"; rows of older snapshots without one are numbered on
-  /// load, in broker id order, after the highest given).
+  /// "kafka_node_id", unique; a row without one has none).
   std::map<node_id, int32_t> kafka_node_ids;
   /// Owner epochs above 1 (absent in older snapshots: every owned partition
   /// at 1). JSON: "epochs":[{"topic":"orders","partition":3,"epoch":4}].

@@ -124,8 +124,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
       auto from = body["from"].get<std::string>();
       auto rows = ctx.owners->get();
       auto it = rows->find(cluster::topic_partition{topic, partition});
-      auto holds = ctx.catalog->get()->count(topic) > 0;
-      auto current = it != rows->end() ? it->second : holds ? ctx.broker_id : std::string{};
+      auto current = it != rows->end() ? it->second : std::string{};
       if (!current.empty() && current != from && current != owner) {
         respond(http_response::json(409, json{{"error", "owner_changed"},
                                               {"message", topic + "/" + std::to_string(partition) + " is owned by "

@@ -3,8 +3,9 @@
 // request must carry X-Cluster-Token when a token is configured: it is
 // compared in constant time before anything else, and a request without it
 // gets 401 and changes nothing. Control-plane requests also carry
-// X-Controller-Epoch / X-Controller-Id, checked by the durable controller
-// fence (409 when stale); data-plane requests carry no epoch.
+// X-Controller-Epoch / X-Controller-Id, checked against the Raft term and
+// leader (409 when stale or not the leader's); data-plane requests carry no
+// epoch.
 
 #include <chrono>
 #include <functional>
@@ -31,8 +32,6 @@ namespace moonmq::transport {
 struct cluster_context {
   caf::actor_system* system = nullptr;
   cluster_state_actor state;
-  /// Grows a topic for POST /cluster/topics/{t}/grow.
-  broker_actor broker;
   std::shared_ptr<catalog_view> catalog;
   std::shared_ptr<owner_view> owners;
   std::string broker_id;

@@ -547,6 +547,12 @@ kafka::find_coordinator_response find_coordinator(const kafka_context& ctx, cons
   kafka::find_coordinator_response r;
   auto coordinator = kafka_coordinator_of(ctx, req.key_value);
   r.node_id = kafka_node_id(ctx, coordinator);
+  if (r.node_id < 0) {
+    // A broker that joins has no node id until its registration applies.
+    r.error_code = ec::coordinator_not_available;
+    r.error_message = "the coordinator " + coordinator + " has no Kafka node id yet";
+    return r;
+  }
   if (coordinator == ctx.broker_id) {
     r.host = ctx.advertised_host;
     r.port = ctx.port.load();

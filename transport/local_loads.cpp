@@ -70,11 +70,14 @@ void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map
   for (const auto& [name, t] : *topics) {
     topic_list.push_back(json{{"name", name}, {"partitions", t.partitions.size()}});
     for (size_t p = 0; p < t.partitions.size(); ++p) {
-      std::string owner = broker_id;
-      if (owners)
-        if (auto it = owners->find(cluster::topic_partition{name, static_cast<int32_t>(p)}); it != owners->end())
-          owner = it->second;
-      rows.push_back(json{{"topic", name}, {"partition", p}, {"owner", owner}});
+      // In a cluster the image names the owner, and a partition it does not
+      // name is nobody's (null: readers skip it); a standalone broker owns all.
+      json owner = broker_id;
+      if (owners) {
+        auto it = owners->find(cluster::topic_partition{name, static_cast<int32_t>(p)});
+        owner = it != owners->end() ? json(it->second) : json(nullptr);
+      }
+      rows.push_back(json{{"topic", name}, {"partition", p}, {"owner", std::move(owner)}});
       round->partitions.push_back(t.partitions[p]);
     }
   }

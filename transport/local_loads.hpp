@@ -1,7 +1,7 @@
 #pragma once
 // The body of GET /cluster/loads (docs/cluster-api.md): every partition this
-// broker holds, with its owner as the ownership table names it (this broker
-// when absent), its log bounds and its traffic counters since start. Also
+// broker holds, with its owner as the metadata image names it (null when it
+// names none), its log bounds and its traffic counters since start. Also
 // what GET /admin/cluster merges with the peers' answers.
 //
 // One short-lived actor asks every partition actor at once (bounds_atom and
@@ -27,7 +27,8 @@ namespace moonmq::transport {
 /// "log_start_offset","log_end_offset","size_bytes","bytes_in","bytes_out",
 /// "records_in","records_out","error"?}],"topics":[{"name","partitions"}]}
 /// (rows in topic, partition order; a row with "error" lacks the values its
-/// partition did not give). `owners` may be null (no cluster: all local).
+/// partition did not give). `owners` may be null (no cluster: all local,
+/// "owner" is this broker); otherwise a partition without a row is "owner":null.
 /// `done` runs on a CAF thread, or at once when there is no partition; it
 /// must not block.
 void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map> topics,

@@ -413,11 +413,14 @@ TEST_CASE("the cluster listener refuses unauthenticated and stale requests and a
     auto loads = cluster_call(c.cluster_port(1), "GET", "/cluster/loads");
     INFO(loads.raw);
     REQUIRE(loads.status == 200);
+    int listed = 0;
     for (auto& p : loads.body["partitions"])
       if (p["topic"] == "sec") {
+        ++listed;
         CHECK(p["owner"] == "b1");
         CHECK(p["log_end_offset"] == 0);
       }
+    CHECK(listed == 2);
   };
   // The Raft controller before any request below: (term, leader).
   auto controller_now = [&] {

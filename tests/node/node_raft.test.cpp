@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <future>
 #include <optional>
 
 #include "tests/node/move_cluster.hpp"
@@ -281,4 +282,35 @@ TEST_CASE("the Raft routes need the token and a valid message, and one broker is
   // A pre-vote changes no term.
   auto j = call(on.admin(0), "GET", "/admin/cluster").body;
   CHECK(j.value("term", int64_t{-1}) == 0);
+}
+
+TEST_CASE("a proposal made while no leader is known waits for one: 503 no_controller after the wait, "
+          "applied once a leader is elected within it",
+          "[node][raft][scenario]") {
+  // Two voters, b2 not started: b1 can elect nobody. Its wait for a leader
+  // is max(PeerTimeout 2 s, 3 x ElectionTimeoutMs 600 ms) = 2 s.
+  move_cluster c{{"b1", "b2"}};
+  c.start(0);
+  auto t0 = clock_type::now();
+  auto lonely = call(c.client(0), "POST", "/v1/topics", R"({"name":"early","partitions":1})");
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0);
+  INFO(lonely.raw << " after " << waited.count() << " ms");
+  CHECK(lonely.status == 503);
+  CHECK(lonely.body.value("error", "") == "no_controller");
+  CHECK(waited >= 1900ms);
+  CHECK(waited < 6000ms);  // the wait, one proposal deadline at most, and slack
+  // Parked again, and b2 starts meanwhile: the proposal goes to the leader
+  // they elect and is answered once, created.
+  auto parked = std::async(std::launch::async,
+                           [&] { return call(c.client(0), "POST", "/v1/topics", R"({"name":"later","partitions":2})"); });
+  std::this_thread::sleep_for(200ms);
+  c.start(1);
+  auto created = parked.get();
+  INFO(created.raw);
+  CHECK(created.status == 201);
+  REQUIRE(agreed_leader(c, {0, 1}, 0, 10s));
+  auto topics = call(c.client(1), "GET", "/v1/topics");
+  INFO(topics.raw);
+  CHECK(topics.body["topics"] == json::parse(R"([{"name":"later","partitions":2}])"));
+  WARN("no leader: 503 after " << waited.count() << " ms");
 }

@@ -296,47 +296,51 @@ TEST_CASE("a joined broker's Kafka node id is given at its first registration an
   ownership_state s;
   uint64_t i = 0;
   auto apply = [&](entry_payload p) { REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok()); };
+  auto join = [&](const char* b, const char* at) {
+    apply(broker_entry{id(b), broker_change::register_broker, {at, "", ""}, true});
+  };
   // Log order, not id order: b9 registers before b10 and b0.
-  apply(broker_entry{id("b9"), broker_change::register_broker, {"h:1", "", ""}});
-  apply(broker_entry{id("b10"), broker_change::register_broker, {"h:2", "", ""}});
-  apply(broker_entry{id("b0"), broker_change::register_broker, {"h:3", "", ""}});
+  join("b9", "h:1");
+  join("b10", "h:2");
+  join("b0", "h:3");
   CHECK(s.kafka_node_ids() == std::map<node_id, int32_t>{{id("b9"), first_joined_kafka_node_id},
                                                          {id("b10"), first_joined_kafka_node_id + 1},
                                                          {id("b0"), first_joined_kafka_node_id + 2}});
   // Re-registering elsewhere, removal and admission again keep the id.
-  apply(broker_entry{id("b9"), broker_change::register_broker, {"h:9", "", ""}});
-  apply(broker_entry{id("b9"), broker_change::drain, {}});
-  apply(broker_entry{id("b9"), broker_change::remove, {}});
+  join("b9", "h:9");
+  apply(broker_entry{id("b9"), broker_change::drain, {}, false});
+  apply(broker_entry{id("b9"), broker_change::remove, {}, false});
   REQUIRE(s.removed().count(id("b9")) == 1);
-  apply(broker_entry{id("b9"), broker_change::register_broker, {"h:9", "", ""}});
-  apply(broker_entry{id("b11"), broker_change::register_broker, {"h:4", "", ""}});
+  join("b9", "h:9");
+  join("b11", "h:4");
   CHECK(s.kafka_node_ids().at(id("b9")) == first_joined_kafka_node_id);
   CHECK(s.kafka_node_ids().at(id("b11")) == first_joined_kafka_node_id + 3);
-  // The snapshot carries them.
+  // A register entry written before ids were given (no "assign_node_id")
+  // gives none, on replay as in a snapshot of its time; the broker's next
+  // registration does.
+  apply(broker_entry{id("b12"), broker_change::register_broker, {"h:5", "", ""}, false});
+  CHECK(s.registered().count(id("b12")) == 1);
+  CHECK(s.kafka_node_ids().count(id("b12")) == 0);
+  // The snapshot carries them, and the entry's flag survives its JSON.
   auto j = to_json(s.to_snapshot());
   auto back = snapshot_from_json(j);
   REQUIRE(back.ok());
   ownership_state copy;
   copy.load(*back);
   CHECK(copy == s);
-  // A snapshot written before ids were given: rows numbered on load in id
-  // order after the highest given, the same wherever it is loaded.
-  json old = j;
-  for (auto& row : old["registered"])
-    if (row["id"] != "b9")
-      row.erase("kafka_node_id");
-  auto older = snapshot_from_json(old);
-  REQUIRE(older.ok());
-  ownership_state from_old;
-  from_old.load(*older);
-  CHECK(from_old.kafka_node_ids() == std::map<node_id, int32_t>{{id("b9"), first_joined_kafka_node_id},
-                                                                {id("b0"), first_joined_kafka_node_id + 1},
-                                                                {id("b10"), first_joined_kafka_node_id + 2},
-                                                                {id("b11"), first_joined_kafka_node_id + 3}});
-  // A node id below the joined range is malformed.
+  auto entry = payload_from_json(to_json(entry_payload{broker_entry{id("b12"), broker_change::register_broker,
+                                                                          {"h:5", "", ""}, true}}));
+  REQUIRE(entry.ok());
+  CHECK(std::get<broker_entry>(*entry).assign_node_id);
+  join("b12", "h:5");
+  CHECK(s.kafka_node_ids().at(id("b12")) == first_joined_kafka_node_id + 4);
+  // A node id below the joined range, or one two brokers share, is malformed.
   json bad = j;
   bad["registered"][0]["kafka_node_id"] = 3;
   CHECK_FALSE(snapshot_from_json(bad).ok());
+  json twice = j;
+  twice["registered"][0]["kafka_node_id"] = twice["registered"][1]["kafka_node_id"];
+  CHECK_FALSE(snapshot_from_json(twice).ok());
 }
 
 TEST_CASE("owner epochs: 1 at creation, bumped by each owner change; a conditional change applies only at its epoch",

@@ -59,6 +59,7 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
   auto topics = std::make_shared<topic_map>();
   (*topics)["t"] = topic_handles{"t", {}, {real, caf::actor_cast<partition_actor>(stuck)}};
   auto owners = std::make_shared<owner_map>();
+  (*owners)[cluster::topic_partition{"t", 0}] = "b1";
   (*owners)[cluster::topic_partition{"t", 1}] = "b9";
 
   auto t0 = std::chrono::steady_clock::now();
@@ -82,6 +83,13 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
   CHECK(p1["owner"] == "b9");
   CHECK(p1.contains("error"));
   CHECK_FALSE(p1.contains("log_end_offset"));
+  // A partition the image names no owner for is nobody's (null), never this
+  // broker's; without an image (a standalone broker) every partition is its own.
+  owners->erase(cluster::topic_partition{"t", 0});
+  auto unnamed = collect(sys, topics, owners, 300ms);
+  CHECK(unnamed["partitions"][0]["owner"].is_null());
+  auto standalone = collect(sys, topics, nullptr, 300ms);
+  CHECK(standalone["partitions"][0]["owner"] == "b1");
 
   // No partition at all: answered at once.
   auto empty = collect(sys, std::make_shared<topic_map>(), nullptr, 300ms);

@@ -366,7 +366,6 @@ int run(const config::load_result& loaded) {
     transport::cluster_context kctx;
     kctx.system = &sys;
     kctx.state = *cluster_state;
-    kctx.broker = broker;
     kctx.catalog = view;
     kctx.owners = owners;
     kctx.broker_id = cfg.broker_id();
