@@ -1,5 +1,7 @@
 #include "config/dynamic.hpp"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace moonmq::config {
@@ -23,6 +25,50 @@ std::string check_int(const json& v, const std::string& key, int64_t lo, int64_t
   return {};
 }
 
+std::string check_number(const json& v, const std::string& key, double lo, double hi) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
+    return key + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return {};
+}
+
+/// Goals: {"<NAME>": {Enabled, AvgDeviation, DetectThreshold, Priority,
+/// CapacityThreshold}}, each key optional, with the ranges of
+/// Autobalance.Goals (config/loader.cpp).
+std::string check_goals(const json& v) {
+  if (!v.is_object() || v.size() > 1000)
+    return "Goals must be an object of at most 1000 goal name -> settings";
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    auto key = "Goals." + it.key();
+    if (it.key().empty() || it.key().size() > 64)
+      return "Goals names goals of 1 to 64 characters";
+    if (!it->is_object())
+      return key + " must be an object (Enabled, AvgDeviation, DetectThreshold, Priority, CapacityThreshold)";
+    for (auto g = it->begin(); g != it->end(); ++g) {
+      const auto& k = g.key();
+      const auto& x = g.value();
+      std::string why;
+      if (x.is_null())
+        continue;  // no override of that key
+      if (k == "Enabled")
+        why = x.is_boolean() ? "" : key + ".Enabled must be true or false";
+      else if (k == "AvgDeviation")
+        why = check_number(x, key + "." + k, 0.0, goal_avg_deviation_max);
+      else if (k == "DetectThreshold")
+        why = check_number(x, key + "." + k, 0.0, 1e300);
+      else if (k == "Priority")
+        why = check_int(x, key + "." + k, -goal_priority_bound, goal_priority_bound);
+      else if (k == "CapacityThreshold")
+        why = check_number(x, key + "." + k, 0.0, 1.0);
+      else
+        why = "unknown goal setting " + key + "." + k
+              + " (Enabled, AvgDeviation, DetectThreshold, Priority, CapacityThreshold)";
+      if (!why.empty())
+        return why;
+    }
+  }
+  return {};
+}
+
 std::vector<std::string> names(const json& v) {
   std::vector<std::string> out;
   for (const auto& n : v)
@@ -41,7 +87,8 @@ std::string check_balancer_patch(const json& patch) {
     const auto& key = it.key();
     const auto& v = it.value();
     if (v.is_null() && (key == "Enabled" || key == "DryRun" || key == "IntervalSeconds" || key == "MaxActionsPerDetect"
-                        || key == "ExcludedTopics" || key == "ExcludedBrokers" || key == "MoveThrottleBytesPerSec"))
+                        || key == "ExcludedTopics" || key == "ExcludedBrokers" || key == "MoveThrottleBytesPerSec"
+                        || key == "Goals"))
       continue;
     std::string why;
     if (key == "Enabled" || key == "DryRun")
@@ -54,10 +101,12 @@ std::string check_balancer_patch(const json& patch) {
       why = check_int(v, key, 0, int64_t{1} << 40);
     else if (key == "ExcludedTopics" || key == "ExcludedBrokers")
       why = check_names(v, key);
+    else if (key == "Goals")
+      why = check_goals(v);
     else
       why = "unknown setting " + key
             + " (Enabled, DryRun, IntervalSeconds, MaxActionsPerDetect, ExcludedTopics, ExcludedBrokers, "
-              "MoveThrottleBytesPerSec)";
+              "MoveThrottleBytesPerSec, Goals)";
     if (!why.empty())
       return why;
   }
@@ -79,6 +128,25 @@ autobalance_config apply_balancer_settings(autobalance_config c, const json& s) 
     c.excluded_topics = names(s["ExcludedTopics"]);
   if (s.contains("ExcludedBrokers") && s["ExcludedBrokers"].is_array())
     c.excluded_brokers = names(s["ExcludedBrokers"]);
+  // Each goal named overrides the keys it gives on top of the configured
+  // goal's (a goal not configured starts from its plugin's defaults).
+  if (s.contains("Goals") && s["Goals"].is_object())
+    for (auto it = s["Goals"].begin(); it != s["Goals"].end(); ++it) {
+      if (!it->is_object())
+        continue;
+      auto& g = c.goals[it.key()];
+      const auto& o = *it;
+      if (o.contains("Enabled") && o["Enabled"].is_boolean())
+        g.enabled = o["Enabled"].get<bool>();
+      if (o.contains("AvgDeviation") && o["AvgDeviation"].is_number())
+        g.avg_deviation = o["AvgDeviation"].get<double>();
+      if (o.contains("DetectThreshold") && o["DetectThreshold"].is_number())
+        g.detect_threshold = o["DetectThreshold"].get<double>();
+      if (o.contains("Priority") && o["Priority"].is_number_integer())
+        g.priority = o["Priority"].get<int>();
+      if (o.contains("CapacityThreshold") && o["CapacityThreshold"].is_number())
+        g.capacity_threshold = o["CapacityThreshold"].get<double>();
+    }
   return c;
 }
 
@@ -89,13 +157,29 @@ int64_t throttle_with(int64_t configured, const json& s) {
 }
 
 json effective_balancer_settings(const autobalance_config& c, int64_t throttle) {
+  json goals = json::object();
+  for (const auto& [name, g] : c.goals) {
+    json row = json::object();
+    if (g.enabled)
+      row["Enabled"] = *g.enabled;
+    if (g.avg_deviation)
+      row["AvgDeviation"] = *g.avg_deviation;
+    if (g.detect_threshold)
+      row["DetectThreshold"] = *g.detect_threshold;
+    if (g.priority)
+      row["Priority"] = *g.priority;
+    if (g.capacity_threshold)
+      row["CapacityThreshold"] = *g.capacity_threshold;
+    goals[name] = std::move(row);
+  }
   return json{{"Enabled", c.enabled},
               {"DryRun", c.dry_run},
               {"IntervalSeconds", c.interval_seconds},
               {"MaxActionsPerDetect", c.max_actions_per_detect},
               {"ExcludedTopics", c.excluded_topics},
               {"ExcludedBrokers", c.excluded_brokers},
-              {"MoveThrottleBytesPerSec", throttle}};
+              {"MoveThrottleBytesPerSec", throttle},
+              {"Goals", goals}};
 }
 
 }  // namespace moonmq::config

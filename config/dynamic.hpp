@@ -6,8 +6,11 @@
 //
 // JSON object, every key optional, named as the configuration keys are:
 //   {"Enabled":true,"DryRun":false,"IntervalSeconds":30,"MaxActionsPerDetect":50,
-//    "ExcludedTopics":["audit"],"ExcludedBrokers":["b3"],"MoveThrottleBytesPerSec":0}
+//    "ExcludedTopics":["audit"],"ExcludedBrokers":["b3"],"MoveThrottleBytesPerSec":0,
+//    "Goals":{"NW_IN":{"Enabled":false},"DISK":{"AvgDeviation":0.2}}}
 // A null value in a patch removes the key (the configured value applies again).
+// "Goals" is replaced whole by a patch that names it; each goal in it
+// overrides, key by key, the configured Autobalance.Goals.<NAME>.
 
 #include <cstdint>
 #include <string>
@@ -18,10 +21,16 @@
 
 namespace moonmq::config {
 
+/// The ranges of a goal's settings, here and in Autobalance.Goals.
+constexpr double goal_avg_deviation_max = 10.0;
+constexpr int goal_priority_bound = 1000000;
+
 /// Checks a patch: an object whose keys are the ones above with values of
 /// their types (booleans; IntervalSeconds 1..86400; MaxActionsPerDetect
-/// 0..100000; arrays of strings of at most 10,000 names; a throttle >= 0) or
-/// null. "" when valid, else why (naming the key).
+/// 0..100000; arrays of strings of at most 10,000 names; a throttle >= 0;
+/// Goals: goal name -> {Enabled bool, AvgDeviation 0..10, DetectThreshold
+/// >= 0, Priority integer within +-1e6, CapacityThreshold 0..1}) or null.
+/// "" when valid, else why (naming the key).
 std::string check_balancer_patch(const nlohmann::json& patch);
 
 /// `base` with the dynamic settings `settings` (a valid merged object, as

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/dynamic.hpp"
 #include "util/atomic_file.hpp"
 
 namespace moonmq::config {
@@ -315,9 +316,9 @@ void read_goals(reader& ab, autobalance_config& a) {
     int priority = 0;
     auto has = [&](const char* k) { return it->contains(k) && !(*it)[k].is_null(); };
     r.get("Enabled", enabled);
-    r.get_double("AvgDeviation", dev, 0.0, 10.0);
+    r.get_double("AvgDeviation", dev, 0.0, goal_avg_deviation_max);
     r.get_double("DetectThreshold", threshold, 0.0, max_double);
-    r.get_int("Priority", priority, -1000000, 1000000);
+    r.get_int("Priority", priority, -goal_priority_bound, goal_priority_bound);
     r.get_double("CapacityThreshold", cap, 0.0, 1.0);
     if (has("Enabled")) g.enabled = enabled;
     if (has("AvgDeviation")) g.avg_deviation = dev;

@@ -18,7 +18,7 @@ TEST_CASE("a balancer settings patch is checked key by key", "[config][dynamic]"
                           R"({"IntervalSeconds":0})", R"({"IntervalSeconds":86401})", R"({"IntervalSeconds":1.5})",
                           R"({"MaxActionsPerDetect":-1})", R"({"MoveThrottleBytesPerSec":-1})",
                           R"({"ExcludedTopics":"a"})", R"({"ExcludedTopics":[1]})", R"({"ExcludedBrokers":[""]})",
-                          R"({"Goals":{}})", R"({"Bogus":null})"}) {
+                          R"({"Goals":[]})", R"({"Bogus":null})"}) {
     INFO(bad);
     CHECK_FALSE(check_balancer_patch(json::parse(bad)).empty());
   }
@@ -43,4 +43,37 @@ TEST_CASE("dynamic settings apply on top of the configured section", "[config][d
   CHECK(shown["Enabled"] == true);
   CHECK(shown["MoveThrottleBytesPerSec"] == 7);
   CHECK(shown["ExcludedBrokers"] == json::array({"b3"}));
+}
+
+TEST_CASE("dynamic goal settings are checked with the configuration's ranges and override per key",
+          "[config][dynamic]") {
+  CHECK(check_balancer_patch(json::parse(R"({"Goals":{"NW_IN":{"Enabled":false,"AvgDeviation":0.2,
+    "DetectThreshold":16384,"Priority":3,"CapacityThreshold":0.8,"Bogus":null}}})")) == "");
+  CHECK(check_balancer_patch(json::parse(R"({"Goals":null})")) == "");
+  CHECK(check_balancer_patch(json::parse(R"({"Goals":{}})")) == "");  // no dynamic override left
+  for (const char* bad : {R"({"Goals":{"NW_IN":true}})", R"({"Goals":{"NW_IN":{"Enabled":1}}})",
+                          R"({"Goals":{"NW_IN":{"AvgDeviation":11}}})", R"({"Goals":{"NW_IN":{"AvgDeviation":-0.1}}})",
+                          R"({"Goals":{"NW_IN":{"CapacityThreshold":1.5}}})", R"({"Goals":{"NW_IN":{"Priority":0.5}}})",
+                          R"({"Goals":{"NW_IN":{"Priority":2000000}}})", R"({"Goals":{"NW_IN":{"Weight":1}}})",
+                          R"({"Goals":{"":{}}})"}) {
+    INFO(bad);
+    auto why = check_balancer_patch(json::parse(bad));
+    CHECK_FALSE(why.empty());
+    CHECK(why.find("Goals") != std::string::npos);
+  }
+  autobalance_config base;
+  base.goals["NW_IN"].detect_threshold = 1024;
+  base.goals["NW_IN"].priority = 2;
+  base.goals["DISK"].enabled = false;
+  auto c = apply_balancer_settings(base, json::parse(R"({"Goals":{"NW_IN":{"Enabled":false,"Priority":7},
+                                                                  "PARTITION_COUNT":{"AvgDeviation":0.3}}})"));
+  CHECK(c.goals.at("NW_IN").enabled == false);
+  CHECK(c.goals.at("NW_IN").priority == 7);
+  CHECK(c.goals.at("NW_IN").detect_threshold == 1024.0);  // the configured key stays
+  CHECK(c.goals.at("DISK").enabled == false);             // a goal the patch does not name stays
+  CHECK(c.goals.at("PARTITION_COUNT").avg_deviation == 0.3);
+  auto shown = effective_balancer_settings(c, 0)["Goals"];
+  CHECK(shown["NW_IN"] == json::parse(R"({"Enabled":false,"DetectThreshold":1024.0,"Priority":7})"));
+  CHECK(shown["PARTITION_COUNT"] == json::parse(R"({"AvgDeviation":0.3})"));
+  CHECK(shown["DISK"] == json::parse(R"({"Enabled":false})"));
 }

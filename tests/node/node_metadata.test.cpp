@@ -143,8 +143,36 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
     CHECK(balancer_settings(c, i).value("DryRun", false) == true);
   }
 
-  // Bad patches change nothing.
   size_t follower = (elected->first + 1) % 3;
+  // A goal switched off at runtime: every broker shows it, and the leader's
+  // next pass plans nothing (PARTITION_COUNT is what wants the six spread).
+  auto planned_since = [&](int64_t since_ms) -> std::optional<size_t> {
+    auto a = call(c.admin(elected->first), "GET", "/admin/balancer");
+    const auto& last = a.body.is_object() ? a.body["last_pass"] : json();
+    if (!last.is_object() || last.value("started_ms", int64_t{0}) <= since_ms || !last.contains("plan"))
+      return std::nullopt;
+    return last["plan"].value("actions", json::array()).size();
+  };
+  auto now_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+  };
+  REQUIRE(wait_until([&] { return planned_since(0).value_or(0) > 0; }, 10s));
+  auto off_at = now_ms();
+  auto off = call(c.admin(follower), "PATCH", "/admin/balancer", R"({"Goals":{"PARTITION_COUNT":{"Enabled":false}}})");
+  INFO(off.raw);
+  REQUIRE(off.status == 200);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return balancer_settings(c, i)["Goals"]["PARTITION_COUNT"].value("Enabled", true) == false; },
+                     5s));
+  }
+  CHECK(wait_until([&] { return planned_since(off_at + 100) == std::optional<size_t>{0}; }, 10s));
+  auto on_at = now_ms();
+  REQUIRE(call(c.admin(follower), "PATCH", "/admin/balancer", R"({"Goals":null})").status == 200);
+  CHECK(wait_until([&] { return planned_since(on_at).value_or(0) > 0; }, 10s));  // planned again
+
+  // Bad patches change nothing.
   for (const char* bad : {R"({"DryRun":"no"})", R"({"Bogus":1})", R"({})", R"([1])", R"({"IntervalSeconds":0})",
                           "not json"}) {
     auto a = call(c.admin(follower), "PATCH", "/admin/balancer", bad);
