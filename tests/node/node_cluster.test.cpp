@@ -65,6 +65,7 @@ TEST_CASE("GET /admin/cluster shows every broker with its liveness and the parti
   auto admin1 = b1.wait_ready();
   REQUIRE(admin1);
   REQUIRE(b2.wait_ready());
+  controller_of(*admin1);  // two voters elect a leader before the first create (a split vote may take a few rounds)
   REQUIRE(b1.client_port());
   auto created = http_call(*b1.client_port(), "POST", "/v1/topics", R"({"name":"orders","partitions":2})");
   REQUIRE(created.status == 201);
@@ -124,6 +125,7 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
   auto admin1 = b1.wait_ready();
   REQUIRE(admin1);
   REQUIRE(b2.wait_ready());
+  controller_of(*admin1);  // two voters elect a leader before the first create (a split vote may take a few rounds)
   auto client1 = *b1.client_port();
   // Created once, through b1: the topic exists on both once its entry applies.
   REQUIRE(http_call(client1, "POST", "/v1/topics", R"({"name":"orders","partitions":2})").status == 201);
@@ -202,6 +204,7 @@ TEST_CASE("cluster loads and topic growth through the metadata log and cluster-w
   auto admin1 = b1.wait_ready();
   REQUIRE(admin1);
   REQUIRE(b2.wait_ready());
+  controller_of(*admin1);  // two voters elect a leader before the first create (a split vote may take a few rounds)
   auto c1 = *b1.client_port(), c2 = *b2.client_port();
   const moonmq::transport::header_list token{{"X-Cluster-Token", "tok"}};
   // Each topic is created once, cluster-wide, owned by the broker it was
