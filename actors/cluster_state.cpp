@@ -328,6 +328,14 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
         return make_coded_error(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
       return raft_set_owner(self, topic, partition, owner, expect_epoch);
     },
+    [self](move_atom, std::string& payload) -> caf::result<bool> {
+      auto rp = self->make_response_promise<bool>();
+      self->request(self->state.raft.node, std::chrono::seconds(60), propose_atom::value, move_atom::value, payload,
+                    true)
+        .then([rp](int64_t, int64_t) mutable { rp.deliver(true); },
+              [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
     [self](get_atom) -> caf::result<int64_t, std::string> {
       auto s = self->state.raft.view->get();
       return caf::make_result(s.term, s.leader);

@@ -47,6 +47,11 @@ using cluster_state_actor = caf::typed_actor<
   // owner_epoch_changed when the partition's epoch had moved on (nothing
   // changed).
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t>::with<bool>,
+  // Proposes a move entry (raft::move_entry's JSON payload text,
+  // docs/cluster.md "Moves in the log"). Replies true once applied here;
+  // errors: 409 move_state_changed (committed as a no-op: the move was not
+  // in the state it expected), the proposal's errors.
+  caf::replies_to<move_atom, std::string>::with<bool>,
   // (Raft term, leader id or "" while none is known).
   caf::replies_to<get_atom>::with<int64_t, std::string>,
   // Creates a topic cluster-wide through the metadata log

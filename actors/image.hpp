@@ -50,6 +50,21 @@ struct broker_standing {
   std::map<std::string, int32_t> kafka_node_ids;
 };
 
+/// A partition move as the metadata log records it (docs/cluster.md "Moves
+/// in the log"): every unfinished move and the recently finished ones.
+struct move_info {
+  cluster::topic_partition tp;
+  std::string from;
+  std::string to;
+  std::string state;   ///< queued, copying, cutover, offsets, rolling_back, done, failed, cancelled
+  std::string error;
+  int64_t end = -1;    ///< the source's sealed log end, once its offsets step recorded it
+  int64_t epoch = 0;   ///< the partition's owner epoch right after the cutover (0 before it)
+  int64_t updated_at = 0;  ///< index of the entry that last changed it
+};
+/// Moves by id.
+using move_image = std::map<std::string, move_info>;
+
 /// Where a request for one partition goes, as the image says.
 struct partition_route {
   enum class kind { local, remote, unowned };
@@ -96,8 +111,10 @@ public:
   /// applied index beside the broker standing of another.
   void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics,
            std::shared_ptr<const std::string> balancer, std::shared_ptr<const broker_standing> standing,
-           std::shared_ptr<const epoch_map> epochs = std::make_shared<const epoch_map>()) {
+           std::shared_ptr<const epoch_map> epochs = std::make_shared<const epoch_map>(),
+           std::shared_ptr<const move_image> moves = std::make_shared<const move_image>()) {
     std::lock_guard<std::mutex> g{mtx_};
+    moves_ = std::move(moves);
     current_ = std::move(next);
     topics_ = std::move(topics);
     balancer_ = std::move(balancer);
@@ -117,6 +134,11 @@ public:
       return {std::string{}, 0};
     auto e = epochs->find(tp);
     return {it->second, e == epochs->end() ? 1 : e->second};
+  }
+  /// The moves of the metadata log, by id.
+  std::shared_ptr<const move_image> moves() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return moves_;
   }
   /// Fenced, draining and removed brokers (all empty without Raft).
   std::shared_ptr<const broker_standing> standing() const {
@@ -205,6 +227,7 @@ private:
   std::shared_ptr<const std::string> balancer_ = std::make_shared<const std::string>("{}");
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
+  std::shared_ptr<const move_image> moves_ = std::make_shared<const move_image>();
   std::vector<std::string> voters_;  ///< sorted
   std::string self_;                 ///< this broker when it is a learner
 };

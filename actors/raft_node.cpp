@@ -132,8 +132,12 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
   auto epochs = std::make_shared<epoch_map>();
   for (const auto& [tp, epoch] : table.epochs())
     (*epochs)[cluster::topic_partition{tp.topic, tp.partition}] = static_cast<int64_t>(epoch);
+  auto moves = std::make_shared<move_image>();
+  for (const auto& [id, m] : table.moves())
+    (*moves)[id] = move_info{{m.topic, m.partition}, m.from.str(), m.to.str(), m.state, m.error, m.end,
+                             static_cast<int64_t>(m.epoch), static_cast<int64_t>(m.updated_at.value)};
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
-           std::move(standing), std::move(epochs));
+           std::move(standing), std::move(epochs), std::move(moves));
 }
 
 namespace {
@@ -209,7 +213,20 @@ void settle_waiters(self_ptr self) {
     auto t = core.log().term_at(raft::log_index{static_cast<uint64_t>(w.index)});
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
-    if (!t && cas && cas->expect_epoch != 0)
+    const auto* step = std::get_if<raft::move_entry>(&w.entry);
+    if (step && !t)
+      w.rp.deliver(coded(503, "proposal_outcome_unknown",
+                         "the move entry " + raft::describe(w.entry)
+                           + " was applied through a snapshot; read the image to learn its outcome"));
+    else if (step && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+      auto it = core.state().moves().find(step->id);
+      w.rp.deliver(coded(409, "move_state_changed",
+                         "move " + step->id + " is "
+                           + (it == core.state().moves().end() ? std::string{"unknown"} : it->second.state)
+                           + " in the metadata log (owner epoch "
+                           + std::to_string(core.state().epoch_of({step->topic, step->partition}))
+                           + "): the step to " + step->state + " was not applied"));
+    } else if (!t && cas && cas->expect_epoch != 0)
       // Compacted into a snapshot before it was settled here: whether the
       // condition held is not known any more (the caller re-reads the image).
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
@@ -724,6 +741,15 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
                      raft::broker_entry{raft::node_id{broker}, raft::broker_change::register_broker,
                                         raft::broker_endpoints{cluster, client, kafka}, true},
                      forward_to_leader);
+    },
+    [self](propose_atom, move_atom, std::string& payload, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
+      if (!parsed || !std::holds_alternative<raft::move_entry>(*parsed))
+        return coded(400, "invalid_request", "a move proposal is a move entry: "
+                                               + (parsed ? std::string{"another entry type"} : parsed.err().message));
+      return propose(self, std::move(*parsed), forward_to_leader);
     },
     [self](register_atom, std::string& cluster, std::string& client, std::string& kafka) {
       auto& st = self->state;

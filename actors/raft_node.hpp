@@ -107,6 +107,14 @@ using raft_actor = caf::typed_actor<
   // Errors: 400 invalid_request for an empty cluster address, then as above.
   caf::replies_to<propose_atom, register_atom, std::string, std::string, std::string, std::string,
                   bool>::with<int64_t, int64_t>,
+  // Proposes a `move` entry (raft::move_entry as its JSON payload text,
+  // docs/cluster.md "Moves in the log"), forward. Errors: 400
+  // invalid_request for a payload that is not a move entry; 409
+  // move_state_changed when it committed as a no-op (the move's state or
+  // the partition's owner epoch was not what it expected); 503
+  // proposal_outcome_unknown when it was compacted before it was settled
+  // here (read the image); then as above.
+  caf::replies_to<propose_atom, move_atom, std::string, bool>::with<int64_t, int64_t>,
   // This broker's own endpoints (cluster, client, Kafka host:port), sent once
   // its listeners are bound. A broker that is not a voter registers them
   // through the voters until its register entry is applied here, and again

@@ -9,6 +9,7 @@
 
 #include "actors/reassigner_impl.hpp"
 #include "config/dynamic.hpp"
+#include "raft/types.hpp"
 #include "storage/partition_log.hpp"
 
 // Every continuation below looks its move up again by id (`run`, `row`)
@@ -209,8 +210,9 @@ void start_queued(self_ptr self) {
   if (!st.journal)
     return;
   std::vector<const cluster::move_entry*> queued;
+  auto logged = st.owners->moves();
   for (const auto& [id, e] : st.journal->entries())
-    if (e.state == move_state::queued && !st.running.count(id))
+    if (e.state == move_state::queued && !st.running.count(id) && logged->count(id))
       queued.push_back(&e);
   std::sort(queued.begin(), queued.end(), [](const auto* a, const auto* b) {
     return std::tie(a->started_ms, a->move_id) < std::tie(b->started_ms, b->move_id);
@@ -257,6 +259,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
                [&](caf::error& e) { logger()->warn("move.fence_unavailable error=\"{}\"", caf::to_string(e)); });
     recover(self);
     start_queued(self);
+    self->delayed_send(self, reconcile_every, tick_atom::value);
   } else {
     init.open_error = journal.err().message;
     logger()->error("move.journal_unavailable error=\"{}\"", init.open_error);
@@ -319,8 +322,10 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
                            cluster::to_string(r.err().code), r.err().message));
           return;
         }
+        // Answered once journaled; the move starts once the metadata log
+        // has it (docs/cluster.md "Moves in the log").
         rp.deliver(row_json(*st.journal->find(e.move_id), nullptr).dump());
-        start_queued(self);
+        propose_create(self, e.move_id);
       };
       if (at > 0) {
         queue(at, controller);
@@ -345,8 +350,39 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       if (!st.journal)
         return make_error(errc::not_ready, "move journal unavailable: " + st.open_error);
       const auto* row = st.journal->active_for(cluster::topic_partition{topic, partition});
-      if (!row)
+      if (!row) {
+        // Not this broker's move: cancelled in the metadata log, where its
+        // source (or, for a fenced source, the controller) follows it.
+        auto moves = st.owners->moves();
+        for (const auto& [id, m] : *moves) {
+          // This broker's own moves are its journal's (one the journal
+          // ended is ended, while the log catches up).
+          if (m.tp.topic != topic || m.tp.partition != partition || raft::finished_move_state(m.state)
+              || m.from == st.settings.broker_id)
+            continue;
+          if (m.state != "queued" && m.state != "copying")
+            return coded(409, "past_cutover", "move " + id + " is in " + m.state + ": past cutover it can only finish");
+          auto rp = self->make_response_promise<std::string>();
+          auto payload = move_payload(id, m.tp, m.from, m.to, "cancelled", {"queued", "copying"},
+                                      "cancelled by an operator through " + st.settings.broker_id);
+          propose_step(self, payload, [self, rp, id](const caf::error* e) mutable {
+            auto now = logged_move(self, id);
+            if (e && (error_code_of(*e) != "move_state_changed" || !now)) {
+              rp.deliver(*e);
+              return;
+            }
+            if (now->state != "cancelled") {
+              rp.deliver(coded(409, "past_cutover", "move " + id + " is in " + now->state + " now"));
+              return;
+            }
+            rp.deliver(json{{"move_id", id}, {"topic", now->tp.topic}, {"partition", now->tp.partition},
+                            {"from", now->from}, {"to", now->to}, {"state", now->state}, {"error", now->error}}
+                         .dump());
+          });
+          return rp;
+        }
         return coded(404, "no_move", "no unfinished move of " + topic + "/" + std::to_string(partition));
+      }
       if (cluster::is_past_cutover(row->state))
         return coded(409, "past_cutover", "move " + row->move_id + " is in " + cluster::to_string(row->state)
                                             + ": past cutover it can only finish");
@@ -355,6 +391,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         ++run->seq;  // answers still in flight are ignored from here on
       if (row->state == move_state::queued) {
         journal_to(self, id, move_state::cancelled, "cancelled by an operator");
+        log_step_async(self, id, "cancelled", {"queued", "copying"}, "cancelled by an operator");
         st.running.erase(id);
       } else {
         end_before_cutover(self, id, move_state::cancelled, "cancelled by an operator");
@@ -378,6 +415,13 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       next();
     },
     [self](step_atom, std::string& id, int64_t seq, int32_t status, std::string& body, std::string& error) {
+      if (seq == -1) {  // a destination's answer to the confirm of an orphaned move
+        if (auto it = self->state.orphans.find(id); it != self->state.orphans.end())
+          it->second.in_flight = false;
+        if (status != 200)
+          logger()->warn("move.orphan_confirm_failed move={} status={} error=\"{}\"", id, status, error);
+        return;
+      }
       auto* run = run_of(self, id);
       if (!run || run->seq != seq || !run->on_answer)
         return;
@@ -387,6 +431,10 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       if (parsed.is_discarded())
         parsed = nullptr;
       next(status, parsed, error);
+    },
+    [self](tick_atom) {
+      reconcile(self);
+      self->delayed_send(self, reconcile_every, tick_atom::value);
     },
     [self](status_atom) -> std::string {
       auto& st = self->state;

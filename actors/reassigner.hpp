@@ -54,6 +54,8 @@ using reassigner_actor = caf::typed_actor<
   // Internal: a peer's answer to a move's request (move_id, sequence,
   // HTTP status or 0, body, error text).
   caf::reacts_to<step_atom, std::string, int64_t, int32_t, std::string, std::string>,
+  // Internal: compare the journal with the metadata log (every 500 ms).
+  caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
 
 struct reassigner_settings {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actors/reassigner_impl.hpp"
+#include "raft/types.hpp"
 #include "util/metrics.hpp"
 
 // Continuations look their move up again by id instead of capturing a
@@ -90,6 +91,7 @@ void begin_copy(self_ptr self, const std::string& id) {
   }
   if (!journal_to(self, id, move_state::copying))
     return;
+  log_step_async(self, id, "copying", {"queued"});
   auto seq = ++run->seq;
   self->request(*part, local_timeout, bounds_atom::value)
     .then(
@@ -282,12 +284,9 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
     return;
   }
   auto seq = ++run->seq;
-  auto tp = row->tp;
-  auto to = row->to.value;
-  auto at = static_cast<int64_t>(row->at.value);
   self->request(*part, local_timeout, seal_atom::value, true)
     .then(
-      [self, id, seq, tp, to, at, then, flip](int64_t log_end) {
+      [self, id, seq, then, flip](int64_t log_end) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
@@ -297,16 +296,20 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
           return;
         }
         auto seq2 = ++run->seq;
-        self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition, to, at)
-          .then(
-            [self, id, seq2, then](bool) {
-              auto* run = run_of(self, id);
-              if (run && run->seq == seq2)
-                then();
-            },
-            [self, id, seq2, then](caf::error& e) {
+        // The cutover entry names the destination owner, applied only while
+        // the log has the move before cutover (a cancel or a controller's
+        // verdict may have ended it: then the log is followed).
+        propose_step(self, step_payload(self, id, "cutover", {"queued", "copying"}),
+                     [self, id, seq2, then](const caf::error* err) {
               auto* run = run_of(self, id);
               if (!run || run->seq != seq2)
+                return;
+              if (!err) {
+                then();
+                return;
+              }
+              const auto& e = *err;
+              if (followed_log(self, id, e, "cutover", then))
                 return;
               const auto* row = row_of(self, id);
               auto status = http_status_of(e);
@@ -374,8 +377,12 @@ void push_offsets(self_ptr self, const std::string& id) {
   }
   if (!journal_to(self, id, move_state::offsets, {}, epoch))
     return;
-  if (auto* run = run_of(self, id))
+  if (auto* run = run_of(self, id)) {
     run->offsets_since_ms = now_ms();
+    // The sealed end, for a controller that confirms in the source's place
+    // should this broker be fenced (docs/cluster.md "Moves in the log").
+    log_step_async(self, id, "offsets", {"cutover"}, {}, run->final_end);
+  }
   send_offsets(self, id);
 }
 
@@ -481,23 +488,28 @@ void take_back(self_ptr self, const std::string& id) {
   // partition at the cutover's epoch, i.e. it has not confirmed (its confirm
   // bumps the epoch before it unseals). The log orders the two; exactly one
   // applies. Repeating it after a timeout is harmless: at most one applies.
-  self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition, self_id,
-                static_cast<int64_t>(row->at.value), expected)
-    .then(
-      [self, id, seq](bool) {
+  // The move's rolling_back entry names this broker owner again, in the
+  // same entry and under the same condition.
+  (void)self_id;
+  propose_step(self, step_payload(self, id, "rolling_back", {"cutover", "offsets"}, run->note, -1, expected),
+               [self, id, seq](const caf::error* e) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
-        rollback(self, id, run->note + "; the source took the partition back");
-      },
-      [self, id, seq](caf::error& e) {
-        auto* run = run_of(self, id);
-        if (!run || run->seq != seq)
+        if (!e) {
+          rollback(self, id, run->note + "; the source took the partition back");
           return;
-        if (error_code_of(e) == "owner_epoch_changed")
+        }
+        if (error_code_of(*e) == "move_state_changed") {
+          auto m = logged_move(self, id);
+          if (m && raft::finished_move_state(m->state)) {
+            adopt(self, id);
+            return;
+          }
           run->take_back_refused = true;  // decided by the image once it shows why (above)
-        else
+        } else {
           run->backoff_ms = std::min(run->backoff_ms * 2, finish_backoff_max_ms);
+        }
         schedule(self, *run, run->take_back_refused ? 100 : run->backoff_ms, [self, id] { take_back(self, id); });
       });
 }
@@ -594,6 +606,7 @@ void complete(self_ptr self, const std::string& id, const std::string& note) {
   auto final_end = run->final_end;
   if (!journal_to(self, id, move_state::done, note))
     return;
+  log_step_async(self, id, "done", {"cutover", "offsets"}, note);
   const auto* row = row_of(self, id);
   auto& reg = metrics::registry::global();
   reg.get_counter("moonmq_reassign_partitions_total", "Partition moves finished (done) as their source",

@@ -87,6 +87,13 @@ struct move_run {
   int64_t leaderless_since_ms = 0;
 };
 
+/// A move of another source that this broker, as Raft leader, drives on
+/// because its source is fenced (docs/cluster.md "Moves in the log").
+struct orphan_run {
+  int64_t first_seen_ms = 0;  ///< when this leader first found the source fenced
+  bool in_flight = false;     ///< a proposal or the destination's confirm is pending
+};
+
 struct reassigner_state {
   reassigner_settings settings;
   std::shared_ptr<catalog_view> catalog;
@@ -99,6 +106,10 @@ struct reassigner_state {
   /// Holder of each controller epoch moves run under (X-Controller-Id).
   std::map<uint64_t, std::string> holders;
   uint64_t next_id = 0;
+  /// When each move's step was last proposed by reconcile (id -> ms), so a
+  /// slow commit is not proposed again on every tick.
+  std::map<std::string, int64_t> reconciling;
+  std::map<std::string, orphan_run> orphans;
   static inline const char* name = "reassigner";
 };
 
@@ -131,6 +142,47 @@ void schedule(self_ptr self, move_run& run, int64_t delay_ms, std::function<void
 std::string answer_error(int status, const json& body, const std::string& error);
 void start_queued(self_ptr self);
 
+// Moves in the metadata log (reassigner.cpp; docs/cluster.md "Moves in the log").
+
+/// How often the journal and the log are compared, and orphans driven.
+constexpr milliseconds reconcile_every{500};
+/// A step reconcile proposed is not proposed again sooner than this.
+constexpr int64_t reconcile_retry_ms = 2000;
+/// The JSON payload of a `move` entry: step `state` of move `id`, applied
+/// only from one of `expect` (empty = create) and, with `expect_epoch`,
+/// while the partition is at that owner epoch.
+std::string move_payload(const std::string& id, const cluster::topic_partition& tp, const std::string& from,
+                         const std::string& to, const std::string& state, const std::vector<std::string>& expect,
+                         const std::string& error, int64_t end = -1, int64_t expect_epoch = 0);
+/// The same for a move of this broker's journal.
+std::string step_payload(self_ptr self, const std::string& id, const std::string& state,
+                         const std::vector<std::string>& expect, const std::string& error = {}, int64_t end = -1,
+                         int64_t expect_epoch = 0);
+/// Proposes `payload` through the cluster state; `then(nullptr)` once
+/// applied here, else `then(&error)` (409 move_state_changed: a no-op).
+void propose_step(self_ptr self, std::string payload, std::function<void(const caf::error*)> then);
+/// Proposes a step the move does not wait for; a refusal because the log
+/// has ended the move hands over to adopt(), other failures to reconcile().
+void log_step_async(self_ptr self, const std::string& id, const std::string& state,
+                    const std::vector<std::string>& expect, const std::string& error = {}, int64_t end = -1);
+/// Proposes the creation of journaled move `id` in the log. Applied: the
+/// move may start. Refused: the move fails, unless the partition's unfinished
+/// move in the log is one this journal has ended (its end is proposed and
+/// reconcile() tries again). Not answered: reconcile() tries again until
+/// create_wait_ms after the move was journaled, then the move fails.
+void propose_create(self_ptr self, const std::string& id);
+constexpr int64_t create_wait_ms = 30000;
+/// After a step that waits for the log was answered `err`: true when that
+/// was a refusal the log explains — it has `target` already (an earlier try
+/// applied: `proceed` runs) or has ended the move (adopt() runs).
+bool followed_log(self_ptr self, const std::string& id, const caf::error& err, const std::string& target,
+                  const std::function<void()>& proceed);
+/// The move as the applied image records it, if it does.
+std::optional<move_info> logged_move(self_ptr self, const std::string& id);
+/// Compares every move of this source in the image with the journal, and
+/// (on the Raft leader) drives the moves of fenced sources.
+void reconcile(self_ptr self);
+
 // Defined in reassigner_forward.cpp: ensure, copy, cutover, drain, offsets, confirm.
 
 void begin_copy(self_ptr self, const std::string& id);
@@ -158,5 +210,9 @@ void end_before_cutover(self_ptr self, const std::string& id, move_state final_s
 void fail(self_ptr self, const std::string& id, const std::string& why);
 void rollback(self_ptr self, const std::string& id, const std::string& why);
 void recover(self_ptr self);
+/// The log ended move `id` (done, failed or cancelled) while this broker's
+/// journal has it unfinished: the journal follows, the source unseals when
+/// the log names it owner, and the destination's copy is cleaned up.
+void adopt(self_ptr self, const std::string& id);
 
 }  // namespace moonmq::reassigner_detail

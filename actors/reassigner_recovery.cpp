@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actors/reassigner_impl.hpp"
+#include "raft/types.hpp"
 
 // Continuations look their move up again by id instead of capturing a
 // pointer that may dangle (see reassigner.cpp); the same names are deliberate.
@@ -48,6 +49,7 @@ void end_before_cutover(self_ptr self, const std::string& id, move_state final_s
     save_progress(self, *run, true);  // the row keeps how far the copy got
   if (!journal_to(self, id, final_state, why))
     return;
+  log_step_async(self, id, cluster::to_string(final_state), {"queued", "copying"}, why);
   const auto* row = row_of(self, id);
   cleanup_destination(self, *row, controller);
   self->state.running.erase(id);
@@ -78,35 +80,89 @@ void rollback(self_ptr self, const std::string& id, const std::string& why) {
     return;
   row = row_of(self, id);
   auto tp = row->tp;
-  auto at = static_cast<int64_t>(row->at.value);
   auto seq = ++run->seq;
-  // The source's own table names it again (it is the owner), then it
+  // The log's rolling_back entry names the source owner again, then it
   // unseals; until both are done produces are refused, never misplaced.
-  self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
-                self->state.settings.broker_id, at)
-    .then(
-      [self, id, seq, tp, why](bool) {
-        auto* run = run_of(self, id);
-        if (!run || run->seq != seq)
-          return;
-        if (auto part = local_partition(self, tp))
-          self->request(*part, local_timeout, seal_atom::value, false)
-            .then([](int64_t) {}, [id](caf::error& e) {
-              logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
-            });
-        if (!journal_to(self, id, move_state::failed, why))
-          return;
-        cleanup_destination(self, *row_of(self, id), run->controller);
-        self->state.running.erase(id);
-        start_queued(self);
-      },
-      [self, id, seq, why](caf::error& e) {
-        auto* run = run_of(self, id);
-        if (!run || run->seq != seq)
-          return;
-        logger()->error("move.rollback_retry move={} error=\"{}\"", id, message_of(e));
-        schedule(self, *run, 1000, [self, id, why] { rollback(self, id, why); });
-      });
+  // Conditional on the cutover's owner epoch: a destination that confirmed
+  // keeps the partition (the log then ends the move done).
+  auto logged = logged_move(self, id);
+  auto expect_epoch = row->owner_epoch != 0 ? static_cast<int64_t>(row->owner_epoch) : logged ? logged->epoch : 0;
+  auto rolled_back = [self, id, tp, why] {
+    auto* run = run_of(self, id);
+    if (auto part = local_partition(self, tp))
+      self->request(*part, local_timeout, seal_atom::value, false)
+        .then([](int64_t) {}, [id](caf::error& e) {
+          logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
+        });
+    if (!journal_to(self, id, move_state::failed, why))
+      return;
+    log_step_async(self, id, "failed", {"rolling_back"}, why);
+    cleanup_destination(self, *row_of(self, id), run->controller);
+    self->state.running.erase(id);
+    start_queued(self);
+  };
+  propose_step(self, step_payload(self, id, "rolling_back", {"cutover", "offsets"}, why, -1, expect_epoch),
+               [self, id, seq, why, rolled_back](const caf::error* e) {
+    auto* run = run_of(self, id);
+    if (!run || run->seq != seq)
+      return;
+    if (!e) {
+      rolled_back();
+      return;
+    }
+    if (followed_log(self, id, *e, "rolling_back", rolled_back))  // an earlier try (or one before a restart) applied
+      return;
+    logger()->error("move.rollback_retry move={} error=\"{}\"", id, message_of(*e));
+    schedule(self, *run, 1000, [self, id, why] { rollback(self, id, why); });
+  });
+}
+
+// --- the log ended it ---------------------------------------------------------------
+
+void adopt(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto m = logged_move(self, id);
+  const auto* row = row_of(self, id);
+  if (!m || !raft::finished_move_state(m->state) || !row || cluster::is_terminal(row->state))
+    return;
+  std::string controller = st.holders[row->at.value];
+  if (auto* run = run_of(self, id)) {
+    ++run->seq;  // answers still in flight are ignored from here on
+    controller = run->controller;
+  }
+  auto why = "ended in the metadata log: " + (m->error.empty() ? m->state : m->error);
+  logger()->warn("move.adopted move={} journal_state={} log_state={} error=\"{}\"", id, cluster::to_string(row->state),
+                 m->state, m->error);
+  auto tp = row->tp;
+  if (m->state == "done") {
+    if (row->state != move_state::offsets)
+      (void)journal_to(self, id, move_state::offsets);
+    (void)journal_to(self, id, move_state::done, why);
+    if (auto part = local_partition(self, tp); part && m->end >= 0)
+      self->request(*part, local_timeout, reset_atom::value, m->end)
+        .then([](int64_t) {}, [id](caf::error& e) {
+          logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
+        });
+  } else {
+    if (cluster::is_past_cutover(row->state)) {
+      if (row->state != move_state::rolling_back)
+        (void)journal_to(self, id, move_state::rolling_back, why);
+      (void)journal_to(self, id, move_state::failed, why);
+    } else {
+      (void)journal_to(self, id, m->state == "cancelled" ? move_state::cancelled : move_state::failed, why);
+    }
+    // A source sealed for a cutover the log never took (or took back) serves again.
+    if (st.owners->route(st.settings.broker_id, tp).where == partition_route::kind::local)
+      if (auto part = local_partition(self, tp))
+        self->request(*part, local_timeout, seal_atom::value, false)
+          .then([](int64_t) {}, [id](caf::error& e) {
+            logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
+          });
+    if (const auto* now = row_of(self, id))
+      cleanup_destination(self, *now, controller);
+  }
+  st.running.erase(id);
+  start_queued(self);
 }
 
 // --- restart ------------------------------------------------------------------
@@ -119,8 +175,11 @@ void recover(self_ptr self) {
     logger()->warn("move.recovering move={} topic={} partition={} state={} action={}", e.move_id, e.tp.topic,
                    e.tp.partition, cluster::to_string(e.state), plan.reason);
     if (plan.action == cluster::recovery_action::abort) {
-      if (journal_to(self, e.move_id, plan.next, plan.reason) && plan.cleanup_destination)
-        cleanup_destination(self, *row_of(self, e.move_id), st.holders[e.at.value]);
+      if (journal_to(self, e.move_id, plan.next, plan.reason)) {
+        log_step_async(self, e.move_id, cluster::to_string(plan.next), {"queued", "copying"}, plan.reason);
+        if (plan.cleanup_destination)
+          cleanup_destination(self, *row_of(self, e.move_id), st.holders[e.at.value]);
+      }
       continue;
     }
     auto& run = st.running[e.move_id];

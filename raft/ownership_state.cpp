@@ -17,17 +17,20 @@ status ownership_state::apply(const log_entry& e) {
     controller_ = c->leader;
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
     topic_partition tp{o->topic, o->partition};
-    auto current = epoch_of(tp);
-    if (o->expect_epoch != 0 && o->expect_epoch != current) {
+    if (o->expect_epoch != 0 && o->expect_epoch != epoch_of(tp)) {
       // A conditional change whose condition no longer holds: a no-op in
       // log order, remembered so that its proposer is told.
       refused_.insert(e.index.value);
       while (refused_.size() > max_refused_kept)
         refused_.erase(refused_.begin());
     } else {
-      owners_[tp] = o->owner;
-      if (current + 1 > 1)  // a partition's first owner is at epoch 1, implied
-        epochs_[tp] = current + 1;
+      set_owner(tp, o->owner);
+    }
+  } else if (auto* m = std::get_if<move_entry>(&e.payload)) {
+    if (!apply_move(*m, e.index)) {
+      refused_.insert(e.index.value);
+      while (refused_.size() > max_refused_kept)
+        refused_.erase(refused_.begin());
     }
   } else if (auto* b = std::get_if<broker_entry>(&e.payload)) {
     switch (b->change) {
@@ -98,6 +101,93 @@ status ownership_state::apply(const log_entry& e) {
   return {};
 }
 
+void ownership_state::set_owner(const topic_partition& tp, const node_id& owner) {
+  auto current = epoch_of(tp);
+  owners_[tp] = owner;
+  if (current + 1 > 1)  // a partition's first owner is at epoch 1, implied
+    epochs_[tp] = current + 1;
+}
+
+namespace {
+
+/// The steps of a move the log allows (docs/cluster.md "Moves in the log").
+bool allowed_step(const std::string& from, const std::string& to) {
+  // queued → cutover: the source does not wait for its `copying` step to
+  // commit before it copies, so its cutover may find the move still queued.
+  if (from == "queued")
+    return to == "copying" || to == "cutover" || to == "failed" || to == "cancelled";
+  if (from == "copying")
+    return to == "cutover" || to == "failed" || to == "cancelled";
+  if (from == "cutover")
+    return to == "offsets" || to == "rolling_back" || to == "failed" || to == "done";
+  if (from == "offsets")
+    return to == "done" || to == "rolling_back" || to == "failed";
+  if (from == "rolling_back")
+    return to == "failed";
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> ownership_state::active_move(const topic_partition& tp) const {
+  for (const auto& [id, m] : moves_)
+    if (m.topic == tp.topic && m.partition == tp.partition && !finished_move_state(m.state))
+      return id;
+  return std::nullopt;
+}
+
+bool ownership_state::apply_move(const move_entry& m, log_index at) {
+  topic_partition tp{m.topic, m.partition};
+  if (m.expect.empty()) {
+    // A new move: of the partition's owner, one unfinished move at a time.
+    if (m.state != "queued" || moves_.count(m.id) || active_move(tp) || owner_of(tp) != std::optional{m.from})
+      return false;
+    moves_[m.id] = move_record{m.topic, m.partition, m.from, m.to, "queued", m.error, -1, 0, at};
+  } else {
+    auto it = moves_.find(m.id);
+    if (it == moves_.end())
+      return false;
+    auto& rec = it->second;
+    if (rec.topic != m.topic || rec.partition != m.partition || rec.from != m.from || rec.to != m.to)
+      return false;
+    if (std::find(m.expect.begin(), m.expect.end(), rec.state) == m.expect.end() || !allowed_step(rec.state, m.state))
+      return false;
+    if (m.expect_epoch != 0 && m.expect_epoch != epoch_of(tp))
+      return false;
+    bool past_cutover = rec.state == "cutover" || rec.state == "offsets";
+    // The owner change each step implies, in the same entry.
+    if (m.state == "done" && owner_of(tp) != std::optional{rec.to})
+      return false;
+    if (m.state == "cutover") {
+      set_owner(tp, rec.to);
+      rec.epoch = epoch_of(tp);
+    } else if (past_cutover && (m.state == "rolling_back" || m.state == "failed")) {
+      set_owner(tp, rec.from);
+    }
+    rec.state = m.state;
+    if (!m.error.empty() || finished_move_state(m.state))
+      rec.error = m.error;
+    if (m.end >= 0)
+      rec.end = m.end;
+    rec.updated_at = at;
+  }
+  // Finished moves beyond the kept number go, oldest first (by the entry
+  // that finished them: the same on every broker).
+  std::size_t finished = 0;
+  for (const auto& [id, r] : moves_)
+    finished += finished_move_state(r.state) ? 1 : 0;
+  while (finished > max_finished_moves_kept) {
+    auto oldest = moves_.end();
+    for (auto i = moves_.begin(); i != moves_.end(); ++i)
+      if (finished_move_state(i->second.state)
+          && (oldest == moves_.end() || i->second.updated_at < oldest->second.updated_at))
+        oldest = i;
+    moves_.erase(oldest);
+    --finished;
+  }
+  return true;
+}
+
 void ownership_state::load(const snapshot& s) {
   owners_ = s.owners;
   topics_ = s.topics;
@@ -108,6 +198,7 @@ void ownership_state::load(const snapshot& s) {
   registered_ = s.registered;
   kafka_node_ids_ = s.kafka_node_ids;
   epochs_ = s.epochs;
+  moves_ = s.moves;
   refused_.clear();
   controller_ = s.controller;
   applied_index_ = s.last_index;
@@ -128,6 +219,7 @@ snapshot ownership_state::to_snapshot() const {
   s.registered = registered_;
   s.kafka_node_ids = kafka_node_ids_;
   s.epochs = epochs_;
+  s.moves = moves_;
   return s;
 }
 

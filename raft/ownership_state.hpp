@@ -64,6 +64,12 @@ class ownership_state {
   /// removal never renumbers anyone). Brokers registered before ids were
   /// given have none until they register again.
   const std::map<node_id, int32_t>& kafka_node_ids() const { return kafka_node_ids_; }
+  /// Moves by id (docs/cluster.md "Moves in the log"): every unfinished one,
+  /// and the last max_finished_moves_kept finished ones.
+  const std::map<std::string, move_record>& moves() const { return moves_; }
+  static constexpr std::size_t max_finished_moves_kept = 1000;
+  /// The unfinished move of `tp`, if any (its id).
+  std::optional<std::string> active_move(const topic_partition& tp) const;
   /// Partitions the table names `b` owner of.
   std::size_t owned_by(const node_id& b) const;
   /// Leader named by the last applied controller entry ("" before any).
@@ -76,11 +82,17 @@ class ownership_state {
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
            a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
            a.removed_ == b.removed_ && a.registered_ == b.registered_ &&
-           a.kafka_node_ids_ == b.kafka_node_ids_ && a.epochs_ == b.epochs_;
+           a.kafka_node_ids_ == b.kafka_node_ids_ && a.epochs_ == b.epochs_ && a.moves_ == b.moves_;
   }
 
  private:
+  /// Applies a move entry (true) or refuses it (false), as move_entry says.
+  bool apply_move(const move_entry& m, log_index at);
+  /// Sets the owner of `tp`, bumping its owner epoch.
+  void set_owner(const topic_partition& tp, const node_id& owner);
+
   std::map<topic_partition, node_id> owners_;
+  std::map<std::string, move_record> moves_;
   std::map<std::string, topic_record> topics_;
   std::string balancer_ = "{}";
   std::set<node_id> fenced_;

@@ -173,6 +173,20 @@ json to_json(const entry_payload& p) {
   } else if (auto* cfg = std::get_if<config_entry>(&p)) {
     j["type"] = "config";
     j["balancer"] = cfg->balancer;
+  } else if (auto* m = std::get_if<move_entry>(&p)) {
+    j["type"] = "move";
+    j["id"] = m->id;
+    j["topic"] = m->topic;
+    j["partition"] = m->partition;
+    j["from"] = m->from.str();
+    j["to"] = m->to.str();
+    j["state"] = m->state;
+    j["expect"] = m->expect;
+    j["error"] = m->error;
+    if (m->end >= 0)
+      j["end"] = m->end;
+    if (m->expect_epoch != 0)
+      j["expect_epoch"] = m->expect_epoch;
   } else if (auto* b = std::get_if<broker_entry>(&p)) {
     j["type"] = "broker";
     j["id"] = b->id.str();
@@ -273,8 +287,40 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
       b.change = r.boolean("fenced") ? broker_change::fence : broker_change::unfence;
     }
     out = std::move(b);
+  } else if (type == "move") {
+    move_entry m;
+    m.id = r.string("id");
+    if (r.ok() && !valid_node_id(m.id))
+      r.fail("id", "expected 1..64 characters of [A-Za-z0-9._-]");
+    m.topic = r.topic("topic");
+    m.partition = r.partition("partition");
+    m.from = r.node("from", false);
+    m.to = r.node("to", false);
+    m.state = r.string("state");
+    if (r.ok() && !valid_move_state(m.state))
+      r.fail("state", "expected a move state (queued, copying, cutover, offsets, rolling_back, done, failed, cancelled)");
+    if (const json* expect = r.array("expect"))
+      for (const auto& x : *expect) {
+        if (!x.is_string() || !valid_move_state(x.get<std::string>())) {
+          r.fail("expect", "expected an array of move states");
+          break;
+        }
+        m.expect.push_back(x.get<std::string>());
+      }
+    m.error = r.string("error");
+    if (r.ok() && r.has("end")) {
+      auto end = r.u64("end");
+      if (r.ok() && end > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        r.fail("end", "expected an offset");
+      m.end = static_cast<int64_t>(end);
+    }
+    if (r.ok() && r.has("expect_epoch"))
+      m.expect_epoch = r.u64("expect_epoch");
+    if (r.ok() && m.from == m.to)
+      r.fail("to", "a move's destination differs from its source");
+    out = std::move(m);
   } else {
-    r.fail("type", "expected \"controller\", \"owner\", \"topic\", \"config\" or \"broker\"");
+    r.fail("type", "expected \"controller\", \"owner\", \"topic\", \"config\", \"broker\" or \"move\"");
   }
 }
 
@@ -355,6 +401,12 @@ json to_json(const snapshot& s) {
       row["kafka_node_id"] = n->second;
     registered.push_back(std::move(row));
   }
+  json moves = json::array();
+  for (const auto& [id, m] : s.moves)
+    moves.push_back(json{{"id", id},           {"topic", m.topic},   {"partition", m.partition},
+                         {"from", m.from.str()}, {"to", m.to.str()}, {"state", m.state},
+                         {"error", m.error},   {"end", m.end},       {"epoch", m.epoch},
+                         {"updated_at", m.updated_at.value}});
   json topics = json::array();
   for (const auto& [name, t] : s.topics)
     topics.push_back(json{{"topic", name},
@@ -373,7 +425,8 @@ json to_json(const snapshot& s) {
               {"draining", ids(s.draining)},
               {"removed", ids(s.removed)},
               {"registered", std::move(registered)},
-              {"epochs", std::move(epochs)}};
+              {"epochs", std::move(epochs)},
+              {"moves", std::move(moves)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -494,6 +547,32 @@ result<snapshot> snapshot_from_json(const json& j) {
           return error{errc::malformed, "snapshot.registered: duplicate broker", {}, 0};
       }
   }
+  if (r.ok() && j.contains("moves")) {
+    if (const json* list = r.array("moves"))
+      for (const auto& row : *list) {
+        detail::json_reader rm(row, "snapshot.moves[]");
+        std::string id = rm.string("id");
+        move_record m;
+        m.topic = rm.topic("topic");
+        m.partition = rm.partition("partition");
+        m.from = rm.node("from", false);
+        m.to = rm.node("to", false);
+        m.state = rm.string("state");
+        if (rm.ok() && !valid_move_state(m.state))
+          rm.fail("state", "expected a move state");
+        m.error = rm.string("error");
+        if (rm.ok() && row.is_object() && row.contains("end") && row["end"].is_number_integer())
+          m.end = row["end"].get<int64_t>() < 0 ? -1 : row["end"].get<int64_t>();
+        else if (rm.ok() && (!row.contains("end") || !row["end"].is_number_integer()))
+          rm.fail("end", "expected an integer");
+        m.epoch = rm.u64("epoch");
+        m.updated_at = log_index{rm.u64("updated_at")};
+        if (!rm.ok())
+          return rm.err();
+        if (!s.moves.emplace(std::move(id), std::move(m)).second)
+          return error{errc::malformed, "snapshot.moves: duplicate move id", {}, 0};
+      }
+  }
   if (r.ok() && j.contains("balancer")) {
     s.balancer = r.string("balancer");
     if (r.ok() && !json::parse(s.balancer, nullptr, false).is_object())
@@ -524,9 +603,21 @@ std::optional<broker_change> broker_change_from(const std::string& s) {
   return std::nullopt;
 }
 
+bool valid_move_state(const std::string& s) {
+  for (const char* name : {"queued", "copying", "cutover", "offsets", "rolling_back", "done", "failed", "cancelled"})
+    if (s == name)
+      return true;
+  return false;
+}
+
+bool finished_move_state(const std::string& s) { return s == "done" || s == "failed" || s == "cancelled"; }
+
 std::string describe(const entry_payload& p) {
   if (auto* c = std::get_if<controller_entry>(&p))
     return "controller " + c->leader.str();
+  if (auto* m = std::get_if<move_entry>(&p))
+    return "move " + m->id + " " + m->topic + "-" + std::to_string(m->partition) + " " + m->from.str() + "->"
+           + m->to.str() + " " + (m->expect.empty() ? std::string{"new"} : m->expect.front()) + "=>" + m->state;
   if (auto* o = std::get_if<owner_entry>(&p))
     return "owner " + o->topic + "-" + std::to_string(o->partition) + "=" + o->owner.str();
   if (auto* cfg = std::get_if<config_entry>(&p))

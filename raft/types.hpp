@@ -182,7 +182,64 @@ struct broker_entry {
   }
 };
 
-using entry_payload = std::variant<controller_entry, owner_entry, topic_entry, config_entry, broker_entry>;
+/// The states a move has in the metadata log (docs/cluster.md "Moves in the
+/// log"): the source's journal states without `draining`, which the log's
+/// `cutover` covers.
+bool valid_move_state(const std::string& s);
+/// True for done, failed and cancelled.
+bool finished_move_state(const std::string& s);
+
+/// Payload of a `move` entry: a partition move created, or one step of it,
+/// as a compare-and-set on the move's state in log order. `expect` empty
+/// creates the move (`state` "queued"); applied only when the partition's
+/// owner is `from`, no unfinished move of the partition exists and the id is
+/// new. Otherwise applied only when the move's state is one of `expect`, the
+/// step is allowed from it, and (with `expect_epoch`) the partition is still
+/// at that owner epoch. The owner change a step implies is part of the same
+/// entry, so a move's state and its partition's owner never disagree:
+///   copying → cutover names `to` owner; cutover|offsets → rolling_back or
+///   failed names `from` owner again (the rollback); → done needs `to` owner.
+/// Refused entries change nothing and are remembered (ownership_state::refused).
+/// JSON: {"type":"move","id":"b1-17","topic":"orders","partition":3,"from":"b1",
+///        "to":"b2","state":"cutover","expect":["copying"],"error":"",
+///        "end":812,"expect_epoch":4} ("end" -1 and "expect_epoch" 0 are omitted).
+struct move_entry {
+  std::string id;
+  std::string topic;
+  int32_t partition = 0;
+  node_id from;
+  node_id to;
+  std::string state;
+  std::vector<std::string> expect;
+  std::string error;
+  int64_t end = -1;           ///< offsets: the source's sealed log end
+  uint64_t expect_epoch = 0;  ///< 0 = no owner epoch condition
+  friend bool operator==(const move_entry& a, const move_entry& b) {
+    return a.id == b.id && a.topic == b.topic && a.partition == b.partition && a.from == b.from && a.to == b.to &&
+           a.state == b.state && a.expect == b.expect && a.error == b.error && a.end == b.end &&
+           a.expect_epoch == b.expect_epoch;
+  }
+};
+
+/// A move as the metadata image holds it (and a snapshot row).
+struct move_record {
+  std::string topic;
+  int32_t partition = 0;
+  node_id from;
+  node_id to;
+  std::string state;
+  std::string error;
+  int64_t end = -1;        ///< the sealed log end, once an offsets step recorded it
+  uint64_t epoch = 0;      ///< the partition's owner epoch right after the cutover (0 before it)
+  log_index updated_at;    ///< index of the entry that last changed it
+  friend bool operator==(const move_record& a, const move_record& b) {
+    return a.topic == b.topic && a.partition == b.partition && a.from == b.from && a.to == b.to &&
+           a.state == b.state && a.error == b.error && a.end == b.end && a.epoch == b.epoch &&
+           a.updated_at == b.updated_at;
+  }
+};
+
+using entry_payload = std::variant<controller_entry, owner_entry, topic_entry, config_entry, broker_entry, move_entry>;
 
 /// One log entry. JSON: {"term":3,"index":7,<payload fields>}.
 struct log_entry {
@@ -271,11 +328,14 @@ struct snapshot {
   /// Owner epochs above 1 (absent in older snapshots: every owned partition
   /// at 1). JSON: "epochs":[{"topic":"orders","partition":3,"epoch":4}].
   std::map<topic_partition, uint64_t> epochs;
+  /// Moves by id (absent in older snapshots: none). JSON: "moves":[{"id",
+  /// "topic","partition","from","to","state","error","end","epoch","updated_at"}].
+  std::map<std::string, move_record> moves;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
            a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
            a.draining == b.draining && a.removed == b.removed && a.registered == b.registered &&
-           a.kafka_node_ids == b.kafka_node_ids && a.epochs == b.epochs;
+           a.kafka_node_ids == b.kafka_node_ids && a.epochs == b.epochs && a.moves == b.moves;
   }
 };
 

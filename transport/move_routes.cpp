@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -569,8 +570,26 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
 }
 
 void list_reassignments(const move_context& ctx, const responder& respond) {
-  survey(ctx, [respond](std::shared_ptr<cluster_survey> s) {
+  survey(ctx, [ctx, respond](std::shared_ptr<cluster_survey> s) {
     std::vector<json> rows(s->moves.begin(), s->moves.end());
+    // Moves of a source that did not answer are still in the metadata log
+    // (without the journal's copy progress).
+    if (ctx.owners) {
+      auto logged = ctx.owners->moves();
+      std::set<std::string> listed;
+      for (auto& row : rows) {
+        listed.insert(row.value("move_id", std::string{}));
+        // The state the metadata log has for it (the journal may be a step
+        // ahead while its entry commits).
+        if (auto it = logged->find(row.value("move_id", std::string{})); it != logged->end())
+          row["log_state"] = it->second.state;
+      }
+      for (const auto& [id, m] : *logged)
+        if (!listed.count(id))
+          rows.push_back(json{{"move_id", id}, {"topic", m.tp.topic}, {"partition", m.tp.partition},
+                              {"from", m.from}, {"to", m.to}, {"state", m.state}, {"error", m.error},
+                              {"log_state", m.state}, {"source", "metadata_log"}});
+    }
     std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
       return std::make_pair(a.value("started_ms", int64_t{0}), a.value("move_id", std::string{}))
              < std::make_pair(b.value("started_ms", int64_t{0}), b.value("move_id", std::string{}));
@@ -590,37 +609,13 @@ void cancel(const move_context& ctx, http_request& req, const responder& respond
     return;
   }
   auto partition = static_cast<int32_t>(std::stol(raw));
-  survey(ctx, [ctx, respond, topic, partition](std::shared_ptr<cluster_survey> s) {
-    std::string source;
-    for (const auto& row : s->moves)
-      if (row.value("topic", std::string{}) == topic && row.value("partition", -1) == partition && unfinished(row))
-        source = row.value("from", std::string{});
-    if (source.empty()) {
-      respond(http_response::error(404, "no_move", "no unfinished move of " + topic + "/" + std::to_string(partition)));
-      return;
-    }
-    if (source == ctx.broker_id) {
-      ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
-                       [respond](std::string& row) { respond(row_answer(200, row)); }, fail_with(respond),
-                       cancel_atom::value, topic, partition);
-      return;
-    }
-    auto found = find_peer(ctx, source);
-    if (!found) {
-      respond(http_response::error(503, "source_not_alive", "the move runs on " + source + ", not a peer"));
-      return;
-    }
-    auto peer = std::make_shared<cluster_peer>(*found);
-    acting_epoch(ctx, [peer, respond, topic, partition, ctx](int64_t epoch, std::string holder) {
-      call_peer(*peer, "DELETE", "/cluster/moves/" + topic + "/" + std::to_string(partition), {}, epoch, holder,
-                ctx.peer_timeout, [respond](int status, json answer, std::string error) {
-                  if (status == 0)
-                    respond(http_response::error(503, "source_not_alive", error));
-                  else
-                    respond(http_response::json(status, answer.is_null() ? json{{"error", "bad_answer"}}.dump() : answer.dump()));
-                });
-    }, fail_with(respond));
-  });
+  // The move is in the metadata log whichever broker runs it: this broker's
+  // reassigner cancels its own at once, and any other move by a `cancelled`
+  // entry its source (or, for a fenced source, the controller) follows
+  // (docs/cluster.md "Moves in the log").
+  ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
+                   [respond](std::string& row) { respond(row_answer(200, row)); }, fail_with(respond),
+                   cancel_atom::value, topic, partition);
 }
 
 }  // namespace

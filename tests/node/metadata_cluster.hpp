@@ -259,6 +259,19 @@ inline std::pair<size_t, size_t> followers(size_t leader) {
   return {out[0], out[1]};
 }
 
+/// The roles in a started 3-broker cluster once a leader is agreed: the
+/// leader, and its two followers as a move's source and destination.
+struct move_roles {
+  size_t leader = 0, src = 0, dst = 0;
+};
+inline move_roles elect_roles(move_cluster& c) {
+  auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
+  if (!elected)
+    FAIL("no leader elected\n" << log_tails(c));
+  auto [src, dst] = followers(elected->first);
+  return {elected->first, src, dst};
+}
+
 inline bool has_journal_failure(const move_cluster& c) { return c.all_logs().find("move.journal_failed") != std::string::npos; }
 
 /// The log lines of every broker that contain `needle` (at most `max`).

@@ -1,0 +1,309 @@
+// Moves in the metadata log (docs/cluster.md "Moves in the log"): every step
+// of a move is a `move` entry, a compare-and-set on its state in log order.
+// The source proposes its own steps; `reconcile` brings the journal and the
+// log back into agreement after a crash between the two writes; and the
+// Raft leader drives on the moves whose source is fenced, from the state the
+// log recorded, so that a source gone for good never strands a move.
+
+#include <algorithm>
+
+#include "actors/reassigner_impl.hpp"
+#include "raft/types.hpp"
+
+#pragma GCC diagnostic ignored "-Wshadow"
+
+namespace moonmq::reassigner_detail {
+
+std::string move_payload(const std::string& id, const cluster::topic_partition& tp, const std::string& from,
+                         const std::string& to, const std::string& state, const std::vector<std::string>& expect,
+                         const std::string& error, int64_t end, int64_t expect_epoch) {
+  raft::move_entry m;
+  m.id = id;
+  m.topic = tp.topic;
+  m.partition = tp.partition;
+  m.from = raft::node_id{from};
+  m.to = raft::node_id{to};
+  m.state = state;
+  m.expect = expect;
+  m.error = error;
+  m.end = end;
+  m.expect_epoch = static_cast<uint64_t>(std::max<int64_t>(expect_epoch, 0));
+  return raft::to_json(raft::entry_payload{std::move(m)}).dump();
+}
+
+std::string step_payload(self_ptr self, const std::string& id, const std::string& state,
+                         const std::vector<std::string>& expect, const std::string& error, int64_t end,
+                         int64_t expect_epoch) {
+  const auto* row = row_of(self, id);
+  return move_payload(id, row->tp, row->from.value, row->to.value, state, expect, error, end, expect_epoch);
+}
+
+void propose_step(self_ptr self, std::string payload, std::function<void(const caf::error*)> then) {
+  self->request(self->state.cstate, local_timeout, move_atom::value, std::move(payload))
+    .then([then](bool) { then(nullptr); }, [then](caf::error& e) { then(&e); });
+}
+
+void log_step_async(self_ptr self, const std::string& id, const std::string& state,
+                    const std::vector<std::string>& expect, const std::string& error, int64_t end) {
+  if (!row_of(self, id))
+    return;
+  propose_step(self, step_payload(self, id, state, expect, error, end), [self, id, state](const caf::error* e) {
+    if (!e)
+      return;
+    if (error_code_of(*e) == "move_state_changed") {
+      auto m = logged_move(self, id);
+      if (m && raft::finished_move_state(m->state) && m->state != state)
+        adopt(self, id);
+      return;
+    }
+    logger()->warn("move.log_step_failed move={} state={} error=\"{}\"", id, state, message_of(*e));
+  });
+}
+
+void propose_create(self_ptr self, const std::string& id) {
+  self->state.reconciling[id] = now_ms();
+  propose_step(self, step_payload(self, id, "queued", {}), [self, id](const caf::error* e) {
+    auto& st = self->state;
+    const auto* row = row_of(self, id);
+    if (!row || row->state != move_state::queued)
+      return;
+    if (!e) {
+      start_queued(self);
+      return;
+    }
+    if (error_code_of(*e) != "move_state_changed") {
+      logger()->warn("move.create_pending move={} error=\"{}\"", id, message_of(*e));
+      return;  // reconcile() proposes it again
+    }
+    if (logged_move(self, id))  // an earlier try applied
+      return start_queued(self);
+    // Refused: another unfinished move of the partition is in the log, or
+    // the log does not name this broker owner. A move this journal already
+    // ended but whose end the log has not taken yet is waited for.
+    auto moves = st.owners->moves();
+    for (const auto& [other, m] : *moves)
+      if (other != id && m.tp == row->tp && !raft::finished_move_state(m.state))
+        if (const auto* mine = row_of(self, other); mine && cluster::is_terminal(mine->state)) {
+          logger()->info("move.create_waits move={} for={}", id, other);
+          return;
+        }
+    journal_to(self, id, move_state::failed,
+               "the metadata log refused the move: " + row->tp.topic + "/" + std::to_string(row->tp.partition)
+                 + " has an unfinished move, or its owner is not " + st.settings.broker_id);
+  });
+}
+
+bool followed_log(self_ptr self, const std::string& id, const caf::error& err, const std::string& target,
+                  const std::function<void()>& proceed) {
+  if (error_code_of(err) != "move_state_changed")
+    return false;
+  auto m = logged_move(self, id);
+  if (m && m->state == target) {
+    proceed();
+    return true;
+  }
+  if (m && raft::finished_move_state(m->state)) {
+    adopt(self, id);
+    return true;
+  }
+  return false;
+}
+
+std::optional<move_info> logged_move(self_ptr self, const std::string& id) {
+  auto moves = self->state.owners->moves();
+  auto it = moves->find(id);
+  if (it == moves->end())
+    return std::nullopt;
+  return it->second;
+}
+
+namespace {
+
+bool finished(const std::string& state) { return raft::finished_move_state(state); }
+
+/// Proposes a step reconcile found missing, at most once per reconcile_retry_ms.
+void propose_once(self_ptr self, const std::string& id, std::string payload, const char* why) {
+  auto& st = self->state;
+  auto now = now_ms();
+  if (auto it = st.reconciling.find(id); it != st.reconciling.end() && now - it->second < reconcile_retry_ms)
+    return;
+  st.reconciling[id] = now;
+  logger()->info("move.reconcile move={} reason=\"{}\"", id, why);
+  propose_step(self, std::move(payload), [self, id](const caf::error* e) {
+    if (e && error_code_of(*e) != "move_state_changed")
+      logger()->warn("move.reconcile_failed move={} error=\"{}\"", id, message_of(*e));
+  });
+}
+
+/// The journal's end of a move that the log still has unfinished.
+void log_journal_end(self_ptr self, const std::string& id, const cluster::move_entry& row, const move_info& m) {
+  if (row.state == move_state::done) {
+    propose_once(self, id, step_payload(self, id, "done", {"cutover", "offsets"}, row.error), "journal done");
+    return;
+  }
+  auto end = cluster::to_string(row.state);  // failed or cancelled
+  if (m.state == "queued" || m.state == "copying")
+    propose_once(self, id, step_payload(self, id, end, {m.state}, row.error), "journal ended before cutover");
+  else if (m.state == "rolling_back")
+    propose_once(self, id, step_payload(self, id, "failed", {"rolling_back"}, row.error), "journal rolled back");
+  else  // past cutover in the log: the rollback, conditional on the destination not having confirmed
+    propose_once(self, id, step_payload(self, id, "failed", {m.state}, row.error, -1, m.epoch),
+                 "journal failed past cutover");
+}
+
+/// Steps the journal took that the log lacks (a proposal lost in a crash).
+void log_journal_progress(self_ptr self, const std::string& id, const cluster::move_entry& row, const move_info& m) {
+  if (m.state == "queued" && row.state != move_state::queued)
+    propose_once(self, id, step_payload(self, id, "copying", {"queued"}), "journal copying");
+  else if (m.state == "cutover" && row.state == move_state::offsets)
+    if (const auto* run = run_of(self, id); run && run->final_end >= 0)
+      propose_once(self, id, step_payload(self, id, "offsets", {"cutover"}, {}, run->final_end), "journal offsets");
+}
+
+/// One decision for a move whose source is fenced, taken by the Raft leader
+/// from the state the log recorded (the table in docs/cluster.md).
+void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
+  auto& st = self->state;
+  auto& o = st.orphans[id];
+  if (o.in_flight)
+    return;
+  auto now = now_ms();
+  if (o.first_seen_ms == 0) {
+    o.first_seen_ms = now;
+    logger()->warn("move.orphaned move={} topic={} partition={} from={} to={} state={}", id, m.tp.topic,
+                   m.tp.partition, m.from, m.to, m.state);
+  }
+  auto by = " (ended by the controller " + st.settings.broker_id + ")";
+  auto send = [self, id](std::string payload) {
+    auto& o = self->state.orphans[id];
+    o.in_flight = true;
+    propose_step(self, std::move(payload), [self, id](const caf::error* e) {
+      self->state.orphans[id].in_flight = false;
+      if (e)
+        logger()->warn("move.orphan_step_failed move={} error=\"{}\"", id, message_of(*e));
+      else
+        logger()->info("move.orphan_step move={} state={}", id, logged_move(self, id) ? logged_move(self, id)->state
+                                                                                     : std::string{"?"});
+    });
+  };
+  auto [owner, epoch] = st.owners->owner_and_epoch(m.tp);
+  bool confirmed = (m.state == "cutover" || m.state == "offsets") && owner == m.to && m.epoch > 0 && epoch > m.epoch;
+  if (m.state == "queued" || m.state == "copying") {
+    send(move_payload(id, m.tp, m.from, m.to, "failed", {m.state},
+                      "the source " + m.from + " was fenced while the move was " + m.state + by));
+    return;
+  }
+  if (m.state == "rolling_back") {
+    send(move_payload(id, m.tp, m.from, m.to, "failed", {"rolling_back"},
+                      m.error.empty() ? "the source " + m.from + " was fenced while rolling back" + by : m.error));
+    return;
+  }
+  if (confirmed) {  // the destination confirmed (its entry bumped the epoch): the move is done
+    send(move_payload(id, m.tp, m.from, m.to, "done", {m.state}, "the destination confirmed; the source " + m.from
+                                                                      + " was fenced" + by));
+    return;
+  }
+  auto give_back = [&](const std::string& why) {
+    // Conditional on the cutover's epoch: refused if the destination
+    // confirmed meanwhile (then the next tick finds it confirmed).
+    send(move_payload(id, m.tp, m.from, m.to, "failed", {m.state}, why + by, -1, m.epoch));
+  };
+  if (m.state == "cutover" || m.end < 0) {
+    // The drain may not have finished: only the source holds every record.
+    give_back("the source " + m.from + " was fenced before its drain finished; the partition is its again");
+    return;
+  }
+  // `offsets`: the destination holds every record up to the sealed end the
+  // log recorded. It confirms as it would for the source (fsync, check the
+  // end, a conditional owner entry, unseal); a destination that cannot
+  // within the confirm timeout gives the partition back.
+  auto limit = st.settings.confirm_timeout.count();
+  if (limit > 0 && now - o.first_seen_ms >= limit) {
+    give_back("the destination " + m.to + " did not confirm within " + std::to_string(limit / 1000)
+              + " s of its source " + m.from + " being fenced");
+    return;
+  }
+  auto peer = peer_of(self, m.to);
+  if (!peer)
+    return;
+  o.in_flight = true;
+  auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
+  auto handle = caf::actor_cast<reassigner_actor>(self);
+  logger()->info("move.orphan_confirm move={} to={} log_end={}", id, m.to, m.end);
+  transport::call_peer(*peer, "POST", tp_path(m.tp) + "/confirm",
+                       json{{"from", m.from}, {"log_end_offset", m.end}}.dump(), status.term, status.leader,
+                       st.settings.peer_timeout, [handle, id](int code, json, std::string error) {
+                         // Whatever the answer, the next tick decides again from the image.
+                         caf::anon_send(handle, step_atom::value, id, int64_t{-1}, static_cast<int32_t>(code),
+                                        std::string{}, std::move(error));
+                       });
+}
+
+}  // namespace
+
+void reconcile(self_ptr self) {
+  auto& st = self->state;
+  if (!st.journal)
+    return;
+  auto moves = st.owners->moves();
+  const auto& me = st.settings.broker_id;
+  for (const auto& [id, m] : *moves) {
+    if (m.from != me)
+      continue;
+    const auto* row = row_of(self, id);
+    if (!row) {
+      // The log has a move of this source that its journal does not (the
+      // journal was lost, or a create committed after the move was failed
+      // and pruned). Before cutover the source still owns the partition.
+      if (m.state == "queued" || m.state == "copying")
+        propose_once(self, id, move_payload(id, m.tp, m.from, m.to, "failed", {m.state}, "the source has no journal row"),
+                     "no journal row");
+      continue;
+    }
+    bool log_done = finished(m.state);
+    bool journal_done = cluster::is_terminal(row->state);
+    if (log_done && !journal_done)
+      adopt(self, id);
+    else if (!log_done && journal_done)
+      log_journal_end(self, id, *row, m);
+    else if (!log_done)
+      log_journal_progress(self, id, *row, m);
+  }
+  // Journaled moves the log does not have yet: their create again, for a while.
+  auto now = now_ms();
+  for (const auto& [id, row] : st.journal->entries()) {
+    if (row.state != move_state::queued || moves->count(id))
+      continue;
+    if (now - row.started_ms > create_wait_ms) {
+      journal_to(self, id, move_state::failed,
+                 "the metadata log did not take the move within " + std::to_string(create_wait_ms / 1000) + " s");
+      continue;
+    }
+    if (auto it = st.reconciling.find(id); it == st.reconciling.end() || now - it->second >= reconcile_retry_ms)
+      propose_create(self, id);
+  }
+  for (auto it = st.reconciling.begin(); it != st.reconciling.end();) {
+    const auto* row = row_of(self, it->first);
+    bool pending = row && row->state == move_state::queued && !moves->count(it->first);
+    bool open = moves->count(it->first) && !finished(moves->at(it->first).state);
+    it = pending || open ? std::next(it) : st.reconciling.erase(it);
+  }
+  start_queued(self);
+  // The controller's part: moves whose source is fenced.
+  auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
+  if (status.leader != me) {
+    st.orphans.clear();
+    return;
+  }
+  auto standing = st.owners->standing();
+  for (const auto& [id, m] : *moves)
+    if (m.from != me && !finished(m.state) && standing->fenced.count(m.from))
+      drive_orphan(self, id, m);
+  for (auto it = st.orphans.begin(); it != st.orphans.end();) {
+    auto m = moves->find(it->first);
+    bool keep = m != moves->end() && !finished(m->second.state) && standing->fenced.count(m->second.from);
+    it = keep || it->second.in_flight ? std::next(it) : st.orphans.erase(it);
+  }
+}
+
+}  // namespace moonmq::reassigner_detail

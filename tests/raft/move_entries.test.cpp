@@ -1,0 +1,173 @@
+// Moves in the metadata log (docs/cluster.md "Moves in the log"): every step
+// is a compare-and-set on the move's state in log order, the owner change a
+// step implies is in the same entry, and snapshots keep the moves.
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "core_fixture.hpp"
+#include "raft/ownership_state.hpp"
+
+using namespace moonmq::raft;
+using namespace moonmq::raft::testing;
+
+namespace {
+
+struct log_fixture {
+  ownership_state s;
+  uint64_t i = 0;
+  /// Applies `p` at the next index; true when it changed the image.
+  bool apply(entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return !s.refused(log_index{i});
+  }
+  static move_entry step(const std::string& move, const std::string& state, std::vector<std::string> expect,
+                         uint64_t expect_epoch = 0, int64_t end = -1) {
+    move_entry m;
+    m.id = move;
+    m.topic = "orders";
+    m.partition = 0;
+    m.from = id("b1");
+    m.to = id("b2");
+    m.state = state;
+    m.expect = std::move(expect);
+    m.expect_epoch = expect_epoch;
+    m.end = end;
+    return m;
+  }
+};
+
+const topic_partition tp{"orders", 0};
+
+}  // namespace
+
+TEST_CASE("a move is created only by its partition's owner, one unfinished move per partition", "[raft][metadata][move]") {
+  log_fixture f;
+  REQUIRE(f.apply(topic_entry{"orders", 2, id("b1"), "", false}));
+  auto by_other = log_fixture::step("m0", "queued", {});
+  by_other.from = id("b3");
+  by_other.to = id("b2");
+  CHECK_FALSE(f.apply(by_other));  // b3 does not own orders/0
+  CHECK(f.apply(log_fixture::step("m1", "queued", {})));
+  CHECK(f.s.active_move(tp) == std::optional<std::string>{"m1"});
+  CHECK_FALSE(f.apply(log_fixture::step("m2", "queued", {})));  // m1 is unfinished
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "queued", {})));  // the id exists
+  // A step from a state the move is not in, or one the log does not allow, changes nothing.
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "offsets", {"cutover"})));
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "done", {"queued"})));
+  CHECK(f.s.moves().at("m1").state == "queued");
+  CHECK(f.apply(log_fixture::step("m1", "cancelled", {"queued", "copying"})));
+  CHECK_FALSE(f.s.active_move(tp));
+  CHECK(f.apply(log_fixture::step("m2", "queued", {})));  // the partition is free again
+}
+
+TEST_CASE("the cutover step names the destination owner and a rollback names the source, in the same entry",
+          "[raft][metadata][move]") {
+  log_fixture f;
+  REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+  REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+  REQUIRE(f.apply(log_fixture::step("m1", "copying", {"queued"})));
+  CHECK(f.s.owner_of(tp) == id("b1"));
+  REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued", "copying"})));
+  CHECK(f.s.owner_of(tp) == id("b2"));
+  CHECK(f.s.epoch_of(tp) == 2);
+  CHECK(f.s.moves().at("m1").epoch == 2);
+  REQUIRE(f.apply(log_fixture::step("m1", "offsets", {"cutover"}, 0, 812)));
+  CHECK(f.s.moves().at("m1").end == 812);
+  // The destination confirms (its conditional owner entry bumps the epoch):
+  // a take-back conditional on the cutover's epoch is refused, so the
+  // partition never has two owners.
+  REQUIRE(f.apply(owner_entry{"orders", 0, id("b2"), 2}));
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "rolling_back", {"cutover", "offsets"}, 2)));
+  CHECK(f.s.owner_of(tp) == id("b2"));
+  CHECK(f.apply(log_fixture::step("m1", "done", {"cutover", "offsets"})));
+  CHECK(f.s.moves().at("m1").state == "done");
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "failed", {"done"})));  // finished is final
+}
+
+TEST_CASE("a cancel and the source's cutover race: whichever the log orders first wins", "[raft][metadata][move]") {
+  SECTION("the cancel first: the cutover is refused and the source keeps the partition") {
+    log_fixture f;
+    REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+    REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+    REQUIRE(f.apply(log_fixture::step("m1", "cancelled", {"queued", "copying"})));
+    CHECK_FALSE(f.apply(log_fixture::step("m1", "cutover", {"queued", "copying"})));
+    CHECK(f.s.owner_of(tp) == id("b1"));
+    CHECK(f.s.epoch_of(tp) == 1);
+  }
+  SECTION("the cutover first: the cancel is refused") {
+    log_fixture f;
+    REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+    REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+    REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued", "copying"})));
+    CHECK_FALSE(f.apply(log_fixture::step("m1", "cancelled", {"queued", "copying"})));
+    CHECK(f.s.owner_of(tp) == id("b2"));
+  }
+}
+
+TEST_CASE("a controller's verdict on a fenced source's move: failed past cutover gives the partition back "
+          "unless the destination confirmed",
+          "[raft][metadata][move]") {
+  log_fixture f;
+  REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+  REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+  REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued", "copying"})));
+  REQUIRE(f.apply(log_fixture::step("m1", "failed", {"cutover"}, 2)));
+  CHECK(f.s.owner_of(tp) == id("b1"));
+  CHECK(f.s.epoch_of(tp) == 3);
+  // The destination's late confirm at the cutover's epoch is refused.
+  CHECK_FALSE(f.apply(owner_entry{"orders", 0, id("b2"), 2}));
+  CHECK(f.s.owner_of(tp) == id("b1"));
+  // `done` needs the destination as owner.
+  REQUIRE(f.apply(log_fixture::step("m2", "queued", {})));
+  REQUIRE(f.apply(log_fixture::step("m2", "rolling_back", {"queued"})) == false);
+  REQUIRE(f.apply(log_fixture::step("m2", "cutover", {"queued"})));
+  REQUIRE(f.apply(owner_entry{"orders", 0, id("b1"), 0}));  // some later owner change
+  CHECK_FALSE(f.apply(log_fixture::step("m2", "done", {"cutover"})));
+}
+
+TEST_CASE("moves survive a snapshot and the wire; finished ones beyond the kept number go oldest first",
+          "[raft][metadata][move][wire]") {
+  log_fixture f;
+  REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+  REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+  REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued"})));
+  REQUIRE(f.apply(log_fixture::step("m1", "offsets", {"cutover"}, 0, 77)));
+  auto snap = f.s.to_snapshot();
+  auto parsed = snapshot_from_json(to_json(snap));
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == snap);
+  ownership_state copy;
+  copy.load(*parsed);
+  CHECK(copy == f.s);
+  CHECK(copy.moves().at("m1").end == 77);
+  // An older snapshot has no moves.
+  auto j = to_json(snap);
+  j.erase("moves");
+  REQUIRE(snapshot_from_json(j).ok());
+  CHECK(snapshot_from_json(j)->moves.empty());
+  // The entry's JSON round-trips; a malformed one is refused with the field named.
+  auto e = log_fixture::step("m9", "failed", {"cutover", "offsets"}, 4, 12);
+  e.error = "why";
+  auto wire = entry_from_json(to_json(log_entry{term{2}, log_index{5}, e}));
+  REQUIRE(wire.ok());
+  CHECK(std::get<move_entry>(wire->payload) == e);
+  auto bad = to_json(log_entry{term{2}, log_index{5}, e});
+  bad["state"] = "draining";  // the log's `cutover` covers the source's drain
+  CHECK_FALSE(entry_from_json(bad).ok());
+  bad = to_json(log_entry{term{2}, log_index{5}, e});
+  bad["to"] = "b1";
+  CHECK_FALSE(entry_from_json(bad).ok());
+  // Finished moves are pruned oldest first past the kept number.
+  log_fixture g;
+  REQUIRE(g.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+  for (std::size_t n = 0; n < ownership_state::max_finished_moves_kept + 3; ++n) {
+    auto name = "m" + std::to_string(n);
+    REQUIRE(g.apply(log_fixture::step(name, "queued", {})));
+    REQUIRE(g.apply(log_fixture::step(name, "cancelled", {"queued"})));
+  }
+  CHECK(g.s.moves().size() == ownership_state::max_finished_moves_kept);
+  CHECK_FALSE(g.s.moves().count("m0"));
+  CHECK(g.s.moves().count("m" + std::to_string(ownership_state::max_finished_moves_kept + 2)));
+}
