@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "actors/reassigner_impl.hpp"
 #include "config/dynamic.hpp"
@@ -209,21 +210,24 @@ void start_queued(self_ptr self) {
   auto& st = self->state;
   if (!st.journal)
     return;
-  std::vector<const cluster::move_entry*> queued;
+  // Copies, not pointers: begin_copy rewrites the journal.
+  std::vector<std::tuple<int64_t, std::string, uint64_t>> queued;  // started_ms, id, epoch
   auto logged = st.owners->moves();
-  for (const auto& [id, e] : st.journal->entries())
-    if (e.state == move_state::queued && !st.running.count(id) && logged->count(id))
-      queued.push_back(&e);
-  std::sort(queued.begin(), queued.end(), [](const auto* a, const auto* b) {
-    return std::tie(a->started_ms, a->move_id) < std::tie(b->started_ms, b->move_id);
-  });
-  for (const auto* e : queued) {
+  for (const auto& [id, e] : st.journal->entries()) {
+    // A move starts once the log has it, unfinished (a cancel through the
+    // log may have ended it; reconcile adopts that).
+    auto m = logged->find(id);
+    if (e.state == move_state::queued && !st.running.count(id) && m != logged->end()
+        && !raft::finished_move_state(m->second.state))
+      queued.emplace_back(e.started_ms, id, e.at.value);
+  }
+  std::sort(queued.begin(), queued.end());
+  for (const auto& [started, id, epoch] : queued) {
     if (static_cast<int>(st.running.size()) >= st.settings.max_concurrent)
       break;
-    auto id = e->move_id;
     auto& run = st.running[id];
     run.id = id;
-    run.controller = st.holders[e->at.value];
+    run.controller = st.holders[epoch];
     begin_copy(self, id);
   }
 }
@@ -347,9 +351,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
     },
     [self](cancel_atom, std::string& topic, int32_t partition) -> caf::result<std::string> {
       auto& st = self->state;
-      if (!st.journal)
-        return make_error(errc::not_ready, "move journal unavailable: " + st.open_error);
-      const auto* row = st.journal->active_for(cluster::topic_partition{topic, partition});
+      const auto* row = st.journal ? st.journal->active_for(cluster::topic_partition{topic, partition}) : nullptr;
       if (!row) {
         // Not this broker's move: cancelled in the metadata log, where its
         // source (or, for a fenced source, the controller) follows it.

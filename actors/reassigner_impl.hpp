@@ -172,6 +172,9 @@ void log_step_async(self_ptr self, const std::string& id, const std::string& sta
 /// create_wait_ms after the move was journaled, then the move fails.
 void propose_create(self_ptr self, const std::string& id);
 constexpr int64_t create_wait_ms = 30000;
+/// How long the Raft leader asks the destination of a fenced source's move
+/// in `offsets` to confirm, when Cluster.MoveConfirmTimeoutSeconds is 0.
+constexpr int64_t orphan_confirm_default_ms = 120000;
 /// After a step that waits for the log was answered `err`: true when that
 /// was a refusal the log explains — it has `target` already (an earlier try
 /// applied: `proceed` runs) or has ended the move (adopt() runs).

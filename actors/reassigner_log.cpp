@@ -80,13 +80,20 @@ void propose_create(self_ptr self, const std::string& id) {
     // Refused: another unfinished move of the partition is in the log, or
     // the log does not name this broker owner. A move this journal already
     // ended but whose end the log has not taken yet is waited for.
+    // So is a move into this broker past its cutover, whose source has yet
+    // to log its end.
     auto moves = st.owners->moves();
-    for (const auto& [other, m] : *moves)
-      if (other != id && m.tp == row->tp && !raft::finished_move_state(m.state))
-        if (const auto* mine = row_of(self, other); mine && cluster::is_terminal(mine->state)) {
-          logger()->info("move.create_waits move={} for={}", id, other);
-          return;
-        }
+    for (const auto& [other, m] : *moves) {
+      if (other == id || !(m.tp == row->tp) || raft::finished_move_state(m.state))
+        continue;
+      const auto* mine = row_of(self, other);
+      bool ended_here = mine && cluster::is_terminal(mine->state);
+      bool into_here = m.to == st.settings.broker_id && (m.state == "cutover" || m.state == "offsets");
+      if (ended_here || into_here) {
+        logger()->info("move.create_waits move={} for={}", id, other);
+        return;
+      }
+    }
     journal_to(self, id, move_state::failed,
                "the metadata log refused the move: " + row->tp.topic + "/" + std::to_string(row->tp.partition)
                  + " has an unfinished move, or its owner is not " + st.settings.broker_id);
@@ -160,6 +167,44 @@ void log_journal_progress(self_ptr self, const std::string& id, const cluster::m
       propose_once(self, id, step_payload(self, id, "offsets", {"cutover"}, {}, run->final_end), "journal offsets");
 }
 
+/// The destination's confirm (transport/move_routes.cpp `confirm`) when
+/// the Raft leader driving an orphaned move is its destination: fsync, check
+/// the log end is the sealed end E, take the partition by a conditional
+/// owner entry at the epoch it holds it at, unseal.
+void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
+  auto part = local_partition(self, m.tp);
+  auto [owner, epoch] = self->state.owners->owner_and_epoch(m.tp);
+  if (!part || owner != self->state.settings.broker_id)
+    return;
+  self->state.orphans[id].in_flight = true;
+  auto done = [self, id](const std::string& error) {
+    self->state.orphans[id].in_flight = false;
+    if (!error.empty())
+      logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, error);
+  };
+  auto tp = m.tp;
+  auto end = m.end;
+  auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
+  logger()->info("move.orphan_confirm move={} to={} log_end={}", id, self->state.settings.broker_id, end);
+  self->request(*part, local_timeout, copy_atom::value, std::string{}, true)
+    .then(
+      [self, id, tp, end, at, epoch = epoch, part = *part, done](int64_t log_end) {
+        if (log_end != end) {
+          done("log end is " + std::to_string(log_end) + ", the sealed end " + std::to_string(end));
+          return;
+        }
+        self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
+                      self->state.settings.broker_id, at, epoch)
+          .then(
+            [self, part, done](bool) {
+              self->request(part, local_timeout, seal_atom::value, false)
+                .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
+            },
+            [done](caf::error& e) { done(message_of(e)); });
+      },
+      [done](caf::error& e) { done(caf::to_string(e)); });
+}
+
 /// One decision for a move whose source is fenced, taken by the Raft leader
 /// from the state the log recorded (the table in docs/cluster.md).
 void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
@@ -217,10 +262,16 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   // log recorded. It confirms as it would for the source (fsync, check the
   // end, a conditional owner entry, unseal); a destination that cannot
   // within the confirm timeout gives the partition back.
-  auto limit = st.settings.confirm_timeout.count();
-  if (limit > 0 && now - o.first_seen_ms >= limit) {
+  // MoveConfirmTimeoutSeconds 0 (a source never takes back) still bounds
+  // the leader's wait for a source that is gone.
+  auto limit = st.settings.confirm_timeout.count() > 0 ? st.settings.confirm_timeout.count() : orphan_confirm_default_ms;
+  if (now - o.first_seen_ms >= limit) {
     give_back("the destination " + m.to + " did not confirm within " + std::to_string(limit / 1000)
               + " s of its source " + m.from + " being fenced");
+    return;
+  }
+  if (m.to == st.settings.broker_id) {
+    confirm_here(self, id, m);
     return;
   }
   auto peer = peer_of(self, m.to);
@@ -247,7 +298,7 @@ void reconcile(self_ptr self) {
     return;
   auto moves = st.owners->moves();
   const auto& me = st.settings.broker_id;
-  for (const auto& [id, m] : *moves) {
+  for (const auto& [id, m] : *moves) {  // `moves` is an immutable snapshot; rows are looked up afresh
     if (m.from != me)
       continue;
     const auto* row = row_of(self, id);
@@ -271,10 +322,12 @@ void reconcile(self_ptr self) {
   }
   // Journaled moves the log does not have yet: their create again, for a while.
   auto now = now_ms();
-  for (const auto& [id, row] : st.journal->entries()) {
-    if (row.state != move_state::queued || moves->count(id))
-      continue;
-    if (now - row.started_ms > create_wait_ms) {
+  std::vector<std::pair<std::string, int64_t>> unlogged;  // copies: journal writes below rewrite the rows
+  for (const auto& [id, row] : st.journal->entries())
+    if (row.state == move_state::queued && !moves->count(id))
+      unlogged.emplace_back(id, row.started_ms);
+  for (const auto& [id, started] : unlogged) {
+    if (now - started > create_wait_ms) {
       journal_to(self, id, move_state::failed,
                  "the metadata log did not take the move within " + std::to_string(create_wait_ms / 1000) + " s");
       continue;

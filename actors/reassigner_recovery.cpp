@@ -87,6 +87,9 @@ void rollback(self_ptr self, const std::string& id, const std::string& why) {
   // keeps the partition (the log then ends the move done).
   auto logged = logged_move(self, id);
   auto expect_epoch = row->owner_epoch != 0 ? static_cast<int64_t>(row->owner_epoch) : logged ? logged->epoch : 0;
+  // A cutover the log never took (its proposal failed): the source still
+  // owns the partition there, so the move ends before cutover instead.
+  bool before_cutover = logged && (logged->state == "queued" || logged->state == "copying");
   auto rolled_back = [self, id, tp, why] {
     auto* run = run_of(self, id);
     if (auto part = local_partition(self, tp))
@@ -101,8 +104,9 @@ void rollback(self_ptr self, const std::string& id, const std::string& why) {
     self->state.running.erase(id);
     start_queued(self);
   };
-  propose_step(self, step_payload(self, id, "rolling_back", {"cutover", "offsets"}, why, -1, expect_epoch),
-               [self, id, seq, why, rolled_back](const caf::error* e) {
+  auto step = before_cutover ? step_payload(self, id, "failed", {"queued", "copying"}, why)
+                             : step_payload(self, id, "rolling_back", {"cutover", "offsets"}, why, -1, expect_epoch);
+  propose_step(self, step, [self, id, seq, why, rolled_back](const caf::error* e) {
     auto* run = run_of(self, id);
     if (!run || run->seq != seq)
       return;

@@ -155,13 +155,22 @@ bool ownership_state::apply_move(const move_entry& m, log_index at) {
     if (m.expect_epoch != 0 && m.expect_epoch != epoch_of(tp))
       return false;
     bool past_cutover = rec.state == "cutover" || rec.state == "offsets";
-    // The owner change each step implies, in the same entry.
-    if (m.state == "done" && owner_of(tp) != std::optional{rec.to})
+    bool rollback = past_cutover && (m.state == "rolling_back" || m.state == "failed");
+    // The owner change each step implies, in the same entry. A cutover
+    // takes the partition from its source only; `done` needs the
+    // destination's confirm (its conditional owner entry bumped the epoch
+    // past the cutover's); a rollback must name the cutover's epoch, so
+    // that it can never apply over a confirm.
+    if (m.state == "cutover" && owner_of(tp) != std::optional{rec.from})
+      return false;
+    if (m.state == "done" && (owner_of(tp) != std::optional{rec.to} || epoch_of(tp) <= rec.epoch))
+      return false;
+    if (rollback && m.expect_epoch == 0)
       return false;
     if (m.state == "cutover") {
       set_owner(tp, rec.to);
       rec.epoch = epoch_of(tp);
-    } else if (past_cutover && (m.state == "rolling_back" || m.state == "failed")) {
+    } else if (rollback) {
       set_owner(tp, rec.from);
     }
     rec.state = m.state;

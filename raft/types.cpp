@@ -1,5 +1,6 @@
 #include "raft/types.hpp"
 
+#include <cctype>
 #include <limits>
 
 #include "raft/json_reader.hpp"
@@ -290,8 +291,8 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
   } else if (type == "move") {
     move_entry m;
     m.id = r.string("id");
-    if (r.ok() && !valid_node_id(m.id))
-      r.fail("id", "expected 1..64 characters of [A-Za-z0-9._-]");
+    if (r.ok() && !valid_move_id(m.id))
+      r.fail("id", "expected 1..128 characters of [A-Za-z0-9._-]");
     m.topic = r.topic("topic");
     m.partition = r.partition("partition");
     m.from = r.node("from", false);
@@ -552,6 +553,8 @@ result<snapshot> snapshot_from_json(const json& j) {
       for (const auto& row : *list) {
         detail::json_reader rm(row, "snapshot.moves[]");
         std::string id = rm.string("id");
+        if (rm.ok() && !valid_move_id(id))
+          rm.fail("id", "expected a move id");
         move_record m;
         m.topic = rm.topic("topic");
         m.partition = rm.partition("partition");
@@ -561,14 +564,21 @@ result<snapshot> snapshot_from_json(const json& j) {
         if (rm.ok() && !valid_move_state(m.state))
           rm.fail("state", "expected a move state");
         m.error = rm.string("error");
-        if (rm.ok() && row.is_object() && row.contains("end") && row["end"].is_number_integer())
-          m.end = row["end"].get<int64_t>() < 0 ? -1 : row["end"].get<int64_t>();
-        else if (rm.ok() && (!row.contains("end") || !row["end"].is_number_integer()))
-          rm.fail("end", "expected an integer");
+        if (rm.ok() && row.is_object() && row.contains("end") && row["end"].is_number_integer()
+            && row["end"].get<int64_t>() >= -1)
+          m.end = row["end"].get<int64_t>();
+        else if (rm.ok())
+          rm.fail("end", "expected an offset or -1");
         m.epoch = rm.u64("epoch");
         m.updated_at = log_index{rm.u64("updated_at")};
+        if (rm.ok() && m.from == m.to)
+          rm.fail("to", "a move's destination differs from its source");
         if (!rm.ok())
           return rm.err();
+        if (!finished_move_state(m.state))
+          for (const auto& [other, o] : s.moves)
+            if (!finished_move_state(o.state) && o.topic == m.topic && o.partition == m.partition)
+              return error{errc::malformed, "snapshot.moves: two unfinished moves of one partition", {}, 0};
         if (!s.moves.emplace(std::move(id), std::move(m)).second)
           return error{errc::malformed, "snapshot.moves: duplicate move id", {}, 0};
       }
@@ -608,6 +618,15 @@ bool valid_move_state(const std::string& s) {
     if (s == name)
       return true;
   return false;
+}
+
+bool valid_move_id(const std::string& id) {
+  if (id.empty() || id.size() > 128)
+    return false;
+  for (unsigned char ch : id)
+    if (!std::isalnum(ch) && ch != '.' && ch != '_' && ch != '-')
+      return false;
+  return true;
 }
 
 bool finished_move_state(const std::string& s) { return s == "done" || s == "failed" || s == "cancelled"; }

@@ -186,6 +186,9 @@ struct broker_entry {
 /// log"): the source's journal states without `draining`, which the log's
 /// `cutover` covers.
 bool valid_move_state(const std::string& s);
+/// True when `id` is a valid move id: 1..128 characters of [A-Za-z0-9._-]
+/// (a broker id, "-" and a number).
+bool valid_move_id(const std::string& id);
 /// True for done, failed and cancelled.
 bool finished_move_state(const std::string& s);
 

@@ -55,7 +55,7 @@ TEST_CASE("a move is created only by its partition's owner, one unfinished move 
   CHECK_FALSE(f.apply(log_fixture::step("m1", "queued", {})));  // the id exists
   // A step from a state the move is not in, or one the log does not allow, changes nothing.
   CHECK_FALSE(f.apply(log_fixture::step("m1", "offsets", {"cutover"})));
-  CHECK_FALSE(f.apply(log_fixture::step("m1", "done", {"queued"})));
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "offsets", {"queued"})));  // queued → offsets is not a step
   CHECK(f.s.moves().at("m1").state == "queued");
   CHECK(f.apply(log_fixture::step("m1", "cancelled", {"queued", "copying"})));
   CHECK_FALSE(f.s.active_move(tp));
@@ -168,6 +168,57 @@ TEST_CASE("moves survive a snapshot and the wire; finished ones beyond the kept 
     REQUIRE(g.apply(log_fixture::step(name, "cancelled", {"queued"})));
   }
   CHECK(g.s.moves().size() == ownership_state::max_finished_moves_kept);
-  CHECK_FALSE(g.s.moves().count("m0"));
+  // By the entry that finished them, not by id: m0..m2 went, m10 (which
+  // sorts before m3) stays.
+  for (auto gone : {"m0", "m1", "m2"})
+    CHECK_FALSE(g.s.moves().count(gone));
+  CHECK(g.s.moves().count("m3"));
+  CHECK(g.s.moves().count("m10"));
   CHECK(g.s.moves().count("m" + std::to_string(ownership_state::max_finished_moves_kept + 2)));
+  // A snapshot with two unfinished moves of one partition, a move onto its
+  // own source or without an end is refused.
+  auto two = to_json(snap);
+  auto row = two["moves"][0];
+  row["id"] = "m2";
+  two["moves"].push_back(row);
+  CHECK_FALSE(snapshot_from_json(two).ok());
+  auto self_move = to_json(snap);
+  self_move["moves"][0]["to"] = "b1";
+  CHECK_FALSE(snapshot_from_json(self_move).ok());
+  auto no_end = to_json(snap);
+  no_end["moves"][0].erase("end");
+  CHECK_FALSE(snapshot_from_json(no_end).ok());
+}
+
+TEST_CASE("done needs the destination's confirm, a rollback names the cutover's epoch, and a cutover takes the "
+          "partition from its source only",
+          "[raft][metadata][move]") {
+  log_fixture f;
+  REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+  REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+  REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued", "copying"})));
+  // Not confirmed yet (the epoch is still the cutover's): no done, which
+  // would leave the destination a sealed owner nothing unseals.
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "done", {"cutover", "offsets"})));
+  // A rollback without the cutover's epoch could apply over a confirm.
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "rolling_back", {"cutover", "offsets"})));
+  CHECK_FALSE(f.apply(log_fixture::step("m1", "failed", {"cutover"})));
+  CHECK(f.s.owner_of(tp) == id("b2"));
+  REQUIRE(f.apply(log_fixture::step("m1", "rolling_back", {"cutover", "offsets"}, 2)));
+  CHECK(f.s.owner_of(tp) == id("b1"));
+  REQUIRE(f.apply(log_fixture::step("m1", "failed", {"rolling_back"})));
+  // An owner change between the create and the cutover (nobody's move):
+  // the cutover no longer takes the partition from its source.
+  REQUIRE(f.apply(log_fixture::step("m2", "queued", {})));
+  REQUIRE(f.apply(owner_entry{"orders", 0, id("b3"), 0}));
+  CHECK_FALSE(f.apply(log_fixture::step("m2", "cutover", {"queued", "copying"})));
+  CHECK(f.s.owner_of(tp) == id("b3"));
+  // A source whose cutover never applied ends its move before cutover.
+  log_fixture g;
+  REQUIRE(g.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+  REQUIRE(g.apply(log_fixture::step("m1", "queued", {})));
+  CHECK_FALSE(g.apply(log_fixture::step("m1", "rolling_back", {"cutover", "offsets"}, 1)));
+  CHECK(g.apply(log_fixture::step("m1", "failed", {"queued", "copying"})));
+  CHECK(g.s.owner_of(tp) == id("b1"));
+  CHECK(g.s.epoch_of(tp) == 1);
 }
