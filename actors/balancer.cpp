@@ -479,6 +479,10 @@ json status_json(self_ptr self) {
   j["settings"] = config::effective_balancer_settings(
     cfg, config::throttle_with(st.settings.throttle_bytes_per_sec, json::parse(st.applied_settings, nullptr, false)));
   j["settings_source"] = st.settings.image ? "metadata log over configuration" : "configuration";
+  // What the metadata log holds, as patched (cluster defaults such as
+  // NumPartitions included); {} before any change.
+  if (st.settings.image)
+    j["dynamic"] = json::parse(*st.settings.image->balancer(), nullptr, false);
   if (st.goals) {
     json names = json::array();
     for (const auto& g : st.goals->current().goals)

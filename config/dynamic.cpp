@@ -88,7 +88,7 @@ std::string check_balancer_patch(const json& patch) {
     const auto& v = it.value();
     if (v.is_null() && (key == "Enabled" || key == "DryRun" || key == "IntervalSeconds" || key == "MaxActionsPerDetect"
                         || key == "ExcludedTopics" || key == "ExcludedBrokers" || key == "MoveThrottleBytesPerSec"
-                        || key == "Goals"))
+                        || key == "Goals" || key == "NumPartitions"))
       continue;
     std::string why;
     if (key == "Enabled" || key == "DryRun")
@@ -103,10 +103,12 @@ std::string check_balancer_patch(const json& patch) {
       why = check_names(v, key);
     else if (key == "Goals")
       why = check_goals(v);
+    else if (key == "NumPartitions")
+      why = check_int(v, key, 1, max_num_partitions);
     else
       why = "unknown setting " + key
             + " (Enabled, DryRun, IntervalSeconds, MaxActionsPerDetect, ExcludedTopics, ExcludedBrokers, "
-              "MoveThrottleBytesPerSec, Goals)";
+              "MoveThrottleBytesPerSec, Goals, NumPartitions)";
     if (!why.empty())
       return why;
   }
@@ -148,6 +150,14 @@ autobalance_config apply_balancer_settings(autobalance_config c, const json& s) 
         g.capacity_threshold = o["CapacityThreshold"].get<double>();
     }
   return c;
+}
+
+int32_t num_partitions_with(int32_t configured, const json& settings) {
+  if (settings.is_object())
+    if (auto it = settings.find("NumPartitions"); it != settings.end() && it->is_number_integer()
+                                                   && it->get<int64_t>() >= 1 && it->get<int64_t>() <= max_num_partitions)
+      return static_cast<int32_t>(it->get<int64_t>());
+  return configured;
 }
 
 int64_t throttle_with(int64_t configured, const json& s) {

@@ -7,6 +7,7 @@
 // JSON object, every key optional, named as the configuration keys are:
 //   {"Enabled":true,"DryRun":false,"IntervalSeconds":30,"MaxActionsPerDetect":50,
 //    "ExcludedTopics":["audit"],"ExcludedBrokers":["b3"],"MoveThrottleBytesPerSec":0,
+//    "NumPartitions":3,
 //    "Goals":{"NW_IN":{"Enabled":false},"DISK":{"AvgDeviation":0.2}}}
 // A null value in a patch removes the key (the configured value applies again).
 // "Goals" is replaced whole by a patch that names it; each goal in it
@@ -21,6 +22,10 @@
 
 namespace moonmq::config {
 
+/// The largest NumPartitions, here and in Cluster.NumPartitions
+/// (dataplane::max_partitions, the largest topic).
+constexpr int max_num_partitions = 100000;
+
 /// The ranges of a goal's settings, here and in Autobalance.Goals.
 constexpr double goal_avg_deviation_max = 10.0;
 constexpr int goal_priority_bound = 1000000;
@@ -28,6 +33,7 @@ constexpr int goal_priority_bound = 1000000;
 /// Checks a patch: an object whose keys are the ones above with values of
 /// their types (booleans; IntervalSeconds 1..86400; MaxActionsPerDetect
 /// 0..100000; arrays of strings of at most 10,000 names; a throttle >= 0;
+/// NumPartitions 1..max_num_partitions;
 /// Goals: goal name -> {Enabled bool, AvgDeviation 0..10, DetectThreshold
 /// >= 0, Priority integer within +-1e6, CapacityThreshold 0..1}) or null.
 /// "" when valid, else why (naming the key).
@@ -40,6 +46,11 @@ autobalance_config apply_balancer_settings(autobalance_config base, const nlohma
 /// The move throttle in bytes per second: `settings`' MoveThrottleBytesPerSec
 /// when present, else `configured`.
 int64_t throttle_with(int64_t configured, const nlohmann::json& settings);
+
+/// The partition count of a topic created without one: `settings`'
+/// NumPartitions (Kafka's num.partitions, a cluster default kept with the
+/// dynamic settings) when present, else `configured` (Cluster.NumPartitions).
+int32_t num_partitions_with(int32_t configured, const nlohmann::json& settings);
 
 /// The effective settings as the JSON object above (every key present), for
 /// GET /admin/balancer and the PATCH answer.

@@ -246,6 +246,7 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get_int("BatchBytes", c.batch_bytes, 1024, 1LL << 30);
   r.get_int("MoveThrottleBytesPerSec", c.move_throttle_bytes_per_sec, 0, 1LL << 40);
   r.get_int("MaxConcurrentMoves", c.max_concurrent_moves, 1, 64);
+  r.get_int("NumPartitions", c.num_partitions, 1, max_num_partitions);
   r.get_int("MoveConfirmTimeoutSeconds", c.move_confirm_timeout_seconds, 0, 86400);
   read_peers(r, c);
   reader tls = r.child("Tls");

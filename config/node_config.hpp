@@ -67,6 +67,11 @@ struct cluster_config : listener_config {
   /// `offsets` for its destination to confirm before the source takes the
   /// partition back (docs/metadata.md "Owner epochs"); 0 = for ever.
   int move_confirm_timeout_seconds = 120;
+  /// Cluster.NumPartitions: the partition count of a topic created without
+  /// one (Kafka's num.partitions: auto-creation, CreateTopics with -1, POST
+  /// /v1/topics without "partitions"); the metadata log's NumPartitions,
+  /// set with PATCH /admin/balancer, overrides it cluster-wide.
+  int num_partitions = 1;
   std::vector<peer_config> peers;
   tls_config tls;
   raft_config raft;

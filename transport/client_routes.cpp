@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/dynamic.hpp"
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "actors/session_probe.hpp"
@@ -425,7 +426,11 @@ void create_topic(const client_context& ctx, http_request& req, const responder&
     respond(http_response::error(400, "invalid_request", "body must be {\"name\":...,\"partitions\":...}"));
     return;
   }
-  auto partitions = partition_count(body, "partitions", 1, respond);
+  // Kafka's num.partitions for a create without a count.
+  auto fallback = ctx.owners ? config::num_partitions_with(ctx.default_partitions,
+                                                           json::parse(*ctx.owners->balancer(), nullptr, false))
+                             : ctx.default_partitions;
+  auto partitions = partition_count(body, "partitions", fallback, respond);
   if (!partitions)
     return;
   std::string config = body.contains("config") && !body["config"].is_null() ? body["config"].dump() : "";

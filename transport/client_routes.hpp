@@ -43,6 +43,9 @@ struct client_context {
   std::chrono::milliseconds timeout{10000};
   /// Largest fetch answer in bytes (whole batches; at least one batch).
   int32_t max_fetch_bytes = 4 * 1024 * 1024;
+  /// Partitions of a topic created without "partitions" (Cluster.NumPartitions;
+  /// the metadata log's NumPartitions overrides it).
+  int32_t default_partitions = 1;
   /// In a cluster: this broker's id, the ownership table's view and the
   /// other brokers (the peer directory: configured and registered ones; its
   /// client_address is named in 421 answers, its cluster listener takes

@@ -14,6 +14,7 @@
 #include "actors/errors.hpp"
 #include "cluster/group_placement.hpp"
 #include "cluster/partition_map.hpp"
+#include "config/dynamic.hpp"
 #include "dataplane/topic_name.hpp"
 #include "kafka/produce_validation.hpp"
 #include "transport/http_client.hpp"
@@ -21,6 +22,18 @@
 #include "util/logging.hpp"
 
 namespace moonmq::transport {
+namespace {
+
+/// Kafka's num.partitions: the metadata log's NumPartitions (PATCH
+/// /admin/balancer) when set, else Cluster.NumPartitions.
+int32_t num_partitions(const kafka_context& ctx) {
+  if (!ctx.owners)
+    return ctx.default_partitions;
+  return config::num_partitions_with(ctx.default_partitions, nlohmann::json::parse(*ctx.owners->balancer(), nullptr, false));
+}
+
+}  // namespace
+
 namespace {
 
 using std::chrono::milliseconds;
@@ -337,7 +350,7 @@ void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
   });
   for (const auto& name : missing)
     create_topic(
-      *ctx, name, ctx->default_partitions,
+      *ctx, name, num_partitions(*ctx),
       [g, name](bool&) {
         log::get("transport")->info("kafka.topic_auto_created topic={}", name);
         g->one();
@@ -354,7 +367,7 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     const auto& t = req.topics[i];
     auto& r = resp->topics[i];
     r.name = t.name;
-    auto n = t.num_partitions == -1 ? ctx->default_partitions : t.num_partitions;
+    auto n = t.num_partitions == -1 ? num_partitions(*ctx) : t.num_partitions;
     if (auto why = dataplane::check_topic_name(t.name); !why.empty()) {
       r.error_code = ec::invalid_topic_exception;
       r.error_message = why;
@@ -375,7 +388,7 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     done(std::move(*resp), errors);
   });
   for (auto i : todo) {
-    auto n = req.topics[i].num_partitions == -1 ? ctx->default_partitions : req.topics[i].num_partitions;
+    auto n = req.topics[i].num_partitions == -1 ? num_partitions(*ctx) : req.topics[i].num_partitions;
     create_topic(
       *ctx, req.topics[i].name, n,
       [g, resp, i](bool& created) {

@@ -77,3 +77,18 @@ TEST_CASE("dynamic goal settings are checked with the configuration's ranges and
   CHECK(shown["PARTITION_COUNT"] == json::parse(R"({"AvgDeviation":0.3})"));
   CHECK(shown["DISK"] == json::parse(R"({"Enabled":false})"));
 }
+
+TEST_CASE("NumPartitions is Kafka's num.partitions: checked, and the log's value overrides the configured one",
+          "[config][dynamic]") {
+  CHECK(check_balancer_patch(json::parse(R"({"NumPartitions":3})")) == "");
+  CHECK(check_balancer_patch(json::parse(R"({"NumPartitions":null})")) == "");
+  for (const char* bad : {R"({"NumPartitions":0})", R"({"NumPartitions":100001})", R"({"NumPartitions":"3"})",
+                          R"({"NumPartitions":2.5})"}) {
+    INFO(bad);
+    CHECK(check_balancer_patch(json::parse(bad)).find("NumPartitions") != std::string::npos);
+  }
+  CHECK(num_partitions_with(2, json::parse(R"({"NumPartitions":6})")) == 6);
+  CHECK(num_partitions_with(2, json::parse(R"({"DryRun":true})")) == 2);
+  CHECK(num_partitions_with(2, json::parse(R"({})")) == 2);
+  CHECK(num_partitions_with(5, json(nullptr)) == 5);
+}

@@ -267,3 +267,17 @@ TEST_CASE("a peer's KafkaAddress is read and must be host:port", "[config]") {
                        "t.json");
   CHECK(has_error_naming(bad, "Server.Cluster.Peers[0].KafkaAddress: expected host:port"));
 }
+
+TEST_CASE("Cluster.NumPartitions defaults to 1 and is bounded like a topic's count", "[config]") {
+  auto ok = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "NumPartitions": 6}}})", "t.json");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.cluster->num_partitions == 6);
+  auto plain = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(plain.ok());
+  CHECK(plain.config.cluster->num_partitions == 1);
+  for (const char* bad : {R"({"Server": {"Cluster": {"BrokerId": "b1", "NumPartitions": 0}}})",
+                          R"({"Server": {"Cluster": {"BrokerId": "b1", "NumPartitions": 100001}}})"}) {
+    auto r = load_text(bad, "t.json");
+    CHECK(has_error_naming(r, "Server.Cluster.NumPartitions"));
+  }
+}

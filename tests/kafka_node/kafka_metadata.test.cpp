@@ -170,3 +170,78 @@ TEST_CASE("kafka listener with the metadata log: a topic created through Kafka s
     CHECK(parse_offsets(again).empty());
   }
 }
+
+TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster default that changes at runtime "
+          "through the metadata log",
+          "[kafka_cluster][metadata]") {
+  // Cluster.NumPartitions is Kafka's num.partitions; the metadata log's
+  // NumPartitions (PATCH /admin/balancer on any broker) overrides it on
+  // every broker, for auto-creation, CreateTopics with -1 and an HTTP create
+  // without a count; null gives the configured value back.
+  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
+                                      "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100",
+                                      "Cluster.NumPartitions=2"});
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  REQUIRE(raft_leader(c));
+  auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
+  // The partition count of `topic` as broker i lists it (-1 when absent).
+  auto count_on = [&](size_t i, const std::string& topic) {
+    auto topics = call(c.client(i), "GET", "/v1/topics").body;
+    if (topics.is_object() && topics.contains("topics"))
+      topics = topics["topics"];
+    if (topics.is_array())
+      for (const auto& t : topics)
+        if (t.value("name", "") == topic)
+          return t.value("partitions", -1);
+    return -1;
+  };
+  auto auto_create = [&](size_t via, const std::string& topic) {
+    auto [rc, text] = sh("echo v | timeout 30 kcat -b " + addr(via) + " -P -t " + topic
+                         + " -X allow.auto.create.topics=true -X message.timeout.ms=20000 2>&1");
+    INFO("produce through " << c.id(via) << ": " << text);
+    REQUIRE(rc == 0);
+  };
+  auto http_create = [&](size_t via, const std::string& topic) {
+    auto a = call(c.client(via), "POST", "/v1/topics", json{{"name", topic}}.dump());
+    INFO(a.raw);
+    REQUIRE(a.status == 201);
+    return a.body.value("partitions", -1);
+  };
+
+  auto_create(0, "np2");
+  CHECK(http_create(1, "hp2") == 2);
+  auto patch = call(c.admin(1), "PATCH", "/admin/balancer", json{{"NumPartitions", 4}}.dump());
+  INFO(patch.raw);
+  REQUIRE(patch.status == 200);
+  auto bad = call(c.admin(1), "PATCH", "/admin/balancer", json{{"NumPartitions", 0}}.dump());
+  CHECK(bad.status == 400);
+  // Every broker applies the entry before it answers a later create.
+  REQUIRE(wait_until([&] {
+    for (size_t i = 0; i < 3; ++i) {
+      auto s = call(c.admin(i), "GET", "/admin/balancer").body;
+      if (!s.is_object() || s["dynamic"].value("NumPartitions", 0) != 4)
+        return false;
+    }
+    return true;
+  }, 10s));
+  auto_create(2, "np4");
+  CHECK(http_create(0, "hp4") == 4);
+  auto unset = call(c.admin(2), "PATCH", "/admin/balancer", json{{"NumPartitions", nullptr}}.dump());
+  REQUIRE(unset.status == 200);
+  REQUIRE(wait_until([&] {
+    auto s = call(c.admin(1), "GET", "/admin/balancer").body;
+    return s.is_object() && s.contains("dynamic") && !s["dynamic"].contains("NumPartitions");
+  }, 10s));
+  CHECK(http_create(1, "hp2b") == 2);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(count_on(i, "np2") == 2);
+    CHECK(count_on(i, "hp2") == 2);
+    CHECK(count_on(i, "np4") == 4);
+    CHECK(count_on(i, "hp4") == 4);
+    CHECK(count_on(i, "hp2b") == 2);
+  }
+}

@@ -325,6 +325,7 @@ int run(const config::load_result& loaded) {
   if (cfg.cluster) {
     cactx.owners = owners;
     cctx.owners = owners;
+    cctx.default_partitions = cfg.cluster->num_partitions;
     cactx.probe_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                                               std::chrono::seconds(2));
     auto peer_client = [&io, peer_tls, timeout = cfg.cluster->peer_timeout_seconds](
@@ -512,6 +513,7 @@ int run(const config::load_result& loaded) {
     kx->groups = groups;
     kx->catalog = view;
     kx->owners = cctx.owners;
+    kx->default_partitions = cctx.default_partitions;
     kx->metadata = cctx.metadata;
     kx->raft = cactx.raft;
     kx->broker_id = cfg.broker_id();
