@@ -481,8 +481,10 @@ json status_json(self_ptr self) {
   j["settings_source"] = st.settings.image ? "metadata log over configuration" : "configuration";
   // What the metadata log holds, as patched (cluster defaults such as
   // NumPartitions included); {} before any change.
-  if (st.settings.image)
-    j["dynamic"] = json::parse(*st.settings.image->balancer(), nullptr, false);
+  if (st.settings.image) {
+    auto dynamic = json::parse(*st.settings.image->balancer(), nullptr, false);
+    j["dynamic"] = dynamic.is_object() ? dynamic : json::object();
+  }
   if (st.goals) {
     json names = json::array();
     for (const auto& g : st.goals->current().goals)

@@ -22,9 +22,10 @@
 
 namespace moonmq::config {
 
-/// The largest NumPartitions, here and in Cluster.NumPartitions
-/// (dataplane::max_partitions, the largest topic).
-constexpr int max_num_partitions = 100000;
+/// The largest NumPartitions, here and in Cluster.NumPartitions: the
+/// largest topic a create accepts (dataplane::max_partitions; checked equal
+/// where both are in scope, transport/kafka_handlers.cpp).
+constexpr int max_num_partitions = 10000;
 
 /// The ranges of a goal's settings, here and in Autobalance.Goals.
 constexpr double goal_avg_deviation_max = 10.0;

@@ -26,6 +26,9 @@ namespace {
 
 /// Kafka's num.partitions: the metadata log's NumPartitions (PATCH
 /// /admin/balancer) when set, else Cluster.NumPartitions.
+static_assert(config::max_num_partitions == dataplane::max_partitions,
+              "NumPartitions is bounded by the largest topic a create accepts");
+
 int32_t num_partitions(const kafka_context& ctx) {
   if (!ctx.owners)
     return ctx.default_partitions;
@@ -355,7 +358,10 @@ void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
         log::get("transport")->info("kafka.topic_auto_created topic={}", name);
         g->one();
       },
-      [g](const caf::error&) { g->one(); });
+      [g, name](const caf::error& e) {
+        log::get("transport")->warn("kafka.topic_auto_create_failed topic={} error=\"{}\"", name, message_of(e));
+        g->one();
+      });
 }
 
 void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topics_request req, kafka_done done) {
@@ -363,11 +369,14 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
   resp->topics.resize(req.topics.size());
   std::vector<size_t> todo;
   auto topics = ctx->catalog->get();
+  // num.partitions read once: every entry of the request is checked and
+  // created with the same default.
+  auto fallback = num_partitions(*ctx);
   for (size_t i = 0; i < req.topics.size(); ++i) {
     const auto& t = req.topics[i];
     auto& r = resp->topics[i];
     r.name = t.name;
-    auto n = t.num_partitions == -1 ? num_partitions(*ctx) : t.num_partitions;
+    auto n = t.num_partitions == -1 ? fallback : t.num_partitions;
     if (auto why = dataplane::check_topic_name(t.name); !why.empty()) {
       r.error_code = ec::invalid_topic_exception;
       r.error_message = why;
@@ -388,7 +397,7 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     done(std::move(*resp), errors);
   });
   for (auto i : todo) {
-    auto n = req.topics[i].num_partitions == -1 ? num_partitions(*ctx) : req.topics[i].num_partitions;
+    auto n = req.topics[i].num_partitions == -1 ? fallback : req.topics[i].num_partitions;
     create_topic(
       *ctx, req.topics[i].name, n,
       [g, resp, i](bool& created) {

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -216,24 +217,43 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
   auto patch = call(c.admin(1), "PATCH", "/admin/balancer", json{{"NumPartitions", 4}}.dump());
   INFO(patch.raw);
   REQUIRE(patch.status == 200);
-  auto bad = call(c.admin(1), "PATCH", "/admin/balancer", json{{"NumPartitions", 0}}.dump());
-  CHECK(bad.status == 400);
+  for (int bad_count : {0, 10001}) {  // a create's bounds
+    auto bad = call(c.admin(1), "PATCH", "/admin/balancer", json{{"NumPartitions", bad_count}}.dump());
+    CHECK(bad.status == 400);
+  }
   // Every broker applies the entry before it answers a later create.
   REQUIRE(wait_until([&] {
     for (size_t i = 0; i < 3; ++i) {
       auto s = call(c.admin(i), "GET", "/admin/balancer").body;
-      if (!s.is_object() || s["dynamic"].value("NumPartitions", 0) != 4)
+      if (!s.is_object() || !s.contains("dynamic") || !s["dynamic"].is_object()
+          || s["dynamic"].value("NumPartitions", 0) != 4)
         return false;
     }
     return true;
   }, 10s));
   auto_create(2, "np4");
   CHECK(http_create(0, "hp4") == 4);
+  {
+    // CreateTopics with num_partitions -1: kafkajs's admin client sends -1
+    // when no count is given (kafkajs 2.2.4 from scripts/install-deps.sh).
+    const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
+    const char* home = std::getenv("HOME");
+    std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
+                          + "/node_modules";
+    auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'np',brokers:['"
+                  + addr(1) + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();"
+                  "await a.createTopics({topics:[{topic:'kj4'}]});await a.disconnect();})()"
+                  ".then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
+    auto [rc, out] = sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+    INFO("kafkajs createTopics: " << out);
+    CHECK(rc == 0);
+  }
   auto unset = call(c.admin(2), "PATCH", "/admin/balancer", json{{"NumPartitions", nullptr}}.dump());
   REQUIRE(unset.status == 200);
   REQUIRE(wait_until([&] {
     auto s = call(c.admin(1), "GET", "/admin/balancer").body;
-    return s.is_object() && s.contains("dynamic") && !s["dynamic"].contains("NumPartitions");
+    return s.is_object() && s.contains("dynamic") && s["dynamic"].is_object()
+           && !s["dynamic"].contains("NumPartitions");
   }, 10s));
   CHECK(http_create(1, "hp2b") == 2);
   for (size_t i = 0; i < 3; ++i) {
@@ -242,6 +262,7 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
     CHECK(count_on(i, "hp2") == 2);
     CHECK(count_on(i, "np4") == 4);
     CHECK(count_on(i, "hp4") == 4);
+    CHECK(count_on(i, "kj4") == 4);
     CHECK(count_on(i, "hp2b") == 2);
   }
 }
