@@ -39,6 +39,7 @@ using step_atom = caf::atom_constant<caf::atom("step")>;      ///< a move's next
 using plan_atom = caf::atom_constant<caf::atom("plan")>;      ///< compute a balance plan now
 using raft_atom = caf::atom_constant<caf::atom("raft")>;      ///< a received Raft wire message
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;    ///< create or grow a local copy the metadata log names
+using delete_atom = caf::atom_constant<caf::atom("delete")>;  ///< delete a topic (cluster-wide, or a local copy)
 using config_atom = caf::atom_constant<caf::atom("config")>;  ///< change the dynamic balancer settings
 using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a Raft log entry
 using broker_atom = caf::atom_constant<caf::atom("broker")>;  ///< read or change a broker's standing (drain, remove)

@@ -51,6 +51,7 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
     auto& t = init.topics[name];
     t.name = name;
     t.config = entry.config;
+    t.created_at = entry.created_at;
     spawn_partitions(self, t, 0, entry.partitions);
   }
   publish(self);
@@ -96,7 +97,7 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
         return invalid("count must be larger than the current " + std::to_string(have) + " partitions");
       if (count > dataplane::max_partitions)
         return invalid("count must be at most " + std::to_string(dataplane::max_partitions));
-      st.catalog->put({name, count, it->second.config});
+      st.catalog->put({name, count, it->second.config, it->second.created_at});
       if (auto why = st.catalog->save(); !why.empty())
         return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
       spawn_partitions(self, it->second, have, count);
@@ -104,15 +105,30 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       log::get("broker")->info("topic.grown topic={} partitions={}", name, count);
       return count;
     },
-    [self](adopt_atom, std::string& name, int32_t partitions, std::string& config_json) -> caf::result<int32_t> {
+    [self](adopt_atom, std::string& name, int32_t partitions, std::string& config_json,
+           int64_t created_at) -> caf::result<int32_t> {
       auto& st = self->state;
       if (auto why = dataplane::check_topic_name(name); !why.empty())
         return invalid(why);
       if (partitions < 1 || partitions > dataplane::max_partitions)
         return invalid("partitions must be between 1 and " + std::to_string(dataplane::max_partitions));
       auto it = st.topics.find(name);
-      if (it != st.topics.end() && static_cast<int32_t>(it->second.partitions.size()) >= partitions)
+      if (it != st.topics.end() && it->second.created_at != 0 && created_at != 0 && it->second.created_at != created_at)
+        return make_coded_error(409, "topic_recreated",
+                                "the local copy of " + name + " belongs to the topic created at log index "
+                                  + std::to_string(it->second.created_at) + ", not " + std::to_string(created_at));
+      if (it != st.topics.end() && static_cast<int32_t>(it->second.partitions.size()) >= partitions) {
+        if (it->second.created_at == 0 && created_at != 0) {  // stamped once, on the first adopt that knows it
+          auto entry = *st.catalog->find(name);
+          entry.created_at = created_at;
+          st.catalog->put(entry);
+          if (auto why = st.catalog->save(); !why.empty())
+            return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
+          it->second.created_at = created_at;
+          publish(self);
+        }
         return static_cast<int32_t>(it->second.partitions.size());
+      }
       dataplane::topic_config cfg;
       if (it != st.topics.end())
         cfg = it->second.config;
@@ -122,17 +138,60 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
                                     why);
           cfg = {};
         }
-      st.catalog->put({name, partitions, cfg});
+      st.catalog->put({name, partitions, cfg, created_at});
       if (auto why = st.catalog->save(); !why.empty())
         return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
       auto& t = st.topics[name];
       auto have = static_cast<int32_t>(t.partitions.size());
       t.name = name;
       t.config = cfg;
+      t.created_at = created_at;
       spawn_partitions(self, t, have, partitions);
       publish(self);
       log::get("broker")->info("topic.adopted topic={} partitions={} had={}", name, partitions, have);
       return partitions;
+    },
+    [self](delete_atom, std::string& name, int64_t created_at) -> caf::result<bool> {
+      auto& st = self->state;
+      auto it = st.topics.find(name);
+      if (it == st.topics.end() || (created_at != -1 && it->second.created_at != created_at))
+        return false;
+      auto handles = std::move(it->second.partitions);
+      st.topics.erase(it);
+      publish(self);  // no request path reaches the copy from here on
+      auto rp = self->make_response_promise<bool>();
+      auto left = std::make_shared<size_t>(handles.size());
+      auto failed = std::make_shared<std::string>();
+      auto finish = [self, rp, name, failed]() mutable {
+        self->state.catalog->erase(name);
+        if (auto why = self->state.catalog->save(); !why.empty() && failed->empty())
+          *failed = "cannot save the topic catalogue: " + why;
+        if (!failed->empty()) {
+          log::get("broker")->error("topic.delete_failed topic={} error=\"{}\"", name, *failed);
+          rp.deliver(make_error(errc::storage_error, *failed));
+          return;
+        }
+        log::get("broker")->info("topic.deleted topic={}", name);
+        rp.deliver(true);
+      };
+      if (handles.empty()) {
+        finish();
+        return rp;
+      }
+      // Awaited: the broker takes no other message (an adopt of the same
+      // name above all) until every partition has removed its directory.
+      for (auto& p : handles) {
+        self->unlink_from(p);
+        self->request(p, std::chrono::seconds(60), delete_atom::value)
+          .await([left, finish](bool) mutable { if (--*left == 0) finish(); },
+                 [left, finish, failed](caf::error& e) mutable {
+                   if (failed->empty())
+                     *failed = message_of(e);
+                   if (--*left == 0)
+                     finish();
+                 });
+      }
+      return rp;
     },
     [self](status_atom) {
       nlohmann::json topics = nlohmann::json::object();

@@ -25,11 +25,24 @@ using broker_actor = caf::typed_actor<
   // unknown_topic, invalid_request (not larger, over the limit).
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
   // Makes the local copy of a topic the metadata log holds (name, partition
-  // count, config JSON text or "") exist with at least that many partitions:
-  // creates it, grows it, or changes nothing. Replies the local count;
-  // errors: invalid_request (bad name or count), storage_error. A config the
-  // log holds but this build cannot read is logged and the defaults used.
-  caf::replies_to<adopt_atom, std::string, int32_t, std::string>::with<int32_t>,
+  // count, config JSON text or "", index of the entry that created it)
+  // exist with at least that many partitions: creates it, grows it, or
+  // changes nothing; a copy not stamped yet is stamped with that index.
+  // Replies the local count; errors: invalid_request (bad name or count),
+  // 409 topic_recreated (the local copy belongs to another creation of the
+  // name: delete it first), storage_error. A config the log holds but this
+  // build cannot read is logged and the defaults used.
+  caf::replies_to<adopt_atom, std::string, int32_t, std::string, int64_t>::with<int32_t>,
+  // Deletes the local copy of a topic (docs/metadata.md "Deleting a
+  // topic"): name, and the created_at the copy must have (-1 = any; a copy
+  // with another is kept: it belongs to a later creation). It leaves the catalog_view at once, then every partition
+  // closes and removes its directory, then the catalogue forgets it. The
+  // broker handles nothing else meanwhile, so a later adopt of the same name
+  // starts on clean directories. Replies false when there is no such copy,
+  // true once it is gone; error storage_error when a directory or the
+  // catalogue could not be written (the copy is gone from the view; a
+  // restart finds it again and deletes it again).
+  caf::replies_to<delete_atom, std::string, int64_t>::with<bool>,
   // The broker's summary (JSON text).
   caf::replies_to<status_atom>::with<std::string>>;
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/partition.hpp"
+#include "cluster/topic_sync.hpp"
 #include "dataplane/topic_catalog.hpp"
 
 namespace moonmq {
@@ -19,9 +20,18 @@ struct topic_handles {
   std::string name;
   dataplane::topic_config config;
   std::vector<partition_actor> partitions;  ///< index = partition number
+  int64_t created_at = 0;                   ///< the metadata-log identity (dataplane::topic_entry)
 };
 
 using topic_map = std::map<std::string, topic_handles>;
+
+/// The local copies as cluster::plan_topic_sync reads them.
+inline std::map<std::string, cluster::topic_copy> local_copies(const topic_map& topics) {
+  std::map<std::string, cluster::topic_copy> out;
+  for (const auto& [name, t] : topics)
+    out[name] = {static_cast<int32_t>(t.partitions.size()), t.created_at};
+  return out;
+}
 
 class catalog_view {
 public:

@@ -12,6 +12,7 @@
 #include "cluster/ownership_table.hpp"
 #include "config/dynamic.hpp"
 #include "dataplane/topic_name.hpp"
+#include "raft/types.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
@@ -77,7 +78,8 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
     fail(e);
     return;
   }
-  self->request(*st.broker, std::chrono::seconds(60), adopt_atom::value, name, it->second.partitions, it->second.config)
+  self->request(*st.broker, std::chrono::seconds(60), adopt_atom::value, name, it->second.partitions, it->second.config,
+                it->second.created_at)
     .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
 }
 
@@ -244,6 +246,31 @@ caf::result<int32_t> raft_grow_topic(self_ptr self, std::string& name, int32_t c
   return rp;
 }
 
+caf::result<bool> raft_delete_topic(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto topics = st.view->topics();
+  auto it = topics->find(name);
+  if (it == topics->end())
+    return make_error(errc::unknown_topic, "unknown topic " + name);
+  // Checked here for a clear answer, and again by the log in log order (a
+  // move created meanwhile refuses the deletion the same way).
+  for (const auto& [id, m] : *st.view->moves())
+    if (m.tp.topic == name && !raft::finished_move_state(m.state))
+      return make_coded_error(409, "topic_moving",
+                              "topic " + name + " has move " + id + " of partition " + std::to_string(m.tp.partition)
+                                + " in state " + m.state + "; cancel it or wait for it to end, then delete again");
+  auto rp = self->make_response_promise<bool>();
+  self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, delete_atom::value, name,
+                it->second.partitions, st.self_id, true)
+    .then(
+      [rp, name](int64_t index, int64_t) mutable {
+        log::get("node")->info("topic.deleted topic={} raft_index={}", name, index);
+        rp.deliver(true);
+      },
+      [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  return rp;
+}
+
 /// How often local topics the metadata log does not know are looked for.
 constexpr std::chrono::milliseconds import_every{2000};
 
@@ -267,12 +294,13 @@ void import_local_topics(self_ptr self) {
     return;
   auto status = st.raft.view->get();
   auto local = st.catalog->get();
-  auto image = st.view->topics();
-  bool missing = false;
-  for (const auto& [name, t] : *local) {
-    if (image->count(name) != 0)
-      continue;
-    missing = true;
+  // Only copies the log never held: not a copy of a deleted topic, nor one
+  // stamped by an earlier creation (cluster/topic_sync.hpp).
+  auto plan = cluster::plan_topic_sync(local_copies(*local), log_copies(*st.view->topics()),
+                                       *st.view->deleted_topics());
+  bool missing = !plan.import.empty();
+  for (const auto& name : plan.import) {
+    const auto& t = local->at(name);
     if (status.leader.empty() || st.importing.count(name) != 0)
       continue;
     st.importing.insert(name);
@@ -373,6 +401,7 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
     [self](grow_atom, std::string& name, int32_t count) -> caf::result<int32_t> {
       return raft_grow_topic(self, name, count);
     },
+    [self](delete_atom, std::string& name) -> caf::result<bool> { return raft_delete_topic(self, name); },
     [self](status_atom) {
       auto& st = self->state;
       nlohmann::json j{{"broker_id", st.self_id}};

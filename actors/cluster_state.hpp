@@ -66,6 +66,12 @@ using cluster_state_actor = caf::typed_actor<
   // ones owned by this broker). Replies the new count; errors: unknown_topic,
   // invalid_request (not larger, over the limit), the proposal's errors.
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
+  // Deletes a topic cluster-wide through the metadata log (docs/metadata.md
+  // "Deleting a topic"). Replies true once the deletion is applied here
+  // (every broker then removes its local copy as it applies it); errors:
+  // unknown_topic, 409 topic_moving (a move of one of its partitions is
+  // unfinished; decided again in log order), the proposal's errors.
+  caf::replies_to<delete_atom, std::string>::with<bool>,
   // Changes the cluster's dynamic balancer settings (a patch,
   // JSON object text, config/dynamic.hpp) through the metadata log. Replies
   // the merged settings (JSON object text) once applied here; errors:

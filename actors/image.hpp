@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/topic_sync.hpp"
 #include "cluster/types.hpp"
 
 namespace moonmq {
@@ -37,6 +38,17 @@ struct topic_info {
 };
 /// Immutable snapshot of the topics of the metadata log (empty without Raft).
 using topic_image = std::map<std::string, topic_info>;
+
+/// The log's topics as cluster::plan_topic_sync reads them.
+inline std::map<std::string, cluster::topic_copy> log_copies(const topic_image& topics) {
+  std::map<std::string, cluster::topic_copy> out;
+  for (const auto& [name, t] : topics)
+    out[name] = {t.partitions, t.created_at};
+  return out;
+}
+
+/// Topics the metadata log deleted: name -> index of the deletion entry.
+using deleted_topic_map = std::map<std::string, int64_t>;
 
 /// The standing of brokers in the metadata log (docs/metadata.md): fenced by
 /// the controller's liveness check, being drained, or removed by an operator.
@@ -112,9 +124,11 @@ public:
   void set(std::shared_ptr<const owner_map> next, std::shared_ptr<const topic_image> topics,
            std::shared_ptr<const std::string> balancer, std::shared_ptr<const broker_standing> standing,
            std::shared_ptr<const epoch_map> epochs = std::make_shared<const epoch_map>(),
-           std::shared_ptr<const move_image> moves = std::make_shared<const move_image>()) {
+           std::shared_ptr<const move_image> moves = std::make_shared<const move_image>(),
+           std::shared_ptr<const deleted_topic_map> deleted = std::make_shared<const deleted_topic_map>()) {
     std::lock_guard<std::mutex> g{mtx_};
     moves_ = std::move(moves);
+    deleted_ = std::move(deleted);
     current_ = std::move(next);
     topics_ = std::move(topics);
     balancer_ = std::move(balancer);
@@ -134,6 +148,12 @@ public:
       return {std::string{}, 0};
     auto e = epochs->find(tp);
     return {it->second, e == epochs->end() ? 1 : e->second};
+  }
+  /// The topics the metadata log deleted (the newest
+  /// raft::ownership_state::max_deleted_topics_kept).
+  std::shared_ptr<const deleted_topic_map> deleted_topics() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return deleted_;
   }
   /// The moves of the metadata log, by id.
   std::shared_ptr<const move_image> moves() const {
@@ -228,6 +248,7 @@ private:
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
   std::shared_ptr<const move_image> moves_ = std::make_shared<const move_image>();
+  std::shared_ptr<const deleted_topic_map> deleted_ = std::make_shared<const deleted_topic_map>();
   std::vector<std::string> voters_;  ///< sorted
   std::string self_;                 ///< this broker when it is a learner
 };

@@ -475,6 +475,30 @@ partition_actor::behavior_type partition_fn(self_ptr self, partition_settings se
         return caf::make_result(int64_t{-1}, int64_t{-1});
       return caf::make_result((*found)->off.value, (*found)->timestamp);
     },
+    [self](delete_atom) -> caf::result<bool> {
+      auto& st = self->state;
+      auto rp = self->make_response_promise<bool>();
+      auto gone = make_error(errc::unknown_topic, "topic " + st.settings.topic + " was deleted");
+      for (auto& a : std::exchange(st.pending, {}))
+        a.promise.deliver(gone);
+      if (st.log) {
+        if (auto closed = st.log->close(); !closed)
+          log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", st.settings.topic,
+                                   st.settings.partition, closed.err().message);
+        st.log.reset();
+      }
+      st.set_offline(false);
+      auto where = dir_of(st.settings);
+      if (auto removed = storage::partition_log::remove(where); !removed) {
+        log::get("broker")->error("partition.delete_failed dir={} error=\"{}\"", where, removed.err().message);
+        rp.deliver(make_error(errc::storage_error, "cannot remove " + where + ": " + removed.err().message));
+      } else {
+        log::get("broker")->info("partition.deleted topic={} partition={}", st.settings.topic, st.settings.partition);
+        rp.deliver(true);
+      }
+      self->quit();
+      return rp;
+    },
     [self](flush_atom) { flush_pending(self); },
     [self](retain_atom) {
       run_retention(self);

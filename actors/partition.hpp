@@ -53,6 +53,12 @@ using partition_actor = caf::typed_actor<
   // timestamp is >= `timestamp`, or (-1, -1) when none has one. Errors:
   // invalid_request (negative timestamp), storage_error, partition_offline.
   caf::replies_to<time_lookup_atom, int64_t>::with<int64_t, int64_t>,
+  // Deletes the partition (its topic was deleted): appends still waiting
+  // for their fsync are answered unknown_topic (never acknowledged), the log
+  // is closed and its directory removed, and the actor exits. Replies true;
+  // error storage_error when the directory cannot be removed (the actor
+  // exits all the same).
+  caf::replies_to<delete_atom>::with<bool>,
   // Internal: fsync the appends held for group commit.
   caf::reacts_to<flush_atom>,
   // Internal: apply retention (also re-armed on a timer).

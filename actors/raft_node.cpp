@@ -104,6 +104,8 @@ bool holds(const raft::ownership_state& table, const raft::entry_payload& e) {
     return table.owner_of(raft::topic_partition{o->topic, o->partition}) == o->owner;
   if (const auto* t = std::get_if<raft::topic_entry>(&e)) {
     auto it = table.topics().find(t->topic);
+    if (t->remove)
+      return it == table.topics().end();
     return it != table.topics().end() && it->second.partitions >= t->partitions;
   }
   return true;
@@ -136,8 +138,11 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
   for (const auto& [id, m] : table.moves())
     (*moves)[id] = move_info{{m.topic, m.partition}, m.from.str(), m.to.str(), m.state, m.error, m.end,
                              static_cast<int64_t>(m.epoch), static_cast<int64_t>(m.updated_at.value)};
+  auto deleted = std::make_shared<deleted_topic_map>();
+  for (const auto& [name, at] : table.deleted_topics())
+    (*deleted)[name] = static_cast<int64_t>(at.value);
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
-           std::move(standing), std::move(epochs), std::move(moves));
+           std::move(standing), std::move(epochs), std::move(moves), std::move(deleted));
 }
 
 namespace {
@@ -214,6 +219,9 @@ void settle_waiters(self_ptr self) {
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
     const auto* step = std::get_if<raft::move_entry>(&w.entry);
+    const auto* removal = std::get_if<raft::topic_entry>(&w.entry);
+    if (removal && !removal->remove)
+      removal = nullptr;
     if (step && !t)
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the move entry " + raft::describe(w.entry)
@@ -226,6 +234,13 @@ void settle_waiters(self_ptr self) {
                            + " in the metadata log (owner epoch "
                            + std::to_string(core.state().epoch_of({step->topic, step->partition}))
                            + "): the step to " + step->state + " was not applied"));
+    } else if (removal && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+      if (!core.state().topics().count(removal->topic))
+        w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + removal->topic));
+      else
+        w.rp.deliver(coded(409, "topic_moving",
+                           "topic " + removal->topic
+                             + " has a move under way; cancel it or wait for it to end, then delete again"));
     } else if (!t && cas && cas->expect_epoch != 0)
       // Compacted into a snapshot before it was settled here: whether the
       // condition held is not known any more (the caller re-reads the image).
@@ -345,7 +360,7 @@ void drain_ready(self_ptr self) {
     publish_image(*st.owners, st.core->state());
     count_offline(self);
     if (st.settings.on_topics)
-      st.settings.on_topics(st.owners->topics());
+      st.settings.on_topics(*st.owners);
     if (brokers_applied && st.settings.on_brokers)
       st.settings.on_brokers(st.owners->standing());
   }
@@ -653,7 +668,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     // Topics of the image loaded at start (snapshot included) exist here
     // too, before the first new entry arrives; so do the registered brokers.
     if (init.settings.on_topics)
-      init.settings.on_topics(init.owners->topics());
+      init.settings.on_topics(*init.owners);
     if (init.settings.on_brokers)
       init.settings.on_brokers(init.owners->standing());
     self->delayed_send(self, init.timing.tick, tick_atom::value);
@@ -707,6 +722,14 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, config, false},
                      forward_to_leader);
+    },
+    [self](propose_atom, delete_atom, std::string& topic, int32_t partitions, std::string& owner,
+           bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      raft::topic_entry t{topic, partitions, raft::node_id{owner}, "", false};
+      t.remove = true;
+      return propose(self, std::move(t), forward_to_leader);
     },
     [self](propose_atom, config_atom, std::string& balancer, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)

@@ -95,6 +95,11 @@ using raft_actor = caf::typed_actor<
   // Proposes a growth (`topic` entry with grow): topic, new count, owner of
   // the partitions it adds, forward.
   caf::replies_to<propose_atom, grow_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a topic deletion (`topic` entry with delete): topic, the
+  // partition count the proposer saw, proposer id, forward. Errors besides a
+  // proposal's: 404 unknown_topic, 409 topic_moving (a move of one of its
+  // partitions is unfinished), decided in log order.
+  caf::replies_to<propose_atom, delete_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a `config` entry: the dynamic balancer settings patch (JSON
   // object text, validated by the caller), forward.
   caf::replies_to<propose_atom, config_atom, std::string, bool>::with<int64_t, int64_t>,
@@ -148,11 +153,12 @@ struct raft_node_settings {
   /// elected before it is answered 503 no_controller (a forwarded proposal,
   /// forward_to_leader false, is answered at once).
   std::chrono::milliseconds leader_wait{5000};
-  /// Called (on the raft node's thread) with the applied topics after every
-  /// batch that applied entries, and once at start: the broker creates or
-  /// grows its local copies to match, so a topic exists on every broker once
-  /// its entry is applied there. Must not block.
-  std::function<void(std::shared_ptr<const topic_image>)> on_topics;
+  /// Called (on the raft node's thread) with the applied image after every
+  /// batch that applied entries, and once at start: the broker creates,
+  /// grows or deletes its local copies to match (cluster/topic_sync.hpp), so
+  /// a topic exists on every broker once its entry is applied there and is
+  /// gone once its deletion is. Must not block.
+  std::function<void(const owner_view&)> on_topics;
   /// Cluster.Raft.SessionTimeoutMs: the leader fences a peer it has not heard
   /// from for this long (a `broker` entry) and unfences it once it answers
   /// again (docs/metadata.md "Liveness"). Raft's own traffic is the heartbeat.

@@ -103,6 +103,13 @@ std::optional<topic_catalog> topic_catalog::load(const std::string& data_dir, st
         return std::nullopt;
       }
     }
+    if (t.contains("created_at")) {
+      if (!t["created_at"].is_number_integer() || t["created_at"].get<int64_t>() < 0) {
+        error = cat.path_ + ": topic " + e.name + ": created_at must be a log index (integer >= 0)";
+        return std::nullopt;
+      }
+      e.created_at = t["created_at"].get<int64_t>();
+    }
     cat.topics_[e.name] = std::move(e);
   }
   return cat;
@@ -110,8 +117,12 @@ std::optional<topic_catalog> topic_catalog::load(const std::string& data_dir, st
 
 std::string topic_catalog::save() const {
   json list = json::array();
-  for (const auto& [name, e] : topics_)
-    list.push_back(json{{"name", name}, {"partitions", e.partitions}, {"config", to_json(e.config)}});
+  for (const auto& [name, e] : topics_) {
+    json row{{"name", name}, {"partitions", e.partitions}, {"config", to_json(e.config)}};
+    if (e.created_at != 0)
+      row["created_at"] = e.created_at;
+    list.push_back(std::move(row));
+  }
   if (auto ec = util::write_file_atomic(path_, json{{"topics", list}}.dump(1)))
     return path_ + ": " + ec.message();
   return {};

@@ -22,6 +22,11 @@ struct topic_entry {
   std::string name;
   int32_t partitions = 0;
   topic_config config;
+  /// Index of the metadata-log entry that created the topic this copy
+  /// belongs to (its identity: a topic deleted and created again under the
+  /// same name has another); 0 = not known (a standalone broker, or a copy
+  /// written before copies were stamped). JSON "created_at", absent = 0.
+  int64_t created_at = 0;
 };
 
 class topic_catalog {
@@ -36,6 +41,8 @@ public:
   const topic_entry* find(const std::string& name) const;
   /// Adds or replaces an entry (not saved until save()).
   void put(topic_entry e) { topics_[e.name] = std::move(e); }
+  /// Removes an entry (not saved until save()).
+  void erase(const std::string& name) { topics_.erase(name); }
 
 private:
   std::string path_;

@@ -19,6 +19,7 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::sync_group, 0, 3, 4},
       {api_key::api_versions, 0, 3, 3},
       {api_key::create_topics, 0, 3, 5},
+      {api_key::delete_topics, 0, 3, 4},
       {api_key::init_producer_id, 0, 1, 2},
   }};
   return table;
@@ -66,6 +67,7 @@ const char* api_name(int16_t key) {
     case api_key::sync_group: return "SyncGroup";
     case api_key::api_versions: return "ApiVersions";
     case api_key::create_topics: return "CreateTopics";
+    case api_key::delete_topics: return "DeleteTopics";
     case api_key::init_producer_id: return "InitProducerId";
   }
   return "Unknown";

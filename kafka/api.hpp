@@ -25,6 +25,7 @@ enum class api_key : int16_t {
   sync_group = 14,
   api_versions = 18,
   create_topics = 19,
+  delete_topics = 20,
   init_producer_id = 22,
 };
 
@@ -38,7 +39,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 14;
+inline constexpr size_t supported_api_count = 15;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

@@ -38,7 +38,8 @@ using request_body =
     std::variant<produce_request, fetch_request, list_offsets_request, metadata_request,
                  offset_commit_request, offset_fetch_request, find_coordinator_request,
                  join_group_request, heartbeat_request, leave_group_request, sync_group_request,
-                 api_versions_request, create_topics_request, init_producer_id_request>;
+                 api_versions_request, create_topics_request, delete_topics_request,
+                 init_producer_id_request>;
 
 /// Every supported response body (same order as request_body).
 using response_body =
@@ -46,7 +47,7 @@ using response_body =
                  offset_commit_response, offset_fetch_response, find_coordinator_response,
                  join_group_response, heartbeat_response, leave_group_response,
                  sync_group_response, api_versions_response, create_topics_response,
-                 init_producer_id_response>;
+                 delete_topics_response, init_producer_id_response>;
 
 /// A decoded request.
 struct request {

@@ -37,6 +37,7 @@ const char* error_code_name(int16_t code) {
     case error_code::duplicate_sequence_number: return "DUPLICATE_SEQUENCE_NUMBER";
     case error_code::invalid_producer_epoch: return "INVALID_PRODUCER_EPOCH";
     case error_code::unknown_producer_id: return "UNKNOWN_PRODUCER_ID";
+    case error_code::reassignment_in_progress: return "REASSIGNMENT_IN_PROGRESS";
     case error_code::unsupported_compression_type: return "UNSUPPORTED_COMPRESSION_TYPE";
     case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
     case error_code::invalid_record: return "INVALID_RECORD";

@@ -49,6 +49,7 @@ inline constexpr int16_t out_of_order_sequence_number = 45;
 inline constexpr int16_t duplicate_sequence_number = 46;
 inline constexpr int16_t invalid_producer_epoch = 47;
 inline constexpr int16_t unknown_producer_id = 59;
+inline constexpr int16_t reassignment_in_progress = 60;
 inline constexpr int16_t unsupported_compression_type = 76;
 inline constexpr int16_t member_id_required = 79;
 inline constexpr int16_t invalid_record = 87;

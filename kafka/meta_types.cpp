@@ -83,6 +83,18 @@ bool io_create_topics_response(Io& f, int16_t v, M& x) {
 }
 
 template <class Io, class M>
+bool io_delete_topics_request(Io& f, int16_t, M& x) {
+  auto name = [&](auto& s) { return f.string(s); };
+  return f.array(x.topic_names, name) && f.i32(x.timeout_ms);
+}
+
+template <class Io, class M>
+bool io_delete_topics_response(Io& f, int16_t v, M& x) {
+  auto topic = [&](auto& t) { return f.string(t.name) && f.i16(t.error_code); };
+  return (v < 1 || f.i32(x.throttle_time_ms)) && f.array(x.responses, topic);
+}
+
+template <class Io, class M>
 bool io_init_producer_id_request(Io& f, int16_t, M& x) {
   return f.nullable_string(x.transactional_id) && f.i32(x.transaction_timeout_ms);
 }
@@ -101,6 +113,8 @@ MOONMQ_KAFKA_CODEC(metadata_request)
 MOONMQ_KAFKA_CODEC(metadata_response)
 MOONMQ_KAFKA_CODEC(create_topics_request)
 MOONMQ_KAFKA_CODEC(create_topics_response)
+MOONMQ_KAFKA_CODEC(delete_topics_request)
+MOONMQ_KAFKA_CODEC(delete_topics_response)
 MOONMQ_KAFKA_CODEC(init_producer_id_request)
 MOONMQ_KAFKA_CODEC(init_producer_id_response)
 

@@ -1,6 +1,6 @@
 #pragma once
 // Wire structs of the cluster-level APIs: ApiVersions (18) v0-3, Metadata (3)
-// v0-4, CreateTopics (19) v0-3, InitProducerId (22) v0-1. Field names follow
+// v0-4, CreateTopics (19) v0-3, DeleteTopics (20) v0-3, InitProducerId (22) v0-1. Field names follow
 // Kafka's message schemas (clients/src/main/resources/common/message/*.json,
 // Kafka 3.8) in snake_case; a comment gives the first version carrying a
 // field (older versions neither read nor write it). Durations are ms.
@@ -123,6 +123,26 @@ struct create_topics_response {
   std::vector<creatable_topic_result> topics;
 };
 
+// ---- DeleteTopics (key 20), v0-3 (DeleteTopicsRequest.json: v4 is the
+// first flexible version, v6 names topics by id) ----
+
+struct delete_topics_request {
+  static constexpr api_key key = api_key::delete_topics;
+  std::vector<std::string> topic_names;
+  int32_t timeout_ms = 0;
+};
+
+struct deletable_topic_result {
+  std::string name;
+  int16_t error_code = 0;
+};
+
+struct delete_topics_response {
+  static constexpr api_key key = api_key::delete_topics;
+  int32_t throttle_time_ms = 0;  ///< v1+
+  std::vector<deletable_topic_result> responses;
+};
+
 // ---- InitProducerId (key 22) ----
 
 struct init_producer_id_request {
@@ -151,6 +171,10 @@ bool decode(reader& r, int16_t version, create_topics_request& out);
 bool encode(writer& w, int16_t version, const create_topics_request& in);
 bool decode(reader& r, int16_t version, create_topics_response& out);
 bool encode(writer& w, int16_t version, const create_topics_response& in);
+bool decode(reader& r, int16_t version, delete_topics_request& out);
+bool encode(writer& w, int16_t version, const delete_topics_request& in);
+bool decode(reader& r, int16_t version, delete_topics_response& out);
+bool encode(writer& w, int16_t version, const delete_topics_response& in);
 bool decode(reader& r, int16_t version, init_producer_id_request& out);
 bool encode(writer& w, int16_t version, const init_producer_id_request& in);
 bool decode(reader& r, int16_t version, init_producer_id_response& out);

@@ -80,11 +80,16 @@ status ownership_state::apply(const log_entry& e) {
           current[it.key()] = it.value();
       }
     balancer_ = current.dump();
+  } else if (const auto& t = std::get<topic_entry>(e.payload); t.remove) {
+    if (!apply_topic_delete(t, e.index)) {
+      refused_.insert(e.index.value);
+      while (refused_.size() > max_refused_kept)
+        refused_.erase(refused_.begin());
+    }
   } else {
     // A create of a new topic, or a growth of an existing one: the
     // partitions it adds are owned by the proposer in this same entry.
     // Partitions that already have a row keep it.
-    const auto& t = std::get<topic_entry>(e.payload);
     auto it = topics_.find(t.topic);
     if (it == topics_.end() && !t.grow) {
       it = topics_.emplace(t.topic, topic_record{0, t.config, e.index}).first;
@@ -99,6 +104,29 @@ status ownership_state::apply(const log_entry& e) {
   applied_index_ = e.index;
   applied_term_ = e.entry_term;
   return {};
+}
+
+bool ownership_state::apply_topic_delete(const topic_entry& t, log_index at) {
+  auto it = topics_.find(t.topic);
+  if (it == topics_.end())
+    return false;
+  // A move under way holds two brokers' copies and a journal; it ends
+  // (done, failed or cancelled) before its topic can go.
+  for (const auto& [id, m] : moves_)
+    if (m.topic == t.topic && !finished_move_state(m.state))
+      return false;
+  for (int32_t p = 0; p < it->second.partitions; ++p) {
+    owners_.erase(topic_partition{t.topic, p});
+    epochs_.erase(topic_partition{t.topic, p});
+  }
+  topics_.erase(it);
+  deleted_topics_[t.topic] = at;
+  while (deleted_topics_.size() > max_deleted_topics_kept) {
+    auto oldest = std::min_element(deleted_topics_.begin(), deleted_topics_.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+    deleted_topics_.erase(oldest);
+  }
+  return true;
 }
 
 void ownership_state::set_owner(const topic_partition& tp, const node_id& owner) {
@@ -208,6 +236,7 @@ void ownership_state::load(const snapshot& s) {
   kafka_node_ids_ = s.kafka_node_ids;
   epochs_ = s.epochs;
   moves_ = s.moves;
+  deleted_topics_ = s.deleted_topics;
   refused_.clear();
   controller_ = s.controller;
   applied_index_ = s.last_index;
@@ -229,6 +258,7 @@ snapshot ownership_state::to_snapshot() const {
   s.kafka_node_ids = kafka_node_ids_;
   s.epochs = epochs_;
   s.moves = moves_;
+  s.deleted_topics = deleted_topics_;
   return s;
 }
 

@@ -45,6 +45,11 @@ class ownership_state {
   static constexpr std::size_t max_refused_kept = 4096;
   /// Every topic a `topic` entry created, by name.
   const std::map<std::string, topic_record>& topics() const { return topics_; }
+  /// Topics a deletion dropped: name -> index of that entry, the newest
+  /// max_deleted_topics_kept (a broker holding a local copy of one removes
+  /// it rather than import it; docs/metadata.md "Deleting a topic").
+  const std::map<std::string, log_index>& deleted_topics() const { return deleted_topics_; }
+  static constexpr std::size_t max_deleted_topics_kept = 10000;
   /// The dynamic balancer settings, merged from every `config` entry (JSON
   /// object text, "{}" when none).
   const std::string& balancer() const { return balancer_; }
@@ -82,18 +87,22 @@ class ownership_state {
            a.controller_ == b.controller_ && a.owners_ == b.owners_ && a.topics_ == b.topics_ &&
            a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
            a.removed_ == b.removed_ && a.registered_ == b.registered_ &&
-           a.kafka_node_ids_ == b.kafka_node_ids_ && a.epochs_ == b.epochs_ && a.moves_ == b.moves_;
+           a.kafka_node_ids_ == b.kafka_node_ids_ && a.epochs_ == b.epochs_ && a.moves_ == b.moves_ &&
+           a.deleted_topics_ == b.deleted_topics_;
   }
 
  private:
   /// Applies a move entry (true) or refuses it (false), as move_entry says.
   bool apply_move(const move_entry& m, log_index at);
+  /// Applies a topic deletion (true) or refuses it (false), as topic_entry says.
+  bool apply_topic_delete(const topic_entry& t, log_index at);
   /// Sets the owner of `tp`, bumping its owner epoch.
   void set_owner(const topic_partition& tp, const node_id& owner);
 
   std::map<topic_partition, node_id> owners_;
   std::map<std::string, move_record> moves_;
   std::map<std::string, topic_record> topics_;
+  std::map<std::string, log_index> deleted_topics_;
   std::string balancer_ = "{}";
   std::set<node_id> fenced_;
   std::set<node_id> draining_;

@@ -209,6 +209,8 @@ json to_json(const entry_payload& p) {
     j["owner"] = t.owner.str();
     j["config"] = t.config;
     j["grow"] = t.grow;
+    if (t.remove)
+      j["delete"] = true;
   }
   return j;
 }
@@ -258,6 +260,10 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     t.owner = r.node("owner", false);
     t.config = r.string("config");
     t.grow = r.boolean("grow");
+    if (r.ok() && r.has("delete"))
+      t.remove = r.boolean("delete");
+    if (r.ok() && t.grow && t.remove)
+      r.fail("delete", "a topic entry either grows or deletes a topic");
     if (r.ok() && (t.partitions < 1 || t.partitions > max_topic_partitions))
       r.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
     out = std::move(t);
@@ -408,6 +414,9 @@ json to_json(const snapshot& s) {
                          {"from", m.from.str()}, {"to", m.to.str()}, {"state", m.state},
                          {"error", m.error},   {"end", m.end},       {"epoch", m.epoch},
                          {"updated_at", m.updated_at.value}});
+  json deleted = json::array();
+  for (const auto& [name, at] : s.deleted_topics)
+    deleted.push_back(json{{"topic", name}, {"deleted_at", at.value}});
   json topics = json::array();
   for (const auto& [name, t] : s.topics)
     topics.push_back(json{{"topic", name},
@@ -427,7 +436,8 @@ json to_json(const snapshot& s) {
               {"removed", ids(s.removed)},
               {"registered", std::move(registered)},
               {"epochs", std::move(epochs)},
-              {"moves", std::move(moves)}};
+              {"moves", std::move(moves)},
+              {"deleted_topics", std::move(deleted)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -583,6 +593,18 @@ result<snapshot> snapshot_from_json(const json& j) {
           return error{errc::malformed, "snapshot.moves: duplicate move id", {}, 0};
       }
   }
+  if (r.ok() && j.contains("deleted_topics")) {
+    if (const json* list = r.array("deleted_topics"))
+      for (const auto& row : *list) {
+        detail::json_reader rd(row, "snapshot.deleted_topics[]");
+        std::string name = rd.topic("topic");
+        auto at = log_index{rd.u64("deleted_at")};
+        if (!rd.ok())
+          return rd.err();
+        if (!s.deleted_topics.emplace(std::move(name), at).second)
+          return error{errc::malformed, "snapshot.deleted_topics: duplicate topic", {}, 0};
+      }
+  }
   if (r.ok() && j.contains("balancer")) {
     s.balancer = r.string("balancer");
     if (r.ok() && !json::parse(s.balancer, nullptr, false).is_object())
@@ -645,7 +667,7 @@ std::string describe(const entry_payload& p) {
     return std::string(to_string(b->change)) + " " + b->id.str()
            + (b->change == broker_change::register_broker ? " at " + b->endpoints.cluster : std::string{});
   const auto& t = std::get<topic_entry>(p);
-  return std::string(t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
+  return std::string(t.remove ? "delete " : t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();
 }
 

@@ -104,16 +104,23 @@ struct owner_entry {
 /// a committed topic is ever without an owner. `config` is the topic
 /// configuration as JSON object text ("" = defaults), validated by the
 /// proposer and kept verbatim.
+/// A deletion (`remove` true, docs/metadata.md "Deleting a topic") drops the
+/// topic, its owner rows and owner epochs, and records its name among the
+/// deleted topics; it is refused (a no-op its proposer is told of) when the
+/// topic does not exist or a move of one of its partitions is unfinished.
+/// `partitions` is then the count the proposer saw, `owner` the proposer.
 /// JSON: {"type":"topic","topic":"orders","partitions":6,"owner":"b1","config":"","grow":false}
+/// (a deletion adds "delete":true; absent = false).
 struct topic_entry {
   std::string topic;
   int32_t partitions = 1;  ///< >= 1
   node_id owner;
   std::string config;
   bool grow = false;
+  bool remove = false;
   friend bool operator==(const topic_entry& a, const topic_entry& b) {
     return a.topic == b.topic && a.partitions == b.partitions && a.owner == b.owner && a.config == b.config &&
-           a.grow == b.grow;
+           a.grow == b.grow && a.remove == b.remove;
   }
 };
 
@@ -334,11 +341,15 @@ struct snapshot {
   /// Moves by id (absent in older snapshots: none). JSON: "moves":[{"id",
   /// "topic","partition","from","to","state","error","end","epoch","updated_at"}].
   std::map<std::string, move_record> moves;
+  /// Deleted topics: name -> index of the entry that deleted it (absent in
+  /// older snapshots: none). JSON: "deleted_topics":[{"topic":"orders","deleted_at":90}].
+  std::map<std::string, log_index> deleted_topics;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
            a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
            a.draining == b.draining && a.removed == b.removed && a.registered == b.registered &&
-           a.kafka_node_ids == b.kafka_node_ids && a.epochs == b.epochs && a.moves == b.moves;
+           a.kafka_node_ids == b.kafka_node_ids && a.epochs == b.epochs && a.moves == b.moves &&
+           a.deleted_topics == b.deleted_topics;
   }
 };
 

@@ -9,7 +9,7 @@ packages=(
   libcaf-dev libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 libssl-dev openssl libcli11-dev
   libbenchmark-dev prometheus curl python3
-  kcat  # the Kafka listener's tests
+  kcat python3-confluent-kafka  # the Kafka listener's tests (librdkafka 2.0.2 through kcat and Python)
 )
 
 missing=()

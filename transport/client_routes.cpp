@@ -472,6 +472,23 @@ void grow_topic(const client_context& ctx, http_request& req, const responder& r
     fail_with(respond), grow_atom::value, name, *count);
 }
 
+/// DELETE /v1/topics/{topic}: through the metadata log in a cluster (every
+/// broker then removes its copy), on this broker alone without one.
+void delete_topic(const client_context& ctx, http_request& req, const responder& respond) {
+  auto name = req.params["topic"];
+  auto done = [respond, name](bool& existed) {
+    if (!existed) {
+      respond(http_response::error(404, "unknown_topic", "unknown topic " + name));
+      return;
+    }
+    respond(http_response::json(200, json{{"name", name}, {"deleted", true}}.dump()));
+  };
+  if (ctx.metadata)
+    ask<bool>(*ctx.system, *ctx.metadata, ctx.timeout, done, fail_with(respond), delete_atom::value, name);
+  else
+    ask<bool>(*ctx.system, ctx.broker, ctx.timeout, done, fail_with(respond), delete_atom::value, name, int64_t{-1});
+}
+
 void list_topics(const client_context& ctx, const responder& respond) {
   // The local copies, and with the metadata log every topic the image holds
   // (some may not have a local copy yet; produce and fetch route them).
@@ -535,6 +552,8 @@ void add_client_routes(router& r, const client_context& ctx) {
   auto sticky = std::make_shared<std::atomic<uint32_t>>(0);
   r.add("POST", "/v1/topics", [ctx](http_request& req, responder respond) { create_topic(ctx, req, respond); });
   r.add("GET", "/v1/topics", [ctx](http_request&, responder respond) { list_topics(ctx, respond); });
+  r.add("DELETE", "/v1/topics/{topic}",
+        [ctx](http_request& req, responder respond) { delete_topic(ctx, req, respond); });
   r.add("POST", "/v1/topics/{topic}/partitions",
         [ctx](http_request& req, responder respond) { grow_topic(ctx, req, respond); });
   r.add("POST", "/v1/topics/{topic}/records",

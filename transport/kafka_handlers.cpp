@@ -420,6 +420,50 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
   }
 }
 
+/// DeleteTopics: each name through the metadata log (every broker then
+/// removes its copy), or on this broker alone without one. Errors per topic:
+/// 3 unknown, 17 a bad name, 60 a move of one of its partitions under way,
+/// 7 the log unavailable (retriable), 42 anything else.
+void delete_topics(const std::shared_ptr<kafka_context>& ctx, kafka::delete_topics_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::delete_topics_response>();
+  resp->responses.resize(req.topic_names.size());
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < req.topic_names.size(); ++i) {
+    resp->responses[i].name = req.topic_names[i];
+    if (!dataplane::check_topic_name(req.topic_names[i]).empty())
+      resp->responses[i].error_code = ec::invalid_topic_exception;
+    else
+      todo.push_back(i);
+  }
+  auto g = gather::make(todo.size(), [resp, done] {
+    int errors = 0;
+    for (const auto& t : resp->responses)
+      errors += t.error_code != 0;
+    done(std::move(*resp), errors);
+  });
+  for (auto i : todo) {
+    auto ok = [g, resp, i](bool& existed) {
+      if (!existed)
+        resp->responses[i].error_code = ec::unknown_topic_or_partition;
+      g->one();
+    };
+    auto fail = [g, resp, i, name = req.topic_names[i]](const caf::error& e) {
+      auto code = error_code_of(e);
+      resp->responses[i].error_code = code == "unknown_topic"  ? ec::unknown_topic_or_partition
+                                      : code == "topic_moving" ? ec::reassignment_in_progress
+                                      : http_status_of(e) >= 500 ? ec::request_timed_out
+                                                                 : ec::invalid_request;
+      log::get("transport")->warn("kafka.delete_topic_failed topic={} error=\"{}\"", name, message_of(e));
+      g->one();
+    };
+    if (ctx->metadata)
+      ask<bool>(*ctx->system, *ctx->metadata, ctx->timeout, ok, fail, delete_atom::value, req.topic_names[i]);
+    else
+      ask<bool>(*ctx->system, ctx->broker, ctx->timeout, ok, fail, delete_atom::value, req.topic_names[i],
+                int64_t{-1});
+  }
+}
+
 // --- Produce -------------------------------------------------------------------
 
 void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::produce_request req,
@@ -719,6 +763,8 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
     list_offsets(ctx, std::move(*lo), std::move(done));
   } else if (auto* ct = std::get_if<kafka::create_topics_request>(&req.body)) {
     create_topics(ctx, std::move(*ct), std::move(done));
+  } else if (auto* dt = std::get_if<kafka::delete_topics_request>(&req.body)) {
+    delete_topics(ctx, std::move(*dt), std::move(done));
   } else if (auto* ip = std::get_if<kafka::init_producer_id_request>(&req.body)) {
     auto& r = *ip;
     kafka::init_producer_id_response resp;

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <map>
 
 #include "tests/broker/broker_client.hpp"
@@ -140,6 +141,38 @@ TEST_CASE("topics grow but never shrink", "[broker][topics]") {
   auto again = running_node::start(dir);
   CHECK(listed(again.client) == std::map<std::string, int>{{"g", 5}});
   CHECK(call(again.client, "GET", "/v1/topics/g/partitions/4/records").body["records"].size() == 1);
+  again.stop();
+}
+
+TEST_CASE("a deleted topic is gone with its directories, and created again it starts at offset 0",
+          "[broker][topics]") {
+  // A single broker (no Cluster section) deletes its own copy.
+  temp_dir dir;
+  auto n = running_node::start(dir);
+  create_topic(n.client, "d", 2);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(call(n.client, "POST", "/v1/topics/d/records", json{{"records", {{{"value", "old"}, {"partition", 1}}}}})
+              .status == 200);
+  REQUIRE(std::filesystem::exists(dir.path() + "/data/d-1"));
+  auto deleted = call(n.client, "DELETE", "/v1/topics/d");
+  INFO(deleted.raw);
+  CHECK(deleted.status == 200);
+  CHECK(deleted.body == json{{"name", "d"}, {"deleted", true}});
+  CHECK(listed(n.client).empty());
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/data/d-0"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/data/d-1"));
+  expect_error(call(n.client, "DELETE", "/v1/topics/d"), 404, "unknown_topic");
+  expect_error(call(n.client, "GET", "/v1/topics/d/partitions/1/records"), 404, "unknown_topic");
+  // Gone for good: not back after a restart; created again, it is empty.
+  n.stop();
+  auto again = running_node::start(dir);
+  CHECK(listed(again.client).empty());
+  create_topic(again.client, "d", 2);
+  auto p = call(again.client, "POST", "/v1/topics/d/records", json{{"records", {{{"value", "new"}, {"partition", 1}}}}});
+  CHECK(p.body["offsets"] == json::array({{{"partition", 1}, {"offset", 0}}}));
+  auto f = call(again.client, "GET", "/v1/topics/d/partitions/1/records?offset=0");
+  REQUIRE(f.body["records"].size() == 1);
+  CHECK(f.body["records"][0]["value"] == "new");
   again.stop();
 }
 

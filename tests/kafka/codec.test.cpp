@@ -17,7 +17,7 @@ version_range range_of(api_key key) { return *supported_range(static_cast<int16_
 }  // namespace
 
 TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]") {
-  REQUIRE(supported_apis().size() == 14);
+  REQUIRE(supported_apis().size() == 15);
   auto check = [](api_key k, int16_t lo, int16_t hi) {
     auto r = range_of(k);
     CHECK(r.min_version == lo);
@@ -36,6 +36,7 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::sync_group, 0, 3);
   check(api_key::api_versions, 0, 3);
   check(api_key::create_topics, 0, 3);
+  check(api_key::delete_topics, 0, 3);
   check(api_key::init_producer_id, 0, 1);
   for (const auto& r : supported_apis())
     for (int16_t v = r.min_version; v <= r.max_version; ++v)
@@ -186,12 +187,12 @@ TEST_CASE("kafka codec: an unsupported ApiVersions version gets error 35 in v0 l
   auto frame = error_response_frame(req.err());
   REQUIRE(frame);
   CHECK(*frame == unsupported_api_versions_frame(3));
-  // size, correlation id (header v0), error 35, 14 entries of 6 bytes.
-  CHECK(frame->substr(0, 14) == unhex("0000005e 00000003 0023 0000000e"));
-  CHECK(frame->size() == 4 + 4 + 2 + 4 + 14 * 6);
+  // size, correlation id (header v0), error 35, 15 entries of 6 bytes.
+  CHECK(frame->substr(0, 14) == unhex("00000064 00000003 0023 0000000f"));
+  CHECK(frame->size() == 4 + 4 + 2 + 4 + 15 * 6);
   auto body = decode_body<api_versions_response>(frame->substr(8), 0).value();
   CHECK(body.error_code == error_code::unsupported_version);
-  REQUIRE(body.api_keys.size() == 14);
+  REQUIRE(body.api_keys.size() == 15);
   CHECK(body.api_keys[11].api == 18);
   CHECK(body.api_keys[11].max_version == 3);
 }

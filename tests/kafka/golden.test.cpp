@@ -126,3 +126,32 @@ TEST_CASE("kafka golden: Metadata v1 request and response", "[kafka][golden]") {
   CHECK_FALSE(back.brokers[0].rack);
   CHECK(back.topics[0].partitions[0].leader_id == 1);
 }
+
+TEST_CASE("kafka golden: DeleteTopics v1 request and response", "[kafka][golden]") {
+  // size 30 | api 20 | v1 | corr 7 | "kcat" | topic_names [1] "orders" | timeout 5000
+  const auto wire = unhex("0000001e 0014 0001 00000007 0004 6b636174 00000001 0006 6f7264657273 00001388");
+  request_header h;
+  h.api_key = 20;
+  h.api_version = 1;
+  h.correlation_id = 7;
+  h.client_id = "kcat";
+  delete_topics_request dreq;
+  dreq.topic_names = {"orders"};
+  dreq.timeout_ms = 5000;
+  CHECK(hex(encode_request(h, dreq).value()) == hex(wire));
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  CHECK(std::get<delete_topics_request>(req->body).topic_names == std::vector<std::string>{"orders"});
+  CHECK(std::get<delete_topics_request>(req->body).timeout_ms == 5000);
+
+  // v0 has no throttle_time_ms; v1 puts it first.
+  delete_topics_response d;
+  d.responses = {{"orders", error_code::unknown_topic_or_partition}};
+  const auto v1 = unhex("00000016 00000007 00000000 00000001 0006 6f7264657273 0003");
+  CHECK(hex(encode_response(7, 1, d).value()) == hex(v1));
+  const auto v0 = unhex("00000012 00000007 00000001 0006 6f7264657273 0003");
+  CHECK(hex(encode_response(7, 0, d).value()) == hex(v0));
+  auto back = decode_body<delete_topics_response>(v1.substr(8), 1).value();
+  REQUIRE(back.responses.size() == 1);
+  CHECK(back.responses[0].error_code == error_code::unknown_topic_or_partition);
+}

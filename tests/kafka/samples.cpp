@@ -157,6 +157,11 @@ std::vector<request_body> sample_requests() {
   create.validate_only = true;
   out.emplace_back(create);
 
+  delete_topics_request del;
+  del.topic_names = {"orders", "audit"};
+  del.timeout_ms = 7000;
+  out.emplace_back(del);
+
   init_producer_id_request init;
   init.transactional_id = std::nullopt;
   init.transaction_timeout_ms = 60000;
@@ -257,6 +262,11 @@ std::vector<response_body> sample_responses() {
   create.throttle_time_ms = 13;
   create.topics = {{"orders", 0, std::nullopt}, {"dup", error_code::topic_already_exists, std::string("exists")}};
   out.emplace_back(create);
+
+  delete_topics_response del;
+  del.throttle_time_ms = 15;
+  del.responses = {{"orders", 0}, {"never", error_code::unknown_topic_or_partition}};
+  out.emplace_back(del);
 
   init_producer_id_response init;
   init.throttle_time_ms = 14;

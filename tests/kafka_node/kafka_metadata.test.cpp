@@ -266,3 +266,67 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
     CHECK(count_on(i, "hp2b") == 2);
   }
 }
+
+TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs and librdkafka deletes a topic on "
+          "every broker",
+          "[kafka_cluster][metadata]") {
+  // DeleteTopics (20) goes through the metadata log like an HTTP DELETE:
+  // every broker stops listing the topic; an unknown one is 3
+  // UNKNOWN_TOPIC_OR_PARTITION. kafkajs 2.2.4's admin client and librdkafka
+  // 2.0.2's (python3-confluent-kafka, Debian) both send it.
+  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
+                                      "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"});
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+  REQUIRE(raft_leader(c));
+  auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
+  auto listed = [&](size_t i, const std::string& topic) {
+    auto a = call(c.client(i), "GET", "/v1/topics");
+    return a.status != 200 || a.raw.find("\"" + topic + "\"") != std::string::npos;
+  };
+  for (const char* t : {"kdel1", "kdel2"}) {
+    auto a = call(c.client(0), "POST", "/v1/topics", json{{"name", t}, {"partitions", 2}}.dump());
+    REQUIRE(a.status == 201);
+  }
+  REQUIRE(wait_until([&] { return listed(2, "kdel1") && listed(2, "kdel2"); }, 10s));
+
+  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
+  const char* home = std::getenv("HOME");
+  std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
+                        + "/node_modules";
+  auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kd',brokers:['"
+                + addr(1) + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();"
+                "await a.deleteTopics({topics:['kdel1'],timeout:10000});await a.disconnect();})()"
+                ".then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
+  auto [rc, out] = sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+  INFO("kafkajs deleteTopics: " << out);
+  CHECK(rc == 0);
+
+  // librdkafka's admin client: one known topic, one unknown.
+  std::string py = "import sys\n"
+                   "from confluent_kafka.admin import AdminClient\n"
+                   "a = AdminClient({'bootstrap.servers': '" + addr(2) + "'})\n"
+                   "fs = a.delete_topics(['kdel2', 'kdel-never'], operation_timeout=10, request_timeout=20)\n"
+                   "for t, f in sorted(fs.items()):\n"
+                   "    try:\n"
+                   "        f.result()\n"
+                   "        print(t, 'deleted')\n"
+                   "    except Exception as e:\n"
+                   "        print(t, e.args[0].name())\n";
+  {
+    std::ofstream f(c.data_dir(2) + "/delete_topics.py");
+    f << py;
+  }
+  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/delete_topics.py 2>&1");
+  INFO("confluent-kafka delete_topics: " << pout);
+  CHECK(prc == 0);
+  CHECK(pout.find("kdel2 deleted") != std::string::npos);
+  CHECK(pout.find("kdel-never UNKNOWN_TOPIC_OR_PART") != std::string::npos);  // librdkafka's name for 3
+
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return !listed(i, "kdel1") && !listed(i, "kdel2"); }, 10s));
+  }
+}

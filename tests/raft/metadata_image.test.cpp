@@ -395,3 +395,101 @@ TEST_CASE("owner epochs: 1 at creation, bumped by each owner change; a condition
   REQUIRE(wire.ok());
   CHECK(std::get<owner_entry>(wire->payload).expect_epoch == 7);
 }
+
+TEST_CASE("a deletion drops the topic, its owners and epochs, and records the name; a create afterwards starts anew",
+          "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return log_index{i};
+  };
+  auto removal = [](const std::string& name, int32_t n) {
+    topic_entry t{name, n, id("b2"), "", false};
+    t.remove = true;
+    return t;
+  };
+  apply(topic_entry{"orders", 2, id("b1"), "", false});
+  apply(topic_entry{"audit", 1, id("b1"), "", false});
+  apply(owner_entry{"orders", 1, id("b3"), 0});
+  REQUIRE(s.epoch_of({"orders", 1}) == 2);
+  auto del = apply(removal("orders", 2));
+  CHECK_FALSE(s.refused(del));
+  CHECK(s.topics().count("orders") == 0);
+  CHECK_FALSE(s.owner_of({"orders", 0}));
+  CHECK_FALSE(s.owner_of({"orders", 1}));
+  CHECK(s.epoch_of({"orders", 1}) == 0);
+  CHECK(s.epochs().empty());
+  CHECK(s.deleted_topics().at("orders") == del);
+  CHECK(s.owner_of({"audit", 0}) == id("b1"));  // the other topic is untouched
+  // Deleting it again, or a topic never created, is refused and changes nothing.
+  auto twice = apply(removal("orders", 2));
+  CHECK(s.refused(twice));
+  CHECK(s.deleted_topics().at("orders") == del);
+  CHECK(s.refused(apply(removal("never", 1))));
+  CHECK(s.deleted_topics().count("never") == 0);
+  // Created again: a new topic (another created_at), at epoch 1, the
+  // deletion still recorded.
+  auto created = apply(topic_entry{"orders", 1, id("b2"), "", false});
+  CHECK(s.topics().at("orders").created_at == created);
+  CHECK(s.epoch_of({"orders", 0}) == 1);
+  CHECK(s.owner_of({"orders", 0}) == id("b2"));
+  CHECK(s.deleted_topics().at("orders") == del);
+  // Snapshots keep the deleted names; older snapshots without them load.
+  auto j = to_json(s.to_snapshot());
+  REQUIRE(j["deleted_topics"] == json::array({json{{"topic", "orders"}, {"deleted_at", del.value}}}));
+  auto parsed = snapshot_from_json(j);
+  REQUIRE(parsed.ok());
+  ownership_state loaded;
+  loaded.load(*parsed);
+  CHECK(loaded == s);
+  j.erase("deleted_topics");
+  REQUIRE(snapshot_from_json(j).ok());
+  CHECK(snapshot_from_json(j)->deleted_topics.empty());
+  j["deleted_topics"] = json::array({json{{"topic", "a"}, {"deleted_at", 3}}, json{{"topic", "a"}, {"deleted_at", 4}}});
+  CHECK_FALSE(snapshot_from_json(j).ok());
+}
+
+TEST_CASE("a deletion is refused while a move of the topic is unfinished, and applies once it ended",
+          "[raft][metadata][move]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return log_index{i};
+  };
+  topic_entry removal{"orders", 2, id("b1"), "", false};
+  removal.remove = true;
+  apply(topic_entry{"orders", 2, id("b1"), "", false});
+  move_entry m;
+  m.id = "m1";
+  m.topic = "orders";
+  m.partition = 1;
+  m.from = id("b1");
+  m.to = id("b2");
+  m.state = "queued";
+  REQUIRE_FALSE(s.refused(apply(m)));
+  CHECK(s.refused(apply(removal)));
+  CHECK(s.topics().count("orders") == 1);
+  m.state = "cancelled";
+  m.expect = {"queued"};
+  REQUIRE_FALSE(s.refused(apply(m)));
+  CHECK_FALSE(s.refused(apply(removal)));
+  CHECK(s.topics().count("orders") == 0);
+}
+
+TEST_CASE("a deletion entry has the documented JSON shape", "[raft][wire][metadata]") {
+  topic_entry t{"orders", 6, id("b1"), "", false};
+  t.remove = true;
+  auto j = to_json(entry_payload{t});
+  CHECK(j == json{{"type", "topic"}, {"topic", "orders"}, {"partitions", 6}, {"owner", "b1"}, {"config", ""},
+                  {"grow", false}, {"delete", true}});
+  auto p = payload_from_json(j);
+  REQUIRE(p.ok());
+  CHECK(std::get<topic_entry>(*p) == t);
+  // A create has no "delete" key; an entry both growing and deleting is refused.
+  CHECK_FALSE(to_json(entry_payload{topic_entry{"orders", 6, id("b1"), "", false}}).contains("delete"));
+  j["grow"] = true;
+  CHECK_FALSE(payload_from_json(j).ok());
+  CHECK(describe(entry_payload{t}) == "delete orders x6 @b1");
+}

@@ -155,12 +155,16 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   raft_node_settings rs;
   // A topic exists on every broker once its entry is applied there: the
   // broker creates or grows its local copy (owned as the image says).
-  rs.on_topics = [broker, catalog](std::shared_ptr<const topic_image> topics) {
-    auto local = catalog->get();
-    for (const auto& [name, t] : *topics) {
-      auto it = local->find(name);
-      if (it == local->end() || static_cast<int32_t>(it->second.partitions.size()) < t.partitions)
-        caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config);
+  // A topic the log deleted, or created anew under the same name, loses its
+  // local copy first (the broker handles the delete before the adopt).
+  rs.on_topics = [broker, catalog](const owner_view& image) {
+    auto topics = image.topics();
+    auto plan = cluster::plan_topic_sync(local_copies(*catalog->get()), log_copies(*topics), *image.deleted_topics());
+    for (const auto& [name, created_at] : plan.remove)
+      caf::anon_send(broker, delete_atom::value, name, created_at);
+    for (const auto& name : plan.adopt) {
+      const auto& t = topics->at(name);
+      caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config, t.created_at);
     }
   };
   rs.broker_id = cfg.broker_id();
