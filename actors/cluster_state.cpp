@@ -254,7 +254,8 @@ caf::result<bool> raft_delete_topic(self_ptr self, const std::string& name) {
     return make_error(errc::unknown_topic, "unknown topic " + name);
   // Checked here for a clear answer, and again by the log in log order (a
   // move created meanwhile refuses the deletion the same way).
-  for (const auto& [id, m] : *st.view->moves())
+  auto moves = st.view->moves();  // held: a range-for over *view->moves() would free it mid-loop
+  for (const auto& [id, m] : *moves)
     if (m.tp.topic == name && !raft::finished_move_state(m.state))
       return make_coded_error(409, "topic_moving",
                               "topic " + name + " has move " + id + " of partition " + std::to_string(m.tp.partition)
@@ -408,7 +409,8 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
       auto s = st.raft.view->get();
       j["controller"] = {{"epoch", s.term}, {"id", s.leader}, {"source", "raft"}};
       nlohmann::json rows = nlohmann::json::array();
-      for (const auto& [tp, owner] : *st.view->get())
+      auto owners = st.view->get();
+      for (const auto& [tp, owner] : *owners)
         rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
       j["owners"] = rows;
       return j.dump();

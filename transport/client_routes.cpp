@@ -493,11 +493,14 @@ void list_topics(const client_context& ctx, const responder& respond) {
   // The local copies, and with the metadata log every topic the image holds
   // (some may not have a local copy yet; produce and fetch route them).
   std::map<std::string, int32_t> names;
-  for (const auto& [name, t] : *ctx.catalog->get())
+  auto local = ctx.catalog->get();
+  for (const auto& [name, t] : *local)
     names[name] = static_cast<int32_t>(t.partitions.size());
-  if (ctx.owners)
-    for (const auto& [name, t] : *ctx.owners->topics())
+  if (ctx.owners) {
+    auto image = ctx.owners->topics();  // held for the loop (never `*ctx.owners->topics()` in a range-for)
+    for (const auto& [name, t] : *image)
       names[name] = std::max(names[name], t.partitions);
+  }
   json list = json::array();
   for (const auto& [name, n] : names)
     list.push_back(json{{"name", name}, {"partitions", n}});

@@ -119,10 +119,12 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
         // partitions are listed from the metadata log.
         auto fenced = owners->fenced();
         json offline = json::array();
-        if (!fenced->empty())
-          for (const auto& [tp, owner] : *owners->get())
+        if (!fenced->empty()) {
+          auto table = owners->get();  // held for the loop
+          for (const auto& [tp, owner] : *table)
             if (fenced->count(owner))
               offline.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
+        }
         body["fenced_brokers"] = std::vector<std::string>(fenced->begin(), fenced->end());
         body["offline_partitions"] = std::move(offline);
       }

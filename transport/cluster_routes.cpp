@@ -97,7 +97,10 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
   // Where this broker believes each named partition lives (data plane).
   r.add("GET", "/cluster/owners", [ctx](http_request&, responder respond) {
     json list = json::array();
-    for (const auto& [tp, owner] : *ctx.owners->get())
+    // The snapshot is held for the loop: `*ctx.owners->get()` alone would
+    // let the image be freed under it once a newer one is published.
+    auto owners = ctx.owners->get();
+    for (const auto& [tp, owner] : *owners)
       list.push_back(json{{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
     respond(http_response::json(200, json{{"broker_id", ctx.broker_id}, {"owners", list}}.dump()));
   });
