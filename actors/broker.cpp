@@ -5,6 +5,7 @@
 
 #include "actors/errors.hpp"
 #include "dataplane/topic_name.hpp"
+#include "storage/partition_log.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
@@ -40,6 +41,26 @@ caf::error invalid(std::string msg) {
   return make_error(errc::invalid_request, std::move(msg));
 }
 
+/// Finishes a deletion the catalogue marks `deleting` (no partition actor of
+/// it runs any more): removes every partition directory, then the entry.
+/// "" once the name is free (also when there was nothing to finish), else why not.
+std::string finish_deletion(self_ptr self, const std::string& name) {
+  auto& st = self->state;
+  const auto* entry = st.catalog->find(name);
+  if (!entry || !entry->deleting)
+    return {};
+  for (int32_t p = 0; p < entry->partitions; ++p) {
+    auto dir = storage::partition_dir(st.settings.data_dir, name, p);
+    if (auto removed = storage::partition_log::remove(dir); !removed)
+      return "cannot remove " + dir + ": " + removed.err().message;
+  }
+  st.catalog->erase(name);
+  if (auto why = st.catalog->save(); !why.empty())
+    return "cannot save the topic catalogue: " + why;
+  log::get("broker")->info("topic.deleted topic={}", name);
+  return {};
+}
+
 broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, dataplane::topic_catalog catalog,
                                       std::shared_ptr<catalog_view> view, registry_actor reg) {
   auto& init = self->state;
@@ -47,7 +68,17 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
   init.catalog.emplace(std::move(catalog));
   init.view = std::move(view);
   init.registry = reg;
+  // Deletions a crash interrupted are finished before anything opens.
+  std::vector<std::string> deleting;
+  for (const auto& [name, entry] : init.catalog->topics())
+    if (entry.deleting)
+      deleting.push_back(name);
+  for (const auto& name : deleting)
+    if (auto why = finish_deletion(self, name); !why.empty())
+      log::get("broker")->error("topic.delete_failed topic={} error=\"{}\"", name, why);
   for (const auto& [name, entry] : init.catalog->topics()) {
+    if (entry.deleting)
+      continue;  // still being deleted: never served, retried by the next create or adopt
     auto& t = init.topics[name];
     t.name = name;
     t.config = entry.config;
@@ -74,6 +105,8 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
           return invalid("topic " + name + " already exists with " + std::to_string(have) + " partitions");
         return false;
       }
+      if (auto why = finish_deletion(self, name); !why.empty())
+        return make_error(errc::storage_error, "topic " + name + " is still being deleted: " + why);
       st.catalog->put({name, partitions, cfg});
       if (auto why = st.catalog->save(); !why.empty()) {
         log::get("broker")->error("topic.save_failed topic={} error=\"{}\"", name, why);
@@ -117,6 +150,9 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
         return make_coded_error(409, "topic_recreated",
                                 "the local copy of " + name + " belongs to the topic created at log index "
                                   + std::to_string(it->second.created_at) + ", not " + std::to_string(created_at));
+      if (it == st.topics.end())
+        if (auto why = finish_deletion(self, name); !why.empty())
+          return make_error(errc::storage_error, "topic " + name + " is still being deleted: " + why);
       if (it != st.topics.end() && static_cast<int32_t>(it->second.partitions.size()) >= partitions) {
         if (it->second.created_at == 0 && created_at != 0) {  // stamped once, on the first adopt that knows it
           auto entry = *st.catalog->find(name);
@@ -156,6 +192,16 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       auto it = st.topics.find(name);
       if (it == st.topics.end() || (created_at != -1 && it->second.created_at != created_at))
         return false;
+      // The intent first, durably: from here a crash finishes the deletion
+      // at the next start instead of reopening what is left.
+      auto entry = *st.catalog->find(name);
+      entry.deleting = true;
+      st.catalog->put(entry);
+      if (auto why = st.catalog->save(); !why.empty()) {
+        entry.deleting = false;
+        st.catalog->put(entry);
+        return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
+      }
       auto handles = std::move(it->second.partitions);
       st.topics.erase(it);
       publish(self);  // no request path reaches the copy from here on
@@ -163,26 +209,25 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       auto left = std::make_shared<size_t>(handles.size());
       auto failed = std::make_shared<std::string>();
       auto finish = [self, rp, name, failed]() mutable {
-        self->state.catalog->erase(name);
-        if (auto why = self->state.catalog->save(); !why.empty() && failed->empty())
-          *failed = "cannot save the topic catalogue: " + why;
+        if (failed->empty())
+          *failed = finish_deletion(self, name);  // the directories are gone: forget the entry
         if (!failed->empty()) {
           log::get("broker")->error("topic.delete_failed topic={} error=\"{}\"", name, *failed);
           rp.deliver(make_error(errc::storage_error, *failed));
           return;
         }
-        log::get("broker")->info("topic.deleted topic={}", name);
         rp.deliver(true);
       };
       if (handles.empty()) {
         finish();
         return rp;
       }
-      // Awaited: the broker takes no other message (an adopt of the same
-      // name above all) until every partition has removed its directory.
+      // Awaited, without a timeout (a local actor that always answers): the
+      // broker takes no other message (an adopt of the same name above all)
+      // until every partition has closed its log and removed its directory.
       for (auto& p : handles) {
         self->unlink_from(p);
-        self->request(p, std::chrono::seconds(60), delete_atom::value)
+        self->request(p, caf::infinite, delete_atom::value)
           .await([left, finish](bool) mutable { if (--*left == 0) finish(); },
                  [left, finish, failed](caf::error& e) mutable {
                    if (failed->empty())
@@ -206,6 +251,22 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
 }
 
 }  // namespace
+
+void sync_local_topics(const broker_actor& broker, const catalog_view& local, const owner_view& image,
+                       const group_actor* groups) {
+  auto topics = image.topics();
+  auto copies = local_copies(*local.get());
+  auto plan = cluster::plan_topic_sync(copies, log_copies(*topics), *image.deleted_topics());
+  for (const auto& [name, created_at] : plan.remove) {
+    caf::anon_send(broker, delete_atom::value, name, created_at);
+    if (groups)
+      caf::anon_send(*groups, delete_atom::value, name, copies.at(name).partitions);
+  }
+  for (const auto& name : plan.adopt) {
+    const auto& t = topics->at(name);
+    caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config, t.created_at);
+  }
+}
 
 broker_actor spawn_broker(caf::actor_system& sys, broker_settings settings, dataplane::topic_catalog catalog,
                           std::shared_ptr<catalog_view> view, registry_actor reg) {

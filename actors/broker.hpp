@@ -11,6 +11,8 @@
 
 #include "actors/atoms.hpp"
 #include "actors/catalog_view.hpp"
+#include "actors/group_coordinator.hpp"
+#include "actors/image.hpp"
 #include "actors/registry.hpp"
 #include "dataplane/topic_catalog.hpp"
 
@@ -35,13 +37,15 @@ using broker_actor = caf::typed_actor<
   caf::replies_to<adopt_atom, std::string, int32_t, std::string, int64_t>::with<int32_t>,
   // Deletes the local copy of a topic (docs/metadata.md "Deleting a
   // topic"): name, and the created_at the copy must have (-1 = any; a copy
-  // with another is kept: it belongs to a later creation). It leaves the catalog_view at once, then every partition
-  // closes and removes its directory, then the catalogue forgets it. The
-  // broker handles nothing else meanwhile, so a later adopt of the same name
-  // starts on clean directories. Replies false when there is no such copy,
-  // true once it is gone; error storage_error when a directory or the
-  // catalogue could not be written (the copy is gone from the view; a
-  // restart finds it again and deletes it again).
+  // with another is kept: it belongs to a later creation). The catalogue
+  // marks it `deleting` (durably) first, then it leaves the catalog_view,
+  // every partition closes and removes its directory, and the catalogue
+  // forgets it. The broker handles nothing else meanwhile, so a later adopt
+  // of the same name starts on clean directories. Replies false when there
+  // is no such copy, true once it is gone; error storage_error when a
+  // directory or the catalogue could not be written. A deletion cut short
+  // (an error, a crash) stays marked: it is finished at the next start, or
+  // by the next create or adopt of the name, which fails until it is.
   caf::replies_to<delete_atom, std::string, int64_t>::with<bool>,
   // The broker's summary (JSON text).
   caf::replies_to<status_atom>::with<std::string>>;
@@ -51,6 +55,17 @@ struct broker_settings {
   std::string data_dir;
   int64_t retention_check_ms = 30000;
 };
+
+/// Makes `broker`'s local copies follow the applied `image`
+/// (cluster::plan_topic_sync, docs/metadata.md "Deleting a topic"): sends
+/// the deletion of every stale copy, then the adoption of every topic the
+/// log holds at a count or stamp this broker lacks. Asynchronous and
+/// idempotent (a deletion names the stamp it removes); messages sent by one
+/// caller arrive in order, so a copy goes before its name is adopted again.
+/// `groups` (when given) is told to forget the committed offsets of every
+/// copy deleted (Kafka drops a deleted topic's offsets too).
+void sync_local_topics(const broker_actor& broker, const catalog_view& local, const owner_view& image,
+                       const group_actor* groups);
 
 /// Spawns the broker with an already loaded catalogue: it spawns (and
 /// enrolls) one partition actor per partition, then publishes `view`.

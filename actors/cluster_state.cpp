@@ -24,6 +24,7 @@ struct cluster_state_state {
   raft_link raft;
   std::optional<broker_actor> broker;
   std::shared_ptr<catalog_view> catalog;
+  std::optional<group_actor> groups;  ///< told to forget a deleted topic's offsets
   /// Local topics whose import entry was proposed and not yet answered.
   std::set<std::string> importing;
   static inline const char* name = "cluster_state";
@@ -78,6 +79,11 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
     fail(e);
     return;
   }
+  // A stale copy of the name (deleted, or an earlier creation's) goes
+  // first, in this actor's message order, so the adopt below never takes it
+  // for the topic's own or stamps it.
+  if (st.catalog)
+    sync_local_topics(*st.broker, *st.catalog, *st.view, st.groups ? &*st.groups : nullptr);
   self->request(*st.broker, std::chrono::seconds(60), adopt_atom::value, name, it->second.partitions, it->second.config,
                 it->second.created_at)
     .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
@@ -324,10 +330,12 @@ void import_local_topics(self_ptr self) {
 cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string self_id,
                                                     std::shared_ptr<owner_view> view, raft_link raft,
                                                     std::optional<broker_actor> broker,
-                                                    std::shared_ptr<catalog_view> catalog) {
+                                                    std::shared_ptr<catalog_view> catalog,
+                                                    std::optional<group_actor> groups) {
   auto& init = self->state;
   init.broker = std::move(broker);
   init.catalog = std::move(catalog);
+  init.groups = std::move(groups);
   init.self_id = std::move(self_id);
   init.view = std::move(view);
   init.raft = std::move(raft);
@@ -438,9 +446,9 @@ std::string check_legacy_cluster_state(const std::string& data_dir) {
 
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string self_id, std::shared_ptr<owner_view> view,
                                         registry_actor reg, raft_link raft, std::optional<broker_actor> broker,
-                                        std::shared_ptr<catalog_view> catalog) {
+                                        std::shared_ptr<catalog_view> catalog, std::optional<group_actor> groups) {
   auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(self_id), std::move(view), std::move(raft),
-                                    std::move(broker), std::move(catalog));
+                                    std::move(broker), std::move(catalog), std::move(groups));
   enroll(reg, caf::actor_cast<caf::actor>(a), "cluster_state", "cluster_state");
   return a;
 }

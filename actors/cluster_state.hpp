@@ -110,10 +110,12 @@ struct raft_link {
   std::vector<std::string> brokers;
 };
 
-/// Spawns the cluster state actor (detached) for broker `self_id`.
+/// Spawns the cluster state actor (detached) for broker `self_id`. `groups`
+/// forgets the committed offsets of a topic copy this actor deletes.
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string self_id, std::shared_ptr<owner_view> view,
                                         registry_actor reg, raft_link raft,
                                         std::optional<broker_actor> broker = std::nullopt,
-                                        std::shared_ptr<catalog_view> catalog = nullptr);
+                                        std::shared_ptr<catalog_view> catalog = nullptr,
+                                        std::optional<group_actor> groups = std::nullopt);
 
 }  // namespace moonmq

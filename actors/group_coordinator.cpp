@@ -258,6 +258,14 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
         list.push_back(json{{"group", group}, {"offset", offset}});
       return list.dump();
     },
+    [self](delete_atom, std::string& topic, int32_t count) {
+      if (!self->state.store)
+        return;
+      for (int32_t p = 0; p < count; ++p)
+        if (auto r = self->state.store->remove_partition(topic, p); !r)
+          log::get("broker")->error("groups.forget_failed topic={} partition={} error=\"{}\"", topic, p,
+                                    r.err().message);
+    },
     [self](merge_atom, std::string& topic, int32_t partition, std::string& offsets_json) -> caf::result<int32_t> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");

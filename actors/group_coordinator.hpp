@@ -55,6 +55,9 @@ using group_actor = caf::typed_actor<
   // committed one (DESIGN §3 step 5), durably. Replies how many were stored;
   // errors: invalid_request (malformed list), storage_error.
   caf::replies_to<merge_atom, std::string, int32_t, std::string>::with<int32_t>,
+  // Forgets every group's committed offset for partitions [0, count) of a
+  // topic (its local copy was deleted: docs/metadata.md "Deleting a topic").
+  caf::reacts_to<delete_atom, std::string, int32_t>,
   // Internal: evict expired members, follow partition growth.
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;

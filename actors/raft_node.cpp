@@ -222,7 +222,18 @@ void settle_waiters(self_ptr self) {
     const auto* removal = std::get_if<raft::topic_entry>(&w.entry);
     if (removal && !removal->remove)
       removal = nullptr;
-    if (step && !t)
+    if (removal && !t) {
+      // Compacted before it was settled: the deleted names tell whether a
+      // deletion at or after this index applied (a topic created again since
+      // must not read as "lost, retry", which would delete the new one).
+      auto d = core.state().deleted_topics().find(removal->topic);
+      if (d != core.state().deleted_topics().end() && static_cast<int64_t>(d->second.value) >= w.index)
+        w.rp.deliver(w.index, w.term);
+      else
+        w.rp.deliver(coded(503, "proposal_outcome_unknown",
+                           "the deletion of " + removal->topic
+                             + " was applied through a snapshot; read the image to learn its outcome"));
+    } else if (step && !t)
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the move entry " + raft::describe(w.entry)
                            + " was applied through a snapshot; read the image to learn its outcome"));

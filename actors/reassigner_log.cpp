@@ -124,6 +124,12 @@ std::optional<move_info> logged_move(self_ptr self, const std::string& id) {
   return it->second;
 }
 
+bool topic_gone(self_ptr self, const move_info& m) {
+  auto topics = self->state.owners->topics();
+  auto it = topics->find(m.tp.topic);
+  return it == topics->end() || it->second.created_at > m.updated_at;
+}
+
 namespace {
 
 bool finished(const std::string& state) { return raft::finished_move_state(state); }

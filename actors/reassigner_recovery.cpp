@@ -123,6 +123,21 @@ void rollback(self_ptr self, const std::string& id, const std::string& why) {
 
 // --- the log ended it ---------------------------------------------------------------
 
+namespace {
+
+/// Ends the journal row of a move whose topic is gone (topic_gone): no
+/// seal, reset, unseal or destination cleanup, as the partition of that name
+/// is another topic's or none. The row is copied: journal writes rewrite rows.
+void end_for_deleted_topic(self_ptr self, const std::string& id, cluster::move_entry row) {
+  auto why = "topic " + row.tp.topic + " was deleted after the move ended in the metadata log";
+  logger()->warn("move.topic_deleted move={} journal_state={}", id, cluster::to_string(row.state));
+  if (cluster::is_past_cutover(row.state) && row.state != move_state::rolling_back)
+    (void)journal_to(self, id, move_state::rolling_back, why);
+  (void)journal_to(self, id, move_state::failed, why);
+}
+
+}  // namespace
+
 void adopt(self_ptr self, const std::string& id) {
   auto& st = self->state;
   auto m = logged_move(self, id);
@@ -138,6 +153,13 @@ void adopt(self_ptr self, const std::string& id) {
   logger()->warn("move.adopted move={} journal_state={} log_state={} error=\"{}\"", id, cluster::to_string(row->state),
                  m->state, m->error);
   auto tp = row->tp;
+  if (topic_gone(self, *m)) {
+    // The partition of that name, if any, belongs to another topic now.
+    end_for_deleted_topic(self, id, *row);
+    st.running.erase(id);
+    start_queued(self);
+    return;
+  }
   if (m->state == "done") {
     if (row->state != move_state::offsets)
       (void)journal_to(self, id, move_state::offsets);
@@ -175,6 +197,10 @@ void adopt(self_ptr self, const std::string& id) {
 void recover(self_ptr self) {
   auto& st = self->state;
   for (const auto& e : st.journal->unfinished()) {
+    if (auto m = logged_move(self, e.move_id); m && raft::finished_move_state(m->state) && topic_gone(self, *m)) {
+      end_for_deleted_topic(self, e.move_id, e);
+      continue;
+    }
     auto plan = cluster::recovery_decision(e);
     logger()->warn("move.recovering move={} topic={} partition={} state={} action={}", e.move_id, e.tp.topic,
                    e.tp.partition, cluster::to_string(e.state), plan.reason);

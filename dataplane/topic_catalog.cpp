@@ -110,6 +110,13 @@ std::optional<topic_catalog> topic_catalog::load(const std::string& data_dir, st
       }
       e.created_at = t["created_at"].get<int64_t>();
     }
+    if (t.contains("deleting")) {
+      if (!t["deleting"].is_boolean()) {
+        error = cat.path_ + ": topic " + e.name + ": deleting must be true or false";
+        return std::nullopt;
+      }
+      e.deleting = t["deleting"].get<bool>();
+    }
     cat.topics_[e.name] = std::move(e);
   }
   return cat;
@@ -121,6 +128,8 @@ std::string topic_catalog::save() const {
     json row{{"name", name}, {"partitions", e.partitions}, {"config", to_json(e.config)}};
     if (e.created_at != 0)
       row["created_at"] = e.created_at;
+    if (e.deleting)
+      row["deleting"] = true;
     list.push_back(std::move(row));
   }
   if (auto ec = util::write_file_atomic(path_, json{{"topics", list}}.dump(1)))

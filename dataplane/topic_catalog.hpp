@@ -27,6 +27,10 @@ struct topic_entry {
   /// same name has another); 0 = not known (a standalone broker, or a copy
   /// written before copies were stamped). JSON "created_at", absent = 0.
   int64_t created_at = 0;
+  /// Being deleted (JSON "deleting": true, absent = false): written before
+  /// any partition directory goes, so that a crash mid-way finishes the
+  /// deletion at the next start rather than reopen a partial copy.
+  bool deleting = false;
 };
 
 class topic_catalog {

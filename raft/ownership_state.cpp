@@ -17,7 +17,10 @@ status ownership_state::apply(const log_entry& e) {
     controller_ = c->leader;
   } else if (auto* o = std::get_if<owner_entry>(&e.payload)) {
     topic_partition tp{o->topic, o->partition};
-    if (o->expect_epoch != 0 && o->expect_epoch != epoch_of(tp)) {
+    // An owner for a partition of a deleted topic (an entry proposed before
+    // the deletion, committed after it) would be a row no topic covers.
+    bool of_deleted = deleted_topics_.count(o->topic) && !topics_.count(o->topic);
+    if (of_deleted || (o->expect_epoch != 0 && o->expect_epoch != epoch_of(tp))) {
       // A conditional change whose condition no longer holds: a no-op in
       // log order, remembered so that its proposer is told.
       refused_.insert(e.index.value);

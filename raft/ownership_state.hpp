@@ -38,9 +38,11 @@ class ownership_state {
   uint64_t epoch_of(const topic_partition& tp) const;
   /// Partitions whose epoch is above 1 (the rest are at 1, or 0 without owner).
   const std::map<topic_partition, uint64_t>& epochs() const { return epochs_; }
-  /// True when the conditional owner entry at index `i` was a no-op (its
-  /// expected epoch had moved on). Remembered for the last
-  /// max_refused_kept such entries since the last load().
+  /// True when the entry at index `i` was a no-op the log refused: a
+  /// conditional owner entry whose expected epoch had moved on, an owner
+  /// entry for a deleted topic, a move step or a topic deletion whose
+  /// condition did not hold. Remembered for the last max_refused_kept such
+  /// entries since the last load().
   bool refused(log_index i) const { return refused_.count(i.value) != 0; }
   static constexpr std::size_t max_refused_kept = 4096;
   /// Every topic a `topic` entry created, by name.

@@ -423,14 +423,19 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
 /// DeleteTopics: each name through the metadata log (every broker then
 /// removes its copy), or on this broker alone without one. Errors per topic:
 /// 3 unknown, 17 a bad name, 60 a move of one of its partitions under way,
-/// 7 the log unavailable (retriable), 42 anything else.
+/// 7 the log unavailable (retriable), 42 a name given twice or anything else.
 void delete_topics(const std::shared_ptr<kafka_context>& ctx, kafka::delete_topics_request req, kafka_done done) {
   auto resp = std::make_shared<kafka::delete_topics_response>();
   resp->responses.resize(req.topic_names.size());
   std::vector<size_t> todo;
+  std::map<std::string, int> seen;
+  for (const auto& name : req.topic_names)
+    ++seen[name];
   for (size_t i = 0; i < req.topic_names.size(); ++i) {
     resp->responses[i].name = req.topic_names[i];
-    if (!dataplane::check_topic_name(req.topic_names[i]).empty())
+    if (seen[req.topic_names[i]] > 1)
+      resp->responses[i].error_code = ec::invalid_request;  // Kafka: a name given twice is refused for each
+    else if (!dataplane::check_topic_name(req.topic_names[i]).empty())
       resp->responses[i].error_code = ec::invalid_topic_exception;
     else
       todo.push_back(i);

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "tests/broker/broker_client.hpp"
@@ -173,6 +174,41 @@ TEST_CASE("a deleted topic is gone with its directories, and created again it st
   auto f = call(again.client, "GET", "/v1/topics/d/partitions/1/records?offset=0");
   REQUIRE(f.body["records"].size() == 1);
   CHECK(f.body["records"][0]["value"] == "new");
+  again.stop();
+}
+
+TEST_CASE("a deletion cut short by a crash is finished at the next start", "[broker][topics]") {
+  // The catalogue marks a topic `deleting` before any directory goes: a
+  // crash after that point leaves the mark, and the next start removes what
+  // is left instead of serving a partial copy.
+  temp_dir dir;
+  {
+    auto n = running_node::start(dir);
+    create_topic(n.client, "half", 2);
+    create_topic(n.client, "kept", 1);
+    REQUIRE(call(n.client, "POST", "/v1/topics/half/records", json{{"records", {{{"value", "x"}, {"partition", 0}}}}})
+              .status == 200);
+    n.stop();
+  }
+  // As the crash left it: marked, one directory already gone, one not.
+  auto catalog = json::parse(read_text(dir.path() + "/data/topics.json"));
+  for (auto& t : catalog["topics"])
+    if (t["name"] == "half")
+      t["deleting"] = true;
+  {
+    std::ofstream out(dir.path() + "/data/topics.json", std::ios::trunc);
+    out << catalog.dump();
+  }
+  std::filesystem::remove_all(dir.path() + "/data/half-1");
+  REQUIRE(std::filesystem::exists(dir.path() + "/data/half-0"));
+  auto again = running_node::start(dir);
+  CHECK(listed(again.client) == std::map<std::string, int>{{"kept", 1}});
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/data/half-0"));
+  CHECK(read_text(dir.path() + "/data/topics.json").find("half") == std::string::npos);
+  // Created again, it starts empty.
+  create_topic(again.client, "half", 2);
+  auto f = call(again.client, "GET", "/v1/topics/half/partitions/0/records?offset=0");
+  CHECK(f.body["log_end_offset"] == 0);
   again.stop();
 }
 

@@ -62,6 +62,18 @@ TEST_CASE("a topic deleted through one broker is gone from every broker, and cre
   create_topic(c.client(0), "gone", partitions);
   for (int p = 0; p < partitions; ++p)
     REQUIRE(fill(c.client(1), "gone", p, 20, 5, 64).size() == 20);
+  // A committed offset goes with the topic (a consumer of the topic created
+  // again must not skip its first records).
+  auto commit = call(c.client(2), "POST", "/v1/groups/readers/offsets",
+                     json{{"offsets", {{{"topic", "gone"}, {"partition", 0}, {"offset", 15}}}}}.dump());
+  INFO("commit: " << commit.raw);
+  REQUIRE(commit.status == 200);
+  auto committed = [&] {
+    auto a = call(c.client(0), "GET", "/v1/groups/readers/offsets?topic=gone");
+    return a.status == 200 && a.body.is_object() && a.body["offsets"].is_array() ? a.body["offsets"].size()
+                                                                                 : size_t{99};
+  };
+  REQUIRE(committed() == 1);
   // Every broker holds a local copy (directories) once it applied the create.
   for (size_t i = 0; i < 3; ++i)
     CHECK(wait_until([&] { return partition_dirs(c, i, "gone", partitions) == partitions; }, 10s));
@@ -93,6 +105,7 @@ TEST_CASE("a topic deleted through one broker is gone from every broker, and cre
   CHECK(read.log_end == 1);
   REQUIRE(read.records.size() == 1);
   CHECK(as_sent(read.records.begin()->second).key == acked.begin()->second.key);
+  CHECK(wait_until([&] { return committed() == 0; }, 5s));
   // Only the new count's directories exist on any broker.
   for (size_t i = 0; i < 3; ++i)
     CHECK(partition_dirs(c, i, "gone", partitions) <= 2);

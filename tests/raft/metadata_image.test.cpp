@@ -428,6 +428,10 @@ TEST_CASE("a deletion drops the topic, its owners and epochs, and records the na
   CHECK(s.deleted_topics().at("orders") == del);
   CHECK(s.refused(apply(removal("never", 1))));
   CHECK(s.deleted_topics().count("never") == 0);
+  // An owner entry proposed before the deletion and committed after it
+  // leaves no row behind.
+  CHECK(s.refused(apply(owner_entry{"orders", 0, id("b3"), 0})));
+  CHECK_FALSE(s.owner_of({"orders", 0}));
   // Created again: a new topic (another created_at), at epoch 1, the
   // deletion still recorded.
   auto created = apply(topic_entry{"orders", 1, id("b2"), "", false});

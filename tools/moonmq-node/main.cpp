@@ -150,22 +150,16 @@ std::string start_listener(transport::http_server& server, const std::string& na
 raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, transport::io_pool& io,
                      std::shared_ptr<const transport::tls_context> tls, std::unique_ptr<raft::raft_store> store,
                      std::shared_ptr<owner_view> owners, registry_actor registry,
-                     std::shared_ptr<transport::peer_directory>& clients, broker_actor broker,
+                     std::shared_ptr<transport::peer_directory>& clients, broker_actor broker, group_actor groups,
                      std::shared_ptr<catalog_view> catalog, std::shared_ptr<transport::peer_directory> directory) {
   raft_node_settings rs;
   // A topic exists on every broker once its entry is applied there: the
   // broker creates or grows its local copy (owned as the image says).
   // A topic the log deleted, or created anew under the same name, loses its
   // local copy first (the broker handles the delete before the adopt).
-  rs.on_topics = [broker, catalog](const owner_view& image) {
-    auto topics = image.topics();
-    auto plan = cluster::plan_topic_sync(local_copies(*catalog->get()), log_copies(*topics), *image.deleted_topics());
-    for (const auto& [name, created_at] : plan.remove)
-      caf::anon_send(broker, delete_atom::value, name, created_at);
-    for (const auto& name : plan.adopt) {
-      const auto& t = topics->at(name);
-      caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config, t.created_at);
-    }
+  // A deleted topic's committed offsets go with it (Kafka drops them too).
+  rs.on_topics = [broker, catalog, groups](const owner_view& image) {
+    sync_local_topics(broker, *catalog, image, &groups);
   };
   rs.broker_id = cfg.broker_id();
   rs.election_timeout_ms = cfg.cluster->raft.election_timeout_ms;
@@ -361,11 +355,11 @@ int run(const config::load_result& loaded) {
     for (const auto& p : configured)
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                        std::chrono::seconds(5), registry));
-    auto raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, view,
-                           directory);
+    auto raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, groups,
+                           view, directory);
     cactx.raft = raft.view;
     rctx.node = raft.node;
-    cluster_state = spawn_cluster_state(sys, cfg.broker_id(), owners, registry, raft, broker, view);
+    cluster_state = spawn_cluster_state(sys, cfg.broker_id(), owners, registry, raft, broker, view, groups);
     cctx.metadata = *cluster_state;  // topics are created through the metadata log
     cactx.state = *cluster_state;
     transport::cluster_context kctx;
