@@ -84,6 +84,16 @@ TEST_CASE("a fourth broker joins at runtime, receives partitions, is fenced and 
   for (const auto& b : cluster.body["brokers"])
     listed = listed || (b.value("id", "") == "b4" && b.value("alive", false));
   CHECK(listed);
+  // Each voter has a peer actor for it, as for a configured peer: a row in
+  // /admin/actors and a moonmq_peer_up series that reads 1 once probed.
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] {
+      auto actors = call(c.admin(i), "GET", "/admin/actors");
+      return actors.raw.find("\"peer-b4\"") != std::string::npos
+             && call(c.admin(i), "GET", "/metrics").raw.find("moonmq_peer_up{peer=\"b4\"} 1") != std::string::npos;
+    }, 15s));
+  }
   auto [lrc, meta] = sh("timeout 30 kcat -b 127.0.0.1:" + std::to_string(c.kafka(0)) + " -L -t joined 2>&1");
   INFO(meta);
   CHECK(lrc == 0);

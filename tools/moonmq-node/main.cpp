@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <iostream>
 #include <pthread.h>
 #include <optional>
@@ -144,6 +146,15 @@ std::string start_listener(transport::http_server& server, const std::string& na
   return {};
 }
 
+/// The peer actors of brokers that joined at runtime (one per registered
+/// broker, as a configured peer has one), made by the raft thread as
+/// registrations apply and stopped with the node.
+struct learned_peer_actors {
+  std::mutex mtx;
+  std::map<std::string, peer_actor> actors;
+  bool stopped = false;  ///< the node is stopping: no new actor
+};
+
 /// Spawns the raft_node with a keep-alive client of its own per peer (Raft
 /// heartbeats never queue behind partition copies), appended to `clients`
 /// so that shutdown closes them.
@@ -151,7 +162,8 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
                      std::shared_ptr<const transport::tls_context> tls, std::unique_ptr<raft::raft_store> store,
                      std::shared_ptr<owner_view> owners, registry_actor registry,
                      std::shared_ptr<transport::peer_directory>& clients, broker_actor broker, group_actor groups,
-                     std::shared_ptr<catalog_view> catalog, std::shared_ptr<transport::peer_directory> directory) {
+                     std::shared_ptr<catalog_view> catalog, std::shared_ptr<transport::peer_directory> directory,
+                     std::shared_ptr<learned_peer_actors> learned) {
   raft_node_settings rs;
   // A topic exists on every broker once its entry is applied there: the
   // broker creates or grows its local copy (owned as the image says).
@@ -189,12 +201,32 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   // peer directory every other context reads learns them.
   clients = std::make_shared<transport::peer_directory>(rs.peers, raft_client, cfg.cluster->token);
   rs.connect = [clients](const std::string& id, const std::string& address) { return clients->connect(id, address); };
-  rs.on_brokers = [directory, self = cfg.broker_id()](std::shared_ptr<const broker_standing> standing) {
+  // A joined broker gets a peer actor too (its row in /admin/actors, its
+  // moonmq_peer_up series); a removed one loses it.
+  rs.on_brokers = [&sys, directory, learned, registry, self = cfg.broker_id(),
+                   timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds)](
+                    std::shared_ptr<const broker_standing> standing) {
     auto reachable = standing->registered;  // a removed broker is no longer talked to
     for (const auto& id : standing->removed)
       reachable.erase(id);
-    for (const auto& id : directory->learn(self, reachable))
+    std::lock_guard<std::mutex> g{learned->mtx};
+    for (const auto& id : directory->learn(self, reachable)) {
       log::get("node")->info("node.peer_learned broker={} peer={}", self, id);
+      auto peer = directory->find(id);
+      if (!peer || learned->stopped)
+        continue;
+      if (auto old = learned->actors.find(id); old != learned->actors.end())
+        caf::anon_send_exit(old->second, caf::exit_reason::user_shutdown);  // a new address
+      learned->actors[id] = spawn_peer(sys, *peer, timeout, std::chrono::seconds(5), registry);
+    }
+    for (auto it = learned->actors.begin(); it != learned->actors.end();) {
+      if (reachable.count(it->first)) {
+        ++it;
+        continue;
+      }
+      caf::anon_send_exit(it->second, caf::exit_reason::user_shutdown);
+      it = learned->actors.erase(it);
+    }
   };
   rs.voters = cfg.cluster->raft.voters;
   std::vector<std::string> brokers = rs.voters;
@@ -311,6 +343,7 @@ int run(const config::load_result& loaded) {
   std::optional<reassigner_actor> reassigner;
   std::optional<balancer_actor> balancer;
   std::vector<peer_actor> peer_actors;
+  auto learned_peers = std::make_shared<learned_peer_actors>();
   transport::raft_context rctx;
   std::shared_ptr<transport::peer_directory> raft_clients;
   std::shared_ptr<transport::peer_directory> directory = std::make_shared<transport::peer_directory>();
@@ -356,7 +389,7 @@ int run(const config::load_result& loaded) {
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                        std::chrono::seconds(5), registry));
     auto raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, groups,
-                           view, directory);
+                           view, directory, learned_peers);
     cactx.raft = raft.view;
     rctx.node = raft.node;
     cluster_state = spawn_cluster_state(sys, cfg.broker_id(), owners, registry, raft, broker, view, groups);
@@ -485,6 +518,13 @@ int run(const config::load_result& loaded) {
   auto stop_actors = [&] {
     for (auto& c : children)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+    {
+      std::lock_guard<std::mutex> g{learned_peers->mtx};
+      for (auto& [id, p] : learned_peers->actors)
+        caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+      learned_peers->actors.clear();
+      learned_peers->stopped = true;
+    }
     caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
   };
   using listener = std::tuple<transport::http_server*, const char*, const config::listener_config*>;
