@@ -57,6 +57,36 @@ std::string group_coordinated_by(const std::string& id) {
   }
 }
 
+/// `--set` overrides of three Raft brokers with their Kafka listeners on.
+std::vector<std::string> kafka_raft(std::vector<std::string> extra = {}) {
+  std::vector<std::string> out{"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
+                               "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"};
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+/// Starts the three brokers of `c` at once and waits until each is ready.
+void start_three(move_cluster& c) {
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+}
+
+/// Runs a kafkajs admin client on `broker` (host:port) doing `calls` (JS
+/// statements on `a`, connected) with kafkajs 2.2.4 from
+/// scripts/install-deps.sh: (exit code, output).
+std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
+  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
+  const char* home = std::getenv("HOME");
+  std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
+                        + "/node_modules";
+  auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kmeta',brokers:['"
+                + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
+                + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
+  return sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+}
+
 /// kcat -C output "%o %s" lines as offset → value.
 std::map<int64_t, std::string> parse_offsets(const std::string& text) {
   std::map<int64_t, std::string> out;
@@ -75,12 +105,8 @@ std::map<int64_t, std::string> parse_offsets(const std::string& text) {
 TEST_CASE("kafka listener with the metadata log: a topic created through Kafka serves through every broker and "
           "commits work whichever broker coordinates the group",
           "[kafka_cluster][metadata]") {
-  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
-                                      "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"});
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
   auto leader = raft_leader(c);
   INFO(c.all_logs());
   REQUIRE(leader);
@@ -179,13 +205,8 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
   // NumPartitions (PATCH /admin/balancer on any broker) overrides it on
   // every broker, for auto-creation, CreateTopics with -1 and an HTTP create
   // without a count; null gives the configured value back.
-  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
-                                      "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100",
-                                      "Cluster.NumPartitions=2"});
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft({"Cluster.NumPartitions=2"}));
+  start_three(c);
   REQUIRE(raft_leader(c));
   auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
   // The partition count of `topic` as broker i lists it (-1 when absent).
@@ -235,16 +256,8 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
   CHECK(http_create(0, "hp4") == 4);
   {
     // CreateTopics with num_partitions -1: kafkajs's admin client sends -1
-    // when no count is given (kafkajs 2.2.4 from scripts/install-deps.sh).
-    const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
-    const char* home = std::getenv("HOME");
-    std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
-                          + "/node_modules";
-    auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'np',brokers:['"
-                  + addr(1) + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();"
-                  "await a.createTopics({topics:[{topic:'kj4'}]});await a.disconnect();})()"
-                  ".then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
-    auto [rc, out] = sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+    // when no count is given.
+    auto [rc, out] = kafkajs_admin(addr(1), "await a.createTopics({topics:[{topic:'kj4'}]});");
     INFO("kafkajs createTopics: " << out);
     CHECK(rc == 0);
   }
@@ -274,12 +287,8 @@ TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs an
   // every broker stops listing the topic; an unknown one is 3
   // UNKNOWN_TOPIC_OR_PARTITION. kafkajs 2.2.4's admin client and librdkafka
   // 2.0.2's (python3-confluent-kafka, Debian) both send it.
-  move_cluster c({"b1", "b2", "b3"}, {"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
-                                      "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"});
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
   REQUIRE(raft_leader(c));
   auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
   auto listed = [&](size_t i, const std::string& topic) {
@@ -292,15 +301,7 @@ TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs an
   }
   REQUIRE(wait_until([&] { return listed(2, "kdel1") && listed(2, "kdel2"); }, 10s));
 
-  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
-  const char* home = std::getenv("HOME");
-  std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
-                        + "/node_modules";
-  auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kd',brokers:['"
-                + addr(1) + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();"
-                "await a.deleteTopics({topics:['kdel1'],timeout:10000});await a.disconnect();})()"
-                ".then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
-  auto [rc, out] = sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+  auto [rc, out] = kafkajs_admin(addr(1), "await a.deleteTopics({topics:['kdel1'],timeout:10000});");
   INFO("kafkajs deleteTopics: " << out);
   CHECK(rc == 0);
 
