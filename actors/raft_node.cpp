@@ -258,6 +258,11 @@ void settle_waiters(self_ptr self) {
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the conditional owner change of " + cas->topic + "/" + std::to_string(cas->partition)
                            + " was applied through a snapshot; read the image to learn its outcome"));
+    else if (ours && cas && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})
+             && core.state().deleted_topics().count(cas->topic) && !core.state().topics().count(cas->topic))
+      // Refused as an owner of a deleted topic (conditional or not).
+      w.rp.deliver(coded(404, "unknown_topic", "topic " + cas->topic + " was deleted: no owner of "
+                                                 + cas->topic + "/" + std::to_string(cas->partition) + " was set"));
     else if (ours && cas && cas->expect_epoch != 0
              && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)}))
       w.rp.deliver(coded(409, "owner_epoch_changed",

@@ -182,11 +182,15 @@ bool followed_log(self_ptr self, const std::string& id, const caf::error& err, c
                   const std::function<void()>& proceed);
 /// The move as the applied image records it, if it does.
 std::optional<move_info> logged_move(self_ptr self, const std::string& id);
-/// True when the topic a finished move of the log moved is gone: deleted,
-/// or deleted and created again after the move's last step (a deletion
-/// waits for every move of its topic to end, so a topic created at or
-/// before that step is the move's own). Nothing of such a move may touch
-/// the partition of that name (docs/metadata.md "Deleting a topic").
+/// Unseals this broker's copy of `tp`, if it has one, after move `id` ended
+/// with this broker as owner; a failure is logged (move.unseal_failed).
+void unseal_local(self_ptr self, const std::string& id, const cluster::topic_partition& tp);
+/// True when the topic a finished move of the log moved is gone: the log
+/// deleted the name after the move's last step (perhaps creating it again
+/// since). A deletion waits for every move of its topic to end, so a topic
+/// not deleted since that step is the move's own (a topic the log never
+/// held, e.g. one not imported yet, is not gone). Nothing of such a move may
+/// touch the partition of that name (docs/metadata.md "Deleting a topic").
 bool topic_gone(self_ptr self, const move_info& m);
 /// Compares every move of this source in the image with the journal, and
 /// (on the Raft leader) drives the moves of fenced sources.

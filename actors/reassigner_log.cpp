@@ -124,10 +124,18 @@ std::optional<move_info> logged_move(self_ptr self, const std::string& id) {
   return it->second;
 }
 
+void unseal_local(self_ptr self, const std::string& id, const cluster::topic_partition& tp) {
+  if (auto part = local_partition(self, tp))
+    self->request(*part, local_timeout, seal_atom::value, false)
+      .then([](int64_t) {}, [id](caf::error& e) {
+        logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
+      });
+}
+
 bool topic_gone(self_ptr self, const move_info& m) {
-  auto topics = self->state.owners->topics();
-  auto it = topics->find(m.tp.topic);
-  return it == topics->end() || it->second.created_at > m.updated_at;
+  auto deleted = self->state.owners->deleted_topics();
+  auto it = deleted->find(m.tp.topic);
+  return it != deleted->end() && it->second > m.updated_at;
 }
 
 namespace {

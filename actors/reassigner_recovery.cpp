@@ -92,11 +92,7 @@ void rollback(self_ptr self, const std::string& id, const std::string& why) {
   bool before_cutover = logged && (logged->state == "queued" || logged->state == "copying");
   auto rolled_back = [self, id, tp, why] {
     auto* run = run_of(self, id);
-    if (auto part = local_partition(self, tp))
-      self->request(*part, local_timeout, seal_atom::value, false)
-        .then([](int64_t) {}, [id](caf::error& e) {
-          logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
-        });
+    unseal_local(self, id, tp);
     if (!journal_to(self, id, move_state::failed, why))
       return;
     log_step_async(self, id, "failed", {"rolling_back"}, why);
@@ -128,12 +124,23 @@ namespace {
 /// Ends the journal row of a move whose topic is gone (topic_gone): no
 /// seal, reset, unseal or destination cleanup, as the partition of that name
 /// is another topic's or none. The row is copied: journal writes rewrite rows.
-void end_for_deleted_topic(self_ptr self, const std::string& id, cluster::move_entry row) {
-  auto why = "topic " + row.tp.topic + " was deleted after the move ended in the metadata log";
-  logger()->warn("move.topic_deleted move={} journal_state={}", id, cluster::to_string(row.state));
-  if (cluster::is_past_cutover(row.state) && row.state != move_state::rolling_back)
-    (void)journal_to(self, id, move_state::rolling_back, why);
-  (void)journal_to(self, id, move_state::failed, why);
+void end_for_deleted_topic(self_ptr self, const std::string& id, cluster::move_entry row, const std::string& log_state) {
+  auto why = "topic " + row.tp.topic + " was deleted after the move ended " + log_state + " in the metadata log";
+  logger()->warn("move.topic_deleted move={} journal_state={} log_state={}", id, cluster::to_string(row.state),
+                 log_state);
+  if (log_state == "done") {  // the journal follows the log's end where a step leads there
+    if (row.state != move_state::offsets)
+      (void)journal_to(self, id, move_state::offsets);
+    (void)journal_to(self, id, move_state::done, why);
+    return;
+  }
+  if (cluster::is_past_cutover(row.state)) {
+    if (row.state != move_state::rolling_back)
+      (void)journal_to(self, id, move_state::rolling_back, why);
+    (void)journal_to(self, id, move_state::failed, why);
+    return;
+  }
+  (void)journal_to(self, id, log_state == "cancelled" ? move_state::cancelled : move_state::failed, why);
 }
 
 }  // namespace
@@ -155,7 +162,7 @@ void adopt(self_ptr self, const std::string& id) {
   auto tp = row->tp;
   if (topic_gone(self, *m)) {
     // The partition of that name, if any, belongs to another topic now.
-    end_for_deleted_topic(self, id, *row);
+    end_for_deleted_topic(self, id, *row, m->state);
     st.running.erase(id);
     start_queued(self);
     return;
@@ -179,11 +186,7 @@ void adopt(self_ptr self, const std::string& id) {
     }
     // A source sealed for a cutover the log never took (or took back) serves again.
     if (st.owners->route(st.settings.broker_id, tp).where == partition_route::kind::local)
-      if (auto part = local_partition(self, tp))
-        self->request(*part, local_timeout, seal_atom::value, false)
-          .then([](int64_t) {}, [id](caf::error& e) {
-            logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
-          });
+      unseal_local(self, id, tp);
     if (const auto* now = row_of(self, id))
       cleanup_destination(self, *now, controller);
   }
@@ -198,7 +201,7 @@ void recover(self_ptr self) {
   auto& st = self->state;
   for (const auto& e : st.journal->unfinished()) {
     if (auto m = logged_move(self, e.move_id); m && raft::finished_move_state(m->state) && topic_gone(self, *m)) {
-      end_for_deleted_topic(self, e.move_id, e);
+      end_for_deleted_topic(self, e.move_id, e, m->state);
       continue;
     }
     auto plan = cluster::recovery_decision(e);

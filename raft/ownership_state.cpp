@@ -1,6 +1,7 @@
 #include "raft/ownership_state.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -118,10 +119,12 @@ bool ownership_state::apply_topic_delete(const topic_entry& t, log_index at) {
   for (const auto& [id, m] : moves_)
     if (m.topic == t.topic && !finished_move_state(m.state))
       return false;
-  for (int32_t p = 0; p < it->second.partitions; ++p) {
-    owners_.erase(topic_partition{t.topic, p});
-    epochs_.erase(topic_partition{t.topic, p});
-  }
+  // Every row of the topic, also one beyond its count (an owner entry no
+  // topic covered): a topic created again under the name starts with none.
+  auto first = topic_partition{t.topic, std::numeric_limits<int32_t>::min()};
+  auto last = topic_partition{t.topic, std::numeric_limits<int32_t>::max()};
+  owners_.erase(owners_.lower_bound(first), owners_.upper_bound(last));
+  epochs_.erase(epochs_.lower_bound(first), epochs_.upper_bound(last));
   topics_.erase(it);
   deleted_topics_[t.topic] = at;
   while (deleted_topics_.size() > max_deleted_topics_kept) {

@@ -412,12 +412,14 @@ TEST_CASE("a deletion drops the topic, its owners and epochs, and records the na
   apply(topic_entry{"orders", 2, id("b1"), "", false});
   apply(topic_entry{"audit", 1, id("b1"), "", false});
   apply(owner_entry{"orders", 1, id("b3"), 0});
+  apply(owner_entry{"orders", 5, id("b3"), 0});  // a row beyond the topic's count
   REQUIRE(s.epoch_of({"orders", 1}) == 2);
   auto del = apply(removal("orders", 2));
   CHECK_FALSE(s.refused(del));
   CHECK(s.topics().count("orders") == 0);
   CHECK_FALSE(s.owner_of({"orders", 0}));
   CHECK_FALSE(s.owner_of({"orders", 1}));
+  CHECK_FALSE(s.owner_of({"orders", 5}));
   CHECK(s.epoch_of({"orders", 1}) == 0);
   CHECK(s.epochs().empty());
   CHECK(s.deleted_topics().at("orders") == del);
