@@ -252,18 +252,17 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
 
 }  // namespace
 
-void sync_local_topics(const broker_actor& broker, const catalog_view& local, const owner_view& image,
-                       const group_actor* groups) {
-  auto topics = image.topics();
+void sync_local_topics(const broker_actor& broker, const catalog_view& local, const topic_image& topics,
+                       const deleted_topic_map& deleted, const group_actor* groups) {
   auto copies = local_copies(*local.get());
-  auto plan = cluster::plan_topic_sync(copies, log_copies(*topics), *image.deleted_topics());
+  auto plan = cluster::plan_topic_sync(copies, log_copies(topics), deleted);
   for (const auto& [name, created_at] : plan.remove) {
     caf::anon_send(broker, delete_atom::value, name, created_at);
     if (groups)
       caf::anon_send(*groups, delete_atom::value, name, copies.at(name).partitions);
   }
   for (const auto& name : plan.adopt) {
-    const auto& t = topics->at(name);
+    const auto& t = topics.at(name);
     caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config, t.created_at);
   }
 }

@@ -56,7 +56,8 @@ struct broker_settings {
   int64_t retention_check_ms = 30000;
 };
 
-/// Makes `broker`'s local copies follow the applied `image`
+/// Makes `broker`'s local copies follow an applied image's `topics` and
+/// `deleted` topics (read together: owner_view::topics_and_deleted)
 /// (cluster::plan_topic_sync, docs/metadata.md "Deleting a topic"): sends
 /// the deletion of every stale copy, then the adoption of every topic the
 /// log holds at a count or stamp this broker lacks. Asynchronous and
@@ -64,8 +65,8 @@ struct broker_settings {
 /// caller arrive in order, so a copy goes before its name is adopted again.
 /// `groups` (when given) is told to forget the committed offsets of every
 /// copy deleted (Kafka drops a deleted topic's offsets too).
-void sync_local_topics(const broker_actor& broker, const catalog_view& local, const owner_view& image,
-                       const group_actor* groups);
+void sync_local_topics(const broker_actor& broker, const catalog_view& local, const topic_image& topics,
+                       const deleted_topic_map& deleted, const group_actor* groups);
 
 /// Spawns the broker with an already loaded catalogue: it spawns (and
 /// enrolls) one partition actor per partition, then publishes `view`.

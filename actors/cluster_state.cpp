@@ -72,7 +72,7 @@ caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t part
 void adopt_local(self_ptr self, const std::string& name, std::function<void(int32_t)> done,
                  std::function<void(caf::error&)> fail) {
   auto& st = self->state;
-  auto topics = st.view->topics();
+  auto [topics, deleted] = st.view->topics_and_deleted();  // one image for the sync and the adopt
   auto it = topics->find(name);
   if (it == topics->end()) {
     auto e = make_error(errc::unknown_topic, "unknown topic " + name);
@@ -83,7 +83,7 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
   // first, in this actor's message order, so the adopt below never takes it
   // for the topic's own or stamps it.
   if (st.catalog)
-    sync_local_topics(*st.broker, *st.catalog, *st.view, st.groups ? &*st.groups : nullptr);
+    sync_local_topics(*st.broker, *st.catalog, *topics, *deleted, st.groups ? &*st.groups : nullptr);
   self->request(*st.broker, std::chrono::seconds(60), adopt_atom::value, name, it->second.partitions, it->second.config,
                 it->second.created_at)
     .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
@@ -303,8 +303,8 @@ void import_local_topics(self_ptr self) {
   auto local = st.catalog->get();
   // Only copies the log never held: not a copy of a deleted topic, nor one
   // stamped by an earlier creation (cluster/topic_sync.hpp).
-  auto plan = cluster::plan_topic_sync(local_copies(*local), log_copies(*st.view->topics()),
-                                       *st.view->deleted_topics());
+  auto [topics, deleted] = st.view->topics_and_deleted();
+  auto plan = cluster::plan_topic_sync(local_copies(*local), log_copies(*topics), *deleted);
   bool missing = !plan.import.empty();
   for (const auto& name : plan.import) {
     const auto& t = local->at(name);

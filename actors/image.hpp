@@ -149,6 +149,12 @@ public:
     auto e = epochs->find(tp);
     return {it->second, e == epochs->end() ? 1 : e->second};
   }
+  /// The topics and the deleted topics of one applied image (read together:
+  /// a deletion and a creation of one name apply to both at once).
+  std::pair<std::shared_ptr<const topic_image>, std::shared_ptr<const deleted_topic_map>> topics_and_deleted() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return {topics_, deleted_};
+  }
   /// The topics the metadata log deleted (the newest
   /// raft::ownership_state::max_deleted_topics_kept).
   std::shared_ptr<const deleted_topic_map> deleted_topics() const {
