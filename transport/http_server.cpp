@@ -364,7 +364,16 @@ void http_server::impl::accept() {
     if (ec) {
       if (ec == net::error::operation_aborted || !self->acceptor.is_open())
         return;
-      logger()->warn("http.accept_failed listener={} error={}", self->opts.name, ec.message());
+      // Out of descriptors (EMFILE/ENFILE) or another failure that the next
+      // accept would hit at once: wait before trying again instead of
+      // spinning on the error.
+      logger()->warn("http.accept_failed listener={} error={} retry_ms=100", self->opts.name, ec.message());
+      auto wait = std::make_shared<net::steady_timer>(self->acceptor.get_executor(), std::chrono::milliseconds(100));
+      wait->async_wait([self, wait](beast::error_code) {
+        if (!self->stopping && self->acceptor.is_open())
+          self->accept();
+      });
+      return;
     } else {
       int n = ++self->connections;
       auto admit = [&](auto s) {
