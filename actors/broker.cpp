@@ -16,6 +16,7 @@ struct broker_state {
   std::optional<dataplane::topic_catalog> catalog;
   std::shared_ptr<catalog_view> view;
   registry_actor registry;
+  std::shared_ptr<io_pool> io;  ///< the I/O workers holding the partition logs
   topic_map topics;
   static inline const char* name = "broker";
 };
@@ -25,7 +26,7 @@ using self_ptr = broker_actor::stateful_pointer<broker_state>;
 void spawn_partitions(self_ptr self, topic_handles& t, int32_t from, int32_t to) {
   for (int32_t p = from; p < to; ++p) {
     partition_settings ps{self->state.settings.data_dir, t.name, p, t.config, self->state.settings.retention_check_ms};
-    auto actor = spawn_partition(self->system(), std::move(ps));
+    auto actor = spawn_partition(self->system(), self->state.io, std::move(ps));
     self->link_to(actor);
     enroll(self->state.registry, caf::actor_cast<caf::actor>(actor), "partition " + t.name + "-" + std::to_string(p),
            "partition");
@@ -68,6 +69,7 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
   init.catalog.emplace(std::move(catalog));
   init.view = std::move(view);
   init.registry = reg;
+  init.io = spawn_io_pool(self->system(), init.settings.io, &reg);
   // Deletions a crash interrupted are finished before anything opens.
   std::vector<std::string> deleting;
   for (const auto& [name, entry] : init.catalog->topics())

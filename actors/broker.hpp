@@ -13,6 +13,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/image.hpp"
+#include "actors/partition.hpp"
 #include "actors/registry.hpp"
 #include "dataplane/topic_catalog.hpp"
 
@@ -54,6 +55,7 @@ struct broker_settings {
   std::string broker_id;
   std::string data_dir;
   int64_t retention_check_ms = 30000;
+  io_settings io;  ///< the I/O workers the broker's partitions run on
 };
 
 /// Makes `broker`'s local copies follow an applied image's `topics` and

@@ -1,23 +1,38 @@
 #include "actors/partition.hpp"
 
-#include <filesystem>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <list>
 #include <optional>
+#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "storage/file_deleter.hpp"
+#include "storage/group_commit.hpp"
 #include "storage/partition_log.hpp"
 #include "storage/record_batch.hpp"
 #include "util/atomic_file.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
+// Local messages only (worker and partition actors of one process).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::partition_settings)
+
 namespace moonmq {
 namespace {
+
+using open_atom = caf::atom_constant<caf::atom("open")>;    ///< a worker opens a partition's log
+using close_atom = caf::atom_constant<caf::atom("close")>;  ///< a worker closes a partition's log
 
 struct pending_ack {
   caf::typed_response_promise<int64_t> promise;
@@ -29,21 +44,32 @@ struct counters {
 };
 
 /// Partitions of this process whose log is offline (shared by every
-/// partition actor).
+/// worker).
 metrics::gauge& offline_gauge() {
   static auto& g = metrics::registry::global().get_gauge(
     "moonmq_offline_partitions", "Partitions whose log is offline: corrupt (awaiting repair), unopenable or after a failed fsync");
   return g;
 }
 
-struct partition_state {
+/// Partitions of this process handed to a worker whose log is not opened
+/// yet: after a create or a start, 0 once every partition serves (or is
+/// known offline).
+metrics::gauge& opening_gauge() {
+  static auto& g = metrics::registry::global().get_gauge(
+    "moonmq_partitions_opening", "Partitions whose log an I/O worker has not opened yet (after a create or a start)");
+  return g;
+}
+
+/// One partition held by a worker: its log and everything the partition
+/// answers from.
+struct hosted {
+  uint64_t id = 0;
   partition_settings settings;
   std::optional<storage::partition_log> log;
   std::string open_error;
   std::optional<storage::damage> damage;  ///< why open refused the log, when it was corrupt
   bool counted_offline = false;           ///< included in moonmq_offline_partitions
-  std::vector<pending_ack> pending;
-  bool flush_scheduled = false;
+  std::vector<pending_ack> pending;       ///< appends waiting for the next sync round
   bool sealed = false;
   /// Sealed as a move's destination copy (the marker exists): only then are
   /// copied batches taken, and client fetches are refused (the log may be
@@ -54,11 +80,14 @@ struct partition_state {
   metrics::counter* m_records_in = nullptr;
   metrics::counter* m_bytes_out = nullptr;
   metrics::counter* m_records_out = nullptr;
-  static inline const char* name = "partition";
+  std::list<uint64_t>::iterator lru_pos;  ///< in the worker's lru while the log holds an fd
+  bool in_lru = false;
 
-  // Runs when the actor exits (CAF destroys the state then): a clean close
-  // lets the next open trust the file ends here.
-  ~partition_state() {
+  hosted() = default;
+  hosted(const hosted&) = delete;
+  hosted& operator=(const hosted&) = delete;
+
+  ~hosted() {
     if (log) {
       if (auto st = log->close(); !st)
         moonmq::log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"",
@@ -72,9 +101,26 @@ struct partition_state {
       offline_gauge().add(offline ? 1.0 : -1.0);
     counted_offline = offline;
   }
+
+  std::string name() const { return settings.topic + "-" + std::to_string(settings.partition); }
 };
 
-using self_ptr = partition_actor::stateful_pointer<partition_state>;
+struct worker_state {
+  std::unordered_map<uint64_t, std::unique_ptr<hosted>> parts;
+  std::vector<uint64_t> waiting;  ///< partitions with pending acks, in arrival order
+  bool flush_scheduled = false;
+  std::vector<std::unique_ptr<hosted>> closing;  ///< closed by the next close round
+  bool close_scheduled = false;
+  std::list<uint64_t> lru;  ///< partitions whose log holds an fd, most recent first
+  size_t fd_budget = 1024;
+  int index = 0;
+  /// Shared by the pool's workers; held by each so it outlives their logs.
+  std::shared_ptr<storage::file_deleter> deleter;
+  uint64_t rounds = 0, syncfs_calls = 0, fdatasyncs = 0, fds_released = 0;
+  static inline const char* name = "io_worker";
+};
+
+using worker_ptr = caf::stateful_actor<worker_state>*;
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -86,38 +132,88 @@ caf::error storage_failure(const storage::error& e) {
   return make_error(errc::storage_error, std::string(storage::to_string(e.code)) + ": " + e.message);
 }
 
-/// A failed fdatasync takes the partition offline until a restart, as a
-/// Kafka broker takes a failed log dir offline: after a failed fsync the
-/// kernel may have dropped the dirty pages, so a later fsync's success
-/// would prove nothing, and an idempotent resend would be acknowledged
-/// against a batch that is not on disk. Recovery at the next start keeps
-/// exactly what reached the disk.
-caf::error take_offline(self_ptr self, const storage::error& e) {
-  auto& st = self->state;
-  st.open_error = std::string("fdatasync failed: ") + e.message;
-  st.log.reset();
-  st.set_offline(true);
-  log::get("broker")->error("partition.offline topic={} partition={} error=\"{}\"", st.settings.topic,
-                            st.settings.partition, e.message);
+caf::error not_hosted(uint64_t id) {
+  return make_error(errc::unknown_topic, "partition " + std::to_string(id) + " is closed (its topic was deleted "
+                                                                            "or the broker is stopping)");
+}
+
+/// A failed sync takes the partition offline until a restart, as a Kafka
+/// broker takes a failed log dir offline: after a failed fsync the kernel
+/// may have dropped the dirty pages, so a later fsync's success would prove
+/// nothing, and an idempotent resend would be acknowledged against a batch
+/// that is not on disk. Recovery at the next start keeps exactly what
+/// reached the disk.
+caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e) {
+  p.open_error = std::string("fdatasync failed: ") + e.message;
+  p.log.reset();
+  if (p.in_lru) {
+    self->state.lru.erase(p.lru_pos);
+    p.in_lru = false;
+  }
+  p.set_offline(true);
+  log::get("broker")->error("partition.offline topic={} partition={} error=\"{}\"", p.settings.topic,
+                            p.settings.partition, e.message);
   return storage_failure(e);
 }
 
-caf::error offline(self_ptr self) {
-  return make_error(errc::partition_offline, "partition " + self->state.settings.topic + "-"
-                                               + std::to_string(self->state.settings.partition)
-                                               + " is offline: " + self->state.open_error);
+caf::error offline(const hosted& p) {
+  return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
 }
 
-void flush_pending(self_ptr self) {
+/// Records that `p` was used: its log's fd (if any) becomes the most
+/// recent; then idle logs past the worker's budget release theirs, least
+/// recently used first. A log waiting for a sync keeps its fd (see
+/// active_segment::release_fd), so the budget can be exceeded briefly.
+void touch(worker_ptr self, hosted& p) {
   auto& st = self->state;
-  st.flush_scheduled = false;
-  if (st.pending.empty())
+  if (p.log && p.log->holds_fd()) {
+    if (p.in_lru)
+      st.lru.erase(p.lru_pos);
+    st.lru.push_front(p.id);
+    p.lru_pos = st.lru.begin();
+    p.in_lru = true;
+  } else if (p.in_lru) {
+    st.lru.erase(p.lru_pos);
+    p.in_lru = false;
+  }
+  // Bounded: a few candidates per use, so a use never costs a long scan.
+  auto it = st.lru.end();
+  for (int tries = 0; st.lru.size() > st.fd_budget && it != st.lru.begin() && tries < 8; ++tries) {
+    --it;
+    auto found = st.parts.find(*it);
+    if (found == st.parts.end() || !found->second->log || found->second->log->release_fd()) {
+      if (found != st.parts.end())
+        found->second->in_lru = false;
+      it = st.lru.erase(it);
+      ++st.fds_released;
+    }
+  }
+}
+
+/// Takes partition `id` out of the worker (its fd bookkeeping included).
+std::unique_ptr<hosted> take_out(worker_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.parts.find(id);
+  if (it == st.parts.end())
+    return nullptr;
+  auto owned = std::move(it->second);
+  st.parts.erase(it);
+  if (owned->in_lru) {
+    st.lru.erase(owned->lru_pos);
+    owned->in_lru = false;
+  }
+  return owned;
+}
+
+/// Makes `p`'s appends durable with its own fdatasync and answers them.
+void flush_one(worker_ptr self, hosted& p) {
+  if (p.pending.empty() || !p.log)
     return;
-  auto durable = st.log->flush();
-  ++st.c.fsyncs;
-  auto acks = std::move(st.pending);
-  st.pending.clear();
-  auto failure = durable ? caf::error{} : take_offline(self, durable.err());
+  auto durable = p.log->flush();
+  ++p.c.fsyncs;
+  ++self->state.fdatasyncs;
+  auto acks = std::exchange(p.pending, {});
+  auto failure = durable ? caf::error{} : take_offline(self, p, durable.err());
   for (auto& a : acks) {
     if (durable)
       a.promise.deliver(a.base);
@@ -126,12 +222,50 @@ void flush_pending(self_ptr self) {
   }
 }
 
-/// Answers `base` after the next flush (group commit: one fdatasync for
-/// every append queued before it runs).
-caf::result<int64_t> ack_when_durable(self_ptr self, int64_t base) {
+/// One group commit round over every partition of the worker with appends
+/// waiting (storage::sync_round: one fdatasync for a single partition, one
+/// syncfs for several), then every one of those appends is answered.
+void sync_round(worker_ptr self) {
+  auto& st = self->state;
+  st.flush_scheduled = false;
+  std::vector<hosted*> round;
+  std::vector<storage::partition_log*> logs;
+  for (auto id : std::exchange(st.waiting, {})) {
+    auto it = st.parts.find(id);
+    if (it != st.parts.end() && it->second->log && !it->second->pending.empty()) {
+      round.push_back(it->second.get());
+      logs.push_back(&*it->second->log);
+    }
+  }
+  if (round.empty())
+    return;
+  ++st.rounds;
+  storage::sync_round_stats stats;
+  auto results = storage::sync_round(logs, stats);
+  st.syncfs_calls += stats.syncfs_calls;
+  st.fdatasyncs += stats.fdatasyncs;
+  for (size_t i = 0; i < round.size(); ++i) {
+    auto& p = *round[i];
+    ++p.c.fsyncs;
+    auto acks = std::exchange(p.pending, {});
+    auto failure = results[i] ? caf::error{} : take_offline(self, p, results[i].err());
+    for (auto& a : acks) {
+      if (failure)
+        a.promise.deliver(failure);
+      else
+        a.promise.deliver(a.base);
+    }
+  }
+}
+
+/// Answers `base` after the next sync round (group commit: one round for
+/// every append of this worker queued before it runs).
+caf::result<int64_t> ack_when_durable(worker_ptr self, hosted& p, int64_t base) {
   auto& st = self->state;
   auto rp = self->make_response_promise<int64_t>();
-  st.pending.push_back({rp, base});
+  if (p.pending.empty())
+    st.waiting.push_back(p.id);
+  p.pending.push_back({rp, base});
   if (!st.flush_scheduled) {
     st.flush_scheduled = true;
     self->send(self, flush_atom::value);
@@ -139,41 +273,39 @@ caf::result<int64_t> ack_when_durable(self_ptr self, int64_t base) {
   return rp;
 }
 
-void run_retention(self_ptr self) {
-  auto& st = self->state;
-  const auto& cfg = st.settings.config;
-  if (!st.log)
+void run_retention(hosted& p) {
+  const auto& cfg = p.settings.config;
+  if (!p.log)
     return;
   // A recovery point that lags (no flush since the interval passed) is
   // brought up to date here.
-  if (auto cp = st.log->checkpoint(); !cp)
-    log::get("broker")->warn("checkpoint.failed topic={} partition={} error=\"{}\"", st.settings.topic,
-                             st.settings.partition, cp.err().message);
-  st.log->expire_producers(now_ms());
+  if (auto cp = p.log->checkpoint(); !cp)
+    log::get("broker")->warn("checkpoint.failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                             p.settings.partition, cp.err().message);
+  p.log->expire_producers(now_ms());
   if (cfg.retention_bytes < 0 && cfg.retention_ms < 0)
     return;
-  auto r = st.log->apply_retention(cfg.retention_bytes, cfg.retention_ms, now_ms());
+  auto r = p.log->apply_retention(cfg.retention_bytes, cfg.retention_ms, now_ms());
   if (!r)
-    log::get("broker")->warn("retention.failed topic={} partition={} error=\"{}\"", st.settings.topic,
-                             st.settings.partition, r.err().message);
+    log::get("broker")->warn("retention.failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                             p.settings.partition, r.err().message);
   else if (r->segments_deleted > 0)
     log::get("broker")->info("retention.applied topic={} partition={} segments={} bytes={} log_start={}",
-                             st.settings.topic, st.settings.partition, r->segments_deleted, r->bytes_deleted,
-                             st.log->log_start().value);
+                             p.settings.topic, p.settings.partition, r->segments_deleted, r->bytes_deleted,
+                             p.log->log_start().value);
 }
 
 std::string repair_route(const partition_settings& s) {
   return "POST /admin/partitions/" + s.topic + "/" + std::to_string(s.partition) + "/truncate-corrupt";
 }
 
-std::string summary(self_ptr self) {
-  auto& st = self->state;
-  nlohmann::json j{{"topic", st.settings.topic}, {"partition", st.settings.partition}};
-  if (!st.log) {
+std::string summary(const hosted& p, int worker) {
+  nlohmann::json j{{"topic", p.settings.topic}, {"partition", p.settings.partition}, {"io_worker", worker}};
+  if (!p.log) {
     j["online"] = false;
-    j["error"] = st.open_error;
-    if (st.damage) {
-      const auto& d = *st.damage;
+    j["error"] = p.open_error;
+    if (p.damage) {
+      const auto& d = *p.damage;
       j["corruption"] = {{"file", d.path},
                          {"position", d.position},
                          {"first_offset", d.first.value},
@@ -181,50 +313,51 @@ std::string summary(self_ptr self) {
                          {"recovery_point", d.recovery_point.value},
                          {"sealed_segment", d.sealed},
                          {"reason", d.reason}};
-      j["repair"] = repair_route(st.settings);
+      j["repair"] = repair_route(p.settings);
     }
     return j.dump();
   }
   j["online"] = true;
-  j["sealed"] = st.sealed;
-  j["log_start_offset"] = st.log->log_start().value;
-  j["log_end_offset"] = st.log->log_end().value;
-  j["durable_offset"] = st.log->durable_offset().value;
-  j["recovery_point"] = st.log->recovery_point().value;
-  j["size_bytes"] = st.log->size_bytes();
-  j["segments"] = st.log->segment_count();
-  j["idempotent_producers"] = st.log->producers().producer_count();
-  j["pending_acks"] = st.pending.size();
-  j["bytes_in"] = st.c.bytes_in;
-  j["bytes_out"] = st.c.bytes_out;
-  j["records_in"] = st.c.records_in;
-  j["records_out"] = st.c.records_out;
-  j["fsyncs"] = st.c.fsyncs;
-  j["config"] = {{"segment.bytes", st.settings.config.segment_bytes},
-                 {"retention.bytes", st.settings.config.retention_bytes},
-                 {"retention.ms", st.settings.config.retention_ms}};
+  j["sealed"] = p.sealed;
+  j["log_start_offset"] = p.log->log_start().value;
+  j["log_end_offset"] = p.log->log_end().value;
+  j["durable_offset"] = p.log->durable_offset().value;
+  j["recovery_point"] = p.log->recovery_point().value;
+  j["size_bytes"] = p.log->size_bytes();
+  j["segments"] = p.log->segment_count();
+  j["file_open"] = p.log->holds_fd();
+  j["idempotent_producers"] = p.log->producers().producer_count();
+  j["pending_acks"] = p.pending.size();
+  j["bytes_in"] = p.c.bytes_in;
+  j["bytes_out"] = p.c.bytes_out;
+  j["records_in"] = p.c.records_in;
+  j["records_out"] = p.c.records_out;
+  j["fsyncs"] = p.c.fsyncs;
+  j["config"] = {{"segment.bytes", p.settings.config.segment_bytes},
+                 {"retention.bytes", p.settings.config.retention_bytes},
+                 {"retention.ms", p.settings.config.retention_ms}};
   return j.dump();
 }
 
-/// Whole batches from `from`; `fetch` counts them as consumer traffic
-/// (a move's copy reads are not client load).
 /// The marker of a durable seal: `<partition dir>/sealed`.
 std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
 
-caf::result<std::string, int64_t, int64_t> read_batches(self_ptr self, int64_t from, int32_t max_bytes, bool fetch) {
-  auto& st = self->state;
-  if (!st.log)
-    return offline(self);
-  if (fetch && st.durable_seal)
-    return make_error(errc::partition_moved, "partition " + st.settings.topic + "-"
-                                               + std::to_string(st.settings.partition)
-                                               + " is a move's copy not yet confirmed; retry at its owner");
-  auto r = st.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
+/// Whole batches from `from`; `fetch` counts them as consumer traffic
+/// (a move's copy reads are not client load).
+caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from, int32_t max_bytes, bool fetch) {
+  if (!p.log)
+    return offline(p);
+  if (fetch && p.durable_seal)
+    return make_error(errc::partition_moved,
+                      "partition " + p.name() + " is a move's copy not yet confirmed; retry at its owner");
+  auto r = p.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
   if (!r) {
     if (r.err().code == storage::errc::offset_out_of_range)
       return make_out_of_range(from, r.err().log_start.value, r.err().log_end.value);
     return storage_failure(r.err());
   }
+  if (!fetch)
+    return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
   std::string_view rest = r->batches;
   uint64_t records = 0;
   while (!rest.empty()) {
@@ -234,18 +367,17 @@ caf::result<std::string, int64_t, int64_t> read_batches(self_ptr self, int64_t f
     records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
     rest.remove_prefix(h->size);
   }
-  if (!fetch)
-    return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
-  st.c.bytes_out += r->batches.size();
-  st.c.records_out += records;
-  st.m_bytes_out->inc(static_cast<double>(r->batches.size()));
-  st.m_records_out->inc(static_cast<double>(records));
+  p.c.bytes_out += r->batches.size();
+  p.c.records_out += records;
+  p.m_bytes_out->inc(static_cast<double>(r->batches.size()));
+  p.m_records_out->inc(static_cast<double>(records));
   return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
 }
 
-storage::log_config log_config_of(const partition_settings& s) {
+storage::log_config log_config_of(worker_ptr self, const partition_settings& s) {
   storage::log_config lc;
   lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
+  lc.deleter = self->state.deleter.get();
   return lc;
 }
 
@@ -255,31 +387,30 @@ std::string dir_of(const partition_settings& s) {
 
 /// Repairs a log that open refused as corrupt and brings it online;
 /// replies what was cut.
-caf::result<std::string> repair(self_ptr self) {
-  auto& st = self->state;
-  const auto name = st.settings.topic + "-" + std::to_string(st.settings.partition);
-  if (st.log)
+caf::result<std::string> repair(worker_ptr self, hosted& p) {
+  const auto name = p.name();
+  if (p.log)
     return make_coded_error(409, "not_corrupt", "partition " + name + " is online: nothing to repair");
-  if (!st.damage)
+  if (!p.damage)
     return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
-                                                  + st.open_error + "); restart the node instead");
+                                                  + p.open_error + "); restart the node instead");
   storage::repair_result report;
-  auto fixed = storage::partition_log::repair(dir_of(st.settings), log_config_of(st.settings), report);
+  auto fixed = storage::partition_log::repair(dir_of(p.settings), log_config_of(self, p.settings), report);
   if (!fixed) {
-    log::get("broker")->error("partition.repair_failed topic={} partition={} error=\"{}\"", st.settings.topic,
-                              st.settings.partition, fixed.err().message);
+    log::get("broker")->error("partition.repair_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                              p.settings.partition, fixed.err().message);
     return storage_failure(fixed.err());
   }
-  st.log.emplace(std::move(fixed.value()));
+  p.log.emplace(std::move(fixed.value()));
   {
     // A move's destination copy stays sealed through a repair too.
     std::error_code ec;
-    st.durable_seal = std::filesystem::exists(seal_marker(st.log->dir()), ec);
-    st.sealed = st.sealed || st.durable_seal;
+    p.durable_seal = std::filesystem::exists(seal_marker(p.log->dir()), ec);
+    p.sealed = p.sealed || p.durable_seal;
   }
-  st.damage.reset();
-  st.open_error.clear();
-  st.set_offline(false);
+  p.damage.reset();
+  p.open_error.clear();
+  p.set_offline(false);
   nlohmann::json cuts = nlohmann::json::array();
   for (const auto& c : report.cuts)
     cuts.push_back({{"file", c.path},
@@ -291,15 +422,15 @@ caf::result<std::string> repair(self_ptr self) {
                     {"reason", c.reason}});
   log::get("broker")->warn("partition.repaired topic={} partition={} records_removed={} bytes_removed={} cuts={} "
                            "log_end={}",
-                           st.settings.topic, st.settings.partition, report.records, report.bytes,
-                           report.cuts.size(), st.log->log_end().value);
-  return nlohmann::json{{"topic", st.settings.topic},
-                        {"partition", st.settings.partition},
+                           p.settings.topic, p.settings.partition, report.records, report.bytes, report.cuts.size(),
+                           p.log->log_end().value);
+  return nlohmann::json{{"topic", p.settings.topic},
+                        {"partition", p.settings.partition},
                         {"records_removed", report.records},
                         {"bytes_removed", report.bytes},
                         {"cuts", cuts},
-                        {"log_start_offset", st.log->log_start().value},
-                        {"log_end_offset", st.log->log_end().value},
+                        {"log_start_offset", p.log->log_start().value},
+                        {"log_end_offset", p.log->log_end().value},
                         {"online", true}}
     .dump();
 }
@@ -307,12 +438,18 @@ caf::result<std::string> repair(self_ptr self) {
 /// Seals or unseals; a durable seal writes the marker (fsynced) before it is
 /// reported, and any unseal removes it. Appends already taken are made
 /// durable first, so the log end returned is final while sealed.
-caf::result<int64_t> seal(self_ptr self, bool sealed, bool durable) {
-  auto& st = self->state;
-  if (!st.log)
-    return offline(self);
-  flush_pending(self);
-  auto marker = seal_marker(st.log->dir());
+caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable) {
+  if (!p.log)
+    return offline(p);
+  flush_one(self, p);
+  if (!p.log)
+    return offline(p);
+  if (sealed && durable && p.log->needs_sync())
+    // A log open created without fsyncs: its directory must survive a
+    // crash before the marker inside it means anything.
+    if (auto synced = p.log->flush(); !synced)
+      return take_offline(self, p, synced.err());
+  auto marker = seal_marker(p.log->dir());
   std::error_code ec;
   if (sealed && durable) {
     if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
@@ -320,201 +457,461 @@ caf::result<int64_t> seal(self_ptr self, bool sealed, bool durable) {
   } else if (!sealed && std::filesystem::exists(marker, ec)) {
     std::filesystem::remove(marker, ec);
     if (!ec)
-      ec = util::fsync_dir(st.log->dir());
+      ec = util::fsync_dir(p.log->dir());
     if (ec)
       return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
   }
-  st.sealed = sealed;
-  st.durable_seal = sealed && (durable || st.durable_seal);
-  return st.log->log_end().value;
+  p.sealed = sealed;
+  p.durable_seal = sealed && (durable || p.durable_seal);
+  return p.log->log_end().value;
 }
 
-partition_actor::behavior_type partition_fn(self_ptr self, partition_settings settings) {
-  auto& init = self->state;
-  init.settings = std::move(settings);
-  auto dir = dir_of(init.settings);
-  auto opened = storage::partition_log::open(dir, log_config_of(init.settings));
+/// Opens (and recovers) the log of a newly assigned partition.
+void open_partition(worker_ptr self, uint64_t id, partition_settings settings) {
+  auto owned = std::make_unique<hosted>();
+  auto& p = *owned;
+  p.id = id;
+  p.settings = std::move(settings);
+  auto dir = dir_of(p.settings);
+  auto opened = storage::partition_log::open(dir, log_config_of(self, p.settings));
   if (opened) {
-    init.log.emplace(std::move(opened.value()));
+    p.log.emplace(std::move(opened.value()));
     // A move's destination copy stays sealed across a restart until the
     // move confirms or cleans it up (see seal_marker).
     std::error_code ec;
-    init.sealed = init.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
-    log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", init.settings.topic,
-                              init.settings.partition, init.log->log_start().value, init.log->log_end().value);
+    p.sealed = p.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
+    log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", p.settings.topic,
+                              p.settings.partition, p.log->log_start().value, p.log->log_end().value);
   } else if (opened.err().code == storage::errc::corrupt_log && opened.err().damaged) {
     // Damage recovery may not cut: nothing is removed, the partition waits
     // for the operator's repair.
     const auto& d = *opened.err().damaged;
-    init.damage = d;
-    init.open_error = opened.err().message + "; repair: " + repair_route(init.settings);
-    init.set_offline(true);
+    p.damage = d;
+    p.open_error = opened.err().message + "; repair: " + repair_route(p.settings);
+    p.set_offline(true);
     log::get("broker")->error("partition.corrupt topic={} partition={} file={} position={} first_offset={} "
                               "end_offset={} recovery_point={} reason=\"{}\" repair=\"{}\"",
-                              init.settings.topic, init.settings.partition, d.path, d.position, d.first.value,
-                              d.end.value, d.recovery_point.value, d.reason, repair_route(init.settings));
+                              p.settings.topic, p.settings.partition, d.path, d.position, d.first.value, d.end.value,
+                              d.recovery_point.value, d.reason, repair_route(p.settings));
   } else {
-    init.open_error = opened.err().message;
-    init.set_offline(true);
-    log::get("broker")->error("partition.offline topic={} partition={} dir={} error=\"{}\"", init.settings.topic,
-                              init.settings.partition, dir, init.open_error);
+    p.open_error = opened.err().message;
+    p.set_offline(true);
+    log::get("broker")->error("partition.offline topic={} partition={} dir={} error=\"{}\"", p.settings.topic,
+                              p.settings.partition, dir, p.open_error);
   }
-  (void)offline_gauge();  // listed at 0 from the start
   auto& reg = metrics::registry::global();
-  metrics::labels topic_label{{"topic", init.settings.topic}};
-  init.m_bytes_in = &reg.get_counter("moonmq_produce_bytes_total", "Bytes appended to partition logs", topic_label);
-  init.m_records_in = &reg.get_counter("moonmq_produce_records_total", "Records appended to partition logs",
+  metrics::labels topic_label{{"topic", p.settings.topic}};
+  p.m_bytes_in = &reg.get_counter("moonmq_produce_bytes_total", "Bytes appended to partition logs", topic_label);
+  p.m_records_in = &reg.get_counter("moonmq_produce_records_total", "Records appended to partition logs",
+                                    topic_label);
+  p.m_bytes_out = &reg.get_counter("moonmq_fetch_bytes_total", "Bytes read from partition logs", topic_label);
+  p.m_records_out = &reg.get_counter("moonmq_fetch_records_total", "Records read from partition logs (whole batches)",
                                      topic_label);
-  init.m_bytes_out = &reg.get_counter("moonmq_fetch_bytes_total", "Bytes read from partition logs", topic_label);
-  init.m_records_out = &reg.get_counter("moonmq_fetch_records_total", "Records read from partition logs (whole batches)",
-                                      topic_label);
-  if (init.settings.retention_check_ms > 0)
-    self->delayed_send(self, std::chrono::milliseconds(init.settings.retention_check_ms), retain_atom::value);
+  if (p.settings.retention_check_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(p.settings.retention_check_ms), retain_atom::value, id);
+  auto& slot = self->state.parts[id];
+  slot = std::move(owned);
+  touch(self, *slot);
+  opening_gauge().add(-1.0);
+}
+
+caf::result<int64_t> append_batch(worker_ptr self, hosted& p, std::string& batch, bool durable) {
+  if (!p.log)
+    return offline(p);
+  if (p.sealed)
+    return make_error(errc::partition_moved, "partition " + p.name() + " is being moved; retry at its owner");
+  auto size = batch.size();
+  auto base = p.log->append(batch);
+  if (!base && base.err().code == storage::errc::duplicate_sequence) {
+    // A producer's resend: answered with the first append's offset once
+    // that is durable, and nothing is appended.
+    if (!durable || base.err().original < p.log->durable_offset())
+      return base.err().original.value;
+    return ack_when_durable(self, p, base.err().original.value);
+  }
+  if (!base) {
+    auto code = base.err().code;
+    if (code == storage::errc::io_error)
+      return storage_failure(base.err());
+    if (code == storage::errc::out_of_order_sequence || code == storage::errc::invalid_producer_epoch)
+      return make_coded_error(409, storage::to_string(code), base.err().message);
+    return make_error(errc::invalid_request,
+                      std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message);
+  }
+  auto info = storage::peek_batch_header(batch);
+  auto records = info ? static_cast<uint64_t>(info->last.value - info->base.value + 1) : 0;
+  p.c.bytes_in += size;
+  p.c.records_in += records;
+  ++p.c.batches_in;
+  p.m_bytes_in->inc(static_cast<double>(size));
+  p.m_records_in->inc(static_cast<double>(records));
+  if (!durable)
+    return base->value;
+  return ack_when_durable(self, p, base->value);
+}
+
+caf::result<int64_t> copy_batches(worker_ptr self, hosted& p, std::string& batches, bool durable) {
+  if (!p.log)
+    return offline(p);
+  // Only a sealed copy (a move's destination, sealed by its ensure) takes
+  // batches with their offsets: a copy that serves producers never does.
+  if (!batches.empty() && !p.durable_seal)
+    return make_error(errc::invalid_request, "copy: " + p.settings.topic + "/" + std::to_string(p.settings.partition)
+                                               + " is not sealed: it serves producers and takes no copied batches");
+  std::string_view rest = batches;
+  while (!rest.empty()) {
+    auto size = storage::peek_batch_size(rest);
+    if (!size || *size > rest.size())
+      return make_error(errc::invalid_request,
+                        "copy: truncated batch at byte " + std::to_string(batches.size() - rest.size()));
+    auto r = p.log->append_with_offsets(rest.substr(0, *size));
+    if (!r)
+      return make_error(errc::invalid_request,
+                        std::string("copy: ") + storage::to_string(r.err().code) + ": " + r.err().message);
+    rest.remove_prefix(*size);
+  }
+  if (durable) {
+    ++self->state.fdatasyncs;
+    if (auto synced = p.log->flush(); !synced)
+      return take_offline(self, p, synced.err());
+  }
+  return p.log->log_end().value;
+}
+
+caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
+  auto owned = take_out(self, id);
+  if (!owned)
+    return not_hosted(id);
+  auto& p = *owned;
+  auto gone = make_error(errc::unknown_topic, "topic " + p.settings.topic + " was deleted");
+  for (auto& a : std::exchange(p.pending, {}))
+    a.promise.deliver(gone);
+  if (p.log) {
+    if (auto closed = p.log->close(); !closed)
+      log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                               p.settings.partition, closed.err().message);
+    p.log.reset();
+  }
+  auto where = dir_of(p.settings);
+  auto settings = p.settings;
+  owned.reset();
+  if (auto removed = storage::partition_log::remove(where); !removed) {
+    log::get("broker")->error("partition.delete_failed dir={} error=\"{}\"", where, removed.err().message);
+    return make_error(errc::storage_error, "cannot remove " + where + ": " + removed.err().message);
+  }
+  log::get("broker")->info("partition.deleted topic={} partition={}", settings.topic, settings.partition);
+  return true;
+}
+
+/// Closes `logs` (taken out of the worker already) together
+/// (storage::close_together: one log closes on its own; several, as when a
+/// node stops, cost two syncfs in all). Appends still waiting for a round
+/// are answered once their sync returned. A log whose sync failed is
+/// dropped without a checkpoint, as take_offline does.
+void close_logs(worker_ptr self, std::vector<std::unique_ptr<hosted>> logs) {
+  std::vector<hosted*> open;
+  std::vector<storage::partition_log*> ls;
+  for (auto& p : logs)
+    if (p->log) {
+      open.push_back(p.get());
+      ls.push_back(&*p->log);
+    }
+  storage::sync_round_stats stats;
+  auto closed = storage::close_together(ls, stats);
+  self->state.syncfs_calls += stats.syncfs_calls;
+  self->state.fdatasyncs += stats.fdatasyncs;
+  for (size_t i = 0; i < open.size(); ++i) {
+    auto& p = *open[i];
+    auto acks = std::exchange(p.pending, {});
+    caf::error failure;
+    if (!closed[i]) {
+      log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                               p.settings.partition, closed[i].err().message);
+      failure = storage_failure(closed[i].err());
+      p.log.reset();
+    }
+    for (auto& a : acks) {
+      if (failure)
+        a.promise.deliver(failure);
+      else
+        a.promise.deliver(a.base);
+    }
+  }
+  // Logs closed cleanly close again in their destructors at no cost: their
+  // checkpoint already says clean at their log end.
+}
+
+/// Closes what the next close round would now: a partition reopened on
+/// the same directory (a restarted partition actor) must find the old log
+/// closed, its clean checkpoint written, before it opens.
+void finish_closes(worker_ptr self) {
+  if (auto logs = std::exchange(self->state.closing, {}); !logs.empty())
+    close_logs(self, std::move(logs));
+}
+
+/// Every log the worker holds, closed together (the worker is stopping).
+void close_all(worker_ptr self) {
+  auto& st = self->state;
+  auto logs = std::exchange(st.closing, {});
+  for (auto& [id, p] : st.parts)
+    logs.push_back(std::move(p));
+  st.parts.clear();
+  st.lru.clear();
+  if (!logs.empty())
+    close_logs(self, std::move(logs));
+}
+
+std::string worker_summary(worker_ptr self) {
+  auto& st = self->state;
+  size_t offline_count = 0, waiting = 0;
+  for (auto& [id, p] : st.parts) {
+    offline_count += p->log ? 0 : 1;
+    waiting += p->pending.size();
+  }
+  return nlohmann::json{{"io_worker", st.index},
+                        {"partitions", st.parts.size()},
+                        {"offline_partitions", offline_count},
+                        {"open_files", st.lru.size()},
+                        {"open_files_budget", st.fd_budget},
+                        {"files_released", st.fds_released},
+                        {"pending_acks", waiting},
+                        {"sync_rounds", st.rounds},
+                        {"syncfs_calls", st.syncfs_calls},
+                        {"fdatasyncs", st.fdatasyncs},
+                        {"files_to_delete", st.deleter ? st.deleter->queued() : 0}}
+    .dump();
+}
+
+/// Runs `fn(hosted&)` for partition `id`, then updates the fd bookkeeping;
+/// a partition no longer held answers not_hosted.
+template <class F>
+auto with_partition(worker_ptr self, uint64_t id, F fn) -> decltype(fn(std::declval<hosted&>())) {
+  auto it = self->state.parts.find(id);
+  if (it == self->state.parts.end())
+    return not_hosted(id);
+  auto& p = *it->second;
+  auto out = fn(p);
+  touch(self, p);
+  return out;
+}
+
+caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter) {
+  self->state.index = index;
+  self->state.deleter = std::move(deleter);
+  self->state.fd_budget = std::max<size_t>(fd_budget, 1);
+  (void)offline_gauge();  // listed at 0 from the start
+  (void)opening_gauge();
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    close_all(self);
+    self->quit(msg.reason);
+  });
   return {
-    [self](append_atom, std::string& batch, bool durable) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      if (st.sealed)
-        return make_error(errc::partition_moved, "partition " + st.settings.topic + "-"
-                                                   + std::to_string(st.settings.partition)
-                                                   + " is being moved; retry at its owner");
-      auto size = batch.size();
-      auto base = st.log->append(batch);
-      if (!base && base.err().code == storage::errc::duplicate_sequence) {
-        // A producer's resend: answered with the first append's offset once
-        // that is durable, and nothing is appended.
-        if (!durable || base.err().original < st.log->durable_offset())
-          return base.err().original.value;
-        return ack_when_durable(self, base.err().original.value);
+    [self](open_atom, uint64_t id, partition_settings& s) {
+      finish_closes(self);
+      open_partition(self, id, std::move(s));
+    },
+    [self](close_atom, uint64_t id) {
+      // Closed by the next close round, with every other close queued
+      // before it (a stopping broker's partitions all exit at once).
+      auto owned = take_out(self, id);
+      if (!owned)
+        return;
+      self->state.closing.push_back(std::move(owned));
+      if (!self->state.close_scheduled) {
+        self->state.close_scheduled = true;
+        self->send(self, close_atom::value);
       }
-      if (!base) {
-        auto code = base.err().code;
-        if (code == storage::errc::io_error)
-          return storage_failure(base.err());
-        if (code == storage::errc::out_of_order_sequence || code == storage::errc::invalid_producer_epoch)
-          return make_coded_error(409, storage::to_string(code), base.err().message);
-        return make_error(errc::invalid_request,
-                          std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message);
-      }
-      auto info = storage::peek_batch_header(batch);
-      auto records = info ? static_cast<uint64_t>(info->last.value - info->base.value + 1) : 0;
-      st.c.bytes_in += size;
-      st.c.records_in += records;
-      ++st.c.batches_in;
-      st.m_bytes_in->inc(static_cast<double>(size));
-      st.m_records_in->inc(static_cast<double>(records));
-      if (!durable)
-        return base->value;
-      return ack_when_durable(self, base->value);
     },
-    [self](copy_atom, std::string& batches, bool durable) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      // Only a sealed copy (a move's destination, sealed by its ensure) takes
-      // batches with their offsets: a copy that serves producers never does.
-      if (!batches.empty() && !st.durable_seal)
-        return make_error(errc::invalid_request, "copy: " + st.settings.topic + "/"
-                                                   + std::to_string(st.settings.partition)
-                                                   + " is not sealed: it serves producers and takes no copied batches");
-      std::string_view rest = batches;
-      while (!rest.empty()) {
-        auto size = storage::peek_batch_size(rest);
-        if (!size || *size > rest.size())
-          return make_error(errc::invalid_request, "copy: truncated batch at byte "
-                                                     + std::to_string(batches.size() - rest.size()));
-        auto r = st.log->append_with_offsets(rest.substr(0, *size));
-        if (!r)
-          return make_error(errc::invalid_request, std::string("copy: ") + storage::to_string(r.err().code) + ": "
-                                                     + r.err().message);
-        rest.remove_prefix(*size);
-      }
-      if (durable)
-        if (auto synced = st.log->flush(); !synced)
-          return take_offline(self, synced.err());
-      return st.log->log_end().value;
+    [self](close_atom) {
+      self->state.close_scheduled = false;
+      finish_closes(self);
     },
-    [self](reset_atom, int64_t start) -> caf::result<int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      if (start < 0)
-        return make_error(errc::invalid_request, "reset: start offset must not be negative");
-      if (auto r = st.log->reset(storage::offset{start}); !r)
-        return storage_failure(r.err());
-      log::get("broker")->info("partition.reset topic={} partition={} start={}", st.settings.topic,
-                               st.settings.partition, start);
-      return st.log->log_end().value;
+    [self](append_atom, uint64_t id, std::string& batch, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return append_batch(self, p, batch, durable); });
     },
-    [self](seal_atom, bool sealed) -> caf::result<int64_t> { return seal(self, sealed, false); },
-    [self](seal_atom, bool sealed, bool durable) -> caf::result<int64_t> { return seal(self, sealed, durable); },
-    [self](read_atom, int64_t from, int32_t max_bytes) -> caf::result<std::string, int64_t, int64_t> {
-      return read_batches(self, from, max_bytes, true);
+    [self](copy_atom, uint64_t id, std::string& batches, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return copy_batches(self, p, batches, durable); });
     },
-    [self](read_atom, int64_t from, int32_t max_bytes, bool fetch) -> caf::result<std::string, int64_t, int64_t> {
-      return read_batches(self, from, max_bytes, fetch);
+    [self](reset_atom, uint64_t id, int64_t start) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
+        if (!p.log)
+          return offline(p);
+        if (start < 0)
+          return make_error(errc::invalid_request, "reset: start offset must not be negative");
+        if (auto r = p.log->reset(storage::offset{start}); !r)
+          return storage_failure(r.err());
+        log::get("broker")->info("partition.reset topic={} partition={} start={}", p.settings.topic,
+                                 p.settings.partition, start);
+        return p.log->log_end().value;
+      });
     },
-    [self](bounds_atom) -> caf::result<int64_t, int64_t, int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      return caf::make_result(st.log->log_start().value, st.log->log_end().value,
-                              static_cast<int64_t>(st.log->size_bytes()));
+    [self](seal_atom, uint64_t id, bool sealed, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return seal(self, p, sealed, durable); });
     },
-    [self](time_lookup_atom, int64_t timestamp) -> caf::result<int64_t, int64_t> {
-      auto& st = self->state;
-      if (!st.log)
-        return offline(self);
-      if (timestamp < 0)
-        return make_error(errc::invalid_request, "time lookup: the timestamp must not be negative");
-      auto found = st.log->offset_for_timestamp(timestamp);
-      if (!found)
-        return storage_failure(found.err());
-      if (!*found)
-        return caf::make_result(int64_t{-1}, int64_t{-1});
-      return caf::make_result((*found)->off.value, (*found)->timestamp);
+    [self](read_atom, uint64_t id, int64_t from, int32_t max_bytes,
+           bool fetch) -> caf::result<std::string, int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return read_batches(p, from, max_bytes, fetch); });
     },
-    [self](delete_atom) -> caf::result<bool> {
-      auto& st = self->state;
-      auto rp = self->make_response_promise<bool>();
-      auto gone = make_error(errc::unknown_topic, "topic " + st.settings.topic + " was deleted");
-      for (auto& a : std::exchange(st.pending, {}))
-        a.promise.deliver(gone);
-      if (st.log) {
-        if (auto closed = st.log->close(); !closed)
-          log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", st.settings.topic,
-                                   st.settings.partition, closed.err().message);
-        st.log.reset();
-      }
-      st.set_offline(false);
-      auto where = dir_of(st.settings);
-      if (auto removed = storage::partition_log::remove(where); !removed) {
-        log::get("broker")->error("partition.delete_failed dir={} error=\"{}\"", where, removed.err().message);
-        rp.deliver(make_error(errc::storage_error, "cannot remove " + where + ": " + removed.err().message));
-      } else {
-        log::get("broker")->info("partition.deleted topic={} partition={}", st.settings.topic, st.settings.partition);
-        rp.deliver(true);
-      }
-      self->quit();
-      return rp;
+    [self](bounds_atom, uint64_t id) -> caf::result<int64_t, int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t, int64_t> {
+        if (!p.log)
+          return offline(p);
+        return caf::make_result(p.log->log_start().value, p.log->log_end().value,
+                                static_cast<int64_t>(p.log->size_bytes()));
+      });
     },
-    [self](flush_atom) { flush_pending(self); },
-    [self](retain_atom) {
-      run_retention(self);
-      if (self->state.settings.retention_check_ms > 0)
-        self->delayed_send(self, std::chrono::milliseconds(self->state.settings.retention_check_ms),
-                           retain_atom::value);
+    [self](time_lookup_atom, uint64_t id, int64_t timestamp) -> caf::result<int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t> {
+        if (!p.log)
+          return offline(p);
+        if (timestamp < 0)
+          return make_error(errc::invalid_request, "time lookup: the timestamp must not be negative");
+        auto found = p.log->offset_for_timestamp(timestamp);
+        if (!found)
+          return storage_failure(found.err());
+        if (!*found)
+          return caf::make_result(int64_t{-1}, int64_t{-1});
+        return caf::make_result((*found)->off.value, (*found)->timestamp);
+      });
     },
-    [self](repair_atom) { return repair(self); },
-    [self](status_atom) { return summary(self); },
+    [self](delete_atom, uint64_t id) -> caf::result<bool> {
+      finish_closes(self);
+      return remove_partition(self, id);
+    },
+    [self](flush_atom) { sync_round(self); },
+    [self](retain_atom, uint64_t id) {
+      auto it = self->state.parts.find(id);
+      if (it == self->state.parts.end())
+        return;
+      auto& p = *it->second;
+      run_retention(p);
+      touch(self, p);
+      if (p.settings.retention_check_ms > 0)
+        self->delayed_send(self, std::chrono::milliseconds(p.settings.retention_check_ms), retain_atom::value, id);
+    },
+    [self](repair_atom, uint64_t id) -> caf::result<std::string> {
+      return with_partition(self, id, [&](hosted& p) { return repair(self, p); });
+    },
+    [self](status_atom, uint64_t id) -> caf::result<std::string> {
+      return with_partition(self, id,
+                            [&](hosted& p) -> caf::result<std::string> { return summary(p, self->state.index); });
+    },
+    [self](status_atom) -> std::string { return worker_summary(self); },
   };
 }
 
 }  // namespace
 
-partition_actor spawn_partition(caf::actor_system& sys, partition_settings settings) {
-  return sys.spawn<caf::detached>(partition_fn, std::move(settings));
+class io_pool {
+ public:
+  std::vector<caf::actor> workers;
+  std::atomic<uint64_t> next_id{1};
+
+  ~io_pool() {
+    for (auto& w : workers)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  }
+
+  const caf::actor& pick(const std::string& topic, int32_t partition) const {
+    auto h = std::hash<std::string>{}(topic) * 31 + static_cast<size_t>(partition);
+    return workers[h % workers.size()];
+  }
+};
+
+namespace {
+
+struct partition_fwd_state {
+  std::shared_ptr<io_pool> pool;  // declared first: released last
+  caf::actor worker;
+  uint64_t id = 0;
+  static inline const char* name = "partition";
+
+  ~partition_fwd_state() {
+    if (worker)
+      caf::anon_send(worker, close_atom::value, id);
+  }
+};
+
+using fwd_ptr = partition_actor::stateful_pointer<partition_fwd_state>;
+
+/// Forwards a request to the worker with the partition's id after the tag;
+/// the worker answers the original requester.
+template <class... Rs, class Atom, class... Ts>
+caf::delegated<Rs...> forward(fwd_ptr self, Atom tag, Ts&&... xs) {
+  self->delegate(self->state.worker, tag, self->state.id, std::forward<Ts>(xs)...);
+  return {};
+}
+
+partition_actor::behavior_type partition_fn(fwd_ptr self, std::shared_ptr<io_pool> pool, caf::actor worker,
+                                            uint64_t id) {
+  self->state.pool = std::move(pool);
+  self->state.worker = std::move(worker);
+  self->state.id = id;
+  return {
+    [self](append_atom a, std::string& batch, bool durable) {
+      return forward<int64_t>(self, a, std::move(batch), durable);
+    },
+    [self](copy_atom a, std::string& batches, bool durable) {
+      return forward<int64_t>(self, a, std::move(batches), durable);
+    },
+    [self](reset_atom a, int64_t start) { return forward<int64_t>(self, a, start); },
+    [self](seal_atom a, bool sealed) { return forward<int64_t>(self, a, sealed, false); },
+    [self](seal_atom a, bool sealed, bool durable) { return forward<int64_t>(self, a, sealed, durable); },
+    [self](read_atom a, int64_t from, int32_t max_bytes) {
+      return forward<std::string, int64_t, int64_t>(self, a, from, max_bytes, true);
+    },
+    [self](read_atom a, int64_t from, int32_t max_bytes, bool fetch) {
+      return forward<std::string, int64_t, int64_t>(self, a, from, max_bytes, fetch);
+    },
+    [self](bounds_atom a) { return forward<int64_t, int64_t, int64_t>(self, a); },
+    [self](time_lookup_atom a, int64_t timestamp) { return forward<int64_t, int64_t>(self, a, timestamp); },
+    [self](delete_atom a) {
+      auto out = forward<bool>(self, a);
+      // The worker forgot the partition with the delete; nothing to close.
+      self->state.worker = nullptr;
+      self->quit();
+      return out;
+    },
+    [self](repair_atom a) { return forward<std::string>(self, a); },
+    [self](status_atom a) { return forward<std::string>(self, a); },
+  };
+}
+
+/// Half the RLIMIT_NOFILE soft limit: the rest is left to sockets, the
+/// Raft store, group offsets and sealed segments opened per read.
+int64_t default_open_files() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+    return 4096;
+  return std::max<int64_t>(64, static_cast<int64_t>(lim.rlim_cur) / 2);
+}
+
+}  // namespace
+
+std::shared_ptr<io_pool> spawn_io_pool(caf::actor_system& sys, io_settings settings, const registry_actor* reg) {
+  auto pool = std::make_shared<io_pool>();
+  auto deleter = std::make_shared<storage::file_deleter>();
+  const int threads = std::max(1, settings.threads);
+  const int64_t files = settings.max_open_files > 0 ? settings.max_open_files : default_open_files();
+  const auto per_worker = static_cast<size_t>(std::max<int64_t>(1, files / threads));
+  for (int i = 0; i < threads; ++i) {
+    auto w = sys.spawn<caf::detached>(worker_fn, i, per_worker, deleter);
+    if (reg && *reg)
+      enroll(*reg, w, "io-worker " + std::to_string(i), "io_worker");
+    pool->workers.push_back(std::move(w));
+  }
+  return pool;
+}
+
+partition_actor spawn_partition(caf::actor_system& sys, const std::shared_ptr<io_pool>& pool,
+                                partition_settings settings) {
+  const auto& worker = pool->pick(settings.topic, settings.partition);
+  const auto id = pool->next_id.fetch_add(1);
+  // Sent before the partition actor exists, so it is the worker's first
+  // message about this partition.
+  opening_gauge().add(1.0);
+  caf::anon_send(worker, open_atom::value, id, std::move(settings));
+  return sys.spawn(partition_fn, pool, worker, id);
 }
 
 }  // namespace moonmq

@@ -1,14 +1,23 @@
 #pragma once
-// The partition actor: owns one partition's log (storage::partition_log) and
-// its traffic counters. It runs detached (its own thread), so a blocking
-// write or fsync never stalls the actors serving other partitions.
+// The partition actor and the I/O workers that hold partition logs.
 //
-// Group commit: an append with acks=leader is written at once and its reply
-// held until the next fsync, which the actor schedules by mailing itself a
-// flush message; every append already queued ahead of that message shares
-// the same fsync.
+// A partition actor is a cooperative actor that owns no thread and no file:
+// it forwards each request to its I/O worker (caf delegate, so the worker
+// answers the requester directly). An I/O worker is one detached actor (one
+// thread) that holds the logs (storage::partition_log) of every partition
+// assigned to it, so a broker with 20,000 partitions runs a fixed, small
+// number of threads (docs/storage.md "Threads, group commit and file
+// descriptors"). Partitions are assigned to workers by a hash of topic and
+// partition.
+//
+// Group commit across partitions: an append with acks=leader is written at
+// once and its reply held; the worker then mails itself one flush message,
+// and every append of any of its partitions queued ahead of that message
+// shares the same sync round: one fdatasync when a single partition waits,
+// one syncfs(2) of the data directory's file system when several do.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -16,6 +25,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/registry.hpp"
 #include "dataplane/topic_catalog.hpp"
 
 namespace moonmq {
@@ -59,10 +69,6 @@ using partition_actor = caf::typed_actor<
   // error storage_error when the directory cannot be removed (the actor
   // exits all the same).
   caf::replies_to<delete_atom>::with<bool>,
-  // Internal: fsync the appends held for group commit.
-  caf::reacts_to<flush_atom>,
-  // Internal: apply retention (also re-armed on a timer).
-  caf::reacts_to<retain_atom>,
   // Repairs a log that open refused as corrupt (storage::partition_log::
   // repair: cut at each damage, appends continue at or above the recovery
   // point) and brings the partition online. Replies the report (JSON text:
@@ -81,11 +87,38 @@ struct partition_settings {
   int64_t retention_check_ms = 30000;
 };
 
-/// Spawns the partition actor (detached). It opens (and recovers) its log
-/// first; a log that cannot be opened (a corrupt log included) leaves the
-/// actor answering partition_offline and counted in the
-/// moonmq_offline_partitions gauge until repaired. On exit it closes the log
-/// cleanly (storage::partition_log::close).
-partition_actor spawn_partition(caf::actor_system& sys, partition_settings settings);
+/// Settings of a broker's I/O workers (config keys Storage.IoThreads and
+/// Storage.MaxOpenFiles, docs/configuration.md).
+struct io_settings {
+  int threads = 4;  ///< I/O workers (threads), >= 1
+  /// Segment files held open across all workers; 0 = half the process's
+  /// RLIMIT_NOFILE soft limit (at least 64). Idle partitions past it have
+  /// their active segment closed, least recently used first, and opened
+  /// again on their next use.
+  int64_t max_open_files = 0;
+};
+
+/// A broker's I/O workers. Shared by the broker and every partition actor;
+/// the workers stop when the last holder lets go, closing every log they
+/// still hold (one file-system sync before and one after the clean
+/// checkpoints, so stopping thousands of partitions costs two syncs).
+class io_pool;
+
+/// Spawns `settings.threads` I/O workers (detached actors), enrolled in
+/// `reg` (when valid) as "io-worker N", kind "io_worker"; their status
+/// (JSON) counts partitions, open files, sync rounds, syncfs calls and
+/// fdatasyncs.
+std::shared_ptr<io_pool> spawn_io_pool(caf::actor_system& sys, io_settings settings,
+                                       const registry_actor* reg = nullptr);
+
+/// Spawns a partition actor (cooperative) on the worker of `pool` that its
+/// topic and partition hash to. The worker opens (and recovers) the log
+/// before it handles anything else for it; a log that cannot be opened (a
+/// corrupt log included) leaves the partition answering partition_offline
+/// and counted in the moonmq_offline_partitions gauge until repaired. When
+/// the actor exits, the worker closes the log cleanly
+/// (storage::partition_log::close).
+partition_actor spawn_partition(caf::actor_system& sys, const std::shared_ptr<io_pool>& pool,
+                                partition_settings settings);
 
 }  // namespace moonmq

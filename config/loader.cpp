@@ -414,6 +414,8 @@ void read_server(const json& root, load_result& res) {
 
   reader storage = s.child("Storage");
   storage.get_int("RetentionCheckMs", cfg.broker.retention_check_ms, 10, 86400000);
+  storage.get_int("IoThreads", cfg.broker.io_threads, 1, 64);
+  storage.get_int("MaxOpenFiles", cfg.broker.max_open_files, 0, 100000000);
   storage.finish();
 
   reader groups = s.child("Groups");

@@ -124,6 +124,8 @@ struct scheduler_config {
 struct broker_config {
   int64_t retention_check_ms = 30000;  ///< how often each partition applies retention
   int64_t session_timeout_ms = 10000;  ///< HTTP consumer-group member session timeout
+  int io_threads = 4;                  ///< Storage.IoThreads: I/O workers holding the partition logs
+  int64_t max_open_files = 0;          ///< Storage.MaxOpenFiles: segment fds held open (0 = half RLIMIT_NOFILE)
 };
 
 /// Session placement (Server.Placement; docs/placement.md, docs/configuration.md):

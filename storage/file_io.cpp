@@ -29,6 +29,15 @@ error io_error(const std::string& what, const std::string& path) {
   return err;
 }
 
+status sync_filesystem(const std::string& path) {
+  auto fd = open_file(path, O_RDONLY | O_DIRECTORY);
+  if (!fd)
+    return fd.err();
+  if (::syncfs(fd->get()) != 0)
+    return io_error("syncfs", path);
+  return {};
+}
+
 result<unique_fd> open_file(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
   if (fd < 0)

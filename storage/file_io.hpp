@@ -47,6 +47,14 @@ status pread_exact(int fd, uint64_t pos, size_t n, std::string& out, const std::
 /// Writes all of `data` at `pos`, retrying short writes and EINTR.
 status pwrite_all(int fd, uint64_t pos, std::string_view data, const std::string& path);
 
+/// syncfs(2) on the file system holding `path` (a directory): every dirty
+/// page, inode and directory entry of that file system reaches the disk,
+/// with one journal commit, however many files were written. Linux reports
+/// write-back errors to syncfs since 5.8 (Debian 12 runs 6.1); the caller
+/// still learns which file failed from that file's own fdatasync. Errors:
+/// io_error.
+status sync_filesystem(const std::string& path);
+
 /// Size in bytes of the open file `fd`.
 result<uint64_t> file_size(int fd, const std::string& path);
 

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "storage/file_deleter.hpp"
 #include "storage/record_batch.hpp"
 #include "storage/recovery_point.hpp"
 #include "util/atomic_file.hpp"
@@ -54,26 +54,14 @@ result<std::string> retire(const std::string& path) {
   return to;
 }
 
-/// Deletes a retired file by shrinking it 32 MiB at a time, 2 ms apart,
-/// before the unlink. One unlink of a 1 GiB file holds the ext4 journal for
-/// about 0.35 s on the test machine, stalling every fsync on the disk (each
-/// produce with acks=leader) for up to 0.1 s; shrinking in steps keeps that
-/// below about 15 ms at the cost of a slower delete (bench/move).
-status delete_gradually(const std::string& path) {
-  constexpr off_t step = 32LL << 20;
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    struct stat st {};
-    off_t size = ::fstat(fd, &st) == 0 ? st.st_size : 0;
-    while (size > step) {
-      size -= step;
-      if (::ftruncate(fd, size) != 0)
-        break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ::close(fd);
+/// Deletes a retired file: on the log's file_deleter when it has one,
+/// else here (delete_gradually).
+status dispose(const log_config& config, const std::string& path) {
+  if (config.deleter) {
+    config.deleter->submit(path);
+    return {};
   }
-  return unlink_if_present(path);
+  return delete_gradually(path);
 }
 
 status check_config(const log_config& config) {
@@ -267,9 +255,11 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
     return st.err();
   auto config = clamp(raw);
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  const bool fresh = fs::create_directories(dir, ec);
   if (ec)
     return fs_error("mkdir", dir, ec);
+  if (fresh)
+    return create_unsynced(dir, config);
   auto bases = list_segments(dir);
   if (!bases)
     return bases.err();
@@ -382,8 +372,8 @@ result<partition_log> partition_log::repair(const std::string& dir, const log_co
   return make_error(errc::io_error, "repair of " + dir + " did not converge");
 }
 
-status partition_log::write_checkpoint(offset point, bool clean) {
-  if (auto st = write_recovery_checkpoint(dir_, {point, clean}); !st)
+status partition_log::write_checkpoint(offset point, bool clean, bool durable) {
+  if (auto st = write_recovery_checkpoint(dir_, {point, clean}, durable); !st)
     return st;
   checkpointed_ = point;
   clean_on_disk_ = clean;
@@ -392,6 +382,13 @@ status partition_log::write_checkpoint(offset point, bool clean) {
 }
 
 status partition_log::clear_clean_flag() {
+  if (unsynced_checkpoint_) {
+    // A log open created: its first checkpoint (recovery point 0) goes
+    // before its first byte, without an fsync (see create_unsynced).
+    if (auto st = write_checkpoint(offset{0}, false, false); !st)
+      return st;
+    unsynced_checkpoint_ = false;
+  }
   if (!clean_on_disk_)
     return {};
   return write_checkpoint(checkpointed_, false);
@@ -407,7 +404,18 @@ status partition_log::close() {
   auto durable = flush();
   if (!durable)
     return durable.err();
+  if (clean_on_disk_ && checkpointed_ == log_end())
+    return {};
   return write_checkpoint(log_end(), true);
+}
+
+status partition_log::close_synced() {
+  if (needs_sync())
+    return make_error(errc::invalid_argument, "close_synced: " + dir_ + " has appends no sync covered");
+  durable_ = log_end();
+  if (clean_on_disk_ && checkpointed_ == log_end())
+    return {};
+  return write_checkpoint(log_end(), true, false);
 }
 
 result<partition_log> partition_log::create(const std::string& dir, offset start,
@@ -447,6 +455,20 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
   lg.durable_ = start;
   if (auto st = lg.write_checkpoint(start, false); !st)
     return st.err();
+  return lg;
+}
+
+result<partition_log> partition_log::create_unsynced(const std::string& dir, const log_config& config) {
+  auto active = active_segment::create(dir, offset{0}, config.index_interval_bytes);
+  if (!active)
+    return active.err();
+  partition_log lg(dir, config, std::move(*active));
+  lg.unsynced_dir_ = true;
+  // Its checkpoint is written before the first append, without fsyncs; the
+  // first flush (or file-system sync) makes it durable with the directory.
+  // A partition that never takes a record costs two inodes (directory and
+  // segment file), which is what creating thousands of them is bound by.
+  lg.unsynced_checkpoint_ = true;
   return lg;
 }
 
@@ -564,12 +586,43 @@ result<offset> partition_log::flush() {
       return st.err();
     dirty_ = false;
   }
+  if (unsynced_dir_) {
+    // A log open created without fsyncs: its checkpoint (written durably,
+    // which fsyncs the directory and so the segment file's entry), then
+    // the directory's entry in the data directory.
+    if (auto st = write_checkpoint(log_end(), false); !st)
+      return st.err();
+    unsynced_checkpoint_ = false;
+    auto parent = fs::path(dir_).parent_path().string();
+    if (auto st = sync_dir(parent.empty() ? "." : parent); !st)
+      return st.err();
+    unsynced_dir_ = false;
+  }
+  return after_sync(true);
+}
+
+offset partition_log::synced_by_filesystem() {
+  dirty_ = false;
+  unsynced_dir_ = false;
+  return after_sync(false);
+}
+
+bool partition_log::release_fd() {
+  // Unsynced data keeps its descriptor (see active_segment::release_fd); a
+  // directory not synced yet does not need it.
+  if (dirty_ || !active_.holds_fd())
+    return false;
+  active_.release_fd();
+  return true;
+}
+
+offset partition_log::after_sync(bool durable_checkpoint) {
   durable_ = log_end();
   if (durable_ > checkpointed_ &&
       std::chrono::steady_clock::now() - checkpointed_at_ >=
         std::chrono::milliseconds(config_.checkpoint_interval_ms)) {
     // A failed write keeps the older, lower recovery point: still true.
-    if (auto st = write_checkpoint(durable_, false); !st)
+    if (auto st = write_checkpoint(durable_, false, durable_checkpoint); !st)
       log::get("storage")->warn("checkpoint.write_failed dir={} error=\"{}\"", dir_, st.err().message);
   }
   return durable_;
@@ -672,7 +725,7 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
     if (auto st = unlink_if_present(dir_ + "/" + segment_index_name(seg.base)); !st)
       return st.err();
     if (!retired->empty())
-      if (auto st = delete_gradually(*retired); !st)
+      if (auto st = dispose(config_, *retired); !st)
         return st.err();
     log::get("storage")->info("segment.deleted dir={} base={} bytes={} reason={}", dir_,
                               seg.base.value, seg_bytes,
@@ -734,7 +787,7 @@ status partition_log::reset(offset start) {
   if (auto st = sync_dir(dir_); !st)
     return st;
   for (const auto& path : retired)
-    if (auto st = delete_gradually(path); !st)
+    if (auto st = dispose(config_, path); !st)
       return st;
   log_start_ = start;
   durable_ = start;

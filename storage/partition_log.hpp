@@ -1,9 +1,10 @@
 #pragma once
 // The log of one partition: a directory `<data_dir>/<topic>-<partition>/` of
-// segments (see segment.hpp). Single-threaded: the owner (one actor) calls
-// every method; nothing here starts threads. Per-log memory is a few numbers
-// per segment plus the active segment's sparse index; only the active
-// segment's log file stays open (sealed segments are opened per read).
+// segments (see segment.hpp). Single-threaded: the owner (one I/O worker)
+// calls every method; nothing here starts threads. Per-log memory is a few
+// numbers per segment plus the active segment's sparse index; at most the
+// active segment's log file is open (sealed segments are opened per read),
+// and the owner may release that fd while the log is idle (release_fd).
 
 #include <chrono>
 #include <cstdint>
@@ -17,6 +18,8 @@
 
 namespace moonmq::storage {
 
+class file_deleter;
+
 /// Per-log settings (topic config keys in parentheses).
 struct log_config {
   uint64_t segment_bytes = uint64_t{1} << 30;  ///< roll threshold (segment.bytes), capped at 2 GiB
@@ -26,6 +29,10 @@ struct log_config {
   /// advances it. Acknowledged records past the recovery point are the ones
   /// recovery may still cut as a torn tail, so this bounds that window.
   int64_t checkpoint_interval_ms = 1000;
+  /// Where retired segment files go to be deleted gradually (retention,
+  /// reset); null deletes them in the calling thread. Not owned: it must
+  /// outlive the log.
+  file_deleter* deleter = nullptr;
 };
 
 /// One cut made by partition_log::repair.
@@ -65,7 +72,14 @@ std::string partition_dir(const std::string& data_dir, const std::string& topic,
 class partition_log {
  public:
   /// Opens the log in `dir`, creating an empty log starting at offset 0 if
-  /// the directory has no segment (and no recovery point above 0). Recovery
+  /// the directory has no segment (and no recovery point above 0). A log
+  /// created because `dir` did not exist is not synced yet (no fsync of the
+  /// new files and directories; its checkpoint, recovery point 0, is
+  /// written without an fsync before its first append): its first flush() or
+  /// synced_by_filesystem() makes it durable, before anything appended to
+  /// it can be acknowledged, so creating many partitions costs no fsync
+  /// each (a crash before that flush loses an empty directory, which the
+  /// next open creates again). Recovery
   /// (docs/storage.md): sealed segments get their index checked (rebuilt by
   /// a full scan when torn) and their batch headers walked; the last segment
   /// is fully scanned. Only a torn tail may be cut (durably, event
@@ -138,6 +152,19 @@ class partition_log {
   /// caller waiting for offset X needs a flush only if X >= durable_offset()).
   offset durable_offset() const { return durable_; }
 
+  /// Something appended, or the log's own files and directory, is not
+  /// synced yet: flush() has work to do.
+  bool needs_sync() const { return dirty_ || unsynced_dir_; }
+
+  /// Tells the log that a sync of its whole file system (syncfs(2), see
+  /// sync_filesystem) which started after its last append returned
+  /// successfully: everything appended is durable, as after flush(), and the
+  /// recovery point is written under the same rule (without an fsync of its
+  /// own: the next file-system sync makes it durable). Used by a group commit
+  /// round over many partitions (docs/storage.md "Group commit"). Returns
+  /// the durable offset.
+  offset synced_by_filesystem();
+
   /// Writes the recovery point (= durable_offset()) now if it advanced since
   /// the last write; flush() does this itself at most every
   /// checkpoint_interval_ms. Errors: io_error (the old checkpoint stays,
@@ -146,9 +173,24 @@ class partition_log {
 
   /// Clean close: flush(), then a checkpoint with the log end as recovery
   /// point and the clean flag, so the next open knows the file ends where
-  /// this one left it. The log stays usable; the next append clears the
+  /// this one left it (nothing is written when the checkpoint on disk
+  /// already says so). The log stays usable; the next append clears the
   /// flag first. Errors: io_error.
   status close();
+
+  /// Clean close for a caller that syncs the whole file system around it
+  /// (a node stopping thousands of partitions): requires that a successful
+  /// sync_filesystem covered every append (synced_by_filesystem was called
+  /// after it), then replaces the checkpoint with the clean one without an
+  /// fsync of its own; the caller syncs the file system again afterwards.
+  /// A crash before that sync leaves the old checkpoint, or an unreadable
+  /// one, never a clean flag over unsynced bytes. Errors: io_error.
+  status close_synced();
+
+  /// Closes the active segment's fd unless appends wait for a sync (the
+  /// next use opens it again). Returns whether an fd was released.
+  bool release_fd();
+  bool holds_fd() const { return active_.holds_fd(); }
 
   /// The recovery point on disk (every offset below it was fdatasynced).
   offset recovery_point() const { return checkpointed_; }
@@ -208,8 +250,15 @@ class partition_log {
                                   int64_t max_timestamp);
   status roll();
   result<int64_t> closed_max_timestamp(closed_segment& seg);
-  status write_checkpoint(offset point, bool clean);
+  status write_checkpoint(offset point, bool clean, bool durable = true);
   status clear_clean_flag();
+  /// After a successful sync of the data: the durable offset and the
+  /// checkpoint rule shared by flush() and synced_by_filesystem(); the
+  /// latter writes the checkpoint without fsyncs (the next file-system sync
+  /// covers it; until then the old, lower point, or an unreadable file,
+  /// stays on disk, both safe).
+  offset after_sync(bool durable_checkpoint);
+  static result<partition_log> create_unsynced(const std::string& dir, const log_config& config);
 
   std::string dir_;
   log_config config_;
@@ -218,6 +267,8 @@ class partition_log {
   offset log_start_{0};
   offset durable_{0};
   bool dirty_ = false;
+  bool unsynced_dir_ = false;  ///< created by open without fsyncs (see open)
+  bool unsynced_checkpoint_ = false;  ///< ... and its first checkpoint not written yet
   producer_state producers_;
   offset checkpointed_{0};     ///< recovery point last written to disk
   bool clean_on_disk_ = false; ///< the checkpoint on disk carries the clean flag

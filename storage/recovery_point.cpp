@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "storage/file_io.hpp"
@@ -77,10 +78,25 @@ result<loaded_checkpoint> read_recovery_checkpoint(const std::string& dir) {
   return out;
 }
 
-status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp) {
+status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp, bool durable) {
   auto path = path_in(dir);
-  if (auto ec = util::write_file_atomic(path, encode_recovery_checkpoint(cp)); ec)
-    return file_error("write", path, ec);
+  if (durable) {
+    if (auto ec = util::write_file_atomic(path, encode_recovery_checkpoint(cp)); ec)
+      return file_error("write", path, ec);
+    return {};
+  }
+  // In place: no new inode per write (a partition writes this every
+  // checkpoint interval). A crash mid-write leaves a line whose CRC fails,
+  // which open reads as unreadable: the recovery point is then unknown,
+  // the strict case, never a higher point.
+  auto line = encode_recovery_checkpoint(cp);
+  auto fd = open_file(path, O_WRONLY | O_CREAT);
+  if (!fd)
+    return fd.err();
+  if (auto st = pwrite_all(fd->get(), 0, line, path); !st)
+    return st;
+  if (::ftruncate(fd->get(), static_cast<off_t>(line.size())) != 0)
+    return io_error("ftruncate", path);
   return {};
 }
 

@@ -47,8 +47,11 @@ struct loaded_checkpoint {
 result<loaded_checkpoint> read_recovery_checkpoint(const std::string& dir);
 
 /// Replaces `<dir>/recovery-point` atomically and durably. Errors: io_error
-/// (the old file is then unchanged).
-status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp);
+/// (the old file is then unchanged). `durable` false writes the line in
+/// place without any fsync: a crash may then leave the old line or an
+/// unreadable one, so use it only where either is safe and a later sync
+/// covers it (a group commit round, partition_log::close_synced).
+status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp, bool durable = true);
 
 /// Removes `<dir>/recovery-point` (durably: the directory is fsynced).
 /// Missing is not an error. Errors: io_error.

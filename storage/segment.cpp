@@ -321,8 +321,20 @@ result<active_segment> active_segment::recover(const std::string& dir, offset ba
   return s;
 }
 
+status active_segment::ensure_open() {
+  if (fd_.valid())
+    return {};
+  auto fd = open_file(path_, O_RDWR);
+  if (!fd)
+    return fd.err();
+  fd_ = std::move(*fd);
+  return {};
+}
+
 status active_segment::append(std::string_view batch, offset first, offset last,
                               int64_t max_timestamp) {
+  if (auto opened = ensure_open(); !opened)
+    return opened;
   auto st = pwrite_all(fd_.get(), size_, batch, path_);
   if (!st) {
     // Drop a partial write so the file ends at a batch boundary.
@@ -343,12 +355,16 @@ status active_segment::append(std::string_view batch, offset first, offset last,
 }
 
 status active_segment::sync() {
+  if (auto opened = ensure_open(); !opened)
+    return opened;
   if (::fdatasync(fd_.get()) != 0)
     return io_error("fdatasync", path_);
   return {};
 }
 
 status active_segment::seal() {
+  if (auto opened = ensure_open(); !opened)
+    return opened;
   if (::fsync(fd_.get()) != 0)
     return io_error("fsync", path_);
   auto index_path = dir_ + "/" + segment_index_name(base_);
@@ -360,7 +376,9 @@ status active_segment::seal() {
   return {};
 }
 
-result<std::string> active_segment::read(offset target, size_t max_bytes) const {
+result<std::string> active_segment::read(offset target, size_t max_bytes) {
+  if (auto opened = ensure_open(); !opened)
+    return opened.err();
   return read_segment(fd_.get(), path_, size_, lookup(index_, relative(target, base_)), target,
                       max_bytes);
 }

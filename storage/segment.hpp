@@ -81,10 +81,11 @@ result<offset> scan_past_damage(const std::string& path, uint64_t from_pos, offs
 result<std::string> read_segment(int fd, const std::string& path, uint64_t size,
                                  uint64_t start_pos, offset target, size_t max_bytes);
 
-/// The segment being appended to: one open fd (the log file) and the sparse
-/// index held in memory; the index file is written when the segment is
-/// sealed (and rebuilt by scanning on every open, so it never needs syncing
-/// before that).
+/// The segment being appended to: the log file's fd, opened on use and
+/// released by its owner when idle (release_fd: the fd budget of
+/// docs/storage.md "File descriptors"), and the sparse index held in memory;
+/// the index file is written when the segment is sealed (and rebuilt by
+/// scanning on every open, so it never needs syncing before that).
 class active_segment {
  public:
   /// Creates empty `<base>.log` in `dir` (truncating a stale file). The
@@ -117,7 +118,15 @@ class active_segment {
   status seal();
 
   /// See read_segment; uses the in-memory index.
-  result<std::string> read(offset target, size_t max_bytes) const;
+  result<std::string> read(offset target, size_t max_bytes);
+
+  /// Closes the log file's fd; the next append, sync, seal or read opens it
+  /// again (O_RDWR: the file must still exist). Call only when everything
+  /// appended was synced: an fd closed on unsynced pages is still synced by
+  /// any later fdatasync of the file, but a write-back error the kernel
+  /// recorded before the reopen would not be reported to the new fd.
+  void release_fd() { fd_.reset(); }
+  bool holds_fd() const { return fd_.valid(); }
 
   offset base() const { return base_; }
   offset next_offset() const { return next_; }
@@ -128,6 +137,7 @@ class active_segment {
 
  private:
   active_segment() = default;
+  status ensure_open();
 
   std::string dir_;
   std::string path_;

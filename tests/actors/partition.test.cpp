@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
 #include "actors/partition.hpp"
@@ -22,10 +23,10 @@ std::string batch_of(int n, const std::string& prefix) {
 
 struct fixture {
   fixture() : cfg(make_system_config({})), sys(*cfg), self(sys) {}
-  partition_actor spawn(const std::string& topic, int64_t retention_bytes = -1) {
-    partition_settings s{dir.path(), topic, 0, {}, 0};
+  partition_actor spawn(const std::string& topic, int64_t retention_bytes = -1, int32_t partition = 0) {
+    partition_settings s{dir.path(), topic, partition, {}, 0};
     s.config.retention_bytes = retention_bytes;
-    auto p = spawn_partition(sys, s);
+    auto p = spawn_partition(sys, io, s);
     spawned.push_back(p);
     return p;
   }
@@ -46,6 +47,13 @@ struct fixture {
       .receive([&](int64_t) {}, [&](caf::error& e) { out = e; });
     return out;
   }
+  nlohmann::json status(const partition_actor& p) {
+    nlohmann::json out;
+    self->request(p, 10s, status_atom::value)
+      .receive([&](std::string& s) { out = nlohmann::json::parse(s); },
+               [&](caf::error& e) { FAIL("status failed: " << caf::to_string(e)); });
+    return out;
+  }
   std::tuple<std::string, int64_t, int64_t> read(const partition_actor& p, int64_t from) {
     std::tuple<std::string, int64_t, int64_t> out;
     self->request(p, 10s, read_atom::value, from, int32_t{1 << 20})
@@ -58,6 +66,7 @@ struct fixture {
   std::unique_ptr<caf::actor_system_config> cfg;
   caf::actor_system sys;
   caf::scoped_actor self;
+  std::shared_ptr<io_pool> io = spawn_io_pool(sys, io_settings{2, 0});
   std::vector<partition_actor> spawned;
 };
 
@@ -174,4 +183,68 @@ TEST_CASE("reading outside the log is offset_out_of_range with both bounds", "[p
   REQUIRE(out_of_range_bounds(err, lo, hi));
   CHECK(lo == 0);
   CHECK(hi == 3);
+}
+
+TEST_CASE("partitions sharing one I/O worker all get their durable appends answered, and keep them across a restart",
+          "[partition][io_worker]") {
+  fixture f;
+  f.io = spawn_io_pool(f.sys, io_settings{1, 0});
+  constexpr int n = 40;
+  std::vector<partition_actor> parts;
+  for (int i = 0; i < n; ++i)
+    parts.push_back(f.spawn("many", -1, i));
+  // Every append is in flight before any answer is read, so the worker's
+  // rounds take many partitions at once (one syncfs each).
+  for (int round = 0; round < 3; ++round) {
+    using handle = decltype(f.self->request(parts[0], 10s, append_atom::value, std::string{}, true));
+    std::vector<handle> pending;
+    for (int i = 0; i < n; ++i)
+      pending.push_back(f.self->request(parts[static_cast<size_t>(i)], 10s, append_atom::value, batch_of(2, "r"), true));
+    for (auto& h : pending) {
+      int64_t base = -1;
+      h.receive([&](int64_t b) { base = b; }, [&](caf::error& e) { FAIL("append failed: " << caf::to_string(e)); });
+      CHECK(base == 2 * round);
+    }
+  }
+  for (auto& p : parts) {
+    auto s = f.status(p);
+    CHECK(s["durable_offset"] == 6);
+    CHECK(s["pending_acks"] == 0);
+    CHECK(s["io_worker"] == 0);
+  }
+  for (auto& p : parts) {
+    f.self->send_exit(p, caf::exit_reason::user_shutdown);
+    f.self->wait_for(p);
+  }
+  f.spawned.clear();
+  for (int i = 0; i < n; i += 7) {
+    auto p = f.spawn("many", -1, i);
+    CHECK(std::get<2>(f.read(p, 0)) == 6);
+  }
+}
+
+TEST_CASE("partitions past the open-file budget release their idle segment files and still serve",
+          "[partition][io_worker]") {
+  fixture f;
+  f.io = spawn_io_pool(f.sys, io_settings{1, 2});  // one worker, two files
+  constexpr int n = 10;
+  std::vector<partition_actor> parts;
+  for (int i = 0; i < n; ++i) {
+    parts.push_back(f.spawn("fds", -1, i));
+    f.ask_int(parts.back(), append_atom::value, batch_of(3, "a"), true);
+  }
+  auto open_files = [&] {
+    int open = 0;
+    for (auto& p : parts)
+      open += f.status(p)["file_open"].get<bool>() ? 1 : 0;
+    return open;
+  };
+  CHECK(open_files() <= 2);
+  for (int i = 0; i < n; ++i) {
+    CHECK(std::get<2>(f.read(parts[static_cast<size_t>(i)], 0)) == 3);
+    CHECK(f.ask_int(parts[static_cast<size_t>(i)], append_atom::value, batch_of(1, "b"), true) == 3);
+  }
+  CHECK(open_files() <= 2);
+  for (auto& p : parts)
+    CHECK(std::get<2>(f.read(p, 0)) == 4);
 }

@@ -48,7 +48,7 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
   test::temp_dir dir;
   auto cfg = make_system_config({});
   caf::actor_system sys{*cfg};
-  auto real = spawn_partition(sys, partition_settings{dir.path(), "t", 0, {}, 0});
+  auto real = spawn_partition(sys, spawn_io_pool(sys, io_settings{1, 0}), partition_settings{dir.path(), "t", 0, {}, 0});
   {
     caf::scoped_actor self{sys};
     auto batch = storage::encode_batch({{std::string("k"), "v1", {}, 1}, {std::string("k"), "v2", {}, 2}}).value();

@@ -297,7 +297,9 @@ int run(const config::load_result& loaded) {
   auto registry = spawn_registry(sys, std::chrono::milliseconds{500});
 
   auto view = std::make_shared<catalog_view>();
-  auto broker = spawn_broker(sys, broker_settings{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms},
+  auto broker = spawn_broker(sys,
+                             broker_settings{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms,
+                                             io_settings{cfg.broker.io_threads, cfg.broker.max_open_files}},
                              std::move(*catalog), view, registry);
   auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
                                         registry);

@@ -1,0 +1,190 @@
+#include "storage/group_commit.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "storage/recovery_point.hpp"
+#include "storage_test_helpers.hpp"
+
+using namespace moonmq::storage;
+using namespace moonmq::storage::test;
+
+namespace {
+
+offset append_one(partition_log& lg, int seed) {
+  auto batch = encode_batch(make_records(3, seed, 100)).value();
+  auto base = lg.append(batch);
+  REQUIRE(base.ok());
+  return *base;
+}
+
+/// Inode and modification time: a checkpoint write replaces the file.
+std::pair<ino_t, int64_t> identity_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return {st.st_ino, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+std::vector<partition_log> open_logs(const temp_dir& dir, int n) {
+  std::vector<partition_log> logs;
+  for (int i = 0; i < n; ++i) {
+    auto lg = partition_log::open(partition_dir(dir.path(), "g", i));
+    REQUIRE(lg.ok());
+    logs.push_back(std::move(lg.value()));
+  }
+  return logs;
+}
+
+std::vector<partition_log*> pointers(std::vector<partition_log>& logs) {
+  std::vector<partition_log*> out;
+  for (auto& lg : logs)
+    out.push_back(&lg);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a log opened on a new directory costs no fsync until its first flush makes it durable",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  auto where = partition_dir(dir.path(), "fresh", 0);
+  auto lg = partition_log::open(where);
+  REQUIRE(lg.ok());
+  CHECK(lg->needs_sync());  // the new directory and segment file are not synced yet
+  CHECK_FALSE(std::filesystem::exists(where + "/" + recovery_point_file_name));
+  CHECK(lg->release_fd());  // an unsynced directory needs no open file
+  auto durable = lg->flush();
+  REQUIRE(durable.ok());
+  CHECK(durable->value == 0);
+  CHECK_FALSE(lg->needs_sync());
+  append_one(*lg, 1);
+  CHECK(lg->needs_sync());
+  REQUIRE(lg->flush().ok());
+  auto cp = read_recovery_checkpoint(where);
+  REQUIRE(cp.ok());
+  REQUIRE(cp->state == loaded_checkpoint::kind::valid);
+  CHECK(cp->value.point.value == 0);  // the first flush wrote it at 0, before the interval passed
+  REQUIRE(lg->close().ok());
+  auto again = partition_log::open(where);
+  REQUIRE(again.ok());
+  CHECK(again->log_end().value == 3);
+  CHECK_FALSE(again->needs_sync());  // an existing directory opens durable
+}
+
+TEST_CASE("one round makes the appends of many logs durable with a single syncfs; one log gets an fdatasync",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  auto logs = open_logs(dir, 5);
+  for (size_t i = 0; i < logs.size(); ++i)
+    for (int k = 0; k <= static_cast<int>(i); ++k)
+      append_one(logs[i], k);
+  sync_round_stats stats;
+  auto results = sync_round(pointers(logs), stats);
+  CHECK(stats.syncfs_calls == 1);
+  CHECK(stats.fdatasyncs == 0);
+  REQUIRE(results.size() == 5);
+  for (size_t i = 0; i < logs.size(); ++i) {
+    REQUIRE(results[i].ok());
+    CHECK(results[i]->value == static_cast<int64_t>(3 * (i + 1)));
+    CHECK(logs[i].durable_offset() == logs[i].log_end());
+    CHECK_FALSE(logs[i].needs_sync());
+  }
+
+  append_one(logs[2], 9);
+  sync_round_stats single;
+  auto one = sync_round({&logs[2]}, single);
+  CHECK(single.syncfs_calls == 0);
+  CHECK(single.fdatasyncs == 1);
+  REQUIRE(one[0].ok());
+  CHECK(one[0]->value == 12);
+}
+
+TEST_CASE("logs closed together leave clean checkpoints at their log end that the next open trusts",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  std::vector<int64_t> ends;
+  {
+    auto logs = open_logs(dir, 3);
+    for (auto& lg : logs) {
+      append_one(lg, 1);
+      append_one(lg, 2);
+      ends.push_back(lg.log_end().value);
+    }
+    sync_round_stats stats;
+    auto closed = close_together(pointers(logs), stats);
+    for (auto& st : closed)
+      CHECK(st.ok());
+    CHECK(stats.syncfs_calls == 2);  // the data, then the checkpoints
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto where = partition_dir(dir.path(), "g", i);
+    auto cp = read_recovery_checkpoint(where);
+    REQUIRE(cp.ok());
+    REQUIRE(cp->state == loaded_checkpoint::kind::valid);
+    CHECK(cp->value.clean);
+    CHECK(cp->value.point.value == ends[static_cast<size_t>(i)]);
+    auto lg = partition_log::open(where);
+    REQUIRE(lg.ok());
+    CHECK(lg->log_end().value == ends[static_cast<size_t>(i)]);
+  }
+}
+
+TEST_CASE("close_synced refuses a log whose appends no sync covered", "[storage][group_commit]") {
+  temp_dir dir;
+  auto logs = open_logs(dir, 1);
+  REQUIRE(logs[0].flush().ok());
+  append_one(logs[0], 1);
+  auto st = logs[0].close_synced();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.err().code == errc::invalid_argument);
+  auto cp = read_recovery_checkpoint(logs[0].dir());
+  REQUIRE(cp.ok());
+  CHECK_FALSE((cp->state == loaded_checkpoint::kind::valid && cp->value.clean));
+}
+
+TEST_CASE("a second close writes nothing when the checkpoint already says clean at the log end",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  auto logs = open_logs(dir, 1);
+  append_one(logs[0], 1);
+  REQUIRE(logs[0].close().ok());
+  auto file = logs[0].dir() + "/" + recovery_point_file_name;
+  auto before = identity_of(file);
+  REQUIRE(logs[0].close().ok());
+  CHECK(identity_of(file) == before);
+  append_one(logs[0], 2);
+  REQUIRE(logs[0].close().ok());
+  auto cp = read_recovery_checkpoint(logs[0].dir());
+  REQUIRE(cp.ok());
+  CHECK(cp->value.clean);
+  CHECK(cp->value.point.value == 6);
+}
+
+TEST_CASE("an idle log releases its segment file and opens it again for reads and appends",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  auto logs = open_logs(dir, 1);
+  auto& lg = logs[0];
+  append_one(lg, 1);
+  CHECK_FALSE(lg.release_fd());  // unsynced appends keep the file open
+  REQUIRE(lg.flush().ok());
+  CHECK(lg.holds_fd());
+  CHECK(lg.release_fd());
+  CHECK_FALSE(lg.holds_fd());
+  auto r = lg.read(offset{0}, 1 << 20);
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->batches.empty());
+  CHECK(lg.holds_fd());
+  CHECK(lg.release_fd());
+  CHECK(append_one(lg, 2).value == 3);
+  CHECK(lg.holds_fd());
+  REQUIRE(lg.flush().ok());
+  CHECK(lg.release_fd());
+  REQUIRE(lg.close().ok());
+  auto again = partition_log::open(lg.dir());
+  REQUIRE(again.ok());
+  CHECK(again->log_end().value == 6);
+}
