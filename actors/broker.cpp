@@ -69,7 +69,10 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
   init.catalog.emplace(std::move(catalog));
   init.view = std::move(view);
   init.registry = reg;
-  init.io = spawn_io_pool(self->system(), init.settings.io, &reg);
+  auto io = init.settings.io;
+  if (io.data_dir.empty())
+    io.data_dir = init.settings.data_dir;
+  init.io = spawn_io_pool(self->system(), io, &reg);
   // Deletions a crash interrupted are finished before anything opens.
   std::vector<std::string> deleting;
   for (const auto& [name, entry] : init.catalog->topics())

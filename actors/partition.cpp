@@ -82,6 +82,7 @@ struct hosted {
   metrics::counter* m_records_out = nullptr;
   std::list<uint64_t>::iterator lru_pos;  ///< in the worker's lru while the log holds an fd
   bool in_lru = false;
+  bool in_waiting = false;  ///< listed in the worker's `waiting` for the next round
 
   hosted() = default;
   hosted(const hosted&) = delete;
@@ -116,6 +117,9 @@ struct worker_state {
   int index = 0;
   /// Shared by the pool's workers; held by each so it outlives their logs.
   std::shared_ptr<storage::file_deleter> deleter;
+  /// This worker's syncfs descriptors, opened at its start (see
+  /// storage::syncfs_handles: one per worker, so each sees every error).
+  std::unique_ptr<storage::syncfs_handles> syncfs;
   uint64_t rounds = 0, syncfs_calls = 0, fdatasyncs = 0, fds_released = 0;
   static inline const char* name = "io_worker";
 };
@@ -160,10 +164,37 @@ caf::error offline(const hosted& p) {
   return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
 }
 
+/// Answers every append of `p` waiting for a sync: its base offset, or
+/// `failure` when the sync failed.
+void answer(hosted& p, const caf::error& failure) {
+  for (auto& a : std::exchange(p.pending, {})) {
+    if (failure)
+      a.promise.deliver(failure);
+    else
+      a.promise.deliver(a.base);
+  }
+}
+
+/// Makes everything appended to `p` durable with its own fdatasync and
+/// answers its waiting appends; a failure takes it offline.
+void flush_one(worker_ptr self, hosted& p) {
+  if (!p.log || !p.log->needs_sync()) {
+    if (p.log)
+      answer(p, {});
+    return;
+  }
+  auto durable = p.log->flush();
+  ++p.c.fsyncs;
+  ++self->state.fdatasyncs;
+  answer(p, durable ? caf::error{} : take_offline(self, p, durable.err()));
+}
+
 /// Records that `p` was used: its log's fd (if any) becomes the most
 /// recent; then idle logs past the worker's budget release theirs, least
-/// recently used first. A log waiting for a sync keeps its fd (see
-/// active_segment::release_fd), so the budget can be exceeded briefly.
+/// recently used first. A log with appends waiting for a round keeps its
+/// fd until the round; one written with acks=none is fdatasynced first (a
+/// failure takes it offline), so the budget holds under any load but a
+/// burst of acks=leader appends.
 void touch(worker_ptr self, hosted& p) {
   auto& st = self->state;
   if (p.log && p.log->holds_fd()) {
@@ -181,12 +212,24 @@ void touch(worker_ptr self, hosted& p) {
   for (int tries = 0; st.lru.size() > st.fd_budget && it != st.lru.begin() && tries < 8; ++tries) {
     --it;
     auto found = st.parts.find(*it);
-    if (found == st.parts.end() || !found->second->log || found->second->log->release_fd()) {
-      if (found != st.parts.end())
-        found->second->in_lru = false;
+    hosted* q = found == st.parts.end() ? nullptr : found->second.get();
+    if (q && q->log && !q->log->release_fd()) {
+      if (!q->pending.empty() || q == &p)
+        continue;  // its round comes next, or it is the one in use
+      // acks=none data: synced before its file closes. Out of the list
+      // first: a failed sync takes it offline.
+      q->in_lru = false;
       it = st.lru.erase(it);
+      flush_one(self, *q);
+      if (q->log)
+        q->log->release_fd();
       ++st.fds_released;
+      continue;
     }
+    if (q)
+      q->in_lru = false;
+    it = st.lru.erase(it);
+    ++st.fds_released;
   }
 }
 
@@ -205,21 +248,15 @@ std::unique_ptr<hosted> take_out(worker_ptr self, uint64_t id) {
   return owned;
 }
 
-/// Makes `p`'s appends durable with its own fdatasync and answers them.
-void flush_one(worker_ptr self, hosted& p) {
-  if (p.pending.empty() || !p.log)
-    return;
-  auto durable = p.log->flush();
-  ++p.c.fsyncs;
-  ++self->state.fdatasyncs;
-  auto acks = std::exchange(p.pending, {});
-  auto failure = durable ? caf::error{} : take_offline(self, p, durable.err());
-  for (auto& a : acks) {
-    if (durable)
-      a.promise.deliver(a.base);
-    else
-      a.promise.deliver(failure);
-  }
+/// After a failed syncfs: the write-back error may belong to any file of
+/// the file system, so every log of this worker written since its own last
+/// fdatasync syncs its own file, which reports an error of that file (and
+/// goes offline on one). Other workers see the same error through their
+/// own syncfs descriptor.
+void sync_after_failed_syncfs(worker_ptr self) {
+  for (auto& [id, p] : self->state.parts)
+    if (p->log && p->log->written_since_fdatasync())
+      flush_one(self, *p);
 }
 
 /// One group commit round over every partition of the worker with appends
@@ -232,7 +269,10 @@ void sync_round(worker_ptr self) {
   std::vector<storage::partition_log*> logs;
   for (auto id : std::exchange(st.waiting, {})) {
     auto it = st.parts.find(id);
-    if (it != st.parts.end() && it->second->log && !it->second->pending.empty()) {
+    if (it == st.parts.end())
+      continue;
+    it->second->in_waiting = false;
+    if (it->second->log && !it->second->pending.empty()) {
       round.push_back(it->second.get());
       logs.push_back(&*it->second->log);
     }
@@ -241,21 +281,16 @@ void sync_round(worker_ptr self) {
     return;
   ++st.rounds;
   storage::sync_round_stats stats;
-  auto results = storage::sync_round(logs, stats);
+  auto results = storage::sync_round(logs, *st.syncfs, stats);
   st.syncfs_calls += stats.syncfs_calls;
   st.fdatasyncs += stats.fdatasyncs;
   for (size_t i = 0; i < round.size(); ++i) {
     auto& p = *round[i];
     ++p.c.fsyncs;
-    auto acks = std::exchange(p.pending, {});
-    auto failure = results[i] ? caf::error{} : take_offline(self, p, results[i].err());
-    for (auto& a : acks) {
-      if (failure)
-        a.promise.deliver(failure);
-      else
-        a.promise.deliver(a.base);
-    }
+    answer(p, results[i] ? caf::error{} : take_offline(self, p, results[i].err()));
   }
+  if (stats.syncfs_failed)
+    sync_after_failed_syncfs(self);
 }
 
 /// Answers `base` after the next sync round (group commit: one round for
@@ -263,8 +298,10 @@ void sync_round(worker_ptr self) {
 caf::result<int64_t> ack_when_durable(worker_ptr self, hosted& p, int64_t base) {
   auto& st = self->state;
   auto rp = self->make_response_promise<int64_t>();
-  if (p.pending.empty())
+  if (!p.in_waiting) {
+    p.in_waiting = true;
     st.waiting.push_back(p.id);
+  }
   p.pending.push_back({rp, base});
   if (!st.flush_scheduled) {
     st.flush_scheduled = true;
@@ -525,7 +562,7 @@ caf::result<int64_t> append_batch(worker_ptr self, hosted& p, std::string& batch
   if (!base && base.err().code == storage::errc::duplicate_sequence) {
     // A producer's resend: answered with the first append's offset once
     // that is durable, and nothing is appended.
-    if (!durable || base.err().original < p.log->durable_offset())
+    if (!durable || (base.err().original < p.log->durable_offset() && !p.log->needs_sync()))
       return base.err().original.value;
     return ack_when_durable(self, p, base.err().original.value);
   }
@@ -583,15 +620,8 @@ caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
   if (!owned)
     return not_hosted(id);
   auto& p = *owned;
-  auto gone = make_error(errc::unknown_topic, "topic " + p.settings.topic + " was deleted");
-  for (auto& a : std::exchange(p.pending, {}))
-    a.promise.deliver(gone);
-  if (p.log) {
-    if (auto closed = p.log->close(); !closed)
-      log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", p.settings.topic,
-                               p.settings.partition, closed.err().message);
-    p.log.reset();
-  }
+  answer(p, make_error(errc::unknown_topic, "topic " + p.settings.topic + " was deleted"));
+  p.log.reset();  // no clean close: its directory goes next
   auto where = dir_of(p.settings);
   auto settings = p.settings;
   owned.reset();
@@ -617,26 +647,22 @@ void close_logs(worker_ptr self, std::vector<std::unique_ptr<hosted>> logs) {
       ls.push_back(&*p->log);
     }
   storage::sync_round_stats stats;
-  auto closed = storage::close_together(ls, stats);
+  auto closed = storage::close_together(ls, *self->state.syncfs, stats);
   self->state.syncfs_calls += stats.syncfs_calls;
   self->state.fdatasyncs += stats.fdatasyncs;
   for (size_t i = 0; i < open.size(); ++i) {
     auto& p = *open[i];
-    auto acks = std::exchange(p.pending, {});
     caf::error failure;
     if (!closed[i]) {
       log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", p.settings.topic,
                                p.settings.partition, closed[i].err().message);
       failure = storage_failure(closed[i].err());
-      p.log.reset();
+      p.log.reset();  // dropped without a checkpoint, as take_offline does
     }
-    for (auto& a : acks) {
-      if (failure)
-        a.promise.deliver(failure);
-      else
-        a.promise.deliver(a.base);
-    }
+    answer(p, failure);
   }
+  if (stats.syncfs_failed)
+    sync_after_failed_syncfs(self);
   // Logs closed cleanly close again in their destructors at no cost: their
   // checkpoint already says clean at their log end.
 }
@@ -695,9 +721,11 @@ auto with_partition(worker_ptr self, uint64_t id, F fn) -> decltype(fn(std::decl
   return out;
 }
 
-caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter) {
+caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,
+                        std::string data_dir) {
   self->state.index = index;
   self->state.deleter = std::move(deleter);
+  self->state.syncfs = std::make_unique<storage::syncfs_handles>(data_dir);
   self->state.fd_budget = std::max<size_t>(fd_budget, 1);
   (void)offline_gauge();  // listed at 0 from the start
   (void)opening_gauge();
@@ -895,7 +923,7 @@ std::shared_ptr<io_pool> spawn_io_pool(caf::actor_system& sys, io_settings setti
   const int64_t files = settings.max_open_files > 0 ? settings.max_open_files : default_open_files();
   const auto per_worker = static_cast<size_t>(std::max<int64_t>(1, files / threads));
   for (int i = 0; i < threads; ++i) {
-    auto w = sys.spawn<caf::detached>(worker_fn, i, per_worker, deleter);
+    auto w = sys.spawn<caf::detached>(worker_fn, i, per_worker, deleter, settings.data_dir);
     if (reg && *reg)
       enroll(*reg, w, "io-worker " + std::to_string(i), "io_worker");
     pool->workers.push_back(std::move(w));

@@ -96,6 +96,9 @@ struct io_settings {
   /// their active segment closed, least recently used first, and opened
   /// again on their next use.
   int64_t max_open_files = 0;
+  /// The data directory: each worker opens its syncfs descriptor for this
+  /// file system when it starts (storage::syncfs_handles).
+  std::string data_dir;
 };
 
 /// A broker's I/O workers. Shared by the broker and every partition actor;

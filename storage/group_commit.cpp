@@ -1,40 +1,82 @@
 #include "storage/group_commit.hpp"
 
-#include <filesystem>
-#include <map>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
-#include "storage/file_io.hpp"
+#include <cstdio>
+
 #include "util/logging.hpp"
 
 namespace moonmq::storage {
 namespace {
 
-std::string parent_of(const std::string& dir) {
-  auto parent = std::filesystem::path(dir).parent_path().string();
-  return parent.empty() ? "." : parent;
+/// syncfs reports write-back errors since Linux 5.8.
+bool kernel_reports_syncfs_errors() {
+  utsname u{};
+  if (::uname(&u) != 0)
+    return false;
+  int major = 0, minor = 0;
+  if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2)
+    return false;
+  return major > 5 || (major == 5 && minor >= 8);
 }
 
-/// Indexes of `logs` grouped by parent directory.
-std::map<std::string, std::vector<size_t>> by_parent(const std::vector<partition_log*>& logs) {
-  std::map<std::string, std::vector<size_t>> groups;
+/// Indexes of `logs` grouped by file system.
+std::map<uint64_t, std::vector<size_t>> by_device(const std::vector<partition_log*>& logs) {
+  std::map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < logs.size(); ++i)
-    groups[parent_of(logs[i]->dir())].push_back(i);
+    groups[logs[i]->device()].push_back(i);
   return groups;
 }
 
 }  // namespace
 
-std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, sync_round_stats& stats) {
+syncfs_handles::syncfs_handles(const std::string& dir) : usable_(kernel_reports_syncfs_errors()) {
+  if (!usable_) {
+    log::get("storage")->warn("io.syncfs_unusable msg=\"this kernel's syncfs reports no write-back errors (before "
+                              "Linux 5.8): every partition syncs with its own fdatasync\"");
+    return;
+  }
+  if (dir.empty())
+    return;
+  if (auto fd = open_file(dir, O_RDONLY | O_DIRECTORY)) {
+    struct stat st {};
+    if (::fstat(fd->get(), &st) == 0)
+      fds_.emplace(static_cast<uint64_t>(st.st_dev), std::move(*fd));
+  }
+}
+
+status syncfs_handles::sync(uint64_t device, const std::string& dir) {
+  auto it = fds_.find(device);
+  if (it == fds_.end()) {
+    auto fd = open_file(dir, O_RDONLY | O_DIRECTORY);
+    if (!fd)
+      return fd.err();
+    it = fds_.emplace(device, std::move(*fd)).first;
+  }
+  if (::syncfs(it->second.get()) != 0)
+    return io_error("syncfs", dir);
+  return {};
+}
+
+std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, syncfs_handles& handles,
+                                       sync_round_stats& stats) {
   std::vector<result<offset>> out(logs.size(), result<offset>(offset{0}));
-  for (const auto& [parent, members] : by_parent(logs)) {
+  for (const auto& [device, members] : by_device(logs)) {
     bool synced = false;
-    if (members.size() > 1) {
+    if (members.size() > 1 && handles.usable()) {
       ++stats.syncfs_calls;
-      auto st = sync_filesystem(parent);
+      const auto& dir = logs[members.front()]->dir();
+      auto st = handles.sync(device, dir);
       synced = st.ok();
-      if (!synced)
-        log::get("storage")->warn("io.syncfs_failed dir={} error=\"{}\" msg=\"each partition syncs its own file\"",
-                                  parent, st.err().message);
+      if (!synced) {
+        stats.syncfs_failed = true;
+        log::get("storage")->warn("io.syncfs_failed dir={} error=\"{}\" msg=\"each partition written since its own "
+                                  "last fdatasync syncs its own file\"",
+                                  dir, st.err().message);
+      }
     }
     for (auto i : members) {
       if (synced) {
@@ -48,22 +90,28 @@ std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, 
   return out;
 }
 
-std::vector<status> close_together(const std::vector<partition_log*>& logs, sync_round_stats& stats) {
+std::vector<status> close_together(const std::vector<partition_log*>& logs, syncfs_handles& handles,
+                                   sync_round_stats& stats) {
   std::vector<status> out(logs.size());
-  if (logs.size() == 1) {
-    ++stats.fdatasyncs;
-    out[0] = logs[0]->close();
+  if (logs.size() == 1 || !handles.usable()) {
+    for (size_t i = 0; i < logs.size(); ++i) {
+      ++stats.fdatasyncs;
+      out[i] = logs[i]->close();
+    }
     return out;
   }
-  auto synced = sync_round(logs, stats);
+  auto synced = sync_round(logs, handles, stats);
   for (size_t i = 0; i < logs.size(); ++i)
     out[i] = synced[i] ? logs[i]->close_synced() : status(synced[i].err());
-  for (const auto& [parent, members] : by_parent(logs)) {
+  for (const auto& [device, members] : by_device(logs)) {
     ++stats.syncfs_calls;
-    if (auto st = sync_filesystem(parent); !st)
+    const auto& dir = logs[members.front()]->dir();
+    if (auto st = handles.sync(device, dir); !st) {
+      stats.syncfs_failed = true;
       log::get("storage")->warn("io.syncfs_failed dir={} error=\"{}\" msg=\"clean checkpoints may be lost: the next "
                                 "start recovers those logs as after a crash\"",
-                                parent, st.err().message);
+                                dir, st.err().message);
+    }
   }
   return out;
 }

@@ -26,6 +26,12 @@ error fs_error(const char* what, const std::string& path, const std::error_code&
   return e;
 }
 
+/// The directory holding `dir` ("." for a relative name without one).
+std::string parent_dir(const std::string& dir) {
+  auto parent = fs::path(dir).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
 status sync_dir(const std::string& dir) {
   if (auto ec = util::fsync_dir(dir); ec)
     return fs_error("fsync_dir", dir, ec);
@@ -410,6 +416,8 @@ status partition_log::close() {
 }
 
 status partition_log::close_synced() {
+  if (failed_)
+    return failure_;
   if (needs_sync())
     return make_error(errc::invalid_argument, "close_synced: " + dir_ + " has appends no sync covered");
   durable_ = log_end();
@@ -447,8 +455,7 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
     return active.err();
   if (auto st = sync_dir(dir); !st)
     return st.err();
-  auto parent = fs::path(dir).parent_path().string();
-  if (auto st = sync_dir(parent.empty() ? "." : parent); !st)
+  if (auto st = sync_dir(parent_dir(dir)); !st)
     return st.err();
   partition_log lg(dir, config, std::move(*active));
   lg.log_start_ = start;
@@ -456,6 +463,13 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
   if (auto st = lg.write_checkpoint(start, false); !st)
     return st.err();
   return lg;
+}
+
+partition_log::partition_log(std::string dir, log_config config, active_segment active)
+    : dir_(std::move(dir)), config_(config), active_(std::move(active)) {
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) == 0)
+    device_ = static_cast<uint64_t>(st.st_dev);
 }
 
 result<partition_log> partition_log::create_unsynced(const std::string& dir, const log_config& config) {
@@ -477,9 +491,8 @@ status partition_log::remove(const std::string& dir) {
   fs::remove_all(dir, ec);
   if (ec)
     return fs_error("remove_all", dir, ec);
-  auto parent = fs::path(dir).parent_path().string();
-  if (fs::exists(parent.empty() ? "." : parent, ec))
-    return sync_dir(parent.empty() ? "." : parent);
+  if (fs::exists(parent_dir(dir), ec))
+    return sync_dir(parent_dir(dir));
   return {};
 }
 
@@ -558,13 +571,24 @@ result<offset> partition_log::append_validated(std::string_view batch, offset ba
   if (auto st = active_.append(batch, base, last, max_timestamp); !st)
     return st.err();
   dirty_ = true;
+  written_since_fdatasync_ = true;
   return base;
 }
 
 status partition_log::roll() {
+  if (failed_)
+    return failure_;
   // Seal (fsync) before the next segment exists: open treats everything
   // below the last segment's base as flushed.
-  if (auto st = active_.seal(); !st)
+  if (auto st = active_.seal(); !st) {
+    failed_ = true;  // its fsync may be what failed: no later sync is trusted
+    failure_ = st.err();
+    return st;
+  }
+  written_since_fdatasync_ = false;
+  // durable_ moves up below: a log open created must be durable itself
+  // first.
+  if (auto st = sync_fresh_dir(); !st)
     return st;
   auto next = active_segment::create(dir_, log_end(), config_.index_interval_bytes);
   if (!next)
@@ -581,27 +605,43 @@ status partition_log::roll() {
 }
 
 result<offset> partition_log::flush() {
+  if (failed_)
+    return failure_;
   if (dirty_) {
-    if (auto st = active_.sync(); !st)
+    if (auto st = active_.sync(); !st) {
+      // The kernel may have dropped the pages: a later fdatasync's success
+      // would prove nothing (docs/storage.md "Durability").
+      failed_ = true;
+      failure_ = st.err();
       return st.err();
+    }
     dirty_ = false;
+    written_since_fdatasync_ = false;
   }
-  if (unsynced_dir_) {
-    // A log open created without fsyncs: its checkpoint (written durably,
-    // which fsyncs the directory and so the segment file's entry), then
-    // the directory's entry in the data directory.
-    if (auto st = write_checkpoint(log_end(), false); !st)
-      return st.err();
-    unsynced_checkpoint_ = false;
-    auto parent = fs::path(dir_).parent_path().string();
-    if (auto st = sync_dir(parent.empty() ? "." : parent); !st)
-      return st.err();
-    unsynced_dir_ = false;
-  }
+  if (auto st = sync_fresh_dir(); !st)
+    return st.err();
   return after_sync(true);
 }
 
-offset partition_log::synced_by_filesystem() {
+status partition_log::sync_fresh_dir() {
+  if (!unsynced_dir_)
+    return {};
+  // A log open created without fsyncs: its checkpoint (written durably,
+  // which fsyncs the directory and so the segment file's entry), then the
+  // directory's entry in the data directory.
+  // Called after everything appended was synced (flush, or roll's seal).
+  if (auto st = write_checkpoint(log_end(), false); !st)
+    return st;
+  unsynced_checkpoint_ = false;
+  if (auto st = sync_dir(parent_dir(dir_)); !st)
+    return st;
+  unsynced_dir_ = false;
+  return {};
+}
+
+result<offset> partition_log::synced_by_filesystem() {
+  if (failed_)
+    return failure_;
   dirty_ = false;
   unsynced_dir_ = false;
   return after_sync(false);
@@ -792,9 +832,11 @@ status partition_log::reset(offset start) {
   log_start_ = start;
   durable_ = start;
   dirty_ = false;
+  written_since_fdatasync_ = false;  // the new segment file is empty
   producers_.clear();
   if (auto st = write_checkpoint(start, false); !st)
     return st;
+  unsynced_checkpoint_ = false;
   log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
   return {};
 }

@@ -161,9 +161,24 @@ class partition_log {
   /// successfully: everything appended is durable, as after flush(), and the
   /// recovery point is written under the same rule (without an fsync of its
   /// own: the next file-system sync makes it durable). Used by a group commit
-  /// round over many partitions (docs/storage.md "Group commit"). Returns
-  /// the durable offset.
-  offset synced_by_filesystem();
+  /// round over many partitions (docs/storage.md "Threads, group commit and
+  /// file descriptors"). Returns the durable offset; error: the failure of
+  /// an earlier sync (see failed()).
+  result<offset> synced_by_filesystem();
+
+  /// Bytes were appended since this log's own last fdatasync (a syncfs does
+  /// not clear it): when a syncfs fails, these logs fdatasync themselves,
+  /// so that a write-back error in their file is reported to them.
+  bool written_since_fdatasync() const { return written_since_fdatasync_; }
+
+  /// A sync of this log failed once: every later flush, sync or clean
+  /// close fails with that error, since after a failed fsync the kernel may
+  /// have dropped the pages and a later success proves nothing.
+  bool failed() const { return failed_; }
+
+  /// The file system (st_dev) the log's directory is on, for grouping logs
+  /// by file system in a sync round.
+  uint64_t device() const { return device_; }
 
   /// Writes the recovery point (= durable_offset()) now if it advanced since
   /// the last write; flush() does this itself at most every
@@ -243,8 +258,8 @@ class partition_log {
   const std::string& dir() const { return dir_; }
 
  private:
-  partition_log(std::string dir, log_config config, active_segment active)
-      : dir_(std::move(dir)), config_(config), active_(std::move(active)) {}
+  partition_log(std::string dir, log_config config, active_segment active);
+  status sync_fresh_dir();
 
   result<offset> append_validated(std::string_view batch, offset base, offset last,
                                   int64_t max_timestamp);
@@ -269,6 +284,10 @@ class partition_log {
   bool dirty_ = false;
   bool unsynced_dir_ = false;  ///< created by open without fsyncs (see open)
   bool unsynced_checkpoint_ = false;  ///< ... and its first checkpoint not written yet
+  bool written_since_fdatasync_ = false;
+  bool failed_ = false;  ///< a sync failed: see failed()
+  error failure_;
+  uint64_t device_ = 0;
   producer_state producers_;
   offset checkpointed_{0};     ///< recovery point last written to disk
   bool clean_on_disk_ = false; ///< the checkpoint on disk carries the clean flag

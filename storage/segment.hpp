@@ -122,9 +122,10 @@ class active_segment {
 
   /// Closes the log file's fd; the next append, sync, seal or read opens it
   /// again (O_RDWR: the file must still exist). Call only when everything
-  /// appended was synced: an fd closed on unsynced pages is still synced by
-  /// any later fdatasync of the file, but a write-back error the kernel
-  /// recorded before the reopen would not be reported to the new fd.
+  /// appended was synced (partition_log::release_fd checks): a later
+  /// fdatasync through a new fd still syncs the file's pages and reports a
+  /// write-back error nobody reported yet, but not one an earlier
+  /// fdatasync already reported.
   void release_fd() { fd_.reset(); }
   bool holds_fd() const { return fd_.valid(); }
 

@@ -247,4 +247,14 @@ TEST_CASE("partitions past the open-file budget release their idle segment files
   CHECK(open_files() <= 2);
   for (auto& p : parts)
     CHECK(std::get<2>(f.read(p, 0)) == 4);
+  // acks=none leaves the logs unsynced: the budget syncs them before their
+  // files close.
+  for (auto& p : parts)
+    CHECK(f.ask_int(p, append_atom::value, batch_of(1, "c"), false) == 4);
+  CHECK(open_files() <= 2);
+  for (auto& p : parts) {
+    auto s = f.status(p);
+    CHECK(s["log_end_offset"] == 5);
+    CHECK(std::get<2>(f.read(p, 0)) == 5);
+  }
 }

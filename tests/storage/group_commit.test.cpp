@@ -81,8 +81,10 @@ TEST_CASE("one round makes the appends of many logs durable with a single syncfs
   for (size_t i = 0; i < logs.size(); ++i)
     for (int k = 0; k <= static_cast<int>(i); ++k)
       append_one(logs[i], k);
+  syncfs_handles handles{dir.path()};
+  REQUIRE(handles.usable());  // Linux >= 5.8
   sync_round_stats stats;
-  auto results = sync_round(pointers(logs), stats);
+  auto results = sync_round(pointers(logs), handles, stats);
   CHECK(stats.syncfs_calls == 1);
   CHECK(stats.fdatasyncs == 0);
   REQUIRE(results.size() == 5);
@@ -91,15 +93,18 @@ TEST_CASE("one round makes the appends of many logs durable with a single syncfs
     CHECK(results[i]->value == static_cast<int64_t>(3 * (i + 1)));
     CHECK(logs[i].durable_offset() == logs[i].log_end());
     CHECK_FALSE(logs[i].needs_sync());
+    CHECK(logs[i].written_since_fdatasync());  // only its own fdatasync clears it
   }
 
   append_one(logs[2], 9);
   sync_round_stats single;
-  auto one = sync_round({&logs[2]}, single);
+  auto one = sync_round({&logs[2]}, handles, single);
   CHECK(single.syncfs_calls == 0);
   CHECK(single.fdatasyncs == 1);
+  CHECK_FALSE(single.syncfs_failed);
   REQUIRE(one[0].ok());
   CHECK(one[0]->value == 12);
+  CHECK_FALSE(logs[2].written_since_fdatasync());
 }
 
 TEST_CASE("logs closed together leave clean checkpoints at their log end that the next open trusts",
@@ -113,8 +118,9 @@ TEST_CASE("logs closed together leave clean checkpoints at their log end that th
       append_one(lg, 2);
       ends.push_back(lg.log_end().value);
     }
+    syncfs_handles handles{dir.path()};
     sync_round_stats stats;
-    auto closed = close_together(pointers(logs), stats);
+    auto closed = close_together(pointers(logs), handles, stats);
     for (auto& st : closed)
       CHECK(st.ok());
     CHECK(stats.syncfs_calls == 2);  // the data, then the checkpoints
