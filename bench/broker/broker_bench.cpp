@@ -47,6 +47,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 using moonmq::bench::node_child;
+using moonmq::bench::proc_status;
 using moonmq::transport::http_connection;
 
 namespace {
@@ -69,15 +70,6 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 /// A field of /proc/<pid>/status as a number (kB for VmRSS).
-long proc_status(pid_t pid, const std::string& field) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0)
-      return std::atol(line.c_str() + field.size() + 1);
-  return -1;
-}
-
 uint64_t dir_bytes(const std::string& dir) {
   uint64_t total = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir))

@@ -49,6 +49,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 using moonmq::bench::node_child;
+using moonmq::bench::proc_status;
 using moonmq::transport::http_call;
 using moonmq::transport::http_connection;
 
@@ -75,15 +76,6 @@ constexpr const char* usage =
   "                   [--wide W] [--seconds N] [--skip-scale 1] [--skip-spread 1]\n";
 
 double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
-
-long proc_status(pid_t pid, const std::string& field) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0)
-      return std::atol(line.c_str() + field.size() + 1);
-  return -1;
-}
 
 /// utime + stime of `pid` in seconds (/proc/<pid>/stat fields 14 and 15).
 double cpu_seconds(pid_t pid) {
