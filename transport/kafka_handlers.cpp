@@ -533,17 +533,20 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
       // The partition judges idempotent batches (sequence, epoch, resends)
       // against the producer state kept with its log.
       std::string batch = std::move(*p.records);
-      ask<int64_t>(
-        *ctx->system, actor, ctx->timeout,
-        [g, slot](int64_t& base) {
-          slot->base_offset = base;
-          g->one();
-        },
-        [g, slot](const caf::error& e) {
-          slot->error_code = kafka_code_of(e);
-          g->one();
-        },
-        append_atom::value, std::move(batch), acks != 0);
+      auto ok = [g, slot](int64_t base) {
+        slot->base_offset = base;
+        g->one();
+      };
+      auto fail = [g, slot](const caf::error& e) {
+        slot->error_code = kafka_code_of(e);
+        g->one();
+      };
+      if (ctx->appends)
+        ctx->appends->append(actor, ctx->timeout, std::move(batch), acks != 0, ok, fail);
+      else
+        ask<int64_t>(
+          *ctx->system, actor, ctx->timeout, [ok](int64_t& base) { ok(base); }, fail, append_atom::value,
+          std::move(batch), acks != 0);
     }
   }
 }

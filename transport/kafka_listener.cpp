@@ -2,6 +2,8 @@
 
 #include <array>
 #include <deque>
+#include <optional>
+#include <variant>
 #include <mutex>
 #include <set>
 
@@ -61,9 +63,13 @@ struct kafka_listener::impl : std::enable_shared_from_this<kafka_listener::impl>
 
 namespace {
 
-/// One client connection: reads frames, handles them one at a time in
-/// order (the next frame is decoded only once the previous answer is queued),
-/// writes answers in order.
+/// One client connection: reads frames and writes answers in request order.
+/// Produce requests are pipelined: up to `max_in_flight` of them are handled
+/// at once (their appends reach each partition in request order through
+/// kafka_context::appends), so their fsyncs share the I/O workers' rounds.
+/// Any other request waits until nothing is in flight and runs alone, as
+/// Kafka handles every request of a connection (a commit is never
+/// overtaken by the fetch of its offsets).
 class connection : public std::enable_shared_from_this<connection> {
 public:
   connection(tcp::socket s, std::shared_ptr<kafka_listener::impl> owner)
@@ -94,42 +100,71 @@ private:
     reading_ = true;
   }
 
-  /// Handles the next buffered frame if none is in progress, else reads more.
+  /// An answer slot, in request order.
+  struct slot {
+    bool done = false;
+    std::optional<std::string> frame;  ///< none: no answer (acks=0)
+    bool failed = false;               ///< the answer could not be encoded: close
+  };
+
+  /// Produce requests handled at once on one connection (librdkafka keeps
+  /// up to 5 in flight when idempotent, a million otherwise).
+  static constexpr size_t max_in_flight = 64;
+
+  /// Starts every buffered request it may (see the class comment), else
+  /// reads more.
   void pump() {
-    if (closed_ || busy_)
-      return;
-    auto f = decoder_.next();
-    if (!f) {
-      malformed(f.err());
-      return;
-    }
-    if (!*f) {
-      if (!reading_ && writes_.size() < 64)
-        read();
-      return;
-    }
-    auto req = kafka::decode_request(**f);
-    if (!req) {
-      if (auto frame = kafka::error_response_frame(req.err())) {
-        observe(static_cast<int16_t>(kafka::api_key::api_versions), 0, 1);
-        ++owner_->stats->requests_total;
-        ++owner_->stats->errors_total;
-        send(std::move(*frame));
-        net::post(strand_, [self = shared_from_this()] { self->pump(); });
-        return;
+    while (!closed_ && !exclusive_ && in_flight_.size() < max_in_flight) {
+      if (!held_) {
+        auto f = decoder_.next();
+        if (!f) {
+          malformed(f.err());
+          return;
+        }
+        if (!*f) {
+          if (!reading_ && writes_.size() < 64)
+            read();
+          return;
+        }
+        auto req = kafka::decode_request(**f);
+        if (!req) {
+          if (auto frame = kafka::error_response_frame(req.err())) {
+            observe(static_cast<int16_t>(kafka::api_key::api_versions), 0, 1);
+            ++owner_->stats->requests_total;
+            ++owner_->stats->errors_total;
+            auto s = std::make_shared<slot>();
+            s->done = true;
+            s->frame = std::move(*frame);
+            in_flight_.push_back(std::move(s));
+            flush_answers();
+            continue;
+          }
+          malformed(req.err());
+          return;
+        }
+        held_ = std::move(*req);
       }
-      malformed(req.err());
-      return;
+      const bool produce = std::holds_alternative<kafka::produce_request>(held_->body);
+      if (!produce && !in_flight_.empty())
+        return;  // runs alone, once the answers before it are out
+      exclusive_ = !produce;
+      auto req = std::move(*held_);
+      held_.reset();
+      start(std::move(req));
     }
-    busy_ = true;
+  }
+
+  void start(kafka::request req) {
     ++owner_->stats->requests_total;
-    auto key = req->header.api_key;
-    auto version = req->header.api_version;
-    auto corr = req->header.correlation_id;
+    auto key = req.header.api_key;
+    auto version = req.header.api_version;
+    auto corr = req.header.correlation_id;
     auto t0 = std::chrono::steady_clock::now();
+    auto s = std::make_shared<slot>();
+    in_flight_.push_back(s);
     std::weak_ptr<connection> weak = shared_from_this();
-    handle_kafka_request(owner_->ctx, *req,
-                         [weak, key, version, corr, t0](std::optional<kafka::response_body> body, int errors) {
+    handle_kafka_request(owner_->ctx, req,
+                         [weak, s, key, version, corr, t0](std::optional<kafka::response_body> body, int errors) {
                            auto self = weak.lock();
                            if (!self)
                              return;
@@ -138,25 +173,41 @@ private:
                            if (errors > 0)
                              ++self->owner_->stats->errors_total;
                            std::optional<std::string> frame;
+                           bool failed = false;
                            if (body) {
                              auto encoded = kafka::encode_response(corr, version, *body);
-                             if (encoded)
+                             if (encoded) {
                                frame = std::move(encoded.value());
-                             else
+                             } else {
+                               failed = true;
                                log::get("transport")->error("kafka.encode_failed api={} version={} error=\"{}\"",
                                                             kafka::api_name(key), version, encoded.err().message);
-                           }
-                           net::post(self->strand_, [self, frame = std::move(frame), had_body = body.has_value()]() mutable {
-                             self->busy_ = false;
-                             if (frame)
-                               self->send(std::move(*frame));
-                             else if (had_body) {
-                               self->shutdown("encode_failed");
-                               return;
                              }
+                           }
+                           net::post(self->strand_, [self, s, frame = std::move(frame), failed]() mutable {
+                             s->done = true;
+                             s->frame = std::move(frame);
+                             s->failed = failed;
+                             self->flush_answers();
                              self->pump();
                            });
                          });
+  }
+
+  /// Sends the answers that are ready, in request order.
+  void flush_answers() {
+    while (!in_flight_.empty() && in_flight_.front()->done) {
+      auto s = std::move(in_flight_.front());
+      in_flight_.pop_front();
+      if (s->failed) {
+        shutdown("encode_failed");
+        return;
+      }
+      if (s->frame)
+        send(std::move(*s->frame));
+    }
+    if (in_flight_.empty())
+      exclusive_ = false;
   }
 
   void malformed(const kafka::error& e) {
@@ -183,7 +234,7 @@ private:
                        }
                        self->writes_.pop_front();
                        self->write();
-                       if (!self->reading_ && !self->busy_)
+                       if (!self->reading_)
                          self->pump();
                      }));
   }
@@ -206,8 +257,10 @@ private:
   std::array<char, 64 * 1024> buf_{};
   std::deque<std::string> writes_;
   bool reading_ = false;
-  bool busy_ = false;
   bool closed_ = false;
+  std::deque<std::shared_ptr<slot>> in_flight_;  ///< started requests, oldest first
+  std::optional<kafka::request> held_;           ///< decoded, waiting for the ones in flight
+  bool exclusive_ = false;                       ///< a request that runs alone is in flight
 };
 
 }  // namespace
@@ -251,6 +304,9 @@ void kafka_listener::impl::tick_groups() {
 kafka_listener::kafka_listener(io_pool& pool, kafka_listener_options options, std::shared_ptr<kafka_context> ctx)
   : impl_(std::make_shared<impl>(*static_cast<net::io_context*>(pool.native()), std::move(options), std::move(ctx))) {
   auto* ioc = &impl_->ioc;
+  if (!impl_->ctx->appends && impl_->ctx->system)
+    impl_->ctx->appends =
+      std::make_shared<ordered_appends>(*impl_->ctx->system, caf::actor_cast<caf::actor>(impl_->ctx->broker));
   impl_->ctx->schedule = [ioc](milliseconds delay, std::function<void()> fn) {
     auto timer = std::make_shared<net::steady_timer>(*ioc, delay);
     timer->async_wait([timer, fn = std::move(fn)](boost::system::error_code ec) {
