@@ -9,9 +9,13 @@
 // partition before those of request N+1, as Kafka's per-connection order
 // promises (and idempotent producers' sequence numbers expect). So they go
 // through one dispatcher actor: it sends each append as it receives it, so
-// two appends handed over in order by one thread reach their partition in
-// that order, and the partition actor keeps it on the way to its log.
+// two appends handed over one after the other (by one Asio strand's
+// handlers, which never overlap) reach their partition in that order, and
+// the partition actor keeps it on the way to its log. Once the dispatcher
+// stopped (its broker exited), an append fails at once with
+// sec::request_receiver_down instead of never being answered.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -33,12 +37,14 @@ class ordered_appends {
   ordered_appends& operator=(const ordered_appends&) = delete;
 
   /// Sends (append_atom, batch, durable) to `dest` after every append
-  /// handed over before by the same thread, and calls `ok(base offset)` or
+  /// handed over before it, and calls `ok(base offset)` or
   /// `fail(error)` (timeout: sec::request_timeout) on a CAF thread.
   void append(const partition_actor& dest, std::chrono::milliseconds timeout, std::string batch, bool durable,
               std::function<void(int64_t)> ok, std::function<void(const caf::error&)> fail) const;
 
  private:
+  // Declared first: the dispatcher is spawned with it.
+  std::shared_ptr<std::atomic<bool>> stopped_ = std::make_shared<std::atomic<bool>>(false);
   std::unique_ptr<caf::actor> dispatcher_;
 };
 

@@ -105,6 +105,7 @@ private:
     bool done = false;
     std::optional<std::string> frame;  ///< none: no answer (acks=0)
     bool failed = false;               ///< the answer could not be encoded: close
+    size_t bytes = 0;                  ///< the request's frame size
   };
 
   /// Produce requests handled at once on one connection (librdkafka keeps
@@ -112,9 +113,12 @@ private:
   static constexpr size_t max_in_flight = 64;
 
   /// Starts every buffered request it may (see the class comment), else
-  /// reads more.
+  /// reads more. Requests in flight hold at most about one request limit of
+  /// bytes (Kafka's queued.max.request.bytes plays the same part); one
+  /// request always goes.
   void pump() {
-    while (!closed_ && !exclusive_ && in_flight_.size() < max_in_flight) {
+    while (!closed_ && !exclusive_ && in_flight_.size() < max_in_flight
+           && (in_flight_.empty() || in_flight_bytes_ < owner_->opts.max_request_bytes)) {
       if (!held_) {
         auto f = decoder_.next();
         if (!f) {
@@ -143,6 +147,7 @@ private:
           return;
         }
         held_ = std::move(*req);
+        held_bytes_ = (**f).size();
       }
       const bool produce = std::holds_alternative<kafka::produce_request>(held_->body);
       if (!produce && !in_flight_.empty())
@@ -150,17 +155,19 @@ private:
       exclusive_ = !produce;
       auto req = std::move(*held_);
       held_.reset();
-      start(std::move(req));
+      start(std::move(req), held_bytes_);
     }
   }
 
-  void start(kafka::request req) {
+  void start(kafka::request req, size_t bytes) {
     ++owner_->stats->requests_total;
     auto key = req.header.api_key;
     auto version = req.header.api_version;
     auto corr = req.header.correlation_id;
     auto t0 = std::chrono::steady_clock::now();
     auto s = std::make_shared<slot>();
+    s->bytes = bytes;
+    in_flight_bytes_ += bytes;
     in_flight_.push_back(s);
     std::weak_ptr<connection> weak = shared_from_this();
     handle_kafka_request(owner_->ctx, req,
@@ -199,6 +206,7 @@ private:
     while (!in_flight_.empty() && in_flight_.front()->done) {
       auto s = std::move(in_flight_.front());
       in_flight_.pop_front();
+      in_flight_bytes_ -= s->bytes;
       if (s->failed) {
         shutdown("encode_failed");
         return;
@@ -261,6 +269,8 @@ private:
   std::deque<std::shared_ptr<slot>> in_flight_;  ///< started requests, oldest first
   std::optional<kafka::request> held_;           ///< decoded, waiting for the ones in flight
   bool exclusive_ = false;                       ///< a request that runs alone is in flight
+  size_t held_bytes_ = 0;                        ///< frame size of held_
+  size_t in_flight_bytes_ = 0;                   ///< frame sizes of the requests in flight
 };
 
 }  // namespace
@@ -380,6 +390,7 @@ void kafka_listener::release_actors() {
   c.broker = broker_actor{};
   c.groups = group_actor{};
   c.catalog.reset();
+  c.appends.reset();  // its dispatcher is gone with the broker
 }
 
 std::shared_ptr<kafka_listener_stats> kafka_listener::stats() const {
