@@ -478,14 +478,11 @@ caf::result<std::string> repair(worker_ptr self, hosted& p) {
 caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable) {
   if (!p.log)
     return offline(p);
+  // Everything appended, and a new log's own directory (which must survive
+  // a crash before a marker inside it means anything), is synced first.
   flush_one(self, p);
   if (!p.log)
     return offline(p);
-  if (sealed && durable && p.log->needs_sync())
-    // A log open created without fsyncs: its directory must survive a
-    // crash before the marker inside it means anything.
-    if (auto synced = p.log->flush(); !synced)
-      return take_offline(self, p, synced.err());
   auto marker = seal_marker(p.log->dir());
   std::error_code ec;
   if (sealed && durable) {
