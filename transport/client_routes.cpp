@@ -9,6 +9,7 @@
 
 #include "config/dynamic.hpp"
 #include "actors/ask.hpp"
+#include "actors/direct_append.hpp"
 #include "actors/errors.hpp"
 #include "actors/session_probe.hpp"
 #include "dataplane/records_json.hpp"
@@ -127,7 +128,8 @@ struct produce_part {
   std::string owner_hint;
 };
 
-void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part);
+void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
+                std::vector<direct_append>* local = nullptr);
 
 /// Re-routes `part` after a short backoff (5 ms doubling to 100 ms), or fails
 /// it with `why` once its deadline would pass.
@@ -191,7 +193,11 @@ void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gat
   });
 }
 
-void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part) {
+/// Sends `part` to its owner: forwarded to a peer, or appended here. A
+/// local append joins `local` when given (the caller hands the request's
+/// local appends over in one append_direct call), else goes at once.
+void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
+                std::vector<direct_append>* local) {
   // A hint naming this broker adds nothing to its own table (and would send
   // the part to a sealed local copy, possibly busy discarding its data).
   if (unowned(ctx, part->topic, part->partition)) {
@@ -221,9 +227,9 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
                                                                            + std::to_string(part->partition)));
     return;
   }
-  ask<int64_t>(
-    *ctx.system, t->second.partitions[static_cast<size_t>(part->partition)], ctx.timeout,
-    [gather, part](int64_t& base) { gather->part_done(part->index, base); },
+  direct_append a{
+    t->second.partitions[static_cast<size_t>(part->partition)], part->batch, part->durable,
+    [gather, part](int64_t base) { gather->part_done(part->index, base); },
     [ctx, gather, part](const caf::error& e) {
       if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::partition_moved) {
         part->owner_hint.clear();  // sealed here: this broker's table decides again
@@ -231,8 +237,11 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
       }
       else
         gather->part_failed(error_response(e));
-    },
-    append_atom::value, part->batch, part->durable);
+    }};
+  if (local)
+    local->push_back(std::move(a));
+  else
+    append_direct(*ctx.system, {std::move(a)}, ctx.timeout);
 }
 
 void produce(const client_context& ctx, http_request& req, const responder& respond,
@@ -300,8 +309,10 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
       offsets.push_back(json{{"partition", p}, {"offset", base_of[p] + idx}});
     respond(http_response::json(200, json{{"offsets", offsets}}.dump()));
   };
+  std::vector<direct_append> local;
   for (auto& part : parts)
-    route_part(ctx, gather, part);
+    route_part(ctx, gather, part, &local);
+  append_direct(*ctx.system, std::move(local), ctx.timeout);
 }
 
 // --- fetch ---------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 
 #include "actors/ask.hpp"
+#include "actors/direct_append.hpp"
 #include "actors/errors.hpp"
 #include "cluster/group_placement.hpp"
 #include "cluster/partition_map.hpp"
@@ -503,6 +504,9 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
     return;
   }
   auto topics = ctx->catalog->get();
+  // One message per I/O worker for the whole request, in request order
+  // (actors/direct_append.hpp).
+  std::vector<direct_append> appends;
   for (size_t ti = 0; ti < req.topics.size(); ++ti) {
     auto& t = req.topics[ti];
     for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
@@ -532,7 +536,6 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
       }
       // The partition judges idempotent batches (sequence, epoch, resends)
       // against the producer state kept with its log.
-      std::string batch = std::move(*p.records);
       auto ok = [g, slot](int64_t base) {
         slot->base_offset = base;
         g->one();
@@ -541,14 +544,10 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
         slot->error_code = kafka_code_of(e);
         g->one();
       };
-      if (ctx->appends)
-        ctx->appends->append(actor, ctx->timeout, std::move(batch), acks != 0, ok, fail);
-      else
-        ask<int64_t>(
-          *ctx->system, actor, ctx->timeout, [ok](int64_t& base) { ok(base); }, fail, append_atom::value,
-          std::move(batch), acks != 0);
+      appends.push_back(direct_append{actor, std::move(*p.records), acks != 0, ok, fail});
     }
   }
+  append_direct(*ctx->system, std::move(appends), ctx->timeout);
 }
 
 // --- Fetch (long poll) ----------------------------------------------------------

@@ -23,7 +23,6 @@
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
-#include "actors/ordered_appends.hpp"
 #include "kafka/codec.hpp"
 #include "transport/peer_directory.hpp"
 
@@ -59,10 +58,6 @@ struct kafka_context {
   /// group timers). Set by the listener.
   std::function<void(std::chrono::milliseconds, std::function<void()>)> schedule;
   std::shared_ptr<kafka_producer_ids> producers;
-  /// Produce appends go through this dispatcher, so that the appends of a
-  /// connection's pipelined requests reach each partition in request order
-  /// (actors/ordered_appends.hpp); set by the listener. Null: ask helpers.
-  std::shared_ptr<ordered_appends> appends;
   std::shared_ptr<kafka_group_table> group_table;
   /// With the metadata log: topics are created through the cluster state
   /// actor (cluster-wide); unset = by this broker alone.

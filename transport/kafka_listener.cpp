@@ -65,8 +65,8 @@ namespace {
 
 /// One client connection: reads frames and writes answers in request order.
 /// Produce requests are pipelined: up to `max_in_flight` of them are handled
-/// at once (their appends reach each partition in request order through
-/// kafka_context::appends), so their fsyncs share the I/O workers' rounds.
+/// at once (their appends reach each partition in request order:
+/// actors/direct_append.hpp), so their fsyncs share the I/O workers' rounds.
 /// Any other request waits until nothing is in flight and runs alone, as
 /// Kafka handles every request of a connection (a commit is never
 /// overtaken by the fetch of its offsets).
@@ -314,9 +314,6 @@ void kafka_listener::impl::tick_groups() {
 kafka_listener::kafka_listener(io_pool& pool, kafka_listener_options options, std::shared_ptr<kafka_context> ctx)
   : impl_(std::make_shared<impl>(*static_cast<net::io_context*>(pool.native()), std::move(options), std::move(ctx))) {
   auto* ioc = &impl_->ioc;
-  if (!impl_->ctx->appends && impl_->ctx->system)
-    impl_->ctx->appends =
-      std::make_shared<ordered_appends>(*impl_->ctx->system, caf::actor_cast<caf::actor>(impl_->ctx->broker));
   impl_->ctx->schedule = [ioc](milliseconds delay, std::function<void()> fn) {
     auto timer = std::make_shared<net::steady_timer>(*ioc, delay);
     timer->async_wait([timer, fn = std::move(fn)](boost::system::error_code ec) {
@@ -390,7 +387,6 @@ void kafka_listener::release_actors() {
   c.broker = broker_actor{};
   c.groups = group_actor{};
   c.catalog.reset();
-  c.appends.reset();  // its dispatcher is gone with the broker
 }
 
 std::shared_ptr<kafka_listener_stats> kafka_listener::stats() const {

@@ -357,7 +357,7 @@ TEST_CASE("kafka listener: pipelined produce keeps every partition's order, idem
   // librdkafka sends one partition per ProduceRequest and keeps many in
   // flight on one connection; the listener handles them at once, so the
   // appends of consecutive requests must still reach each partition in
-  // request order (actors/ordered_appends.hpp).
+  // request order (actors/direct_append.hpp).
   kafka_node n;
   constexpr int partitions = 50;
   constexpr int records = 20000;

@@ -1,0 +1,104 @@
+#include "actors/direct_append.hpp"
+
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/direct_append_impl.hpp"
+
+namespace moonmq {
+namespace detail {
+
+direct_reply::direct_reply(std::function<void(int64_t)> ok, std::function<void(const caf::error&)> fail)
+    : ok_(std::move(ok)), fail_(std::move(fail)) {}
+
+direct_reply::~direct_reply() {
+  if (!answered_ && fail_)
+    fail_(caf::make_error(caf::sec::request_receiver_down));
+}
+
+void direct_reply::deliver(int64_t base) {
+  answered_ = true;
+  ok_(base);
+}
+
+void direct_reply::deliver(const caf::error& failure) {
+  answered_ = true;
+  fail_(failure);
+}
+
+namespace {
+
+class route_table {
+ public:
+  void add(const caf::actor_addr& a, partition_route r) {
+    std::lock_guard<std::mutex> g{mtx_};
+    routes_[a] = std::move(r);
+  }
+  void remove(const caf::actor_addr& a) {
+    std::lock_guard<std::mutex> g{mtx_};
+    routes_.erase(a);
+  }
+  /// The route of each append's partition (nullopt: none), under one lock.
+  std::vector<std::optional<partition_route>> find(const std::vector<direct_append>& appends) const {
+    std::vector<std::optional<partition_route>> out;
+    out.reserve(appends.size());
+    std::lock_guard<std::mutex> g{mtx_};
+    for (const auto& a : appends) {
+      auto it = routes_.find(a.dest.address());
+      out.push_back(it == routes_.end() ? std::nullopt : std::optional<partition_route>{it->second});
+    }
+    return out;
+  }
+
+ private:
+  mutable std::mutex mtx_;
+  std::unordered_map<caf::actor_addr, partition_route> routes_;
+};
+
+/// Never destroyed: partition actors of any actor system in the process may
+/// still leave it during static destruction.
+route_table& routes() {
+  static auto* table = new route_table;
+  return *table;
+}
+
+}  // namespace
+
+void add_route(const caf::actor_addr& partition, partition_route route) { routes().add(partition, std::move(route)); }
+
+void remove_route(const caf::actor_addr& partition) { routes().remove(partition); }
+
+}  // namespace detail
+
+void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, std::chrono::milliseconds timeout) {
+  auto found = detail::routes().find(appends);
+  // A handful of workers: a linear search keeps the first-seen order.
+  std::vector<std::pair<caf::actor, std::shared_ptr<detail::direct_group>>> groups;
+  for (size_t i = 0; i < appends.size(); ++i) {
+    auto& a = appends[i];
+    if (!found[i]) {
+      auto ok = std::move(a.ok);
+      ask<int64_t>(
+        sys, a.dest, timeout, [ok](int64_t& base) { ok(base); }, std::move(a.fail), append_atom::value,
+        std::move(a.batch), a.durable);
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == found[i]->worker; });
+    if (g == groups.end()) {
+      groups.emplace_back(found[i]->worker, std::make_shared<detail::direct_group>());
+      g = std::prev(groups.end());
+    }
+    g->second->items.push_back(detail::direct_item{
+      found[i]->id, std::move(a.batch), a.durable,
+      std::make_unique<detail::direct_reply>(std::move(a.ok), std::move(a.fail))});
+  }
+  for (auto& [worker, group] : groups)
+    caf::anon_send(worker, append_atom::value, std::move(group));
+}
+
+}  // namespace moonmq
