@@ -79,6 +79,9 @@ public:
       if (std::regex_search(text, m, ready)) {
         admin_port = static_cast<uint16_t>(std::stoi(m[1]));
         client_port = static_cast<uint16_t>(std::stoi(m[2]));
+        static const std::regex kafka{R"(node\.ready [^\n]* kafka=[^ \n]+:([0-9]+))"};
+        if (std::regex_search(text, m, kafka))
+          kafka_port = static_cast<uint16_t>(std::stoi(m[1]));
         return;
       }
       int st = 0;
@@ -114,6 +117,7 @@ public:
   std::string log() const { return read_text(log_); }
   uint16_t admin_port = 0;
   uint16_t client_port = 0;
+  uint16_t kafka_port = 0;  ///< 0 unless the overrides turned the Kafka listener on
 
 private:
   std::string log_;

@@ -12,18 +12,31 @@
 #                     with moonmqctl produce: one keep-alive connection,
 #                     POST /v1/topics/bench-http/records?acks=leader, 500 per request
 #   4. kafka fetch  : kcat -C of topic "bench" from the beginning to the end
+#   5. kafka spread : the same N values with kcat -P to topic "wide" of W
+#                     partitions (no -p, sticky.partitioning.linger.ms=0: every
+#                     record to a random partition), as step 2 otherwise; the
+#                     ratio spread/produce of the same run (issue 15 target:
+#                     >= 0.8 for 1,000 partitions)
+#   6. latency      : produce_latency.py: fdatasync p99 of the scratch disk,
+#                     then librdkafka at R msg/s for S seconds, acks=all,
+#                     64 requests in flight; p99 produce / p99 fdatasync
+#                     (issue 15 target: <= 3 at 5,000 msg/s)
 # and prints records/s and MB/s (MB = 10^6 bytes of values) of each, the
 # produce figures also as a fraction of the raw limit. Fails (exit 1) when a
 # log end offset (HTTP API) or the number/bytes of consumed records differ
 # from N.
 #
 #   bench/kafka/kafka_bench.sh [--bin-dir DIR] [--records N] [--value-bytes B] [--dir D]
+#                              [--wide W] [--rate R] [--latency-seconds S]
 #
 #   --bin-dir DIR     moonmq-node and moonmqctl (default build/release/bin)
 #   --records N       records per run (default 200000)
 #   --value-bytes B   bytes per value, lowercase letters (default 1024)
 #   --dir D           scratch dir is created inside D (default: under $TMPDIR);
 #                     removed at the end, kept when the run fails
+#   --wide W          partitions of topic "wide" (default 1000)
+#   --rate R          records/s of the latency run (default 5000)
+#   --latency-seconds S  length of the latency run (default 10; 0 skips it)
 #   --help            this text
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,12 +45,18 @@ bin_dir="$repo/build/release/bin"
 records=200000
 value_bytes=1024
 parent=""
+wide=1000
+rate=5000
+latency_seconds=10
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin-dir) bin_dir="$2"; shift ;;
     --records) records="$2"; shift ;;
     --value-bytes) value_bytes="$2"; shift ;;
     --dir) parent="$2"; shift ;;
+    --wide) wide="$2"; shift ;;
+    --rate) rate="$2"; shift ;;
+    --latency-seconds) latency_seconds="$2"; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "kafka_bench: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
@@ -47,12 +66,19 @@ done
 die() { echo "kafka_bench: $*" >&2; exit 1; }
 [[ "$records" =~ ^[1-9][0-9]*$ ]] || die "--records must be a positive integer"
 [[ "$value_bytes" =~ ^[1-9][0-9]*$ ]] || die "--value-bytes must be a positive integer"
+[[ "$wide" =~ ^[1-9][0-9]*$ ]] || die "--wide must be a positive integer"
+[[ "$rate" =~ ^[1-9][0-9]*$ ]] || die "--rate must be a positive integer"
+[[ "$latency_seconds" =~ ^[0-9]+$ ]] || die "--latency-seconds must be a non-negative integer"
 for p in moonmq-node moonmqctl; do
   [ -x "$bin_dir/$p" ] || die "$bin_dir/$p is missing (build it, or pass --bin-dir)"
 done
 for t in kcat curl python3; do
   command -v "$t" >/dev/null || die "$t is not installed (scripts/install-deps.sh installs it)"
 done
+if [ "$latency_seconds" -gt 0 ]; then
+  /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null ||
+    die "python3-confluent-kafka is not installed (scripts/install-deps.sh installs it; --latency-seconds 0 skips the latency run)"
+fi
 
 if [ -n "$parent" ]; then
   mkdir -p "$parent"
@@ -108,15 +134,17 @@ fi
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$ready"; }
 client=$(field client)
 kafka=$(field kafka)
+admin=$(field admin)
 [ -n "$client" ] && [ -n "$kafka" ] || die "no client= or kafka= in: $ready"
 
 http() {  # METHOD PATH [BODY]: prints the body, fails on a non-2xx status
   curl -sS --fail-with-body --max-time 30 -X "$1" -H 'Content-Type: application/json' \
     ${3:+--data "$3"} "http://$client$2"
 }
-for t in bench bench-http; do
+for t in bench bench-http latency; do
   http POST /v1/topics "{\"name\":\"$t\",\"partitions\":1}" >/dev/null || die "cannot create topic $t"
 done
+http POST /v1/topics "{\"name\":\"wide\",\"partitions\":$wide}" >/dev/null || die "cannot create topic wide"
 log_end() {  # TOPIC: log end offset of partition 0
   http GET "/v1/topics/$1/partitions/0/records?offset=0&max_records=1" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["log_end_offset"])'
@@ -198,6 +226,42 @@ read -r got_records got_bytes <<<"$counts"
 [ "$got_bytes" = $((records * (value_bytes + 1))) ] ||
   die "kcat -C consumed $got_bytes bytes with newlines, expected $((records * (value_bytes + 1)))"
 
+# --- 5. kafka spread -----------------------------------------------------------
+# Every log of "wide" open first (the create answers before the logs are).
+for _ in $(seq 1 600); do
+  curl -sS --max-time 5 "http://$admin/metrics" | grep -q '^moonmq_partitions_opening 0$' && break
+  sleep 0.1
+done
+t0=$(now)
+kcat -P -b "$kafka" -t wide -X acks=all -X linger.ms=5 -X batch.num.messages=10000 \
+  -X sticky.partitioning.linger.ms=0 <"$values" 2>"$dir/kcat-spread.err" ||
+  { cat "$dir/kcat-spread.err" >&2; die "kcat -P to wide failed"; }
+t1=$(now)
+kafka_spread_s=$(secs "$t0" "$t1")
+sum=$(python3 - "$client" "$wide" <<'PY'
+import http.client, json, sys
+host, port = sys.argv[1].rsplit(":", 1)
+conn = http.client.HTTPConnection(host, int(port), timeout=30)
+total = 0
+for p in range(int(sys.argv[2])):
+    conn.request("GET", f"/v1/topics/wide/partitions/{p}/records?offset=0&max_records=1")
+    r = conn.getresponse()
+    body = r.read()
+    if r.status != 200:
+        sys.exit(f"wide/{p}: HTTP {r.status} {body[:200]!r}")
+    total += json.loads(body)["log_end_offset"]
+print(total)
+PY
+) || die "cannot read the log end offsets of topic wide"
+[ "$sum" = "$records" ] || die "topic wide: log end offsets sum to $sum after kcat -P, expected $records"
+
+# --- 6. latency -----------------------------------------------------------------
+latency_out=""
+if [ "$latency_seconds" -gt 0 ]; then
+  latency_out=$(/usr/bin/python3 "$repo/bench/kafka/produce_latency.py" "$kafka" latency "$dir" "$rate" \
+    "$latency_seconds" "$value_bytes" "$admin") || die "the latency run failed"
+fi
+
 # --- figures ------------------------------------------------------------------
 frac() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 row() {  # NAME SECONDS [raw fraction?]
@@ -209,6 +273,9 @@ printf '%-14s %10s %12s %9s %9s\n' "" "seconds" "records/s" "MB/s" "of raw"
 row "kafka produce" "$kafka_produce_s" raw
 row "http produce" "$http_produce_s" raw
 row "kafka fetch" "$kafka_fetch_s"
+row "kafka spread" "$kafka_spread_s" raw
 printf '%-14s %10.3f %12s %9s\n' "raw fsync" "$raw_s" "-" "$raw_mbs"
 echo "(MB = 10^6 bytes of values; raw fsync: $raw_bytes bytes in 256 KiB chunks, fdatasync after each; verified: both log end offsets and kcat -C = $records records)"
+echo "kafka spread over $wide partitions / kafka produce to 1: $(frac "$kafka_produce_s" "$kafka_spread_s") (records/s ratio, same run; verified: log end offsets of wide sum to $records)"
+[ -z "$latency_out" ] || printf '%s\n' "$latency_out"
 ok=1

@@ -1,0 +1,358 @@
+// Kafka produce to one partition against the same records spread over many
+// partitions, measured at the broker (issue 15, "Performance": >= 0.8 for
+// 1,000 partitions, 1 KiB records, fsync before ack).
+//
+// A librdkafka client spreading records costs the client itself about 2.5x
+// the CPU of producing to one partition (kcat, bench/kafka/README.md), and
+// on a 2-core machine that CPU is taken from the broker; so this benchmark
+// sends pre-encoded ProduceRequests (v7, acks=-1) from a client that does
+// nothing else: `--connections` connections, each keeping `--depth`
+// requests in flight (Kafka pipelining, docs/kafka.md). A request carries
+// `--records` records of `--value-bytes` bytes:
+//   one : one partition, one batch of all the records;
+//   wide: `--records` partitions of topic "wide" (`--wide` partitions,
+//         taken in turn), one record each, as a client spreading records at
+//         random with a short linger sends them.
+// Each runs `--seconds`; every answer is decoded and must carry error 0 for
+// every partition. Printed: records/s of each, the ratio wide/one of the
+// same run, and the broker's CPU (utime+stime of the node) per 1,000
+// records. Then the disk's own floor, in the same directory: `--wide`
+// files with one record appended to each and one syncfs, against one file
+// with the same bytes appended and one fdatasync (20 rounds each, median),
+// as records/s: what a sync round costs when each of its partitions holds
+// one new record, whatever the broker does around it.
+//
+// Usage: kafka_spread_bench [--node PATH] [--dir D] [--connections C] [--depth Q]
+//                           [--records R] [--value-bytes V] [--wide W] [--seconds N]
+//                           [--io-threads T]
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/common/node_child.hpp"
+#include "bench/common/node_options.hpp"
+#include "kafka/codec.hpp"
+#include "storage/record_batch.hpp"
+#include "transport/blocking_client.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using json = nlohmann::json;
+using moonmq::transport::http_call;
+
+struct options : moonmq::bench::node_options {
+  int connections = 4;
+  int depth = 16;
+  int records = 100;
+  size_t value_bytes = 1024;
+  int wide = 1000;
+  int seconds = 10;
+  int io_threads = 4;  ///< Storage.IoThreads of the node
+};
+
+constexpr const char* usage =
+  "usage: kafka_spread_bench [--node PATH] [--dir D] [--connections C] [--depth Q]\n"
+  "                          [--records R] [--value-bytes V] [--wide W] [--seconds N]\n"
+  "                          [--io-threads T]\n";
+
+std::string batch_of(int n, size_t value_bytes, uint64_t salt) {
+  std::vector<moonmq::storage::record> recs(static_cast<size_t>(n));
+  uint64_t x = 0x2545F4914F6CDD1Dull + salt;
+  for (auto& r : recs) {
+    r.value.assign(value_bytes, 'a');
+    for (auto& c : r.value) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      c = static_cast<char>('a' + x % 26);
+    }
+  }
+  auto b = moonmq::storage::encode_batch(recs);
+  if (!b)
+    throw std::runtime_error("cannot encode a batch");
+  return b.value();
+}
+
+std::string frame_of(const moonmq::kafka::produce_request& p) {
+  moonmq::kafka::request_header h;
+  h.api_version = 7;
+  h.correlation_id = 0;
+  h.client_id = "kafka_spread_bench";
+  auto f = moonmq::kafka::encode_request(h, p);
+  if (!f)
+    throw std::runtime_error("cannot encode a request: " + f.err().message);
+  return f.value();
+}
+
+/// Pre-encoded requests of one run: `one` sends frames[0] again and again,
+/// `wide` cycles through frames that together cover every partition.
+std::vector<std::string> frames_for(const options& o, const std::string& topic, int partitions) {
+  std::vector<std::string> frames;
+  int per_request = partitions == 1 ? 1 : o.records;
+  int count = partitions == 1 ? 1 : std::max(1, partitions / per_request) * 4;
+  for (int f = 0; f < count; ++f) {
+    moonmq::kafka::produce_request p;
+    p.acks = -1;
+    p.timeout_ms = 30000;
+    p.topics.push_back({topic, {}});
+    if (partitions == 1) {
+      p.topics[0].partitions.push_back({0, batch_of(o.records, o.value_bytes, static_cast<uint64_t>(f))});
+    } else {
+      for (int i = 0; i < per_request; ++i)
+        p.topics[0].partitions.push_back(
+          {(f * per_request + i) % partitions, batch_of(1, o.value_bytes, static_cast<uint64_t>(f * per_request + i))});
+    }
+    frames.push_back(frame_of(p));
+  }
+  return frames;
+}
+
+int connect_to(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error(std::string("connect to the Kafka listener: ") + std::strerror(errno));
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+void write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0)
+      throw std::runtime_error(std::string("write: ") + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+void read_exact(int fd, char* out, size_t len) {
+  size_t done = 0;
+  while (done < len) {
+    auto n = ::read(fd, out + done, len - done);
+    if (n <= 0)
+      throw std::runtime_error(n == 0 ? "the broker closed the connection" : std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+/// Reads one response frame and throws unless every partition in it has
+/// error 0.
+void read_answer(int fd, std::string& buf) {
+  char len[4];
+  read_exact(fd, len, 4);
+  uint32_t size = (uint32_t(uint8_t(len[0])) << 24) | (uint32_t(uint8_t(len[1])) << 16)
+                  | (uint32_t(uint8_t(len[2])) << 8) | uint32_t(uint8_t(len[3]));
+  buf.resize(size);
+  read_exact(fd, buf.data(), size);
+  auto resp = moonmq::kafka::decode_response(moonmq::kafka::api_key::produce, 7, std::string_view(buf).substr(4));
+  if (!resp)
+    throw std::runtime_error("undecodable produce response");
+  for (const auto& t : std::get<moonmq::kafka::produce_response>(*resp).topics)
+    for (const auto& p : t.partitions)
+      if (p.error_code != 0)
+        throw std::runtime_error("produce to " + t.name + "/" + std::to_string(p.index) + " failed with error "
+                                 + std::to_string(p.error_code));
+}
+
+/// utime + stime of `pid` in seconds.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto rest = s.substr(s.rfind(')') + 2);
+  std::istringstream fields{rest};
+  std::string f;
+  long ut = 0, st = 0;
+  for (int i = 3; fields >> f; ++i) {
+    if (i == 14)
+      ut = std::stol(f);
+    if (i == 15) {
+      st = std::stol(f);
+      break;
+    }
+  }
+  return static_cast<double>(ut + st) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+struct run_result {
+  double records_per_s = 0;
+  double broker_cpu_per_1000 = 0;  ///< seconds
+};
+
+run_result run(const options& o, const moonmq::bench::node_child& node, const std::string& topic, int partitions) {
+  auto frames = frames_for(o, topic, partitions);
+  std::atomic<long> answered{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::string first_failure;
+  std::vector<std::thread> threads;
+  double cpu0 = cpu_seconds(node.pid());
+  auto t0 = clock_type::now();
+  for (int c = 0; c < o.connections; ++c)
+    threads.emplace_back([&, c] {
+      try {
+        int fd = connect_to(node.kafka_port);
+        std::string buf;
+        size_t next = static_cast<size_t>(c);
+        int in_flight = 0;
+        for (; in_flight < o.depth; ++in_flight, next += static_cast<size_t>(o.connections))
+          write_all(fd, frames[next % frames.size()]);
+        while (in_flight > 0) {
+          read_answer(fd, buf);
+          --in_flight;
+          ++answered;
+          if (!stop.load()) {
+            write_all(fd, frames[next % frames.size()]);
+            next += static_cast<size_t>(o.connections);
+            ++in_flight;
+          }
+        }
+        ::close(fd);
+      } catch (const std::exception& e) {
+        if (failures++ == 0)
+          first_failure = e.what();
+        stop = true;
+      }
+    });
+  std::this_thread::sleep_for(std::chrono::seconds(o.seconds));
+  stop = true;
+  for (auto& t : threads)
+    t.join();
+  double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  double cpu = cpu_seconds(node.pid()) - cpu0;
+  if (failures > 0)
+    throw std::runtime_error("produce to " + topic + ": " + first_failure);
+  double records = static_cast<double>(answered.load()) * o.records;
+  return {records / s, cpu / records * 1000.0};
+}
+
+/// Median seconds of `rounds` rounds of `write_round` then `sync`.
+template <class W, class S>
+double median_round(int rounds, W write_round, S sync) {
+  std::vector<double> t;
+  for (int r = 0; r < rounds; ++r) {
+    write_round();
+    auto t0 = clock_type::now();
+    sync();
+    t.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// The disk floor (see the header): records/s of `files` files x 1 record
+/// per syncfs, and of 1 file x `files` records per fdatasync.
+std::pair<double, double> disk_floor(const std::string& dir, int files, size_t value_bytes) {
+  std::filesystem::create_directories(dir);
+  std::string rec(value_bytes, 'x');
+  std::vector<int> fds;
+  for (int i = 0; i < files; ++i) {
+    int fd = ::open((dir + "/f" + std::to_string(i)).c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0)
+      throw std::runtime_error(std::string("disk floor: open: ") + std::strerror(errno));
+    fds.push_back(fd);
+  }
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  ::syncfs(dfd);
+  double spread = median_round(
+    20, [&] { for (int fd : fds) write_all(fd, rec); }, [&] { ::syncfs(dfd); });
+  int one = ::open((dir + "/one").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  std::string all;
+  for (int i = 0; i < files; ++i)
+    all += rec;
+  double single = median_round(20, [&] { write_all(one, all); }, [&] { ::fdatasync(one); });
+  for (int fd : fds)
+    ::close(fd);
+  ::close(one);
+  ::close(dfd);
+  std::filesystem::remove_all(dir);
+  return {files / spread, files / single};
+}
+
+/// Waits until the node's logs are all open (moonmq_partitions_opening 0).
+void wait_open(uint16_t admin) {
+  auto deadline = clock_type::now() + std::chrono::seconds(120);
+  while (clock_type::now() < deadline) {
+    if (http_call(admin, "GET", "/metrics").body.find("moonmq_partitions_opening 0\n") != std::string::npos)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("the logs did not open within 120 s");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  if (int rc = moonmq::bench::parse_node_options(
+        argc, argv, usage, o,
+        {{"--connections", &o.connections}, {"--depth", &o.depth}, {"--records", &o.records},
+         {"--value-bytes", &o.value_bytes}, {"--wide", &o.wide}, {"--seconds", &o.seconds},
+         {"--io-threads", &o.io_threads}});
+      rc != 0)
+    return rc;
+  if (o.io_threads <= 0 || o.connections <= 0 || o.depth <= 0 || o.records <= 0 || o.wide <= 0 || o.seconds <= 0 || o.value_bytes == 0) {
+    std::fprintf(stderr, "every option must be positive\n%s", usage);
+    return 2;
+  }
+  try {
+    auto work = o.dir + "/kafka_spread_bench." + std::to_string(::getpid());
+    int rc = 0;
+    {
+      moonmq::bench::node_child node{
+        o.node, work, {"Kafka.Enabled=true", "Kafka.Host=127.0.0.1", "Kafka.Port=0", "Host=127.0.0.1",
+                       "Storage.IoThreads=" + std::to_string(o.io_threads)}};
+      if (node.kafka_port == 0)
+        throw std::runtime_error("the node's Kafka listener did not report a port");
+      for (auto [name, count] : {std::pair<std::string, int>{"one", 1}, std::pair<std::string, int>{"wide", o.wide}}) {
+        auto r = http_call(node.client_port, "POST", "/v1/topics", json{{"name", name}, {"partitions", count}}.dump(),
+                           {}, std::chrono::seconds(60));
+        if (r.status != 201)
+          throw std::runtime_error("create " + name + ": " + std::to_string(r.status) + " " + r.body);
+      }
+      wait_open(node.admin_port);
+      auto one = run(o, node, "one", 1);
+      auto wide = run(o, node, "wide", o.wide);
+      std::printf("kafka_spread_bench: ProduceRequest v7, acks=-1, %d connections x %d in flight, %d records of %zu B"
+                  " per request, %d s each\n",
+                  o.connections, o.depth, o.records, o.value_bytes, o.seconds);
+      std::printf("  one partition       : %10.0f records/s   broker CPU %.3f s per 1,000 records\n",
+                  one.records_per_s, one.broker_cpu_per_1000);
+      std::printf("  %5d partitions     : %10.0f records/s   broker CPU %.3f s per 1,000 records\n", o.wide,
+                  wide.records_per_s, wide.broker_cpu_per_1000);
+      std::printf("  ratio wide/one      : %10.2f\n", wide.records_per_s / one.records_per_s);
+    }
+    auto [spread_floor, one_floor] = disk_floor(work + "/floor", o.wide, o.value_bytes);
+    std::printf("disk floor (no broker): %d files x 1 record per syncfs %10.0f records/s; 1 file x %d records per "
+                "fdatasync %10.0f records/s; ratio %.2f\n",
+                o.wide, spread_floor, o.wide, one_floor, spread_floor / one_floor);
+    std::filesystem::remove_all(work);
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kafka_spread_bench: %s\n", e.what());
+    return 1;
+  }
+}
