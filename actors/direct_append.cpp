@@ -9,6 +9,7 @@
 
 #include "actors/ask.hpp"
 #include "actors/direct_append_impl.hpp"
+#include "util/logging.hpp"
 
 namespace moonmq {
 namespace detail {
@@ -16,19 +17,39 @@ namespace detail {
 direct_reply::direct_reply(std::function<void(int64_t)> ok, std::function<void(const caf::error&)> fail)
     : ok_(std::move(ok)), fail_(std::move(fail)) {}
 
+namespace {
+
+/// Runs a callback on an I/O worker's thread (or in a destructor): an
+/// exception from it must not leave the worker's round half done, so it is
+/// logged and dropped.
+template <class F, class... Ts>
+void call_quietly(const F& fn, const Ts&... xs) noexcept {
+  if (!fn)
+    return;
+  try {
+    fn(xs...);
+  } catch (const std::exception& e) {
+    log::get("broker")->error("append.callback_failed error=\"{}\"", e.what());
+  } catch (...) {
+    log::get("broker")->error("append.callback_failed error=unknown");
+  }
+}
+
+}  // namespace
+
 direct_reply::~direct_reply() {
-  if (!answered_ && fail_)
-    fail_(caf::make_error(caf::sec::request_receiver_down));
+  if (!answered_)
+    call_quietly(fail_, caf::make_error(caf::sec::request_receiver_down));
 }
 
 void direct_reply::deliver(int64_t base) {
   answered_ = true;
-  ok_(base);
+  call_quietly(ok_, base);
 }
 
 void direct_reply::deliver(const caf::error& failure) {
   answered_ = true;
-  fail_(failure);
+  call_quietly(fail_, failure);
 }
 
 namespace {
@@ -49,7 +70,7 @@ class route_table {
     out.reserve(appends.size());
     std::lock_guard<std::mutex> g{mtx_};
     for (const auto& a : appends) {
-      auto it = routes_.find(a.dest.address());
+      auto it = a.dest ? routes_.find(a.dest.address()) : routes_.end();
       out.push_back(it == routes_.end() ? std::nullopt : std::optional<partition_route>{it->second});
     }
     return out;
@@ -81,6 +102,11 @@ void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, s
   std::vector<std::pair<caf::actor, std::shared_ptr<detail::direct_group>>> groups;
   for (size_t i = 0; i < appends.size(); ++i) {
     auto& a = appends[i];
+    if (!a.dest) {
+      if (a.fail)
+        a.fail(caf::make_error(caf::sec::invalid_argument));
+      continue;
+    }
     if (!found[i]) {
       auto ok = std::move(a.ok);
       ask<int64_t>(

@@ -179,22 +179,21 @@ private:
                            observe(key, secs, errors);
                            if (errors > 0)
                              ++self->owner_->stats->errors_total;
-                           std::optional<std::string> frame;
-                           bool failed = false;
-                           if (body) {
-                             auto encoded = kafka::encode_response(corr, version, *body);
-                             if (encoded) {
-                               frame = std::move(encoded.value());
-                             } else {
-                               failed = true;
-                               log::get("transport")->error("kafka.encode_failed api={} version={} error=\"{}\"",
-                                                            kafka::api_name(key), version, encoded.err().message);
+                           // Encoded on the connection's strand: `done` may run on an
+                           // I/O worker's thread (produce), which has its next
+                           // sync round to run.
+                           net::post(self->strand_, [self, s, key, version, corr, body = std::move(body)]() mutable {
+                             if (body) {
+                               auto encoded = kafka::encode_response(corr, version, *body);
+                               if (encoded) {
+                                 s->frame = std::move(encoded.value());
+                               } else {
+                                 s->failed = true;
+                                 log::get("transport")->error("kafka.encode_failed api={} version={} error=\"{}\"",
+                                                              kafka::api_name(key), version, encoded.err().message);
+                               }
                              }
-                           }
-                           net::post(self->strand_, [self, s, frame = std::move(frame), failed]() mutable {
                              s->done = true;
-                             s->frame = std::move(frame);
-                             s->failed = failed;
                              self->flush_answers();
                              self->pump();
                            });
