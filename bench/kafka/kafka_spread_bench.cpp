@@ -22,9 +22,17 @@
 // as records/s: what a sync round costs when each of its partitions holds
 // one new record, whatever the broker does around it.
 //
+// Latency (issue 15: at 5,000 msg/s with 64 requests in flight, p99 <= 3 x
+// the fdatasync p99 of the same run): first 2,000 appends of one record's
+// bytes to a file in `--dir`, each followed by fdatasync; then one
+// connection sends `--latency-rate` requests/s of one record each to topic
+// "latency" (1 partition), paced in 1 ms steps, at most 64 in flight. A
+// request's latency runs from the moment it was due (not when it could be
+// sent: a full window counts against the broker) to its answer.
+//
 // Usage: kafka_spread_bench [--node PATH] [--dir D] [--connections C] [--depth Q]
 //                           [--records R] [--value-bytes V] [--wide W] [--seconds N]
-//                           [--io-threads T]
+//                           [--io-threads T] [--latency-rate R] [--latency-seconds S]
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -35,6 +43,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -67,12 +78,14 @@ struct options : moonmq::bench::node_options {
   int wide = 1000;
   int seconds = 10;
   int io_threads = 4;  ///< Storage.IoThreads of the node
+  int latency_rate = 5000;
+  int latency_seconds = 10;  ///< 0 skips the latency run
 };
 
 constexpr const char* usage =
   "usage: kafka_spread_bench [--node PATH] [--dir D] [--connections C] [--depth Q]\n"
   "                          [--records R] [--value-bytes V] [--wide W] [--seconds N]\n"
-  "                          [--io-threads T]\n";
+  "                          [--io-threads T] [--latency-rate R] [--latency-seconds S]\n";
 
 std::string batch_of(int n, size_t value_bytes, uint64_t salt) {
   std::vector<moonmq::storage::record> recs(static_cast<size_t>(n));
@@ -292,6 +305,86 @@ std::pair<double, double> disk_floor(const std::string& dir, int files, size_t v
   return {files / spread, files / single};
 }
 
+/// p50, p99, p99.9 and max of `ms` (sorted in place).
+std::vector<double> percentiles(std::vector<double>& ms) {
+  std::sort(ms.begin(), ms.end());
+  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * static_cast<double>(ms.size())))]; };
+  return {at(0.5), at(0.99), at(0.999), ms.back()};
+}
+
+/// Milliseconds of each of `rounds` appends of `bytes` bytes + fdatasync.
+std::vector<double> fdatasync_ms(const std::string& dir, size_t bytes, int rounds) {
+  std::filesystem::create_directories(dir);
+  auto path = dir + "/fdatasync-latency";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error(std::string("open ") + path + ": " + std::strerror(errno));
+  std::string rec(bytes, 'x');
+  std::vector<double> out;
+  for (int i = 0; i < rounds; ++i) {
+    auto t0 = clock_type::now();
+    write_all(fd, rec);
+    ::fdatasync(fd);
+    out.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+  }
+  ::close(fd);
+  std::filesystem::remove(path);
+  return out;
+}
+
+/// Milliseconds from due to answered of each request of the paced run.
+std::vector<double> produce_latency_ms(const options& o, uint16_t port) {
+  constexpr int window = 64;
+  moonmq::kafka::produce_request p;
+  p.acks = -1;
+  p.timeout_ms = 30000;
+  p.topics.push_back({"latency", {{0, batch_of(1, o.value_bytes, 7)}}});
+  const auto frame = frame_of(p);
+  const long total = static_cast<long>(o.latency_rate) * o.latency_seconds;
+  int fd = connect_to(port);
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::deque<clock_type::time_point> due_times;  // of the requests in flight, in order
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(total));
+  std::string failure;
+  std::thread reader([&] {
+    try {
+      std::string buf;
+      for (long i = 0; i < total; ++i) {
+        read_answer(fd, buf);
+        auto now = clock_type::now();
+        std::lock_guard<std::mutex> g{mtx};
+        out.push_back(std::chrono::duration<double, std::milli>(now - due_times.front()).count());
+        due_times.pop_front();
+        cv.notify_all();
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> g{mtx};
+      failure = e.what();
+      cv.notify_all();
+    }
+  });
+  auto start = clock_type::now();
+  for (long sent = 0; sent < total; ++sent) {
+    auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(1e9 * static_cast<double>(sent) / o.latency_rate));
+    // Paced in 1 ms steps: everything due within the current millisecond goes now.
+    std::this_thread::sleep_until(due - std::chrono::microseconds(500));
+    std::unique_lock<std::mutex> g{mtx};
+    cv.wait(g, [&] { return due_times.size() < window || !failure.empty(); });
+    if (!failure.empty())
+      break;
+    due_times.push_back(due);
+    g.unlock();
+    write_all(fd, frame);
+  }
+  reader.join();
+  ::close(fd);
+  if (!failure.empty())
+    throw std::runtime_error("latency run: " + failure);
+  return out;
+}
+
 /// Waits until the node's logs are all open (moonmq_partitions_opening 0).
 void wait_open(uint16_t admin) {
   auto deadline = clock_type::now() + std::chrono::seconds(120);
@@ -311,10 +404,11 @@ int main(int argc, char** argv) {
         argc, argv, usage, o,
         {{"--connections", &o.connections}, {"--depth", &o.depth}, {"--records", &o.records},
          {"--value-bytes", &o.value_bytes}, {"--wide", &o.wide}, {"--seconds", &o.seconds},
-         {"--io-threads", &o.io_threads}});
+         {"--io-threads", &o.io_threads}, {"--latency-rate", &o.latency_rate},
+         {"--latency-seconds", &o.latency_seconds}});
       rc != 0)
     return rc;
-  if (o.io_threads <= 0 || o.connections <= 0 || o.depth <= 0 || o.records <= 0 || o.wide <= 0 || o.seconds <= 0 || o.value_bytes == 0) {
+  if (o.latency_rate <= 0 || o.latency_seconds < 0 || o.io_threads <= 0 || o.connections <= 0 || o.depth <= 0 || o.records <= 0 || o.wide <= 0 || o.seconds <= 0 || o.value_bytes == 0) {
     std::fprintf(stderr, "every option must be positive\n%s", usage);
     return 2;
   }
@@ -336,6 +430,16 @@ int main(int argc, char** argv) {
       wait_open(node.admin_port);
       auto one = run(o, node, "one", 1);
       auto wide = run(o, node, "wide", o.wide);
+      std::vector<double> disk, produce;
+      if (o.latency_seconds > 0) {
+        auto r = http_call(node.client_port, "POST", "/v1/topics", json{{"name", "latency"}, {"partitions", 1}}.dump(),
+                           {}, std::chrono::seconds(60));
+        if (r.status != 201)
+          throw std::runtime_error("create latency: " + std::to_string(r.status) + " " + r.body);
+        wait_open(node.admin_port);
+        disk = fdatasync_ms(work + "/fdatasync", o.value_bytes, 2000);
+        produce = produce_latency_ms(o, node.kafka_port);
+      }
       std::printf("kafka_spread_bench: ProduceRequest v7, acks=-1, %d connections x %d in flight, %d records of %zu B"
                   " per request, %d s each\n",
                   o.connections, o.depth, o.records, o.value_bytes, o.seconds);
@@ -344,6 +448,16 @@ int main(int argc, char** argv) {
       std::printf("  %5d partitions     : %10.0f records/s   broker CPU %.3f s per 1,000 records\n", o.wide,
                   wide.records_per_s, wide.broker_cpu_per_1000);
       std::printf("  ratio wide/one      : %10.2f\n", wide.records_per_s / one.records_per_s);
+      if (!produce.empty()) {
+        auto d = percentiles(disk);
+        auto q = percentiles(produce);
+        std::printf("latency (ms)                       count      p50      p99    p99.9      max\n");
+        std::printf("  fdatasync of %6zu B           %7zu %8.2f %8.2f %8.2f %8.2f\n", o.value_bytes, disk.size(), d[0],
+                    d[1], d[2], d[3]);
+        std::printf("  produce %5d/s, 64 in flight  %7zu %8.2f %8.2f %8.2f %8.2f\n", o.latency_rate, produce.size(),
+                    q[0], q[1], q[2], q[3]);
+        std::printf("  p99 produce / p99 fdatasync: %.2f\n", q[1] / d[1]);
+      }
     }
     auto [spread_floor, one_floor] = disk_floor(work + "/floor", o.wide, o.value_bytes);
     std::printf("disk floor (no broker): %d files x 1 record per syncfs %10.0f records/s; 1 file x %d records per "
