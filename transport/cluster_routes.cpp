@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
+#include "actors/direct_append.hpp"
 #include "actors/errors.hpp"
 #include "actors/session_probe.hpp"
 #include "cluster/types.hpp"
@@ -167,11 +168,13 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
       return;
     }
     bool durable = !(req.query.count("acks") && req.query["acks"] == "none");
-    auto part = local->second;
-    ask<int64_t>(
-      *ctx.system, part, ctx.timeout,
-      [respond](int64_t& base) { respond(http_response::json(200, json{{"base_offset", base}}.dump())); },
-      fail_with(respond), append_atom::value, std::move(req.body), durable);
+    append_direct(*ctx.system,
+                  {direct_append{local->second, std::move(req.body), durable,
+                                 [respond](int64_t base) {
+                                   respond(http_response::json(200, json{{"base_offset", base}}.dump()));
+                                 },
+                                 fail_with(respond)}},
+                  ctx.timeout);
   });
 
   // Log bounds of a local partition (data plane; a move's copy loop).
