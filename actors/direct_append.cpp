@@ -103,15 +103,15 @@ void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, s
   for (size_t i = 0; i < appends.size(); ++i) {
     auto& a = appends[i];
     if (!a.dest) {
-      if (a.fail)
-        a.fail(caf::make_error(caf::sec::invalid_argument));
+      detail::direct_reply{std::move(a.ok), std::move(a.fail)}.deliver(caf::make_error(caf::sec::invalid_argument));
       continue;
     }
     if (!found[i]) {
-      auto ok = std::move(a.ok);
+      // Answered through a reply as well: guarded callbacks, exactly one.
+      auto reply = std::make_shared<detail::direct_reply>(std::move(a.ok), std::move(a.fail));
       ask<int64_t>(
-        sys, a.dest, timeout, [ok](int64_t& base) { ok(base); }, std::move(a.fail), append_atom::value,
-        std::move(a.batch), a.durable);
+        sys, a.dest, timeout, [reply](int64_t& base) { reply->deliver(base); },
+        [reply](const caf::error& e) { reply->deliver(e); }, append_atom::value, std::move(a.batch), a.durable);
       continue;
     }
     auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == found[i]->worker; });

@@ -63,7 +63,8 @@ struct counters {
 metrics::histogram& sync_histogram() {
   static auto& h = metrics::registry::global().get_histogram(
     "moonmq_storage_sync_round_seconds",
-    "Duration of each I/O worker group commit round's sync (one fdatasync, or one syncfs for several partitions)",
+    "Duration of each I/O worker group commit round's syncs (storage::sync_round: fdatasync for a partition alone "
+    "on its device, one syncfs per device for several)",
     {0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03,
      0.05, 0.1, 0.25, 0.5, 1});
   return h;

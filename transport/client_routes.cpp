@@ -238,10 +238,13 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
       else
         gather->part_failed(error_response(e));
     }};
-  if (local)
+  if (local) {
     local->push_back(std::move(a));
-  else
-    append_direct(*ctx.system, {std::move(a)}, ctx.timeout);
+  } else {
+    std::vector<direct_append> one;  // not an initializer list: that would copy the batch
+    one.push_back(std::move(a));
+    append_direct(*ctx.system, std::move(one), ctx.timeout);
+  }
 }
 
 void produce(const client_context& ctx, http_request& req, const responder& respond,

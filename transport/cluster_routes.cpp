@@ -168,13 +168,12 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
       return;
     }
     bool durable = !(req.query.count("acks") && req.query["acks"] == "none");
-    append_direct(*ctx.system,
-                  {direct_append{local->second, std::move(req.body), durable,
-                                 [respond](int64_t base) {
-                                   respond(http_response::json(200, json{{"base_offset", base}}.dump()));
-                                 },
-                                 fail_with(respond)}},
-                  ctx.timeout);
+    std::vector<direct_append> one;  // not an initializer list: that would copy the batch
+    one.push_back(direct_append{
+      local->second, std::move(req.body), durable,
+      [respond](int64_t base) { respond(http_response::json(200, json{{"base_offset", base}}.dump())); },
+      fail_with(respond)});
+    append_direct(*ctx.system, std::move(one), ctx.timeout);
   });
 
   // Log bounds of a local partition (data plane; a move's copy loop).

@@ -144,7 +144,6 @@ http() {  # METHOD PATH [BODY]: prints the body, fails on a non-2xx status
 for t in bench bench-http latency; do
   http POST /v1/topics "{\"name\":\"$t\",\"partitions\":1}" >/dev/null || die "cannot create topic $t"
 done
-http POST /v1/topics "{\"name\":\"wide\",\"partitions\":$wide}" >/dev/null || die "cannot create topic wide"
 log_end() {  # TOPIC: log end offset of partition 0
   http GET "/v1/topics/$1/partitions/0/records?offset=0&max_records=1" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["log_end_offset"])'
@@ -227,11 +226,16 @@ read -r got_records got_bytes <<<"$counts"
   die "kcat -C consumed $got_bytes bytes with newlines, expected $((records * (value_bytes + 1)))"
 
 # --- 5. kafka spread -----------------------------------------------------------
-# Every log of "wide" open first (the create answers before the logs are).
+# Created only now, so that its logs do not open during steps 1-4; every
+# log of "wide" open before the run (the create answers before the logs are).
+http POST /v1/topics "{\"name\":\"wide\",\"partitions\":$wide}" >/dev/null || die "cannot create topic wide"
+opened=0
 for _ in $(seq 1 600); do
-  curl -sS --max-time 5 "http://$admin/metrics" | grep -q '^moonmq_partitions_opening 0$' && break
+  m=$(curl -sS --max-time 5 "http://$admin/metrics" || true)
+  if grep -q '^moonmq_partitions_opening 0$' <<<"$m"; then opened=1; break; fi
   sleep 0.1
 done
+[ "$opened" = 1 ] || die "the logs of topic wide did not open within 60 s"
 t0=$(now)
 kcat -P -b "$kafka" -t wide -X acks=all -X linger.ms=5 -X batch.num.messages=10000 \
   -X sticky.partitioning.linger.ms=0 <"$values" 2>"$dir/kcat-spread.err" ||

@@ -24,6 +24,7 @@ Prints one line per measurement (count, p50, p99, p99.9, max) and the ratio
 produce p99 / fdatasync p99 (and / the broker's sync p99 with ADMIN). Exit 1
 when a record failed or went unacknowledged.
 """
+import math
 import os
 import sys
 import time
@@ -35,8 +36,8 @@ from confluent_kafka import Producer
 def percentiles(ms):
     ms = sorted(ms)
 
-    def at(q):
-        return ms[min(len(ms) - 1, int(q * len(ms)))]
+    def at(q):  # nearest rank
+        return ms[min(len(ms) - 1, max(0, math.ceil(q * len(ms)) - 1))]
 
     return {"count": len(ms), "p50": at(0.50), "p99": at(0.99), "p999": at(0.999), "max": ms[-1]}
 

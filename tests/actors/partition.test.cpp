@@ -419,3 +419,29 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
   CHECK(a.bases["fake"] == 42);
   caf::anon_send_exit(fake, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a direct append callback that throws does not stop its worker; a null destination fails at once",
+          "[partition][direct_append]") {
+  fixture f;
+  auto p = f.spawn("throws", -1, 0);
+  answers a;
+  std::vector<direct_append> appends;
+  appends.push_back(direct_append{p, batch_of(1, "t"), true, [](int64_t) { throw std::runtime_error("callback"); },
+                                  [](const caf::error&) { throw std::runtime_error("callback"); }});
+  appends.push_back(a.make(p, batch_of(1, "after"), true, "after"));
+  appends.push_back(a.make(partition_actor{}, batch_of(1, "null"), true, "null"));
+  append_direct(f.sys, std::move(appends), 10s);
+  REQUIRE(a.wait_for(2));
+  CHECK(a.bases["after"] == 1);  // the throwing append was appended first, at 0
+  CHECK(a.errors.count("null") == 1);
+  // The worker still serves.
+  answers b;
+  append_direct(f.sys, [&] {
+    std::vector<direct_append> v;
+    v.push_back(b.make(p, batch_of(1, "later"), true, "later"));
+    return v;
+  }(), 10s);
+  REQUIRE(b.wait_for(1));
+  CHECK(b.bases["later"] == 2);
+  CHECK(f.values(p) == std::vector<std::string>{"t0", "after0", "later0"});
+}
