@@ -1,6 +1,7 @@
 #include "transport/client_routes.hpp"
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <tuple>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "actors/direct_append.hpp"
 #include "actors/errors.hpp"
 #include "actors/session_probe.hpp"
+#include "cluster/forwarded_produce.hpp"
 #include "dataplane/records_json.hpp"
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
@@ -128,8 +130,15 @@ struct produce_part {
   std::string owner_hint;
 };
 
+/// At most this many batch bytes go in one forwarded request, unless one
+/// part alone is larger (Server.Http.MaxBodyBytes is 16 MiB by default).
+constexpr size_t forward_request_bytes = 1 << 20;
+
+/// Parts owned by another broker, by owner: forwarded together.
+using forwards = std::map<std::string, std::vector<std::shared_ptr<produce_part>>>;
+
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
-                std::vector<direct_append>* local = nullptr);
+                std::vector<direct_append>* local = nullptr, forwards* remote = nullptr);
 
 /// Re-routes `part` after a short backoff (5 ms doubling to 100 ms), or fails
 /// it with `why` once its deadline would pass.
@@ -152,52 +161,78 @@ void route_later(const client_context& ctx, std::shared_ptr<produce_gather> gath
     delay, std::function<void()>{[ctx, gather, part] { route_part(ctx, gather, part); }});
 }
 
-/// Forwards one part (an encoded batch) to the broker that owns it.
-void forward_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
-                  const std::string& owner) {
+/// Forwards `parts` (encoded batches of one topic and acks) to `owner`, the
+/// broker that owns them, in one request (cluster/forwarded_produce.hpp).
+/// Each part is answered on its own: appended, re-routed after a refusal
+/// that proves nothing was appended, or failed with the owner's answer.
+void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> gather,
+                   std::vector<std::shared_ptr<produce_part>> parts, const std::string& owner) {
+  auto fail_all = [gather](const std::vector<std::shared_ptr<produce_part>>& all, const http_response& why) {
+    for (size_t i = 0; i < all.size(); ++i)
+      gather->part_failed(why);
+  };
   auto peer = ctx.peers->find(owner);
   if (!peer || !peer->client) {
-    gather->part_failed(http_response::error(503, "owner_unreachable", "partition owner " + owner
-                                                                            + " is not a configured peer"));
+    fail_all(parts, http_response::error(503, "owner_unreachable", "partition owner " + owner
+                                                                     + " is not a configured peer"));
     return;
   }
+  std::vector<cluster::forwarded_part> frames;
+  frames.reserve(parts.size());
+  for (const auto& part : parts)
+    frames.push_back({part->partition, part->batch});  // a copy: the part keeps its batch for a re-send
   http_client_request req;
   req.method = "POST";
-  req.target = "/cluster/partitions/" + part->topic + "/" + std::to_string(part->partition) + "/records?acks="
-               + (part->durable ? "leader" : "none");
-  req.body = part->batch;
+  req.target = "/cluster/topics/" + parts.front()->topic + "/records?acks="
+               + (parts.front()->durable ? "leader" : "none");
+  req.body = cluster::encode_forwarded_parts(frames);
   req.headers = {{"Content-Type", "application/octet-stream"}};
   if (!peer->token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
-  peer->client->request(std::move(req), [ctx, gather, part, owner](http_client_result res) {
+  peer->client->request(std::move(req), [ctx, gather, parts = std::move(parts), frames = std::move(frames), owner,
+                                         fail_all](http_client_result res) {
     if (!res.ok()) {
-      gather->part_failed(http_response::error(503, "owner_unreachable",
-                                               "forwarding to " + owner + " failed: " + res.error_message));
+      fail_all(parts, http_response::error(503, "owner_unreachable",
+                                           "forwarding to " + owner + " failed: " + res.error_message));
       return;
     }
-    auto j = json::parse(res.body, nullptr, false);
-    if (res.status == 200 && j.is_object() && j.contains("base_offset") && j["base_offset"].is_number_integer()) {
-      gather->part_done(part->index, j["base_offset"].get<int64_t>());
+    if (res.status != 200) {
+      fail_all(parts, http_response::json(res.status, res.body));
       return;
     }
-    auto answer = http_response::json(res.status == 200 ? 502 : res.status, res.body);
-    bool refused = res.status == 421
-                   || (j.is_object() && j.contains("error") && j["error"] == "partition_moved");
-    if (res.status == 421 && j.is_object() && j.contains("owner") && j["owner"].is_string())
-      part->owner_hint = j["owner"].get<std::string>() == owner ? std::string{} : j["owner"].get<std::string>();
-    if (refused)
-      route_later(ctx, gather, part, std::move(answer));
-    else
-      gather->part_failed(std::move(answer));
+    std::vector<cluster::forwarded_answer> answers;
+    if (auto why = cluster::decode_forwarded_answers(res.body, frames, answers); !why.empty()) {
+      fail_all(parts, http_response::error(502, "bad_owner_answer", "the answer of " + owner + ": " + why));
+      return;
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const auto& a = answers[i];
+      const auto& part = parts[i];
+      if (a.status == 200) {
+        gather->part_done(part->index, a.base_offset);
+        continue;
+      }
+      json why{{"error", a.error}, {"message", a.message}};
+      if (!a.owner.empty())
+        why["owner"] = a.owner;
+      auto answer = http_response::json(a.status, why.dump());
+      if (a.status == 421)
+        part->owner_hint = a.owner == owner ? std::string{} : a.owner;
+      if (a.status == 421 || a.error == "partition_moved")
+        route_later(ctx, gather, part, std::move(answer));
+      else
+        gather->part_failed(std::move(answer));
+    }
   });
 }
 
 /// Sends `part` to its owner: forwarded to a peer, or appended here. A
-/// local append joins `local` when given (the caller hands the request's
-/// local appends over in one append_direct call), else goes at once.
+/// local append joins `local` and a forward joins `remote` when given (the
+/// caller hands the request's local appends over in one append_direct call
+/// and its forwards in one request per owner), else each goes at once.
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
-                std::vector<direct_append>* local) {
+                std::vector<direct_append>* local, forwards* remote) {
   // A hint naming this broker adds nothing to its own table (and would send
   // the part to a sealed local copy, possibly busy discarding its data).
   if (unowned(ctx, part->topic, part->partition)) {
@@ -208,7 +243,10 @@ void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gathe
   if (!part->owner_hint.empty() && part->owner_hint != ctx.broker_id)
     owner = part->owner_hint;
   if (owner) {
-    forward_part(ctx, gather, part, *owner);
+    if (remote)
+      (*remote)[*owner].push_back(std::move(part));
+    else
+      forward_parts(ctx, gather, {std::move(part)}, *owner);
     return;
   }
   auto topics = ctx.catalog->get();
@@ -313,9 +351,27 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
     respond(http_response::json(200, json{{"offsets", offsets}}.dump()));
   };
   std::vector<direct_append> local;
+  forwards remote;
   for (auto& part : parts)
-    route_part(ctx, gather, part, &local);
+    route_part(ctx, gather, part, &local, &remote);
   append_direct(*ctx.system, std::move(local), ctx.timeout);
+  for (auto& [owner, owned] : remote) {
+    // Split at forward_request_bytes, so that a request of many small
+    // records (whose batches outweigh their JSON) stays far below the
+    // owner's body limit.
+    std::vector<std::shared_ptr<produce_part>> chunk;
+    size_t bytes = 0;
+    for (auto& part : owned) {
+      if (!chunk.empty() && bytes + part->batch.size() > forward_request_bytes) {
+        forward_parts(ctx, gather, std::move(chunk), owner);
+        chunk.clear();
+        bytes = 0;
+      }
+      bytes += part->batch.size();
+      chunk.push_back(std::move(part));
+    }
+    forward_parts(ctx, gather, std::move(chunk), owner);
+  }
 }
 
 // --- fetch ---------------------------------------------------------------------

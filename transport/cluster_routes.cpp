@@ -1,11 +1,14 @@
 #include "transport/cluster_routes.hpp"
 
+#include <mutex>
+
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
 #include "actors/direct_append.hpp"
 #include "actors/errors.hpp"
 #include "actors/session_probe.hpp"
+#include "cluster/forwarded_produce.hpp"
 #include "cluster/types.hpp"
 #include "dataplane/topic_name.hpp"
 #include "transport/actor_answers.hpp"
@@ -17,6 +20,80 @@ namespace moonmq::transport {
 namespace {
 
 using json = nlohmann::json;
+
+/// The answers of one batched forwarded produce: filled by the parts'
+/// callbacks (on I/O worker threads), sent once the last one is in.
+struct forwarded_gather {
+  std::mutex mtx;
+  std::vector<cluster::forwarded_answer> answers;
+  size_t pending = 0;
+  responder respond;
+
+  void answer(size_t i, cluster::forwarded_answer a) {
+    std::unique_lock<std::mutex> g{mtx};
+    answers[i] = std::move(a);
+    if (--pending != 0)
+      return;
+    g.unlock();
+    respond(http_response::json(200, cluster::encode_forwarded_answers(answers)));
+  }
+};
+
+/// A part refused with the answer a single-partition produce would get.
+cluster::forwarded_answer refused(int32_t partition, const http_response& why, std::string owner = {}) {
+  auto j = json::parse(why.body, nullptr, false);
+  auto text = [&](const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string{};
+  };
+  return {partition, why.status, -1, text("error"), text("message"), std::move(owner)};
+}
+
+/// POST /cluster/topics/{topic}/records: every part routed as the
+/// single-partition route routes it (404 not held here, 421 owned
+/// elsewhere, 503 offline), the ones owned here appended in one
+/// append_direct call; answered 200 with one entry per part.
+void produce_forwarded_parts(const cluster_context& ctx, http_request& req, const responder& respond) {
+  std::vector<cluster::forwarded_part> parts;
+  if (auto why = cluster::decode_forwarded_parts(req.body, parts); !why.empty()) {
+    respond(http_response::error(400, "invalid_request", why));
+    return;
+  }
+  const auto& topic = req.params["topic"];
+  bool durable = !(req.query.count("acks") && req.query["acks"] == "none");
+  auto gather = std::make_shared<forwarded_gather>();
+  gather->answers.resize(parts.size());
+  gather->pending = parts.size();
+  gather->respond = respond;
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(topic);
+  std::vector<direct_append> local;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto p = parts[i].partition;
+    if (t == topics->end() || static_cast<size_t>(p) >= t->second.partitions.size()) {
+      gather->answer(i, refused(p, http_response::error(404, "unknown_partition", "no local partition " + topic + "/"
+                                                                                     + std::to_string(p))));
+      continue;
+    }
+    auto route = ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, p});
+    if (route.where == partition_route::kind::remote) {
+      gather->answer(i, refused(p, http_response::error(421, "not_owner",
+                                                        "forwarded produce reached a broker that does not own it"),
+                                route.owner));
+      continue;
+    }
+    if (route.where == partition_route::kind::unowned) {
+      gather->answer(i, refused(p, http_response::error(503, "partition_offline",
+                                                        "the metadata log names no owner for this partition; no "
+                                                        "broker serves it")));
+      continue;
+    }
+    local.push_back(direct_append{
+      t->second.partitions[static_cast<size_t>(p)], std::move(parts[i].batch), durable,
+      [gather, i, p](int64_t base) { gather->answer(i, {p, 200, base, {}, {}, {}}); },
+      [gather, i, p](const caf::error& e) { gather->answer(i, refused(p, error_response(e))); }});
+  }
+  append_direct(*ctx.system, std::move(local), ctx.timeout);
+}
 
 }  // namespace
 
@@ -174,6 +251,13 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
       [respond](int64_t base) { respond(http_response::json(200, json{{"base_offset", base}}.dump())); },
       fail_with(respond)});
     append_direct(*ctx.system, std::move(one), ctx.timeout);
+  });
+
+  // The same for several partitions of one topic in one request (the body
+  // of cluster/forwarded_produce.hpp): what a broker sends for a client's
+  // produce whose parts another broker owns.
+  r.add("POST", "/cluster/topics/{topic}/records", [ctx](http_request& req, responder respond) {
+    produce_forwarded_parts(ctx, req, respond);
   });
 
   // Log bounds of a local partition (data plane; a move's copy loop).

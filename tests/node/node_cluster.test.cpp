@@ -6,6 +6,8 @@
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cluster/forwarded_produce.hpp"
+#include "storage/record_batch.hpp"
 #include "tests/node/node_harness.hpp"
 #include "tests/support/ports.hpp"
 #include "transport/blocking_client.hpp"
@@ -161,6 +163,44 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
   CHECK(on_b2["records"][2]["value"] == "c");
   auto on_b1 = json::parse(http_call(client1, "GET", "/v1/topics/orders/partitions/0/records?offset=0").body);
   CHECK(on_b1["records"].size() == 1);
+
+  // The forward itself (cluster/forwarded_produce.hpp): several parts in
+  // one request, each answered as its own produce. At b2: orders/1 twice
+  // (appended in body order), orders/0 (b1's: 421 naming b1, nothing
+  // appended), orders/9 (no such partition).
+  auto batch = [](const std::string& value) {
+    return moonmq::storage::encode_batch({moonmq::storage::record{std::nullopt, value, {}, 0}}).value();
+  };
+  std::vector<moonmq::cluster::forwarded_part> parts{{1, batch("d")}, {0, batch("e")}, {1, batch("f")}, {9, batch("g")}};
+  auto forwarded = http_call(p2, "POST", "/cluster/topics/orders/records?acks=leader",
+                             moonmq::cluster::encode_forwarded_parts(parts), {{"X-Cluster-Token", "tok"}});
+  INFO(forwarded.body);
+  REQUIRE(forwarded.status == 200);
+  std::vector<moonmq::cluster::forwarded_answer> answers;
+  REQUIRE(moonmq::cluster::decode_forwarded_answers(forwarded.body, parts, answers).empty());
+  CHECK(answers[0].status == 200);
+  CHECK(answers[0].base_offset == 3);
+  CHECK(answers[1].status == 421);
+  CHECK(answers[1].error == "not_owner");
+  CHECK(answers[1].owner == "b1");
+  CHECK(answers[2].base_offset == 4);
+  CHECK(answers[3].status == 404);
+  CHECK(answers[3].error == "unknown_partition");
+  on_b2 = json::parse(http_call(c2, "GET", "/v1/topics/orders/partitions/1/records?offset=3").body);
+  REQUIRE(on_b2["records"].size() == 2);
+  CHECK(on_b2["records"][0]["value"] == "d");
+  CHECK(on_b2["records"][1]["value"] == "f");
+  CHECK(json::parse(http_call(c2, "GET", "/v1/topics/orders/partitions/0/records?offset=0").body)
+          .value("error", "") == "not_owner");
+  CHECK(json::parse(http_call(client1, "GET", "/v1/topics/orders/partitions/0/records?offset=0").body)["records"].size()
+        == 1);
+  // A torn body is refused whole, and nothing of it is appended.
+  auto torn = http_call(p2, "POST", "/cluster/topics/orders/records", moonmq::cluster::encode_forwarded_parts(parts).substr(0, 30),
+                        {{"X-Cluster-Token", "tok"}});
+  CHECK(torn.status == 400);
+  CHECK(json::parse(torn.body).value("error", "") == "invalid_request");
+  CHECK(json::parse(http_call(c2, "GET", "/v1/topics/orders/partitions/1/records?offset=0").body)["records"].size()
+        == 5);
 
   // Fetch for orders/1 on b1: 421 naming b2 and its client URL.
   auto fetch = http_call(client1, "GET", "/v1/topics/orders/partitions/1/records?offset=0");
