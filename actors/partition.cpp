@@ -510,6 +510,9 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
     return offline(p);
   // Everything appended, and a new log's own directory (which must survive
   // a crash before a marker inside it means anything), is synced first.
+  if (sealed && durable)  // a log never written has no directory yet to hold the marker
+    if (auto made = p.log->materialize(); !made)
+      return make_error(errc::storage_error, "cannot create " + p.log->dir() + ": " + made.err().message);
   flush_one(self, p);
   if (!p.log)
     return offline(p);

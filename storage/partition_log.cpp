@@ -261,11 +261,14 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
     return st.err();
   auto config = clamp(raw);
   std::error_code ec;
-  const bool fresh = fs::create_directories(dir, ec);
+  const bool missing = !fs::exists(dir, ec);
   if (ec)
-    return fs_error("mkdir", dir, ec);
-  if (fresh)
-    return create_unsynced(dir, config);
+    return fs_error("stat", dir, ec);
+  if (missing) {
+    partition_log lg(dir, config, active_segment::planned(dir, offset{0}, config.index_interval_bytes));
+    lg.on_disk_ = false;
+    return lg;
+  }
   auto bases = list_segments(dir);
   if (!bases)
     return bases.err();
@@ -390,7 +393,7 @@ status partition_log::write_checkpoint(offset point, bool clean, bool durable) {
 status partition_log::clear_clean_flag() {
   if (unsynced_checkpoint_) {
     // A log open created: its first checkpoint (recovery point 0) goes
-    // before its first byte, without an fsync (see create_unsynced).
+    // before its first byte, without an fsync (see materialize).
     if (auto st = write_checkpoint(offset{0}, false, false); !st)
       return st;
     unsynced_checkpoint_ = false;
@@ -407,6 +410,8 @@ status partition_log::checkpoint() {
 }
 
 status partition_log::close() {
+  if (!on_disk_)
+    return {};  // never written: nothing to mark clean
   auto durable = flush();
   if (!durable)
     return durable.err();
@@ -421,6 +426,8 @@ status partition_log::close_synced() {
   if (needs_sync())
     return make_error(errc::invalid_argument, "close_synced: " + dir_ + " has appends no sync covered");
   durable_ = log_end();
+  if (!on_disk_)
+    return {};
   if (clean_on_disk_ && checkpointed_ == log_end())
     return {};
   return write_checkpoint(log_end(), true, false);
@@ -472,18 +479,26 @@ partition_log::partition_log(std::string dir, log_config config, active_segment 
     device_ = static_cast<uint64_t>(st.st_dev);
 }
 
-result<partition_log> partition_log::create_unsynced(const std::string& dir, const log_config& config) {
-  auto active = active_segment::create(dir, offset{0}, config.index_interval_bytes);
+status partition_log::materialize() {
+  if (on_disk_)
+    return {};
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec)
+    return fs_error("mkdir", dir_, ec);
+  auto active = active_segment::create(dir_, active_.base(), config_.index_interval_bytes);
   if (!active)
     return active.err();
-  partition_log lg(dir, config, std::move(*active));
-  lg.unsynced_dir_ = true;
+  active_ = std::move(*active);
+  struct stat st {};
+  if (::stat(dir_.c_str(), &st) == 0)
+    device_ = static_cast<uint64_t>(st.st_dev);
+  on_disk_ = true;
+  unsynced_dir_ = true;
   // Its checkpoint is written before the first append, without fsyncs; the
   // first flush (or file-system sync) makes it durable with the directory.
-  // A partition that never takes a record costs two inodes (directory and
-  // segment file), which is what creating thousands of them is bound by.
-  lg.unsynced_checkpoint_ = true;
-  return lg;
+  unsynced_checkpoint_ = true;
+  return {};
 }
 
 status partition_log::remove(const std::string& dir) {
@@ -558,6 +573,8 @@ result<offset> partition_log::append_validated(std::string_view batch, offset ba
   if (batch.size() > max_segment_bytes)
     return make_error(errc::batch_too_large,
                       "batch of " + std::to_string(batch.size()) + " bytes exceeds 2 GiB");
+  if (auto st = materialize(); !st)
+    return st.err();
   const bool full = active_.size() + batch.size() > config_.segment_bytes;
   const bool rel_overflow = base.value - active_.base().value > 0x7fffffffLL;
   // The clean flag promises that the file ends where close() left it: it
@@ -607,6 +624,8 @@ status partition_log::roll() {
 result<offset> partition_log::flush() {
   if (failed_)
     return failure_;
+  if (!on_disk_)
+    return log_end();  // nothing written, nothing to sync
   if (dirty_) {
     if (auto st = active_.sync(); !st) {
       // The kernel may have dropped the pages: a later fdatasync's success
@@ -789,6 +808,8 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
 status partition_log::reset(offset start) {
   if (start.value < 0)
     return make_error(errc::invalid_argument, "start offset must be >= 0");
+  if (auto st = materialize(); !st)
+    return st;
   // The recovery point never stands above what is on disk: lowered (when
   // needed) before the old segments go, raised to `start` once the new one
   // is in place.

@@ -72,14 +72,19 @@ std::string partition_dir(const std::string& data_dir, const std::string& topic,
 class partition_log {
  public:
   /// Opens the log in `dir`, creating an empty log starting at offset 0 if
-  /// the directory has no segment (and no recovery point above 0). A log
-  /// created because `dir` did not exist is not synced yet (no fsync of the
-  /// new files and directories; its checkpoint, recovery point 0, is
-  /// written without an fsync before its first append): its first flush() or
-  /// synced_by_filesystem() makes it durable, before anything appended to
-  /// it can be acknowledged, so creating many partitions costs no fsync
-  /// each (a crash before that flush loses an empty directory, which the
-  /// next open creates again). Recovery
+  /// the directory has no segment (and no recovery point above 0). When
+  /// `dir` does not exist the log is empty and nothing is created on disk
+  /// until something is written (materialize: the first append, reset or
+  /// an explicit call), so a topic's partitions cost no file-system work
+  /// until they take records, and a broker's copies of partitions other
+  /// brokers own cost none at all. A log materialized that way is not synced
+  /// yet (no fsync of the new files and directories; its checkpoint,
+  /// recovery point 0, is written without an fsync before its first
+  /// append): its first flush() or synced_by_filesystem() makes it durable,
+  /// before anything appended to it can be acknowledged, so creating many
+  /// partitions costs no fsync each (a crash before that flush loses an
+  /// empty directory, which the next open treats as an empty log again).
+  /// Recovery
   /// (docs/storage.md): sealed segments get their index checked (rebuilt by
   /// a full scan when torn) and their batch headers walked; the last segment
   /// is fully scanned. Only a torn tail may be cut (durably, event
@@ -205,6 +210,11 @@ class partition_log {
   /// Closes the active segment's fd unless appends wait for a sync (the
   /// next use opens it again). Returns whether an fd was released.
   bool release_fd();
+  /// Creates the directory and first segment file of a log opened without
+  /// them (see open); nothing when they exist. Errors: io_error.
+  status materialize();
+  /// False while the log exists only in memory (see open).
+  bool on_disk() const { return on_disk_; }
   bool holds_fd() const { return active_.holds_fd(); }
 
   /// The recovery point on disk (every offset below it was fdatasynced).
@@ -273,7 +283,6 @@ class partition_log {
   /// covers it; until then the old, lower point, or an unreadable file,
   /// stays on disk, both safe).
   offset after_sync(bool durable_checkpoint);
-  static result<partition_log> create_unsynced(const std::string& dir, const log_config& config);
 
   std::string dir_;
   log_config config_;
@@ -282,6 +291,7 @@ class partition_log {
   offset log_start_{0};
   offset durable_{0};
   bool dirty_ = false;
+  bool on_disk_ = true;        ///< false: opened without a directory, nothing created yet (see open)
   bool unsynced_dir_ = false;  ///< created by open without fsyncs (see open)
   bool unsynced_checkpoint_ = false;  ///< ... and its first checkpoint not written yet
   bool written_since_fdatasync_ = false;

@@ -277,6 +277,16 @@ result<active_segment> active_segment::create(const std::string& dir, offset bas
   return s;
 }
 
+active_segment active_segment::planned(const std::string& dir, offset base, size_t index_interval_bytes) {
+  active_segment s;
+  s.dir_ = dir;
+  s.path_ = dir + "/" + segment_log_name(base);
+  s.base_ = base;
+  s.next_ = base;
+  s.index_interval_ = index_interval_bytes;
+  return s;
+}
+
 result<active_segment> active_segment::recover(const std::string& dir, offset base,
                                                size_t index_interval_bytes,
                                                const std::function<bool(const segment_scan&)>& may_cut,

@@ -93,6 +93,11 @@ class active_segment {
   static result<active_segment> create(const std::string& dir, offset base,
                                        size_t index_interval_bytes);
 
+  /// An empty segment at `base` whose file does not exist yet: nothing is
+  /// touched on disk. Only its numbers may be read; the owner replaces it
+  /// with create() before anything is written (partition_log::materialize).
+  static active_segment planned(const std::string& dir, offset base, size_t index_interval_bytes);
+
   /// Opens the existing `<base>.log` and scans it. When the scan stops
   /// before the end of the file, `may_cut(scan)` decides: true truncates the
   /// file (durably) at the first invalid batch, false fails with

@@ -47,29 +47,40 @@ std::vector<partition_log*> pointers(std::vector<partition_log>& logs) {
 
 }  // namespace
 
-TEST_CASE("a log opened on a new directory costs no fsync until its first flush makes it durable",
+TEST_CASE("a log opened on a new directory touches no disk until written, and its first flush makes it durable",
           "[storage][group_commit]") {
   temp_dir dir;
   auto where = partition_dir(dir.path(), "fresh", 0);
+  {
+    auto lg = partition_log::open(where);
+    REQUIRE(lg.ok());
+    CHECK_FALSE(lg->on_disk());
+    CHECK_FALSE(lg->needs_sync());
+    CHECK(lg->log_end().value == 0);
+    CHECK(lg->read(offset{0}, 1024).value().batches.empty());
+    CHECK(lg->flush().value().value == 0);
+    REQUIRE(lg->close().ok());
+    CHECK_FALSE(std::filesystem::exists(where));  // never written: no directory, no file, no checkpoint
+  }
   auto lg = partition_log::open(where);
   REQUIRE(lg.ok());
+  CHECK_FALSE(lg->on_disk());
+  append_one(*lg, 1);
+  CHECK(lg->on_disk());
+  CHECK(std::filesystem::exists(where + "/" + segment_log_name(offset{0})));
   CHECK(lg->needs_sync());  // the new directory and segment file are not synced yet
-  CHECK_FALSE(std::filesystem::exists(where + "/" + recovery_point_file_name));
-  CHECK(lg->release_fd());  // an unsynced directory needs no open file
   auto durable = lg->flush();
   REQUIRE(durable.ok());
-  CHECK(durable->value == 0);
+  CHECK(durable->value == 3);
   CHECK_FALSE(lg->needs_sync());
-  append_one(*lg, 1);
-  CHECK(lg->needs_sync());
-  REQUIRE(lg->flush().ok());
   auto cp = read_recovery_checkpoint(where);
   REQUIRE(cp.ok());
   REQUIRE(cp->state == loaded_checkpoint::kind::valid);
-  CHECK(cp->value.point.value == 0);  // the first flush wrote it at 0, before the interval passed
+  CHECK(cp->value.point.value == 3);  // the first flush syncs the new directory with its checkpoint
   REQUIRE(lg->close().ok());
   auto again = partition_log::open(where);
   REQUIRE(again.ok());
+  CHECK(again->on_disk());
   CHECK(again->log_end().value == 3);
   CHECK_FALSE(again->needs_sync());  // an existing directory opens durable
 }
