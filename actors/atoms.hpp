@@ -13,6 +13,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;      ///< orderly shutd
 using append_atom = caf::atom_constant<caf::atom("append")>;  ///< append a batch to a partition
 using read_atom = caf::atom_constant<caf::atom("read")>;      ///< read batches from a partition
 using bounds_atom = caf::atom_constant<caf::atom("bounds")>;  ///< log-start, log-end, size
+using loads_atom = caf::atom_constant<caf::atom("loads")>;    ///< bounds and counters of many partitions (read_loads)
 using time_lookup_atom = caf::atom_constant<caf::atom("timelookup")>;  ///< offset for a timestamp
 using flush_atom = caf::atom_constant<caf::atom("flush")>;    ///< group commit: fsync pending appends
 using retain_atom = caf::atom_constant<caf::atom("retain")>;  ///< run retention now

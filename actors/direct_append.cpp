@@ -1,5 +1,6 @@
 #include "actors/direct_append.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -23,11 +24,11 @@ namespace {
 /// exception from it must not leave the worker's round half done, so it is
 /// logged and dropped.
 template <class F, class... Ts>
-void call_quietly(const F& fn, const Ts&... xs) noexcept {
+void call_quietly(const F& fn, Ts&&... xs) noexcept {
   if (!fn)
     return;
   try {
-    fn(xs...);
+    fn(std::forward<Ts>(xs)...);
   } catch (const std::exception& e) {
     log::get("broker")->error("append.callback_failed error=\"{}\"", e.what());
   } catch (...) {
@@ -64,13 +65,16 @@ class route_table {
     std::lock_guard<std::mutex> g{mtx_};
     routes_.erase(a);
   }
-  /// The route of each append's partition (nullopt: none), under one lock.
-  std::vector<std::optional<partition_route>> find(const std::vector<direct_append>& appends) const {
+  /// The route of each partition (nullopt: none), under one lock; `dest`
+  /// picks the partition actor out of an element.
+  template <class T, class F>
+  std::vector<std::optional<partition_route>> find(const std::vector<T>& items, F dest) const {
     std::vector<std::optional<partition_route>> out;
-    out.reserve(appends.size());
+    out.reserve(items.size());
     std::lock_guard<std::mutex> g{mtx_};
-    for (const auto& a : appends) {
-      auto it = a.dest ? routes_.find(a.dest.address()) : routes_.end();
+    for (const auto& item : items) {
+      const partition_actor& a = dest(item);
+      auto it = a ? routes_.find(a.address()) : routes_.end();
       out.push_back(it == routes_.end() ? std::nullopt : std::optional<partition_route>{it->second});
     }
     return out;
@@ -97,7 +101,7 @@ void remove_route(const caf::actor_addr& partition) { routes().remove(partition)
 }  // namespace detail
 
 void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, std::chrono::milliseconds timeout) {
-  auto found = detail::routes().find(appends);
+  auto found = detail::routes().find(appends, [](const direct_append& a) -> const partition_actor& { return a.dest; });
   // A handful of workers: a linear search keeps the first-seen order.
   std::vector<std::pair<caf::actor, std::shared_ptr<detail::direct_group>>> groups;
   for (size_t i = 0; i < appends.size(); ++i) {
@@ -125,6 +129,56 @@ void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, s
   }
   for (auto& [worker, group] : groups)
     caf::anon_send(worker, append_atom::value, std::move(group));
+}
+
+void read_loads(caf::actor_system& sys, const std::vector<partition_actor>& partitions,
+                std::chrono::milliseconds timeout, std::function<void(std::vector<partition_load>&)> done) {
+  auto loads = std::make_shared<std::vector<partition_load>>(partitions.size());
+  auto found = detail::routes().find(partitions, [](const partition_actor& a) -> const partition_actor& { return a; });
+  std::vector<std::pair<caf::actor, std::shared_ptr<detail::loads_group>>> groups;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    if (!found[i]) {
+      (*loads)[i].error = "the partition stopped";
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == found[i]->worker; });
+    if (g == groups.end()) {
+      groups.emplace_back(found[i]->worker, std::make_shared<detail::loads_group>());
+      g = std::prev(groups.end());
+    }
+    g->second->items.emplace_back(i, found[i]->id);
+  }
+  if (groups.empty()) {
+    detail::call_quietly(done, *loads);
+    return;
+  }
+  // One short-lived actor asks each worker once and answers on its own
+  // thread; a worker that does not answer within `timeout` leaves an error
+  // on its partitions (the group it may still fill is never read again).
+  sys.spawn([loads, groups = std::move(groups), timeout, done = std::move(done)](caf::event_based_actor* self) {
+    auto left = std::make_shared<size_t>(groups.size());
+    auto finish = [self, loads, left, done] {
+      if (--*left != 0)
+        return;
+      detail::call_quietly(done, *loads);
+      self->quit();
+    };
+    for (const auto& [worker, group] : groups) {
+      self->request(worker, timeout, loads_atom::value, group)
+        .then(
+          [loads, finish](std::shared_ptr<detail::loads_group>& answered) {
+            for (size_t k = 0; k < answered->items.size() && k < answered->loads.size(); ++k)
+              (*loads)[answered->items[k].first] = std::move(answered->loads[k]);
+            finish();
+          },
+          [loads, finish, items = group->items](caf::error& e) {
+            auto why = "the I/O worker did not answer: " + caf::to_string(e);
+            for (const auto& item : items)
+              (*loads)[item.first].error = why;
+            finish();
+          });
+    }
+  });
 }
 
 }  // namespace moonmq

@@ -55,4 +55,28 @@ struct direct_append {
 /// answers it with an error at once.
 void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, std::chrono::milliseconds timeout);
 
+/// A partition's numbers for `GET /cluster/loads` (docs/cluster-api.md):
+/// bounds (offsets; size in bytes of its segment and index files) and the
+/// traffic counters since its log opened (bytes and records, whole batches
+/// for reads).
+struct partition_load {
+  std::string error;  ///< non-empty: offline or stopped (bounds and counters are absent)
+  int64_t log_start = 0;
+  int64_t log_end = 0;
+  int64_t size_bytes = 0;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+  uint64_t records_in = 0;
+  uint64_t records_out = 0;
+};
+
+/// Reads the numbers of every partition in `partitions` from the I/O
+/// workers holding them, one request per worker (the routes of
+/// append_direct), and calls `done` once with one entry per partition, in
+/// order, on a CAF thread (or at once on this one when no partition has a
+/// worker). A partition that exited gets an error entry; so do the
+/// partitions of a worker that does not answer within `timeout`.
+void read_loads(caf::actor_system& sys, const std::vector<partition_actor>& partitions,
+                std::chrono::milliseconds timeout, std::function<void(std::vector<partition_load>&)> done);
+
 }  // namespace moonmq

@@ -14,6 +14,8 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/error.hpp>
 
+#include "actors/direct_append.hpp"
+
 namespace moonmq::detail {
 
 /// The callbacks of one direct append. Exactly one is called: by deliver,
@@ -49,6 +51,14 @@ struct direct_group {
   std::vector<direct_item> items;
 };
 
+/// The partitions of one read_loads call held by one worker: (index in the
+/// call's answer, the worker's id of the partition), and their numbers,
+/// filled by the worker (`loads[i]` for `items[i]`) and sent back.
+struct loads_group {
+  std::vector<std::pair<size_t, uint64_t>> items;
+  std::vector<partition_load> loads;
+};
+
 /// Where a partition actor's requests go: its worker and its id there.
 struct partition_route {
   caf::actor worker;
@@ -65,3 +75,4 @@ void remove_route(const caf::actor_addr& partition);
 
 // Local messages only (handed over within one process).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<moonmq::detail::direct_group>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<moonmq::detail::loads_group>)

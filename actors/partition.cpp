@@ -855,6 +855,30 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
                                 static_cast<int64_t>(p.log->size_bytes()));
       });
     },
+    [self](loads_atom, std::shared_ptr<detail::loads_group>& group) {
+      group->loads.resize(group->items.size());
+      for (size_t k = 0; k < group->items.size(); ++k) {
+        auto& out = group->loads[k];
+        auto it = self->state.parts.find(group->items[k].second);
+        if (it == self->state.parts.end()) {
+          out.error = "the partition stopped";
+          continue;
+        }
+        const auto& p = *it->second;
+        if (!p.log) {
+          out.error = message_of(offline(p));
+          continue;
+        }
+        out.log_start = p.log->log_start().value;
+        out.log_end = p.log->log_end().value;
+        out.size_bytes = static_cast<int64_t>(p.log->size_bytes());
+        out.bytes_in = p.c.bytes_in;
+        out.bytes_out = p.c.bytes_out;
+        out.records_in = p.c.records_in;
+        out.records_out = p.c.records_out;
+      }
+      return group;
+    },
     [self](time_lookup_atom, uint64_t id, int64_t timestamp) -> caf::result<int64_t, int64_t> {
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t> {
         if (!p.log)

@@ -4,10 +4,11 @@
 // names none), its log bounds and its traffic counters since start. Also
 // what GET /admin/cluster merges with the peers' answers.
 //
-// One short-lived actor asks every partition actor at once (bounds_atom and
-// status_atom), each request with the same deadline: a partition that does
-// not answer in time is reported with "error" instead of failing the answer,
-// so the whole takes at most `timeout`.
+// One request per I/O worker reads every partition it holds
+// (actors/direct_append.hpp read_loads), each with the same deadline: the
+// partitions of a worker that does not answer in time are reported with
+// "error" instead of failing the answer, so the whole takes at most
+// `timeout`.
 
 #include <chrono>
 #include <functional>

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 
@@ -393,6 +394,43 @@ TEST_CASE("direct appends to a sealed, a deleted or an exited partition fail and
   CHECK(a.errors["deleted"]);
   CHECK(a.errors["exited"]);
   CHECK(f.values(sealed).empty());
+}
+
+TEST_CASE("read_loads answers every partition in order from its worker, and an error for a gone one",
+          "[partition][direct_append]") {
+  fixture f;
+  std::vector<partition_actor> parts;
+  for (int i = 0; i < 6; ++i) {
+    parts.push_back(f.spawn("loads", -1, i));
+    if (i > 0)
+      CHECK(f.ask_int(parts.back(), append_atom::value, batch_of(i, "l"), true) == 0);
+  }
+  auto deleted = f.spawn("loads", -1, 6);
+  f.self->request(deleted, 10s, delete_atom::value).receive([](bool) {}, [](caf::error& e) {
+    FAIL(caf::to_string(e));
+  });
+  auto exited = f.spawn("loads", -1, 7);
+  f.self->send_exit(exited, caf::exit_reason::user_shutdown);
+  f.self->wait_for(exited);
+  auto asked = parts;
+  asked.push_back(deleted);
+  asked.push_back(exited);
+  std::promise<std::vector<partition_load>> got;
+  read_loads(f.sys, asked, 10s, [&got](std::vector<partition_load>& loads) { got.set_value(std::move(loads)); });
+  auto answer = got.get_future();
+  REQUIRE(answer.wait_for(10s) == std::future_status::ready);
+  auto loads = answer.get();
+  REQUIRE(loads.size() == 8);
+  for (size_t i = 0; i < 6; ++i) {
+    INFO("partition " << i);
+    CHECK(loads[i].error.empty());
+    CHECK(loads[i].log_start == 0);
+    CHECK(loads[i].log_end == static_cast<int64_t>(i));
+    CHECK(loads[i].records_in == i);
+    CHECK((loads[i].size_bytes > 0) == (i > 0));  // partition 0 never took a record
+  }
+  CHECK(loads[6].error == "the partition stopped");
+  CHECK(loads[7].error == "the partition stopped");
 }
 
 TEST_CASE("a direct append to an actor that is no pool partition goes as one request", "[partition][direct_append]") {

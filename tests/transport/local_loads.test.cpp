@@ -17,7 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-/// Takes bounds and status requests and never answers them (a stuck partition).
+/// Takes bounds and status requests and never answers them: a partition actor
+/// that is not on an I/O worker (read_loads finds no route for it).
 caf::behavior stuck_partition(caf::event_based_actor* self, std::shared_ptr<std::vector<caf::response_promise>> held) {
   return {
     [self, held](bounds_atom) {
