@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "util/logging.hpp"
@@ -23,11 +24,13 @@ bool kernel_reports_syncfs_errors() {
   return major > 5 || (major == 5 && minor >= 8);
 }
 
-/// Indexes of `logs` grouped by file system.
+/// Indexes of `logs` grouped by file system; a log not on disk yet (never
+/// written: nothing to sync, no directory to open) is in no group.
 std::map<uint64_t, std::vector<size_t>> by_device(const std::vector<partition_log*>& logs) {
   std::map<uint64_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < logs.size(); ++i)
-    groups[logs[i]->device()].push_back(i);
+    if (logs[i]->on_disk())
+      groups[logs[i]->device()].push_back(i);
   return groups;
 }
 
@@ -64,6 +67,9 @@ status syncfs_handles::sync(uint64_t device, const std::string& dir) {
 std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, syncfs_handles& handles,
                                        sync_round_stats& stats) {
   std::vector<result<offset>> out(logs.size(), result<offset>(offset{0}));
+  for (size_t i = 0; i < logs.size(); ++i)
+    if (!logs[i]->on_disk())
+      out[i] = logs[i]->flush();  // nothing written: no sync, its log end
   for (const auto& [device, members] : by_device(logs)) {
     bool synced = false;
     if (members.size() > 1 && handles.usable()) {
@@ -93,9 +99,14 @@ std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, 
 std::vector<status> close_together(const std::vector<partition_log*>& logs, syncfs_handles& handles,
                                    sync_round_stats& stats) {
   std::vector<status> out(logs.size());
+  if (std::none_of(logs.begin(), logs.end(), [](const partition_log* lg) { return lg->on_disk(); })) {
+    for (size_t i = 0; i < logs.size(); ++i)
+      out[i] = logs[i]->close();  // never written: nothing to close
+    return out;
+  }
   if (logs.size() == 1 || !handles.usable()) {
     for (size_t i = 0; i < logs.size(); ++i) {
-      ++stats.fdatasyncs;
+      stats.fdatasyncs += logs[i]->on_disk() ? 1 : 0;
       out[i] = logs[i]->close();
     }
     return out;

@@ -486,6 +486,13 @@ status partition_log::materialize() {
   fs::create_directories(dir_, ec);
   if (ec)
     return fs_error("mkdir", dir_, ec);
+  // Segments that appeared since open (another writer of this directory)
+  // are never truncated by the create below.
+  auto found = list_segments(dir_);
+  if (!found)
+    return found.err();
+  if (!found->empty())
+    return make_error(errc::io_error, dir_ + " holds segments written since the log was opened without them");
   auto active = active_segment::create(dir_, active_.base(), config_.index_interval_bytes);
   if (!active)
     return active.err();
@@ -503,10 +510,10 @@ status partition_log::materialize() {
 
 status partition_log::remove(const std::string& dir) {
   std::error_code ec;
-  fs::remove_all(dir, ec);
+  auto removed = fs::remove_all(dir, ec);
   if (ec)
     return fs_error("remove_all", dir, ec);
-  if (fs::exists(parent_dir(dir), ec))
+  if (removed > 0 && fs::exists(parent_dir(dir), ec))  // a log never written left nothing to remove
     return sync_dir(parent_dir(dir));
   return {};
 }
@@ -808,6 +815,8 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
 status partition_log::reset(offset start) {
   if (start.value < 0)
     return make_error(errc::invalid_argument, "start offset must be >= 0");
+  if (!on_disk_)  // never written: its first segment starts at `start` (nothing to retire)
+    active_ = active_segment::planned(dir_, start, config_.index_interval_bytes);
   if (auto st = materialize(); !st)
     return st;
   // The recovery point never stands above what is on disk: lowered (when

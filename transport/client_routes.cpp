@@ -161,12 +161,35 @@ void route_later(const client_context& ctx, std::shared_ptr<produce_gather> gath
     delay, std::function<void()>{[ctx, gather, part] { route_part(ctx, gather, part); }});
 }
 
+/// Settles one forwarded part by its owner's answer: appended, re-routed
+/// after a refusal that proves nothing was appended (421, partition_moved),
+/// or failed with the owner's answer.
+void settle_part(const client_context& ctx, const std::shared_ptr<produce_gather>& gather,
+                 const std::shared_ptr<produce_part>& part, const std::string& owner,
+                 const cluster::forwarded_answer& a) {
+  if (a.status == 200) {
+    gather->part_done(part->index, a.base_offset);
+    return;
+  }
+  json why{{"error", a.error}, {"message", a.message}};
+  if (!a.owner.empty())
+    why["owner"] = a.owner;
+  auto answer = http_response::json(a.status, why.dump());
+  if (a.status == 421)
+    part->owner_hint = a.owner == owner ? std::string{} : a.owner;
+  if (a.status == 421 || a.error == "partition_moved")
+    route_later(ctx, gather, part, std::move(answer));
+  else
+    gather->part_failed(std::move(answer));
+}
+
 /// Forwards `parts` (encoded batches of one topic and acks) to `owner`, the
-/// broker that owns them, in one request (cluster/forwarded_produce.hpp).
-/// Each part is answered on its own: appended, re-routed after a refusal
-/// that proves nothing was appended, or failed with the owner's answer.
+/// broker that owns them: in one request (`batched`,
+/// cluster/forwarded_produce.hpp), or, to a broker of an earlier version
+/// that lacks that route (404 not_found), one request per part through
+/// `/cluster/partitions/{t}/{p}/records`. Each part is settled on its own.
 void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> gather,
-                   std::vector<std::shared_ptr<produce_part>> parts, const std::string& owner) {
+                   std::vector<std::shared_ptr<produce_part>> parts, const std::string& owner, bool batched = true) {
   auto fail_all = [gather](const std::vector<std::shared_ptr<produce_part>>& all, const http_response& why) {
     for (size_t i = 0; i < all.size(); ++i)
       gather->part_failed(why);
@@ -181,20 +204,49 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
   frames.reserve(parts.size());
   for (const auto& part : parts)
     frames.push_back({part->partition, part->batch});  // a copy: the part keeps its batch for a re-send
+  const auto acks = std::string{"?acks="} + (parts.front()->durable ? "leader" : "none");
   http_client_request req;
   req.method = "POST";
-  req.target = "/cluster/topics/" + parts.front()->topic + "/records?acks="
-               + (parts.front()->durable ? "leader" : "none");
-  req.body = cluster::encode_forwarded_parts(frames);
+  if (batched) {
+    req.target = "/cluster/topics/" + parts.front()->topic + "/records" + acks;
+    req.body = cluster::encode_forwarded_parts(frames);
+  } else {
+    req.target = "/cluster/partitions/" + parts.front()->topic + "/" + std::to_string(parts.front()->partition)
+                 + "/records" + acks;
+    req.body = std::move(frames.front().batch);
+  }
   req.headers = {{"Content-Type", "application/octet-stream"}};
   if (!peer->token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
   peer->client->request(std::move(req), [ctx, gather, parts = std::move(parts), frames = std::move(frames), owner,
-                                         fail_all](http_client_result res) {
+                                         fail_all, batched](http_client_result res) {
     if (!res.ok()) {
       fail_all(parts, http_response::error(503, "owner_unreachable",
                                            "forwarding to " + owner + " failed: " + res.error_message));
+      return;
+    }
+    // A batched 200 is parsed once, by decode_forwarded_answers.
+    auto body = !batched || res.status != 200 ? json::parse(res.body, nullptr, false) : json{};
+    auto text = [&](const char* key) {
+      return body.is_object() && body.contains(key) && body[key].is_string() ? body[key].get<std::string>()
+                                                                             : std::string{};
+    };
+    if (!batched) {
+      cluster::forwarded_answer a{parts.front()->partition, res.status, -1, text("error"), text("message"),
+                                  text("owner")};
+      if (res.status == 200) {
+        if (body.is_object() && body.contains("base_offset") && body["base_offset"].is_number_integer())
+          a.base_offset = body["base_offset"].get<int64_t>();
+        else
+          a = {a.partition, 502, -1, "bad_owner_answer", "the answer of " + owner + " has no base_offset", {}};
+      }
+      settle_part(ctx, gather, parts.front(), owner, a);
+      return;
+    }
+    if (res.status == 404 && text("error") == "not_found") {
+      for (const auto& part : parts)  // an owner of an earlier version
+        forward_parts(ctx, gather, {part}, owner, false);
       return;
     }
     if (res.status != 200) {
@@ -206,24 +258,8 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
       fail_all(parts, http_response::error(502, "bad_owner_answer", "the answer of " + owner + ": " + why));
       return;
     }
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const auto& a = answers[i];
-      const auto& part = parts[i];
-      if (a.status == 200) {
-        gather->part_done(part->index, a.base_offset);
-        continue;
-      }
-      json why{{"error", a.error}, {"message", a.message}};
-      if (!a.owner.empty())
-        why["owner"] = a.owner;
-      auto answer = http_response::json(a.status, why.dump());
-      if (a.status == 421)
-        part->owner_hint = a.owner == owner ? std::string{} : a.owner;
-      if (a.status == 421 || a.error == "partition_moved")
-        route_later(ctx, gather, part, std::move(answer));
-      else
-        gather->part_failed(std::move(answer));
-    }
+    for (size_t i = 0; i < parts.size(); ++i)
+      settle_part(ctx, gather, parts[i], owner, answers[i]);
   });
 }
 

@@ -85,6 +85,32 @@ TEST_CASE("a log opened on a new directory touches no disk until written, and it
   CHECK_FALSE(again->needs_sync());  // an existing directory opens durable
 }
 
+TEST_CASE("a never-written log reset to an offset starts there; segments that appeared since open are never cut",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  auto where = partition_dir(dir.path(), "r", 0);
+  auto lg = partition_log::open(where).value();
+  REQUIRE(lg.reset(offset{500}).ok());
+  CHECK(lg.on_disk());
+  CHECK(lg.log_start().value == 500);
+  CHECK(lg.log_end().value == 500);
+  CHECK(std::filesystem::exists(where + "/" + segment_log_name(offset{500})));
+  CHECK_FALSE(std::filesystem::exists(where + "/" + segment_log_name(offset{0})));
+  CHECK(append_one(lg, 1).value == 500);
+  REQUIRE(lg.flush().ok());
+
+  auto shared = partition_dir(dir.path(), "r", 1);
+  auto late = partition_log::open(shared).value();  // opened while the directory did not exist
+  {
+    auto first = partition_log::open(shared).value();
+    append_one(first, 2);
+    REQUIRE(first.close().ok());
+  }
+  auto batch = encode_batch(make_records(1, 3, 10)).value();
+  CHECK_FALSE(late.append(batch).ok());  // refused, not a truncation of the other's records
+  CHECK(partition_log::open(shared).value().log_end().value == 3);
+}
+
 TEST_CASE("one round makes the appends of many logs durable with a single syncfs; one log gets an fdatasync",
           "[storage][group_commit]") {
   temp_dir dir;
@@ -147,6 +173,35 @@ TEST_CASE("logs closed together leave clean checkpoints at their log end that th
     REQUIRE(lg.ok());
     CHECK(lg->log_end().value == ends[static_cast<size_t>(i)]);
   }
+}
+
+TEST_CASE("never-written logs take part in rounds and closes without a sync or a directory",
+          "[storage][group_commit]") {
+  temp_dir dir;
+  auto logs = open_logs(dir, 4);  // 0 and 1 written, 2 and 3 never
+  append_one(logs[0], 1);
+  append_one(logs[1], 2);
+  syncfs_handles handles{dir.path()};
+  sync_round_stats stats;
+  auto synced = sync_round(pointers(logs), handles, stats);
+  for (auto& r : synced)
+    CHECK(r.ok());
+  CHECK(synced[0]->value == 3);
+  CHECK(synced[2]->value == 0);
+  auto closed = close_together(pointers(logs), handles, stats);
+  for (auto& st : closed)
+    CHECK(st.ok());
+  CHECK_FALSE(stats.syncfs_failed);  // no sync of a directory that does not exist
+  CHECK(stats.fdatasyncs == 0);
+  CHECK_FALSE(std::filesystem::exists(partition_dir(dir.path(), "g", 2)));
+  CHECK(read_recovery_checkpoint(partition_dir(dir.path(), "g", 1)).value().value.clean);
+  // Only never-written logs: nothing to do at all.
+  std::vector<partition_log*> unwritten{&logs[2], &logs[3]};
+  sync_round_stats none;
+  for (auto& st : close_together(unwritten, handles, none))
+    CHECK(st.ok());
+  CHECK(none.syncfs_calls == 0);
+  CHECK(none.fdatasyncs == 0);
 }
 
 TEST_CASE("close_synced refuses a log whose appends no sync covered", "[storage][group_commit]") {
