@@ -58,10 +58,13 @@ int partition_errors(const Response& r) {
   return n;
 }
 
-/// The Kafka error for an actor error.
+}  // namespace
+
 int16_t kafka_code_of(const caf::error& e) {
   if (e.category() == caf::atom("system") && static_cast<caf::sec>(e.code()) == caf::sec::request_timeout)
     return ec::request_timed_out;
+  if (e.category() == caf::atom("system") && static_cast<caf::sec>(e.code()) == caf::sec::request_receiver_down)
+    return ec::not_leader_or_follower;
   if (e.category() != caf::atom("moonmq"))
     return ec::unknown_server_error;
   switch (static_cast<errc>(e.code())) {
@@ -91,6 +94,8 @@ int16_t kafka_code_of(const caf::error& e) {
       return ec::unknown_server_error;
   }
 }
+
+namespace {
 
 /// Creates a topic with default config: committed to the metadata log (and
 /// so created on every broker) with Raft, else on this broker alone.

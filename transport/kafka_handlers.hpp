@@ -138,4 +138,17 @@ private:
   std::atomic<int64_t> next_;
 };
 
+/// The Kafka error code (kafka/errors.hpp) a partition's answer carries for
+/// an actor error: request timeout → REQUEST_TIMED_OUT; a partition actor or
+/// I/O worker that stopped before answering (sec::request_receiver_down:
+/// the partition was deleted, moved away or the broker is stopping; nothing
+/// was acknowledged) and partition_moved → NOT_LEADER_OR_FOLLOWER, which
+/// clients retry after refreshing metadata (Kafka's answer once a partition
+/// left the broker); unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION;
+/// offline or storage errors → KAFKA_STORAGE_ERROR; not_ready →
+/// LEADER_NOT_AVAILABLE; out_of_order_sequence / invalid_producer_epoch →
+/// theirs; offset_out_of_range → OFFSET_OUT_OF_RANGE; invalid_request →
+/// INVALID_RECORD; anything else UNKNOWN_SERVER_ERROR.
+int16_t kafka_code_of(const caf::error& e);
+
 }  // namespace moonmq::transport
