@@ -100,9 +100,23 @@ void remove_route(const caf::actor_addr& partition) { routes().remove(partition)
 
 }  // namespace detail
 
+namespace {
+
+/// The group of `worker` in `groups`, made when new. A handful of workers:
+/// a linear search, which keeps the first-seen order.
+template <class Group>
+Group& group_of(std::vector<std::pair<caf::actor, std::shared_ptr<Group>>>& groups, const caf::actor& worker) {
+  auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == worker; });
+  if (g != groups.end())
+    return *g->second;
+  groups.emplace_back(worker, std::make_shared<Group>());
+  return *groups.back().second;
+}
+
+}  // namespace
+
 void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, std::chrono::milliseconds timeout) {
   auto found = detail::routes().find(appends, [](const direct_append& a) -> const partition_actor& { return a.dest; });
-  // A handful of workers: a linear search keeps the first-seen order.
   std::vector<std::pair<caf::actor, std::shared_ptr<detail::direct_group>>> groups;
   for (size_t i = 0; i < appends.size(); ++i) {
     auto& a = appends[i];
@@ -118,12 +132,7 @@ void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, s
         [reply](const caf::error& e) { reply->deliver(e); }, append_atom::value, std::move(a.batch), a.durable);
       continue;
     }
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == found[i]->worker; });
-    if (g == groups.end()) {
-      groups.emplace_back(found[i]->worker, std::make_shared<detail::direct_group>());
-      g = std::prev(groups.end());
-    }
-    g->second->items.push_back(detail::direct_item{
+    group_of(groups, found[i]->worker).items.push_back(detail::direct_item{
       found[i]->id, std::move(a.batch), a.durable,
       std::make_unique<detail::direct_reply>(std::move(a.ok), std::move(a.fail))});
   }
@@ -141,12 +150,7 @@ void read_loads(caf::actor_system& sys, const std::vector<partition_actor>& part
       (*loads)[i].error = "the partition stopped";
       continue;
     }
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == found[i]->worker; });
-    if (g == groups.end()) {
-      groups.emplace_back(found[i]->worker, std::make_shared<detail::loads_group>());
-      g = std::prev(groups.end());
-    }
-    g->second->items.emplace_back(i, found[i]->id);
+    group_of(groups, found[i]->worker).items.emplace_back(i, found[i]->id);
   }
   if (groups.empty()) {
     detail::call_quietly(done, *loads);

@@ -21,17 +21,20 @@ constexpr size_t frame_header = 8;
 
 }  // namespace
 
+void append_forwarded_part(std::string& body, int32_t partition, std::string_view batch) {
+  put_i32(body, static_cast<uint32_t>(partition));
+  put_i32(body, static_cast<uint32_t>(batch.size()));
+  body += batch;
+}
+
 std::string encode_forwarded_parts(const std::vector<forwarded_part>& parts) {
   size_t size = 0;
   for (const auto& p : parts)
     size += frame_header + p.batch.size();
   std::string out;
   out.reserve(size);
-  for (const auto& p : parts) {
-    put_i32(out, static_cast<uint32_t>(p.partition));
-    put_i32(out, static_cast<uint32_t>(p.batch.size()));
-    out += p.batch;
-  }
+  for (const auto& p : parts)
+    append_forwarded_part(out, p.partition, p.batch);
   return out;
 }
 
@@ -77,29 +80,29 @@ std::string encode_forwarded_answers(const std::vector<forwarded_answer>& answer
   return nlohmann::json{{"parts", std::move(parts)}}.dump();
 }
 
-std::string decode_forwarded_answers(std::string_view body, const std::vector<forwarded_part>& parts,
+std::string decode_forwarded_answers(std::string_view body, const std::vector<int32_t>& partitions,
                                      std::vector<forwarded_answer>& out) {
   out.clear();
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("parts") || !j["parts"].is_array())
     return "the answer is not {\"parts\":[...]}";
   const auto& list = j["parts"];
-  if (list.size() != parts.size())
-    return "the answer has " + std::to_string(list.size()) + " parts for " + std::to_string(parts.size()) + " sent";
+  if (list.size() != partitions.size())
+    return "the answer has " + std::to_string(list.size()) + " parts for " + std::to_string(partitions.size()) + " sent";
   auto text = [](const nlohmann::json& e, const char* key) {
     return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string{};
   };
-  for (size_t i = 0; i < parts.size(); ++i) {
+  for (size_t i = 0; i < partitions.size(); ++i) {
     const auto& e = list[i];
     auto fail = [&](const std::string& why) {
       out.clear();
       return "answer part " + std::to_string(i) + ": " + why;
     };
     if (!e.is_object() || !e.contains("partition") || !e["partition"].is_number_integer()
-        || e["partition"].get<int64_t>() != parts[i].partition)
-      return fail("not an entry for partition " + std::to_string(parts[i].partition));
+        || e["partition"].get<int64_t>() != partitions[i])
+      return fail("not an entry for partition " + std::to_string(partitions[i]));
     forwarded_answer a;
-    a.partition = parts[i].partition;
+    a.partition = partitions[i];
     if (e.contains("status")) {
       if (!e["status"].is_number_integer() || e["status"].get<int64_t>() < 100 || e["status"].get<int64_t>() > 599)
         return fail("status is not an HTTP status");

@@ -26,6 +26,10 @@ struct forwarded_part {
 /// (appended in body order).
 std::string encode_forwarded_parts(const std::vector<forwarded_part>& parts);
 
+/// Appends one part to a body of that format (what encode_forwarded_parts
+/// does for each part), for a sender that keeps its batches elsewhere.
+void append_forwarded_part(std::string& body, int32_t partition, std::string_view batch);
+
 /// Decodes a body written by encode_forwarded_parts into `out` (cleared
 /// first). "" on success; else why the body is malformed (no part, a frame
 /// cut short, a negative partition or length), and `out` is empty.
@@ -49,11 +53,12 @@ struct forwarded_answer {
 /// part of the request, in its order.
 std::string encode_forwarded_answers(const std::vector<forwarded_answer>& answers);
 
-/// Decodes an answer for `parts` (the request's parts, in order) into `out`.
+/// Decodes an answer for a request of parts for `partitions` (in order)
+/// into `out`.
 /// "" on success; else why the answer does not fit the request (not JSON,
 /// another number of entries, an entry for another partition, a 200 entry
 /// without a base offset), and `out` is empty.
-std::string decode_forwarded_answers(std::string_view body, const std::vector<forwarded_part>& parts,
+std::string decode_forwarded_answers(std::string_view body, const std::vector<int32_t>& partitions,
                                      std::vector<forwarded_answer>& out);
 
 }  // namespace moonmq::cluster

@@ -200,26 +200,32 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
                                                                      + " is not a configured peer"));
     return;
   }
-  std::vector<cluster::forwarded_part> frames;
-  frames.reserve(parts.size());
-  for (const auto& part : parts)
-    frames.push_back({part->partition, part->batch});  // a copy: the part keeps its batch for a re-send
+  // The body is a copy: each part keeps its batch for a re-send.
+  std::vector<int32_t> partitions;
+  partitions.reserve(parts.size());
   const auto acks = std::string{"?acks="} + (parts.front()->durable ? "leader" : "none");
   http_client_request req;
   req.method = "POST";
   if (batched) {
     req.target = "/cluster/topics/" + parts.front()->topic + "/records" + acks;
-    req.body = cluster::encode_forwarded_parts(frames);
+    size_t bytes = 0;
+    for (const auto& part : parts)
+      bytes += 8 + part->batch.size();  // each part's 8-byte header and batch
+    req.body.reserve(bytes);
+    for (const auto& part : parts) {
+      partitions.push_back(part->partition);
+      cluster::append_forwarded_part(req.body, part->partition, part->batch);
+    }
   } else {
     req.target = "/cluster/partitions/" + parts.front()->topic + "/" + std::to_string(parts.front()->partition)
                  + "/records" + acks;
-    req.body = std::move(frames.front().batch);
+    req.body = parts.front()->batch;
   }
   req.headers = {{"Content-Type", "application/octet-stream"}};
   if (!peer->token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
-  peer->client->request(std::move(req), [ctx, gather, parts = std::move(parts), frames = std::move(frames), owner,
+  peer->client->request(std::move(req), [ctx, gather, parts = std::move(parts), partitions = std::move(partitions), owner,
                                          fail_all, batched](http_client_result res) {
     if (!res.ok()) {
       fail_all(parts, http_response::error(503, "owner_unreachable",
@@ -254,7 +260,7 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
       return;
     }
     std::vector<cluster::forwarded_answer> answers;
-    if (auto why = cluster::decode_forwarded_answers(res.body, frames, answers); !why.empty()) {
+    if (auto why = cluster::decode_forwarded_answers(res.body, partitions, answers); !why.empty()) {
       fail_all(parts, http_response::error(502, "bad_owner_answer", "the answer of " + owner + ": " + why));
       return;
     }

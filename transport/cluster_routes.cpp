@@ -39,13 +39,15 @@ struct forwarded_gather {
   }
 };
 
-/// A part refused with the answer a single-partition produce would get.
-cluster::forwarded_answer refused(int32_t partition, const http_response& why, std::string owner = {}) {
+/// A part refused by an actor error, with the answer a single-partition
+/// produce would get (error_response).
+cluster::forwarded_answer refused(int32_t partition, const caf::error& e) {
+  auto why = error_response(e);
   auto j = json::parse(why.body, nullptr, false);
   auto text = [&](const char* key) {
     return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string{};
   };
-  return {partition, why.status, -1, text("error"), text("message"), std::move(owner)};
+  return {partition, why.status, -1, text("error"), text("message"), {}};
 }
 
 /// POST /cluster/topics/{topic}/records: every part routed as the
@@ -70,27 +72,23 @@ void produce_forwarded_parts(const cluster_context& ctx, http_request& req, cons
   for (size_t i = 0; i < parts.size(); ++i) {
     auto p = parts[i].partition;
     if (t == topics->end() || static_cast<size_t>(p) >= t->second.partitions.size()) {
-      gather->answer(i, refused(p, http_response::error(404, "unknown_partition", "no local partition " + topic + "/"
-                                                                                     + std::to_string(p))));
+      gather->answer(i, {p, 404, -1, "unknown_partition", "no local partition " + topic + "/" + std::to_string(p), {}});
       continue;
     }
     auto route = ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, p});
     if (route.where == partition_route::kind::remote) {
-      gather->answer(i, refused(p, http_response::error(421, "not_owner",
-                                                        "forwarded produce reached a broker that does not own it"),
-                                route.owner));
+      gather->answer(i, {p, 421, -1, "not_owner", "forwarded produce reached a broker that does not own it", route.owner});
       continue;
     }
     if (route.where == partition_route::kind::unowned) {
-      gather->answer(i, refused(p, http_response::error(503, "partition_offline",
-                                                        "the metadata log names no owner for this partition; no "
-                                                        "broker serves it")));
+      gather->answer(i, {p, 503, -1, "partition_offline",
+                         "the metadata log names no owner for this partition; no broker serves it", {}});
       continue;
     }
     local.push_back(direct_append{
       t->second.partitions[static_cast<size_t>(p)], std::move(parts[i].batch), durable,
       [gather, i, p](int64_t base) { gather->answer(i, {p, 200, base, {}, {}, {}}); },
-      [gather, i, p](const caf::error& e) { gather->answer(i, refused(p, error_response(e))); }});
+      [gather, i, p](const caf::error& e) { gather->answer(i, refused(p, e)); }});
   }
   append_direct(*ctx.system, std::move(local), ctx.timeout);
 }

@@ -177,7 +177,7 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
   INFO(forwarded.body);
   REQUIRE(forwarded.status == 200);
   std::vector<moonmq::cluster::forwarded_answer> answers;
-  REQUIRE(moonmq::cluster::decode_forwarded_answers(forwarded.body, parts, answers).empty());
+  REQUIRE(moonmq::cluster::decode_forwarded_answers(forwarded.body, {1, 0, 1, 9}, answers).empty());
   CHECK(answers[0].status == 200);
   CHECK(answers[0].base_offset == 3);
   CHECK(answers[1].status == 421);
