@@ -45,6 +45,9 @@ done
 if [ "$build" = 1 ]; then
   scripts/install-deps.sh
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/moonmq-ccache}"
+  # Paths below the checkout are hashed relative to it, so every clone of
+  # the repository (CI's is a fresh one) reuses the same cache.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
   cmake --preset release >/dev/null
   cmake --build --preset release -j "${MOONMQ_JOBS:-2}"
 fi

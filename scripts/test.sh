@@ -21,6 +21,9 @@ done
 scripts/install-deps.sh
 
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/moonmq-ccache}"
+# Paths below the checkout are hashed relative to it, so every clone of
+# the repository (CI's is a fresh one) reuses the same cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 jobs="${MOONMQ_JOBS:-2}"
 
 start=$(date +%s)
