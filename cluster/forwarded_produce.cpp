@@ -17,7 +17,7 @@ int32_t get_i32(std::string_view in, size_t at) {
   return static_cast<int32_t>(b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3));
 }
 
-constexpr size_t frame_header = 8;
+constexpr size_t frame_header = forwarded_part_header_bytes;
 
 }  // namespace
 
@@ -30,7 +30,7 @@ void append_forwarded_part(std::string& body, int32_t partition, std::string_vie
 std::string encode_forwarded_parts(const std::vector<forwarded_part>& parts) {
   size_t size = 0;
   for (const auto& p : parts)
-    size += frame_header + p.batch.size();
+    size += forwarded_part_bytes(p.batch.size());
   std::string out;
   out.reserve(size);
   for (const auto& p : parts)

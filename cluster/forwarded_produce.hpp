@@ -26,6 +26,11 @@ struct forwarded_part {
 /// (appended in body order).
 std::string encode_forwarded_parts(const std::vector<forwarded_part>& parts);
 
+/// Bytes one part with `batch_bytes` of batch takes in that body (its
+/// 8-byte header included), for sizing a body before it is built.
+inline constexpr size_t forwarded_part_header_bytes = 8;
+inline size_t forwarded_part_bytes(size_t batch_bytes) { return forwarded_part_header_bytes + batch_bytes; }
+
 /// Appends one part to a body of that format (what encode_forwarded_parts
 /// does for each part), for a sender that keeps its batches elsewhere.
 void append_forwarded_part(std::string& body, int32_t partition, std::string_view batch);

@@ -210,7 +210,7 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
     req.target = "/cluster/topics/" + parts.front()->topic + "/records" + acks;
     size_t bytes = 0;
     for (const auto& part : parts)
-      bytes += 8 + part->batch.size();  // each part's 8-byte header and batch
+      bytes += cluster::forwarded_part_bytes(part->batch.size());
     req.body.reserve(bytes);
     for (const auto& part : parts) {
       partitions.push_back(part->partition);
