@@ -1,0 +1,163 @@
+#pragma once
+// The write-ahead log of an I/O worker (docs/storage.md "Write-ahead log"):
+// every batch a worker appends to a partition for a client is also added to
+// the worker's WAL, and a group commit round makes the round's appends
+// durable with one sequential write and one fdatasync of the WAL instead of
+// a sync of every partition's segment. The segments are synced later, many
+// rounds at once (a WAL checkpoint: one syncfs), and the WAL files older
+// than that sync are deleted. At start, before any partition opens,
+// replay_wal appends to each partition what its segments lost and the WAL
+// holds. This is AutoMQ's WAL (one sequential write per commit, the data
+// stored again in the partition's own files later), on a local disk.
+//
+// File `<data_dir>/.wal/<worker>-<seq>.wal` (seq: 20 decimal digits):
+//   header: 8 bytes "MOONWAL1"
+//   entries, each: uint32 BE length L of what follows the CRC,
+//                  uint32 BE ~L (a damaged length is never taken for a
+//                  write a crash cut short),
+//                  uint32 BE CRC32C of those L bytes,
+//                  uint16 BE topic length, topic bytes,
+//                  int32 BE partition,
+//                  one v2 record batch with its offsets assigned.
+// Entries of one partition are in the order they were appended; one worker
+// holds each partition for the whole run, so no two files of a run hold the
+// same partition's entries.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/file_io.hpp"
+#include "storage/types.hpp"
+
+namespace moonmq::storage {
+
+/// `<data_dir>/.wal`: a topic name cannot end up there (partition
+/// directories end in "-<partition>").
+std::string wal_dir(const std::string& data_dir);
+
+/// One entry: a batch appended to `topic`-`partition`.
+struct wal_entry {
+  std::string topic;
+  int32_t partition = 0;
+  std::string batch;
+};
+
+/// Appends the framing of one entry to `out`.
+void encode_wal_entry(std::string& out, std::string_view topic, int32_t partition, std::string_view batch);
+
+/// What decode_wal found in one file's bytes.
+struct wal_scan {
+  std::vector<wal_entry> entries;  ///< every valid entry, in file order, up to the first invalid one
+  uint64_t valid_bytes = 0;        ///< end of the last valid entry (the header's end when none)
+  /// Bytes past valid_bytes that a write cut short by a crash explains: an
+  /// entry whose length runs past the end of the file, or only zero bytes.
+  bool torn_tail = false;
+  /// Bytes past valid_bytes that no torn write explains (a bad CRC or a
+  /// malformed entry with more bytes after it): data the WAL had synced
+  /// may be unreadable there.
+  bool damaged = false;
+  std::string reason;  ///< why the bytes at valid_bytes are invalid (empty when the file ends there)
+};
+
+/// Decodes a whole WAL file. A file without the header is damaged at 0.
+wal_scan decode_wal(std::string_view bytes);
+
+/// Appends entries to the current WAL file of one worker. Single-threaded.
+class wal_writer {
+ public:
+  /// Creates `wal_dir(data_dir)` if needed and a new file for `worker`
+  /// numbered after any file of that worker already there (replay_wal
+  /// normally left none), durably (file and directory fsynced). Errors:
+  /// io_error.
+  static result<wal_writer> open(const std::string& data_dir, int worker);
+
+  wal_writer(wal_writer&&) = default;
+  wal_writer& operator=(wal_writer&&) = default;
+
+  /// Adds an entry to the next commit (memory only).
+  void add(std::string_view topic, int32_t partition, std::string_view batch) {
+    encode_wal_entry(buffer_, topic, partition, batch);
+  }
+  bool pending() const { return !buffer_.empty(); }
+  /// Bytes added since the last commit.
+  size_t buffered_bytes() const { return buffer_.size(); }
+
+  /// Writes every added entry at the file's end with one pwrite, then
+  /// fdatasyncs the file: when it returns ok, every entry added so far
+  /// survives a crash. Errors: io_error (the file must not be trusted for
+  /// later commits: the kernel may have dropped its pages).
+  status commit();
+
+  /// Bytes of the current file (header included), committed only.
+  uint64_t file_bytes() const { return file_bytes_; }
+
+  /// Starts a new file and deletes every older file of this worker; entries
+  /// added but not committed are dropped. Call only when every batch those
+  /// files and entries hold is durable in its partition's segments (a
+  /// successful syncfs after their appends). Errors: io_error (the older
+  /// files may remain; they replay harmlessly while the segments hold their
+  /// batches).
+  status restart();
+
+  /// Deletes every file of this worker (a clean close made every partition
+  /// durable). Errors: io_error.
+  status remove_all();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  wal_writer() = default;
+  status start_file();
+
+  std::string dir_;
+  int worker_ = 0;
+  uint64_t seq_ = 0;
+  std::string path_;
+  unique_fd fd_;
+  uint64_t file_bytes_ = 0;
+  std::string buffer_;
+  std::vector<std::string> older_;  ///< earlier files of this worker, deleted by restart
+};
+
+/// Notes durably (`<data_dir>/.wal/dropped/<topic>-<partition>`) that the
+/// partition's entries in the WAL files there now must never be replayed:
+/// its log is about to be deleted or reset while a stopped WAL keeps those
+/// files. replay_wal honours and then removes the notes. Errors: io_error.
+status drop_wal_entries(const std::string& data_dir, const std::string& topic, int32_t partition);
+
+/// What replay_wal did.
+struct wal_replay_report {
+  size_t files = 0;
+  size_t entries = 0;          ///< valid entries read
+  size_t batches_applied = 0;  ///< batches a partition's segments had lost, appended again
+  size_t partitions = 0;       ///< partitions the files named
+  uint64_t bytes = 0;          ///< bytes of the files
+  /// Every problem met, each also logged at error level: a damaged file, a
+  /// partition that did not open (corrupt: it stays offline until the
+  /// operator's repair, which continues above the entries' offsets; the
+  /// entries stay in the retained files), an entry that does not continue
+  /// its partition's log.
+  std::vector<std::string> problems;
+  /// Directory the files were moved to instead of deleted, when there was
+  /// a problem ("" otherwise): nothing the WAL held is deleted unapplied.
+  std::string retained_in;
+};
+
+/// Replays `wal_dir(data_dir)` into the partition logs of `data_dir`, before
+/// any of them is opened by a worker: for each partition named, its log is
+/// opened (and recovered); each batch ending below its log end is already
+/// there and skipped, a batch starting at its log end is appended with its
+/// offsets, and every log touched is then closed cleanly together
+/// (close_together: a syncfs, clean checkpoints, a syncfs). A partition
+/// left short of its entries' end (a gap, a log that opens corrupt) gets
+/// its recovery point raised to that end, so it opens offline and a repair
+/// never gives those acknowledged offsets out again. Entries of partitions
+/// noted by drop_wal_entries are skipped. Then the files
+/// are deleted, or, when anything could not be applied, moved to
+/// `<wal_dir>/retained-<ms since epoch>/` for the operator. Never throws;
+/// problems are reported, and the broker starts.
+wal_replay_report replay_wal(const std::string& data_dir);
+
+}  // namespace moonmq::storage
