@@ -87,8 +87,9 @@ struct partition_settings {
   int64_t retention_check_ms = 30000;
 };
 
-/// Settings of a broker's I/O workers (config keys Storage.IoThreads and
-/// Storage.MaxOpenFiles, docs/configuration.md).
+/// Settings of a broker's I/O workers (config keys Storage.IoThreads,
+/// Storage.MaxOpenFiles, Storage.WriteAheadLog and Storage.WalCheckpointBytes,
+/// docs/configuration.md).
 struct io_settings {
   int threads = 4;  ///< I/O workers (threads), >= 1
   /// Segment files held open across all workers; 0 = half the process's
@@ -99,6 +100,16 @@ struct io_settings {
   /// The data directory: each worker opens its syncfs descriptor for this
   /// file system when it starts (storage::syncfs_handles).
   std::string data_dir;
+  /// Storage.WriteAheadLog: each worker makes its group commit rounds
+  /// durable with one write and one fdatasync of its own WAL file
+  /// (storage/wal.hpp, docs/storage.md "Write-ahead log") instead of a sync
+  /// of every partition's segment. Whatever this says, a WAL left by an
+  /// earlier run is replayed before any partition opens.
+  bool write_ahead_log = true;
+  /// Storage.WalCheckpointBytes: a worker's WAL file grows to about this
+  /// many bytes before its partitions' segments are synced (one syncfs)
+  /// and the file is replaced by an empty one.
+  int64_t wal_checkpoint_bytes = 64LL << 20;
 };
 
 /// A broker's I/O workers. Shared by the broker and every partition actor;

@@ -416,6 +416,8 @@ void read_server(const json& root, load_result& res) {
   storage.get_int("RetentionCheckMs", cfg.broker.retention_check_ms, 10, 86400000);
   storage.get_int("IoThreads", cfg.broker.io_threads, 1, 64);
   storage.get_int("MaxOpenFiles", cfg.broker.max_open_files, 0, 100000000);
+  storage.get("WriteAheadLog", cfg.broker.write_ahead_log);
+  storage.get_int("WalCheckpointBytes", cfg.broker.wal_checkpoint_bytes, 1LL << 20, 1LL << 40);
   storage.finish();
 
   reader groups = s.child("Groups");

@@ -126,6 +126,8 @@ struct broker_config {
   int64_t session_timeout_ms = 10000;  ///< HTTP consumer-group member session timeout
   int io_threads = 4;                  ///< Storage.IoThreads: I/O workers holding the partition logs
   int64_t max_open_files = 0;          ///< Storage.MaxOpenFiles: segment fds held open (0 = half RLIMIT_NOFILE)
+  bool write_ahead_log = true;         ///< Storage.WriteAheadLog: group commit rounds sync one WAL file per I/O worker
+  int64_t wal_checkpoint_bytes = 64LL << 20;  ///< Storage.WalCheckpointBytes: WAL size that triggers a segment sync
 };
 
 /// Session placement (Server.Placement; docs/placement.md, docs/configuration.md):

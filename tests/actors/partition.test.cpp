@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -13,6 +16,9 @@
 #include "actors/partition.hpp"
 #include "actors/system.hpp"
 #include "storage/record_batch.hpp"
+#include "storage/partition_log.hpp"
+#include "storage/wal.hpp"
+#include "util/atomic_file.hpp"
 #include "tests/support/process.hpp"
 
 using namespace moonmq;
@@ -482,4 +488,134 @@ TEST_CASE("a direct append callback that throws does not stop its worker; a null
   REQUIRE(b.wait_for(1));
   CHECK(b.bases["later"] == 2);
   CHECK(f.values(p) == std::vector<std::string>{"t0", "after0", "later0"});
+}
+
+// The I/O workers' write-ahead log (storage/wal.hpp, docs/storage.md
+// "Write-ahead log").
+
+namespace {
+
+std::vector<std::string> wal_files(const std::string& data_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(storage::wal_dir(data_dir), ec), end; !ec && it != end;
+       it.increment(ec))
+    if (it->is_regular_file())
+      out.push_back(it->path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Every entry of the WAL files of `data_dir`, in file order.
+std::vector<storage::wal_entry> wal_entries(const std::string& data_dir) {
+  std::vector<storage::wal_entry> out;
+  for (const auto& f : wal_files(data_dir)) {
+    std::string bytes;
+    REQUIRE(!util::read_file(f, bytes));
+    auto scan = storage::decode_wal(bytes);
+    CHECK_FALSE(scan.damaged);
+    for (auto& e : scan.entries)
+      out.push_back(std::move(e));
+  }
+  return out;
+}
+
+io_settings with_wal(const std::string& data_dir, int64_t checkpoint_bytes = 64LL << 20) {
+  io_settings s{1, 0, data_dir};
+  s.write_ahead_log = true;
+  s.wal_checkpoint_bytes = checkpoint_bytes;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("with the WAL, acknowledged appends are durable through the WAL while the segments are synced later",
+          "[partition][io_worker][wal]") {
+  fixture f;
+  f.io = spawn_io_pool(f.sys, with_wal(f.dir.path()));
+  auto p = f.spawn("w", -1, 0);
+  // The first round syncs the log itself: its directory is new.
+  CHECK(f.ask_int(p, append_atom::value, batch_of(2, "a"), true) == 0);
+  CHECK(f.status(p)["segment_durable_offset"] == 2);
+  for (int i = 0; i < 3; ++i)
+    CHECK(f.ask_int(p, append_atom::value, batch_of(2, "b"), true) == 2 + 2 * i);
+  CHECK(f.ask_int(p, append_atom::value, batch_of(2, "none"), false) == 8);  // acks=none: in the WAL too
+  CHECK(f.ask_int(p, append_atom::value, batch_of(1, "c"), true) == 10);
+  auto s = f.status(p);
+  CHECK(s["durable_offset"] == 11);
+  CHECK(s["segment_durable_offset"] == 2);  // the segment was not synced for those acks
+  auto entries = wal_entries(f.dir.path());
+  REQUIRE(entries.size() == 6);
+  for (const auto& e : entries) {
+    CHECK(e.topic == "w");
+    CHECK(e.partition == 0);
+  }
+  CHECK(storage::peek_batch_header(entries.back().batch).value().base.value == 10);
+
+  SECTION("what a crash would leave of the segment is restored by replay") {
+    // A crash image: the WAL as written, the segment cut just past its
+    // synced part (its unsynced pages lost).
+    test::temp_dir image;
+    std::filesystem::copy(f.dir.path(), image.path(), std::filesystem::copy_options::recursive);
+    auto where = storage::partition_dir(image.path(), "w", 0);
+    std::string segment = where + "/00000000000000000000.log";
+    REQUIRE(std::filesystem::exists(segment));
+    auto first = batch_of(2, "a").size();
+    REQUIRE(::truncate(segment.c_str(), static_cast<off_t>(first + 5)) == 0);
+    auto report = storage::replay_wal(image.path());
+    CHECK(report.problems.empty());
+    CHECK(report.batches_applied == 5);
+    auto lg = storage::partition_log::open(where);
+    REQUIRE(lg.ok());
+    CHECK(lg->log_end().value == 11);
+  }
+  SECTION("a clean stop leaves no WAL file") {
+    f.self->send_exit(p, caf::exit_reason::user_shutdown);
+    f.self->wait_for(p);
+    f.spawned.clear();
+    f.io.reset();
+    CHECK(test::wait_until([&] { return wal_files(f.dir.path()).empty(); }, 10s));
+    auto lg = storage::partition_log::open(storage::partition_dir(f.dir.path(), "w", 0));
+    REQUIRE(lg.ok());
+    CHECK(lg->log_end().value == 11);
+    CHECK(lg->recovery_point().value == 11);
+  }
+}
+
+TEST_CASE("a WAL past its checkpoint size syncs the segments and starts again empty; a deleted partition leaves it",
+          "[partition][io_worker][wal]") {
+  fixture f;
+  f.io = spawn_io_pool(f.sys, with_wal(f.dir.path(), 64 << 10));
+  constexpr int n = 8;
+  std::vector<partition_actor> parts;
+  for (int i = 0; i < n; ++i)
+    parts.push_back(f.spawn("cp", -1, i));
+  const std::string big(1000, 'x');
+  for (int round = 0; round < 20; ++round) {
+    using handle = decltype(f.self->request(parts[0], 10s, append_atom::value, std::string{}, true));
+    std::vector<handle> pending;
+    for (auto& p : parts)
+      pending.push_back(f.self->request(p, 10s, append_atom::value, batch_of(1, big), true));
+    for (auto& h : pending)
+      h.receive([](int64_t) {}, [&](caf::error& e) { FAIL("append failed: " << caf::to_string(e)); });
+  }
+  // 160 KiB of entries went through a WAL of 64 KiB: it was replaced, and
+  // what it holds now is less than one checkpoint's worth.
+  auto files = wal_files(f.dir.path());
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].find("0-00000000000000000001.wal") == std::string::npos);
+  CHECK(std::filesystem::file_size(files[0]) < (64u << 10) + 8 * 1100);
+  CHECK(wal_entries(f.dir.path()).size() < 8 * 20);
+  for (auto& p : parts) {
+    auto s = f.status(p);
+    CHECK(s["durable_offset"] == 20);
+    CHECK(s["segment_durable_offset"] > 0);  // synced by a checkpoint
+  }
+  // A deleted partition's entries leave the WAL at once: a partition made
+  // again under its name never gets them replayed into it.
+  f.self->request(parts[3], 10s, delete_atom::value).receive([](bool) {}, [](caf::error& e) {
+    FAIL(caf::to_string(e));
+  });
+  for (const auto& e : wal_entries(f.dir.path()))
+    CHECK(e.partition != 3);
 }

@@ -303,9 +303,15 @@ TEST_CASE("retention advances the log start and fetches below it are out of rang
   again.stop();
 }
 
-TEST_CASE("a node cuts a torn tail past the recovery point and keeps every earlier record", "[broker][records]") {
-  temp_dir dir;
-  auto node = running_node::start(dir);
+namespace {
+
+/// Five acknowledged requests of 10 records (offsets 0..49) to topic "torn",
+/// SIGKILL, then damage in the last batch (offsets 40..49) past a recovery
+/// point of 40: a flipped byte inside it and a torn write of garbage after
+/// it. (The same damage below the recovery point takes the partition
+/// offline: corruption.test.cpp.) Returns the node started again.
+running_node torn_tail_past_recovery_point(const temp_dir& dir, std::vector<std::string> overrides) {
+  auto node = running_node::start(dir, overrides);
   create_topic(node.client, "torn", 1);
   for (int i = 0; i < 5; ++i) {
     json recs = json::array();
@@ -314,14 +320,11 @@ TEST_CASE("a node cuts a torn tail past the recovery point and keeps every earli
     REQUIRE(call(node.client, "POST", "/v1/topics/torn/records", json{{"records", recs}}).status == 200);
   }
   node.kill();
-  // As if the last batch (offsets 40..49) had been appended after the last
-  // checkpoint (docs/storage.md): recovery may cut it when it is torn.
+  // As if the last batch had been appended after the last checkpoint
+  // (docs/storage.md): recovery may cut it when it is torn.
   REQUIRE(moonmq::storage::write_recovery_checkpoint(dir.path() + "/data/torn-0",
                                                      {moonmq::storage::offset{40}, false})
             .ok());
-  // Damage the active segment: a torn write of garbage after the last batch,
-  // and a flipped byte inside the last batch. (The same damage below the
-  // recovery point takes the partition offline: corruption.test.cpp.)
   std::string seg;
   for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/data/torn-0"))
     if (e.path().extension() == ".log")
@@ -339,7 +342,15 @@ TEST_CASE("a node cuts a torn tail past the recovery point and keeps every earli
     f.seekp(0, std::ios::end);
     f.write("\x00\x00\x00\x00\x00garbage", 12);
   }
-  auto again = running_node::start(dir);
+  return running_node::start(dir, overrides);
+}
+
+}  // namespace
+
+TEST_CASE("without the WAL, a node cuts a torn tail past the recovery point and keeps every earlier record",
+          "[broker][records]") {
+  temp_dir dir;
+  auto again = torn_tail_past_recovery_point(dir, {"Storage.WriteAheadLog=false"});
   auto page = call(again.client, "GET", "/v1/topics/torn/partitions/0/records?offset=0&max_records=100");
   REQUIRE(page.status == 200);
   // The last batch (offsets 40..49) held the flipped byte: it is cut, the
@@ -352,5 +363,25 @@ TEST_CASE("a node cuts a torn tail past the recovery point and keeps every earli
   auto next = call(again.client, "POST", "/v1/topics/torn/records", json{{"records", {{{"value", "after"}}}}});
   REQUIRE(next.status == 200);
   CHECK(next.body["offsets"][0]["offset"] == 40);
+  again.stop();
+}
+
+TEST_CASE("with the WAL, a batch cut as a torn tail past the recovery point is put back from the WAL",
+          "[broker][records][wal]") {
+  temp_dir dir;
+  auto again = torn_tail_past_recovery_point(dir, {});
+  auto page = call(again.client, "GET", "/v1/topics/torn/partitions/0/records?offset=0&max_records=100");
+  REQUIRE(page.status == 200);
+  // Recovery cut the damaged last batch; it was acknowledged through the
+  // WAL, whose replay appended it again with its offsets.
+  CHECK(again.node->log().find("log.truncated") != std::string::npos);
+  CHECK(again.node->log().find("batches_applied=1") != std::string::npos);
+  CHECK(page.body["log_end_offset"] == 50);
+  REQUIRE(page.body["records"].size() == 50);
+  for (int i = 0; i < 50; ++i)
+    CHECK(page.body["records"][static_cast<size_t>(i)]["value"] == "v" + std::to_string(i));
+  auto next = call(again.client, "POST", "/v1/topics/torn/records", json{{"records", {{{"value", "after"}}}}});
+  REQUIRE(next.status == 200);
+  CHECK(next.body["offsets"][0]["offset"] == 50);
   again.stop();
 }

@@ -299,7 +299,9 @@ int run(const config::load_result& loaded) {
   auto view = std::make_shared<catalog_view>();
   auto broker = spawn_broker(sys,
                              broker_settings{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms,
-                                             io_settings{cfg.broker.io_threads, cfg.broker.max_open_files}},
+                                             io_settings{cfg.broker.io_threads, cfg.broker.max_open_files, {},
+                                                         cfg.broker.write_ahead_log,
+                                                         cfg.broker.wal_checkpoint_bytes}},
                              std::move(*catalog), view, registry);
   auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
                                         registry);
