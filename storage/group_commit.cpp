@@ -73,6 +73,11 @@ std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, 
   for (const auto& [device, members] : by_device(logs)) {
     bool synced = false;
     if (members.size() > 1 && handles.usable()) {
+      // Bytes a log holds in memory (write-behind) reach its file before the
+      // syncfs that is to cover them; a log that cannot write them fails.
+      for (auto i : members)
+        if (auto st = logs[i]->write_out(); !st)
+          out[i] = st.err();
       ++stats.syncfs_calls;
       const auto& dir = logs[members.front()]->dir();
       auto st = handles.sync(device, dir);
@@ -85,6 +90,8 @@ std::vector<result<offset>> sync_round(const std::vector<partition_log*>& logs, 
       }
     }
     for (auto i : members) {
+      if (!out[i])
+        continue;  // its held bytes could not be written
       if (synced) {
         out[i] = logs[i]->synced_by_filesystem();
       } else {

@@ -545,7 +545,7 @@ result<offset> partition_log::append(std::string& batch) {
     if (verdict.kind == producer_verdict::stale_epoch)
       return make_error(errc::invalid_producer_epoch, verdict.reason);
   }
-  auto r = append_validated(batch, base, head->last, head->max_timestamp);
+  auto r = append_validated(batch, base, head->last, head->max_timestamp, config_.write_behind_bytes);
   if (r && idempotent)
     producers_.record(*head);
   return r;
@@ -567,7 +567,7 @@ result<offset> partition_log::append_with_offsets(std::string_view batch) {
     e.log_end = log_end();
     return e;
   }
-  auto r = append_validated(batch, view->base_offset(), view->last_offset(), view->max_timestamp());
+  auto r = append_validated(batch, view->base_offset(), view->last_offset(), view->max_timestamp(), 0);
   if (r) {
     if (auto head = peek_batch_header(batch))
       producers_.record(*head);
@@ -576,7 +576,7 @@ result<offset> partition_log::append_with_offsets(std::string_view batch) {
 }
 
 result<offset> partition_log::append_validated(std::string_view batch, offset base, offset last,
-                                               int64_t max_timestamp) {
+                                               int64_t max_timestamp, size_t hold_up_to) {
   if (batch.size() > max_segment_bytes)
     return make_error(errc::batch_too_large,
                       "batch of " + std::to_string(batch.size()) + " bytes exceeds 2 GiB");
@@ -592,7 +592,7 @@ result<offset> partition_log::append_validated(std::string_view batch, offset ba
     if (auto st = roll(); !st)
       return st.err();
   }
-  if (auto st = active_.append(batch, base, last, max_timestamp); !st)
+  if (auto st = active_.append(batch, base, last, max_timestamp, hold_up_to); !st)
     return st.err();
   dirty_ = true;
   written_since_fdatasync_ = true;
@@ -676,7 +676,7 @@ result<offset> partition_log::synced_by_filesystem() {
 bool partition_log::release_fd() {
   // Unsynced data keeps its descriptor (see active_segment::release_fd); a
   // directory not synced yet does not need it.
-  if (dirty_ || !active_.holds_fd())
+  if (dirty_ || active_.held_bytes() > 0 || !active_.holds_fd())
     return false;
   active_.release_fd();
   return true;
@@ -764,6 +764,8 @@ result<std::optional<timestamp_offset>> partition_log::offset_for_timestamp(int6
   }
   if (active_.max_timestamp() < target)
     return std::optional<timestamp_offset>{};
+  if (auto st = active_.write_out(); !st)  // it reads the file by its path
+    return st.err();
   return find_offset_by_timestamp(active_.path(), active_.size(), target, log_start_);
 }
 
@@ -853,6 +855,9 @@ status partition_log::reset(offset start) {
   auto next = active_segment::create(dir_, start, config_.index_interval_bytes);
   if (!next)
     return next.err();
+  // What the old segment holds goes with the log, never into the file that
+  // create() may just have truncated to reuse its name.
+  active_.discard_held();
   active_ = std::move(*next);
   if (auto st = sync_dir(dir_); !st)
     return st;

@@ -23,6 +23,14 @@ class file_deleter;
 /// Per-log settings (topic config keys in parentheses).
 struct log_config {
   uint64_t segment_bytes = uint64_t{1} << 30;  ///< roll threshold (segment.bytes), capped at 2 GiB
+  /// Bytes of appends the active segment may hold in memory before they
+  /// are written to its file in one pwrite (write-behind; 0: every append
+  /// is written at once). flush, a sync round, a roll, a read and dropping
+  /// the log write them first. Held bytes are not in the page cache: a
+  /// process crash loses them, so only a log whose appends are made durable
+  /// elsewhere before they are acknowledged may hold any (an I/O worker's
+  /// write-ahead log, docs/storage.md "Write-behind").
+  size_t write_behind_bytes = 0;
   size_t index_interval_bytes = 4096;          ///< bytes between index entries
   /// Least time in ms between two recovery-point writes by flush() (each is
   /// an atomic file replace: two fsyncs); 0 writes on every flush that
@@ -142,7 +150,8 @@ class partition_log {
   /// its baseOffset must equal LEO, else base_offset_mismatch carrying the
   /// log bounds. Returns the base offset. Idempotent batches are recorded in
   /// the producer state unjudged (the source judged them), so that state
-  /// moves with the partition.
+  /// moves with the partition. Never held in memory (write-behind is for
+  /// client appends, which a write-ahead log covers): written at once.
   result<offset> append_with_offsets(std::string_view batch);
 
   /// fdatasyncs everything appended so far (no-op when nothing is new) and
@@ -159,6 +168,19 @@ class partition_log {
 
   /// Something appended, or the log's own files and directory, is not
   /// synced yet: flush() has work to do.
+  /// Writes the bytes the active segment holds (log_config::
+  /// write_behind_bytes) to its file; a sync of the file system covers an
+  /// append only once they are written. Errors: io_error (the bytes stay
+  /// held; a later call tries again).
+  status write_out() { return active_.write_out(); }
+
+  /// Bytes appended and held in memory, not yet in the segment file.
+  size_t held_bytes() const { return active_.held_bytes(); }
+
+  /// Changes log_config::write_behind_bytes for later appends (0: hold
+  /// nothing more; what is held stays until write_out).
+  void set_write_behind(size_t bytes) { config_.write_behind_bytes = bytes; }
+
   bool needs_sync() const { return dirty_ || unsynced_dir_; }
 
   /// Tells the log that a sync of its whole file system (syncfs(2), see
@@ -272,7 +294,7 @@ class partition_log {
   status sync_fresh_dir();
 
   result<offset> append_validated(std::string_view batch, offset base, offset last,
-                                  int64_t max_timestamp);
+                                  int64_t max_timestamp, size_t hold_up_to);
   status roll();
   result<int64_t> closed_max_timestamp(closed_segment& seg);
   status write_checkpoint(offset point, bool clean, bool durable = true);

@@ -323,6 +323,7 @@ result<active_segment> active_segment::recover(const std::string& dir, offset ba
       return io_error("fsync", s.path_);
   }
   s.size_ = scan->valid_bytes;
+  s.written_ = s.size_;
   s.next_ = scan->next_offset;
   s.max_timestamp_ = scan->max_timestamp;
   s.index_ = std::move(scan->index);
@@ -341,17 +342,76 @@ status active_segment::ensure_open() {
   return {};
 }
 
-status active_segment::append(std::string_view batch, offset first, offset last,
-                              int64_t max_timestamp) {
+void active_segment::write_out_quietly() {
+  if (!held_.bytes.empty())
+    if (auto st = write_out(); !st)
+      log::get("storage")->warn("segment.write_out_failed path={} bytes={} error=\"{}\"", path_,
+                                held_.bytes.size(), st.err().message);
+}
+
+active_segment::~active_segment() { write_out_quietly(); }
+
+active_segment& active_segment::operator=(active_segment&& o) noexcept {
+  if (this == &o)
+    return *this;
+  write_out_quietly();
+  dir_ = std::move(o.dir_);
+  path_ = std::move(o.path_);
+  fd_ = std::move(o.fd_);
+  base_ = o.base_;
+  next_ = o.next_;
+  size_ = o.size_;
+  written_ = o.written_;
+  held_ = std::move(o.held_);
+  bytes_since_index_ = o.bytes_since_index_;
+  index_interval_ = o.index_interval_;
+  max_timestamp_ = o.max_timestamp_;
+  index_ = std::move(o.index_);
+  return *this;
+}
+
+status active_segment::write_out() {
+  if (held_.bytes.empty())
+    return {};
   if (auto opened = ensure_open(); !opened)
     return opened;
-  auto st = pwrite_all(fd_.get(), size_, batch, path_);
-  if (!st) {
+  if (auto st = pwrite_all(fd_.get(), written_, held_.bytes, path_); !st) {
     // Drop a partial write so the file ends at a batch boundary.
-    if (::ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0) {
-      log::get("storage")->error("segment.truncate_failed path={} size={}", path_, size_);
-    }
+    if (::ftruncate(fd_.get(), static_cast<off_t>(written_)) != 0)
+      log::get("storage")->error("segment.truncate_failed path={} size={}", path_, written_);
     return st;
+  }
+  written_ += held_.bytes.size();
+  std::string().swap(held_.bytes);  // an idle segment holds no buffer
+  return {};
+}
+
+status active_segment::append(std::string_view batch, offset first, offset last,
+                              int64_t max_timestamp, size_t hold_up_to) {
+  // Open now, as a direct write would: the owner's descriptor budget
+  // counts the segment from its first append (partition_log::release_fd).
+  if (auto opened = ensure_open(); !opened)
+    return opened;
+  if (hold_up_to > 0 && batch.size() < hold_up_to) {
+    held_.bytes.append(batch);
+    if (held_.bytes.size() >= hold_up_to) {
+      if (auto st = write_out(); !st) {
+        held_.bytes.resize(held_.bytes.size() - batch.size());
+        return st;
+      }
+    }
+  } else {
+    if (auto st = write_out(); !st)
+      return st;
+    auto st = pwrite_all(fd_.get(), size_, batch, path_);
+    if (!st) {
+      // Drop a partial write so the file ends at a batch boundary.
+      if (::ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0) {
+        log::get("storage")->error("segment.truncate_failed path={} size={}", path_, size_);
+      }
+      return st;
+    }
+    written_ = size_ + batch.size();
   }
   if (index_.empty() || bytes_since_index_ >= index_interval_) {
     index_.push_back({relative(first, base_), static_cast<uint32_t>(size_)});
@@ -365,6 +425,8 @@ status active_segment::append(std::string_view batch, offset first, offset last,
 }
 
 status active_segment::sync() {
+  if (auto st = write_out(); !st)
+    return st;
   if (auto opened = ensure_open(); !opened)
     return opened;
   if (::fdatasync(fd_.get()) != 0)
@@ -373,6 +435,8 @@ status active_segment::sync() {
 }
 
 status active_segment::seal() {
+  if (auto st = write_out(); !st)
+    return st;
   if (auto opened = ensure_open(); !opened)
     return opened;
   if (::fsync(fd_.get()) != 0)
@@ -387,6 +451,8 @@ status active_segment::seal() {
 }
 
 result<std::string> active_segment::read(offset target, size_t max_bytes) {
+  if (auto st = write_out(); !st)
+    return st.err();
   if (auto opened = ensure_open(); !opened)
     return opened.err();
   return read_segment(fd_.get(), path_, size_, lookup(index_, relative(target, base_)), target,

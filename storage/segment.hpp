@@ -111,13 +111,40 @@ class active_segment {
                                         std::optional<error>& stop_reason,
                                         uint64_t& truncated_bytes);
 
-  /// Appends one encoded batch covering offsets [first, last].
-  status append(std::string_view batch, offset first, offset last, int64_t max_timestamp);
+  /// The held bytes reach the file (best effort), as if appended without
+  /// holding: dropping a segment loses nothing a process crash would keep.
+  ~active_segment();
+  active_segment(active_segment&&) = default;
+  /// Writes this segment's held bytes (best effort) before it takes `o`'s
+  /// place.
+  active_segment& operator=(active_segment&& o) noexcept;
 
-  /// fdatasync of the log file.
+  /// Appends one encoded batch covering offsets [first, last]. With
+  /// `hold_up_to` > 0 the bytes may stay in memory (write-behind) until
+  /// `hold_up_to` bytes are held or write_out runs (sync, seal and read
+  /// call it first, and so does the destructor), so that many small
+  /// appends reach the file in one pwrite; 0 writes them at once. Errors:
+  /// io_error (nothing of this batch was appended).
+  status append(std::string_view batch, offset first, offset last, int64_t max_timestamp,
+                size_t hold_up_to = 0);
+
+  /// Writes the held bytes at the end of the file (one pwrite). Errors:
+  /// io_error; the file is cut back to what was written before and the
+  /// bytes stay held, so a later call can try again.
+  status write_out();
+
+  /// Bytes appended but not yet written to the file.
+  size_t held_bytes() const { return held_.bytes.size(); }
+
+  /// Forgets the held bytes without writing them: the log is being
+  /// discarded (partition_log::reset), and its file may be truncated and
+  /// written again under the same name.
+  void discard_held() { std::string().swap(held_.bytes); }
+
+  /// write_out, then fdatasync of the log file.
   status sync();
 
-  /// Makes the segment immutable: fsyncs the log and writes `<base>.index`
+  /// Makes the segment immutable: writes out held bytes, fsyncs the log and writes `<base>.index`
   /// atomically. The fd stays open until the object goes, so a failed roll
   /// after it leaves the segment usable.
   status seal();
@@ -144,13 +171,29 @@ class active_segment {
  private:
   active_segment() = default;
   status ensure_open();
+  void write_out_quietly();
+
+  /// Bytes held by write-behind; a moved-from holder is left empty, so only
+  /// one segment object ever writes them.
+  struct held {
+    std::string bytes;
+    held() = default;
+    held(held&& o) noexcept : bytes(std::move(o.bytes)) { o.bytes.clear(); }
+    held& operator=(held&& o) noexcept {
+      bytes = std::move(o.bytes);
+      o.bytes.clear();
+      return *this;
+    }
+  };
 
   std::string dir_;
   std::string path_;
   unique_fd fd_;
   offset base_{0};
   offset next_{0};
-  uint64_t size_ = 0;
+  uint64_t size_ = 0;     ///< bytes appended: written_ + held bytes
+  uint64_t written_ = 0;  ///< bytes in the file
+  held held_;
   uint64_t bytes_since_index_ = 0;
   size_t index_interval_ = 4096;
   int64_t max_timestamp_ = -1;
