@@ -16,6 +16,7 @@ using bounds_atom = caf::atom_constant<caf::atom("bounds")>;  ///< log-start, lo
 using loads_atom = caf::atom_constant<caf::atom("loads")>;    ///< bounds and counters of many partitions (read_loads)
 using time_lookup_atom = caf::atom_constant<caf::atom("timelookup")>;  ///< offset for a timestamp
 using flush_atom = caf::atom_constant<caf::atom("flush")>;    ///< group commit: fsync pending appends
+using write_out_atom = caf::atom_constant<caf::atom("writeout")>;  ///< write held appends to their segment files
 using retain_atom = caf::atom_constant<caf::atom("retain")>;  ///< run retention now
 using copy_atom = caf::atom_constant<caf::atom("copy")>;      ///< append batches that keep their offsets
 using reset_atom = caf::atom_constant<caf::atom("reset")>;    ///< discard a log and restart it at an offset

@@ -115,6 +115,7 @@ struct hosted {
   std::list<uint64_t>::iterator lru_pos;  ///< in the worker's lru while the log holds an fd
   bool in_lru = false;
   bool in_waiting = false;  ///< listed in the worker's `waiting` for the next round
+  bool in_held = false;     ///< listed in the worker's `held`: its log holds write-behind bytes
   /// Opened before its directory existed and not synced since: the
   /// directory itself may not survive a crash, so its rounds sync the log
   /// (which makes the directory durable), never only the WAL.
@@ -185,6 +186,21 @@ struct worker_state {
   std::shared_ptr<std::atomic<bool>> writeback_running = std::make_shared<std::atomic<bool>>(false);
   uint64_t writeback_at = 0;
   uint64_t writebacks = 0;
+  /// Partitions whose log holds appends in memory (write-behind), written
+  /// to their files by the next write_out_atom at the latest.
+  std::vector<uint64_t> held;
+  bool write_out_scheduled = false;
+  uint64_t write_outs = 0;
+  /// io_settings::write_behind_bytes: with the WAL on, a partition's active
+  /// segment holds up to this many bytes of appends in memory and writes
+  /// them in one pwrite instead of one per append. Measured with
+  /// kafka_spread_bench (1,000 partitions, one 1 KiB record per partition
+  /// per request): 7-8 µs of broker CPU per record against 12-13.
+  size_t write_behind_bytes = 0;
+  /// io_settings::write_behind_ms: held bytes reach their files at most
+  /// this long after their append, so what a process crash can lose beyond
+  /// the WAL's last commit (acks=none appends only) stays this short.
+  int64_t write_behind_ms = 50;
   static inline const char* name = "io_worker";
 };
 
@@ -341,6 +357,20 @@ void stop_wal(worker_ptr self, const std::string& why) {
                              st.index, st.wal->path(), why);
   st.wal.reset();
   st.wal_stopped = why;
+  // Without a WAL behind them, appends are written at once again (an
+  // acks=none append then survives a process crash, as without the WAL).
+  auto write_at_once = [](hosted& p) {
+    if (!p.log)
+      return;
+    p.log->set_write_behind(0);
+    if (auto written = p.log->write_out(); !written)
+      log::get("storage")->warn("segment.write_out_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                                p.settings.partition, written.err().message);
+  };
+  for (auto& [id, p] : st.parts)
+    write_at_once(*p);
+  for (auto& p : st.closing)
+    write_at_once(*p);
 }
 
 /// A WAL checkpoint: makes the segments of every partition with entries in
@@ -455,6 +485,48 @@ void start_writeback(worker_ptr self) {
 /// Bytes of acks=none appends a worker's WAL buffers before a round
 /// commits them on their own.
 constexpr size_t wal_buffer_limit = 4u << 20;
+
+/// Writes every held append of the worker to its segment file.
+void note_held(worker_ptr self, hosted& p);
+
+void write_out_held(worker_ptr self) {
+  auto& st = self->state;
+  st.write_out_scheduled = false;
+  std::vector<hosted*> failed;
+  for (auto id : std::exchange(st.held, {})) {
+    auto it = st.parts.find(id);
+    if (it == st.parts.end())
+      continue;
+    auto& p = *it->second;
+    p.in_held = false;
+    if (!p.log)
+      continue;
+    ++st.write_outs;
+    if (auto written = p.log->write_out(); !written)
+    {
+      log::get("storage")->warn("segment.write_out_failed topic={} partition={} error=\"{}\" msg=\"the bytes stay "
+                                "held and are tried again; its next sync writes them or takes it offline\"",
+                                p.settings.topic, p.settings.partition, written.err().message);
+      failed.push_back(&p);
+    }
+  }
+  for (auto* p : failed)
+    note_held(self, *p);
+}
+
+/// Lists `p` for the next write-out when its log holds bytes, and makes
+/// sure one is scheduled.
+void note_held(worker_ptr self, hosted& p) {
+  auto& st = self->state;
+  if (p.in_held || !p.log || p.log->held_bytes() == 0)
+    return;
+  p.in_held = true;
+  st.held.push_back(p.id);
+  if (!st.write_out_scheduled) {
+    st.write_out_scheduled = true;
+    self->delayed_send(self, std::chrono::milliseconds(st.write_behind_ms), write_out_atom::value);
+  }
+}
 
 /// One group commit round over every partition of the worker with appends
 /// waiting, then every one of those appends is answered. With the WAL on,
@@ -605,6 +677,7 @@ std::string summary(const hosted& p, int worker) {
   j["file_open"] = p.log->holds_fd();
   j["idempotent_producers"] = p.log->producers().producer_count();
   j["pending_acks"] = p.pending.size();
+  j["held_bytes"] = p.log->held_bytes();
   j["bytes_in"] = p.c.bytes_in;
   j["bytes_out"] = p.c.bytes_out;
   j["records_in"] = p.c.records_in;
@@ -655,6 +728,9 @@ storage::log_config log_config_of(worker_ptr self, const partition_settings& s) 
   storage::log_config lc;
   lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
   lc.deleter = self->state.deleter.get();
+  // Only appends the WAL makes durable may wait in memory.
+  if (self->state.wal && s.data_dir == self->state.data_dir)
+    lc.write_behind_bytes = self->state.write_behind_bytes;
   return lc;
 }
 
@@ -843,6 +919,7 @@ append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool d
       self->send(self, flush_atom::value);
     }
   }
+  note_held(self, p);
   auto info = storage::peek_batch_header(batch);
   auto records = info ? static_cast<uint64_t>(info->last.value - info->base.value + 1) : 0;
   p.c.bytes_in += size;
@@ -903,6 +980,7 @@ caf::result<int64_t> copy_batches(worker_ptr self, hosted& p, std::string& batch
                         std::string("copy: ") + storage::to_string(r.err().code) + ": " + r.err().message);
     rest.remove_prefix(*size);
   }
+  note_held(self, p);
   if (durable) {
     ++self->state.fdatasyncs;
     if (auto synced = p.log->flush(); !synced)
@@ -1034,6 +1112,9 @@ std::string worker_summary(worker_ptr self) {
                           {"bytes_committed", st.wal_bytes},
                           {"checkpoints", st.wal_checkpoints},
                           {"writebacks", st.writebacks},
+                          {"write_behind_bytes", st.wal ? st.write_behind_bytes : 0},
+                          {"partitions_holding", st.held.size()},
+                          {"write_outs", st.write_outs},
                           {"stopped", st.wal_stopped}}}}
     .dump();
 }
@@ -1057,6 +1138,8 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
   self->state.index = index;
   self->state.data_dir = data_dir;
   self->state.wal_checkpoint_bytes = settings.wal_checkpoint_bytes;
+  self->state.write_behind_bytes = settings.write_behind_bytes;
+  self->state.write_behind_ms = std::max<int64_t>(1, settings.write_behind_ms);
   if (settings.write_ahead_log && !data_dir.empty()) {
     if (auto opened = storage::wal_writer::open(data_dir, index); opened) {
       self->state.wal.emplace(std::move(opened.value()));
@@ -1180,6 +1263,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       return remove_partition(self, id);
     },
     [self](flush_atom) { sync_round(self); },
+    [self](write_out_atom) { write_out_held(self); },
     [self](retain_atom, uint64_t id) {
       auto it = self->state.parts.find(id);
       if (it == self->state.parts.end())

@@ -110,6 +110,11 @@ struct io_settings {
   /// many bytes before its partitions' segments are synced (one syncfs)
   /// and the file is replaced by an empty one.
   int64_t wal_checkpoint_bytes = 64LL << 20;
+  /// Write-behind, with the WAL on (docs/storage.md "Write-behind"): bytes
+  /// of appends a partition's active segment holds in memory before one
+  /// pwrite (0: none held), and the longest they stay held (ms).
+  size_t write_behind_bytes = 16u << 10;
+  int64_t write_behind_ms = 50;
 };
 
 /// A broker's I/O workers. Shared by the broker and every partition actor;

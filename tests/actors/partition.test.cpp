@@ -619,3 +619,36 @@ TEST_CASE("a WAL past its checkpoint size syncs the segments and starts again em
   for (const auto& e : wal_entries(f.dir.path()))
     CHECK(e.partition != 3);
 }
+
+TEST_CASE("with the WAL, appends wait in memory until a read, a sync or the write-behind interval writes them",
+          "[partition][io_worker][wal][write_behind]") {
+  fixture f;
+  auto settings = with_wal(f.dir.path());
+  SECTION("held until something reads them") {
+    settings.write_behind_ms = 60000;  // the timer never fires within the test
+    f.io = spawn_io_pool(f.sys, settings);
+    auto p = f.spawn("wb", -1, 0);
+    CHECK(f.ask_int(p, append_atom::value, batch_of(2, "a"), true) == 0);  // synced itself: a new directory
+    CHECK(f.ask_int(p, append_atom::value, batch_of(3, "b"), true) == 2);  // through the WAL
+    CHECK(f.ask_int(p, append_atom::value, batch_of(1, "c"), false) == 5);
+    auto s = f.status(p);
+    CHECK(s["held_bytes"] > 0);
+    CHECK(s["durable_offset"] == 5);  // acknowledged through the WAL, not yet in the file
+    const auto segment = storage::partition_dir(f.dir.path(), "wb", 0) + "/00000000000000000000.log";
+    const auto appended = batch_of(2, "a").size() + batch_of(3, "b").size() + batch_of(1, "c").size();
+    CHECK(std::filesystem::file_size(segment) < appended);
+    CHECK(f.values(p) == std::vector<std::string>{"a0", "a1", "b0", "b1", "b2", "c0"});
+    CHECK(f.status(p)["held_bytes"] == 0);
+    CHECK(std::filesystem::file_size(segment) == appended);
+  }
+  SECTION("written by the worker within the interval") {
+    settings.write_behind_ms = 20;
+    f.io = spawn_io_pool(f.sys, settings);
+    auto p = f.spawn("wb", -1, 1);
+    CHECK(f.ask_int(p, append_atom::value, batch_of(2, "a"), true) == 0);
+    CHECK(f.ask_int(p, append_atom::value, batch_of(1, "none"), false) == 2);
+    const auto segment = storage::partition_dir(f.dir.path(), "wb", 1) + "/00000000000000000000.log";
+    CHECK(test::wait_until([&] { return f.status(p)["held_bytes"] == 0; }, 10s));
+    CHECK(std::filesystem::file_size(segment) == batch_of(2, "a").size() + batch_of(1, "none").size());
+  }
+}

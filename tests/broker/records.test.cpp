@@ -319,6 +319,9 @@ running_node torn_tail_past_recovery_point(const temp_dir& dir, std::vector<std:
       recs.push_back(json{{"value", "v" + std::to_string(i * 10 + k)}, {"partition", 0}});
     REQUIRE(call(node.client, "POST", "/v1/topics/torn/records", json{{"records", recs}}).status == 200);
   }
+  // A read writes what the segment holds in memory (docs/storage.md
+  // "Write-behind") to its file, so all five batches are there to damage.
+  REQUIRE(call(node.client, "GET", "/v1/topics/torn/partitions/0/records?offset=0&max_records=100").status == 200);
   node.kill();
   // As if the last batch had been appended after the last checkpoint
   // (docs/storage.md): recovery may cut it when it is torn.
