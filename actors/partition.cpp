@@ -384,27 +384,27 @@ bool wal_checkpoint(worker_ptr self) {
     return st.wal_names.empty();
   // Partitions waiting for the next close round (taken out of `parts`) may
   // hold entries too: the older files go only once they are synced as well.
-  std::vector<hosted*> held;
+  std::vector<hosted*> in_wal;
   std::vector<storage::partition_log*> logs;
-  auto hold = [&](hosted& p) {
+  auto add = [&](hosted& p) {
     if (p.in_wal && p.log) {
-      held.push_back(&p);
+      in_wal.push_back(&p);
       logs.push_back(&*p.log);
     }
   };
   for (auto& [id, p] : st.parts)
-    hold(*p);
+    add(*p);
   for (auto& p : st.closing)
-    hold(*p);
+    add(*p);
   storage::sync_round_stats stats;
   auto results = storage::sync_round(logs, *st.syncfs, stats);
   st.syncfs_calls += stats.syncfs_calls;
   st.fdatasyncs += stats.fdatasyncs;
-  for (size_t i = 0; i < held.size(); ++i) {
+  for (size_t i = 0; i < in_wal.size(); ++i) {
     if (results[i])
-      held[i]->fresh = false;
+      in_wal[i]->fresh = false;
     else
-      answer(*held[i], take_offline(self, *held[i], results[i].err()));  // stops the WAL
+      answer(*in_wal[i], take_offline(self, *in_wal[i], results[i].err()));  // stops the WAL
   }
   if (stats.syncfs_failed)
     sync_after_failed_syncfs(self);
@@ -422,7 +422,7 @@ bool wal_checkpoint(worker_ptr self) {
   st.wal_names.clear();
   st.writeback_at = 0;
   ++st.wal_checkpoints;
-  log::get("storage")->debug("wal.checkpoint io_worker={} partitions={} file={}", st.index, held.size(),
+  log::get("storage")->debug("wal.checkpoint io_worker={} partitions={} file={}", st.index, in_wal.size(),
                              st.wal->path());
   return true;
 }
@@ -487,18 +487,27 @@ void start_writeback(worker_ptr self) {
 constexpr size_t wal_buffer_limit = 4u << 20;
 
 /// Writes every held append of the worker to its segment file.
+/// The partitions listed in `ids` that the worker still hosts, each with
+/// its `listed` flag cleared; the list is left empty.
+std::vector<hosted*> take_listed(worker_state& st, std::vector<uint64_t>& ids, bool hosted::*listed) {
+  std::vector<hosted*> out;
+  out.reserve(ids.size());
+  for (auto id : std::exchange(ids, {}))
+    if (auto it = st.parts.find(id); it != st.parts.end()) {
+      it->second.get()->*listed = false;
+      out.push_back(it->second.get());
+    }
+  return out;
+}
+
 void note_held(worker_ptr self, hosted& p);
 
 void write_out_held(worker_ptr self) {
   auto& st = self->state;
   st.write_out_scheduled = false;
   std::vector<hosted*> failed;
-  for (auto id : std::exchange(st.held, {})) {
-    auto it = st.parts.find(id);
-    if (it == st.parts.end())
-      continue;
-    auto& p = *it->second;
-    p.in_held = false;
+  for (auto* held : take_listed(st, st.held, &hosted::in_held)) {
+    auto& p = *held;
     if (!p.log)
       continue;
     ++st.write_outs;
@@ -540,15 +549,9 @@ void sync_round(worker_ptr self) {
   auto& st = self->state;
   st.flush_scheduled = false;
   std::vector<hosted*> via_wal, via_logs;
-  for (auto id : std::exchange(st.waiting, {})) {
-    auto it = st.parts.find(id);
-    if (it == st.parts.end())
-      continue;
-    auto& p = *it->second;
-    p.in_waiting = false;
-    if (p.log && !p.pending.empty())
-      (st.wal && p.in_wal && !p.fresh ? via_wal : via_logs).push_back(&p);
-  }
+  for (auto* p : take_listed(st, st.waiting, &hosted::in_waiting))
+    if (p->log && !p->pending.empty())
+      (st.wal && p->in_wal && !p->fresh ? via_wal : via_logs).push_back(p);
   const bool commit = st.wal && st.wal->pending() && (!via_wal.empty() || st.wal->buffered_bytes() >= wal_buffer_limit);
   if (via_wal.empty() && via_logs.empty() && !commit)
     return;

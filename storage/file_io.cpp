@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/atomic_file.hpp"
+
 namespace moonmq::storage {
 
 unique_fd& unique_fd::operator=(unique_fd&& o) noexcept {
@@ -27,6 +29,18 @@ error io_error(const std::string& what, const std::string& path) {
   auto err = make_error(errc::io_error, what + " path=" + path + ": " + std::strerror(e));
   err.sys_errno = e;
   return err;
+}
+
+error fs_error(const char* what, const std::string& path, const std::error_code& ec) {
+  auto e = make_error(errc::io_error, std::string(what) + " path=" + path + ": " + ec.message());
+  e.sys_errno = ec.value();
+  return e;
+}
+
+status sync_dir(const std::string& dir) {
+  if (auto ec = util::fsync_dir(dir); ec)
+    return fs_error("fsync_dir", dir, ec);
+  return {};
 }
 
 status sync_filesystem(const std::string& path) {

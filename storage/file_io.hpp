@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "storage/types.hpp"
 
@@ -36,6 +37,14 @@ class unique_fd {
 
 /// io_error carrying the current errno and "<what> path=<path>: <strerror>".
 error io_error(const std::string& what, const std::string& path);
+
+/// io_error carrying `ec` and "<what> path=<path>: <message>" (for
+/// std::filesystem and util calls that report an error_code).
+error fs_error(const char* what, const std::string& path, const std::error_code& ec);
+
+/// fsync of the directory `dir` (its entries: files created, renamed or
+/// removed in it). Errors: io_error.
+status sync_dir(const std::string& dir);
 
 /// Opens `path` with open(2) `flags` (O_CLOEXEC is added), mode 0644.
 result<unique_fd> open_file(const std::string& path, int flags);

@@ -20,22 +20,10 @@ namespace moonmq::storage {
 namespace fs = std::filesystem;
 namespace {
 
-error fs_error(const char* what, const std::string& path, const std::error_code& ec) {
-  auto e = make_error(errc::io_error, std::string(what) + " path=" + path + ": " + ec.message());
-  e.sys_errno = ec.value();
-  return e;
-}
-
 /// The directory holding `dir` ("." for a relative name without one).
 std::string parent_dir(const std::string& dir) {
   auto parent = fs::path(dir).parent_path().string();
   return parent.empty() ? "." : parent;
-}
-
-status sync_dir(const std::string& dir) {
-  if (auto ec = util::fsync_dir(dir); ec)
-    return fs_error("fsync_dir", dir, ec);
-  return {};
 }
 
 status unlink_if_present(const std::string& path) {

@@ -38,18 +38,6 @@ uint32_t get_u32(std::string_view in, size_t at) {
   return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
 }
 
-error fs_error(const char* what, const std::string& path, const std::error_code& ec) {
-  auto e = make_error(errc::io_error, std::string(what) + " path=" + path + ": " + ec.message());
-  e.sys_errno = ec.value();
-  return e;
-}
-
-status sync_dir(const std::string& dir) {
-  if (auto ec = util::fsync_dir(dir); ec)
-    return fs_error("fsync_dir", dir, ec);
-  return {};
-}
-
 /// `<worker>-<seq>.wal` parsed; false for any other name.
 bool parse_name(const std::string& name, int& worker, uint64_t& seq) {
   unsigned long long s = 0;
