@@ -287,7 +287,14 @@ TEST_CASE("a killed broker is fenced within SessionTimeoutMs plus a heartbeat, i
   bool fenced = wait_until(
     [&] {
       seen = admin_cluster(c, watcher);
-      return seen.is_object() && seen["offline_partitions"].size() == 3;
+      if (!seen.is_object() || seen["offline_partitions"].size() != 3)
+        return false;
+      // The broker list and the offline partitions are read from the
+      // node's view one after the other: wait for both to show the fence.
+      for (const auto& b : seen["brokers"])
+        if (b["id"] == c.id(victim))
+          return b.value("fenced", false);
+      return false;
     },
     std::chrono::milliseconds(session_timeout_ms + 100 + 3000));
   auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0).count();
