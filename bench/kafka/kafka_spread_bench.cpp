@@ -24,7 +24,10 @@
 //
 // Latency (issue 15: at 5,000 msg/s with 64 requests in flight, p99 <= 3 x
 // the fdatasync p99 of the same run): first 2,000 appends of one record's
-// bytes to a file in `--dir`, each followed by fdatasync; then one
+// bytes to a file in `--dir`, each followed by fdatasync; then the same
+// paced load without a broker (group_commit_floor_ms: one thread writing
+// and fdatasyncing every record due so far, latency from each record's
+// due time); then one
 // connection sends `--latency-rate` requests/s of one record each to topic
 // "latency" (1 partition), each sent when due, at most 64 in flight. A
 // request's latency runs from the moment it was due (not when it could be
@@ -345,6 +348,44 @@ std::vector<double> fdatasync_ms(const std::string& dir, size_t bytes, int round
   return out;
 }
 
+/// The disk's own floor for the paced run (no broker): records of `bytes`
+/// fall due at `rate` per second for `seconds`; one thread writes every
+/// record due so far to a file in `dir` with one write and one fdatasync
+/// (an ideal group commit), again and again. A record's latency runs from
+/// its due time to the end of the fdatasync that covers it, as a produce's
+/// does, so a slow flush counts once for every record due while it ran
+/// (the one-at-a-time fdatasync above counts it once).
+std::vector<double> group_commit_floor_ms(const std::string& dir, size_t bytes, int rate, int seconds) {
+  std::filesystem::create_directories(dir);
+  auto path = dir + "/group-commit-floor";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0)
+    throw std::runtime_error(std::string("open ") + path + ": " + std::strerror(errno));
+  const long total = static_cast<long>(rate) * seconds;
+  auto due = [start = clock_type::now(), rate](long i) {
+    return start + std::chrono::nanoseconds(static_cast<int64_t>(1e9 * static_cast<double>(i) / rate));
+  };
+  std::string buf;
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(total));
+  for (long done = 0; done < total;) {
+    std::this_thread::sleep_until(due(done));
+    auto now = clock_type::now();
+    long upto = done + 1;
+    while (upto < total && due(upto) <= now)
+      ++upto;
+    buf.assign(static_cast<size_t>(upto - done) * bytes, 'x');
+    write_all(fd, buf);
+    ::fdatasync(fd);
+    auto end = clock_type::now();
+    for (; done < upto; ++done)
+      out.push_back(std::chrono::duration<double, std::milli>(end - due(done)).count());
+  }
+  ::close(fd);
+  std::filesystem::remove(path);
+  return out;
+}
+
 /// Milliseconds from due to answered of each request of the paced run.
 std::vector<double> produce_latency_ms(const options& o, uint16_t port) {
   constexpr int window = 64;
@@ -443,7 +484,7 @@ int main(int argc, char** argv) {
       wait_open(node.admin_port);
       auto one = run(o, node, "one", 1);
       auto wide = run(o, node, "wide", o.wide);
-      std::vector<double> disk, produce;
+      std::vector<double> disk, floor, produce;
       if (o.latency_seconds > 0) {
         auto r = http_call(node.client_port, "POST", "/v1/topics", json{{"name", "latency"}, {"partitions", 1}}.dump(),
                            {}, std::chrono::seconds(60));
@@ -451,6 +492,7 @@ int main(int argc, char** argv) {
           throw std::runtime_error("create latency: " + std::to_string(r.status) + " " + r.body);
         wait_open(node.admin_port);
         disk = fdatasync_ms(work + "/fdatasync", o.value_bytes, 2000);
+        floor = group_commit_floor_ms(work + "/fdatasync", o.value_bytes, o.latency_rate, o.latency_seconds);
         produce = produce_latency_ms(o, node.kafka_port);
       }
       std::printf("kafka_spread_bench: ProduceRequest v7, acks=-1, %d connections x %d in flight, %d records of %zu B"
@@ -463,13 +505,17 @@ int main(int argc, char** argv) {
       std::printf("  ratio wide/one      : %10.2f\n", wide.records_per_s / one.records_per_s);
       if (!produce.empty()) {
         auto d = percentiles(disk);
+        auto f = percentiles(floor);
         auto q = percentiles(produce);
         std::printf("latency (ms)                       count      p50      p99    p99.9      max\n");
         std::printf("  fdatasync of %6zu B           %7zu %8.2f %8.2f %8.2f %8.2f\n", o.value_bytes, disk.size(), d[0],
                     d[1], d[2], d[3]);
+        std::printf("  group commit %5d/s, no broker %7zu %8.2f %8.2f %8.2f %8.2f\n", o.latency_rate, floor.size(),
+                    f[0], f[1], f[2], f[3]);
         std::printf("  produce %5d/s, 64 in flight  %7zu %8.2f %8.2f %8.2f %8.2f\n", o.latency_rate, produce.size(),
                     q[0], q[1], q[2], q[3]);
-        std::printf("  p99 produce / p99 fdatasync: %.2f\n", q[1] / d[1]);
+        std::printf("  p99 produce / p99 fdatasync: %.2f; / p99 group commit without a broker: %.2f\n", q[1] / d[1],
+                    q[1] / f[1]);
       }
     }
     auto [spread_floor, one_floor] = disk_floor(work + "/floor", o.wide, o.value_bytes);
