@@ -1,0 +1,787 @@
+// The behaviour of an I/O worker (actors/io_worker_impl.hpp): it holds the
+// logs of its partitions and answers their partition actors' requests; the
+// durability half (rounds, WAL, write-behind) is io_worker_rounds.cpp.
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/io_worker_impl.hpp"
+#include "storage/record_batch.hpp"
+#include "util/atomic_file.hpp"
+#include "util/clock.hpp"
+
+namespace moonmq::io_worker_detail {
+
+/// Duration of each group commit round's sync (one fdatasync or one
+/// syncfs), the broker's own view of the disk's sync latency under load.
+metrics::histogram& sync_histogram() {
+  static auto& h = metrics::registry::global().get_histogram(
+    "moonmq_storage_sync_round_seconds",
+    "Duration of each I/O worker group commit round's syncs (storage::sync_round: fdatasync for a partition alone "
+    "on its device, one syncfs per device for several)",
+    {0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03,
+     0.05, 0.1, 0.25, 0.5, 1});
+  return h;
+}
+
+/// Partitions of this process whose log is offline (shared by every
+/// worker).
+metrics::gauge& offline_gauge() {
+  static auto& g = metrics::registry::global().get_gauge(
+    "moonmq_offline_partitions", "Partitions whose log is offline: corrupt (awaiting repair), unopenable or after a failed fsync");
+  return g;
+}
+
+/// Partitions of this process handed to a worker whose log is not opened
+/// yet: after a create or a start, 0 once every partition serves (or is
+/// known offline).
+metrics::gauge& opening_gauge() {
+  static auto& g = metrics::registry::global().get_gauge(
+    "moonmq_partitions_opening", "Partitions whose log an I/O worker has not opened yet (after a create or a start)");
+  return g;
+}
+
+caf::error storage_failure(const storage::error& e) {
+  return make_error(errc::storage_error, std::string(storage::to_string(e.code)) + ": " + e.message);
+}
+
+caf::error not_hosted(uint64_t id) {
+  return make_error(errc::unknown_topic, "partition " + std::to_string(id) + " is closed (its topic was deleted "
+                                                                            "or the broker is stopping)");
+}
+
+caf::error offline(const hosted& p) {
+  return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
+}
+
+/// Records that `p` was used: its log's fd (if any) becomes the most
+/// recent; then idle logs past the worker's budget release theirs, least
+/// recently used first. A log with appends waiting for a round keeps its
+/// fd until the round; one written with acks=none is fdatasynced first (a
+/// failure takes it offline), so the budget holds under any load but a
+/// burst of acks=leader appends.
+void touch(worker_ptr self, hosted& p) {
+  auto& st = self->state;
+  if (p.log && p.log->holds_fd()) {
+    if (p.in_lru)
+      st.lru.erase(p.lru_pos);
+    st.lru.push_front(p.id);
+    p.lru_pos = st.lru.begin();
+    p.in_lru = true;
+  } else if (p.in_lru) {
+    st.lru.erase(p.lru_pos);
+    p.in_lru = false;
+  }
+  // Bounded: a few candidates per use, so a use never costs a long scan.
+  auto it = st.lru.end();
+  for (int tries = 0; st.lru.size() > st.fd_budget && it != st.lru.begin() && tries < 8; ++tries) {
+    --it;
+    auto found = st.parts.find(*it);
+    hosted* q = found == st.parts.end() ? nullptr : found->second.get();
+    if (q && q->log && !q->log->release_fd()) {
+      if (!q->pending.empty() || q == &p)
+        continue;  // its round comes next, or it is the one in use
+      // acks=none data: synced before its file closes. Out of the list
+      // first: a failed sync takes it offline.
+      q->in_lru = false;
+      it = st.lru.erase(it);
+      flush_one(self, *q);
+      if (q->log)
+        q->log->release_fd();
+      ++st.fds_released;
+      continue;
+    }
+    if (q)
+      q->in_lru = false;
+    it = st.lru.erase(it);
+    ++st.fds_released;
+  }
+}
+
+/// Takes partition `id` out of the worker (its fd bookkeeping included).
+std::unique_ptr<hosted> take_out(worker_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto it = st.parts.find(id);
+  if (it == st.parts.end())
+    return nullptr;
+  auto owned = std::move(it->second);
+  st.parts.erase(it);
+  if (owned->in_lru) {
+    st.lru.erase(owned->lru_pos);
+    owned->in_lru = false;
+  }
+  return owned;
+}
+
+void run_retention(hosted& p) {
+  const auto& cfg = p.settings.config;
+  if (!p.log)
+    return;
+  // A recovery point that lags (no flush since the interval passed) is
+  // brought up to date here.
+  if (auto cp = p.log->checkpoint(); !cp)
+    log::get("broker")->warn("checkpoint.failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                             p.settings.partition, cp.err().message);
+  p.log->expire_producers(util::wall_ms());
+  if (cfg.retention_bytes < 0 && cfg.retention_ms < 0)
+    return;
+  auto r = p.log->apply_retention(cfg.retention_bytes, cfg.retention_ms, util::wall_ms());
+  if (!r)
+    log::get("broker")->warn("retention.failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                             p.settings.partition, r.err().message);
+  else if (r->segments_deleted > 0)
+    log::get("broker")->info("retention.applied topic={} partition={} segments={} bytes={} log_start={}",
+                             p.settings.topic, p.settings.partition, r->segments_deleted, r->bytes_deleted,
+                             p.log->log_start().value);
+}
+
+std::string repair_route(const partition_settings& s) {
+  return "POST /admin/partitions/" + s.topic + "/" + std::to_string(s.partition) + "/truncate-corrupt";
+}
+
+std::string summary(const hosted& p, int worker) {
+  nlohmann::json j{{"topic", p.settings.topic}, {"partition", p.settings.partition}, {"io_worker", worker}};
+  if (!p.log) {
+    j["online"] = false;
+    j["error"] = p.open_error;
+    if (p.damage) {
+      const auto& d = *p.damage;
+      j["corruption"] = {{"file", d.path},
+                         {"position", d.position},
+                         {"first_offset", d.first.value},
+                         {"end_offset", d.end.value},
+                         {"recovery_point", d.recovery_point.value},
+                         {"sealed_segment", d.sealed},
+                         {"reason", d.reason}};
+      j["repair"] = repair_route(p.settings);
+    }
+    return j.dump();
+  }
+  j["online"] = true;
+  j["sealed"] = p.sealed;
+  j["log_start_offset"] = p.log->log_start().value;
+  j["log_end_offset"] = p.log->log_end().value;
+  // Offsets below it survive a crash: synced in the segments, or committed
+  // in the worker's WAL (replayed at the next start).
+  j["durable_offset"] = std::max(p.log->durable_offset().value, p.in_wal ? p.wal_durable_end : int64_t{0});
+  j["segment_durable_offset"] = p.log->durable_offset().value;
+  j["recovery_point"] = p.log->recovery_point().value;
+  j["size_bytes"] = p.log->size_bytes();
+  j["segments"] = p.log->segment_count();
+  j["file_open"] = p.log->holds_fd();
+  j["idempotent_producers"] = p.log->producers().producer_count();
+  j["pending_acks"] = p.pending.size();
+  j["held_bytes"] = p.log->held_bytes();
+  j["bytes_in"] = p.c.bytes_in;
+  j["bytes_out"] = p.c.bytes_out;
+  j["records_in"] = p.c.records_in;
+  j["records_out"] = p.c.records_out;
+  j["fsyncs"] = p.c.fsyncs;
+  j["config"] = {{"segment.bytes", p.settings.config.segment_bytes},
+                 {"retention.bytes", p.settings.config.retention_bytes},
+                 {"retention.ms", p.settings.config.retention_ms}};
+  return j.dump();
+}
+
+/// The marker of a durable seal: `<partition dir>/sealed`.
+std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
+
+/// Whole batches from `from`; `fetch` counts them as consumer traffic
+/// (a move's copy reads are not client load).
+caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from, int32_t max_bytes, bool fetch) {
+  if (!p.log)
+    return offline(p);
+  if (fetch && p.durable_seal)
+    return make_error(errc::partition_moved,
+                      "partition " + p.name() + " is a move's copy not yet confirmed; retry at its owner");
+  auto r = p.log->read(storage::offset{from}, static_cast<size_t>(std::max(max_bytes, 1)));
+  if (!r) {
+    if (r.err().code == storage::errc::offset_out_of_range)
+      return make_out_of_range(from, r.err().log_start.value, r.err().log_end.value);
+    return storage_failure(r.err());
+  }
+  if (!fetch)
+    return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
+  std::string_view rest = r->batches;
+  uint64_t records = 0;
+  while (!rest.empty()) {
+    auto h = storage::peek_batch_header(rest);
+    if (!h)
+      break;
+    records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
+    rest.remove_prefix(h->size);
+  }
+  p.c.bytes_out += r->batches.size();
+  p.c.records_out += records;
+  p.m_bytes_out->inc(static_cast<double>(r->batches.size()));
+  p.m_records_out->inc(static_cast<double>(records));
+  return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
+}
+
+storage::log_config log_config_of(worker_ptr self, const partition_settings& s) {
+  storage::log_config lc;
+  lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
+  lc.deleter = self->state.deleter.get();
+  // Only appends the WAL makes durable may wait in memory.
+  if (self->state.wal && s.data_dir == self->state.data_dir)
+    lc.write_behind_bytes = self->state.write_behind_bytes;
+  return lc;
+}
+
+std::string dir_of(const partition_settings& s) {
+  return storage::partition_dir(s.data_dir, s.topic, s.partition);
+}
+
+/// Repairs a log that open refused as corrupt and brings it online;
+/// replies what was cut.
+caf::result<std::string> repair(worker_ptr self, hosted& p) {
+  const auto name = p.name();
+  if (p.log)
+    return make_coded_error(409, "not_corrupt", "partition " + name + " is online: nothing to repair");
+  if (!p.damage)
+    return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
+                                                  + p.open_error + "); restart the node instead");
+  storage::repair_result report;
+  auto fixed = storage::partition_log::repair(dir_of(p.settings), log_config_of(self, p.settings), report);
+  if (!fixed) {
+    log::get("broker")->error("partition.repair_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                              p.settings.partition, fixed.err().message);
+    return storage_failure(fixed.err());
+  }
+  p.log.emplace(std::move(fixed.value()));
+  {
+    // A move's destination copy stays sealed through a repair too.
+    std::error_code ec;
+    p.durable_seal = std::filesystem::exists(seal_marker(p.log->dir()), ec);
+    p.sealed = p.sealed || p.durable_seal;
+  }
+  p.damage.reset();
+  p.open_error.clear();
+  p.set_offline(false);
+  nlohmann::json cuts = nlohmann::json::array();
+  for (const auto& c : report.cuts)
+    cuts.push_back({{"file", c.path},
+                    {"position", c.position},
+                    {"first_offset", c.first.value},
+                    {"end_offset", c.end.value},
+                    {"records", c.records},
+                    {"bytes", c.bytes},
+                    {"reason", c.reason}});
+  log::get("broker")->warn("partition.repaired topic={} partition={} records_removed={} bytes_removed={} cuts={} "
+                           "log_end={}",
+                           p.settings.topic, p.settings.partition, report.records, report.bytes, report.cuts.size(),
+                           p.log->log_end().value);
+  return nlohmann::json{{"topic", p.settings.topic},
+                        {"partition", p.settings.partition},
+                        {"records_removed", report.records},
+                        {"bytes_removed", report.bytes},
+                        {"cuts", cuts},
+                        {"log_start_offset", p.log->log_start().value},
+                        {"log_end_offset", p.log->log_end().value},
+                        {"online", true}}
+    .dump();
+}
+
+/// Seals or unseals; a durable seal writes the marker (fsynced) before it is
+/// reported, and any unseal removes it. Appends already taken are made
+/// durable first, so the log end returned is final while sealed.
+caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable) {
+  if (!p.log)
+    return offline(p);
+  // Everything appended, and a new log's own directory (which must survive
+  // a crash before a marker inside it means anything), is synced first.
+  if (sealed && durable)  // a log never written has no directory yet to hold the marker
+    if (auto made = p.log->materialize(); !made)
+      return make_error(errc::storage_error, "cannot create " + p.log->dir() + ": " + made.err().message);
+  flush_one(self, p);
+  if (!p.log)
+    return offline(p);
+  auto marker = seal_marker(p.log->dir());
+  std::error_code ec;
+  if (sealed && durable) {
+    if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
+      return make_error(errc::storage_error, "cannot write " + marker + ": " + werr.message());
+  } else if (!sealed && std::filesystem::exists(marker, ec)) {
+    std::filesystem::remove(marker, ec);
+    if (!ec)
+      ec = util::fsync_dir(p.log->dir());
+    if (ec)
+      return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
+  }
+  p.sealed = sealed;
+  p.durable_seal = sealed && (durable || p.durable_seal);
+  return p.log->log_end().value;
+}
+
+/// Opens (and recovers) the log of a newly assigned partition.
+void open_partition(worker_ptr self, uint64_t id, partition_settings settings) {
+  auto owned = std::make_unique<hosted>();
+  auto& p = *owned;
+  p.id = id;
+  p.settings = std::move(settings);
+  auto dir = dir_of(p.settings);
+  auto opened = storage::partition_log::open(dir, log_config_of(self, p.settings));
+  if (opened) {
+    p.log.emplace(std::move(opened.value()));
+    p.fresh = !p.log->on_disk();
+    // A move's destination copy stays sealed across a restart until the
+    // move confirms or cleans it up (see seal_marker).
+    std::error_code ec;
+    p.sealed = p.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
+    log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", p.settings.topic,
+                              p.settings.partition, p.log->log_start().value, p.log->log_end().value);
+  } else if (opened.err().code == storage::errc::corrupt_log && opened.err().damaged) {
+    // Damage recovery may not cut: nothing is removed, the partition waits
+    // for the operator's repair.
+    const auto& d = *opened.err().damaged;
+    p.damage = d;
+    p.open_error = opened.err().message + "; repair: " + repair_route(p.settings);
+    p.set_offline(true);
+    log::get("broker")->error("partition.corrupt topic={} partition={} file={} position={} first_offset={} "
+                              "end_offset={} recovery_point={} reason=\"{}\" repair=\"{}\"",
+                              p.settings.topic, p.settings.partition, d.path, d.position, d.first.value, d.end.value,
+                              d.recovery_point.value, d.reason, repair_route(p.settings));
+  } else {
+    p.open_error = opened.err().message;
+    p.set_offline(true);
+    log::get("broker")->error("partition.offline topic={} partition={} dir={} error=\"{}\"", p.settings.topic,
+                              p.settings.partition, dir, p.open_error);
+  }
+  auto& reg = metrics::registry::global();
+  metrics::labels topic_label{{"topic", p.settings.topic}};
+  p.m_bytes_in = &reg.get_counter("moonmq_produce_bytes_total", "Bytes appended to partition logs", topic_label);
+  p.m_records_in = &reg.get_counter("moonmq_produce_records_total", "Records appended to partition logs",
+                                    topic_label);
+  p.m_bytes_out = &reg.get_counter("moonmq_fetch_bytes_total", "Bytes read from partition logs", topic_label);
+  p.m_records_out = &reg.get_counter("moonmq_fetch_records_total", "Records read from partition logs (whole batches)",
+                                     topic_label);
+  if (p.settings.retention_check_ms > 0)
+    self->delayed_send(self, std::chrono::milliseconds(p.settings.retention_check_ms), retain_atom::value, id);
+  auto& slot = self->state.parts[id];
+  slot = std::move(owned);
+  touch(self, *slot);
+  opening_gauge().add(-1.0);
+}
+
+/// What an append came to: answered at once (`error`, or `base` when not
+/// `wait`), or `base` once the next sync round made it durable (`wait`).
+struct append_outcome {
+  int64_t base = 0;
+  caf::error error;
+  bool wait = false;
+};
+
+/// Appends a client's batch (offsets assigned in place) and, with the WAL
+/// on, adds it to the WAL's next commit: every append of a partition since
+/// the last checkpoint is in the WAL, acks=none included, so that replay
+/// can continue its log from wherever a crash cut its segment.
+append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool durable) {
+  if (!p.log)
+    return {0, offline(p)};
+  if (p.sealed)
+    return {0, make_error(errc::partition_moved, "partition " + p.name() + " is being moved; retry at its owner")};
+  auto size = batch.size();
+  auto base = p.log->append(batch);
+  if (!base && base.err().code == storage::errc::duplicate_sequence) {
+    // A producer's resend: answered with the first append's offset once
+    // that is durable, and nothing is appended.
+    bool durable_now = base.err().original < p.log->durable_offset() && !p.log->needs_sync();
+    return {base.err().original.value, {}, durable && !durable_now};
+  }
+  if (!base) {
+    auto code = base.err().code;
+    if (code == storage::errc::io_error)
+      return {0, storage_failure(base.err())};
+    if (code == storage::errc::out_of_order_sequence || code == storage::errc::invalid_producer_epoch)
+      return {0, make_coded_error(409, storage::to_string(code), base.err().message)};
+    return {0, make_error(errc::invalid_request,
+                          std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message)};
+  }
+  auto& st = self->state;
+  if (st.wal && p.settings.data_dir == st.data_dir) {
+    st.wal->add(p.settings.topic, p.settings.partition, batch);
+    if (!p.in_wal)
+      st.wal_names.emplace(p.settings.topic, p.settings.partition);
+    p.in_wal = true;
+    p.wal_added_end = p.log->log_end().value;
+    if (!p.wal_uncommitted) {
+      p.wal_uncommitted = true;
+      st.wal_uncommitted.push_back(p.id);
+    }
+    if (!durable && !st.flush_scheduled && st.wal->buffered_bytes() >= wal_buffer_limit) {
+      st.flush_scheduled = true;
+      self->send(self, flush_atom::value);
+    }
+  }
+  note_held(self, p);
+  auto info = storage::peek_batch_header(batch);
+  auto records = info ? static_cast<uint64_t>(info->last.value - info->base.value + 1) : 0;
+  p.c.bytes_in += size;
+  p.c.records_in += records;
+  ++p.c.batches_in;
+  p.m_bytes_in->inc(static_cast<double>(size));
+  p.m_records_in->inc(static_cast<double>(records));
+  return {base->value, {}, durable};
+}
+
+caf::result<int64_t> append_batch(worker_ptr self, hosted& p, std::string& batch, bool durable) {
+  auto out = try_append(self, p, batch, durable);
+  if (out.error)
+    return out.error;
+  if (!out.wait)
+    return out.base;
+  return ack_when_durable(self, p, out.base);
+}
+
+/// A direct group (append_direct): each append as append_batch would, its
+/// answer through its callbacks.
+void append_group(worker_ptr self, detail::direct_group& group) {
+  for (auto& a : group.items) {
+    auto it = self->state.parts.find(a.id);
+    if (it == self->state.parts.end()) {
+      a.reply->deliver(not_hosted(a.id));
+      continue;
+    }
+    auto& p = *it->second;
+    auto out = try_append(self, p, a.batch, a.durable);
+    if (out.error)
+      a.reply->deliver(out.error);
+    else if (!out.wait)
+      a.reply->deliver(out.base);
+    else
+      wait_for_round(self, p, pending_ack{{}, std::move(a.reply), out.base});
+    touch(self, p);
+  }
+}
+
+caf::result<int64_t> copy_batches(worker_ptr self, hosted& p, std::string& batches, bool durable) {
+  if (!p.log)
+    return offline(p);
+  // Only a sealed copy (a move's destination, sealed by its ensure) takes
+  // batches with their offsets: a copy that serves producers never does.
+  if (!batches.empty() && !p.durable_seal)
+    return make_error(errc::invalid_request, "copy: " + p.settings.topic + "/" + std::to_string(p.settings.partition)
+                                               + " is not sealed: it serves producers and takes no copied batches");
+  std::string_view rest = batches;
+  while (!rest.empty()) {
+    auto size = storage::peek_batch_size(rest);
+    if (!size || *size > rest.size())
+      return make_error(errc::invalid_request,
+                        "copy: truncated batch at byte " + std::to_string(batches.size() - rest.size()));
+    auto r = p.log->append_with_offsets(rest.substr(0, *size));
+    if (!r)
+      return make_error(errc::invalid_request,
+                        std::string("copy: ") + storage::to_string(r.err().code) + ": " + r.err().message);
+    rest.remove_prefix(*size);
+  }
+  note_held(self, p);
+  if (durable) {
+    ++self->state.fdatasyncs;
+    if (auto synced = p.log->flush(); !synced)
+      return take_offline(self, p, synced.err());
+  }
+  return p.log->log_end().value;
+}
+
+caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
+  auto owned = take_out(self, id);
+  if (!owned)
+    return not_hosted(id);
+  auto& p = *owned;
+  answer(p, make_error(errc::unknown_topic, "topic " + p.settings.topic + " was deleted"));
+  p.log.reset();  // no clean close: its directory goes next
+  auto where = dir_of(p.settings);
+  auto settings = p.settings;
+  owned.reset();
+  // Its entries leave the WAL first, so that a partition created again
+  // under the same name never has them replayed into it (replay also skips
+  // a partition whose directory is gone, which covers a crash between).
+  if (!forget_wal_entries(self, settings))
+    return make_error(errc::storage_error, "cannot remove " + where
+                                             + ": the write-ahead log holds its entries and stopped; restart the "
+                                               "node first");
+  if (auto removed = storage::partition_log::remove(where); !removed) {
+    log::get("broker")->error("partition.delete_failed dir={} error=\"{}\"", where, removed.err().message);
+    return make_error(errc::storage_error, "cannot remove " + where + ": " + removed.err().message);
+  }
+  log::get("broker")->info("partition.deleted topic={} partition={}", settings.topic, settings.partition);
+  return true;
+}
+
+/// Closes `logs` (taken out of the worker already) together
+/// (storage::close_together: one log closes on its own; several, as when a
+/// node stops, cost two syncfs in all). Appends still waiting for a round
+/// are answered once their sync returned. A log whose sync failed is
+/// dropped without a checkpoint, as take_offline does.
+void close_logs(worker_ptr self, std::vector<std::unique_ptr<hosted>> logs, bool stopping = false) {
+  std::vector<hosted*> open;
+  std::vector<storage::partition_log*> ls;
+  for (auto& p : logs)
+    if (p->log) {
+      open.push_back(p.get());
+      ls.push_back(&*p->log);
+    }
+  storage::sync_round_stats stats;
+  auto closed = storage::close_together(ls, *self->state.syncfs, stats);
+  self->state.syncfs_calls += stats.syncfs_calls;
+  self->state.fdatasyncs += stats.fdatasyncs;
+  for (size_t i = 0; i < open.size(); ++i) {
+    auto& p = *open[i];
+    caf::error failure;
+    if (!closed[i]) {
+      log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                               p.settings.partition, closed[i].err().message);
+      failure = storage_failure(closed[i].err());
+      p.log.reset();  // dropped without a checkpoint, as take_offline does
+      if (p.in_wal)
+        stop_wal(self, "partition " + p.name() + " failed to close with entries in the WAL");
+    }
+    answer(p, failure);
+  }
+  if (stats.syncfs_failed)
+    sync_after_failed_syncfs(self);
+  // A closed partition's entries leave the WAL (see remove_partition): a
+  // checkpoint, or, when the worker stops with every log closed, no WAL
+  // file at all.
+  bool closed_in_wal = false;
+  for (auto& p : logs)
+    closed_in_wal = closed_in_wal || p->in_wal;
+  auto& st = self->state;
+  if (stopping && st.wal) {
+    if (auto removed = st.wal->remove_all(); !removed)
+      log::get("storage")->warn("wal.remove_failed io_worker={} error=\"{}\" msg=\"replayed harmlessly at the next "
+                                "start\"",
+                                st.index, removed.err().message);
+    st.wal.reset();
+  } else if (closed_in_wal && st.wal) {
+    wal_checkpoint(self);
+  }
+  // Logs closed cleanly close again in their destructors at no cost: their
+  // checkpoint already says clean at their log end.
+}
+
+/// Closes what the next close round would now: a partition reopened on
+/// the same directory (a restarted partition actor) must find the old log
+/// closed, its clean checkpoint written, before it opens.
+void finish_closes(worker_ptr self) {
+  if (auto logs = std::exchange(self->state.closing, {}); !logs.empty())
+    close_logs(self, std::move(logs));
+}
+
+/// Every log the worker holds, closed together (the worker is stopping).
+void close_all(worker_ptr self) {
+  auto& st = self->state;
+  auto logs = std::exchange(st.closing, {});
+  for (auto& [id, p] : st.parts)
+    logs.push_back(std::move(p));
+  st.parts.clear();
+  st.lru.clear();
+  close_logs(self, std::move(logs), true);
+}
+
+std::string worker_summary(worker_ptr self) {
+  auto& st = self->state;
+  size_t offline_count = 0, waiting = 0;
+  for (auto& [id, p] : st.parts) {
+    offline_count += p->log ? 0 : 1;
+    waiting += p->pending.size();
+  }
+  return nlohmann::json{{"io_worker", st.index},
+                        {"partitions", st.parts.size()},
+                        {"offline_partitions", offline_count},
+                        {"open_files", st.lru.size()},
+                        {"open_files_budget", st.fd_budget},
+                        {"files_released", st.fds_released},
+                        {"pending_acks", waiting},
+                        {"sync_rounds", st.rounds},
+                        {"syncfs_calls", st.syncfs_calls},
+                        {"fdatasyncs", st.fdatasyncs},
+                        {"files_to_delete", st.deleter ? st.deleter->queued() : 0},
+                        {"write_ahead_log",
+                         {{"on", st.wal.has_value()},
+                          {"file", st.wal ? st.wal->path() : ""},
+                          {"file_bytes", st.wal ? st.wal->file_bytes() : 0},
+                          {"checkpoint_bytes", st.wal_checkpoint_bytes},
+                          {"commits", st.wal_commits},
+                          {"bytes_committed", st.wal_bytes},
+                          {"checkpoints", st.wal_checkpoints},
+                          {"writebacks", st.writebacks},
+                          {"write_behind_bytes", st.wal ? st.write_behind_bytes : 0},
+                          {"partitions_holding", st.held.size()},
+                          {"write_outs", st.write_outs},
+                          {"stopped", st.wal_stopped}}}}
+    .dump();
+}
+
+/// Runs `fn(hosted&)` for partition `id`, then updates the fd bookkeeping;
+/// a partition no longer held answers not_hosted.
+template <class F>
+auto with_partition(worker_ptr self, uint64_t id, F fn) -> decltype(fn(std::declval<hosted&>())) {
+  auto it = self->state.parts.find(id);
+  if (it == self->state.parts.end())
+    return not_hosted(id);
+  auto& p = *it->second;
+  auto out = fn(p);
+  touch(self, p);
+  return out;
+}
+
+caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,
+                        io_settings settings) {
+  const auto& data_dir = settings.data_dir;
+  self->state.index = index;
+  self->state.data_dir = data_dir;
+  self->state.wal_checkpoint_bytes = settings.wal_checkpoint_bytes;
+  self->state.write_behind_bytes = settings.write_behind_bytes;
+  self->state.write_behind_ms = std::max<int64_t>(1, settings.write_behind_ms);
+  if (settings.write_ahead_log && !data_dir.empty()) {
+    if (auto opened = storage::wal_writer::open(data_dir, index); opened) {
+      self->state.wal.emplace(std::move(opened.value()));
+    } else {
+      self->state.wal_stopped = "open: " + opened.err().message;
+      log::get("storage")->error("wal.open_failed io_worker={} error=\"{}\" msg=\"rounds sync each partition's "
+                                 "segments\"",
+                                 index, opened.err().message);
+    }
+  }
+  self->state.deleter = std::move(deleter);
+  self->state.syncfs = std::make_unique<storage::syncfs_handles>(data_dir);
+  self->state.fd_budget = std::max<size_t>(fd_budget, 1);
+  (void)offline_gauge();  // listed at 0 from the start
+  (void)sync_histogram();
+  (void)opening_gauge();
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    close_all(self);
+    self->quit(msg.reason);
+  });
+  return {
+    [self](open_atom, uint64_t id, partition_settings& s) {
+      finish_closes(self);
+      open_partition(self, id, std::move(s));
+    },
+    [self](close_atom, uint64_t id) {
+      // Closed by the next close round, with every other close queued
+      // before it (a stopping broker's partitions all exit at once).
+      auto owned = take_out(self, id);
+      if (!owned)
+        return;
+      self->state.closing.push_back(std::move(owned));
+      if (!self->state.close_scheduled) {
+        self->state.close_scheduled = true;
+        self->send(self, close_atom::value);
+      }
+    },
+    [self](close_atom) {
+      self->state.close_scheduled = false;
+      finish_closes(self);
+    },
+    [self](append_atom, uint64_t id, std::string& batch, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return append_batch(self, p, batch, durable); });
+    },
+    [self](append_atom, std::shared_ptr<detail::direct_group>& group) { append_group(self, *group); },
+    [self](copy_atom, uint64_t id, std::string& batches, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return copy_batches(self, p, batches, durable); });
+    },
+    [self](reset_atom, uint64_t id, int64_t start) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
+        if (!p.log)
+          return offline(p);
+        if (start < 0)
+          return make_error(errc::invalid_request, "reset: start offset must not be negative");
+        // Entries of the log before the reset must never replay into it.
+        if (!forget_wal_entries(self, p.settings))
+          return make_error(errc::storage_error, "reset: the write-ahead log stopped with entries of " + p.name()
+                                                   + "; restart the node first");
+        if (auto r = p.log->reset(storage::offset{start}); !r)
+          return storage_failure(r.err());
+        log::get("broker")->info("partition.reset topic={} partition={} start={}", p.settings.topic,
+                                 p.settings.partition, start);
+        return p.log->log_end().value;
+      });
+    },
+    [self](seal_atom, uint64_t id, bool sealed, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return seal(self, p, sealed, durable); });
+    },
+    [self](read_atom, uint64_t id, int64_t from, int32_t max_bytes,
+           bool fetch) -> caf::result<std::string, int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return read_batches(p, from, max_bytes, fetch); });
+    },
+    [self](bounds_atom, uint64_t id) -> caf::result<int64_t, int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t, int64_t> {
+        if (!p.log)
+          return offline(p);
+        return caf::make_result(p.log->log_start().value, p.log->log_end().value,
+                                static_cast<int64_t>(p.log->size_bytes()));
+      });
+    },
+    [self](loads_atom, std::shared_ptr<detail::loads_group>& group) {
+      group->loads.resize(group->items.size());
+      for (size_t k = 0; k < group->items.size(); ++k) {
+        auto& out = group->loads[k];
+        auto it = self->state.parts.find(group->items[k].second);
+        if (it == self->state.parts.end()) {
+          out.error = "the partition stopped";
+          continue;
+        }
+        const auto& p = *it->second;
+        if (!p.log) {
+          out.error = message_of(offline(p));
+          continue;
+        }
+        out.log_start = p.log->log_start().value;
+        out.log_end = p.log->log_end().value;
+        out.size_bytes = static_cast<int64_t>(p.log->size_bytes());
+        out.bytes_in = p.c.bytes_in;
+        out.bytes_out = p.c.bytes_out;
+        out.records_in = p.c.records_in;
+        out.records_out = p.c.records_out;
+      }
+      return group;
+    },
+    [self](time_lookup_atom, uint64_t id, int64_t timestamp) -> caf::result<int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t> {
+        if (!p.log)
+          return offline(p);
+        if (timestamp < 0)
+          return make_error(errc::invalid_request, "time lookup: the timestamp must not be negative");
+        auto found = p.log->offset_for_timestamp(timestamp);
+        if (!found)
+          return storage_failure(found.err());
+        if (!*found)
+          return caf::make_result(int64_t{-1}, int64_t{-1});
+        return caf::make_result((*found)->off.value, (*found)->timestamp);
+      });
+    },
+    [self](delete_atom, uint64_t id) -> caf::result<bool> {
+      finish_closes(self);
+      return remove_partition(self, id);
+    },
+    [self](flush_atom) { sync_round(self); },
+    [self](write_out_atom) { write_out_held(self); },
+    [self](retain_atom, uint64_t id) {
+      auto it = self->state.parts.find(id);
+      if (it == self->state.parts.end())
+        return;
+      auto& p = *it->second;
+      run_retention(p);
+      touch(self, p);
+      if (p.settings.retention_check_ms > 0)
+        self->delayed_send(self, std::chrono::milliseconds(p.settings.retention_check_ms), retain_atom::value, id);
+    },
+    [self](repair_atom, uint64_t id) -> caf::result<std::string> {
+      return with_partition(self, id, [&](hosted& p) { return repair(self, p); });
+    },
+    [self](status_atom, uint64_t id) -> caf::result<std::string> {
+      return with_partition(self, id,
+                            [&](hosted& p) -> caf::result<std::string> { return summary(p, self->state.index); });
+    },
+    [self](status_atom) -> std::string { return worker_summary(self); },
+  };
+}
+
+}  // namespace moonmq::io_worker_detail

@@ -1,0 +1,239 @@
+#pragma once
+// Private to the I/O workers (actors/io_worker.cpp, actors/io_worker_rounds.cpp)
+// and the partition actors that forward to them (actors/partition.cpp):
+// what a worker holds per partition, its state, and the functions its two
+// halves share. The public interface is actors/partition.hpp.
+//
+// io_worker.cpp      the worker's behaviour: open, append, read, seal,
+//                    repair, retention, close, status
+// io_worker_rounds.cpp durability: group commit rounds, the write-ahead
+//                    log and its checkpoints, write-behind
+// partition.cpp      the pool of workers and the partition actors
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/direct_append_impl.hpp"
+#include "actors/partition.hpp"
+#include "storage/file_deleter.hpp"
+#include "storage/group_commit.hpp"
+#include "storage/partition_log.hpp"
+#include "storage/wal.hpp"
+#include "util/logging.hpp"
+#include "util/metrics.hpp"
+
+// Local messages only (worker and partition actors of one process).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::partition_settings)
+
+namespace moonmq::io_worker_detail {
+
+using open_atom = caf::atom_constant<caf::atom("open")>;    ///< a worker opens a partition's log
+using close_atom = caf::atom_constant<caf::atom("close")>;  ///< a worker closes a partition's log
+
+/// An append waiting for its sync round: answered to its requester
+/// (append_atom) or through a direct append's callbacks (append_direct).
+struct pending_ack {
+  caf::typed_response_promise<int64_t> promise;
+  std::unique_ptr<detail::direct_reply> direct;
+  int64_t base = 0;
+
+  void deliver(const caf::error& failure) {
+    if (direct && failure)
+      direct->deliver(failure);
+    else if (direct)
+      direct->deliver(base);
+    else if (failure)
+      promise.deliver(failure);
+    else
+      promise.deliver(base);
+  }
+};
+
+struct counters {
+  uint64_t bytes_in = 0, bytes_out = 0, records_in = 0, records_out = 0, batches_in = 0, fsyncs = 0;
+};
+
+/// Duration of each group commit round's sync (moonmq_storage_sync_round_seconds).
+metrics::histogram& sync_histogram();
+/// Partitions of this process whose log is offline (moonmq_offline_partitions).
+metrics::gauge& offline_gauge();
+/// Partitions handed to a worker whose log is not open yet (moonmq_partitions_opening).
+metrics::gauge& opening_gauge();
+
+/// One partition held by a worker: its log and everything the partition
+/// answers from.
+struct hosted {
+  uint64_t id = 0;
+  partition_settings settings;
+  std::optional<storage::partition_log> log;
+  std::string open_error;
+  std::optional<storage::damage> damage;  ///< why open refused the log, when it was corrupt
+  bool counted_offline = false;           ///< included in moonmq_offline_partitions
+  std::vector<pending_ack> pending;       ///< appends waiting for the next sync round
+  bool sealed = false;
+  /// Sealed as a move's destination copy (the marker exists): only then are
+  /// copied batches taken, and client fetches are refused (the log may be
+  /// incomplete until the move confirms).
+  bool durable_seal = false;
+  counters c;
+  metrics::counter* m_bytes_in = nullptr;
+  metrics::counter* m_records_in = nullptr;
+  metrics::counter* m_bytes_out = nullptr;
+  metrics::counter* m_records_out = nullptr;
+  std::list<uint64_t>::iterator lru_pos;  ///< in the worker's lru while the log holds an fd
+  bool in_lru = false;
+  bool in_waiting = false;  ///< listed in the worker's `waiting` for the next round
+  bool in_held = false;     ///< listed in the worker's `held`: its log holds write-behind bytes
+  /// Opened before its directory existed and not synced since: the
+  /// directory itself may not survive a crash, so its rounds sync the log
+  /// (which makes the directory durable), never only the WAL.
+  bool fresh = false;
+  /// Entries of this partition are in the worker's WAL since its last
+  /// checkpoint: its segments may hold less than what was acknowledged.
+  bool in_wal = false;
+  /// Entries added to the WAL since its last commit (listed in the worker's
+  /// wal_uncommitted).
+  bool wal_uncommitted = false;
+  /// Log end when the WAL last committed this partition's entries: every
+  /// offset below it survives a crash, whatever its segments hold.
+  int64_t wal_durable_end = 0;
+  int64_t wal_added_end = 0;  ///< log end after its last entry added to the WAL
+
+  hosted() = default;
+  hosted(const hosted&) = delete;
+  hosted& operator=(const hosted&) = delete;
+
+  ~hosted() {
+    if (log) {
+      if (auto st = log->close(); !st)
+        moonmq::log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"",
+                                         settings.topic, settings.partition, st.err().message);
+    }
+    set_offline(false);
+  }
+
+  void set_offline(bool offline) {
+    if (offline != counted_offline)
+      offline_gauge().add(offline ? 1.0 : -1.0);
+    counted_offline = offline;
+  }
+
+  std::string name() const { return settings.topic + "-" + std::to_string(settings.partition); }
+};
+
+struct worker_state {
+  std::unordered_map<uint64_t, std::unique_ptr<hosted>> parts;
+  std::vector<uint64_t> waiting;  ///< partitions with pending acks, in arrival order
+  bool flush_scheduled = false;
+  std::vector<std::unique_ptr<hosted>> closing;  ///< closed by the next close round
+  bool close_scheduled = false;
+  std::list<uint64_t> lru;  ///< partitions whose log holds an fd, most recent first
+  size_t fd_budget = 1024;
+  int index = 0;
+  /// Shared by the pool's workers; held by each so it outlives their logs.
+  std::shared_ptr<storage::file_deleter> deleter;
+  /// This worker's syncfs descriptors, opened at its start (see
+  /// storage::syncfs_handles: one per worker, so each sees every error).
+  std::unique_ptr<storage::syncfs_handles> syncfs;
+  uint64_t rounds = 0, syncfs_calls = 0, fdatasyncs = 0, fds_released = 0;
+  std::string data_dir;
+  /// The worker's write-ahead log (storage/wal.hpp); empty when
+  /// Storage.WriteAheadLog is off or after it stopped (wal_stopped says why).
+  std::optional<storage::wal_writer> wal;
+  std::string wal_stopped;
+  int64_t wal_checkpoint_bytes = 64LL << 20;
+  uint64_t wal_commits = 0, wal_checkpoints = 0, wal_bytes = 0;
+  std::vector<uint64_t> wal_uncommitted;  ///< partitions with entries in the WAL's next commit
+  /// Topic and partition of every entry in the WAL's files (or buffer)
+  /// since its last checkpoint, hosted or not: a stopped WAL keeps its
+  /// files, and a log deleted or reset since must never have them replayed
+  /// into it (forget_wal_entries).
+  std::set<std::pair<std::string, int32_t>> wal_names;
+  /// A background write-back (start_writeback) runs; WAL file size when the
+  /// last one started.
+  std::shared_ptr<std::atomic<bool>> writeback_running = std::make_shared<std::atomic<bool>>(false);
+  uint64_t writeback_at = 0;
+  uint64_t writebacks = 0;
+  /// Partitions whose log holds appends in memory (write-behind), written
+  /// to their files by the next write_out_atom at the latest.
+  std::vector<uint64_t> held;
+  bool write_out_scheduled = false;
+  uint64_t write_outs = 0;
+  /// io_settings::write_behind_bytes: with the WAL on, a partition's active
+  /// segment holds up to this many bytes of appends in memory and writes
+  /// them in one pwrite instead of one per append. Measured with
+  /// kafka_spread_bench (1,000 partitions, one 1 KiB record per partition
+  /// per request): 7-8 µs of broker CPU per record against 12-13.
+  size_t write_behind_bytes = 0;
+  /// io_settings::write_behind_ms: held bytes reach their files at most
+  /// this long after their append, so what a process crash can lose beyond
+  /// the WAL's last commit (acks=none appends only) stays this short.
+  int64_t write_behind_ms = 50;
+  static inline const char* name = "io_worker";
+};
+
+using worker_ptr = caf::stateful_actor<worker_state>*;
+
+
+/// Bytes of acks=none appends a worker's WAL buffers before a round
+/// commits them on their own.
+constexpr size_t wal_buffer_limit = 4u << 20;
+
+// --- shared by the worker's two halves ------------------------------------------------
+
+/// errc::storage_error carrying a storage error's code and message.
+caf::error storage_failure(const storage::error& e);
+/// errc::partition_offline naming why `p` is offline.
+caf::error offline(const hosted& p);
+
+/// A failed sync takes the partition offline until a restart, as a Kafka
+/// broker takes a failed log dir offline: after a failed fsync the kernel
+/// may have dropped the dirty pages, so a later fsync's success would prove
+/// nothing, and an idempotent resend would be acknowledged against a batch
+/// that is not on disk. Recovery at the next start keeps exactly what
+/// reached the disk.
+caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e);
+/// Stops the worker's WAL (its files stay and replay at the next start);
+/// rounds then sync each partition's segments.
+void stop_wal(worker_ptr self, const std::string& why);
+/// Answers every append of `p` waiting for a sync: its base offset, or
+/// `failure` when the sync failed.
+void answer(hosted& p, const caf::error& failure);
+/// Makes everything appended to `p` durable with its own fdatasync and
+/// answers its waiting appends; a failure takes it offline.
+void flush_one(worker_ptr self, hosted& p);
+/// After a failed syncfs: every log of the worker written since its own
+/// last fdatasync syncs its own file (see io_worker_rounds.cpp).
+void sync_after_failed_syncfs(worker_ptr self);
+/// Checkpoints the WAL (see io_worker_rounds.cpp); false when it could not.
+bool wal_checkpoint(worker_ptr self);
+/// Makes sure no WAL file will replay entries into `s`'s log (before a
+/// delete or reset); false when that cannot be made durable.
+bool forget_wal_entries(worker_ptr self, const partition_settings& s);
+/// Lists `p` for the next write-out when its log holds bytes.
+void note_held(worker_ptr self, hosted& p);
+/// Writes every held append of the worker to its segment file.
+void write_out_held(worker_ptr self);
+/// One group commit round (see io_worker_rounds.cpp).
+void sync_round(worker_ptr self);
+/// Holds `ack` until the next sync round.
+void wait_for_round(worker_ptr self, hosted& p, pending_ack ack);
+/// The answer of an append at `base` to `p`: now when it is durable
+/// already, else after the next round.
+caf::result<int64_t> ack_when_durable(worker_ptr self, hosted& p, int64_t base);
+
+/// The behaviour of I/O worker `index` (io_worker.cpp).
+caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,
+                        io_settings settings);
+
+}  // namespace moonmq::io_worker_detail
