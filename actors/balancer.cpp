@@ -15,6 +15,7 @@
 #include "goals/load_model.hpp"
 #include "goals/model_json.hpp"
 #include "plugins/goal_loader.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -30,10 +31,6 @@ constexpr int64_t cooldown_intervals = 3;
 constexpr milliseconds local_timeout{5000};
 /// How often a loop that is off looks at the metadata log's settings again.
 constexpr milliseconds settings_poll{1000};
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 auto logger() { return log::get("balancer"); }
 
@@ -282,7 +279,7 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
 void finish_pass(self_ptr self, const json& in, bool execute) {
   auto& st = self->state;
   const auto& cfg = st.settings.config;
-  auto started = now_ms();
+  auto started = util::wall_ms();
   json pass{{"started_ms", started},        {"epoch", st.epoch}, {"dry_run", cfg.dry_run},
             {"executing", execute},          {"errors", json::array()}, {"executed", json::array()}};
   if (execute) {
@@ -323,7 +320,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     read_counters(p["body"], counters);
   }
   auto placements = cluster::merge_partition_reports(reports);
-  auto now = now_ms();
+  auto now = util::wall_ms();
   for (const auto& [tp, place] : placements) {
     goals::topic_partition gtp{tp.topic, tp.partition};
     auto c = counters.find({place.owner.value, gtp});
@@ -432,7 +429,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
       logger()->info("balancer.plan moves={} dry_run={} executing={} summary=\"{}\"", plan.value().actions.size(),
                      cfg.dry_run, act, plan.value().summary);
   }
-  pass["duration_ms"] = now_ms() - started;
+  pass["duration_ms"] = util::wall_ms() - started;
   if (execute) {
     ++st.passes;
     metrics::registry::global().get_counter("moonmq_autobalancer_passes_total", "Balance loop passes run").inc();

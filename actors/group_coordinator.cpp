@@ -10,18 +10,13 @@
 #include "actors/errors.hpp"
 #include "groups/group_state.hpp"
 #include "groups/offset_store.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
 namespace {
 
 using json = nlohmann::json;
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::steady_clock::now().time_since_epoch())
-    .count();
-}
 
 struct group_coordinator_state {
   group_settings settings;
@@ -107,7 +102,7 @@ caf::result<std::string> run_join(self_ptr self, const std::string& group, const
     id = member;
   auto& g = group_of(self, group);
   auto before = g.current_generation().value;
-  auto r = g.join(id, topics, now_ms());
+  auto r = g.join(id, topics, util::monotonic_ms());
   if (!r)
     return from(r.err());
   if (r->gen.value != before)
@@ -127,7 +122,7 @@ groups::group_state& group_of(self_ptr self, const std::string& id) {
 }
 
 void housekeeping(self_ptr self) {
-  auto now = now_ms();
+  auto now = util::monotonic_ms();
   for (auto& [id, g] : self->state.groups) {
     for (const auto& [topic, count] : g.counts()) {
       auto n = count_of(self, topic);
@@ -195,7 +190,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       auto it = self->state.groups.find(group);
       if (it == self->state.groups.end())
         return make_coded_error(404, "unknown_member", "member " + member + " is not in group " + group);
-      auto r = it->second.heartbeat(member, now_ms());
+      auto r = it->second.heartbeat(member, util::monotonic_ms());
       if (!r)
         return from(r.err());
       return membership_json(*r);

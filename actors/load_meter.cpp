@@ -13,6 +13,7 @@
 #include "placement/cpu_stat.hpp"
 #include "placement/load_tracker.hpp"
 #include "placement/scorer.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
@@ -161,7 +162,7 @@ void take_answers(self_ptr self, const std::string& text) {
   auto rows = json::parse(text, nullptr, false);
   if (!rows.is_array())
     return;  // cannot happen: built by pull_peers
-  auto now = session_probe::now_ms();
+  auto now = util::wall_ms();
   for (const auto& row : rows) {
     auto id = row.value("id", std::string{});
     placement::broker_id bid{id};
@@ -206,7 +207,7 @@ std::string client_url(const load_meter_state& st, const std::string& id) {
 std::pair<int32_t, std::string> recommend_for(self_ptr self, const std::string& client, const std::string& topic,
                                               const std::vector<std::string>& owner_ids) {
   auto& st = self->state;
-  auto now = session_probe::now_ms();
+  auto now = util::wall_ms();
   // Brokers an operator excluded count as draining; brokers without a client
   // URL cannot be pinned to and are left out (listed in the details).
   std::vector<placement::broker_load> brokers;
@@ -256,7 +257,7 @@ std::pair<int32_t, std::string> recommend_for(self_ptr self, const std::string& 
 }
 
 json status_of(const load_meter_state& st) {
-  auto now = session_probe::now_ms();
+  auto now = util::wall_ms();
   json tracker = json::array();
   for (const auto& b : st.tracker.snapshot())
     tracker.push_back(json{{"broker_id", b.report.broker.str()},
@@ -306,7 +307,7 @@ load_meter_actor::behavior_type load_meter_fn(self_ptr self, load_meter_settings
     init.settings.published = std::make_shared<session_load_view>();
   init.scorer = scorer_of(init.settings.config);
   init.excluded.insert(init.settings.excluded_brokers.begin(), init.settings.excluded_brokers.end());
-  init.started_ms = session_probe::now_ms();
+  init.started_ms = util::wall_ms();
   if (auto ok = placement::validate(init.scorer); !ok)
     // Cannot happen: config/loader.cpp checks the same ranges.
     logger()->error("placement.config_invalid error=\"{}\"", placement::to_string(ok.err()));
@@ -317,7 +318,7 @@ load_meter_actor::behavior_type load_meter_fn(self_ptr self, load_meter_settings
     [self](tick_atom) {
       auto& st = self->state;
       ++st.heartbeats;
-      sample_local(self, session_probe::now_ms());
+      sample_local(self, util::wall_ms());
       pull_peers(self);
       self->delayed_send(self, milliseconds{st.settings.config.heartbeat_ms}, tick_atom::value);
     },

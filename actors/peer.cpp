@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "transport/http_client.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -25,11 +26,6 @@ struct peer_state {
 };
 
 using self_ptr = peer_actor::stateful_pointer<peer_state>;
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, std::chrono::milliseconds timeout,
                                   std::chrono::milliseconds interval) {
@@ -60,7 +56,7 @@ peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, s
       ++st.probes;
       st.probe_ms = static_cast<double>(us) / 1000.0;
       if (ok) {
-        st.last_ok_ms = now_ms();
+        st.last_ok_ms = util::wall_ms();
       } else {
         ++st.failures;
         st.last_error = error.empty() ? "HTTP " + std::to_string(status) : error;

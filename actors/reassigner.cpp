@@ -87,9 +87,9 @@ bool journal_to(self_ptr self, const std::string& id, move_state next, const std
     if (row->state == move_state::copying || row->state == move_state::draining)
       (void)st.journal->record_progress(id, std::max(run->bytes_copied, row->bytes_copied),
                                         std::max({run->bytes_total, run->bytes_copied, row->bytes_total}),
-                                        std::max(run->position, row->copy_position), now_ms());
+                                        std::max(run->position, row->copy_position), util::wall_ms());
   }
-  auto r = st.journal->transition(id, next, now_ms(), error, owner_epoch);
+  auto r = st.journal->transition(id, next, util::wall_ms(), error, owner_epoch);
   if (!r) {
     logger()->error("move.journal_failed move={} state={} error=\"{}\"", id, cluster::to_string(next),
                     r.err().message);
@@ -100,7 +100,7 @@ bool journal_to(self_ptr self, const std::string& id, move_state next, const std
 }
 
 void save_progress(self_ptr self, move_run& run, bool force) {
-  auto now = now_ms();
+  auto now = util::wall_ms();
   if (!force && now - run.last_progress_ms < progress_every_ms)
     return;
   run.last_progress_ms = now;
@@ -148,7 +148,7 @@ void call(self_ptr self, move_run& run, const std::string& peer_id, const std::s
     // refused (400, or 409 stale_epoch at a broker already in the new
     // term). It waits for a leader, up to leader_wait, then goes as it is
     // and fails cleanly.
-    auto now = now_ms();
+    auto now = util::wall_ms();
     if (self->state.settings.raft_status->get().leader.empty()) {
       if (run.leaderless_since_ms == 0)
         run.leaderless_since_ms = now;
@@ -251,7 +251,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
   auto journal = cluster::move_journal::open(init.settings.data_dir);
   if (journal) {
     init.journal.emplace(std::move(journal.value()));
-    if (auto pruned = init.journal->prune_finished(now_ms() - keep_finished_ms); pruned && *pruned > 0)
+    if (auto pruned = init.journal->prune_finished(util::wall_ms() - keep_finished_ms); pruned && *pruned > 0)
       logger()->info("move.pruned rows={}", *pruned);
     for (const auto& [id, e] : init.journal->entries())
       init.next_id = std::max<uint64_t>(init.next_id, static_cast<uint64_t>(e.started_ms));
@@ -310,7 +310,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       // cluster that never had a controller claims the first one.
       auto queue = [self, rp, tp, to, origin](int64_t epoch, std::string holder) mutable {
         auto& st = self->state;
-        auto now = now_ms();
+        auto now = util::wall_ms();
         cluster::move_entry e;
         e.move_id = st.settings.broker_id + "-" + std::to_string(std::max<uint64_t>(++st.next_id, now));
         st.next_id = std::max<uint64_t>(st.next_id, static_cast<uint64_t>(now));

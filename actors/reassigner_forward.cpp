@@ -65,7 +65,7 @@ void send_ensure(self_ptr self, const std::string& id, std::string body, int64_t
            fail(self, id, "ensure on the destination failed: " + answer_error(status, answer, error));
            return;
          }
-         run->copy_started_ms = now_ms();
+         run->copy_started_ms = util::wall_ms();
          run->copied_this_run = 0;
          run->rate = effective_throttle(self);
          if (answer.contains("log_end_offset") && answer["log_end_offset"] != log_start) {
@@ -238,12 +238,12 @@ void copy_next(self_ptr self, const std::string& id) {
     auto rate = effective_throttle(self);
     if (rate != run->rate) {
       run->rate = rate;
-      run->copy_started_ms = now_ms();
+      run->copy_started_ms = util::wall_ms();
       run->copied_this_run = 0;
     }
     if (rate > 0) {
       auto due = run->copy_started_ms + run->copied_this_run * 1000 / rate;
-      delay = due - now_ms();
+      delay = due - util::wall_ms();
     }
     schedule(self, *run, delay, [self, id] { copy_next(self, id); });
   });
@@ -378,7 +378,7 @@ void push_offsets(self_ptr self, const std::string& id) {
   if (!journal_to(self, id, move_state::offsets, {}, epoch))
     return;
   if (auto* run = run_of(self, id)) {
-    run->offsets_since_ms = now_ms();
+    run->offsets_since_ms = util::wall_ms();
     // The sealed end, for a controller that confirms in the source's place
     // should this broker be fenced (docs/cluster.md "Moves in the log").
     log_step_async(self, id, "offsets", {"cutover"}, {}, run->final_end);
@@ -434,7 +434,7 @@ void retry_finish(self_ptr self, const std::string& id, const std::string& why) 
   auto* run = run_of(self, id);
   auto limit = self->state.settings.confirm_timeout.count();
   if (limit > 0 && run->offsets_since_ms > 0 && !run->confirmed_in_log
-      && now_ms() - run->offsets_since_ms >= limit) {
+      && util::wall_ms() - run->offsets_since_ms >= limit) {
     run->note = "the destination did not confirm within " + std::to_string(limit / 1000) + " s: " + why;
     take_back(self, id);
     return;

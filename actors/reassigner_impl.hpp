@@ -16,6 +16,7 @@
 #include "actors/errors.hpp"
 #include "actors/reassigner.hpp"
 #include "cluster/move_journal.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::reassigner_detail {
@@ -45,10 +46,6 @@ constexpr int ensure_attempts = 5;
 /// repeat: the same owner again, and a later rollback's entry follows it in
 /// log order.
 constexpr int flip_attempts = 5;
-
-inline int64_t now_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 using answer_fn = std::function<void(int status, json& body, const std::string& error)>;
 

@@ -61,7 +61,7 @@ void log_step_async(self_ptr self, const std::string& id, const std::string& sta
 }
 
 void propose_create(self_ptr self, const std::string& id) {
-  self->state.reconciling[id] = now_ms();
+  self->state.reconciling[id] = util::wall_ms();
   propose_step(self, step_payload(self, id, "queued", {}), [self, id](const caf::error* e) {
     auto& st = self->state;
     const auto* row = row_of(self, id);
@@ -145,7 +145,7 @@ bool finished(const std::string& state) { return raft::finished_move_state(state
 /// Proposes a step reconcile found missing, at most once per reconcile_retry_ms.
 void propose_once(self_ptr self, const std::string& id, std::string payload, const char* why) {
   auto& st = self->state;
-  auto now = now_ms();
+  auto now = util::wall_ms();
   if (auto it = st.reconciling.find(id); it != st.reconciling.end() && now - it->second < reconcile_retry_ms)
     return;
   st.reconciling[id] = now;
@@ -226,7 +226,7 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   auto& o = st.orphans[id];
   if (o.in_flight)
     return;
-  auto now = now_ms();
+  auto now = util::wall_ms();
   if (o.first_seen_ms == 0) {
     o.first_seen_ms = now;
     logger()->warn("move.orphaned move={} topic={} partition={} from={} to={} state={}", id, m.tp.topic,
@@ -335,7 +335,7 @@ void reconcile(self_ptr self) {
       log_journal_progress(self, id, *row, m);
   }
   // Journaled moves the log does not have yet: their create again, for a while.
-  auto now = now_ms();
+  auto now = util::wall_ms();
   std::vector<std::pair<std::string, int64_t>> unlogged;  // copies: journal writes below rewrite the rows
   for (const auto& [id, row] : st.journal->entries())
     if (row.state == move_state::queued && !moves->count(id))

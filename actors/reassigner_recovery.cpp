@@ -239,7 +239,7 @@ void recover(self_ptr self) {
         // higher wins), then confirm.
         auto* run = run_of(self, id);
         run->position = std::min(run->position, run->final_end);
-        run->offsets_since_ms = now_ms();  // the confirm timeout counts from the resume
+        run->offsets_since_ms = util::wall_ms();  // the confirm timeout counts from the resume
         send_offsets(self, id);
         return;
       }

@@ -8,16 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
 namespace {
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 struct entry {
   caf::actor handle;
@@ -99,7 +94,7 @@ registry_actor::behavior_type registry_fn(self_ptr self, std::chrono::millisecon
       info.id = id;
       info.name = std::move(name);
       info.kind = std::move(kind);
-      info.spawned_at = now_ms();
+      info.spawned_at = util::wall_ms();
       self->state.entries.emplace(id, entry{std::move(who), std::move(info)});
     },
     [self](list_atom) -> caf::result<std::vector<actor_info>> {

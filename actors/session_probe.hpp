@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "placement/client_activity.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq {
 
@@ -28,19 +29,19 @@ class session_probe {
   /// last request; `member_ttl_ms`: the same for a group member after its
   /// last join/heartbeat (the group session timeout).
   session_probe(int64_t client_ttl_ms, int64_t member_ttl_ms)
-    : client_ttl_ms_(client_ttl_ms), member_ttl_ms_(member_ttl_ms), activity_(now_ms()) {}
+    : client_ttl_ms_(client_ttl_ms), member_ttl_ms_(member_ttl_ms), activity_(util::wall_ms()) {}
 
   void produced(std::string_view client, uint64_t bytes) {
     std::lock_guard<std::mutex> g{mtx_};
-    activity_.produced(client, bytes, now_ms(), client_ttl_ms_);
+    activity_.produced(client, bytes, util::wall_ms(), client_ttl_ms_);
   }
   void fetched(std::string_view client, uint64_t bytes) {
     std::lock_guard<std::mutex> g{mtx_};
-    activity_.fetched(client, bytes, now_ms(), client_ttl_ms_);
+    activity_.fetched(client, bytes, util::wall_ms(), client_ttl_ms_);
   }
   void member_seen(std::string_view group, std::string_view member, std::string_view client) {
     std::lock_guard<std::mutex> g{mtx_};
-    activity_.member_seen(group, member, client, now_ms(), member_ttl_ms_);
+    activity_.member_seen(group, member, client, util::wall_ms(), member_ttl_ms_);
   }
   void member_left(std::string_view group, std::string_view member) {
     std::lock_guard<std::mutex> g{mtx_};
@@ -53,12 +54,6 @@ class session_probe {
   }
 
   /// Wall clock, ms since the epoch (the report's time base).
-  static int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-  }
-
  private:
   std::mutex mtx_;
   int64_t client_ttl_ms_;

@@ -18,6 +18,7 @@
 #include "storage/record_batch.hpp"
 #include "storage/recovery_point.hpp"
 #include "util/atomic_file.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::storage {
@@ -416,10 +417,7 @@ wal_replay_report replay_wal(const std::string& data_dir) {
     (void)sync_dir(dir);
   }
   if (!report.problems.empty()) {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::system_clock::now().time_since_epoch())
-                .count();
-    auto keep = dir + "/retained-" + std::to_string(ms);
+    auto keep = dir + "/retained-" + std::to_string(util::wall_ms());
     std::error_code ec;
     fs::create_directories(keep, ec);
     if (ec)

@@ -22,6 +22,7 @@
 #include "transport/http_client.hpp"
 #include "transport/peer_survey.hpp"
 #include "transport/session_routes.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -53,10 +54,6 @@ std::optional<int64_t> query_int(const http_request& req, const std::string& key
     return std::nullopt;
   }
   return std::stoll(v);
-}
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -355,7 +352,7 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
   auto n = *count;
   dataplane::produce_plan plan;
   auto sticky_partition = static_cast<int32_t>(sticky.fetch_add(1) % static_cast<uint32_t>(n));
-  if (auto why = dataplane::parse_produce(body, n, sticky_partition, wall_ms(), plan); !why.empty()) {
+  if (auto why = dataplane::parse_produce(body, n, sticky_partition, util::wall_ms(), plan); !why.empty()) {
     respond(http_response::error(400, "invalid_request", why));
     return;
   }

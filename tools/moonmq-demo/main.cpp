@@ -27,6 +27,7 @@
 #include "tools/moonmq-demo/demo.hpp"
 #include "tools/moonmq-demo/monitor.hpp"
 #include "tools/moonmq-demo/verify.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq::demo {
 namespace {
@@ -238,7 +239,7 @@ int run_demo(options o, bool require_balanced) {
             << opt.value_bytes << "-byte values, " << static_cast<int>(opt.hot_share * 100) << "% to " << hot_names
             << "); group " << opt.group << "; balance " << opt.balance << "\n";
 
-  const int64_t start_wall = wall_ms();
+  const int64_t start_wall = util::wall_ms();
   const auto start = steady::now();
   std::vector<std::thread> consumers, producers;
   std::vector<std::unique_ptr<std::atomic<bool>>> drained;

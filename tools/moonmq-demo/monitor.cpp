@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tools/common/progress_bar.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq::demo {
 namespace {
@@ -53,11 +54,6 @@ const json* first_of(const json& j, std::initializer_list<const char*> keys) {
 
 using tools::human_bytes;
 using tools::progress_bar;
-
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 cluster_snapshot take_snapshot(run& r) {
   cluster_snapshot s;
@@ -312,7 +308,7 @@ std::vector<std::string> summary_lines(const run& r, double elapsed_s, const clu
       if (!m.terminal())
         shown.push_back(&m);
     for (auto it = moves.rows.rbegin(); it != moves.rows.rend() && shown.size() < 6; ++it)
-      if (it->terminal() && wall_ms() - it->updated_ms < std::max(3000, 2 * r.opt.summary_ms))
+      if (it->terminal() && util::wall_ms() - it->updated_ms < std::max(3000, 2 * r.opt.summary_ms))
         shown.push_back(&*it);
     size_t lines = 0;
     for (const auto* m : shown) {

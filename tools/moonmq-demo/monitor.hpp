@@ -89,6 +89,4 @@ std::vector<std::string> summary_lines(const run& r, double elapsed_s, const clu
 std::vector<std::string> before_after_lines(const run& r, const std::map<std::string, broker_load>& before,
                                             const std::map<std::string, broker_load>& after);
 
-int64_t wall_ms();
-
 }  // namespace moonmq::demo
