@@ -17,8 +17,10 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::heartbeat, 0, 3, 4},
       {api_key::leave_group, 0, 1, 4},
       {api_key::sync_group, 0, 3, 4},
+      {api_key::describe_groups, 0, 4, 5},
+      {api_key::list_groups, 0, 2, 3},
       {api_key::api_versions, 0, 3, 3},
-      {api_key::create_topics, 0, 3, 5},
+      {api_key::create_topics, 0, 4, 5},
       {api_key::delete_topics, 0, 3, 4},
       {api_key::init_producer_id, 0, 1, 2},
   }};
@@ -65,6 +67,8 @@ const char* api_name(int16_t key) {
     case api_key::heartbeat: return "Heartbeat";
     case api_key::leave_group: return "LeaveGroup";
     case api_key::sync_group: return "SyncGroup";
+    case api_key::describe_groups: return "DescribeGroups";
+    case api_key::list_groups: return "ListGroups";
     case api_key::api_versions: return "ApiVersions";
     case api_key::create_topics: return "CreateTopics";
     case api_key::delete_topics: return "DeleteTopics";

@@ -23,6 +23,8 @@ enum class api_key : int16_t {
   heartbeat = 12,
   leave_group = 13,
   sync_group = 14,
+  describe_groups = 15,
+  list_groups = 16,
   api_versions = 18,
   create_topics = 19,
   delete_topics = 20,
@@ -39,7 +41,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 15;
+inline constexpr size_t supported_api_count = 17;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

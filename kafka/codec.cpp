@@ -69,7 +69,7 @@ result<request> decode_request(std::string_view frame) {
                 " request: " + e.message;
     return e;
   }
-  return request{h, std::move(*body)};
+  return request{h, std::move(*body), {}};
 }
 
 std::string unsupported_api_versions_frame(int32_t correlation_id) {

@@ -38,7 +38,7 @@ using request_body =
     std::variant<produce_request, fetch_request, list_offsets_request, metadata_request,
                  offset_commit_request, offset_fetch_request, find_coordinator_request,
                  join_group_request, heartbeat_request, leave_group_request, sync_group_request,
-                 api_versions_request, create_topics_request, delete_topics_request,
+                 describe_groups_request, list_groups_request, api_versions_request, create_topics_request, delete_topics_request,
                  init_producer_id_request>;
 
 /// Every supported response body (same order as request_body).
@@ -46,13 +46,16 @@ using response_body =
     std::variant<produce_response, fetch_response, list_offsets_response, metadata_response,
                  offset_commit_response, offset_fetch_response, find_coordinator_response,
                  join_group_response, heartbeat_response, leave_group_response,
-                 sync_group_response, api_versions_response, create_topics_response,
+                 sync_group_response, describe_groups_response, list_groups_response, api_versions_response, create_topics_response,
                  delete_topics_response, init_producer_id_response>;
 
 /// A decoded request.
 struct request {
   request_header header;
   request_body body;
+  /// Not on the wire: "/<address>" of the client's connection, as Kafka
+  /// shows it in DescribeGroups; set by the listener ("" when unknown).
+  std::string client_host;
 };
 
 /// Decodes one frame (frame_decoder::next): header, then the body for

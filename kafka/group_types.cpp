@@ -115,6 +115,36 @@ bool io_offset_fetch_response(Io& f, int16_t v, M& x) {
          (v < 2 || f.i16(x.error_code));
 }
 
+template <class Io, class M>
+bool io_describe_groups_request(Io& f, int16_t v, M& x) {
+  return f.array(x.groups, [&](auto& g) { return f.string(g); }) &&
+         (v < 3 || f.boolean(x.include_authorized_operations));
+}
+
+template <class Io, class M>
+bool io_describe_groups_response(Io& f, int16_t v, M& x) {
+  auto member = [&](auto& m) {
+    return f.string(m.member_id) && (v < 4 || f.nullable_string(m.group_instance_id)) && f.string(m.client_id) &&
+           f.string(m.client_host) && f.bytes(m.member_metadata) && f.bytes(m.member_assignment);
+  };
+  auto group = [&](auto& g) {
+    return f.i16(g.error_code) && f.string(g.group_id) && f.string(g.group_state) && f.string(g.protocol_type) &&
+           f.string(g.protocol_data) && f.array(g.members, member) && (v < 3 || f.i32(g.authorized_operations));
+  };
+  return (v < 1 || f.i32(x.throttle_time_ms)) && f.array(x.groups, group);
+}
+
+template <class Io, class M>
+bool io_list_groups_request(Io&, int16_t, M&) {
+  return true;  // no fields before v4
+}
+
+template <class Io, class M>
+bool io_list_groups_response(Io& f, int16_t v, M& x) {
+  auto group = [&](auto& g) { return f.string(g.group_id) && f.string(g.protocol_type); };
+  return (v < 1 || f.i32(x.throttle_time_ms)) && f.i16(x.error_code) && f.array(x.groups, group);
+}
+
 }  // namespace
 
 MOONMQ_KAFKA_CODEC(find_coordinator_request)
@@ -131,5 +161,9 @@ MOONMQ_KAFKA_CODEC(offset_commit_request)
 MOONMQ_KAFKA_CODEC(offset_commit_response)
 MOONMQ_KAFKA_CODEC(offset_fetch_request)
 MOONMQ_KAFKA_CODEC(offset_fetch_response)
+MOONMQ_KAFKA_CODEC(describe_groups_request)
+MOONMQ_KAFKA_CODEC(describe_groups_response)
+MOONMQ_KAFKA_CODEC(list_groups_request)
+MOONMQ_KAFKA_CODEC(list_groups_response)
 
 }  // namespace moonmq::kafka

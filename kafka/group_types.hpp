@@ -1,13 +1,15 @@
 #pragma once
 // Wire structs of the consumer-group APIs: FindCoordinator (10) v0-2,
 // JoinGroup (11) v0-5, Heartbeat (12) v0-3, LeaveGroup (13) v0-1, SyncGroup
-// (14) v0-3, OffsetCommit (8) v2-5, OffsetFetch (9) v1-4. Field names follow
+// (14) v0-3, DescribeGroups (15) v0-4, ListGroups (16) v0-2, OffsetCommit
+// (8) v2-5, OffsetFetch (9) v1-4. Field names follow
 // Kafka's message schemas (Kafka 3.8) in snake_case; a comment gives the
 // versions carrying a field. Protocol metadata and assignments are opaque
 // bytes (protocol type "consumer"). Committed offsets are the next offset to
 // read; -1 = none. Durations are ms.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,6 +125,62 @@ struct leave_group_response {
   int16_t error_code = 0;
 };
 
+// ---- DescribeGroups (key 15), v0-4 (DescribeGroupsRequest.json: v5 is
+// the first flexible version) ----
+
+struct describe_groups_request {
+  static constexpr api_key key = api_key::describe_groups;
+  std::vector<std::string> groups;
+  bool include_authorized_operations = false;  ///< v3+
+};
+
+struct described_group_member {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;  ///< v4+
+  std::string client_id;
+  std::string client_host;        ///< "/<address>", as Kafka writes it
+  std::string member_metadata;    ///< the member's metadata for the chosen protocol (opaque)
+  std::string member_assignment;  ///< what SyncGroup gave it (opaque)
+};
+
+struct described_group {
+  int16_t error_code = 0;
+  std::string group_id;
+  /// Kafka's state names: Empty, PreparingRebalance, CompletingRebalance,
+  /// Stable, Dead (a group the coordinator does not know).
+  std::string group_state;
+  std::string protocol_type;
+  std::string protocol_data;  ///< the chosen protocol (assignor) while Stable, else ""
+  std::vector<described_group_member> members;
+  /// v3+: bit set of ACL operations; INT32_MIN = not asked for (no ACLs here).
+  int32_t authorized_operations = std::numeric_limits<int32_t>::min();
+};
+
+struct describe_groups_response {
+  static constexpr api_key key = api_key::describe_groups;
+  int32_t throttle_time_ms = 0;  ///< v1+
+  std::vector<described_group> groups;
+};
+
+// ---- ListGroups (key 16), v0-2 (ListGroupsRequest.json: v3 is the first
+// flexible version, v4 adds a state filter) ----
+
+struct list_groups_request {
+  static constexpr api_key key = api_key::list_groups;
+};
+
+struct listed_group {
+  std::string group_id;
+  std::string protocol_type;
+};
+
+struct list_groups_response {
+  static constexpr api_key key = api_key::list_groups;
+  int32_t throttle_time_ms = 0;  ///< v1+
+  int16_t error_code = 0;
+  std::vector<listed_group> groups;
+};
+
 // ---- OffsetCommit (key 8) ----
 
 struct offset_commit_partition {
@@ -195,6 +253,14 @@ struct offset_fetch_response {
   int16_t error_code = 0;  ///< v2+ (top level)
 };
 
+bool decode(reader& r, int16_t version, describe_groups_request& out);
+bool encode(writer& w, int16_t version, const describe_groups_request& in);
+bool decode(reader& r, int16_t version, describe_groups_response& out);
+bool encode(writer& w, int16_t version, const describe_groups_response& in);
+bool decode(reader& r, int16_t version, list_groups_request& out);
+bool encode(writer& w, int16_t version, const list_groups_request& in);
+bool decode(reader& r, int16_t version, list_groups_response& out);
+bool encode(writer& w, int16_t version, const list_groups_response& in);
 bool decode(reader& r, int16_t version, find_coordinator_request& out);
 bool encode(writer& w, int16_t version, const find_coordinator_request& in);
 bool decode(reader& r, int16_t version, find_coordinator_response& out);

@@ -1,6 +1,6 @@
 #pragma once
 // Wire structs of the cluster-level APIs: ApiVersions (18) v0-3, Metadata (3)
-// v0-4, CreateTopics (19) v0-3, DeleteTopics (20) v0-3, InitProducerId (22) v0-1. Field names follow
+// v0-4, CreateTopics (19) v0-4, DeleteTopics (20) v0-3, InitProducerId (22) v0-1. Field names follow
 // Kafka's message schemas (clients/src/main/resources/common/message/*.json,
 // Kafka 3.8) in snake_case; a comment gives the first version carrying a
 // field (older versions neither read nor write it). Durations are ms.

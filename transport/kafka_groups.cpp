@@ -35,6 +35,8 @@ struct kafka_group_table::impl {
     std::function<void(kafka::join_group_response)> join;  ///< parked JoinGroup
     std::function<void(kafka::sync_group_response)> sync;  ///< parked SyncGroup
     std::string assignment;
+    std::string client_id;    ///< of its last JoinGroup (DescribeGroups)
+    std::string client_host;  ///< "/<address>" of the connection of its last JoinGroup
   };
   struct group {
     phase state = phase::empty;
@@ -167,7 +169,7 @@ void run(kafka_group_table::impl::actions& out) {
 kafka_group_table::kafka_group_table() : impl_(std::make_shared<impl>()) {}
 
 void kafka_group_table::join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,
-                             std::function<void(kafka::join_group_response)> reply) {
+                             std::function<void(kafka::join_group_response)> reply, const std::string& client_host) {
   impl::actions out;
   {
     std::lock_guard<std::mutex> lock{impl_->mtx};
@@ -209,6 +211,8 @@ void kafka_group_table::join(const kafka::join_group_request& req, const std::st
         m.rebalance = milliseconds{version >= 1 && req.rebalance_timeout_ms > 0 ? req.rebalance_timeout_ms
                                                                                  : req.session_timeout_ms};
         m.protocols = req.protocols;
+        m.client_id = client_id;
+        m.client_host = client_host;
         m.seen = now;
         if (m.join) {  // a second join of the same member replaces the first
           kafka::join_group_response r;
@@ -348,6 +352,48 @@ std::string kafka_group_table::describe() const {
                         {"leader", g.leader},
                         {"members", g.members.size()}});
   return json{{"groups", list}}.dump();
+}
+
+std::vector<kafka::listed_group> kafka_group_table::list() const {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  std::vector<kafka::listed_group> out;
+  for (const auto& [id, g] : impl_->groups)
+    out.push_back({id, g.protocol_type});
+  return out;
+}
+
+kafka::described_group kafka_group_table::describe_group(const std::string& id) const {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  kafka::described_group out;
+  out.group_id = id;
+  auto it = impl_->groups.find(id);
+  if (it == impl_->groups.end()) {
+    out.group_state = "Dead";  // Kafka's answer for a group it does not know
+    return out;
+  }
+  const auto& g = it->second;
+  out.group_state = impl::name(g.state);
+  out.protocol_type = g.protocol_type;
+  // As Kafka's GroupMetadata.summary: the protocol, each member's metadata
+  // for it and its assignment only while Stable.
+  const bool stable = g.state == impl::phase::stable;
+  if (stable)
+    out.protocol_data = g.protocol;
+  for (const auto& [mid, m] : g.members) {
+    kafka::described_group_member d;
+    d.member_id = mid;
+    d.group_instance_id = m.instance_id;
+    d.client_id = m.client_id;
+    d.client_host = m.client_host;
+    if (stable) {
+      for (const auto& p : m.protocols)
+        if (p.name == g.protocol)
+          d.member_metadata = p.metadata;
+      d.member_assignment = m.assignment;
+    }
+    out.members.push_back(std::move(d));
+  }
+  return out;
 }
 
 // --- request handlers -----------------------------------------------------------------
@@ -573,6 +619,35 @@ kafka::find_coordinator_response find_coordinator(const kafka_context& ctx, cons
   return r;
 }
 
+/// ListGroups: the groups this broker coordinates (a client asks every
+/// broker and merges the lists, as with Kafka). Groups known only by their
+/// committed offsets, with no member since this coordinator started, are
+/// not listed.
+kafka::list_groups_response list_groups(const kafka_context& ctx) {
+  kafka::list_groups_response r;
+  for (auto& g : ctx.group_table->list())
+    if (kafka_coordinator_of(ctx, g.group_id) == ctx.broker_id)
+      r.groups.push_back(std::move(g));
+  return r;
+}
+
+/// DescribeGroups: each group this broker coordinates as its table holds
+/// it (Dead when unknown); NOT_COORDINATOR (16) for the others, per group.
+kafka::describe_groups_response describe_groups(const kafka_context& ctx, const kafka::describe_groups_request& req) {
+  kafka::describe_groups_response r;
+  for (const auto& id : req.groups) {
+    if (kafka_coordinator_of(ctx, id) != ctx.broker_id) {
+      kafka::described_group g;
+      g.error_code = ec::not_coordinator;
+      g.group_id = id;
+      r.groups.push_back(std::move(g));
+      continue;
+    }
+    r.groups.push_back(ctx.group_table->describe_group(id));
+  }
+  return r;
+}
+
 /// NOT_COORDINATOR (16) when the group of a group request is coordinated elsewhere.
 int16_t not_here(const kafka_context& ctx, const kafka::request_body& body) {
   std::string group;
@@ -639,6 +714,18 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     done(find_coordinator(*ctx, *fc), 0);
     return;
   }
+  if (std::holds_alternative<kafka::list_groups_request>(req.body)) {
+    done(list_groups(*ctx), 0);
+    return;
+  }
+  if (auto* dg = std::get_if<kafka::describe_groups_request>(&req.body)) {
+    auto r = describe_groups(*ctx, *dg);
+    int errors = 0;
+    for (const auto& g : r.groups)
+      errors += g.error_code != 0;
+    done(std::move(r), errors);
+    return;
+  }
   // Every other group API is served by the group's coordinator only
   // (clients re-find it after NOT_COORDINATOR, as with Kafka).
   if (auto code = not_here(*ctx, req.body); code != 0) {
@@ -646,10 +733,13 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     return;
   }
   if (auto* j = std::get_if<kafka::join_group_request>(&req.body)) {
-    ctx->group_table->join(*j, req.header.client_id.value_or(""), version, [done](kafka::join_group_response r) {
-      auto e = r.error_code != 0;
-      done(std::move(r), e);
-    });
+    ctx->group_table->join(
+      *j, req.header.client_id.value_or(""), version,
+      [done](kafka::join_group_response r) {
+        auto e = r.error_code != 0;
+        done(std::move(r), e);
+      },
+      req.client_host);
   } else if (auto* s = std::get_if<kafka::sync_group_request>(&req.body)) {
     ctx->group_table->sync(*s, [done](kafka::sync_group_response r) {
       auto e = r.error_code != 0;

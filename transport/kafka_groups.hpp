@@ -1,9 +1,10 @@
 #pragma once
 // Kafka consumer groups for the Kafka listener (issue 9, docs/kafka.md):
-// FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup with Kafka's
-// client-side assignment protocol (states Empty, PreparingRebalance,
-// CompletingRebalance, Stable as in Kafka's GroupCoordinator: only the
-// leader receives the member list, SyncGroup distributes its assignments),
+// FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups
+// and DescribeGroups with Kafka's client-side assignment protocol (states
+// Empty, PreparingRebalance, CompletingRebalance, Stable as in Kafka's
+// GroupCoordinator: only the leader receives the member list, SyncGroup
+// distributes its assignments),
 // and OffsetCommit/OffsetFetch on the SAME committed offsets as the HTTP
 // API (the group_coordinator actor's offset store).
 //
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kafka/codec.hpp"
 #include "transport/kafka_handlers.hpp"
@@ -25,7 +27,8 @@
 namespace moonmq::transport {
 
 /// Handles FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-/// OffsetCommit and OffsetFetch (`done` exactly once, from any thread).
+/// ListGroups, DescribeGroups, OffsetCommit and OffsetFetch (`done` exactly
+/// once, from any thread).
 void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
 
 /// The Kafka groups' membership state machine. Callbacks are called
@@ -35,8 +38,9 @@ public:
   using clock = std::chrono::steady_clock;
   kafka_group_table();
 
+  /// `client_host`: "/<address>" of the member's connection (DescribeGroups).
   void join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,
-            std::function<void(kafka::join_group_response)> reply);
+            std::function<void(kafka::join_group_response)> reply, const std::string& client_host = {});
   void sync(const kafka::sync_group_request& req, std::function<void(kafka::sync_group_response)> reply);
   int16_t heartbeat(const kafka::heartbeat_request& req);
   int16_t leave(const std::string& group, const std::string& member);
@@ -45,6 +49,12 @@ public:
   int16_t check_commit(const std::string& group, const std::string& member, int32_t generation);
   /// Expires silent members and completes overdue rebalances (`now` injectable for tests).
   void tick(clock::time_point now = clock::now());
+  /// Every group of the table with its protocol type (ListGroups).
+  std::vector<kafka::listed_group> list() const;
+  /// One group as DescribeGroups shows it: state "Dead" and no members when
+  /// the table does not know it; protocol, member metadata and assignments
+  /// only while Stable (Kafka's GroupMetadata.summary).
+  kafka::described_group describe_group(const std::string& id) const;
   /// {"groups":[{"id","state","generation","members"}]} for the stats actor.
   std::string describe() const;
 

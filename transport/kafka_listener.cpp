@@ -74,7 +74,12 @@ class connection : public std::enable_shared_from_this<connection> {
 public:
   connection(tcp::socket s, std::shared_ptr<kafka_listener::impl> owner)
     : socket_(std::move(s)), strand_(net::make_strand(owner->ioc)), owner_(std::move(owner)),
-      decoder_(owner_->opts.max_request_bytes) {}
+      decoder_(owner_->opts.max_request_bytes) {
+    boost::system::error_code ec;
+    auto peer = socket_.remote_endpoint(ec);
+    if (!ec)
+      client_host_ = "/" + peer.address().to_string();
+  }
 
   void start() {
     net::dispatch(strand_, [self = shared_from_this()] { self->read(); });
@@ -170,6 +175,7 @@ private:
     in_flight_bytes_ += bytes;
     in_flight_.push_back(s);
     std::weak_ptr<connection> weak = shared_from_this();
+    req.client_host = client_host_;
     handle_kafka_request(owner_->ctx, req,
                          [weak, s, key, version, corr, t0](std::optional<kafka::response_body> body, int errors) {
                            auto self = weak.lock();
@@ -258,6 +264,7 @@ private:
   }
 
   tcp::socket socket_;
+  std::string client_host_;  ///< "/<address>" of the client (DescribeGroups)
   net::strand<net::io_context::executor_type> strand_;
   std::shared_ptr<kafka_listener::impl> owner_;
   kafka::frame_decoder decoder_;

@@ -3,6 +3,8 @@
 // strict prefixes fail, unsupported keys/versions take Kafka's path.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "kafka/codec.hpp"
 #include "samples.hpp"
 
@@ -17,7 +19,7 @@ version_range range_of(api_key key) { return *supported_range(static_cast<int16_
 }  // namespace
 
 TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]") {
-  REQUIRE(supported_apis().size() == 15);
+  REQUIRE(supported_apis().size() == 17);
   auto check = [](api_key k, int16_t lo, int16_t hi) {
     auto r = range_of(k);
     CHECK(r.min_version == lo);
@@ -34,8 +36,10 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::heartbeat, 0, 3);
   check(api_key::leave_group, 0, 1);
   check(api_key::sync_group, 0, 3);
+  check(api_key::describe_groups, 0, 4);
+  check(api_key::list_groups, 0, 2);
   check(api_key::api_versions, 0, 3);
-  check(api_key::create_topics, 0, 3);
+  check(api_key::create_topics, 0, 4);
   check(api_key::delete_topics, 0, 3);
   check(api_key::init_producer_id, 0, 1);
   for (const auto& r : supported_apis())
@@ -147,6 +151,25 @@ TEST_CASE("kafka codec: version-gated fields survive only where the version has 
     CHECK(decode_body<offset_commit_request>(encode_body(c, 4).value(), 4)->retention_time_ms == 99);
     CHECK(decode_body<offset_commit_request>(encode_body(c, 5).value(), 5)->retention_time_ms == -1);
   }
+  SECTION("DescribeGroups: authorized operations from v3, group instance ids from v4") {
+    describe_groups_request q;
+    q.groups = {"g"};
+    q.include_authorized_operations = true;
+    CHECK_FALSE(decode_body<describe_groups_request>(encode_body(q, 2).value(), 2)->include_authorized_operations);
+    CHECK(decode_body<describe_groups_request>(encode_body(q, 3).value(), 3)->include_authorized_operations);
+    describe_groups_response r;
+    r.groups.resize(1);
+    r.groups[0].authorized_operations = 8;
+    r.groups[0].members = {{"m", std::string("i"), "c", "/h", "", ""}};
+    auto v2 = decode_body<describe_groups_response>(encode_body(r, 2).value(), 2).value();
+    auto v3 = decode_body<describe_groups_response>(encode_body(r, 3).value(), 3).value();
+    auto v4 = decode_body<describe_groups_response>(encode_body(r, 4).value(), 4).value();
+    CHECK(v2.groups[0].authorized_operations == std::numeric_limits<int32_t>::min());
+    CHECK(v3.groups[0].authorized_operations == 8);
+    CHECK_FALSE(v3.groups[0].members[0].group_instance_id);
+    CHECK(v4.groups[0].members[0].group_instance_id == "i");
+    CHECK(v4.groups[0].members[0].client_host == "/h");
+  }
   SECTION("OffsetFetch null topics from v2") {
     offset_fetch_request o;
     o.group_id = "g";
@@ -187,14 +210,14 @@ TEST_CASE("kafka codec: an unsupported ApiVersions version gets error 35 in v0 l
   auto frame = error_response_frame(req.err());
   REQUIRE(frame);
   CHECK(*frame == unsupported_api_versions_frame(3));
-  // size, correlation id (header v0), error 35, 15 entries of 6 bytes.
-  CHECK(frame->substr(0, 14) == unhex("00000064 00000003 0023 0000000f"));
-  CHECK(frame->size() == 4 + 4 + 2 + 4 + 15 * 6);
+  // size, correlation id (header v0), error 35, 17 entries of 6 bytes.
+  CHECK(frame->substr(0, 14) == unhex("00000070 00000003 0023 00000011"));
+  CHECK(frame->size() == 4 + 4 + 2 + 4 + 17 * 6);
   auto body = decode_body<api_versions_response>(frame->substr(8), 0).value();
   CHECK(body.error_code == error_code::unsupported_version);
-  REQUIRE(body.api_keys.size() == 15);
-  CHECK(body.api_keys[11].api == 18);
-  CHECK(body.api_keys[11].max_version == 3);
+  REQUIRE(body.api_keys.size() == 17);
+  CHECK(body.api_keys[13].api == 18);
+  CHECK(body.api_keys[13].max_version == 3);
 }
 
 TEST_CASE("kafka codec: encoding refuses unsupported versions", "[kafka][codec]") {

@@ -155,3 +155,60 @@ TEST_CASE("kafka golden: DeleteTopics v1 request and response", "[kafka][golden]
   REQUIRE(back.responses.size() == 1);
   CHECK(back.responses[0].error_code == error_code::unknown_topic_or_partition);
 }
+
+TEST_CASE("kafka golden: DescribeGroups v3 request and v4 response", "[kafka][golden]") {
+  // size 22 | api 15 | v3 | corr 9 | "kcat" | groups [1] "g" | include_authorized_operations 1
+  const auto wire = unhex("00000016 000f 0003 00000009 0004 6b636174 00000001 0001 67 01");
+  request_header h;
+  h.api_key = 15;
+  h.api_version = 3;
+  h.correlation_id = 9;
+  h.client_id = "kcat";
+  describe_groups_request q;
+  q.groups = {"g"};
+  q.include_authorized_operations = true;
+  CHECK(hex(encode_request(h, q).value()) == hex(wire));
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  CHECK(std::get<describe_groups_request>(req->body).groups == std::vector<std::string>{"g"});
+
+  // throttle 0 | groups [1]: error 0, "g", "Stable", "consumer", "range",
+  // members [1]: "m", instance null, "c", "/127.0.0.1", metadata 01,
+  // assignment 02 | authorized_operations INT32_MIN (not asked for)
+  describe_groups_response r;
+  described_group g;
+  g.group_id = "g";
+  g.group_state = "Stable";
+  g.protocol_type = "consumer";
+  g.protocol_data = "range";
+  g.members = {{"m", std::nullopt, "c", "/127.0.0.1", std::string("\x01"), std::string("\x02")}};
+  r.groups = {g};
+  const auto v4 = unhex(
+    "00000050 00000007 00000000 00000001 0000 0001 67 0006 537461626c65 0008 636f6e73756d6572 0005 72616e6765 "
+    "00000001 0001 6d ffff 0001 63 000a 2f3132372e302e302e31 00000001 01 00000001 02 80000000");
+  CHECK(hex(encode_response(7, 4, r).value()) == hex(v4));
+  auto back = decode_body<describe_groups_response>(v4.substr(8), 4).value();
+  REQUIRE(back.groups.size() == 1);
+  CHECK(back.groups[0].members[0].client_host == "/127.0.0.1");
+  CHECK(back.groups[0].members[0].member_assignment == std::string("\x02"));
+}
+
+TEST_CASE("kafka golden: ListGroups v2 request and v0, v1 responses", "[kafka][golden]") {
+  const auto wire = unhex("0000000e 0010 0002 00000003 0004 6b636174");
+  request_header h;
+  h.api_key = 16;
+  h.api_version = 2;
+  h.correlation_id = 3;
+  h.client_id = "kcat";
+  CHECK(hex(encode_request(h, list_groups_request{}).value()) == hex(wire));
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  CHECK(std::holds_alternative<list_groups_request>(req->body));
+
+  list_groups_response r;
+  r.groups = {{"g", "consumer"}};
+  const auto v1 = unhex("0000001b 00000005 00000000 0000 00000001 0001 67 0008 636f6e73756d6572");
+  CHECK(hex(encode_response(5, 1, r).value()) == hex(v1));
+  const auto v0 = unhex("00000017 00000005 0000 00000001 0001 67 0008 636f6e73756d6572");
+  CHECK(hex(encode_response(5, 0, r).value()) == hex(v0));
+}

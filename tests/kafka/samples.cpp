@@ -145,6 +145,13 @@ std::vector<request_body> sample_requests() {
   sync.assignments = {{"m-1", std::string("\x00\x00\x01", 3)}, {"m-2", ""}};
   out.emplace_back(sync);
 
+  describe_groups_request describe;
+  describe.groups = {"g", "h"};
+  describe.include_authorized_operations = true;
+  out.emplace_back(describe);
+
+  out.emplace_back(list_groups_request{});
+
   api_versions_request versions;
   versions.client_software_name = "librdkafka";
   versions.client_software_version = "2.0.2";
@@ -253,6 +260,28 @@ std::vector<response_body> sample_responses() {
   sync.error_code = 0;
   sync.assignment = std::string("\x00\x00\x00\x01", 4);
   out.emplace_back(sync);
+
+  describe_groups_response describe;
+  describe.throttle_time_ms = 16;
+  described_group stable;
+  stable.group_id = "g";
+  stable.group_state = "Stable";
+  stable.protocol_type = "consumer";
+  stable.protocol_data = "range";
+  stable.authorized_operations = 8;
+  stable.members = {{"m-1", std::string("instance-1"), "rdkafka", "/127.0.0.1", std::string("\x00\x01", 2),
+                     std::string("\x00\x02", 2)},
+                    {"m-2", std::nullopt, "kafkajs", "/10.0.0.2", "", ""}};
+  described_group other;
+  other.error_code = error_code::not_coordinator;
+  other.group_id = "h";
+  describe.groups = {stable, other};
+  out.emplace_back(describe);
+
+  list_groups_response groups;
+  groups.throttle_time_ms = 17;
+  groups.groups = {{"g", "consumer"}, {"connect-x", "connect"}};
+  out.emplace_back(groups);
 
   auto versions = make_api_versions_response();
   versions.throttle_time_ms = 12;

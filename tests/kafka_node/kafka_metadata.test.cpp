@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -76,11 +77,16 @@ void start_three(move_cluster& c) {
 /// Runs a kafkajs admin client on `broker` (host:port) doing `calls` (JS
 /// statements on `a`, connected) with kafkajs 2.2.4 from
 /// scripts/install-deps.sh: (exit code, output).
-std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
+/// Where scripts/install-deps.sh put kafkajs (MOONMQ_NPM_DIR, default
+/// ~/.cache/moonmq-npm): the NODE_PATH of the kafkajs scripts.
+std::string node_modules() {
   const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
   const char* home = std::getenv("HOME");
-  std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
-                        + "/node_modules";
+  return (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm") + "/node_modules";
+}
+
+std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
+  const auto modules = node_modules();
   auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kmeta',brokers:['"
                 + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
                 + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
@@ -261,6 +267,23 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
     INFO("kafkajs createTopics: " << out);
     CHECK(rc == 0);
   }
+  {
+    // librdkafka 2.0.2 sends -1 partitions and replication factor only with
+    // CreateTopics v4 (KIP-464) and refuses locally when the broker
+    // advertises less.
+    std::ofstream f(c.data_dir(0) + "/create_default.py");
+    f << "from confluent_kafka.admin import AdminClient, NewTopic\n"
+         "a = AdminClient({'bootstrap.servers': '" + addr(0) + "'})\n"
+         "fs = a.create_topics([NewTopic('rk4', num_partitions=-1, replication_factor=-1)], request_timeout=20)\n"
+         "fs['rk4'].result()\n"
+         "print('created')\n";
+  }
+  {
+    auto [rc, out] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(0) + "/create_default.py 2>&1");
+    INFO("confluent-kafka create_topics: " << out);
+    CHECK(rc == 0);
+    CHECK(out.find("created") != std::string::npos);
+  }
   auto unset = call(c.admin(2), "PATCH", "/admin/balancer", json{{"NumPartitions", nullptr}}.dump());
   REQUIRE(unset.status == 200);
   REQUIRE(wait_until([&] {
@@ -276,6 +299,7 @@ TEST_CASE("kafka listener with the metadata log: num.partitions is a cluster def
     CHECK(count_on(i, "np4") == 4);
     CHECK(count_on(i, "hp4") == 4);
     CHECK(count_on(i, "kj4") == 4);
+    CHECK(count_on(i, "rk4") == 4);
     CHECK(count_on(i, "hp2b") == 2);
   }
 }
@@ -330,4 +354,67 @@ TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs an
     INFO(c.id(i));
     CHECK(wait_until([&] { return !listed(i, "kdel1") && !listed(i, "kdel2"); }, 10s));
   }
+}
+
+TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list and describe consumer groups across "
+          "brokers",
+          "[kafka_cluster][metadata]") {
+  // ListGroups (16) answers the groups a broker coordinates, so a client
+  // asking every broker (kafkajs listGroups, librdkafka's list_groups) sees
+  // each group once; DescribeGroups (15) gives state, protocol, members with
+  // client id and host; a group nobody joined is Dead; a group whose last
+  // member left is Empty and still listed.
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  const auto addr = "127.0.0.1:" + std::to_string(c.kafka(0));
+  auto [rc, out] = sh("NODE_PATH='" + node_modules() + "' timeout 60 node " MOONMQ_SOURCE_DIR
+                      "/tests/kafka_node/kafkajs_groups_check.js " + addr + " kgroups 2>&1");
+  INFO("kafkajs: " << out);
+  REQUIRE(rc == 0);
+  auto result = json::parse(lines(out).empty() ? std::string("{}") : lines(out).back(), nullptr, false);
+  REQUIRE(result.is_object());
+  std::map<std::string, int> listed;
+  for (const auto& g : result["listed"]) {
+    CHECK(g["protocolType"] == "consumer");
+    ++listed[g["groupId"].get<std::string>()];
+  }
+  CHECK(listed["kgroups-a"] == 1);  // once, from its coordinator only
+  CHECK(listed["kgroups-b"] == 1);
+  CHECK(listed.count("kgroups-none") == 0);
+  const auto& described = result["described"];
+  REQUIRE(described.size() == 3);
+  for (int i = 0; i < 2; ++i) {
+    INFO(described[i].dump());
+    CHECK(described[i]["errorCode"] == 0);
+    CHECK(described[i]["state"] == "Stable");
+    CHECK(described[i]["protocolType"] == "consumer");
+    CHECK(described[i]["protocol"] == "RoundRobinAssigner");  // kafkajs's default assignor
+    REQUIRE(described[i]["members"].size() == 1);
+    CHECK(described[i]["members"][0]["clientId"] == "moonmq-groups-check");
+    CHECK(described[i]["members"][0]["clientHost"] == "/127.0.0.1");
+    CHECK(described[i]["members"][0]["assignmentBytes"].get<int>() > 0);
+  }
+  CHECK(described[2]["groupId"] == "kgroups-none");
+  CHECK(described[2]["state"] == "Dead");
+  CHECK(described[2]["members"].empty());
+  REQUIRE(result["after_leave"].size() == 1);
+  CHECK(result["after_leave"][0]["state"] == "Empty");
+  CHECK(result["after_leave"][0]["members"].empty());
+
+  // librdkafka 2.0.2's list_groups (python3-confluent-kafka): ListGroups then
+  // DescribeGroups on every broker.
+  std::string py = "from confluent_kafka.admin import AdminClient\n"
+                   "a = AdminClient({'bootstrap.servers': '127.0.0.1:" + std::to_string(c.kafka(1)) + "'})\n"
+                   "for g in sorted(a.list_groups(timeout=20), key=lambda g: g.id):\n"
+                   "    print(g.id, g.state, g.protocol_type, len(g.members), g.error)\n";
+  {
+    std::ofstream f(c.data_dir(1) + "/list_groups.py");
+    f << py;
+  }
+  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(1) + "/list_groups.py 2>&1");
+  INFO("confluent-kafka list_groups: " << pout);
+  CHECK(prc == 0);
+  CHECK(pout.find("kgroups-a Empty consumer 0 None") != std::string::npos);
+  CHECK(pout.find("kgroups-b Empty consumer 0 None") != std::string::npos);
 }

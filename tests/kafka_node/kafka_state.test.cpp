@@ -125,6 +125,51 @@ TEST_CASE("kafka groups: a silent member is expired and the round closes without
   CHECK(t.heartbeat(beat(a->member_id, 1)) == ec::unknown_member_id);
 }
 
+TEST_CASE("kafka groups: ListGroups and DescribeGroups show each group as Kafka's summary does", "[kafka_state]") {
+  kafka_group_table t;
+  CHECK(t.list().empty());
+  auto dead = t.describe_group("g");
+  CHECK(dead.error_code == 0);
+  CHECK(dead.group_state == "Dead");
+  CHECK(dead.members.empty());
+
+  std::optional<kafka::join_group_response> a;
+  t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; }, "/10.0.0.1");
+  REQUIRE(a);
+  // Joined, not synced: CompletingRebalance, members without metadata or
+  // assignment, no protocol (only a Stable group shows them).
+  auto completing = t.describe_group("g");
+  CHECK(completing.group_state == "CompletingRebalance");
+  CHECK(completing.protocol_type == "consumer");
+  CHECK(completing.protocol_data.empty());
+  REQUIRE(completing.members.size() == 1);
+  CHECK(completing.members[0].member_id == a->member_id);
+  CHECK(completing.members[0].client_id == "c1");
+  CHECK(completing.members[0].client_host == "/10.0.0.1");
+  CHECK(completing.members[0].member_metadata.empty());
+
+  std::optional<kafka::sync_group_response> s;
+  t.sync(sync_req(a->member_id, 1, {{a->member_id, "A"}}), [&](kafka::sync_group_response r) { s = r; });
+  REQUIRE(s);
+  auto stable = t.describe_group("g");
+  CHECK(stable.group_state == "Stable");
+  CHECK(stable.protocol_data == "range");
+  REQUIRE(stable.members.size() == 1);
+  CHECK(stable.members[0].member_metadata == "meta-range");
+  CHECK(stable.members[0].member_assignment == "A");
+  auto listed = t.list();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].group_id == "g");
+  CHECK(listed[0].protocol_type == "consumer");
+
+  // The last member leaves: the group stays, Empty, without members.
+  CHECK(t.leave("g", a->member_id) == 0);
+  auto empty = t.describe_group("g");
+  CHECK(empty.group_state == "Empty");
+  CHECK(empty.members.empty());
+  CHECK(t.list().size() == 1);
+}
+
 TEST_CASE("kafka producers: ids differ across calls, brokers and restarts", "[kafka_state]") {
   kafka_producer_ids b1{1}, b2{2};
   auto a = b1.allocate();
