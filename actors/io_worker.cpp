@@ -50,13 +50,16 @@ caf::error storage_failure(const storage::error& e) {
   return make_error(errc::storage_error, std::string(storage::to_string(e.code)) + ": " + e.message);
 }
 
+caf::error offline(const hosted& p) {
+  return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
+}
+
+// What only this half of the worker uses.
+namespace {
+
 caf::error not_hosted(uint64_t id) {
   return make_error(errc::unknown_topic, "partition " + std::to_string(id) + " is closed (its topic was deleted "
                                                                             "or the broker is stopping)");
-}
-
-caf::error offline(const hosted& p) {
-  return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
 }
 
 /// Records that `p` was used: its log's fd (if any) becomes the most
@@ -630,6 +633,8 @@ auto with_partition(worker_ptr self, uint64_t id, F fn) -> decltype(fn(std::decl
   touch(self, p);
   return out;
 }
+
+}  // namespace
 
 caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,
                         io_settings settings) {

@@ -167,6 +167,8 @@ bool forget_wal_entries(worker_ptr self, const partition_settings& s) {
   return true;
 }
 
+namespace {
+
 /// Starts a write-back of the data directory's file system on a thread of
 /// its own (one syncfs), so that the segments' pages the WAL covers reach
 /// the disk while the worker goes on committing: the checkpoint's own sync,
@@ -217,7 +219,7 @@ std::vector<hosted*> take_listed(worker_state& st, std::vector<uint64_t>& ids, b
   return out;
 }
 
-void note_held(worker_ptr self, hosted& p);
+}  // namespace
 
 void write_out_held(worker_ptr self) {
   auto& st = self->state;

@@ -53,7 +53,6 @@ class session_probe {
     return activity_.sample(at_ms);
   }
 
-  /// Wall clock, ms since the epoch (the report's time base).
  private:
   std::mutex mtx_;
   int64_t client_ttl_ms_;
