@@ -77,6 +77,15 @@ caf::error parse_commit(self_ptr self, const std::string& offsets_json, std::vec
       return make_error(errc::invalid_request, where + ": expected {\"topic\",\"partition\",\"offset\"}");
     groups::partition_offset po{o["topic"].get<std::string>(), o["partition"].get<int32_t>(),
                                 o["offset"].get<int64_t>()};
+    if (o.contains("metadata") && !o["metadata"].is_null()) {
+      if (!o["metadata"].is_string())
+        return make_error(errc::invalid_request, where + ".metadata: must be a string");
+      po.metadata = o["metadata"].get<std::string>();
+      if (po.metadata.size() > groups::max_offset_metadata_bytes)
+        return make_coded_error(400, "offset_metadata_too_large",
+                                where + ".metadata: " + std::to_string(po.metadata.size()) + " bytes, more than "
+                                  + std::to_string(groups::max_offset_metadata_bytes));
+    }
     auto t = topics->find(po.topic);
     if (t == topics->end())
       return make_error(errc::unknown_topic, where + ": unknown topic " + po.topic);
@@ -242,15 +251,16 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       json list = json::array();
       if (r)
         for (const auto& o : *r)
-          list.push_back(json{{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
+          list.push_back(json{{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset},
+                              {"metadata", o.metadata}});
       return json{{"offsets", list}}.dump();
     },
     [self](offsets_atom, std::string& topic, int32_t partition) -> caf::result<std::string> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");
       json list = json::array();
-      for (const auto& [group, offset] : self->state.store->offsets_for_partition(topic, partition))
-        list.push_back(json{{"group", group}, {"offset", offset}});
+      for (const auto& o : self->state.store->offsets_for_partition(topic, partition))
+        list.push_back(json{{"group", o.group}, {"offset", o.offset}, {"metadata", o.metadata}});
       return list.dump();
     },
     [self](delete_atom, std::string& topic, int32_t count) {
@@ -269,12 +279,16 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
         return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\"}");
       for (const auto& o : list)
         if (!o.is_object() || !o.contains("group") || !o["group"].is_string() || !o.contains("offset")
-            || !o["offset"].is_number_integer() || o["offset"].get<int64_t>() < 0)
-          return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\"}");
+            || !o["offset"].is_number_integer() || o["offset"].get<int64_t>() < 0
+            || (o.contains("metadata") && !o["metadata"].is_null()
+                && (!o["metadata"].is_string()
+                    || o["metadata"].get_ref<const std::string&>().size() > groups::max_offset_metadata_bytes)))
+          return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\",\"metadata\"?}");
       int32_t stored = 0;
       for (const auto& o : list) {
         auto r = self->state.store->set_if_higher(o["group"].get<std::string>(), topic, partition,
-                                                  o["offset"].get<int64_t>());
+                                                  o["offset"].get<int64_t>(),
+                                                  o.contains("metadata") && o["metadata"].is_string() ? o["metadata"].get<std::string>() : "");
         if (!r)
           return make_error(errc::invalid_request, "merge: " + r.err().message);
         stored += *r ? 1 : 0;
@@ -282,6 +296,26 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       log::get("groups")->info("offsets.merged topic={} partition={} groups={} stored={}", topic, partition,
                                list.size(), stored);
       return stored;
+    },
+    [self](delete_atom, std::string& group) -> caf::result<bool> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      if (auto v = groups::validate_group_id(group); !v)
+        return from(v.err());
+      bool held = false;
+      if (auto it = self->state.groups.find(group); it != self->state.groups.end()) {
+        if (it->second.member_count() > 0)
+          return make_coded_error(409, "non_empty_group",
+                                  "group " + group + " has " + std::to_string(it->second.member_count())
+                                    + " members; they must leave first");
+        self->state.groups.erase(it);
+        held = true;
+      }
+      auto removed = self->state.store->remove_group(group);
+      if (!removed)
+        return make_error(errc::storage_error, "delete of group " + group + ": " + removed.err().message);
+      self->state.newest_generation.erase(group);
+      return held || *removed;
     },
     [self](tick_atom) {
       housekeeping(self);

@@ -45,19 +45,25 @@ using group_actor = caf::typed_actor<
   // A generation seen in a join/heartbeat answer relayed from the
   // coordinator (group, generation): raises the owner fence.
   caf::reacts_to<observe_atom, std::string, int32_t>,
-  // Committed offsets (group, topic or "") → {"offsets":[{"topic","partition","offset"}]}.
+  // Committed offsets (group, topic or "") →
+  // {"offsets":[{"topic","partition","offset","metadata"}]}.
   caf::replies_to<offsets_atom, std::string, std::string>::with<std::string>,
   // Every group's committed offset for (topic, partition), the snapshot a
-  // move's source pushes to the destination → [{"group","offset"}].
+  // move's source pushes to the destination → [{"group","offset","metadata"}].
   caf::replies_to<offsets_atom, std::string, int32_t>::with<std::string>,
   // Merges offsets pushed by a move's source (topic, partition,
-  // [{"group","offset"}] JSON): each stored only when higher than the
+  // [{"group","offset","metadata"?}] JSON): each stored only when higher than the
   // committed one (DESIGN §3 step 5), durably. Replies how many were stored;
   // errors: invalid_request (malformed list), storage_error.
   caf::replies_to<merge_atom, std::string, int32_t, std::string>::with<int32_t>,
   // Forgets every group's committed offset for partitions [0, count) of a
   // topic (its local copy was deleted: docs/metadata.md "Deleting a topic").
   caf::reacts_to<delete_atom, std::string, int32_t>,
+  // Deletes a group (Kafka DeleteGroups) on this broker: its committed
+  // offsets (durably) and its HTTP membership state. Replies whether this
+  // broker held anything of it; errors: coded 409 non_empty_group (HTTP
+  // members are in it), not_ready, storage_error.
+  caf::replies_to<delete_atom, std::string>::with<bool>,
   // Internal: evict expired members, follow partition growth.
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;

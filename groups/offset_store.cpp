@@ -26,7 +26,11 @@ error corrupt(const std::string& file, const std::string& why) {
   return make_error(errc::corrupt_state, "corrupt offsets file " + file + ": " + why);
 }
 
-status validate_entry(const std::string& topic, int32_t partition, int64_t offset) {
+status validate_entry(const std::string& topic, int32_t partition, int64_t offset, const std::string& metadata) {
+  if (metadata.size() > max_offset_metadata_bytes)
+    return make_error(errc::invalid_argument, "metadata of " + std::to_string(metadata.size()) + " bytes for " + topic
+                                                + "/" + std::to_string(partition) + " exceeds "
+                                                + std::to_string(max_offset_metadata_bytes));
   if (topic.empty())
     return make_error(errc::invalid_argument, "offset commit names an empty topic");
   if (partition < 0)
@@ -73,8 +77,15 @@ result<Table> decode(const std::string& text, const std::string& group, const st
                                                     static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) ||
         o->get<int64_t>() < 0)
       return corrupt(file, where + ".offset is missing or not an integer >= 0");
+    auto m = e.find("metadata");
+    if (m != e.end() && !m->is_string())
+      return corrupt(file, where + ".metadata is not a string");
     auto key = std::make_pair(t->get<std::string>(), static_cast<int32_t>(p->get<int64_t>()));
-    if (!out.emplace(key, o->get<int64_t>()).second)
+    typename Table::mapped_type value;
+    value.offset = o->get<int64_t>();
+    if (m != e.end())
+      value.metadata = m->get<std::string>();
+    if (!out.emplace(key, std::move(value)).second)
       return corrupt(file, where + " repeats " + key.first + "/" + std::to_string(key.second));
   }
   return out;
@@ -139,8 +150,12 @@ status offset_store::write_group(const std::string& group, const table& offsets)
     return io_failure("cannot create", group_dir, ec);
   }
   json list = json::array();
-  for (const auto& [key, offset] : offsets)
-    list.push_back({{"topic", key.first}, {"partition", key.second}, {"offset", offset}});
+  for (const auto& [key, entry] : offsets) {
+    json e = {{"topic", key.first}, {"partition", key.second}, {"offset", entry.offset}};
+    if (!entry.metadata.empty())
+      e["metadata"] = entry.metadata;
+    list.push_back(std::move(e));
+  }
   json doc = {{"version", file_version}, {"group", group}, {"offsets", std::move(list)}};
   auto file = file_of(group);
   if (auto write_ec = util::write_file_atomic(file, doc.dump() + "\n"))
@@ -157,13 +172,13 @@ status offset_store::commit(const std::string& group, const std::vector<partitio
                                                     " is not group " + group + "'s current generation " +
                                                     std::to_string(fence.current.value));
   for (const auto& e : offsets) {
-    if (auto ok = validate_entry(e.topic, e.partition, e.offset); !ok)
+    if (auto ok = validate_entry(e.topic, e.partition, e.offset, e.metadata); !ok)
       return ok;
   }
   auto it = groups_.find(group);
   table next = it == groups_.end() ? table{} : it->second;
   for (const auto& e : offsets)
-    next[{e.topic, e.partition}] = e.offset;
+    next[{e.topic, e.partition}] = stored{e.offset, e.metadata};
   if (auto ok = write_group(group, next); !ok)
     return ok;
   groups_[group] = std::move(next);
@@ -179,9 +194,9 @@ result<std::vector<partition_offset>> offset_store::fetch(const std::string& gro
   auto it = groups_.find(group);
   if (it == groups_.end())
     return out;
-  for (const auto& [key, offset] : it->second) {
+  for (const auto& [key, entry] : it->second) {
     if (!topic || key.first == *topic)
-      out.push_back(partition_offset{key.first, key.second, offset});
+      out.push_back(partition_offset{key.first, key.second, entry.offset, entry.metadata});
   }
   return out;
 }
@@ -194,21 +209,21 @@ std::optional<int64_t> offset_store::committed(const std::string& group, const s
   auto o = g->second.find({topic, partition});
   if (o == g->second.end())
     return std::nullopt;
-  return o->second;
+  return o->second.offset;
 }
 
 result<bool> offset_store::set_if_higher(const std::string& group, const std::string& topic, int32_t partition,
-                                         int64_t offset) {
+                                         int64_t offset, const std::string& metadata) {
   if (auto ok = validate_group_id(group); !ok)
     return ok.err();
-  if (auto ok = validate_entry(topic, partition, offset); !ok)
+  if (auto ok = validate_entry(topic, partition, offset, metadata); !ok)
     return ok.err();
   auto current = committed(group, topic, partition);
   if (current && *current >= offset)
     return false;
   auto it = groups_.find(group);
   table next = it == groups_.end() ? table{} : it->second;
-  next[{topic, partition}] = offset;
+  next[{topic, partition}] = stored{offset, metadata};
   if (auto ok = write_group(group, next); !ok)
     return ok.err();
   groups_[group] = std::move(next);
@@ -217,13 +232,12 @@ result<bool> offset_store::set_if_higher(const std::string& group, const std::st
   return true;
 }
 
-std::vector<std::pair<std::string, int64_t>> offset_store::offsets_for_partition(const std::string& topic,
-                                                                                 int32_t partition) const {
-  std::vector<std::pair<std::string, int64_t>> out;
+std::vector<group_offset> offset_store::offsets_for_partition(const std::string& topic, int32_t partition) const {
+  std::vector<group_offset> out;
   for (const auto& [group, offsets] : groups_) {
     auto o = offsets.find({topic, partition});
     if (o != offsets.end())
-      out.emplace_back(group, o->second);
+      out.push_back(group_offset{group, o->second.offset, o->second.metadata});
   }
   return out;
 }
@@ -244,6 +258,26 @@ result<size_t> offset_store::remove_partition(const std::string& topic, int32_t 
     log::get("groups")->info("offsets.partition_removed topic={} partition={} groups={}", topic, partition,
                              changed);
   return changed;
+}
+
+result<bool> offset_store::remove_group(const std::string& group) {
+  if (auto ok = validate_group_id(group); !ok)
+    return ok.err();
+  auto group_dir = (fs::path{dir_} / group).string();
+  std::error_code ec;
+  const bool on_disk = fs::exists(group_dir, ec);
+  if (!groups_.count(group) && !on_disk)
+    return false;
+  if (on_disk) {
+    fs::remove_all(group_dir, ec);
+    if (ec)
+      return io_failure("cannot delete", group_dir, ec);
+    if (auto sync_ec = util::fsync_dir(dir_))
+      return io_failure("cannot fsync", dir_, sync_ec);
+  }
+  groups_.erase(group);
+  log::get("groups")->info("offsets.group_deleted group={}", group);
+  return true;
 }
 
 std::vector<std::string> offset_store::list_groups() const {

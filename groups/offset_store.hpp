@@ -6,6 +6,8 @@
 // On disk (one file per group, rewritten whole on every change):
 //   <data_dir>/__groups/<group>/offsets.json
 //   {"version":1,"group":"<group>","offsets":[{"topic":"t","partition":0,"offset":42}, ...]}
+// An entry carries "metadata":"<string>" when its commit attached a
+// non-empty one (files written before metadata was kept read as "").
 // written with util::write_file_atomic (offsets.json.tmp, fsync, rename,
 // fsync of the directory). A crash at any moment leaves offsets.json holding
 // either the previous or the new contents, never a mix; a left-over
@@ -68,17 +70,23 @@ class offset_store {
   /// source broker (DESIGN §3 step 5, higher wins). Returns whether it was
   /// stored. Errors: invalid_group_id, invalid_argument, io_error.
   result<bool> set_if_higher(const std::string& group, const std::string& topic, int32_t partition,
-                             int64_t offset);
+                             int64_t offset, const std::string& metadata = {});
 
   /// Every group's committed offset for (topic, partition), sorted by group:
   /// what the source of a move pushes to the destination.
-  std::vector<std::pair<std::string, int64_t>> offsets_for_partition(const std::string& topic,
-                                                                     int32_t partition) const;
+  std::vector<group_offset> offsets_for_partition(const std::string& topic, int32_t partition) const;
 
   /// Forgets (topic, partition) in every group (e.g. after a move, on the
   /// source). Returns how many groups changed. Errors: io_error (groups
   /// written before the failing one keep the removal).
   result<size_t> remove_partition(const std::string& topic, int32_t partition);
+
+  /// Deletes every committed offset of `group` (Kafka DeleteGroups): its
+  /// file and directory go, durably (the directory `__groups` is fsynced),
+  /// before this returns true; false when the store holds nothing for it.
+  /// Errors: invalid_group_id, io_error (the offsets may remain on disk and
+  /// come back at the next open; the table keeps them too).
+  result<bool> remove_group(const std::string& group);
 
   /// Ids of the groups with a file, sorted.
   std::vector<std::string> list_groups() const;
@@ -90,7 +98,11 @@ class offset_store {
   std::string file_of(const std::string& group) const;
 
  private:
-  using table = std::map<std::pair<std::string, int32_t>, int64_t>;
+  struct stored {
+    int64_t offset = 0;
+    std::string metadata;
+  };
+  using table = std::map<std::pair<std::string, int32_t>, stored>;
 
   explicit offset_store(std::string dir) : dir_(std::move(dir)) {}
   status write_group(const std::string& group, const table& offsets);

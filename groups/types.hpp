@@ -2,6 +2,7 @@
 // Consumer-group ids, error values and a small result<T> used across the
 // groups module boundary (errors are values, never exceptions).
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -33,15 +34,39 @@ struct generation {
 /// the member subscribes to is present, possibly with an empty list.
 using assignment = std::map<std::string, std::vector<int32_t>>;
 
+/// Most bytes of metadata a commit may attach to an offset (Kafka's
+/// offset.metadata.max.bytes default; a longer one is refused:
+/// OFFSET_METADATA_TOO_LARGE over Kafka, 400 over HTTP).
+inline constexpr size_t max_offset_metadata_bytes = 4096;
+
 /// One committed offset. `offset` is the next offset to read (CONTRACT §3),
-/// a logical record number >= 0.
+/// a logical record number >= 0; `metadata` is the client's string stored
+/// with it (Kafka's committed metadata; "" when none was given), at most
+/// max_offset_metadata_bytes.
 struct partition_offset {
   std::string topic;
   int32_t partition = 0;
   int64_t offset = 0;
+  std::string metadata;
+
+  partition_offset() = default;
+  partition_offset(std::string t, int32_t p, int64_t o, std::string m = {})
+    : topic(std::move(t)), partition(p), offset(o), metadata(std::move(m)) {}
 
   friend bool operator==(const partition_offset& a, const partition_offset& b) {
-    return a.topic == b.topic && a.partition == b.partition && a.offset == b.offset;
+    return a.topic == b.topic && a.partition == b.partition && a.offset == b.offset && a.metadata == b.metadata;
+  }
+};
+
+/// One group's committed offset of one partition, with its metadata (what a
+/// moved partition's source pushes to the destination).
+struct group_offset {
+  std::string group;
+  int64_t offset = 0;
+  std::string metadata;
+
+  friend bool operator==(const group_offset& a, const group_offset& b) {
+    return a.group == b.group && a.offset == b.offset && a.metadata == b.metadata;
   }
 };
 

@@ -23,6 +23,7 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::create_topics, 0, 4, 5},
       {api_key::delete_topics, 0, 3, 4},
       {api_key::init_producer_id, 0, 1, 2},
+      {api_key::delete_groups, 0, 1, 2},
   }};
   return table;
 }
@@ -69,6 +70,7 @@ const char* api_name(int16_t key) {
     case api_key::sync_group: return "SyncGroup";
     case api_key::describe_groups: return "DescribeGroups";
     case api_key::list_groups: return "ListGroups";
+    case api_key::delete_groups: return "DeleteGroups";
     case api_key::api_versions: return "ApiVersions";
     case api_key::create_topics: return "CreateTopics";
     case api_key::delete_topics: return "DeleteTopics";

@@ -29,6 +29,7 @@ enum class api_key : int16_t {
   create_topics = 19,
   delete_topics = 20,
   init_producer_id = 22,
+  delete_groups = 42,
 };
 
 /// One advertised API: versions [min_version, max_version] inclusive, and
@@ -41,7 +42,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 17;
+inline constexpr size_t supported_api_count = 18;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

@@ -14,6 +14,7 @@ const char* error_code_name(int16_t code) {
     case error_code::not_leader_or_follower: return "NOT_LEADER_OR_FOLLOWER";
     case error_code::request_timed_out: return "REQUEST_TIMED_OUT";
     case error_code::message_too_large: return "MESSAGE_TOO_LARGE";
+    case error_code::offset_metadata_too_large: return "OFFSET_METADATA_TOO_LARGE";
     case error_code::coordinator_load_in_progress: return "COORDINATOR_LOAD_IN_PROGRESS";
     case error_code::coordinator_not_available: return "COORDINATOR_NOT_AVAILABLE";
     case error_code::not_coordinator: return "NOT_COORDINATOR";
@@ -38,6 +39,8 @@ const char* error_code_name(int16_t code) {
     case error_code::invalid_producer_epoch: return "INVALID_PRODUCER_EPOCH";
     case error_code::unknown_producer_id: return "UNKNOWN_PRODUCER_ID";
     case error_code::reassignment_in_progress: return "REASSIGNMENT_IN_PROGRESS";
+    case error_code::non_empty_group: return "NON_EMPTY_GROUP";
+    case error_code::group_id_not_found: return "GROUP_ID_NOT_FOUND";
     case error_code::unsupported_compression_type: return "UNSUPPORTED_COMPRESSION_TYPE";
     case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
     case error_code::invalid_record: return "INVALID_RECORD";

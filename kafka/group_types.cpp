@@ -145,6 +145,17 @@ bool io_list_groups_response(Io& f, int16_t v, M& x) {
   return (v < 1 || f.i32(x.throttle_time_ms)) && f.i16(x.error_code) && f.array(x.groups, group);
 }
 
+template <class Io, class M>
+bool io_delete_groups_request(Io& f, int16_t, M& x) {
+  return f.array(x.groups_names, [&](auto& g) { return f.string(g); });
+}
+
+template <class Io, class M>
+bool io_delete_groups_response(Io& f, int16_t, M& x) {
+  auto result = [&](auto& r) { return f.string(r.group_id) && f.i16(r.error_code); };
+  return f.i32(x.throttle_time_ms) && f.array(x.results, result);
+}
+
 }  // namespace
 
 MOONMQ_KAFKA_CODEC(find_coordinator_request)
@@ -165,5 +176,7 @@ MOONMQ_KAFKA_CODEC(describe_groups_request)
 MOONMQ_KAFKA_CODEC(describe_groups_response)
 MOONMQ_KAFKA_CODEC(list_groups_request)
 MOONMQ_KAFKA_CODEC(list_groups_response)
+MOONMQ_KAFKA_CODEC(delete_groups_request)
+MOONMQ_KAFKA_CODEC(delete_groups_response)
 
 }  // namespace moonmq::kafka

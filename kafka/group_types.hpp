@@ -1,8 +1,8 @@
 #pragma once
 // Wire structs of the consumer-group APIs: FindCoordinator (10) v0-2,
 // JoinGroup (11) v0-5, Heartbeat (12) v0-3, LeaveGroup (13) v0-1, SyncGroup
-// (14) v0-3, DescribeGroups (15) v0-4, ListGroups (16) v0-2, OffsetCommit
-// (8) v2-5, OffsetFetch (9) v1-4. Field names follow
+// (14) v0-3, DescribeGroups (15) v0-4, ListGroups (16) v0-2, DeleteGroups
+// (42) v0-1, OffsetCommit (8) v2-5, OffsetFetch (9) v1-4. Field names follow
 // Kafka's message schemas (Kafka 3.8) in snake_case; a comment gives the
 // versions carrying a field. Protocol metadata and assignments are opaque
 // bytes (protocol type "consumer"). Committed offsets are the next offset to
@@ -181,6 +181,25 @@ struct list_groups_response {
   std::vector<listed_group> groups;
 };
 
+// ---- DeleteGroups (key 42), v0-1 (DeleteGroupsRequest.json: v2 is the
+// first flexible version) ----
+
+struct delete_groups_request {
+  static constexpr api_key key = api_key::delete_groups;
+  std::vector<std::string> groups_names;
+};
+
+struct delete_groups_result {
+  std::string group_id;
+  int16_t error_code = 0;
+};
+
+struct delete_groups_response {
+  static constexpr api_key key = api_key::delete_groups;
+  int32_t throttle_time_ms = 0;
+  std::vector<delete_groups_result> results;
+};
+
 // ---- OffsetCommit (key 8) ----
 
 struct offset_commit_partition {
@@ -261,6 +280,10 @@ bool decode(reader& r, int16_t version, list_groups_request& out);
 bool encode(writer& w, int16_t version, const list_groups_request& in);
 bool decode(reader& r, int16_t version, list_groups_response& out);
 bool encode(writer& w, int16_t version, const list_groups_response& in);
+bool decode(reader& r, int16_t version, delete_groups_request& out);
+bool encode(writer& w, int16_t version, const delete_groups_request& in);
+bool decode(reader& r, int16_t version, delete_groups_response& out);
+bool encode(writer& w, int16_t version, const delete_groups_response& in);
 bool decode(reader& r, int16_t version, find_coordinator_request& out);
 bool encode(writer& w, int16_t version, const find_coordinator_request& in);
 bool decode(reader& r, int16_t version, find_coordinator_response& out);

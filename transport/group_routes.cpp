@@ -377,8 +377,10 @@ struct commit_request {
   std::string member;
 };
 
-/// Reads {"offsets":[{"topic","partition","offset"}],"generation"?,"member_id"?};
-/// answers 400 otherwise.
+/// Reads {"offsets":[{"topic","partition","offset","metadata"?}],"generation"?,
+/// "member_id"?}; answers 400 otherwise (metadata: a string of at most
+/// groups::max_offset_metadata_bytes, checked here so that no owner stores
+/// part of a commit another refuses).
 bool read_commit(const json& body, commit_request& c, const responder& respond) {
   if (!body.contains("offsets") || !body["offsets"].is_array() || body["offsets"].empty()) {
     respond(http_response::error(400, "invalid_request",
@@ -393,6 +395,19 @@ bool read_commit(const json& body, commit_request& c, const responder& respond) 
       respond(http_response::error(400, "invalid_request", "offsets[" + std::to_string(i)
                                                              + "]: expected {\"topic\",\"partition\",\"offset\"}"));
       return false;
+    }
+    if (o.contains("metadata") && !o["metadata"].is_null()) {
+      if (!o["metadata"].is_string()) {
+        respond(http_response::error(400, "invalid_request",
+                                     "offsets[" + std::to_string(i) + "].metadata: must be a string"));
+        return false;
+      }
+      if (o["metadata"].get_ref<const std::string&>().size() > groups::max_offset_metadata_bytes) {
+        respond(http_response::error(400, "offset_metadata_too_large",
+                                     "offsets[" + std::to_string(i) + "].metadata: more than "
+                                       + std::to_string(groups::max_offset_metadata_bytes) + " bytes"));
+        return false;
+      }
     }
   }
   c.offsets = body["offsets"];
@@ -558,7 +573,8 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
   fan->replies.resize(peers.size() + 1);
   fan->pending = peers.size() + 1;
   fan->done = [respond](std::vector<reply>& replies) {
-    std::map<std::pair<std::string, int32_t>, int64_t> merged;
+    // The highest offset of each partition wins, with its metadata.
+    std::map<std::pair<std::string, int32_t>, std::pair<int64_t, std::string>> merged;
     const reply* not_found = nullptr;
     bool found = false;
     for (const auto& r : replies) {
@@ -583,9 +599,10 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
       for (const auto& o : j["offsets"]) {
         auto key = std::make_pair(o["topic"].get<std::string>(), o["partition"].get<int32_t>());
         auto off = o["offset"].get<int64_t>();
-        auto [it, fresh] = merged.emplace(key, off);
-        if (!fresh)
-          it->second = std::max(it->second, off);
+        auto meta = o.contains("metadata") && o["metadata"].is_string() ? o["metadata"].get<std::string>() : "";
+        auto [it, fresh] = merged.emplace(key, std::make_pair(off, meta));
+        if (!fresh && off > it->second.first)
+          it->second = {off, std::move(meta)};
       }
     }
     if (!found && not_found) {
@@ -593,8 +610,11 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
       return;
     }
     json list = json::array();
-    for (const auto& [key, off] : merged)
-      list.push_back(json{{"topic", key.first}, {"partition", key.second}, {"offset", off}});
+    for (const auto& [key, committed] : merged)
+      list.push_back(json{{"topic", key.first},
+                          {"partition", key.second},
+                          {"offset", committed.first},
+                          {"metadata", committed.second}});
     respond(http_response::json(200, json{{"offsets", list}}.dump()));
   };
   read_local(ctx, group, topic, [fan](reply r) { fan->put(0, std::move(r)); });
@@ -695,6 +715,15 @@ void add_cluster_group_routes(router& r, const client_context& ctx) {
       }
     }
     store_local(ctx, *c, relay_to(respond));
+  });
+  // Deletes this broker's part of a group (Kafka DeleteGroups through its
+  // coordinator): every offset of the group stored here, durably, and its
+  // membership state. 200 {"deleted":bool} (false: nothing of it here).
+  r.add("DELETE", "/cluster/groups/{group}/offsets", [ctx](http_request& req, responder respond) {
+    ask<bool>(
+      *ctx.system, ctx.groups, ctx.timeout,
+      [respond](bool& deleted) { respond(http_response::json(200, json{{"deleted", deleted}}.dump())); },
+      fail_with(respond), delete_atom::value, req.params["group"]);
   });
   // This broker's committed offsets of the group for partitions it owns.
   r.add("GET", "/cluster/groups/{group}/offsets", [ctx](http_request& req, responder respond) {

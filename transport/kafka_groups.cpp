@@ -12,6 +12,7 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "groups/types.hpp"
 #include "transport/blocking_client.hpp"
 #include "transport/http_client.hpp"
 
@@ -20,6 +21,15 @@ namespace moonmq::transport {
 namespace ec = kafka::error_code;
 using std::chrono::milliseconds;
 using json = nlohmann::json;
+
+namespace {
+
+/// `j` as JSON text, any invalid UTF-8 in its strings (a Kafka client's
+/// committed metadata, client or member id) replaced by U+FFFD, as Kafka's
+/// own decoding of those strings does: never an exception.
+std::string utf8_dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
 
 // --- membership state machine ------------------------------------------------------
 
@@ -185,7 +195,14 @@ void kafka_group_table::join(const kafka::join_group_request& req, const std::st
     } else if (req.session_timeout_ms < 1000 || req.session_timeout_ms > 1800000) {
       fail(ec::invalid_session_timeout);
     } else {
+      const bool fresh = impl_->groups.count(req.group_id) == 0;
       auto& g = impl_->groups[req.group_id];
+      // A refused join leaves no trace of a group nobody had joined.
+      auto refuse = [&](int16_t code) {
+        fail(code);
+        if (fresh)
+          impl_->groups.erase(req.group_id);
+      };
       bool compatible = g.members.empty() || g.protocol_type == req.protocol_type;
       for (auto& [id, m] : g.members) {
         if (id == req.member_id)
@@ -196,9 +213,9 @@ void kafka_group_table::join(const kafka::join_group_request& req, const std::st
                      });
       }
       if (req.protocols.empty() || !compatible) {
-        fail(ec::inconsistent_group_protocol);
+        refuse(ec::inconsistent_group_protocol);
       } else if (!req.member_id.empty() && !g.members.count(req.member_id)) {
-        fail(ec::unknown_member_id);
+        refuse(ec::unknown_member_id);
       } else {
         auto id = req.member_id;
         if (id.empty())
@@ -351,7 +368,7 @@ std::string kafka_group_table::describe() const {
                         {"protocol", g.protocol},
                         {"leader", g.leader},
                         {"members", g.members.size()}});
-  return json{{"groups", list}}.dump();
+  return utf8_dump(json{{"groups", list}});
 }
 
 std::vector<kafka::listed_group> kafka_group_table::list() const {
@@ -396,6 +413,18 @@ kafka::described_group kafka_group_table::describe_group(const std::string& id) 
   return out;
 }
 
+int16_t kafka_group_table::remove_if_empty(const std::string& group, bool& existed) {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  auto it = impl_->groups.find(group);
+  existed = it != impl_->groups.end();
+  if (!existed)
+    return 0;
+  if (!it->second.members.empty())
+    return ec::non_empty_group;
+  impl_->groups.erase(it);
+  return 0;
+}
+
 // --- request handlers -----------------------------------------------------------------
 
 namespace {
@@ -438,10 +467,15 @@ void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_comm
         code = ec::unknown_topic_or_partition;
       if (code == 0 && p.committed_offset < 0)
         code = ec::invalid_commit_offset_size;
+      if (code == 0 && p.committed_metadata && p.committed_metadata->size() > groups::max_offset_metadata_bytes)
+        code = ec::offset_metadata_too_large;
       resp->topics.back().partitions.push_back({p.partition_index, code});
       if (code == 0) {
-        parts[owner].push_back(
-          json{{"topic", t.name}, {"partition", p.partition_index}, {"offset", p.committed_offset}});
+        // Null metadata is stored as "" (Kafka's OffsetAndMetadata.NoMetadata).
+        parts[owner].push_back(json{{"topic", t.name},
+                                    {"partition", p.partition_index},
+                                    {"offset", p.committed_offset},
+                                    {"metadata", p.committed_metadata.value_or("")}});
         slots[owner].push_back(&resp->topics.back().partitions.back());
       }
     }
@@ -463,7 +497,7 @@ void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_comm
     if (owner == ctx->broker_id) {
       ask<bool>(
         *ctx->system, ctx->groups, ctx->timeout, [g](bool&) { g->one(); },
-        [fail](const caf::error& e) { fail(commit_code_of(e)); }, commit_atom::value, req.group_id, offsets.dump(),
+        [fail](const caf::error& e) { fail(commit_code_of(e)); }, commit_atom::value, req.group_id, utf8_dump(offsets),
         int32_t{-1}, std::string{});
       continue;
     }
@@ -472,7 +506,7 @@ void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_comm
     // unavailable (unreachable, moving) is retried by the client after
     // COORDINATOR_NOT_AVAILABLE.
     auto target = "/cluster/groups/" + req.group_id + "/offsets";
-    auto body = json{{"offsets", offsets}}.dump();
+    auto body = utf8_dump(json{{"offsets", offsets}});
     auto judge = [g, fail](int status) {
       if (status == 200)
         g->one();
@@ -498,8 +532,12 @@ void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_comm
 /// this broker's store for partitions it owns, and every peer's
 /// GET /cluster/groups/{g}/offsets. `failed` names the peers that did not answer.
 struct offset_read {
+  struct committed_offset {
+    int64_t offset = -1;
+    std::string metadata;
+  };
   std::mutex mtx;
-  std::map<std::pair<std::string, int32_t>, int64_t> committed;
+  std::map<std::pair<std::string, int32_t>, committed_offset> committed;
   std::set<std::string> failed;
 };
 
@@ -516,7 +554,8 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
       auto partition = o.value("partition", 0);
       if (local && kafka_remote_owner(*local, topic, partition))
         continue;  // a stale local copy: its owner answers for it
-      read->committed[{topic, partition}] = o.value("offset", int64_t{-1});
+      auto meta = o.contains("metadata") && o["metadata"].is_string() ? o["metadata"].get<std::string>() : "";
+      read->committed[{topic, partition}] = {o.value("offset", int64_t{-1}), std::move(meta)};
     }
   };
   auto known = ctx->peers->all();
@@ -536,7 +575,7 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
       for (const auto& [tp, off] : read->committed) {
         auto& t = by_topic[tp.first];
         t.name = tp.first;
-        t.partitions.push_back({tp.second, off, std::string{}, 0});
+        t.partitions.push_back({tp.second, off.offset, off.metadata, 0});
       }
       for (auto& [name, t] : by_topic)
         resp.topics.push_back(std::move(t));
@@ -547,7 +586,11 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
         for (auto p : t.partition_indexes) {
           auto it = read->committed.find({t.name, p});
           int16_t code = owner_failed(t.name, p) ? ec::coordinator_not_available : int16_t{0};
-          tr.partitions.push_back({p, it == read->committed.end() ? -1 : it->second, std::string{}, code});
+          // No commit: offset -1 and metadata "" (Kafka's OffsetFetchResponse.NO_METADATA).
+          if (it == read->committed.end())
+            tr.partitions.push_back({p, -1, std::string{}, code});
+          else
+            tr.partitions.push_back({p, it->second.offset, it->second.metadata, code});
         }
         resp.topics.push_back(std::move(tr));
       }
@@ -644,8 +687,72 @@ kafka::describe_groups_response describe_groups(const kafka_context& ctx, const 
       continue;
     }
     r.groups.push_back(ctx.group_table->describe_group(id));
+    // Asked for (v3+): with no authorizer, every operation a group allows:
+    // READ (3), DELETE (6), DESCRIBE (8) of Kafka's AclOperation codes.
+    if (req.include_authorized_operations)
+      r.groups.back().authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
   }
   return r;
+}
+
+/// DeleteGroups, one group on its coordinator: refused (68) while Kafka or
+/// HTTP members are in it; else its offsets are deleted on every broker
+/// (each owner keeps the offsets of its partitions: this broker's group
+/// actor and every peer's DELETE /cluster/groups/{g}/offsets) and its
+/// membership state here. 69 GROUP_ID_NOT_FOUND when no broker held
+/// anything of it; 15 (retriable: deleting again is harmless) when a peer
+/// did not answer.
+void delete_group(const std::shared_ptr<kafka_context>& ctx, const std::string& group,
+                  std::function<void(int16_t)> done) {
+  bool in_table = false;
+  if (auto code = ctx->group_table->remove_if_empty(group, in_table); code != 0) {
+    done(code);
+    return;
+  }
+  struct tally {
+    std::mutex mtx;
+    bool held = false;
+    int16_t code = 0;
+  };
+  auto t = std::make_shared<tally>();
+  t->held = in_table;
+  auto peers = ctx->peers->all();
+  size_t calls = 1;
+  for (const auto& p : peers)
+    calls += p.client != nullptr;
+  auto g = kafka_gather::make(calls, [t, done] {
+    done(t->code != 0 ? t->code : t->held ? int16_t{0} : ec::group_id_not_found);
+  });
+  auto note = [t](bool held, int16_t code) {
+    std::lock_guard<std::mutex> lock{t->mtx};
+    t->held = t->held || held;
+    if (code != 0 && t->code == 0)
+      t->code = code;
+  };
+  ask<bool>(
+    *ctx->system, ctx->groups, ctx->timeout,
+    [g, note](bool& held) {
+      note(held, 0);
+      g->one();
+    },
+    [g, note](const caf::error& e) {
+      note(false, error_code_of(e) == "non_empty_group" ? ec::non_empty_group : ec::coordinator_not_available);
+      g->one();
+    },
+    delete_atom::value, group);
+  for (const auto& p : peers) {
+    if (!p.client)
+      continue;
+    kafka_peer_call(*ctx, p.id, "DELETE", "/cluster/groups/" + group + "/offsets", {},
+                    [g, note](int status, std::string body) {
+                      auto j = json::parse(body, nullptr, false);
+                      if (status == 200 && j.is_object())
+                        note(j.value("deleted", false), 0);
+                      else
+                        note(false, ec::coordinator_not_available);
+                      g->one();
+                    });
+  }
 }
 
 /// NOT_COORDINATOR (16) when the group of a group request is coordinated elsewhere.
@@ -724,6 +831,34 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     for (const auto& g : r.groups)
       errors += g.error_code != 0;
     done(std::move(r), errors);
+    return;
+  }
+  if (auto* dg = std::get_if<kafka::delete_groups_request>(&req.body)) {
+    auto resp = std::make_shared<kafka::delete_groups_response>();
+    resp->results.reserve(dg->groups_names.size());
+    for (const auto& id : dg->groups_names)
+      resp->results.push_back({id, 0});
+    auto g = kafka_gather::make(resp->results.size(), [resp, done] {
+      int errors = 0;
+      for (const auto& r : resp->results)
+        errors += r.error_code != 0;
+      done(std::move(*resp), errors);
+    });
+    for (auto& r : resp->results) {
+      auto* slot = &r;
+      if (!groups::validate_group_id(r.group_id)) {
+        slot->error_code = ec::invalid_group_id;
+        g->one();
+      } else if (kafka_coordinator_of(*ctx, r.group_id) != ctx->broker_id) {
+        slot->error_code = ec::not_coordinator;
+        g->one();
+      } else {
+        delete_group(ctx, r.group_id, [slot, g](int16_t code) {
+          slot->error_code = code;
+          g->one();
+        });
+      }
+    }
     return;
   }
   // Every other group API is served by the group's coordinator only

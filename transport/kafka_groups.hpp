@@ -1,7 +1,7 @@
 #pragma once
 // Kafka consumer groups for the Kafka listener (issue 9, docs/kafka.md):
-// FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups
-// and DescribeGroups with Kafka's client-side assignment protocol (states
+// FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups,
+// DescribeGroups and DeleteGroups with Kafka's client-side assignment protocol (states
 // Empty, PreparingRebalance, CompletingRebalance, Stable as in Kafka's
 // GroupCoordinator: only the leader receives the member list, SyncGroup
 // distributes its assignments),
@@ -27,8 +27,8 @@
 namespace moonmq::transport {
 
 /// Handles FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-/// ListGroups, DescribeGroups, OffsetCommit and OffsetFetch (`done` exactly
-/// once, from any thread).
+/// ListGroups, DescribeGroups, DeleteGroups, OffsetCommit and OffsetFetch
+/// (`done` exactly once, from any thread).
 void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
 
 /// The Kafka groups' membership state machine. Callbacks are called
@@ -55,6 +55,10 @@ public:
   /// the table does not know it; protocol, member metadata and assignments
   /// only while Stable (Kafka's GroupMetadata.summary).
   kafka::described_group describe_group(const std::string& id) const;
+  /// Forgets `group` when it has no member (DeleteGroups): 0, with
+  /// `existed` telling whether the table knew it; 68 NON_EMPTY_GROUP (and
+  /// nothing changes) while members are in it.
+  int16_t remove_if_empty(const std::string& group, bool& existed);
   /// {"groups":[{"id","state","generation","members"}]} for the stats actor.
   std::string describe() const;
 

@@ -77,8 +77,12 @@ public:
       decoder_(owner_->opts.max_request_bytes) {
     boost::system::error_code ec;
     auto peer = socket_.remote_endpoint(ec);
-    if (!ec)
-      client_host_ = "/" + peer.address().to_string();
+    if (!ec) {
+      auto address = peer.address();
+      if (address.is_v6() && address.to_v6().is_v4_mapped())
+        address = address.to_v6().to_v4();  // "/1.2.3.4", as Kafka shows an IPv4 client
+      client_host_ = "/" + address.to_string();
+    }
   }
 
   void start() {
@@ -175,7 +179,8 @@ private:
     in_flight_bytes_ += bytes;
     in_flight_.push_back(s);
     std::weak_ptr<connection> weak = shared_from_this();
-    req.client_host = client_host_;
+    if (key == static_cast<int16_t>(kafka::api_key::join_group))
+      req.client_host = client_host_;  // only a member's join keeps it
     handle_kafka_request(owner_->ctx, req,
                          [weak, s, key, version, corr, t0](std::optional<kafka::response_body> body, int errors) {
                            auto self = weak.lock();

@@ -116,8 +116,8 @@ TEST_CASE("group members rebalance on join and leave and commits are fenced by g
   // A plain commit (no generation, no member) on another topic.
   CHECK(commit(port, "g1", json{{{"topic", "other"}, {"partition", 1}, {"offset", 5}}}, std::nullopt).status == 200);
   auto events = committed(port, "g1", "events");
-  CHECK(events == json{{{"topic", "events"}, {"partition", 0}, {"offset", 42}},
-                       {{"topic", "events"}, {"partition", 3}, {"offset", 7}}});
+  CHECK(events == json{{{"topic", "events"}, {"partition", 0}, {"offset", 42}, {"metadata", ""}},
+                       {{"topic", "events"}, {"partition", 3}, {"offset", 7}, {"metadata", ""}}});
   CHECK(committed(port, "g1").size() == 3);
 
   // B leaves: a rebalance gives A everything.
@@ -187,12 +187,15 @@ TEST_CASE("committed offsets survive a restart and members must rejoin", "[broke
   auto ma = a.body["member_id"].get<std::string>();
   auto gen = a.body["generation"].get<int64_t>();
   json offs = json::array();
+  // Each offset with its metadata (Kafka's committed metadata).
   for (int p = 0; p < partitions; ++p)
-    offs.push_back(json{{"topic", "events"}, {"partition", p}, {"offset", 100 + p}});
+    offs.push_back(json{{"topic", "events"}, {"partition", p}, {"offset", 100 + p}, {"metadata", "m" + std::to_string(p)}});
   REQUIRE(commit(n.client, "g3", offs, gen, ma).status == 200);
-  // A later commit of one partition replaces only that partition.
+  // A later commit of one partition replaces only that partition, metadata
+  // included (none given: "").
   REQUIRE(commit(n.client, "g3", json{{{"topic", "events"}, {"partition", 2}, {"offset", 5}}}, gen, ma).status == 200);
   offs[2]["offset"] = 5;
+  offs[2]["metadata"] = "";
   CHECK(committed(n.client, "g3") == offs);
   n.stop();
 
@@ -208,6 +211,7 @@ TEST_CASE("committed offsets survive a restart and members must rejoin", "[broke
                re.body["member_id"].get<std::string>())
           .status == 200);
   offs[0]["offset"] = 1;
+  offs[0]["metadata"] = "";  // a commit replaces the metadata with its own
   CHECK(committed(again.client, "g3") == offs);
   again.stop();
 }

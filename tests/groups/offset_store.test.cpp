@@ -123,8 +123,7 @@ TEST_CASE("offsets: offsets_for_partition and remove_partition work across group
     REQUIRE(store.commit("a", {{"t", 0, 1}, {"t", 1, 11}}).ok());
     REQUIRE(store.commit("b", {{"t", 1, 22}}).ok());
     REQUIRE(store.commit("c", {{"u", 1, 33}}).ok());
-    using pairs = std::vector<std::pair<std::string, int64_t>>;
-    CHECK(store.offsets_for_partition("t", 1) == pairs{{"a", 11}, {"b", 22}});
+    CHECK(store.offsets_for_partition("t", 1) == std::vector<group_offset>{{"a", 11, ""}, {"b", 22, ""}});
     auto removed = store.remove_partition("t", 1);
     REQUIRE(removed.ok());
     CHECK(*removed == 2);
@@ -134,6 +133,57 @@ TEST_CASE("offsets: offsets_for_partition and remove_partition work across group
   CHECK_FALSE(store.committed("a", "t", 1).has_value());
   CHECK(store.committed("a", "t", 0) == 1);
   CHECK(store.committed("c", "u", 1) == 33);
+}
+
+TEST_CASE("offsets: a commit's metadata is kept with its offset, moves with it and survives reopening", "[groups]") {
+  moonmq::test::temp_dir tmp{"groups-offsets"};
+  std::string file;
+  {
+    auto store = open_ok(tmp.path());
+    REQUIRE(store.commit("g", {{"t", 0, 5, "checkpoint-a"}, {"t", 1, 6}}).ok());
+    CHECK(*store.fetch("g") == std::vector<partition_offset>{{"t", 0, 5, "checkpoint-a"}, {"t", 1, 6, ""}});
+    // A longer metadata than Kafka's offset.metadata.max.bytes is refused
+    // and the whole commit stores nothing.
+    auto big = store.commit("g", {{"t", 1, 7, "b"}, {"t", 0, 8, std::string(max_offset_metadata_bytes + 1, 'x')}});
+    CHECK(big.err().code == errc::invalid_argument);
+    CHECK(store.committed("g", "t", 1) == 6);
+    REQUIRE(store.commit("g", {{"t", 2, 1, std::string(max_offset_metadata_bytes, 'y')}}).ok());
+    // What a move's source pushes: offset and metadata; a higher offset
+    // brings its metadata along.
+    CHECK(store.offsets_for_partition("t", 0) == std::vector<group_offset>{{"g", 5, "checkpoint-a"}});
+    CHECK(*store.set_if_higher("g", "t", 0, 9, "moved"));
+    CHECK_FALSE(*store.set_if_higher("g", "t", 0, 8, "older"));
+    file = store.file_of("g");
+  }
+  auto store = open_ok(tmp.path());
+  CHECK(*store.fetch("g", std::string{"t"})
+        == std::vector<partition_offset>{
+             {"t", 0, 9, "moved"}, {"t", 1, 6, ""}, {"t", 2, 1, std::string(max_offset_metadata_bytes, 'y')}});
+  // A file written before metadata was kept reads as "".
+  write_text(file, R"({"version":1,"group":"g","offsets":[{"topic":"t","partition":0,"offset":5}]})");
+  auto old = open_ok(tmp.path());
+  CHECK(*old.fetch("g") == std::vector<partition_offset>{{"t", 0, 5, ""}});
+}
+
+TEST_CASE("offsets: remove_group deletes a group's offsets durably and only that group's", "[groups]") {
+  moonmq::test::temp_dir tmp{"groups-offsets"};
+  {
+    auto store = open_ok(tmp.path());
+    REQUIRE(store.commit("a", {{"t", 0, 1}}).ok());
+    REQUIRE(store.commit("b", {{"t", 0, 2}}).ok());
+    CHECK(*store.remove_group("a"));
+    CHECK_FALSE(*store.remove_group("a"));
+    CHECK_FALSE(*store.remove_group("never"));
+    CHECK(store.remove_group("..").err().code == errc::invalid_group_id);
+    CHECK(store.fetch("a")->empty());
+    CHECK_FALSE(store.has_group("a"));
+    CHECK(store.committed("b", "t", 0) == 2);
+  }
+  auto store = open_ok(tmp.path());
+  CHECK_FALSE(store.has_group("a"));
+  CHECK_FALSE(fs::exists(fs::path{tmp.path()} / "__groups" / "a"));
+  CHECK(store.committed("b", "t", 0) == 2);
+  CHECK(store.list_groups() == std::vector<std::string>{"b"});
 }
 
 TEST_CASE("offsets: a corrupt group file refuses the open and names the file", "[groups]") {
@@ -156,6 +206,9 @@ TEST_CASE("offsets: a corrupt group file refuses the open and names the file", "
     write_text(file, R"({"version":1,"group":"h","offsets":[]})");
   }
   SECTION("unknown version") { write_text(file, R"({"version":2,"group":"g","offsets":[]})"); }
+  SECTION("metadata that is not a string") {
+    write_text(file, R"({"version":1,"group":"g","offsets":[{"topic":"t","partition":0,"offset":5,"metadata":7}]})");
+  }
   auto r = offset_store::open(tmp.path());
   REQUIRE_FALSE(r.ok());
   CHECK(r.err().code == errc::corrupt_state);

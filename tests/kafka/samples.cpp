@@ -173,6 +173,10 @@ std::vector<request_body> sample_requests() {
   init.transactional_id = std::nullopt;
   init.transaction_timeout_ms = 60000;
   out.emplace_back(init);
+
+  delete_groups_request delete_groups;
+  delete_groups.groups_names = {"g", "h"};
+  out.emplace_back(delete_groups);
   return out;
 }
 
@@ -303,6 +307,11 @@ std::vector<response_body> sample_responses() {
   init.producer_id = 1234567890123;
   init.producer_epoch = 2;
   out.emplace_back(init);
+
+  delete_groups_response delete_groups;
+  delete_groups.throttle_time_ms = 18;
+  delete_groups.results = {{"g", 0}, {"h", error_code::non_empty_group}};
+  out.emplace_back(delete_groups);
   return out;
 }
 

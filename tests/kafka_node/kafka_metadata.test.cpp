@@ -14,10 +14,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cluster/group_placement.hpp"
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/node/move_cluster.hpp"
+#include "tests/support/raw_http.hpp"
 
 using namespace moonmq;
 using namespace moonmq::test;
@@ -356,14 +358,15 @@ TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs an
   }
 }
 
-TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list and describe consumer groups across "
-          "brokers",
+TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, describe and delete consumer groups "
+          "across brokers",
           "[kafka_cluster][metadata]") {
   // ListGroups (16) answers the groups a broker coordinates, so a client
   // asking every broker (kafkajs listGroups, librdkafka's list_groups) sees
   // each group once; DescribeGroups (15) gives state, protocol, members with
   // client id and host; a group nobody joined is Dead; a group whose last
-  // member left is Empty and still listed.
+  // member left is Empty and still listed; DeleteGroups (42) removes an
+  // empty group's committed offsets from every partition owner.
   move_cluster c({"b1", "b2", "b3"}, kafka_raft());
   start_three(c);
   REQUIRE(raft_leader(c));
@@ -401,6 +404,15 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list and
   REQUIRE(result["after_leave"].size() == 1);
   CHECK(result["after_leave"][0]["state"] == "Empty");
   CHECK(result["after_leave"][0]["members"].empty());
+  // DeleteGroups: the empty group's offsets go from every owner, the group
+  // is Dead after; a group with a member and an unknown group are refused.
+  CHECK(result["offsets_before"] == json::parse(R"([{"partition":0,"offset":"1"},{"partition":1,"offset":"2"}])"));
+  CHECK(result["deleted"] == json::parse(R"([{"groupId":"kgroups-a","errorCode":0}])"));
+  CHECK(result["refused"]["kgroups-b"] == "NON_EMPTY_GROUP");
+  CHECK(result["refused"]["kgroups-none"] == "GROUP_ID_NOT_FOUND");
+  CHECK(result["offsets_after"] == json::parse(R"([{"partition":0,"offset":"-1"},{"partition":1,"offset":"-1"}])"));
+  REQUIRE(result["after_delete"].size() == 1);
+  CHECK(result["after_delete"][0]["state"] == "Dead");
 
   // librdkafka 2.0.2's list_groups (python3-confluent-kafka): ListGroups then
   // DescribeGroups on every broker.
@@ -415,6 +427,124 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list and
   auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(1) + "/list_groups.py 2>&1");
   INFO("confluent-kafka list_groups: " << pout);
   CHECK(prc == 0);
-  CHECK(pout.find("kgroups-a Empty consumer 0 None") != std::string::npos);
+  CHECK(pout.find("kgroups-a") == std::string::npos);  // deleted above
   CHECK(pout.find("kgroups-b Empty consumer 0 None") != std::string::npos);
+}
+
+TEST_CASE("kafka listener with the metadata log: committed metadata survives the commit split across partition "
+          "owners and comes back from OffsetFetch and HTTP",
+          "[kafka_cluster][metadata]") {
+  // OffsetCommit's metadata string is stored with the offset by each
+  // partition's owner and returned by OffsetFetch (and the HTTP API); null
+  // is stored as "" (Kafka's NoMetadata); more than 4096 bytes is 12
+  // OFFSET_METADATA_TOO_LARGE for that partition only.
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  // A topic's partitions start on the broker that created it: km on b1,
+  // kn on b3, so a commit for both at b2 (the group's coordinator) is split
+  // between two other owners.
+  for (auto [via, name, count] : {std::tuple<size_t, const char*, int>{0, "km", 3}, {2, "kn", 1}}) {
+    auto made = call(c.client(via), "POST", "/v1/topics", json{{"name", name}, {"partitions", count}}.dump());
+    REQUIRE(made.status == 201);
+  }
+  std::set<std::string> leaders;
+  REQUIRE(wait_until([&] {
+    auto [rc, meta] = sh("timeout 20 kcat -b 127.0.0.1:" + std::to_string(c.kafka(0)) + " -L 2>&1");
+    leaders.clear();
+    bool in_ours = false;
+    for (const auto& line : lines(meta)) {
+      if (line.find("topic \"") != std::string::npos)
+        in_ours = line.find("\"km\"") != std::string::npos || line.find("\"kn\"") != std::string::npos;
+      if (auto at = line.find("leader "); in_ours && line.find("partition ") != std::string::npos
+                                          && at != std::string::npos)
+        leaders.insert(line.substr(at + 7, line.find(',', at) - at - 7));
+    }
+    return leaders.size() >= 2;
+  }, 10s));
+  CHECK(leaders.count("2") == 0);  // b2 owns none of them: every part goes to a peer
+
+  const auto group = group_coordinated_by("b2");
+  const uint16_t coordinator = c.kafka(1);
+  kafka::offset_commit_request commit;
+  commit.group_id = group;
+  commit.generation_id = -1;  // a standalone commit
+  commit.topics = {{"km", {{0, 5, std::string("m0")}, {1, 6, std::nullopt}, {2, 7, std::string(4097, 'x')}}},
+                   {"kn", {{0, 3, std::string("on b3")}}}};
+  auto answer = raw_exchange(coordinator, request_frame(commit, 5), 2s);
+  REQUIRE(answer.size() > 8);
+  auto committed = kafka::decode_body<kafka::offset_commit_response>(answer.substr(8), 5);
+  REQUIRE(committed.ok());
+  REQUIRE(committed->topics.size() == 2);
+  REQUIRE(committed->topics[0].partitions.size() == 3);
+  REQUIRE(committed->topics[1].partitions.size() == 1);
+  CHECK(committed->topics[1].partitions[0].error_code == 0);
+  CHECK(committed->topics[0].partitions[0].error_code == 0);
+  CHECK(committed->topics[0].partitions[1].error_code == 0);
+  CHECK(committed->topics[0].partitions[2].error_code == kafka::error_code::offset_metadata_too_large);
+
+  auto fetch_all = [&] {
+    kafka::offset_fetch_request f;
+    f.group_id = group;
+    f.topics = std::vector<kafka::offset_fetch_topic>{{"km", {0, 1, 2}}, {"kn", {0}}};
+    auto raw = raw_exchange(coordinator, request_frame(f, 4), 2s);
+    REQUIRE(raw.size() > 8);
+    auto r = kafka::decode_body<kafka::offset_fetch_response>(raw.substr(8), 4);
+    REQUIRE(r.ok());
+    REQUIRE(r->topics.size() == 2);
+    REQUIRE(r->topics[0].partitions.size() == 3);
+    REQUIRE(r->topics[1].partitions.size() == 1);
+    auto out = r->topics[0].partitions;
+    out.push_back(r->topics[1].partitions[0]);
+    return out;
+  };
+  auto got = fetch_all();
+  CHECK(got[0].committed_offset == 5);
+  CHECK(got[0].metadata == std::optional<std::string>("m0"));
+  CHECK(got[1].committed_offset == 6);
+  CHECK(got[1].metadata == std::optional<std::string>(""));
+  CHECK(got[2].committed_offset == -1);  // refused: nothing stored
+  CHECK(got[2].metadata == std::optional<std::string>(""));
+  CHECK(got[3].committed_offset == 3);
+  CHECK(got[3].metadata == std::optional<std::string>("on b3"));
+
+  // The HTTP API reads and writes the same metadata, through any broker.
+  auto http = call(c.client(2), "GET", "/v1/groups/" + group + "/offsets");
+  INFO(http.raw);
+  REQUIRE(http.status == 200);
+  std::map<std::string, std::string> meta_of;
+  for (const auto& o : http.body["offsets"])
+    meta_of[o.value("topic", "") + "/" + std::to_string(o.value("partition", -1))] =
+      o.value("metadata", std::string("<absent>"));
+  CHECK(meta_of["km/0"] == "m0");
+  CHECK(meta_of["km/1"] == "");
+  CHECK(meta_of["kn/0"] == "on b3");
+  auto put = call(c.client(0), "POST", "/v1/groups/" + group + "/offsets",
+                  json{{"offsets", {{{"topic", "km"}, {"partition", 2}, {"offset", 9}, {"metadata", "http"}}}}}.dump());
+  INFO(put.raw);
+  CHECK(put.status == 200);
+  auto big = call(c.client(0), "POST", "/v1/groups/" + group + "/offsets",
+                  json{{"offsets", {{{"topic", "km"}, {"partition", 1}, {"offset", 10},
+                                     {"metadata", std::string(4097, 'y')}}}}}.dump());
+  CHECK(big.status == 400);
+  CHECK(big.body.value("error", "") == "offset_metadata_too_large");
+  got = fetch_all();
+  CHECK(got[1].committed_offset == 6);  // the refused commit changed nothing
+  CHECK(got[2].committed_offset == 9);
+  CHECK(got[2].metadata == std::optional<std::string>("http"));
+
+  // Metadata that is not UTF-8 is stored with U+FFFD in its place (as
+  // Kafka's decoding does), and the broker keeps serving.
+  kafka::offset_commit_request odd;
+  odd.group_id = group;
+  odd.generation_id = -1;
+  odd.topics = {{"kn", {{0, 4, std::string("bad\xff")}}}};
+  auto odd_answer = raw_exchange(coordinator, request_frame(odd, 5), 2s);
+  REQUIRE(odd_answer.size() > 8);
+  auto odd_committed = kafka::decode_body<kafka::offset_commit_response>(odd_answer.substr(8), 5);
+  REQUIRE(odd_committed.ok());
+  CHECK(odd_committed->topics[0].partitions[0].error_code == 0);
+  got = fetch_all();
+  CHECK(got[3].committed_offset == 4);
+  CHECK(got[3].metadata == std::optional<std::string>("bad\xef\xbf\xbd"));
 }

@@ -128,6 +128,12 @@ TEST_CASE("kafka groups: a silent member is expired and the round closes without
 TEST_CASE("kafka groups: ListGroups and DescribeGroups show each group as Kafka's summary does", "[kafka_state]") {
   kafka_group_table t;
   CHECK(t.list().empty());
+  // A refused join (a member id the group never gave out) leaves no group.
+  std::optional<kafka::join_group_response> stale;
+  t.join(join_req("old-member"), "c0", 5, [&](kafka::join_group_response r) { stale = r; });
+  REQUIRE(stale);
+  CHECK(stale->error_code == ec::unknown_member_id);
+  CHECK(t.list().empty());
   auto dead = t.describe_group("g");
   CHECK(dead.error_code == 0);
   CHECK(dead.group_state == "Dead");
@@ -162,12 +168,25 @@ TEST_CASE("kafka groups: ListGroups and DescribeGroups show each group as Kafka'
   CHECK(listed[0].group_id == "g");
   CHECK(listed[0].protocol_type == "consumer");
 
-  // The last member leaves: the group stays, Empty, without members.
+  // DeleteGroups is refused while a member is in the group.
+  bool existed = false;
+  CHECK(t.remove_if_empty("g", existed) == ec::non_empty_group);
+  CHECK(existed);
+  CHECK(t.list().size() == 1);
+
+  // The last member leaves: the group stays, Empty, without members, until
+  // it is deleted.
   CHECK(t.leave("g", a->member_id) == 0);
   auto empty = t.describe_group("g");
   CHECK(empty.group_state == "Empty");
   CHECK(empty.members.empty());
   CHECK(t.list().size() == 1);
+  CHECK(t.remove_if_empty("g", existed) == 0);
+  CHECK(existed);
+  CHECK(t.list().empty());
+  CHECK(t.describe_group("g").group_state == "Dead");
+  CHECK(t.remove_if_empty("g", existed) == 0);
+  CHECK_FALSE(existed);
 }
 
 TEST_CASE("kafka producers: ids differ across calls, brokers and restarts", "[kafka_state]") {
