@@ -399,6 +399,7 @@ void read_server(const json& root, load_result& res) {
   read_listener(kafka, cfg.kafka);
   kafka.get_port("Port", cfg.kafka.port);
   kafka.get("AdvertisedHost", cfg.kafka.advertised_host);
+  kafka.get_int("GroupInitialRebalanceDelayMs", cfg.kafka.group_initial_rebalance_delay_ms, 0, 300000);
   kafka.finish();
 
   read_cluster(s, cfg);

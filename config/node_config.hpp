@@ -24,6 +24,9 @@ struct admin_config : listener_config {
 struct kafka_config : listener_config {
   bool enabled = true;
   std::string advertised_host = "127.0.0.1";
+  /// Kafka's group.initial.rebalance.delay.ms: the first join round of an
+  /// Empty group waits this long for more members (docs/kafka.md).
+  int64_t group_initial_rebalance_delay_ms = 3000;
 };
 
 struct peer_config {

@@ -56,9 +56,15 @@ struct kafka_group_table::impl {
     std::string leader;
     std::map<std::string, member> members;
     clock::time_point deadline;  ///< PreparingRebalance: when the join round closes
+    /// The first round of a group that was Empty waits until then for more
+    /// members (Kafka's InitialDelayedJoin); unset otherwise.
+    std::optional<clock::time_point> initial_until;
+    clock::time_point initial_limit;  ///< the latest initial_until may move to
   };
   using actions = std::vector<std::function<void()>>;
 
+  /// Kafka's group.initial.rebalance.delay.ms (0: no delay).
+  milliseconds initial_delay{0};
   mutable std::mutex mtx;
   std::map<std::string, group> groups;
   uint64_t next_member = 0;
@@ -96,9 +102,12 @@ struct kafka_group_table::impl {
   void maybe_complete(group& g, bool force, clock::time_point now, actions& out) {
     if (g.state != phase::preparing)
       return;
+    if (!force && g.initial_until && now < *g.initial_until)
+      return;  // the first round still waits for more members
     bool all = std::all_of(g.members.begin(), g.members.end(), [](auto& kv) { return bool(kv.second.join); });
     if (!all && !force)
       return;
+    g.initial_until.reset();
     for (auto it = g.members.begin(); it != g.members.end();)
       it = it->second.join ? std::next(it) : g.members.erase(it);
     if (g.members.empty()) {
@@ -176,7 +185,9 @@ void run(kafka_group_table::impl::actions& out) {
 }
 }  // namespace
 
-kafka_group_table::kafka_group_table() : impl_(std::make_shared<impl>()) {}
+kafka_group_table::kafka_group_table(milliseconds initial_rebalance_delay) : impl_(std::make_shared<impl>()) {
+  impl_->initial_delay = std::max(initial_rebalance_delay, milliseconds{0});
+}
 
 void kafka_group_table::join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,
                              std::function<void(kafka::join_group_response)> reply, const std::string& client_host) {
@@ -217,6 +228,8 @@ void kafka_group_table::join(const kafka::join_group_request& req, const std::st
       } else if (!req.member_id.empty() && !g.members.count(req.member_id)) {
         refuse(ec::unknown_member_id);
       } else {
+        const bool first = g.members.empty() && g.state == impl::phase::empty;
+        const bool newcomer = req.member_id.empty();
         auto id = req.member_id;
         if (id.empty())
           id = (client_id.empty() ? std::string("member") : client_id) + "-" + std::to_string(++impl_->next_member)
@@ -242,6 +255,18 @@ void kafka_group_table::join(const kafka::join_group_request& req, const std::st
         // would in Kafka get the current generation back; here every join
         // opens a rebalance round (clients handle both).
         impl_->prepare(g, now, out);
+        // Kafka's InitialDelayedJoin: the first member of an Empty group
+        // waits group.initial.rebalance.delay.ms for others, and each
+        // newcomer in that time extends the wait by as much, up to the
+        // first member's rebalance timeout; so a group's members start
+        // together instead of the first taking every partition and
+        // giving most of them back at once.
+        if (first && impl_->initial_delay.count() > 0) {
+          g.initial_until = now + impl_->initial_delay;
+          g.initial_limit = now + m.rebalance;
+        } else if (newcomer && g.initial_until) {
+          g.initial_until = std::min(now + impl_->initial_delay, g.initial_limit);
+        }
         impl_->maybe_complete(g, false, now, out);
       }
     }
@@ -353,6 +378,8 @@ void kafka_group_table::tick(clock::time_point now) {
         impl_->remove(g, id, now, out);
       if (g.state == impl::phase::preparing && now >= g.deadline)
         impl_->maybe_complete(g, true, now, out);
+      else if (g.state == impl::phase::preparing && g.initial_until && now >= *g.initial_until)
+        impl_->maybe_complete(g, false, now, out);
     }
   }
   run(out);

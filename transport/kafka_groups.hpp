@@ -36,7 +36,10 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
 class kafka_group_table {
 public:
   using clock = std::chrono::steady_clock;
-  kafka_group_table();
+  /// `initial_rebalance_delay`: Kafka's group.initial.rebalance.delay.ms,
+  /// how long the first round of an Empty group waits for more members
+  /// (tick() closes it; 0 = at once).
+  explicit kafka_group_table(std::chrono::milliseconds initial_rebalance_delay = std::chrono::milliseconds{0});
 
   /// `client_host`: "/<address>" of the member's connection (DescribeGroups).
   void join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,

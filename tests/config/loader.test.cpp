@@ -30,6 +30,7 @@ TEST_CASE("no config gives the documented single-broker defaults", "[config]") {
   CHECK(r.config.admin.port == 9644);
   CHECK(r.config.data_dir == "./data");
   CHECK(r.config.kafka.port == 9092);
+  CHECK(r.config.kafka.group_initial_rebalance_delay_ms == 3000);  // Kafka's default
   CHECK_FALSE(r.config.cluster.has_value());
   CHECK(r.config.autobalance.dry_run);
   CHECK(r.config.autobalance.percentile == Approx(0.9));
@@ -43,7 +44,8 @@ TEST_CASE("a file with comments is read and every section is bound", "[config]")
     "Server": {
       "Port": 8081, "DataDir": "/var/lib/moonmq", /* block comment */
       "Admin": { "Port": 9700, "Token": "s3cret" },
-      "Kafka": { "Enabled": false, "Port": 19092, "AdvertisedHost": "kafka.local" },
+      "Kafka": { "Enabled": false, "Port": 19092, "AdvertisedHost": "kafka.local",
+                 "GroupInitialRebalanceDelayMs": 0 },
       "Cluster": { "BrokerId": "b1", "Port": 9095, "Token": "t", "PeerTimeout": 7, "BatchBytes": 65536,
                    "Peers": [ { "Id": "b2", "Address": "127.0.0.1:9096", "ClientAddress": "127.0.0.1:8082" } ],
                    "Raft": { "Enabled": true, "ElectionTimeoutMs": 800, "HeartbeatMs": 100, "MaxLogEntries": 64 } },
@@ -63,6 +65,7 @@ TEST_CASE("a file with comments is read and every section is bound", "[config]")
   CHECK(c.admin.token == "s3cret");
   CHECK_FALSE(c.kafka.enabled);
   CHECK(c.kafka.advertised_host == "kafka.local");
+  CHECK(c.kafka.group_initial_rebalance_delay_ms == 0);
   REQUIRE(c.cluster);
   CHECK(c.broker_id() == "b1");
   CHECK(c.cluster->peer_timeout_seconds == 7);
@@ -81,13 +84,15 @@ TEST_CASE("a file with comments is read and every section is bound", "[config]")
 }
 
 TEST_CASE("wrong types and out-of-range values are errors naming the key path", "[config]") {
-  auto r = load_text(R"({"Server": {"Port": "8080", "Admin": {"Port": -1}, "Kafka": {"Enabled": "yes"},
+  auto r = load_text(R"({"Server": {"Port": "8080", "Admin": {"Port": -1},
+                       "Kafka": {"Enabled": "yes", "GroupInitialRebalanceDelayMs": 300001},
                        "Autobalance": {"Percentile": 1.5, "Window": 0}}})",
                      "t.json");
   CHECK_FALSE(r.ok());
   CHECK(has_error_naming(r, "Server.Port: expected an integer, got string"));
   CHECK(has_error_naming(r, "Server.Admin.Port: must be between 0 and 65535, got -1"));
   CHECK(has_error_naming(r, "Server.Kafka.Enabled: expected true or false"));
+  CHECK(has_error_naming(r, "Server.Kafka.GroupInitialRebalanceDelayMs"));
   CHECK(has_error_naming(r, "Server.Autobalance.Percentile"));
   CHECK(has_error_naming(r, "Server.Autobalance.Window"));
 }

@@ -189,6 +189,40 @@ TEST_CASE("kafka groups: ListGroups and DescribeGroups show each group as Kafka'
   CHECK_FALSE(existed);
 }
 
+TEST_CASE("kafka groups: the first round of an empty group waits the initial rebalance delay for more members",
+          "[kafka_state]") {
+  using std::chrono::milliseconds;
+  kafka_group_table t{milliseconds{3000}};
+  const auto t0 = kafka_group_table::clock::now();
+  std::optional<kafka::join_group_response> a, b;
+  t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; });
+  t.tick(t0 + milliseconds{1000});
+  CHECK(!a);  // still waiting for others
+  t.join(join_req(""), "c2", 5, [&](kafka::join_group_response r) { b = r; });
+  CHECK(!a);  // every member joined, but the delay has not passed
+  CHECK(!b);
+  t.tick(t0 + milliseconds{2900});
+  CHECK(!a);
+  t.tick(kafka_group_table::clock::now() + milliseconds{3100});
+  REQUIRE(a);
+  REQUIRE(b);
+  // Both start in the same, first generation: no rebalance follows.
+  CHECK(a->error_code == 0);
+  CHECK(a->generation_id == 1);
+  CHECK(b->generation_id == 1);
+  CHECK(a->leader == a->member_id);
+  CHECK(a->members.size() == 2);
+
+  // Later rounds of a group with members do not wait: a third member's
+  // round closes as soon as every member rejoined.
+  std::optional<kafka::join_group_response> c, a2, b2;
+  t.join(join_req(""), "c3", 5, [&](kafka::join_group_response r) { c = r; });
+  t.join(join_req(a->member_id), "c1", 5, [&](kafka::join_group_response r) { a2 = r; });
+  t.join(join_req(b->member_id), "c2", 5, [&](kafka::join_group_response r) { b2 = r; });
+  REQUIRE(c);
+  CHECK(c->generation_id == 2);
+}
+
 TEST_CASE("kafka producers: ids differ across calls, brokers and restarts", "[kafka_state]") {
   kafka_producer_ids b1{1}, b2{2};
   auto a = b1.allocate();

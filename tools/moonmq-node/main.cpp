@@ -52,6 +52,7 @@
 #include "transport/http_client.hpp"
 #include "transport/tls.hpp"
 #include "transport/http_server.hpp"
+#include "transport/kafka_groups.hpp"
 #include "transport/kafka_listener.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
@@ -562,6 +563,8 @@ int run(const config::load_result& loaded) {
     kx->broker_id = cfg.broker_id();
     kx->advertised_host = cfg.kafka.advertised_host;
     kx->peers = directory;
+    kx->group_table = std::make_shared<transport::kafka_group_table>(
+      std::chrono::milliseconds{cfg.kafka.group_initial_rebalance_delay_ms});
     kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
     if (auto ec = kafka->start()) {
       for (auto& other : listeners)
