@@ -370,18 +370,24 @@ active_segment& active_segment::operator=(active_segment&& o) noexcept {
   return *this;
 }
 
-status active_segment::write_out() {
-  if (held_.bytes.empty())
-    return {};
-  if (auto opened = ensure_open(); !opened)
-    return opened;
-  if (auto st = pwrite_all(fd_.get(), written_, held_.bytes, path_); !st) {
+status active_segment::write_at_end(std::string_view bytes) {
+  if (auto st = pwrite_all(fd_.get(), written_, bytes, path_); !st) {
     // Drop a partial write so the file ends at a batch boundary.
     if (::ftruncate(fd_.get(), static_cast<off_t>(written_)) != 0)
       log::get("storage")->error("segment.truncate_failed path={} size={}", path_, written_);
     return st;
   }
-  written_ += held_.bytes.size();
+  written_ += bytes.size();
+  return {};
+}
+
+status active_segment::write_out() {
+  if (held_.bytes.empty())
+    return {};
+  if (auto opened = ensure_open(); !opened)
+    return opened;
+  if (auto st = write_at_end(held_.bytes); !st)
+    return st;
   std::string().swap(held_.bytes);  // an idle segment holds no buffer
   return {};
 }
@@ -401,17 +407,11 @@ status active_segment::append(std::string_view batch, offset first, offset last,
       }
     }
   } else {
+    // Held bytes first: then the file ends where the log does (written_ == size_).
     if (auto st = write_out(); !st)
       return st;
-    auto st = pwrite_all(fd_.get(), size_, batch, path_);
-    if (!st) {
-      // Drop a partial write so the file ends at a batch boundary.
-      if (::ftruncate(fd_.get(), static_cast<off_t>(size_)) != 0) {
-        log::get("storage")->error("segment.truncate_failed path={} size={}", path_, size_);
-      }
+    if (auto st = write_at_end(batch); !st)
       return st;
-    }
-    written_ = size_ + batch.size();
   }
   if (index_.empty() || bytes_since_index_ >= index_interval_) {
     index_.push_back({relative(first, base_), static_cast<uint32_t>(size_)});

@@ -172,6 +172,9 @@ class active_segment {
   active_segment() = default;
   status ensure_open();
   void write_out_quietly();
+  /// pwrite of `bytes` at written_ (the fd is open); on failure the file is
+  /// cut back to written_, so it ends at a batch boundary. Errors: io_error.
+  status write_at_end(std::string_view bytes);
 
   /// Bytes held by write-behind; a moved-from holder is left empty, so only
   /// one segment object ever writes them.
