@@ -42,6 +42,27 @@ caf::error invalid(std::string msg) {
   return make_error(errc::invalid_request, std::move(msg));
 }
 
+/// Gives local topic `t` config `cfg`: the catalogue first (durably), then
+/// every partition. "" on success, else why the catalogue was not saved
+/// (nothing changed then).
+std::string set_config(self_ptr self, topic_handles& t, const dataplane::topic_config& cfg) {
+  auto& st = self->state;
+  auto entry = *st.catalog->find(t.name);
+  auto before = entry;
+  entry.config = cfg;
+  st.catalog->put(entry);
+  if (auto why = st.catalog->save(); !why.empty()) {
+    st.catalog->put(before);
+    return "cannot save the topic catalogue: " + why;
+  }
+  t.config = cfg;
+  for (const auto& p : t.partitions)
+    caf::anon_send(p, config_atom::value, cfg.segment_bytes, cfg.retention_bytes, cfg.retention_ms);
+  publish(self);
+  log::get("broker")->info("topic.config_changed topic={} config={}", t.name, dataplane::topic_config_text(cfg));
+  return {};
+}
+
 /// Finishes a deletion the catalogue marks `deleting` (no partition actor of
 /// it runs any more): removes every partition directory, then the entry.
 /// "" once the name is free (also when there was nothing to finish), else why not.
@@ -158,6 +179,19 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       if (it == st.topics.end())
         if (auto why = finish_deletion(self, name); !why.empty())
           return make_error(errc::storage_error, "topic " + name + " is still being deleted: " + why);
+      // The log's config, also for a copy that exists (a change through
+      // the log reaches every copy this way).
+      dataplane::topic_config cfg;
+      if (!config_json.empty())
+        if (auto why = dataplane::parse_topic_config(config_json, cfg); !why.empty()) {
+          log::get("broker")->error("topic.config_unreadable topic={} error=\"{}\" msg=\"using the defaults\"", name,
+                                    why);
+          cfg = {};
+        }
+      if (it != st.topics.end()
+          && dataplane::topic_config_text(it->second.config) != dataplane::topic_config_text(cfg))
+        if (auto why = set_config(self, it->second, cfg); !why.empty())
+          return make_error(errc::storage_error, why);
       if (it != st.topics.end() && static_cast<int32_t>(it->second.partitions.size()) >= partitions) {
         if (it->second.created_at == 0 && created_at != 0) {  // stamped once, on the first adopt that knows it
           auto entry = *st.catalog->find(name);
@@ -170,15 +204,6 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
         }
         return static_cast<int32_t>(it->second.partitions.size());
       }
-      dataplane::topic_config cfg;
-      if (it != st.topics.end())
-        cfg = it->second.config;
-      else if (!config_json.empty())
-        if (auto why = dataplane::parse_topic_config(config_json, cfg); !why.empty()) {
-          log::get("broker")->error("topic.config_unreadable topic={} error=\"{}\" msg=\"using the defaults\"", name,
-                                    why);
-          cfg = {};
-        }
       st.catalog->put({name, partitions, cfg, created_at});
       if (auto why = st.catalog->save(); !why.empty())
         return make_error(errc::storage_error, "cannot save the topic catalogue: " + why);
@@ -191,6 +216,23 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       publish(self);
       log::get("broker")->info("topic.adopted topic={} partitions={} had={}", name, partitions, have);
       return partitions;
+    },
+    [self](config_atom, std::string& name, dataplane::topic_config_changes& changes,
+           bool replace) -> caf::result<std::string> {
+      auto& st = self->state;
+      auto it = st.topics.find(name);
+      if (it == st.topics.end())
+        return make_error(errc::unknown_topic, "unknown topic " + name);
+      std::string text;
+      if (auto why = dataplane::change_topic_config(dataplane::topic_config_overrides(it->second.config), changes,
+                                                    replace, text);
+          !why.empty())
+        return invalid(why);
+      dataplane::topic_config cfg;
+      (void)dataplane::parse_topic_config(text.empty() ? "{}" : text, cfg);  // checked by change_topic_config
+      if (auto why = set_config(self, it->second, cfg); !why.empty())
+        return make_error(errc::storage_error, why);
+      return text;
     },
     [self](delete_atom, std::string& name, int64_t created_at) -> caf::result<bool> {
       auto& st = self->state;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -16,6 +17,9 @@
 #include "actors/partition.hpp"
 #include "actors/registry.hpp"
 #include "dataplane/topic_catalog.hpp"
+#include "dataplane/topic_config.hpp"
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::dataplane::topic_config_changes)
 
 namespace moonmq {
 
@@ -29,13 +33,21 @@ using broker_actor = caf::typed_actor<
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
   // Makes the local copy of a topic the metadata log holds (name, partition
   // count, config JSON text or "", index of the entry that created it)
-  // exist with at least that many partitions: creates it, grows it, or
-  // changes nothing; a copy not stamped yet is stamped with that index.
+  // exist with at least that many partitions and that config: creates it,
+  // grows it, changes its config, or changes nothing; a copy not stamped
+  // yet is stamped with that index.
   // Replies the local count; errors: invalid_request (bad name or count),
   // 409 topic_recreated (the local copy belongs to another creation of the
   // name: delete it first), storage_error. A config the log holds but this
   // build cannot read is logged and the defaults used.
   caf::replies_to<adopt_atom, std::string, int32_t, std::string, int64_t>::with<int32_t>,
+  // Changes the config of a local topic copy (name, changes, replace:
+  // dataplane::change_topic_config; docs/metadata.md "Topic
+  // configuration"): saved in the catalogue, then given to every partition.
+  // The metadata log's changes arrive through adopt; this is a standalone
+  // broker's. Replies the new config (JSON text of the keys set); errors:
+  // unknown_topic, invalid_request (naming the key), storage_error.
+  caf::replies_to<config_atom, std::string, dataplane::topic_config_changes, bool>::with<std::string>,
   // Deletes the local copy of a topic (docs/metadata.md "Deleting a
   // topic"): name, and the created_at the copy must have (-1 = any; a copy
   // with another is kept: it belongs to a later creation). The catalogue

@@ -29,7 +29,7 @@ using topic_map = std::map<std::string, topic_handles>;
 inline std::map<std::string, cluster::topic_copy> local_copies(const topic_map& topics) {
   std::map<std::string, cluster::topic_copy> out;
   for (const auto& [name, t] : topics)
-    out[name] = {static_cast<int32_t>(t.partitions.size()), t.created_at};
+    out[name] = {static_cast<int32_t>(t.partitions.size()), t.created_at, dataplane::topic_config_text(t.config)};
   return out;
 }
 

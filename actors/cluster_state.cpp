@@ -252,6 +252,43 @@ caf::result<int32_t> raft_grow_topic(self_ptr self, std::string& name, int32_t c
   return rp;
 }
 
+caf::result<std::string> raft_change_topic_config(self_ptr self, const std::string& name,
+                                                  const dataplane::topic_config_changes& changes, bool replace) {
+  auto& st = self->state;
+  if (!st.broker)
+    return make_error(errc::not_ready, "no broker actor to change the local copy");
+  auto topics = st.view->topics();
+  auto it = topics->find(name);
+  if (it == topics->end())
+    return make_error(errc::unknown_topic, "unknown topic " + name);
+  std::string text;
+  if (auto why = dataplane::change_topic_config(it->second.config, changes, replace, text); !why.empty())
+    return make_error(errc::invalid_request, why);
+  auto rp = self->make_response_promise<std::string>();
+  auto fail = [rp](caf::error& e) mutable { rp.deliver(std::move(e)); };
+  self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, config_atom::value, name,
+                it->second.partitions, st.self_id, text, true)
+    .then(
+      [self, rp, name, text, fail](int64_t index, int64_t) mutable {
+        // The image must hold it now: a leader of an earlier version
+        // commits an `alter` entry as a create of an existing topic, which
+        // changes nothing (docs/metadata.md "Upgrading").
+        auto topics = self->state.view->topics();
+        auto it = topics->find(name);
+        if (it == topics->end() || it->second.config != text) {
+          rp.deliver(make_coded_error(409, "config_not_applied",
+                                      "the config change of " + name + " was committed at index "
+                                        + std::to_string(index) + " but not applied (a later change, a deletion, "
+                                        "or a leader that does not know config changes); read it and retry"));
+          return;
+        }
+        log::get("node")->info("topic.config_changed topic={} config={} raft_index={}", name, text, index);
+        adopt_local(self, name, [rp, text](int32_t) mutable { rp.deliver(text); }, fail);
+      },
+      fail);
+  return rp;
+}
+
 caf::result<bool> raft_delete_topic(self_ptr self, const std::string& name) {
   auto& st = self->state;
   auto topics = st.view->topics();
@@ -281,14 +318,6 @@ caf::result<bool> raft_delete_topic(self_ptr self, const std::string& name) {
 /// How often local topics the metadata log does not know are looked for.
 constexpr std::chrono::milliseconds import_every{2000};
 
-/// A topic's configuration as the JSON text POST /v1/topics accepts.
-std::string config_text(const dataplane::topic_config& c) {
-  return nlohmann::json{{"segment.bytes", c.segment_bytes},
-                        {"retention.bytes", c.retention_bytes},
-                        {"retention.ms", c.retention_ms}}
-    .dump();
-}
-
 /// Imports, once, every local topic the metadata log does not hold (a topic
 /// this broker created before its topics went through the log): a create
 /// entry naming this broker owner of the partitions that have no owner row
@@ -313,7 +342,7 @@ void import_local_topics(self_ptr self) {
     st.importing.insert(name);
     auto n = static_cast<int32_t>(t.partitions.size());
     log::get("node")->info("topic.importing topic={} partitions={}", name, n);
-    propose_topic(self, name, n, config_text(t.config), false,
+    propose_topic(self, name, n, dataplane::topic_config_text(t.config), false,
                   [self, name](int64_t index) {
                     self->state.importing.erase(name);
                     log::get("node")->info("topic.imported topic={} raft_index={}", name, index);
@@ -411,6 +440,10 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
       return raft_grow_topic(self, name, count);
     },
     [self](delete_atom, std::string& name) -> caf::result<bool> { return raft_delete_topic(self, name); },
+    [self](config_atom, std::string& name, dataplane::topic_config_changes& changes,
+           bool replace) -> caf::result<std::string> {
+      return raft_change_topic_config(self, name, changes, replace);
+    },
     [self](status_atom) {
       auto& st = self->state;
       nlohmann::json j{{"broker_id", st.self_id}};

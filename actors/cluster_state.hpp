@@ -66,6 +66,13 @@ using cluster_state_actor = caf::typed_actor<
   // ones owned by this broker). Replies the new count; errors: unknown_topic,
   // invalid_request (not larger, over the limit), the proposal's errors.
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
+  // Changes a topic's config cluster-wide through the metadata log
+  // (docs/metadata.md "Topic configuration"): topic, changes, replace
+  // (dataplane::change_topic_config over the config the log holds). Replies
+  // the new config (JSON text of the keys set) once applied here and given
+  // to the local copy; errors: unknown_topic, invalid_request (naming the
+  // key), the proposal's errors.
+  caf::replies_to<config_atom, std::string, dataplane::topic_config_changes, bool>::with<std::string>,
   // Deletes a topic cluster-wide through the metadata log (docs/metadata.md
   // "Deleting a topic"). Replies true once the deletion is applied here
   // (every broker then removes its local copy as it applies it); errors:

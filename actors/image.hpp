@@ -21,6 +21,7 @@
 
 #include "cluster/topic_sync.hpp"
 #include "cluster/types.hpp"
+#include "dataplane/topic_catalog.hpp"
 
 namespace moonmq {
 
@@ -40,10 +41,16 @@ struct topic_info {
 using topic_image = std::map<std::string, topic_info>;
 
 /// The log's topics as cluster::plan_topic_sync reads them.
+/// A config the broker cannot read is adopted as the defaults (broker
+/// adopt), so it compares as the defaults here too.
 inline std::map<std::string, cluster::topic_copy> log_copies(const topic_image& topics) {
   std::map<std::string, cluster::topic_copy> out;
-  for (const auto& [name, t] : topics)
-    out[name] = {t.partitions, t.created_at};
+  for (const auto& [name, t] : topics) {
+    dataplane::topic_config c;
+    if (!t.config.empty() && !dataplane::parse_topic_config(t.config, c).empty())
+      c = {};
+    out[name] = {t.partitions, t.created_at, dataplane::topic_config_text(c)};
+  }
   return out;
 }
 

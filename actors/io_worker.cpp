@@ -778,6 +778,15 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       if (p.settings.retention_check_ms > 0)
         self->delayed_send(self, std::chrono::milliseconds(p.settings.retention_check_ms), retain_atom::value, id);
     },
+    [self](config_atom, uint64_t id, int64_t segment_bytes, int64_t retention_bytes,
+           int64_t retention_ms) -> caf::result<bool> {
+      return with_partition(self, id, [&](hosted& p) -> caf::result<bool> {
+        p.settings.config = {segment_bytes, retention_bytes, retention_ms};
+        if (p.log)
+          p.log->set_segment_bytes(static_cast<uint64_t>(std::max<int64_t>(0, segment_bytes)));
+        return true;
+      });
+    },
     [self](repair_atom, uint64_t id) -> caf::result<std::string> {
       return with_partition(self, id, [&](hosted& p) { return repair(self, p); });
     },

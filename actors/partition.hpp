@@ -75,6 +75,11 @@ using partition_actor = caf::typed_actor<
   // records_removed, bytes_removed, cuts, new bounds); errors: not_corrupt
   // (409: online, or offline for another reason), storage_error.
   caf::replies_to<repair_atom>::with<std::string>,
+  // Takes a topic's changed config (segment.bytes, retention.bytes,
+  // retention.ms as dataplane::topic_config): retention checks use it from
+  // their next run, the active segment rolls at the new segment.bytes.
+  // Replies true (also for an offline partition, which opens with it).
+  caf::replies_to<config_atom, int64_t, int64_t, int64_t>::with<bool>,
   // The partition's summary (JSON text); an offline partition reports its
   // error and, for a corrupt log, the damage (file, position, offsets).
   caf::replies_to<status_atom>::with<std::string>>;

@@ -106,6 +106,8 @@ bool holds(const raft::ownership_state& table, const raft::entry_payload& e) {
     auto it = table.topics().find(t->topic);
     if (t->remove)
       return it == table.topics().end();
+    if (t->alter)
+      return it != table.topics().end() && it->second.config == t->config;
     return it != table.topics().end() && it->second.partitions >= t->partitions;
   }
   return true;
@@ -220,6 +222,7 @@ void settle_waiters(self_ptr self) {
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
     const auto* step = std::get_if<raft::move_entry>(&w.entry);
     const auto* removal = std::get_if<raft::topic_entry>(&w.entry);
+    const auto* alter = removal && removal->alter ? removal : nullptr;
     if (removal && !removal->remove)
       removal = nullptr;
     if (removal && !t) {
@@ -252,6 +255,8 @@ void settle_waiters(self_ptr self) {
         w.rp.deliver(coded(409, "topic_moving",
                            "topic " + removal->topic
                              + " has a move under way; cancel it or wait for it to end, then delete again"));
+    } else if (alter && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+      w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + alter->topic + ": its config was not changed"));
     } else if (!t && cas && cas->expect_epoch != 0)
       // Compacted into a snapshot before it was settled here: whether the
       // condition held is not known any more (the caller re-reads the image).
@@ -797,6 +802,14 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       st.rejoin = st.core && st.core->state().removed().count(raft::node_id{st.settings.broker_id}) != 0;
       if (st.core && !st.core->is_voter())
         try_register(self);
+    },
+    [self](propose_atom, config_atom, std::string& topic, int32_t partitions, std::string& owner,
+           std::string& config, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      raft::topic_entry t{topic, partitions, raft::node_id{owner}, config, false};
+      t.alter = true;
+      return propose(self, std::move(t), forward_to_leader);
     },
     [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

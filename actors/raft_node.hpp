@@ -100,6 +100,12 @@ using raft_actor = caf::typed_actor<
   // proposal's: 404 unknown_topic, 409 topic_moving (a move of one of its
   // partitions is unfinished), decided in log order.
   caf::replies_to<propose_atom, delete_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a topic config change (`topic` entry with alter): topic, the
+  // partition count the proposer saw, proposer id, the topic's whole new
+  // config (JSON object text, validated by the caller), forward. Errors
+  // besides a proposal's: 404 unknown_topic (refused in log order).
+  caf::replies_to<propose_atom, config_atom, std::string, int32_t, std::string, std::string, bool>::with<int64_t,
+                                                                                                        int64_t>,
   // Proposes a `config` entry: the dynamic balancer settings patch (JSON
   // object text, validated by the caller), forward.
   caf::replies_to<propose_atom, config_atom, std::string, bool>::with<int64_t, int64_t>,

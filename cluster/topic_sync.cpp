@@ -22,7 +22,8 @@ topic_sync_plan plan_topic_sync(const std::map<std::string, topic_copy>& local,
     auto it = local.find(name);
     bool removed = it != local.end() && !plan.remove.empty()
                    && std::binary_search(plan.remove.begin(), plan.remove.end(), std::pair{name, it->second.created_at});
-    if (it == local.end() || removed || it->second.partitions < t.partitions || it->second.created_at == 0)
+    if (it == local.end() || removed || it->second.partitions < t.partitions || it->second.created_at == 0
+        || it->second.config != t.config)
       plan.adopt.push_back(name);
   }
   return plan;

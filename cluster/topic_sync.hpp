@@ -20,6 +20,10 @@ namespace moonmq::cluster {
 struct topic_copy {
   int32_t partitions = 0;
   int64_t created_at = 0;
+  /// The topic's config in one canonical form (dataplane::topic_config_text
+  /// of the parsed config) on both sides; a copy whose config differs from
+  /// the log's is adopted again, which applies the log's.
+  std::string config;
 };
 
 struct topic_sync_plan {
@@ -38,7 +42,7 @@ struct topic_sync_plan {
 /// holds its topic at the same created_at; an unstamped one is stamped when
 /// the log holds its name and never deleted it, removed when the log
 /// deleted the name, imported otherwise. Every topic of the log without a
-/// local copy at its count is adopted. Names in each list are sorted.
+/// local copy at its count and config is adopted. Names in each list are sorted.
 topic_sync_plan plan_topic_sync(const std::map<std::string, topic_copy>& local,
                                 const std::map<std::string, topic_copy>& topics,
                                 const std::map<std::string, int64_t>& deleted);

@@ -69,6 +69,8 @@ std::string parse_topic_config(const std::string& json_text, topic_config& out) 
   return from_json(j, out);
 }
 
+std::string topic_config_text(const topic_config& c) { return to_json(c).dump(); }
+
 std::optional<topic_catalog> topic_catalog::load(const std::string& data_dir, std::string& error) {
   topic_catalog cat;
   cat.path_ = data_dir + "/topics.json";

@@ -57,4 +57,8 @@ private:
 /// or numeric strings). "" on success, else why (naming the key).
 std::string parse_topic_config(const std::string& json_text, topic_config& out);
 
+/// `c` as JSON object text with every key: two configs are the same when
+/// their texts are (used to tell whether a local copy follows the log).
+std::string topic_config_text(const topic_config& c);
+
 }  // namespace moonmq::dataplane

@@ -23,6 +23,9 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::create_topics, 0, 4, 5},
       {api_key::delete_topics, 0, 3, 4},
       {api_key::init_producer_id, 0, 1, 2},
+      {api_key::describe_configs, 0, 2, 4},
+      {api_key::alter_configs, 0, 1, 2},
+      {api_key::create_partitions, 0, 1, 2},
       {api_key::delete_groups, 0, 1, 2},
   }};
   return table;
@@ -75,6 +78,9 @@ const char* api_name(int16_t key) {
     case api_key::create_topics: return "CreateTopics";
     case api_key::delete_topics: return "DeleteTopics";
     case api_key::init_producer_id: return "InitProducerId";
+    case api_key::describe_configs: return "DescribeConfigs";
+    case api_key::alter_configs: return "AlterConfigs";
+    case api_key::create_partitions: return "CreatePartitions";
   }
   return "Unknown";
 }

@@ -29,6 +29,9 @@ enum class api_key : int16_t {
   create_topics = 19,
   delete_topics = 20,
   init_producer_id = 22,
+  describe_configs = 32,
+  alter_configs = 33,
+  create_partitions = 37,
   delete_groups = 42,
 };
 
@@ -42,7 +45,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 18;
+inline constexpr size_t supported_api_count = 21;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

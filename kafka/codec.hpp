@@ -27,6 +27,7 @@
 #include "kafka/data_types.hpp"
 #include "kafka/errors.hpp"
 #include "kafka/frame.hpp"
+#include "kafka/admin_types.hpp"
 #include "kafka/group_types.hpp"
 #include "kafka/meta_types.hpp"
 #include "kafka/wire.hpp"
@@ -39,7 +40,8 @@ using request_body =
                  offset_commit_request, offset_fetch_request, find_coordinator_request,
                  join_group_request, heartbeat_request, leave_group_request, sync_group_request,
                  describe_groups_request, list_groups_request, api_versions_request, create_topics_request, delete_topics_request,
-                 init_producer_id_request, delete_groups_request>;
+                 init_producer_id_request, describe_configs_request, alter_configs_request,
+                 create_partitions_request, delete_groups_request>;
 
 /// Every supported response body (same order as request_body).
 using response_body =
@@ -47,7 +49,8 @@ using response_body =
                  offset_commit_response, offset_fetch_response, find_coordinator_response,
                  join_group_response, heartbeat_response, leave_group_response,
                  sync_group_response, describe_groups_response, list_groups_response, api_versions_response, create_topics_response,
-                 delete_topics_response, init_producer_id_response, delete_groups_response>;
+                 delete_topics_response, init_producer_id_response, describe_configs_response,
+                 alter_configs_response, create_partitions_response, delete_groups_response>;
 
 /// A decoded request.
 struct request {

@@ -84,8 +84,14 @@ status ownership_state::apply(const log_entry& e) {
           current[it.key()] = it.value();
       }
     balancer_ = current.dump();
-  } else if (const auto& t = std::get<topic_entry>(e.payload); t.remove) {
-    if (!apply_topic_delete(t, e.index)) {
+  } else if (const auto& t = std::get<topic_entry>(e.payload); t.remove || t.alter) {
+    // A config change replaces the config of a topic that exists; of a
+    // deleted or never created one it is refused, like a deletion.
+    auto it = topics_.find(t.topic);
+    bool applied = t.remove ? apply_topic_delete(t, e.index) : it != topics_.end();
+    if (applied && t.alter)
+      it->second.config = t.config;
+    if (!applied) {
       refused_.insert(e.index.value);
       while (refused_.size() > max_refused_kept)
         refused_.erase(refused_.begin());

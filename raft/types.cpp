@@ -211,6 +211,8 @@ json to_json(const entry_payload& p) {
     j["grow"] = t.grow;
     if (t.remove)
       j["delete"] = true;
+    if (t.alter)
+      j["alter"] = true;
   }
   return j;
 }
@@ -262,8 +264,10 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     t.grow = r.boolean("grow");
     if (r.ok() && r.has("delete"))
       t.remove = r.boolean("delete");
-    if (r.ok() && t.grow && t.remove)
-      r.fail("delete", "a topic entry either grows or deletes a topic");
+    if (r.ok() && r.has("alter"))
+      t.alter = r.boolean("alter");
+    if (r.ok() && (t.grow + t.remove + t.alter) > 1)
+      r.fail(t.alter ? "alter" : "delete", "a topic entry either grows, deletes or reconfigures a topic");
     if (r.ok() && (t.partitions < 1 || t.partitions > max_topic_partitions))
       r.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
     out = std::move(t);
@@ -667,7 +671,7 @@ std::string describe(const entry_payload& p) {
     return std::string(to_string(b->change)) + " " + b->id.str()
            + (b->change == broker_change::register_broker ? " at " + b->endpoints.cluster : std::string{});
   const auto& t = std::get<topic_entry>(p);
-  return std::string(t.remove ? "delete " : t.grow ? "grow " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
+  return std::string(t.remove ? "delete " : t.grow ? "grow " : t.alter ? "alter " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();
 }
 

@@ -109,8 +109,12 @@ struct owner_entry {
 /// deleted topics; it is refused (a no-op its proposer is told of) when the
 /// topic does not exist or a move of one of its partitions is unfinished.
 /// `partitions` is then the count the proposer saw, `owner` the proposer.
+/// A config change (`alter` true, docs/metadata.md "Topic configuration")
+/// replaces the topic's `config` with this entry's (the proposer merged and
+/// validated it); refused for a topic that does not exist. `partitions` is
+/// the count the proposer saw, `owner` the proposer.
 /// JSON: {"type":"topic","topic":"orders","partitions":6,"owner":"b1","config":"","grow":false}
-/// (a deletion adds "delete":true; absent = false).
+/// (a deletion adds "delete":true, a config change "alter":true; absent = false).
 struct topic_entry {
   std::string topic;
   int32_t partitions = 1;  ///< >= 1
@@ -118,9 +122,10 @@ struct topic_entry {
   std::string config;
   bool grow = false;
   bool remove = false;
+  bool alter = false;
   friend bool operator==(const topic_entry& a, const topic_entry& b) {
     return a.topic == b.topic && a.partitions == b.partitions && a.owner == b.owner && a.config == b.config &&
-           a.grow == b.grow && a.remove == b.remove;
+           a.grow == b.grow && a.remove == b.remove && a.alter == b.alter;
   }
 };
 

@@ -871,4 +871,9 @@ uint64_t partition_log::size_bytes() const {
   return total;
 }
 
+void partition_log::set_segment_bytes(uint64_t bytes) {
+  if (bytes > 0)
+    config_.segment_bytes = std::min(bytes, max_segment_bytes);
+}
+
 }  // namespace moonmq::storage

@@ -181,6 +181,11 @@ class partition_log {
   /// nothing more; what is held stays until write_out).
   void set_write_behind(size_t bytes) { config_.write_behind_bytes = bytes; }
 
+  /// Changes log_config::segment_bytes (a topic's segment.bytes altered at
+  /// runtime): the active segment rolls once it passes the new size, sealed
+  /// segments stay as they are. 0 is ignored; capped like open's.
+  void set_segment_bytes(uint64_t bytes);
+
   bool needs_sync() const { return dirty_ || unsynced_dir_; }
 
   /// Tells the log that a sync of its whole file system (syncfs(2), see

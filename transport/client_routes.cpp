@@ -672,6 +672,7 @@ void add_client_routes(router& r, const client_context& ctx) {
         [ctx, sticky](http_request& req, responder respond) { produce(ctx, req, respond, *sticky); });
   r.add("GET", "/v1/topics/{topic}/partitions/{partition}/records",
         [ctx](http_request& req, responder respond) { fetch(ctx, req, respond); });
+  add_topic_routes(r, ctx);  // transport/topic_routes.cpp (describe, config)
   add_group_routes(r, ctx);  // transport/group_routes.cpp (cluster-wide groups)
 }
 

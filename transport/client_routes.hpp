@@ -89,6 +89,10 @@ bool unowned(const client_context& ctx, const std::string& topic, int32_t partit
 /// copy is made, so produce and fetch route by the image meanwhile).
 /// nullopt when neither knows the topic.
 std::optional<int32_t> partition_count(const client_context& ctx, const std::string& topic);
+
+/// GET /v1/topics/{topic} (partitions with owner and bounds, config) and
+/// PATCH /v1/topics/{topic}/config (transport/topic_routes.cpp).
+void add_topic_routes(router& r, const client_context& ctx);
 /// 503 partition_offline for such a partition.
 http_response offline_response(const std::string& topic, int32_t partition);
 

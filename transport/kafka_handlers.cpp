@@ -16,9 +16,11 @@
 #include "cluster/group_placement.hpp"
 #include "cluster/partition_map.hpp"
 #include "config/dynamic.hpp"
+#include "dataplane/topic_config.hpp"
 #include "dataplane/topic_name.hpp"
 #include "kafka/produce_validation.hpp"
 #include "transport/http_client.hpp"
+#include "transport/kafka_admin.hpp"
 #include "transport/kafka_groups.hpp"
 #include "util/logging.hpp"
 
@@ -37,6 +39,8 @@ int32_t num_partitions(const kafka_context& ctx) {
 }
 
 }  // namespace
+
+int32_t kafka_num_partitions(const kafka_context& ctx) { return num_partitions(ctx); }
 
 namespace {
 
@@ -97,16 +101,17 @@ int16_t kafka_code_of(const caf::error& e) {
 
 namespace {
 
-/// Creates a topic with default config: committed to the metadata log (and
-/// so created on every broker) with Raft, else on this broker alone.
-void create_topic(const kafka_context& ctx, const std::string& name, int32_t partitions,
+/// Creates a topic with `config` (JSON text, "" = defaults): committed to
+/// the metadata log (and so created on every broker) with Raft, else on
+/// this broker alone.
+void create_topic(const kafka_context& ctx, const std::string& name, int32_t partitions, std::string config,
                   std::function<void(bool&)> ok, std::function<void(const caf::error&)> fail) {
   if (ctx.metadata)
     ask<bool>(*ctx.system, *ctx.metadata, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
-              partitions, std::string{});
+              partitions, std::move(config));
   else
     ask<bool>(*ctx.system, ctx.broker, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
-              partitions, std::string{});
+              partitions, std::move(config));
 }
 
 /// The local partition actor, or the error to answer (3 unknown, 6 owned elsewhere).
@@ -359,7 +364,7 @@ void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
   });
   for (const auto& name : missing)
     create_topic(
-      *ctx, name, num_partitions(*ctx),
+      *ctx, name, num_partitions(*ctx), {},
       [g, name](bool&) {
         log::get("transport")->info("kafka.topic_auto_created topic={}", name);
         g->one();
@@ -378,11 +383,15 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
   // num.partitions read once: every entry of the request is checked and
   // created with the same default.
   auto fallback = num_partitions(*ctx);
+  std::vector<std::string> configs(req.topics.size());
   for (size_t i = 0; i < req.topics.size(); ++i) {
     const auto& t = req.topics[i];
     auto& r = resp->topics[i];
     r.name = t.name;
     auto n = t.num_partitions == -1 ? fallback : t.num_partitions;
+    dataplane::topic_config_changes changes;
+    for (const auto& c : t.configs)
+      changes.push_back({c.name, c.value});
     if (auto why = dataplane::check_topic_name(t.name); !why.empty()) {
       r.error_code = ec::invalid_topic_exception;
       r.error_message = why;
@@ -392,6 +401,9 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     } else if (n < 1 || n > dataplane::max_partitions) {
       r.error_code = ec::invalid_partitions;
       r.error_message = "num_partitions must be between 1 and " + std::to_string(dataplane::max_partitions);
+    } else if (auto bad = dataplane::change_topic_config("", changes, true, configs[i]); !bad.empty()) {
+      r.error_code = ec::invalid_config;  // Kafka: INVALID_CONFIG naming the key
+      r.error_message = bad;
     } else if (!req.validate_only) {
       todo.push_back(i);
     }
@@ -405,7 +417,7 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
   for (auto i : todo) {
     auto n = req.topics[i].num_partitions == -1 ? fallback : req.topics[i].num_partitions;
     create_topic(
-      *ctx, req.topics[i].name, n,
+      *ctx, req.topics[i].name, n, configs[i],
       [g, resp, i](bool& created) {
         if (!created) {
           resp->topics[i].error_code = ec::topic_already_exists;
@@ -788,7 +800,7 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
     resp.producer_id = ctx->producers->allocate();
     resp.producer_epoch = 0;
     done(resp, 0);
-  } else {
+  } else if (!handle_kafka_admin_request(ctx, req, done)) {
     handle_kafka_group_request(ctx, req, std::move(done));
   }
 }

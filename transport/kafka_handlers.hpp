@@ -97,6 +97,11 @@ struct kafka_gather {
 /// its registration, 1001 up; -1 for none); a standalone broker is 1.
 int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker);
 
+/// Kafka's num.partitions: the metadata log's NumPartitions (PATCH
+/// /admin/balancer, Kafka AlterConfigs of the cluster default) when set,
+/// else ctx.default_partitions (Cluster.NumPartitions).
+int32_t kafka_num_partitions(const kafka_context& ctx);
+
 /// The coordinator of `group`: this broker without a cluster, else
 /// cluster::group_coordinator over this broker and its peers (the broker
 /// that coordinates the group over HTTP too).

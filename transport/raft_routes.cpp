@@ -62,7 +62,7 @@ void add_raft_routes(router& r, const raft_context& ctx) {
     if (!payload || std::holds_alternative<raft::controller_entry>(*payload)) {
       respond(http_response::error(400, "invalid_request",
                                    "body must be an owner entry {\"topic\",\"partition\",\"owner\"} or a topic entry "
-                                   "{\"type\":\"topic\",\"topic\",\"partitions\",\"owner\",\"config\",\"grow\",\"delete\"}"
+                                   "{\"type\":\"topic\",\"topic\",\"partitions\",\"owner\",\"config\",\"grow\",\"delete\",\"alter\"}"
                                    + (payload ? std::string{} : ": " + payload.err().message)));
       return;
     }
@@ -117,6 +117,9 @@ void add_raft_routes(router& r, const raft_context& ctx) {
     else if (t.grow)
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  grow_atom::value, t.topic, t.partitions, t.owner.str(), false);
+    else if (t.alter)
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 config_atom::value, t.topic, t.partitions, t.owner.str(), t.config, false);
     else
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  create_atom::value, t.topic, t.partitions, t.owner.str(), t.config, false);

@@ -454,6 +454,7 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
       [](time_lookup_atom, int64_t) { return caf::make_result(int64_t{-1}, int64_t{-1}); },
       [](delete_atom) { return true; },
       [](repair_atom) { return std::string{}; },
+      [](config_atom, int64_t, int64_t, int64_t) { return true; },
       [](status_atom) { return std::string{"{}"}; },
     };
   });

@@ -19,7 +19,7 @@ version_range range_of(api_key key) { return *supported_range(static_cast<int16_
 }  // namespace
 
 TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]") {
-  REQUIRE(supported_apis().size() == 18);
+  REQUIRE(supported_apis().size() == 21);
   auto check = [](api_key k, int16_t lo, int16_t hi) {
     auto r = range_of(k);
     CHECK(r.min_version == lo);
@@ -42,6 +42,9 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::create_topics, 0, 4);
   check(api_key::delete_topics, 0, 3);
   check(api_key::init_producer_id, 0, 1);
+  check(api_key::describe_configs, 0, 2);
+  check(api_key::alter_configs, 0, 1);
+  check(api_key::create_partitions, 0, 1);
   check(api_key::delete_groups, 0, 1);
   for (const auto& r : supported_apis())
     for (int16_t v = r.min_version; v <= r.max_version; ++v)
@@ -211,12 +214,12 @@ TEST_CASE("kafka codec: an unsupported ApiVersions version gets error 35 in v0 l
   auto frame = error_response_frame(req.err());
   REQUIRE(frame);
   CHECK(*frame == unsupported_api_versions_frame(3));
-  // size, correlation id (header v0), error 35, 18 entries of 6 bytes.
-  CHECK(frame->substr(0, 14) == unhex("00000076 00000003 0023 00000012"));
-  CHECK(frame->size() == 4 + 4 + 2 + 4 + 18 * 6);
+  // size, correlation id (header v0), error 35, 21 entries of 6 bytes.
+  CHECK(frame->substr(0, 14) == unhex("00000088 00000003 0023 00000015"));
+  CHECK(frame->size() == 4 + 4 + 2 + 4 + 21 * 6);
   auto body = decode_body<api_versions_response>(frame->substr(8), 0).value();
   CHECK(body.error_code == error_code::unsupported_version);
-  REQUIRE(body.api_keys.size() == 18);
+  REQUIRE(body.api_keys.size() == 21);
   CHECK(body.api_keys[13].api == 18);
   CHECK(body.api_keys[13].max_version == 3);
 }

@@ -212,3 +212,56 @@ TEST_CASE("kafka golden: ListGroups v2 request and v0, v1 responses", "[kafka][g
   const auto v0 = unhex("00000017 00000005 0000 00000001 0001 67 0008 636f6e73756d6572");
   CHECK(hex(encode_response(5, 0, r).value()) == hex(v0));
 }
+
+TEST_CASE("kafka golden: CreatePartitions v1 request as kafkajs sends it, and its v0 response",
+          "[kafka][golden]") {
+  // kafkajs 2.2.4 createPartitions({topicPartitions:[{topic:"orders",count:6}]}):
+  // assignments default to an empty (not null) array, timeout 5000.
+  const auto wire = unhex("00000028 0025 0001 00000007 0007 6b61666b616a73"
+                          "00000001 0006 6f7264657273 00000006 00000000"
+                          "00001388 00");
+  auto req = decode_request(wire.substr(4));
+  REQUIRE(req.ok());
+  const auto& body = std::get<create_partitions_request>(req->body);
+  REQUIRE(body.topics.size() == 1);
+  CHECK(body.topics[0].name == "orders");
+  CHECK(body.topics[0].count == 6);
+  REQUIRE(body.topics[0].assignments);
+  CHECK(body.topics[0].assignments->empty());
+  CHECK(body.timeout_ms == 5000);
+  CHECK_FALSE(body.validate_only);
+
+  create_partitions_response r;
+  r.results = {{"orders", error_code::invalid_partitions, std::string("x")}};
+  const auto v0 = unhex("00000019 00000005 00000000 00000001 0006 6f7264657273 0025 0001 78");
+  CHECK(hex(encode_response(5, 0, r).value()) == hex(v0));
+}
+
+TEST_CASE("kafka golden: DescribeConfigs v0 and v1 responses (is_default, then config source and synonyms)",
+          "[kafka][golden]") {
+  describe_configs_response r;
+  describe_configs_result t;
+  t.resource_type = config_resource::topic;
+  t.resource_name = "orders";
+  describe_configs_entry e;
+  e.name = "retention.ms";
+  e.value = "60000";
+  e.config_source = config_source::dynamic_topic;
+  t.configs = {e};
+  r.results = {t};
+  // throttle, 1 result: error 0, message null, type 2, "orders", 1 config:
+  // "retention.ms", "60000", read_only 0, then v0 is_default 0 / v1 source 1,
+  // is_sensitive 0, v1 synonyms [].
+  const auto head = "00000000 00000001 0000 ffff 02 0006 6f7264657273 00000001"
+                    "000c 726574656e74696f6e2e6d73 0005 3630303030 00";
+  const auto v0 = unhex(std::string("00000035 00000009 ") + head + "00 00");
+  CHECK(hex(encode_response(9, 0, r).value()) == hex(v0));
+  const auto v1 = unhex(std::string("00000039 00000009 ") + head + "01 00 00000000");
+  CHECK(hex(encode_response(9, 1, r).value()) == hex(v1));
+  // A v1 request: resources (type, name, keys: null = all), include_synonyms.
+  auto req = decode_request(unhex("0020 0001 00000002 0000 00000001 02 0006 6f7264657273 ffffffff 01"));
+  REQUIRE(req.ok());
+  const auto& body = std::get<describe_configs_request>(req->body);
+  CHECK_FALSE(body.resources.at(0).configuration_keys);
+  CHECK(body.include_synonyms);
+}

@@ -174,6 +174,25 @@ std::vector<request_body> sample_requests() {
   init.transaction_timeout_ms = 60000;
   out.emplace_back(init);
 
+  describe_configs_request describe_configs;
+  describe_configs.resources = {{config_resource::topic, "orders", std::nullopt},
+                                {config_resource::broker, "", std::vector<std::string>{"num.partitions"}}};
+  describe_configs.include_synonyms = true;
+  out.emplace_back(describe_configs);
+
+  alter_configs_request alter_configs;
+  alter_configs.resources = {{config_resource::topic, "orders", {{"retention.ms", std::string("60000")},
+                                                                   {"segment.bytes", std::nullopt}}}};
+  alter_configs.validate_only = true;
+  out.emplace_back(alter_configs);
+
+  create_partitions_request create_partitions;
+  create_partitions.topics = {{"orders", 6, std::nullopt},
+                              {"audit", 3, std::vector<std::vector<int32_t>>{{1}, {2, 3}}}};
+  create_partitions.timeout_ms = 5000;
+  create_partitions.validate_only = true;
+  out.emplace_back(create_partitions);
+
   delete_groups_request delete_groups;
   delete_groups.groups_names = {"g", "h"};
   out.emplace_back(delete_groups);
@@ -307,6 +326,44 @@ std::vector<response_body> sample_responses() {
   init.producer_id = 1234567890123;
   init.producer_epoch = 2;
   out.emplace_back(init);
+
+  describe_configs_response describe_configs;
+  describe_configs.throttle_time_ms = 19;
+  describe_configs_result topic_result;
+  topic_result.resource_type = config_resource::topic;
+  topic_result.resource_name = "orders";
+  describe_configs_entry retention;
+  retention.name = "retention.ms";
+  retention.value = "60000";
+  retention.config_source = config_source::dynamic_topic;
+  retention.synonyms = {{"retention.ms", std::string("60000"), config_source::dynamic_topic}};
+  describe_configs_entry policy;
+  policy.name = "cleanup.policy";
+  policy.value = "delete";
+  policy.read_only = true;
+  policy.is_default = true;
+  policy.config_source = config_source::default_config;
+  topic_result.configs = {retention, policy};
+  describe_configs_result missing;
+  missing.error_code = error_code::unknown_topic_or_partition;
+  missing.error_message = "unknown topic never";
+  missing.resource_type = config_resource::topic;
+  missing.resource_name = "never";
+  describe_configs.results = {topic_result, missing};
+  out.emplace_back(describe_configs);
+
+  alter_configs_response alter_configs;
+  alter_configs.throttle_time_ms = 20;
+  alter_configs.responses = {{0, std::nullopt, config_resource::topic, "orders"},
+                             {error_code::invalid_config, std::string("config.x: unknown"), config_resource::topic,
+                              "audit"}};
+  out.emplace_back(alter_configs);
+
+  create_partitions_response create_partitions;
+  create_partitions.throttle_time_ms = 21;
+  create_partitions.results = {{"orders", 0, std::nullopt},
+                               {"audit", error_code::invalid_partitions, std::string("must be larger")}};
+  out.emplace_back(create_partitions);
 
   delete_groups_response delete_groups;
   delete_groups.throttle_time_ms = 18;

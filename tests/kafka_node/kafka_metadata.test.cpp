@@ -548,3 +548,162 @@ TEST_CASE("kafka listener with the metadata log: committed metadata survives the
   CHECK(got[3].committed_offset == 4);
   CHECK(got[3].metadata == std::optional<std::string>("bad\xef\xbf\xbd"));
 }
+
+TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs and DescribeConfigs through kafkajs "
+          "and librdkafka reach every broker, and an altered retention is enforced",
+          "[kafka_cluster][metadata]") {
+  // CreatePartitions (37) is a `grow` entry and AlterConfigs (33) an
+  // `alter` topic entry of the metadata log (docs/metadata.md "Topic
+  // configuration"): every broker's copy takes the new count and config
+  // (its topics.json and its partitions), DescribeConfigs (32) at any
+  // broker describes the log's config, and the partitions enforce it.
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft({"Storage.RetentionCheckMs=200"}));
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
+  auto count_on = [&](size_t i, const std::string& topic) {
+    auto a = call(c.client(i), "GET", "/v1/topics");
+    if (a.status == 200)
+      for (const auto& t : a.body["topics"])
+        if (t["name"] == topic)
+          return t["partitions"].get<int>();
+    return -1;
+  };
+  // The config a broker's own copy holds (its durable topic catalogue).
+  auto catalogue_config = [&](size_t i, const std::string& topic) {
+    std::ifstream in(c.data_dir(i) + "/topics.json");
+    auto j = json::parse(in, nullptr, false);
+    if (j.is_object())
+      for (const auto& t : j["topics"])
+        if (t["name"] == topic)
+          return t["config"];
+    return json{};
+  };
+  REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "kadm"}, {"partitions", 2}}.dump()).status == 201);
+
+  // kafkajs 2.2.4: grow to 4, describe, alter, describe again; a count at
+  // or below the current one and an unknown key are refused by name.
+  auto [rc, out] = kafkajs_admin(
+    addr(1),
+    "await a.createPartitions({topicPartitions:[{topic:'kadm',count:4}]});"
+    "let d=await a.describeConfigs({resources:[{type:2,name:'kadm'}],includeSynonyms:false});"
+    "console.log('before',JSON.stringify(d.resources[0].configEntries.map(e=>[e.configName,e.configValue,e.isDefault,e.readOnly])));"
+    "await a.alterConfigs({resources:[{type:2,name:'kadm',configEntries:[{name:'retention.ms',value:'600000'},"
+    "{name:'segment.bytes',value:'1024'},{name:'retention.bytes',value:'2048'}]}]});"
+    "d=await a.describeConfigs({resources:[{type:2,name:'kadm',configNames:['retention.ms']}],includeSynonyms:false});"
+    "console.log('after',JSON.stringify(d.resources[0].configEntries.map(e=>[e.configName,e.configValue,e.isDefault])));"
+    "try{await a.createPartitions({topicPartitions:[{topic:'kadm',count:3}]});console.log('shrunk');}"
+    "catch(e){console.log('shrink refused',e.type);}"
+    "try{await a.alterConfigs({resources:[{type:2,name:'kadm',configEntries:[{name:'min.insync.replicas',value:'2'}]}]});"
+    "console.log('altered unknown');}catch(e){console.log('unknown refused',e.type);}"
+    "try{await a.alterConfigs({resources:[{type:4,name:'2',configEntries:[{name:'num.partitions',value:'3'}]}]});"
+    "console.log('altered one broker');}catch(e){console.log('one broker refused',e.type);}");
+  INFO("kafkajs: " << out);
+  REQUIRE(rc == 0);
+  CHECK(out.find(R"(before [["cleanup.policy","delete",true,true],["retention.bytes","-1",true,false],)"
+                 R"(["retention.ms","-1",true,false],["segment.bytes","1073741824",true,false]])")
+        != std::string::npos);
+  CHECK(out.find(R"(after [["retention.ms","600000",false]])") != std::string::npos);
+  CHECK(out.find("shrink refused INVALID_PARTITIONS") != std::string::npos);
+  CHECK(out.find("unknown refused INVALID_CONFIG") != std::string::npos);
+  CHECK(out.find("one broker refused INVALID_CONFIG") != std::string::npos);  // num.partitions is cluster-wide
+
+  // The cluster default (resource name "", which Kafka's own admin client
+  // sends and librdkafka and kafkajs refuse to) is a `config` entry.
+  kafka::alter_configs_request defaults;
+  defaults.resources = {{kafka::config_resource::broker, "", {{"num.partitions", std::string("3")}}}};
+  auto raw = raw_exchange(c.kafka(1), request_frame(defaults, 1), 5s);
+  REQUIRE(raw.size() > 8);
+  auto altered = kafka::decode_body<kafka::alter_configs_response>(raw.substr(8), 1);
+  REQUIRE(altered.ok());
+  REQUIRE(altered->responses.size() == 1);
+  CHECK(altered->responses[0].error_code == 0);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return count_on(i, "kadm") == 4; }, 10s));
+    CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.bytes"] == 2048; }, 10s));
+    CHECK(catalogue_config(i, "kadm")["segment.bytes"] == 1024);
+  }
+
+  // The partitions enforce it: segments of about one batch, and the oldest
+  // go once more than 2048 bytes are behind the active one.
+  std::string value(600, 'r');
+  for (int n = 0; n < 12; ++n)
+    REQUIRE(call(c.client(0), "POST", "/v1/topics/kadm/records",
+                 json{{"records", json::array({json{{"value", value}, {"partition", 0}}})}}.dump())
+              .status == 200);
+  auto log_start = [&] {
+    auto a = call(c.client(0), "GET", "/v1/topics/kadm/partitions/0/records?max_records=1");
+    return a.status == 200 ? a.body["log_start_offset"].get<int64_t>() : -1;
+  };
+  CHECK(wait_until([&] { return log_start() >= 6; }, 10s));
+
+  // librdkafka 2.0.2 (python3-confluent-kafka): grow to 6 at b3, replace
+  // the config (AlterConfigs is not incremental: retention.ms and the rest
+  // return to their defaults), describe at b3, and the cluster default
+  // num.partitions kafkajs altered through b2 (a `config` entry).
+  std::string py = "from confluent_kafka.admin import AdminClient, NewPartitions, ConfigResource\n"
+                   "a = AdminClient({'bootstrap.servers': '" + addr(2) + "'})\n"
+                   "a.create_partitions([NewPartitions('kadm', 6)], request_timeout=20)['kadm'].result()\n"
+                   "r = ConfigResource('topic', 'kadm', set_config={'retention.ms': '86400000'})\n"
+                   "a.alter_configs([r], request_timeout=20)[r].result()\n"
+                   "d = ConfigResource('topic', 'kadm')\n"
+                   "for e in sorted(a.describe_configs([d], request_timeout=20)[d].result().values(), "
+                   "key=lambda e: e.name):\n"
+                   "    print('topic', e.name, e.value, e.is_default, e.source)\n"
+                   "b = ConfigResource('broker', '1')\n"
+                   "for e in sorted(a.describe_configs([b], request_timeout=20)[b].result().values(), "
+                   "key=lambda e: e.name):\n"
+                   "    print('broker', e.name, e.value)\n";
+  {
+    std::ofstream f(c.data_dir(2) + "/admin_configs.py");
+    f << py;
+  }
+  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/admin_configs.py 2>&1");
+  INFO("confluent-kafka: " << pout);
+  CHECK(prc == 0);
+  CHECK(pout.find("topic retention.ms 86400000 False 1") != std::string::npos);  // DYNAMIC_TOPIC_CONFIG
+  CHECK(pout.find("topic retention.bytes -1 True 5") != std::string::npos);      // DEFAULT_CONFIG
+  CHECK(pout.find("topic segment.bytes 1073741824 True 5") != std::string::npos);
+  CHECK(pout.find("broker num.partitions 3") != std::string::npos);  // the cluster default kafkajs set
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return count_on(i, "kadm") == 6; }, 10s));
+    CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.ms"] == 86400000; }, 10s));
+    CHECK(catalogue_config(i, "kadm")["retention.bytes"] == -1);
+  }
+
+  // Over HTTP at b3: the description gathers every partition's bounds from
+  // its owner (b1's over the cluster listener), and a PATCH merges into the
+  // config (null = default again).
+  auto d = call(c.client(2), "GET", "/v1/topics/kadm");
+  REQUIRE(d.status == 200);
+  INFO(d.raw);
+  REQUIRE(d.body["partitions"].size() == 6);
+  for (size_t p = 0; p < 6; ++p) {
+    // b1 created the first two; a growth's go to the broker that proposed
+    // it (the clients send CreatePartitions to the controller).
+    auto owner = d.body["partitions"][p]["owner"];
+    CHECK((p < 2 ? owner == "b1" : (owner == "b1" || owner == "b2" || owner == "b3")));
+    CHECK(d.body["partitions"][p].contains("log_end_offset"));
+  }
+  CHECK(d.body["partitions"][0]["log_end_offset"] == 12);
+  CHECK(d.body["partitions"][0]["log_start_offset"].get<int64_t>() >= 6);
+  CHECK(d.body["size_bytes"].get<int64_t>() > 0);
+  CHECK(d.body["config"][2] == json{{"name", "retention.ms"}, {"value", "86400000"}, {"default", false},
+                                     {"read_only", false}});
+  auto patched = call(c.client(2), "PATCH", "/v1/topics/kadm/config",
+                      json{{"retention.ms", nullptr}, {"retention.bytes", "4096"}}.dump());
+  CHECK(patched.status == 200);
+  CHECK(patched.body["config"] == json{{"retention.bytes", 4096}});
+  auto bad = call(c.client(2), "PATCH", "/v1/topics/kadm/config", json{{"retention.ms", "soon"}}.dump());
+  CHECK(bad.status == 400);
+  CHECK(bad.raw.find("config.retention.ms: expected an integer") != std::string::npos);
+  CHECK(call(c.client(2), "GET", "/v1/topics/never").status == 404);
+  CHECK(call(c.client(2), "PATCH", "/v1/topics/never/config", "{}").status == 404);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.bytes"] == 4096; }, 10s));
+    CHECK(catalogue_config(i, "kadm")["retention.ms"] == -1);
+  }
+}

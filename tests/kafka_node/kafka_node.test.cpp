@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -393,4 +394,62 @@ TEST_CASE("kafka listener: pipelined produce keeps every partition's order, idem
     CHECK(total == static_cast<size_t>(records));  // no duplicates
     CHECK(out_of_order == 0);
   }
+}
+
+TEST_CASE("kafka listener: a standalone broker creates topics with configs, grows them and alters their config "
+          "durably through librdkafka",
+          "[kafka_node]") {
+  // Without a cluster the same APIs go to the broker actor: the topic
+  // catalogue (data/topics.json) holds the count and config. CreateTopics
+  // with an unknown or bad config is 40 INVALID_CONFIG naming the key, and
+  // num.partitions is cluster-wide, never one broker's (40).
+  kafka_node n;
+  std::string py =
+    "from confluent_kafka.admin import AdminClient, NewTopic, NewPartitions, ConfigResource\n"
+    "a = AdminClient({'bootstrap.servers': '" + n.broker() + "'})\n"
+    "fs = a.create_topics([NewTopic('cfg1', 2, 1, config={'retention.ms': '3600000'}),\n"
+    "                      NewTopic('cfg2', 1, 1, config={'compression.type': 'zstd'}),\n"
+    "                      NewTopic('cfg3', 1, 1, config={'segment.bytes': 'big'})], request_timeout=20)\n"
+    "for t, f in sorted(fs.items()):\n"
+    "    try:\n"
+    "        f.result(); print(t, 'created')\n"
+    "    except Exception as e:\n"
+    "        print(t, e.args[0].name(), e.args[0].str())\n"
+    "a.create_partitions([NewPartitions('cfg1', 3)], request_timeout=20)['cfg1'].result()\n"
+    "r = ConfigResource('topic', 'cfg1', set_config={'retention.ms': '7200000', 'retention.bytes': '1048576'})\n"
+    "a.alter_configs([r], request_timeout=20)[r].result()\n"
+    "for e in sorted(a.describe_configs([r], request_timeout=20)[r].result().values(), key=lambda e: e.name):\n"
+    "    print('topic', e.name, e.value, e.is_default)\n"
+    "b = ConfigResource('broker', '1', set_config={'num.partitions': '4'})\n"
+    "try:\n"
+    "    a.alter_configs([b], request_timeout=20)[b].result(); print('broker altered')\n"
+    "except Exception as e:\n"
+    "    print('broker', e.args[0].name())\n";
+  {
+    std::ofstream f(n.dir.path() + "/admin.py");
+    f << py;
+  }
+  auto [rc, out] = sh("timeout 60 /usr/bin/python3 " + n.dir.path() + "/admin.py 2>&1");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(out.find("cfg1 created") != std::string::npos);
+  CHECK(out.find("cfg2 INVALID_CONFIG config.compression.type: unknown topic config") != std::string::npos);
+  CHECK(out.find("cfg3 INVALID_CONFIG config.segment.bytes: expected an integer, got 'big'") != std::string::npos);
+  CHECK(out.find("topic retention.bytes 1048576 False") != std::string::npos);
+  CHECK(out.find("topic retention.ms 7200000 False") != std::string::npos);
+  CHECK(out.find("topic segment.bytes 1073741824 True") != std::string::npos);
+  CHECK(out.find("broker INVALID_CONFIG") != std::string::npos);  // per-broker: moonmq's is cluster-wide
+
+  auto catalogue = json::parse(read_text(n.dir.path() + "/data/topics.json"), nullptr, false);
+  REQUIRE(catalogue.is_object());
+  json cfg1;
+  for (const auto& t : catalogue["topics"]) {
+    CHECK(t["name"] != "cfg2");
+    CHECK(t["name"] != "cfg3");
+    if (t["name"] == "cfg1")
+      cfg1 = t;
+  }
+  CHECK(cfg1["partitions"] == 3);
+  CHECK(cfg1["config"]["retention.ms"] == 7200000);
+  CHECK(cfg1["config"]["retention.bytes"] == 1048576);
 }

@@ -499,3 +499,44 @@ TEST_CASE("a deletion entry has the documented JSON shape", "[raft][wire][metada
   CHECK_FALSE(payload_from_json(j).ok());
   CHECK(describe(entry_payload{t}) == "delete orders x6 @b1");
 }
+
+TEST_CASE("a config change replaces a topic's config in log order, is refused for a missing topic, and survives a "
+          "snapshot",
+          "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return log_index{i};
+  };
+  auto alter = [](const std::string& topic, const std::string& config) {
+    topic_entry t{topic, 2, id("b1"), config, false};
+    t.alter = true;
+    return t;
+  };
+  apply(topic_entry{"orders", 2, id("b1"), R"({"retention.ms":1000})", false});
+  CHECK_FALSE(s.refused(apply(alter("orders", R"({"retention.bytes":4096})"))));
+  CHECK(s.topics().at("orders").config == R"({"retention.bytes":4096})");
+  CHECK(s.topics().at("orders").partitions == 2);
+  CHECK(s.owner_of({"orders", 1}) == id("b1"));
+  // The later of two changes wins whole.
+  CHECK_FALSE(s.refused(apply(alter("orders", R"({"retention.ms":5})"))));
+  CHECK(s.topics().at("orders").config == R"({"retention.ms":5})");
+  // Unknown topic: refused, nothing created.
+  CHECK(s.refused(apply(alter("nope", R"({"retention.ms":5})"))));
+  CHECK(s.topics().count("nope") == 0);
+  auto back = snapshot_from_json(to_json(s.to_snapshot()));
+  REQUIRE(back.ok());
+  CHECK(back->topics.at("orders").config == R"({"retention.ms":5})");
+
+  // Wire shape: "alter":true; an entry that both alters and grows is refused.
+  auto j = to_json(entry_payload{alter("orders", "{}")});
+  CHECK(j["alter"] == true);
+  CHECK_FALSE(j.contains("delete"));
+  auto p = payload_from_json(j);
+  REQUIRE(p.ok());
+  CHECK(std::get<topic_entry>(*p) == alter("orders", "{}"));
+  j["grow"] = true;
+  CHECK_FALSE(payload_from_json(j).ok());
+  CHECK(describe(entry_payload{alter("orders", "{}")}) == "alter orders x2 @b1");
+}

@@ -1,0 +1,87 @@
+#include "dataplane/topic_config.hpp"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace moonmq::dataplane {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr const char* cleanup_policy = "cleanup.policy";
+
+/// The integer keys and their defaults (dataplane::topic_config).
+bool integer_key(const std::string& name) {
+  return name == "segment.bytes" || name == "retention.bytes" || name == "retention.ms";
+}
+
+json parse_object(const std::string& text) {
+  if (text.empty())
+    return json::object();
+  auto j = json::parse(text, nullptr, false);
+  return j.is_object() ? j : json::object();
+}
+
+}  // namespace
+
+std::string change_topic_config(const std::string& current, const std::vector<topic_config_change>& changes,
+                                bool replace, std::string& out) {
+  json next = replace ? json::object() : parse_object(current);
+  std::set<std::string> seen;
+  for (const auto& c : changes) {
+    if (!seen.insert(c.name).second)
+      return "config." + c.name + ": given twice";
+    if (c.name == cleanup_policy) {
+      if (c.value && *c.value != "delete")
+        return "config.cleanup.policy: only \"delete\" is supported (moonmq does not compact logs), got '" + *c.value
+               + "'";
+      continue;
+    }
+    if (!integer_key(c.name))
+      return "config." + c.name
+             + ": unknown topic config (known: cleanup.policy, retention.bytes, retention.ms, segment.bytes)";
+    if (!c.value)
+      next.erase(c.name);
+    else
+      next[c.name] = *c.value;
+  }
+  topic_config parsed;
+  if (auto why = parse_topic_config(next.dump(), parsed); !why.empty())
+    return why;
+  // Stored as integers (parse_topic_config accepts numeric strings).
+  for (auto it = next.begin(); it != next.end(); ++it)
+    if (it.value().is_string())
+      it.value() = std::stoll(it.value().get<std::string>());
+  out = next.empty() ? std::string{} : next.dump();
+  return {};
+}
+
+std::vector<topic_config_entry> describe_topic_config(const std::string& config) {
+  topic_config c;
+  json set = parse_object(config);
+  if (!parse_topic_config(set.dump(), c).empty()) {
+    c = {};
+    set = json::object();
+  }
+  auto row = [&](const char* name, int64_t v) {
+    return topic_config_entry{name, std::to_string(v), !set.contains(name) || set[name].is_null(), false};
+  };
+  return {topic_config_entry{cleanup_policy, "delete", true, true}, row("retention.bytes", c.retention_bytes),
+          row("retention.ms", c.retention_ms), row("segment.bytes", c.segment_bytes)};
+}
+
+std::string topic_config_overrides(const topic_config& c) {
+  const topic_config d;
+  json j = json::object();
+  if (c.segment_bytes != d.segment_bytes)
+    j["segment.bytes"] = c.segment_bytes;
+  if (c.retention_bytes != d.retention_bytes)
+    j["retention.bytes"] = c.retention_bytes;
+  if (c.retention_ms != d.retention_ms)
+    j["retention.ms"] = c.retention_ms;
+  return j.empty() ? std::string{} : j.dump();
+}
+
+}  // namespace moonmq::dataplane

@@ -1,0 +1,62 @@
+#pragma once
+// Changing and describing a topic's configuration with Kafka's names: the
+// logic behind Kafka AlterConfigs (33), DescribeConfigs (32), CreateTopics'
+// configs and PATCH /v1/topics/{t}/config (docs/metadata.md "Topic
+// configuration"). A topic's config is kept as JSON object text holding only
+// the keys set on the topic ("" = every key at its default), so that a
+// description can tell a value set on the topic from a default, as Kafka's
+// config source does (DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG vs
+// DEFAULT_CONFIG).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataplane/topic_catalog.hpp"
+
+namespace moonmq::dataplane {
+
+/// One change: a Kafka config name and its new value as text (integers as
+/// decimal text, as Kafka sends them); nullopt = back to the default.
+struct topic_config_change {
+  std::string name;
+  std::optional<std::string> value;
+};
+
+/// One row of a description.
+struct topic_config_entry {
+  std::string name;
+  std::string value;
+  bool is_default = true;  ///< not set on the topic
+  bool read_only = false;  ///< cannot be changed (cleanup.policy: only delete)
+};
+
+/// Applies `changes` to `current` (a topic's config JSON text, "" =
+/// defaults) and writes the result to `out` (JSON object text of the keys
+/// set, values as integers). `replace` = Kafka AlterConfigs: the changes are
+/// the whole new config and every other key returns to its default;
+/// otherwise they merge into `current` (PATCH, IncrementalAlterConfigs).
+/// Keys: segment.bytes (1024 ..< 2^31), retention.bytes (>= -1),
+/// retention.ms (>= -1); cleanup.policy accepts only "delete" (the one
+/// policy moonmq has; nothing is stored). Returns "" on success, else why,
+/// naming the key ("config.retention.ms: expected an integer, got 'x'",
+/// "config.foo: unknown topic config ..."); `out` is then unchanged. A name
+/// given twice is refused.
+std::string change_topic_config(const std::string& current, const std::vector<topic_config_change>& changes,
+                                bool replace, std::string& out);
+
+/// Every topic config moonmq knows, in name order (cleanup.policy,
+/// retention.bytes, retention.ms, segment.bytes), with the values `config`
+/// (JSON text as above) gives them. A config text that does not parse is
+/// described as defaults.
+std::vector<topic_config_entry> describe_topic_config(const std::string& config);
+
+/// The keys of `c` that differ from the defaults, as config JSON text
+/// ("" when none): what a standalone broker, which keeps whole configs,
+/// describes as set on the topic.
+std::string topic_config_overrides(const topic_config& c);
+
+/// A batch of changes as one message between actors.
+using topic_config_changes = std::vector<topic_config_change>;
+
+}  // namespace moonmq::dataplane

@@ -1,0 +1,79 @@
+#include "kafka/admin_types.hpp"
+
+#include "kafka/schema.hpp"
+
+namespace moonmq::kafka {
+namespace {
+
+// Fields in wire order; `v >= N` guards follow the schemas' "versions".
+
+template <class Io, class M>
+bool io_describe_configs_request(Io& f, int16_t v, M& x) {
+  auto name = [&](auto& s) { return f.string(s); };
+  auto resource = [&](auto& r) {
+    return f.i8(r.resource_type) && f.string(r.resource_name) && f.nullable_array(r.configuration_keys, name);
+  };
+  return f.array(x.resources, resource) && (v < 1 || f.boolean(x.include_synonyms));
+}
+
+template <class Io, class M>
+bool io_describe_configs_response(Io& f, int16_t v, M& x) {
+  auto synonym = [&](auto& s) { return f.string(s.name) && f.nullable_string(s.value) && f.i8(s.source); };
+  auto entry = [&](auto& c) {
+    return f.string(c.name) && f.nullable_string(c.value) && f.boolean(c.read_only) &&
+           (v >= 1 || f.boolean(c.is_default)) && (v < 1 || f.i8(c.config_source)) && f.boolean(c.is_sensitive) &&
+           (v < 1 || f.array(c.synonyms, synonym));
+  };
+  auto result = [&](auto& r) {
+    return f.i16(r.error_code) && f.nullable_string(r.error_message) && f.i8(r.resource_type) &&
+           f.string(r.resource_name) && f.array(r.configs, entry);
+  };
+  return f.i32(x.throttle_time_ms) && f.array(x.results, result);
+}
+
+template <class Io, class M>
+bool io_alter_configs_request(Io& f, int16_t, M& x) {
+  auto config = [&](auto& c) { return f.string(c.name) && f.nullable_string(c.value); };
+  auto resource = [&](auto& r) {
+    return f.i8(r.resource_type) && f.string(r.resource_name) && f.array(r.configs, config);
+  };
+  return f.array(x.resources, resource) && f.boolean(x.validate_only);
+}
+
+template <class Io, class M>
+bool io_alter_configs_response(Io& f, int16_t, M& x) {
+  auto response = [&](auto& r) {
+    return f.i16(r.error_code) && f.nullable_string(r.error_message) && f.i8(r.resource_type) &&
+           f.string(r.resource_name);
+  };
+  return f.i32(x.throttle_time_ms) && f.array(x.responses, response);
+}
+
+template <class Io, class M>
+bool io_create_partitions_request(Io& f, int16_t, M& x) {
+  auto node = [&](auto& n) { return f.i32(n); };
+  auto assignment = [&](auto& a) { return f.array(a, node); };
+  auto topic = [&](auto& t) {
+    return f.string(t.name) && f.i32(t.count) && f.nullable_array(t.assignments, assignment);
+  };
+  return f.array(x.topics, topic) && f.i32(x.timeout_ms) && f.boolean(x.validate_only);
+}
+
+template <class Io, class M>
+bool io_create_partitions_response(Io& f, int16_t, M& x) {
+  auto result = [&](auto& r) {
+    return f.string(r.name) && f.i16(r.error_code) && f.nullable_string(r.error_message);
+  };
+  return f.i32(x.throttle_time_ms) && f.array(x.results, result);
+}
+
+}  // namespace
+
+MOONMQ_KAFKA_CODEC(describe_configs_request)
+MOONMQ_KAFKA_CODEC(describe_configs_response)
+MOONMQ_KAFKA_CODEC(alter_configs_request)
+MOONMQ_KAFKA_CODEC(alter_configs_response)
+MOONMQ_KAFKA_CODEC(create_partitions_request)
+MOONMQ_KAFKA_CODEC(create_partitions_response)
+
+}  // namespace moonmq::kafka

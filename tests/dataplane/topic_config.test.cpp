@@ -1,0 +1,87 @@
+// Topic config changes and descriptions with Kafka's names
+// (dataplane/topic_config.hpp): what AlterConfigs, DescribeConfigs,
+// CreateTopics' configs and PATCH /v1/topics/{t}/config rest on.
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "dataplane/topic_config.hpp"
+
+using namespace moonmq::dataplane;
+using nlohmann::json;
+
+namespace {
+
+const topic_config_entry& row(const std::vector<topic_config_entry>& rows, const std::string& name) {
+  for (const auto& r : rows)
+    if (r.name == name)
+      return r;
+  FAIL("no row " << name);
+  return rows.front();
+}
+
+}  // namespace
+
+TEST_CASE("a merge keeps other keys, null returns a key to its default, values are stored as integers",
+          "[dataplane][topic_config]") {
+  std::string out;
+  REQUIRE(change_topic_config(R"({"retention.ms":1000})", {{"retention.bytes", std::string("4096")}}, false, out)
+            .empty());
+  CHECK(json::parse(out) == json::parse(R"({"retention.ms":1000,"retention.bytes":4096})"));
+  REQUIRE(change_topic_config(out, {{"retention.ms", std::nullopt}}, false, out).empty());
+  CHECK(json::parse(out) == json::parse(R"({"retention.bytes":4096})"));
+  REQUIRE(change_topic_config(out, {{"retention.bytes", std::nullopt}}, false, out).empty());
+  CHECK(out.empty());
+}
+
+TEST_CASE("a replace (Kafka AlterConfigs) returns every key it leaves out to its default",
+          "[dataplane][topic_config]") {
+  std::string out;
+  REQUIRE(change_topic_config(R"({"retention.ms":1000,"segment.bytes":1048576})",
+                              {{"retention.bytes", std::string("-1")}}, true, out)
+            .empty());
+  CHECK(json::parse(out) == json::parse(R"({"retention.bytes":-1})"));
+  // cleanup.policy=delete is what every topic has: accepted, nothing stored.
+  REQUIRE(change_topic_config(out, {{"cleanup.policy", std::string("delete")}}, true, out).empty());
+  CHECK(out.empty());
+}
+
+TEST_CASE("a bad change names its key and changes nothing", "[dataplane][topic_config]") {
+  std::string out = "untouched";
+  auto why = change_topic_config("", {{"retention.ms", std::string("soon")}}, false, out);
+  CHECK(why == "config.retention.ms: expected an integer, got 'soon'");
+  why = change_topic_config("", {{"min.insync.replicas", std::string("2")}}, false, out);
+  CHECK(why.find("config.min.insync.replicas: unknown topic config") == 0);
+  why = change_topic_config("", {{"cleanup.policy", std::string("compact")}}, false, out);
+  CHECK(why.find("config.cleanup.policy: only \"delete\"") == 0);
+  why = change_topic_config("", {{"segment.bytes", std::string("100")}}, false, out);
+  CHECK(why == "config.segment.bytes: must be at least 1024");
+  why = change_topic_config("", {{"retention.ms", std::string("1")}, {"retention.ms", std::string("2")}}, false, out);
+  CHECK(why == "config.retention.ms: given twice");
+  CHECK(out == "untouched");
+}
+
+TEST_CASE("a description lists every known key, telling set values from defaults", "[dataplane][topic_config]") {
+  auto rows = describe_topic_config(R"({"retention.ms":"60000"})");
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].name == "cleanup.policy");
+  CHECK(row(rows, "retention.ms").value == "60000");
+  CHECK_FALSE(row(rows, "retention.ms").is_default);
+  CHECK(row(rows, "retention.bytes").value == "-1");
+  CHECK(row(rows, "retention.bytes").is_default);
+  CHECK(row(rows, "segment.bytes").value == std::to_string(1LL << 30));
+  CHECK(row(rows, "cleanup.policy").read_only);
+  CHECK_FALSE(row(rows, "retention.ms").read_only);
+  // Unreadable text reads as the defaults.
+  for (const auto& r : describe_topic_config("{not json"))
+    CHECK(r.is_default);
+}
+
+TEST_CASE("a standalone broker's whole config reads back as the keys that differ from the defaults",
+          "[dataplane][topic_config]") {
+  topic_config c;
+  CHECK(topic_config_overrides(c).empty());
+  c.retention_ms = 5000;
+  CHECK(json::parse(topic_config_overrides(c)) == json::parse(R"({"retention.ms":5000})"));
+}

@@ -1,0 +1,346 @@
+#include "transport/kafka_admin.hpp"
+
+#include <map>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/errors.hpp"
+#include "config/dynamic.hpp"
+#include "dataplane/topic_config.hpp"
+#include "dataplane/topic_name.hpp"
+#include "util/logging.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+namespace ec = kafka::error_code;
+using gather = kafka_gather;
+
+/// Names given more than once in one request: Kafka answers INVALID_REQUEST
+/// for each of their entries.
+template <class Items, class Name>
+std::map<std::string, int> name_counts(const Items& items, Name name) {
+  std::map<std::string, int> seen;
+  for (const auto& i : items)
+    ++seen[name(i)];
+  return seen;
+}
+
+/// A topic's config as the metadata log holds it (keys set on the topic),
+/// or a standalone broker's non-default keys; nullopt for an unknown topic.
+std::optional<std::string> topic_config_of(const kafka_context& ctx, const std::string& topic) {
+  if (ctx.owners && ctx.metadata) {
+    auto topics = ctx.owners->topics();
+    auto it = topics->find(topic);
+    if (it == topics->end())
+      return std::nullopt;
+    return it->second.config;
+  }
+  auto topics = ctx.catalog->get();
+  auto it = topics->find(topic);
+  if (it == topics->end())
+    return std::nullopt;
+  return dataplane::topic_config_overrides(it->second.config);
+}
+
+/// The partition count of `topic` (the log's with one), or -1 when unknown.
+int32_t partition_count(const kafka_context& ctx, const std::string& topic) {
+  if (ctx.owners && ctx.metadata) {
+    auto topics = ctx.owners->topics();
+    auto it = topics->find(topic);
+    return it == topics->end() ? -1 : it->second.partitions;
+  }
+  auto topics = ctx.catalog->get();
+  auto it = topics->find(topic);
+  return it == topics->end() ? -1 : static_cast<int32_t>(it->second.partitions.size());
+}
+
+/// The Kafka code of a failed topic change: unknown topic 3, a refused
+/// value `invalid` (37 for counts, 40 for configs), the metadata log
+/// unavailable 7 (retriable), anything else 42.
+int16_t change_code(const caf::error& e, int16_t invalid) {
+  auto code = error_code_of(e);
+  if (code == "unknown_topic")
+    return ec::unknown_topic_or_partition;
+  if (code == "invalid_request")
+    return invalid;
+  if (http_status_of(e) >= 500)
+    return ec::request_timed_out;
+  return ec::invalid_request;
+}
+
+// --- CreatePartitions ---------------------------------------------------------
+
+/// Grows each topic through the metadata log (or this broker). Per topic: 3
+/// unknown, 37 a count at or below the current one or above the limit, 39
+/// a manual assignment (new partitions are owned by the receiving broker;
+/// move them afterwards), 42 a name given twice, 7 the log unavailable.
+void create_partitions(const std::shared_ptr<kafka_context>& ctx, kafka::create_partitions_request req,
+                       kafka_done done) {
+  auto resp = std::make_shared<kafka::create_partitions_response>();
+  resp->results.resize(req.topics.size());
+  auto seen = name_counts(req.topics, [](const auto& t) { return t.name; });
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < req.topics.size(); ++i) {
+    const auto& t = req.topics[i];
+    auto& r = resp->results[i];
+    r.name = t.name;
+    auto have = partition_count(*ctx, t.name);
+    if (seen[t.name] > 1) {
+      r.error_code = ec::invalid_request;
+      r.error_message = "topic " + t.name + " is named more than once";
+    } else if (have < 0) {
+      r.error_code = ec::unknown_topic_or_partition;
+      r.error_message = "unknown topic " + t.name;
+    } else if (t.count <= have) {
+      r.error_code = ec::invalid_partitions;
+      r.error_message = "topic " + t.name + " has " + std::to_string(have) + " partitions; the new count "
+                        + std::to_string(t.count) + " must be larger";
+    } else if (t.count > dataplane::max_partitions) {
+      r.error_code = ec::invalid_partitions;
+      r.error_message = "the partition count must be at most " + std::to_string(dataplane::max_partitions);
+    } else if (t.assignments && !t.assignments->empty()) {
+      r.error_code = ec::invalid_replica_assignment;
+      r.error_message = "manual assignment is not supported: new partitions are owned by the broker that adds "
+                        "them; move them afterwards (moonmqctl reassign)";
+    } else if (!req.validate_only) {
+      todo.push_back(i);
+    }
+  }
+  auto g = gather::make(todo.size(), [resp, done] {
+    int errors = 0;
+    for (const auto& r : resp->results)
+      errors += r.error_code != 0;
+    done(std::move(*resp), errors);
+  });
+  for (auto i : todo) {
+    auto ok = [g](int32_t) { g->one(); };
+    auto fail = [g, resp, i](const caf::error& e) {
+      auto& r = resp->results[i];
+      r.error_code = change_code(e, ec::invalid_partitions);
+      r.error_message = message_of(e);
+      log::get("transport")->warn("kafka.create_partitions_failed topic={} error=\"{}\"", r.name, *r.error_message);
+      g->one();
+    };
+    const auto& t = req.topics[i];
+    if (ctx->metadata)
+      ask<int32_t>(*ctx->system, *ctx->metadata, ctx->timeout, ok, fail, grow_atom::value, t.name, t.count);
+    else
+      ask<int32_t>(*ctx->system, ctx->broker, ctx->timeout, ok, fail, grow_atom::value, t.name, t.count);
+  }
+}
+
+// --- DescribeConfigs ------------------------------------------------------------
+
+/// Adds a row unless the request names keys and not this one (null or an
+/// empty list = every key, as Kafka and kafkajs read it).
+void add_config(kafka::describe_configs_result& out, const kafka::describe_configs_resource& res, int16_t version,
+                bool synonyms, std::string name, std::string value, bool read_only, int8_t source) {
+  const auto& keys = res.configuration_keys;
+  if (keys && !keys->empty() && std::find(keys->begin(), keys->end(), name) == keys->end())
+    return;
+  kafka::describe_configs_entry e;
+  e.name = std::move(name);
+  e.value = std::move(value);
+  e.read_only = read_only;
+  e.is_default = source == kafka::config_source::default_config;
+  if (version >= 1) {
+    e.config_source = source;
+    if (synonyms)
+      e.synonyms.push_back({e.name, e.value, source});
+  }
+  out.configs.push_back(std::move(e));
+}
+
+void describe_topic(const kafka_context& ctx, const kafka::describe_configs_resource& res, int16_t version,
+                    bool synonyms, kafka::describe_configs_result& out) {
+  auto config = topic_config_of(ctx, res.resource_name);
+  if (!config) {
+    out.error_code = ec::unknown_topic_or_partition;
+    out.error_message = "unknown topic " + res.resource_name;
+    return;
+  }
+  for (auto& row : dataplane::describe_topic_config(*config))
+    add_config(out, res, version, synonyms, row.name, row.value, row.read_only,
+               row.is_default ? kafka::config_source::default_config : kafka::config_source::dynamic_topic);
+}
+
+/// A broker resource: "" (the cluster default) or a broker's Kafka node id.
+/// num.partitions is the cluster's dynamic default (docs/metadata.md
+/// "Dynamic settings"); auto.create.topics.enable is always on.
+void describe_broker(const kafka_context& ctx, const kafka::describe_configs_resource& res, int16_t version,
+                     bool synonyms, kafka::describe_configs_result& out) {
+  bool dynamic = false;
+  if (ctx.owners) {
+    auto settings = nlohmann::json::parse(*ctx.owners->balancer(), nullptr, false);
+    dynamic = settings.is_object() && settings.contains("NumPartitions") && !settings["NumPartitions"].is_null();
+  }
+  add_config(out, res, version, synonyms, "num.partitions", std::to_string(kafka_num_partitions(ctx)), false,
+             dynamic ? kafka::config_source::dynamic_default_broker : kafka::config_source::static_broker);
+  add_config(out, res, version, synonyms, "auto.create.topics.enable", "true", true,
+             kafka::config_source::default_config);
+}
+
+/// A broker resource name: "" or a decimal node id.
+bool broker_name_ok(const std::string& name) {
+  return name.empty()
+         || (name.size() <= 10 && name.find_first_not_of("0123456789") == std::string::npos);
+}
+
+void describe_configs(const std::shared_ptr<kafka_context>& ctx, int16_t version,
+                      kafka::describe_configs_request req, kafka_done done) {
+  kafka::describe_configs_response resp;
+  int errors = 0;
+  for (const auto& res : req.resources) {
+    kafka::describe_configs_result out;
+    out.resource_type = res.resource_type;
+    out.resource_name = res.resource_name;
+    if (res.resource_type == kafka::config_resource::topic) {
+      describe_topic(*ctx, res, version, req.include_synonyms, out);
+    } else if (res.resource_type == kafka::config_resource::broker && broker_name_ok(res.resource_name)) {
+      describe_broker(*ctx, res, version, req.include_synonyms, out);
+    } else {
+      out.error_code = ec::invalid_request;
+      out.error_message = res.resource_type == kafka::config_resource::broker
+                            ? "a broker resource is named by its node id, or \"\" for the cluster default"
+                            : "resource type " + std::to_string(res.resource_type)
+                                + " is not supported (topics: 2, brokers: 4)";
+    }
+    errors += out.error_code != 0;
+    resp.results.push_back(std::move(out));
+  }
+  done(std::move(resp), errors);
+}
+
+// --- AlterConfigs -------------------------------------------------------------------
+
+/// The cluster default num.partitions as a balancer settings patch
+/// (config/dynamic.hpp), or why not.
+std::string broker_patch(const kafka::alter_configs_resource& res, std::string& patch) {
+  if (!res.resource_name.empty())
+    return "broker configs are cluster-wide in moonmq: alter the cluster default (resource name \"\")";
+  nlohmann::json p = nlohmann::json::object();
+  for (const auto& c : res.configs) {
+    if (c.name != "num.partitions")
+      return "config." + c.name + ": not a dynamic broker config (known: num.partitions)";
+    if (!c.value) {
+      p["NumPartitions"] = nullptr;
+      continue;
+    }
+    size_t used = 0;
+    int64_t n = 0;
+    try {
+      n = std::stoll(*c.value, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != c.value->size() || n < 1 || n > config::max_num_partitions)
+      return "config.num.partitions: expected an integer in [1, " + std::to_string(config::max_num_partitions)
+             + "], got '" + *c.value + "'";
+    p["NumPartitions"] = n;
+  }
+  // AlterConfigs replaces the whole set: a request without the key resets it.
+  if (!p.contains("NumPartitions"))
+    p["NumPartitions"] = nullptr;
+  patch = p.dump();
+  return {};
+}
+
+/// Each resource: a topic's whole config replaced (Kafka AlterConfigs is
+/// not incremental: keys left out return to their defaults), or the cluster
+/// default num.partitions. Per resource: 3 unknown topic, 40 a bad or
+/// unknown key (named in the message), 42 a resource named twice or of
+/// another type, 7 the metadata log unavailable.
+void alter_configs(const std::shared_ptr<kafka_context>& ctx, kafka::alter_configs_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::alter_configs_response>();
+  resp->responses.resize(req.resources.size());
+  auto seen = name_counts(req.resources,
+                          [](const auto& r) { return std::to_string(r.resource_type) + "/" + r.resource_name; });
+  std::vector<std::pair<size_t, std::string>> brokers;  // index, patch
+  std::vector<std::pair<size_t, dataplane::topic_config_changes>> topics;
+  for (size_t i = 0; i < req.resources.size(); ++i) {
+    const auto& res = req.resources[i];
+    auto& r = resp->responses[i];
+    r.resource_type = res.resource_type;
+    r.resource_name = res.resource_name;
+    auto refuse = [&](int16_t code, std::string why) {
+      r.error_code = code;
+      r.error_message = std::move(why);
+    };
+    if (seen[std::to_string(res.resource_type) + "/" + res.resource_name] > 1) {
+      refuse(ec::invalid_request, "resource " + res.resource_name + " is named more than once");
+    } else if (res.resource_type == kafka::config_resource::topic) {
+      auto current = topic_config_of(*ctx, res.resource_name);
+      dataplane::topic_config_changes changes;
+      for (const auto& c : res.configs)
+        changes.push_back({c.name, c.value});
+      std::string next;
+      if (!current)
+        refuse(ec::unknown_topic_or_partition, "unknown topic " + res.resource_name);
+      else if (auto why = dataplane::change_topic_config(*current, changes, true, next); !why.empty())
+        refuse(ec::invalid_config, why);
+      else if (!req.validate_only)
+        topics.emplace_back(i, std::move(changes));
+    } else if (res.resource_type == kafka::config_resource::broker) {
+      std::string patch;
+      if (auto why = broker_patch(res, patch); !why.empty())
+        refuse(ec::invalid_config, why);
+      else if (!ctx->metadata)
+        refuse(ec::invalid_request, "num.partitions is dynamic only in a cluster (the metadata log); set "
+                                    "Cluster.NumPartitions");
+      else if (!req.validate_only)
+        brokers.emplace_back(i, std::move(patch));
+    } else {
+      refuse(ec::invalid_request, "resource type " + std::to_string(res.resource_type)
+                                    + " is not supported (topics: 2, brokers: 4)");
+    }
+  }
+  auto g = gather::make(topics.size() + brokers.size(), [resp, done] {
+    int errors = 0;
+    for (const auto& r : resp->responses)
+      errors += r.error_code != 0;
+    done(std::move(*resp), errors);
+  });
+  auto fail_for = [g, resp](size_t i) {
+    return [g, resp, i](const caf::error& e) {
+      auto& r = resp->responses[i];
+      r.error_code = change_code(e, ec::invalid_config);
+      r.error_message = message_of(e);
+      log::get("transport")->warn("kafka.alter_configs_failed resource={} error=\"{}\"", r.resource_name,
+                                  *r.error_message);
+      g->one();
+    };
+  };
+  auto ok = [g](std::string&) { g->one(); };
+  for (auto& [i, changes] : topics) {
+    const auto& name = req.resources[i].resource_name;
+    if (ctx->metadata)
+      ask<std::string>(*ctx->system, *ctx->metadata, ctx->timeout, ok, fail_for(i), config_atom::value, name,
+                       std::move(changes), true);
+    else
+      ask<std::string>(*ctx->system, ctx->broker, ctx->timeout, ok, fail_for(i), config_atom::value, name,
+                       std::move(changes), true);
+  }
+  for (auto& [i, patch] : brokers)
+    ask<std::string>(*ctx->system, *ctx->metadata, ctx->timeout, ok, fail_for(i), config_atom::value,
+                     std::move(patch));
+}
+
+}  // namespace
+
+bool handle_kafka_admin_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done& done) {
+  auto version = req.header.api_version;
+  if (auto* cp = std::get_if<kafka::create_partitions_request>(&req.body))
+    create_partitions(ctx, std::move(*cp), std::move(done));
+  else if (auto* dc = std::get_if<kafka::describe_configs_request>(&req.body))
+    describe_configs(ctx, version, std::move(*dc), std::move(done));
+  else if (auto* ac = std::get_if<kafka::alter_configs_request>(&req.body))
+    alter_configs(ctx, std::move(*ac), std::move(done));
+  else
+    return false;
+  return true;
+}
+
+}  // namespace moonmq::transport
