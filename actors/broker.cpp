@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "dataplane/topic_config.hpp"
 #include "dataplane/topic_name.hpp"
 #include "storage/partition_log.hpp"
 #include "util/logging.hpp"
@@ -180,14 +181,19 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
         if (auto why = finish_deletion(self, name); !why.empty())
           return make_error(errc::storage_error, "topic " + name + " is still being deleted: " + why);
       // The log's config, also for a copy that exists (a change through
-      // the log reaches every copy this way).
+      // the log reaches every copy this way), read from the image as it is
+      // now when there is one. What this build cannot read of it (a newer
+      // version's keys) is skipped, the rest applied.
+      std::string config_text = config_json;
+      if (st.settings.image) {
+        auto image = st.settings.image->topics();
+        if (auto t = image->find(name); t != image->end() && t->second.created_at == created_at)
+          config_text = t->second.config;
+      }
       dataplane::topic_config cfg;
-      if (!config_json.empty())
-        if (auto why = dataplane::parse_topic_config(config_json, cfg); !why.empty()) {
-          log::get("broker")->error("topic.config_unreadable topic={} error=\"{}\" msg=\"using the defaults\"", name,
-                                    why);
-          cfg = {};
-        }
+      if (auto skipped = dataplane::read_topic_config_lenient(config_text, cfg); !skipped.empty())
+        log::get("broker")->error("topic.config_unreadable topic={} skipped=\"{}\" msg=\"the other keys apply\"", name,
+                                  skipped);
       if (it != st.topics.end()
           && dataplane::topic_config_text(it->second.config) != dataplane::topic_config_text(cfg))
         if (auto why = set_config(self, it->second, cfg); !why.empty())

@@ -68,6 +68,11 @@ struct broker_settings {
   std::string data_dir;
   int64_t retention_check_ms = 30000;
   io_settings io;  ///< the I/O workers the broker's partitions run on
+  /// With the metadata log: its applied image. An adopt takes a topic's
+  /// config from the image as it is when the adopt runs, not from the
+  /// message, so an adopt sent from an older image never undoes a newer
+  /// config change (the image only moves forward).
+  std::shared_ptr<owner_view> image;
 };
 
 /// Makes `broker`'s local copies follow an applied image's `topics` and

@@ -261,29 +261,25 @@ caf::result<std::string> raft_change_topic_config(self_ptr self, const std::stri
   auto it = topics->find(name);
   if (it == topics->end())
     return make_error(errc::unknown_topic, "unknown topic " + name);
+  // A replace carries the whole new config; a merge only its patch, merged
+  // at apply time so that changes of other keys meanwhile stay.
   std::string text;
-  if (auto why = dataplane::change_topic_config(it->second.config, changes, replace, text); !why.empty())
+  auto why = replace ? dataplane::change_topic_config(it->second.config, changes, true, text)
+                     : dataplane::topic_config_patch(changes, text);
+  if (!why.empty())
     return make_error(errc::invalid_request, why);
   auto rp = self->make_response_promise<std::string>();
   auto fail = [rp](caf::error& e) mutable { rp.deliver(std::move(e)); };
   self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, config_atom::value, name,
-                it->second.partitions, st.self_id, text, true)
+                it->second.partitions, st.self_id, text, !replace, true)
     .then(
-      [self, rp, name, text, fail](int64_t index, int64_t) mutable {
-        // The image must hold it now: a leader of an earlier version
-        // commits an `alter` entry as a create of an existing topic, which
-        // changes nothing (docs/metadata.md "Upgrading").
-        auto topics = self->state.view->topics();
-        auto it = topics->find(name);
-        if (it == topics->end() || it->second.config != text) {
-          rp.deliver(make_coded_error(409, "config_not_applied",
-                                      "the config change of " + name + " was committed at index "
-                                        + std::to_string(index) + " but not applied (a later change, a deletion, "
-                                        "or a leader that does not know config changes); read it and retry"));
-          return;
-        }
-        log::get("node")->info("topic.config_changed topic={} config={} raft_index={}", name, text, index);
-        adopt_local(self, name, [rp, text](int32_t) mutable { rp.deliver(text); }, fail);
+      [self, rp, name, fail](int64_t index, int64_t) mutable {
+        // The answer is the config as applied here (a merge's result).
+        auto now = self->state.view->topics();
+        auto t = now->find(name);
+        auto config = t == now->end() ? std::string{} : t->second.config;
+        log::get("node")->info("topic.config_changed topic={} config={} raft_index={}", name, config, index);
+        adopt_local(self, name, [rp, config](int32_t) mutable { rp.deliver(config); }, fail);
       },
       fail);
   return rp;

@@ -317,6 +317,36 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       self->state.newest_generation.erase(group);
       return held || *removed;
     },
+    [self](list_atom) {
+      json list = json::array();
+      for (const auto& [id, g] : self->state.groups)
+        list.push_back(json{{"group", id},
+                            {"state", groups::to_string(g.phase())},
+                            {"generation", g.current_generation().value},
+                            {"members", g.member_count()}});
+      json committed = self->state.store ? json(self->state.store->list_groups()) : json::array();
+      return json{{"groups", list}, {"committed", committed}}.dump();
+    },
+    [self](status_atom, std::string& group) {
+      auto it = self->state.groups.find(group);
+      if (it == self->state.groups.end())
+        return json{{"state", "Dead"}, {"generation", 0}, {"members", json::array()}}.dump();
+      json members = json::array();
+      for (const auto& m : it->second.describe()) {
+        json parts = json::array();
+        for (const auto& [topic, ps] : m.assigned)
+          for (auto p : ps)
+            parts.push_back(json{{"topic", topic}, {"partition", p}});
+        members.push_back(json{{"member_id", m.member_id},
+                               {"topics", m.topics},
+                               {"assignment", parts},
+                               {"last_seen_ms", m.last_seen_ms}});
+      }
+      return json{{"state", groups::to_string(it->second.phase())},
+                  {"generation", it->second.current_generation().value},
+                  {"members", members}}
+        .dump();
+    },
     [self](tick_atom) {
       housekeeping(self);
       auto t = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));

@@ -64,6 +64,14 @@ using group_actor = caf::typed_actor<
   // broker held anything of it; errors: coded 409 non_empty_group (HTTP
   // members are in it), not_ready, storage_error.
   caf::replies_to<delete_atom, std::string>::with<bool>,
+  // The groups known here (JSON text): {"groups":[{"group","state",
+  // "generation","members"}]} for every group with HTTP membership state
+  // here, and "committed":[ids] for every group with offsets stored here.
+  caf::replies_to<list_atom>::with<std::string>,
+  // One group's HTTP membership (JSON text): {"state":"Empty"|"Stable"|
+  // "Dead" (unknown here),"generation","members":[{"member_id","topics",
+  // "assignment":[{"topic","partition"}],"last_seen_ms"}]}.
+  caf::replies_to<status_atom, std::string>::with<std::string>,
   // Internal: evict expired members, follow partition growth.
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;

@@ -21,7 +21,7 @@
 
 #include "cluster/topic_sync.hpp"
 #include "cluster/types.hpp"
-#include "dataplane/topic_catalog.hpp"
+#include "dataplane/topic_config.hpp"
 
 namespace moonmq {
 
@@ -41,15 +41,16 @@ struct topic_info {
 using topic_image = std::map<std::string, topic_info>;
 
 /// The log's topics as cluster::plan_topic_sync reads them.
-/// A config the broker cannot read is adopted as the defaults (broker
-/// adopt), so it compares as the defaults here too.
+/// A config is read as the broker's adopt reads it (what this build cannot
+/// read is skipped), so a copy that took it compares equal.
 inline std::map<std::string, cluster::topic_copy> log_copies(const topic_image& topics) {
+  static const std::string defaults = dataplane::topic_config_text({});
   std::map<std::string, cluster::topic_copy> out;
   for (const auto& [name, t] : topics) {
     dataplane::topic_config c;
-    if (!t.config.empty() && !dataplane::parse_topic_config(t.config, c).empty())
-      c = {};
-    out[name] = {t.partitions, t.created_at, dataplane::topic_config_text(c)};
+    if (!t.config.empty())
+      (void)dataplane::read_topic_config_lenient(t.config, c);
+    out[name] = {t.partitions, t.created_at, t.config.empty() ? defaults : dataplane::topic_config_text(c)};
   }
   return out;
 }

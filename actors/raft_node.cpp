@@ -107,7 +107,7 @@ bool holds(const raft::ownership_state& table, const raft::entry_payload& e) {
     if (t->remove)
       return it == table.topics().end();
     if (t->alter)
-      return it != table.topics().end() && it->second.config == t->config;
+      return it != table.topics().end() && (t->merge || it->second.config == t->config);
     return it != table.topics().end() && it->second.partitions >= t->partitions;
   }
   return true;
@@ -257,6 +257,13 @@ void settle_waiters(self_ptr self) {
                              + " has a move under way; cancel it or wait for it to end, then delete again"));
     } else if (alter && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
       w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + alter->topic + ": its config was not changed"));
+    } else if (alter && ours && t && raft::log_index{static_cast<uint64_t>(w.index)} >= core.log().first_index()
+               && !(core.log().at(raft::log_index{static_cast<uint64_t>(w.index)}).payload == w.entry)) {
+      // A leader of an earlier version took the forwarded change for a
+      // create of an existing topic, which changes nothing.
+      w.rp.deliver(coded(409, "config_not_applied",
+                         "the leader committed another entry at index " + std::to_string(w.index) + " than the config "
+                           "change of " + alter->topic + " (an earlier version?): upgrade every broker, then retry"));
     } else if (!t && cas && cas->expect_epoch != 0)
       // Compacted into a snapshot before it was settled here: whether the
       // condition held is not known any more (the caller re-reads the image).
@@ -804,11 +811,12 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
         try_register(self);
     },
     [self](propose_atom, config_atom, std::string& topic, int32_t partitions, std::string& owner,
-           std::string& config, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+           std::string& config, bool merge, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
         return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
       raft::topic_entry t{topic, partitions, raft::node_id{owner}, config, false};
       t.alter = true;
+      t.merge = merge;
       return propose(self, std::move(t), forward_to_leader);
     },
     [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,

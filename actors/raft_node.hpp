@@ -102,10 +102,12 @@ using raft_actor = caf::typed_actor<
   caf::replies_to<propose_atom, delete_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a topic config change (`topic` entry with alter): topic, the
   // partition count the proposer saw, proposer id, the topic's whole new
-  // config (JSON object text, validated by the caller), forward. Errors
-  // besides a proposal's: 404 unknown_topic (refused in log order).
-  caf::replies_to<propose_atom, config_atom, std::string, int32_t, std::string, std::string, bool>::with<int64_t,
-                                                                                                        int64_t>,
+  // config or (merge true) a patch of it (JSON object text, validated by
+  // the caller), merge, forward. Errors besides a proposal's: 404
+  // unknown_topic (refused in log order), 409 config_not_applied (the
+  // leader committed another entry in its place: an earlier version).
+  caf::replies_to<propose_atom, config_atom, std::string, int32_t, std::string, std::string, bool,
+                  bool>::with<int64_t, int64_t>,
   // Proposes a `config` entry: the dynamic balancer settings patch (JSON
   // object text, validated by the caller), forward.
   caf::replies_to<propose_atom, config_atom, std::string, bool>::with<int64_t, int64_t>,

@@ -72,6 +72,39 @@ std::vector<topic_config_entry> describe_topic_config(const std::string& config)
           row("retention.ms", c.retention_ms), row("segment.bytes", c.segment_bytes)};
 }
 
+bool is_topic_config_key(const std::string& name) { return name == cleanup_policy || integer_key(name); }
+
+std::string topic_config_patch(const std::vector<topic_config_change>& changes, std::string& out) {
+  std::string merged;
+  if (auto why = change_topic_config("", changes, false, merged); !why.empty())
+    return why;
+  json patch = json::object();
+  for (const auto& c : changes)
+    if (c.name != cleanup_policy)
+      patch[c.name] = c.value ? json(std::stoll(*c.value)) : json(nullptr);
+  out = patch.dump();
+  return {};
+}
+
+std::string read_topic_config_lenient(const std::string& text, topic_config& out) {
+  out = {};
+  if (text.empty())
+    return {};
+  auto j = json::parse(text, nullptr, false);
+  if (!j.is_object())
+    return "the whole text (not a JSON object)";
+  std::string skipped;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    topic_config one = out;
+    if (!integer_key(it.key()) || !parse_topic_config(json{{it.key(), it.value()}}.dump(), one).empty()) {
+      skipped += (skipped.empty() ? "" : ", ") + it.key();
+      continue;
+    }
+    out = one;
+  }
+  return skipped;
+}
+
 std::string topic_config_overrides(const topic_config& c) {
   const topic_config d;
   json j = json::object();

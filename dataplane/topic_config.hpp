@@ -51,6 +51,22 @@ std::string change_topic_config(const std::string& current, const std::vector<to
 /// described as defaults.
 std::vector<topic_config_entry> describe_topic_config(const std::string& config);
 
+/// True for a key change_topic_config knows (cleanup.policy,
+/// retention.bytes, retention.ms, segment.bytes).
+bool is_topic_config_key(const std::string& name);
+
+/// `changes` as a merge patch for the metadata log (JSON object text: key
+/// -> integer, or null = back to the default; cleanup.policy, which stores
+/// nothing, left out), each checked as change_topic_config checks it.
+/// Returns "" on success, else why, naming the key.
+std::string topic_config_patch(const std::vector<topic_config_change>& changes, std::string& out);
+
+/// Reads what it can of a config text a broker did not write itself (the
+/// metadata log's): every known key with a valid value; unknown keys (a
+/// newer version's) and bad values are skipped and named in the answer
+/// ("" when nothing was skipped). Unreadable text reads as the defaults.
+std::string read_topic_config_lenient(const std::string& text, topic_config& out);
+
 /// The keys of `c` that differ from the defaults, as config JSON text
 /// ("" when none): what a standalone broker, which keeps whole configs,
 /// describes as set on the topic.

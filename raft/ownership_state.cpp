@@ -7,6 +7,28 @@
 
 namespace moonmq::raft {
 
+namespace {
+
+/// A topic's config (JSON object text, "" = none set) with a patch merged
+/// in key by key: a null value removes the key. A config or patch that is
+/// not a JSON object counts as empty (the proposer validated both).
+std::string merge_config(const std::string& config, const std::string& patch) {
+  auto current = config.empty() ? nlohmann::json::object() : nlohmann::json::parse(config, nullptr, false);
+  if (!current.is_object())
+    current = nlohmann::json::object();
+  auto p = nlohmann::json::parse(patch, nullptr, false);
+  if (p.is_object())
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (it.value().is_null())
+        current.erase(it.key());
+      else
+        current[it.key()] = it.value();
+    }
+  return current.empty() ? std::string{} : current.dump();
+}
+
+}  // namespace
+
 status ownership_state::apply(const log_entry& e) {
   if (e.index != applied_index_.next())
     return error{errc::invalid_argument,
@@ -89,8 +111,10 @@ status ownership_state::apply(const log_entry& e) {
     // deleted or never created one it is refused, like a deletion.
     auto it = topics_.find(t.topic);
     bool applied = t.remove ? apply_topic_delete(t, e.index) : it != topics_.end();
-    if (applied && t.alter)
+    if (applied && t.alter && !t.merge)
       it->second.config = t.config;
+    if (applied && t.merge)
+      it->second.config = merge_config(it->second.config, t.config);
     if (!applied) {
       refused_.insert(e.index.value);
       while (refused_.size() > max_refused_kept)

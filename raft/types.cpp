@@ -213,6 +213,8 @@ json to_json(const entry_payload& p) {
       j["delete"] = true;
     if (t.alter)
       j["alter"] = true;
+    if (t.merge)
+      j["merge"] = true;
   }
   return j;
 }
@@ -266,8 +268,12 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
       t.remove = r.boolean("delete");
     if (r.ok() && r.has("alter"))
       t.alter = r.boolean("alter");
+    if (r.ok() && r.has("merge"))
+      t.merge = r.boolean("merge");
     if (r.ok() && (t.grow + t.remove + t.alter) > 1)
       r.fail(t.alter ? "alter" : "delete", "a topic entry either grows, deletes or reconfigures a topic");
+    if (r.ok() && t.merge && !t.alter)
+      r.fail("merge", "only a config change (\"alter\":true) merges");
     if (r.ok() && (t.partitions < 1 || t.partitions > max_topic_partitions))
       r.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
     out = std::move(t);

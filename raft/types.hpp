@@ -110,11 +110,16 @@ struct owner_entry {
 /// topic does not exist or a move of one of its partitions is unfinished.
 /// `partitions` is then the count the proposer saw, `owner` the proposer.
 /// A config change (`alter` true, docs/metadata.md "Topic configuration")
-/// replaces the topic's `config` with this entry's (the proposer merged and
-/// validated it); refused for a topic that does not exist. `partitions` is
-/// the count the proposer saw, `owner` the proposer.
+/// replaces the topic's `config` with this entry's, or with `merge` true
+/// merges this entry's `config` (a patch: key -> value, null removes the
+/// key) into it key by key, at apply time, so that two changes of
+/// different keys never undo each other. Validated by the proposer (each
+/// key on its own, so any merge of valid patches is valid); refused for a
+/// topic that does not exist. `partitions` is the count the proposer saw,
+/// `owner` the proposer.
 /// JSON: {"type":"topic","topic":"orders","partitions":6,"owner":"b1","config":"","grow":false}
-/// (a deletion adds "delete":true, a config change "alter":true; absent = false).
+/// (a deletion adds "delete":true, a config change "alter":true and, for a
+/// patch, "merge":true; absent = false).
 struct topic_entry {
   std::string topic;
   int32_t partitions = 1;  ///< >= 1
@@ -123,9 +128,10 @@ struct topic_entry {
   bool grow = false;
   bool remove = false;
   bool alter = false;
+  bool merge = false;  ///< with alter: `config` is a patch
   friend bool operator==(const topic_entry& a, const topic_entry& b) {
     return a.topic == b.topic && a.partitions == b.partitions && a.owner == b.owner && a.config == b.config &&
-           a.grow == b.grow && a.remove == b.remove && a.alter == b.alter;
+           a.grow == b.grow && a.remove == b.remove && a.alter == b.alter && a.merge == b.merge;
   }
 };
 

@@ -554,9 +554,7 @@ void read_local(const client_context& ctx, const std::string& group, const std::
     failed_into(done, ctx.broker_id), offsets_atom::value, group, topic);
 }
 
-/// GET /v1/groups/{g}/offsets: every broker's owned part, merged (the
-/// higher offset wins should two brokers both claim a partition during a
-/// move's cutover). 404 unknown_group only when no broker knows the group.
+/// GET /v1/groups/{g}/offsets.
 void fetch_offsets(const client_context& ctx, http_request& req, const responder& respond) {
   auto group = req.params["group"];
   auto topic = req.query.count("topic") ? req.query["topic"] : std::string{};
@@ -564,15 +562,23 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
     respond(http_response::error(400, "invalid_request", "topic: expected [A-Za-z0-9._-]{1,249} without '..'"));
     return;
   }
+  gather_committed_offsets(ctx, group, topic,
+                           [respond](int status, std::string body) { respond(http_response::json(status, body)); });
+}
+
+}  // namespace
+
+void gather_committed_offsets(const client_context& ctx, const std::string& group, const std::string& topic,
+                              std::function<void(int status, std::string body)> done) {
   if (!clustered(ctx) || !valid_group_id_quiet(group)) {
-    read_local(ctx, group, topic, relay_to(respond));
+    read_local(ctx, group, topic, [done](reply r) { done(r.status, std::move(r.body)); });
     return;
   }
   auto peers = peer_list(ctx);
   auto fan = std::make_shared<fan_in>();
   fan->replies.resize(peers.size() + 1);
   fan->pending = peers.size() + 1;
-  fan->done = [respond](std::vector<reply>& replies) {
+  fan->done = [done](std::vector<reply>& replies) {
     // The highest offset of each partition wins, with its metadata.
     std::map<std::pair<std::string, int32_t>, std::pair<int64_t, std::string>> merged;
     const reply* not_found = nullptr;
@@ -583,16 +589,15 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
         continue;
       }
       if (r.status == 0) {
-        respond(http_response::json(503, json{{"error", "owner_unavailable"},
-                                              {"owner", r.broker},
-                                              {"message", "broker " + r.broker
-                                                            + " did not answer for its committed offsets: " + r.error}}
-                                           .dump()));
+        done(503, json{{"error", "owner_unavailable"},
+                       {"owner", r.broker},
+                       {"message", "broker " + r.broker + " did not answer for its committed offsets: " + r.error}}
+                    .dump());
         return;
       }
       auto j = json::parse(r.body, nullptr, false);
       if (r.status != 200 || !j.is_object() || !j.contains("offsets") || !j["offsets"].is_array()) {
-        respond(http_response::json(r.status == 200 ? 502 : r.status, r.body));
+        done(r.status == 200 ? 502 : r.status, r.body);
         return;
       }
       found = true;
@@ -606,7 +611,7 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
       }
     }
     if (!found && not_found) {
-      respond(http_response::json(404, not_found->body));
+      done(404, not_found->body);
       return;
     }
     json list = json::array();
@@ -615,7 +620,7 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
                           {"partition", key.second},
                           {"offset", committed.first},
                           {"metadata", committed.second}});
-    respond(http_response::json(200, json{{"offsets", list}}.dump()));
+    done(200, json{{"offsets", list}}.dump());
   };
   read_local(ctx, group, topic, [fan](reply r) { fan->put(0, std::move(r)); });
   size_t i = 1;
@@ -626,7 +631,9 @@ void fetch_offsets(const client_context& ctx, http_request& req, const responder
   }
 }
 
-}  // namespace
+std::string group_coordinator_of(const client_context& ctx, const std::string& group) {
+  return coordinator_of(ctx, group);
+}
 
 std::vector<std::string> group_brokers(const client_context& ctx) {
   // With the metadata log: its voters and registered brokers, the same list
@@ -641,6 +648,7 @@ std::vector<std::string> group_brokers(const client_context& ctx) {
 }
 
 void add_group_routes(router& r, const client_context& ctx) {
+  add_group_admin_routes(r, ctx);  // transport/group_admin_routes.cpp
   r.add("POST", "/v1/groups/{group}/members",
         [ctx](http_request& req, responder respond) { join_group(ctx, req, respond); });
   r.add("POST", "/v1/groups/{group}/members/{member}/heartbeat",
@@ -666,6 +674,7 @@ void add_group_routes(router& r, const client_context& ctx) {
 }
 
 void add_cluster_group_routes(router& r, const client_context& ctx) {
+  add_cluster_group_admin_routes(r, ctx);
   // A join forwarded by a broker that is not the group's coordinator:
   // {"topics","member_id"?,"partitions"?:{"topic":count},"client_id"?}.
   // Runs the local group actor (never forwards again), whoever the

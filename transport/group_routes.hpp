@@ -14,11 +14,15 @@
 // Without a Cluster section everything is local, as before.
 
 #include "transport/client_routes.hpp"
+#include "transport/peer_survey.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace moonmq::transport {
+
+class kafka_group_table;
 
 /// POST/DELETE /v1/groups/{g}/members..., POST/GET /v1/groups/{g}/offsets
 /// and GET /v1/groups/{g}/coordinator on the client API.
@@ -31,5 +35,39 @@ void add_cluster_group_routes(router& r, const client_context& ctx);
 /// This broker and its configured peers (unsorted): the brokers among which
 /// group coordinators are placed.
 std::vector<std::string> group_brokers(const client_context& ctx);
+
+/// The broker that coordinates `group` (cluster::group_coordinator over
+/// the unfenced brokers; this broker without a cluster).
+std::string group_coordinator_of(const client_context& ctx, const std::string& group);
+
+/// Every broker's committed offsets of `group` (`topic` or "" = all),
+/// merged (the higher offset wins should two brokers both claim a partition
+/// during a move's cutover): `done(200, {"offsets":[{"topic","partition",
+/// "offset","metadata"}]})`, 404 unknown_group only when no broker knows the
+/// group, 503 owner_unavailable when a broker did not answer. What GET
+/// /v1/groups/{g}/offsets answers.
+void gather_committed_offsets(const client_context& ctx, const std::string& group, const std::string& topic,
+                              std::function<void(int status, std::string body)> done);
+
+/// How deleting a group ended.
+enum class group_deletion { deleted, not_found, non_empty, unavailable };
+
+/// Deletes `group` on its coordinator (this broker): refused (non_empty)
+/// while HTTP members (the group actor) or Kafka members (`table`, may be
+/// null) are in it; else its committed offsets on every broker (each owner
+/// keeps its partitions': the local group actor and every peer's DELETE
+/// /cluster/groups/{g}/offsets) and its membership state here. not_found
+/// when no broker held anything of it; unavailable when a peer did not
+/// answer (deleting again is harmless). Kafka DeleteGroups and DELETE
+/// /v1/groups/{g} both end here. `done` once, on any thread.
+void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, kafka_group_table* table,
+                             std::vector<cluster_peer> peers, std::chrono::milliseconds timeout,
+                             const std::string& group, std::function<void(group_deletion)> done);
+
+/// GET /v1/groups, GET and DELETE /v1/groups/{g} on the client API, and
+/// GET /cluster/groups, GET and DELETE /cluster/groups/{g} on the cluster
+/// listener (transport/group_admin_routes.cpp).
+void add_group_admin_routes(router& r, const client_context& ctx);
+void add_cluster_group_admin_routes(router& r, const client_context& ctx);
 
 }  // namespace moonmq::transport

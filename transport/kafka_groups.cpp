@@ -14,6 +14,7 @@
 #include "actors/errors.hpp"
 #include "groups/types.hpp"
 #include "transport/blocking_client.hpp"
+#include "transport/group_routes.hpp"
 #include "transport/http_client.hpp"
 
 namespace moonmq::transport {
@@ -310,55 +311,15 @@ kafka::describe_groups_response describe_groups(const kafka_context& ctx, const 
 /// did not answer.
 void delete_group(const std::shared_ptr<kafka_context>& ctx, const std::string& group,
                   std::function<void(int16_t)> done) {
-  bool in_table = false;
-  if (auto code = ctx->group_table->remove_if_empty(group, in_table); code != 0) {
-    done(code);
-    return;
-  }
-  struct tally {
-    std::mutex mtx;
-    bool held = false;
-    int16_t code = 0;
-  };
-  auto t = std::make_shared<tally>();
-  t->held = in_table;
-  auto peers = ctx->peers->all();
-  size_t calls = 1;
-  for (const auto& p : peers)
-    calls += p.client != nullptr;
-  auto g = kafka_gather::make(calls, [t, done] {
-    done(t->code != 0 ? t->code : t->held ? int16_t{0} : ec::group_id_not_found);
-  });
-  auto note = [t](bool held, int16_t code) {
-    std::lock_guard<std::mutex> lock{t->mtx};
-    t->held = t->held || held;
-    if (code != 0 && t->code == 0)
-      t->code = code;
-  };
-  ask<bool>(
-    *ctx->system, ctx->groups, ctx->timeout,
-    [g, note](bool& held) {
-      note(held, 0);
-      g->one();
-    },
-    [g, note](const caf::error& e) {
-      note(false, error_code_of(e) == "non_empty_group" ? ec::non_empty_group : ec::coordinator_not_available);
-      g->one();
-    },
-    delete_atom::value, group);
-  for (const auto& p : peers) {
-    if (!p.client)
-      continue;
-    kafka_peer_call(*ctx, p.id, "DELETE", "/cluster/groups/" + group + "/offsets", {},
-                    [g, note](int status, std::string body) {
-                      auto j = json::parse(body, nullptr, false);
-                      if (status == 200 && j.is_object())
-                        note(j.value("deleted", false), 0);
-                      else
-                        note(false, ec::coordinator_not_available);
-                      g->one();
-                    });
-  }
+  delete_group_everywhere(*ctx->system, ctx->groups, ctx->group_table.get(), ctx->peers->all(), ctx->timeout, group,
+                          [done](group_deletion d) {
+                            switch (d) {
+                              case group_deletion::deleted: done(0); return;
+                              case group_deletion::not_found: done(ec::group_id_not_found); return;
+                              case group_deletion::non_empty: done(ec::non_empty_group); return;
+                              case group_deletion::unavailable: done(ec::coordinator_not_available); return;
+                            }
+                          });
 }
 
 /// NOT_COORDINATOR (16) when the group of a group request is coordinated elsewhere.

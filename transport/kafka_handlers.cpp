@@ -389,9 +389,20 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     auto& r = resp->topics[i];
     r.name = t.name;
     auto n = t.num_partitions == -1 ? fallback : t.num_partitions;
+    // Kafka clients create their internal topics with configs moonmq does
+    // not implement (Connect and Streams: cleanup.policy=compact,
+    // min.insync.replicas, ...): those are ignored with a warning, as
+    // before configs were kept (keeping every record, the default, is a
+    // superset of compaction); known keys with bad values are refused.
     dataplane::topic_config_changes changes;
-    for (const auto& c : t.configs)
-      changes.push_back({c.name, c.value});
+    for (const auto& c : t.configs) {
+      bool kept = dataplane::is_topic_config_key(c.name) && (c.name != "cleanup.policy" || c.value == "delete");
+      if (kept)
+        changes.push_back({c.name, c.value});
+      else
+        log::get("transport")->warn("kafka.topic_config_ignored topic={} config={} value=\"{}\"", t.name, c.name,
+                                    c.value.value_or("null"));
+    }
     if (auto why = dataplane::check_topic_name(t.name); !why.empty()) {
       r.error_code = ec::invalid_topic_exception;
       r.error_message = why;

@@ -12,6 +12,13 @@ namespace {
 
 using json = nlohmann::json;
 
+/// A topic config change's text: a JSON object (or "" = none set). Its keys
+/// were checked by the proposer; a broker that forwards anything else is
+/// refused here rather than committed.
+bool config_object(const std::string& text) {
+  return text.empty() || json::parse(text, nullptr, false).is_object();
+}
+
 /// The node, or a 503 raft_disabled answer.
 const raft_actor* node_or_503(const raft_context& ctx, const responder& respond) {
   if (ctx.node)
@@ -117,9 +124,11 @@ void add_raft_routes(router& r, const raft_context& ctx) {
     else if (t.grow)
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  grow_atom::value, t.topic, t.partitions, t.owner.str(), false);
+    else if (t.alter && !config_object(t.config))
+      respond(http_response::error(400, "invalid_request", "a topic config change carries a JSON object"));
     else if (t.alter)
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
-                                 config_atom::value, t.topic, t.partitions, t.owner.str(), t.config, false);
+                                 config_atom::value, t.topic, t.partitions, t.owner.str(), t.config, t.merge, false);
     else
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  create_atom::value, t.topic, t.partitions, t.owner.str(), t.config, false);

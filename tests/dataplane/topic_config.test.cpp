@@ -85,3 +85,28 @@ TEST_CASE("a standalone broker's whole config reads back as the keys that differ
   c.retention_ms = 5000;
   CHECK(json::parse(topic_config_overrides(c)) == json::parse(R"({"retention.ms":5000})"));
 }
+
+TEST_CASE("a merge patch for the metadata log holds integers and nulls, checked key by key",
+          "[dataplane][topic_config]") {
+  std::string patch;
+  REQUIRE(topic_config_patch({{"retention.ms", std::string("60000")}, {"retention.bytes", std::nullopt},
+                              {"cleanup.policy", std::string("delete")}},
+                             patch)
+            .empty());
+  CHECK(json::parse(patch) == json::parse(R"({"retention.ms":60000,"retention.bytes":null})"));
+  CHECK(topic_config_patch({{"segment.bytes", std::string("1")}}, patch) == "config.segment.bytes: must be at least 1024");
+  CHECK(is_topic_config_key("retention.ms"));
+  CHECK(is_topic_config_key("cleanup.policy"));
+  CHECK_FALSE(is_topic_config_key("min.insync.replicas"));
+}
+
+TEST_CASE("a config read leniently keeps every valid known key and names the rest", "[dataplane][topic_config]") {
+  topic_config c;
+  auto skipped = read_topic_config_lenient(R"({"retention.ms":"5000","future.key":1,"segment.bytes":"big"})", c);
+  CHECK(skipped == "future.key, segment.bytes");
+  CHECK(c.retention_ms == 5000);
+  CHECK(c.segment_bytes == topic_config{}.segment_bytes);
+  CHECK(read_topic_config_lenient("", c).empty());
+  CHECK(c.retention_ms == -1);
+  CHECK_FALSE(read_topic_config_lenient("[1]", c).empty());
+}

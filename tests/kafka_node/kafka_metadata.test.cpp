@@ -429,6 +429,18 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   CHECK(prc == 0);
   CHECK(pout.find("kgroups-a") == std::string::npos);  // deleted above
   CHECK(pout.find("kgroups-b Empty consumer 0 None") != std::string::npos);
+
+  // The same groups over HTTP: Kafka groups are listed and deleted there too.
+  auto over_http = call(c.client(2), "GET", "/v1/groups");
+  INFO(over_http.raw);
+  CHECK(over_http.raw.find("kgroups-a") == std::string::npos);
+  bool kafka_b = false;
+  for (const auto& g : over_http.body["groups"])
+    kafka_b = kafka_b || (g["group"] == "kgroups-b" && g["protocol"] == "kafka" && g["state"] == "Empty");
+  CHECK(kafka_b);
+  CHECK(call(c.client(0), "GET", "/v1/groups/kgroups-b").body["protocol"] == "kafka");
+  CHECK(call(c.client(0), "DELETE", "/v1/groups/kgroups-b").status == 200);
+  CHECK(call(c.client(0), "GET", "/v1/groups/kgroups-b").status == 404);
 }
 
 TEST_CASE("kafka listener with the metadata log: committed metadata survives the commit split across partition "
@@ -706,4 +718,76 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
     CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.bytes"] == 4096; }, 10s));
     CHECK(catalogue_config(i, "kadm")["retention.ms"] == -1);
   }
+}
+
+TEST_CASE("groups over HTTP: every broker lists a group, describes its members, committed offsets and lag, and "
+          "deletes it once empty",
+          "[kafka_cluster][metadata]") {
+  // GET /v1/groups merges every broker's report; GET /v1/groups/{g} takes
+  // the membership from the coordinator, the committed offsets from each
+  // partition's owner and the log end offsets from the owners too; DELETE
+  // /v1/groups/{g} runs on the coordinator (409 while a member is in it).
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "glag"}, {"partitions", 2}}.dump()).status == 201);
+  for (int p = 0; p < 2; ++p) {
+    json records = json::array();
+    for (int n = 0; n < (p == 0 ? 10 : 4); ++n)
+      records.push_back(json{{"value", "v" + std::to_string(n)}, {"partition", p}});
+    REQUIRE(call(c.client(0), "POST", "/v1/topics/glag/records", json{{"records", records}}.dump()).status == 200);
+  }
+  const auto group = group_coordinated_by("b2");
+  auto joined = call(c.client(2), "POST", "/v1/groups/" + group + "/members", json{{"topics", {"glag"}}}.dump());
+  REQUIRE(joined.status == 200);
+  const auto member = joined.body["member_id"].get<std::string>();
+  auto committed = call(c.client(2), "POST", "/v1/groups/" + group + "/offsets",
+                        json{{"offsets", {{{"topic", "glag"}, {"partition", 0}, {"offset", 4}},
+                                          {{"topic", "glag"}, {"partition", 1}, {"offset", 4}}}},
+                             {"member_id", member},
+                             {"generation", joined.body["generation"]}}
+                          .dump());
+  REQUIRE(committed.status == 200);
+
+  auto d = call(c.client(0), "GET", "/v1/groups/" + group);
+  INFO(d.raw);
+  REQUIRE(d.status == 200);
+  CHECK(d.body["coordinator"] == "b2");
+  CHECK(d.body["protocol"] == "http");
+  CHECK(d.body["state"] == "Stable");
+  REQUIRE(d.body["members"].size() == 1);
+  CHECK(d.body["members"][0]["member_id"] == member);
+  CHECK(d.body["members"][0]["assignment"].size() == 2);
+  REQUIRE(d.body["offsets"].size() == 2);
+  CHECK(d.body["offsets"][0]["log_end_offset"] == 10);
+  CHECK(d.body["offsets"][0]["lag"] == 6);
+  CHECK(d.body["offsets"][1]["log_end_offset"] == 4);
+  CHECK(d.body["offsets"][1]["lag"] == 0);
+  CHECK(d.body["lag"] == 6);
+  CHECK(d.body["lag_complete"] == true);
+
+  auto listed = call(c.client(2), "GET", "/v1/groups");
+  INFO(listed.raw);
+  REQUIRE(listed.status == 200);
+  CHECK(listed.body["unreachable"].empty());
+  bool found = false;
+  for (const auto& g : listed.body["groups"])
+    if (g["group"] == group) {
+      found = true;
+      CHECK(g == json{{"group", group}, {"coordinator", "b2"}, {"protocol", "http"}, {"state", "Stable"},
+                      {"members", 1}});
+    }
+  CHECK(found);
+
+  auto refused = call(c.client(2), "DELETE", "/v1/groups/" + group);
+  CHECK(refused.status == 409);
+  CHECK(refused.body["error"] == "group_not_empty");
+  REQUIRE(call(c.client(2), "DELETE", "/v1/groups/" + group + "/members/" + member).status == 200);
+  auto deleted = call(c.client(2), "DELETE", "/v1/groups/" + group);
+  CHECK(deleted.status == 200);
+  CHECK(deleted.body == json{{"group", group}, {"deleted", true}});
+  CHECK(call(c.client(0), "GET", "/v1/groups/" + group).status == 404);
+  CHECK(call(c.client(0), "GET", "/v1/groups/" + group + "/offsets").status == 404);
+  CHECK(call(c.client(1), "DELETE", "/v1/groups/" + group).status == 404);
+  CHECK(call(c.client(1), "GET", "/v1/groups/bad%20id").status == 400);
 }

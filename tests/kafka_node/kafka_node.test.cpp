@@ -401,14 +401,16 @@ TEST_CASE("kafka listener: a standalone broker creates topics with configs, grow
           "[kafka_node]") {
   // Without a cluster the same APIs go to the broker actor: the topic
   // catalogue (data/topics.json) holds the count and config. CreateTopics
-  // with an unknown or bad config is 40 INVALID_CONFIG naming the key, and
+  // with a bad value of a known key is 40 INVALID_CONFIG naming the key
+  // (keys moonmq does not implement, such as Streams' cleanup.policy=compact,
+  // are ignored with a warning), and
   // num.partitions is cluster-wide, never one broker's (40).
   kafka_node n;
   std::string py =
     "from confluent_kafka.admin import AdminClient, NewTopic, NewPartitions, ConfigResource\n"
     "a = AdminClient({'bootstrap.servers': '" + n.broker() + "'})\n"
     "fs = a.create_topics([NewTopic('cfg1', 2, 1, config={'retention.ms': '3600000'}),\n"
-    "                      NewTopic('cfg2', 1, 1, config={'compression.type': 'zstd'}),\n"
+    "                      NewTopic('cfg2', 1, 1, config={'cleanup.policy': 'compact', 'min.insync.replicas': '2'}),\n"
     "                      NewTopic('cfg3', 1, 1, config={'segment.bytes': 'big'})], request_timeout=20)\n"
     "for t, f in sorted(fs.items()):\n"
     "    try:\n"
@@ -433,7 +435,7 @@ TEST_CASE("kafka listener: a standalone broker creates topics with configs, grow
   INFO(out);
   CHECK(rc == 0);
   CHECK(out.find("cfg1 created") != std::string::npos);
-  CHECK(out.find("cfg2 INVALID_CONFIG config.compression.type: unknown topic config") != std::string::npos);
+  CHECK(out.find("cfg2 created") != std::string::npos);  // configs moonmq does not implement are ignored
   CHECK(out.find("cfg3 INVALID_CONFIG config.segment.bytes: expected an integer, got 'big'") != std::string::npos);
   CHECK(out.find("topic retention.bytes 1048576 False") != std::string::npos);
   CHECK(out.find("topic retention.ms 7200000 False") != std::string::npos);
@@ -444,7 +446,6 @@ TEST_CASE("kafka listener: a standalone broker creates topics with configs, grow
   REQUIRE(catalogue.is_object());
   json cfg1;
   for (const auto& t : catalogue["topics"]) {
-    CHECK(t["name"] != "cfg2");
     CHECK(t["name"] != "cfg3");
     if (t["name"] == "cfg1")
       cfg1 = t;

@@ -540,3 +540,35 @@ TEST_CASE("a config change replaces a topic's config in log order, is refused fo
   CHECK_FALSE(payload_from_json(j).ok());
   CHECK(describe(entry_payload{alter("orders", "{}")}) == "alter orders x2 @b1");
 }
+
+TEST_CASE("config patches merge key by key at apply time, so changes of different keys never undo each other",
+          "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return log_index{i};
+  };
+  auto patch = [](const std::string& text) {
+    topic_entry t{"orders", 2, id("b2"), text, false};
+    t.alter = true;
+    t.merge = true;
+    return t;
+  };
+  apply(topic_entry{"orders", 2, id("b1"), R"({"retention.ms":1000})", false});
+  // Two brokers patched different keys from the same image: both stay.
+  apply(patch(R"({"retention.bytes":4096})"));
+  apply(patch(R"({"segment.bytes":1048576})"));
+  CHECK(json::parse(s.topics().at("orders").config)
+        == json::parse(R"({"retention.ms":1000,"retention.bytes":4096,"segment.bytes":1048576})"));
+  // null removes a key; removing every key leaves "" (all defaults).
+  apply(patch(R"({"retention.ms":null,"retention.bytes":null,"segment.bytes":null})"));
+  CHECK(s.topics().at("orders").config.empty());
+  // Wire shape: "merge":true, only with "alter".
+  auto j = to_json(entry_payload{patch("{}")});
+  CHECK(j["merge"] == true);
+  REQUIRE(payload_from_json(j).ok());
+  CHECK(std::get<topic_entry>(*payload_from_json(j)) == patch("{}"));
+  j.erase("alter");
+  CHECK_FALSE(payload_from_json(j).ok());
+}

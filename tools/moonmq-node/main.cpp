@@ -298,12 +298,11 @@ int run(const config::load_result& loaded) {
   auto registry = spawn_registry(sys, std::chrono::milliseconds{500});
 
   auto view = std::make_shared<catalog_view>();
-  auto broker = spawn_broker(sys,
-                             broker_settings{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms,
-                                             io_settings{cfg.broker.io_threads, cfg.broker.max_open_files, {},
-                                                         cfg.broker.write_ahead_log,
-                                                         cfg.broker.wal_checkpoint_bytes}},
-                             std::move(*catalog), view, registry);
+  broker_settings bs{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms,
+                     io_settings{cfg.broker.io_threads, cfg.broker.max_open_files, {}, cfg.broker.write_ahead_log,
+                                 cfg.broker.wal_checkpoint_bytes},
+                     cfg.cluster ? owners : nullptr};
+  auto broker = spawn_broker(sys, std::move(bs), std::move(*catalog), view, registry);
   auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
                                         registry);
   // The broker loads the topic catalogue into `view` when it starts running,
@@ -485,6 +484,11 @@ int run(const config::load_result& loaded) {
   sctx.owners = cctx.owners;
   sctx.broker_id = cfg.broker_id();
   transport::add_session_routes(*client_router, sctx);
+  // The Kafka listener's groups, made here so that the HTTP group admin
+  // routes see them too.
+  if (cfg.kafka.enabled)
+    cctx.kafka_groups = std::make_shared<transport::kafka_group_table>(
+      std::chrono::milliseconds{cfg.kafka.group_initial_rebalance_delay_ms});
   // Cluster-wide groups (transport/group_routes.hpp): join answers
   // name the coordinator's URL and the meter's recommended URL; joins and
   // commits forwarded by peers arrive on the cluster listener.
@@ -563,8 +567,7 @@ int run(const config::load_result& loaded) {
     kx->broker_id = cfg.broker_id();
     kx->advertised_host = cfg.kafka.advertised_host;
     kx->peers = directory;
-    kx->group_table = std::make_shared<transport::kafka_group_table>(
-      std::chrono::milliseconds{cfg.kafka.group_initial_rebalance_delay_ms});
+    kx->group_table = cctx.kafka_groups;
     kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
     if (auto ec = kafka->start()) {
       for (auto& other : listeners)
