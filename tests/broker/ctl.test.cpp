@@ -128,3 +128,62 @@ TEST_CASE("moonmqctl consume --group resumes from the committed offsets", "[brok
   CHECK(lines_of(dir.path() + "/third.txt").empty());
   again.stop();
 }
+
+TEST_CASE("moonmqctl topic and group commands administer a broker in rpk's shape", "[broker][ctl]") {
+  temp_dir dir;
+  auto n = running_node::start(dir);
+  auto out = dir.path() + "/out.txt";
+  auto text = [&] { return read_text(out); };
+  REQUIRE(ctl(dir, n.client, "topic create orders -p 2 -c retention.ms=60000", "", out) == 0);
+  CHECK(text() == "created orders with 2 partition(s)\n");
+  REQUIRE(ctl(dir, n.client, "topic list", "", out) == 0);
+  CHECK(text().find("NAME    PARTITIONS\norders  2\n") != std::string::npos);
+  {
+    std::ofstream in{dir.path() + "/in.txt"};
+    for (int i = 0; i < 10; ++i)
+      in << "line-" << i << "\n";
+  }
+  REQUIRE(ctl(dir, n.client, "produce orders -p 0", dir.path() + "/in.txt", out) == 0);
+
+  // describe: the config with its source, and every partition's offsets.
+  REQUIRE(ctl(dir, n.client, "topic describe orders", "", out) == 0);
+  INFO(text());
+  CHECK(text().find("PARTITIONS  2\n") != std::string::npos);
+  CHECK(text().find("retention.ms     60000       topic") != std::string::npos);
+  CHECK(text().find("cleanup.policy   delete      read-only") != std::string::npos);
+  CHECK(text().find("PARTITION  OWNER") != std::string::npos);
+  auto describe = lines_of(out);
+  CHECK(std::count_if(describe.begin(), describe.end(),
+                      [](const std::string& l) { return l.rfind("0          ", 0) == 0 && l.find("  10  ") != std::string::npos; })
+        == 1);
+
+  // alter-config merges; --delete returns a key to its default.
+  REQUIRE(ctl(dir, n.client, "topic alter-config orders --set retention.bytes=1048576 --delete retention.ms", "", out)
+          == 0);
+  REQUIRE(ctl(dir, n.client, "topic describe orders --format json", "", out) == 0);
+  auto j = nlohmann::json::parse(text());
+  CHECK(j["config"][1] == nlohmann::json{{"name", "retention.bytes"}, {"value", "1048576"}, {"default", false},
+                                         {"read_only", false}});
+  CHECK(j["config"][2]["default"] == true);
+  CHECK(ctl(dir, n.client, "topic alter-config orders --set nope=1", "", out) == 1);
+  REQUIRE(ctl(dir, n.client, "topic add-partitions orders -n 2", "", out) == 0);
+  CHECK(text() == "orders now has 4 partitions\n");
+
+  // A group that consumed 4 of the 10 records: lag 6, then deleted.
+  REQUIRE(ctl(dir, n.client, "consume orders -g g1 -c 4", "", out) == 0);
+  REQUIRE(ctl(dir, n.client, "group list", "", out) == 0);
+  CHECK(text().find("g1") != std::string::npos);
+  REQUIRE(ctl(dir, n.client, "group describe g1 --format json", "", out) == 0);
+  auto g = nlohmann::json::parse(text());
+  CHECK(g["lag"] == 6);
+  REQUIRE(ctl(dir, n.client, "group describe g1", "", out) == 0);
+  CHECK(text().find("TOTAL-LAG    6\n") != std::string::npos);
+  REQUIRE(ctl(dir, n.client, "group delete g1", "", out) == 0);
+  CHECK(text() == "deleted g1\n");
+  CHECK(ctl(dir, n.client, "group describe g1", "", out) == 1);
+
+  REQUIRE(ctl(dir, n.client, "topic delete orders", "", out) == 0);
+  REQUIRE(ctl(dir, n.client, "topic list", "", out) == 0);
+  CHECK(text().find("orders") == std::string::npos);
+  n.stop();
+}

@@ -3,6 +3,7 @@
 // 1 a request failed, 2 bad usage.
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,5 +97,28 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o);
 int reassign_verify(const admin_endpoint& ep, const reassign_options& o);
 /// `reassign cancel`: cancels the move of (topic, partition).
 int reassign_cancel(const admin_endpoint& ep, const reassign_options& o);
+
+/// `topic ...` and `group ...` over the client API (tools/moonmqctl/admin.cpp).
+struct admin_options {
+  std::string action;              ///< list, create, describe, alter-config, add-partitions, delete
+  std::string name;                ///< the topic or group (all but list and delete)
+  std::vector<std::string> names;  ///< delete: topics or groups
+  int partitions = 0;              ///< create: 0 = the cluster default (num.partitions)
+  int add = 0;                     ///< add-partitions: how many to add
+  std::vector<std::string> set;    ///< create -c / alter-config --set: KEY=VALUE
+  std::vector<std::string> remove; ///< alter-config --delete: KEY (back to its default)
+  std::string format = "text";     ///< text | json
+};
+int topic_command(const endpoint& ep, const admin_options& o);
+int group_command(const endpoint& ep, const admin_options& o);
+
+/// Rows printed with every column as wide as its widest cell, two spaces apart.
+struct table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  explicit table(std::vector<std::string> h) : header(std::move(h)) {}
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  void print(std::ostream& out) const;
+};
 
 }  // namespace moonmq::ctl

@@ -9,6 +9,9 @@
 //   moonmqctl [--admin-url HOST:PORT] [--token T] balancer show
 //   moonmqctl [--admin-url HOST:PORT] [--token T] broker list | show ID | drain ID [--wait] | undrain ID | remove ID
 //   moonmqctl [--admin-url HOST:PORT] [--token T] balancer set KEY=VALUE...   (e.g. DryRun=false)
+//   moonmqctl [--url HOST:PORT] topic list | create NAME [-p N] [-c K=V]... | describe NAME |
+//             alter-config NAME [--set K=V]... [--delete K]... | add-partitions NAME -n N | delete NAME...
+//   moonmqctl [--url HOST:PORT] group list | describe GROUP | delete GROUP...   (each: --format text|json)
 //
 // produce reads lines from stdin (one record each); consume prints records,
 // one per line; reassign drives partition moves over the admin API
@@ -98,6 +101,50 @@ int main(int argc, char** argv) {
     }
   }
 
+  // topic / group: everyday administration over the client API (admin.cpp).
+  admin_options ao;
+  auto add_format = [&ao](CLI::App* sub) {
+    sub->add_option("--format", ao.format, "text (aligned tables) or json")->capture_default_str()->check(
+      CLI::IsMember({"text", "json"}));
+  };
+  auto* topic = app.add_subcommand("topic", "create, list, describe, configure, grow and delete topics");
+  topic->require_subcommand(1);
+  auto* tlist = topic->add_subcommand("list", "every topic with its partition count");
+  auto* tcreate = topic->add_subcommand("create", "create a topic cluster-wide");
+  tcreate->add_option("name", ao.name, "topic")->required();
+  tcreate->add_option("-p,--partitions", ao.partitions, "partitions (default: the cluster's num.partitions)")
+    ->check(CLI::Range(1, 10000));
+  tcreate->add_option("-c,--config", ao.set, "topic config KEY=VALUE (retention.ms, retention.bytes, segment.bytes)");
+  auto* tdescribe = topic->add_subcommand("describe", "owners, offsets and size of every partition, and the config");
+  tdescribe->add_option("name", ao.name, "topic")->required();
+  auto* talter = topic->add_subcommand("alter-config", "change topic configs cluster-wide");
+  talter->add_option("name", ao.name, "topic")->required();
+  talter->add_option("--set", ao.set, "KEY=VALUE to set");
+  talter->add_option("--delete", ao.remove, "KEY to return to its default");
+  auto* tadd = topic->add_subcommand("add-partitions", "add partitions to a topic");
+  tadd->add_option("name", ao.name, "topic")->required();
+  tadd->add_option("-n,--num", ao.add, "partitions to add")->required()->check(CLI::Range(1, 10000));
+  auto* tdelete = topic->add_subcommand("delete", "delete topics cluster-wide");
+  tdelete->add_option("names", ao.names, "topics")->required();
+  for (auto [sub, action] : {std::pair{tlist, "list"}, std::pair{tcreate, "create"}, std::pair{tdescribe, "describe"},
+                             std::pair{talter, "alter-config"}, std::pair{tadd, "add-partitions"},
+                             std::pair{tdelete, "delete"}}) {
+    add_format(sub);
+    sub->callback([&ao, a = std::string(action)] { ao.action = a; });
+  }
+  auto* group = app.add_subcommand("group", "list, describe (with lag) and delete consumer groups");
+  group->require_subcommand(1);
+  auto* glist = group->add_subcommand("list", "every group of the cluster");
+  auto* gdescribe = group->add_subcommand("describe", "members, committed offsets and lag");
+  gdescribe->add_option("name", ao.name, "group")->required();
+  auto* gdelete = group->add_subcommand("delete", "delete empty groups and their committed offsets");
+  gdelete->add_option("names", ao.names, "groups")->required();
+  for (auto [sub, action] :
+       {std::pair{glist, "list"}, std::pair{gdescribe, "describe"}, std::pair{gdelete, "delete"}}) {
+    add_format(sub);
+    sub->callback([&ao, a = std::string(action)] { ao.action = a; });
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -128,6 +175,10 @@ int main(int argc, char** argv) {
       return reassign_verify(admin, ro);
     return reassign_cancel(admin, ro);
   }
+  if (*topic)
+    return topic_command(ep, ao);
+  if (*group)
+    return group_command(ep, ao);
   if (*prod)
     return produce(ep, po);
   return consume(ep, co);
