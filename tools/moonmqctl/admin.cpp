@@ -171,10 +171,11 @@ int topic_add_partitions(const endpoint& ep, const admin_options& o) {
   return 0;
 }
 
-int topic_delete(const endpoint& ep, const admin_options& o) {
+/// DELETE <prefix><name> for each name; exit 1 when any failed.
+int delete_each(const endpoint& ep, const admin_options& o, const std::string& prefix) {
   int rc = 0;
   for (const auto& name : o.names) {
-    auto j = request(ep, "DELETE", "/v1/topics/" + name);
+    auto j = request(ep, "DELETE", prefix + name);
     if (!j) {
       rc = 1;
       continue;
@@ -231,22 +232,6 @@ int group_describe(const endpoint& ep, const admin_options& o) {
   return 0;
 }
 
-int group_delete(const endpoint& ep, const admin_options& o) {
-  int rc = 0;
-  for (const auto& name : o.names) {
-    auto j = request(ep, "DELETE", "/v1/groups/" + name);
-    if (!j) {
-      rc = 1;
-      continue;
-    }
-    if (o.format == "json")
-      print_json(*j);
-    else
-      std::cout << "deleted " << name << "\n";
-  }
-  return rc;
-}
-
 }  // namespace
 
 void table::print(std::ostream& out) const {
@@ -285,7 +270,7 @@ int topic_command(const endpoint& ep, const admin_options& o) {
     return topic_alter_config(ep, o);
   if (o.action == "add-partitions")
     return topic_add_partitions(ep, o);
-  return topic_delete(ep, o);
+  return delete_each(ep, o, "/v1/topics/");
 }
 
 int group_command(const endpoint& ep, const admin_options& o) {
@@ -293,7 +278,7 @@ int group_command(const endpoint& ep, const admin_options& o) {
     return group_list(ep, o);
   if (o.action == "describe")
     return group_describe(ep, o);
-  return group_delete(ep, o);
+  return delete_each(ep, o, "/v1/groups/");
 }
 
 }  // namespace moonmq::ctl
