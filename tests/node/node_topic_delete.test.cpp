@@ -60,6 +60,14 @@ TEST_CASE("a topic deleted through one broker is gone from every broker, and cre
   if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
     FAIL("no leader elected\n" << log_tails(c));
   create_topic(c.client(0), "gone", partitions);
+  // b2 serves the topic once it applied the create (within a heartbeat,
+  // docs/metadata.md "Known limits": no read-your-writes across brokers).
+  REQUIRE(wait_until(
+    [&] {
+      auto a = call(c.client(1), "GET", "/v1/topics");
+      return a.status == 200 && a.raw.find("\"gone\"") != std::string::npos;
+    },
+    10s));
   for (int p = 0; p < partitions; ++p)
     REQUIRE(fill(c.client(1), "gone", p, 20, 5, 64).size() == 20);
   // A committed offset goes with the topic (a consumer of the topic created
