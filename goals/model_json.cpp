@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace moonmq::goals {
 namespace {
@@ -229,6 +230,21 @@ json model_to_json(const cluster_model& m) {
     out["in_flight"] = inf;
   }
   return out;
+}
+
+json plan_to_reassignment(const plan& p) {
+  std::vector<std::pair<std::string, int32_t>> order;
+  std::map<std::pair<std::string, int32_t>, std::string> dest;
+  for (const auto& a : p.actions) {
+    auto key = std::make_pair(a.topic, static_cast<int32_t>(a.partition));
+    if (!dest.count(key))
+      order.push_back(key);
+    dest[key] = a.to;
+  }
+  json partitions = json::array();
+  for (const auto& key : order)
+    partitions.push_back({{"topic", key.first}, {"partition", key.second}, {"replicas", json::array({dest[key]})}});
+  return json{{"version", 1}, {"partitions", partitions}};
 }
 
 json plan_to_json(const plan& p) {

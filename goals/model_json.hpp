@@ -26,4 +26,12 @@ nlohmann::json model_to_json(const cluster_model& m);
 /// The plan as CONTRACT §6 JSON; every number is finite.
 nlohmann::json plan_to_json(const plan& p);
 
+/// The plan's moves as a reassignment `moonmqctl reassign execute` and
+/// POST /admin/reassignments take (CONTRACT §4):
+/// {"version":1,"partitions":[{"topic","partition","replicas":["<to>"]}]},
+/// one entry per partition the plan moves (each half of a SWAP is a move;
+/// a partition moved more than once goes to its last destination), in
+/// the order of the actions.
+nlohmann::json plan_to_reassignment(const plan& p);
+
 }  // namespace moonmq::goals

@@ -1,6 +1,8 @@
-// moonmq-plan --model FILE [--goals-dir DIR]: offline planner (CONTRACT §1,
-// §6). Reads a cluster model, loads the goal plugins, prints the plan JSON on
-// stdout. Exit 0 on success, 2 on invalid input (arguments, model file,
+// moonmq-plan --model FILE [--goals-dir DIR] [--format plan|reassignment]:
+// offline planner (CONTRACT §1, §6). Reads a cluster model (or a planner
+// case file, tests/goals/cases: its "model"), loads the goal plugins, prints
+// the plan JSON on stdout, or with --format reassignment the plan's moves as
+// the reassignment `moonmqctl reassign execute --plan` takes. Exit 0 on success, 2 on invalid input (arguments, model file,
 // goals directory) with a message on stderr. Plugin files that fail to load
 // are reported on stderr and skipped.
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include <boost/dll/runtime_symbol_info.hpp>
+#include <nlohmann/json.hpp>
 
 #include "goals/detector.hpp"
 #include "goals/model_json.hpp"
@@ -22,9 +25,12 @@ namespace {
 constexpr int kExitInvalid = 2;
 
 const char* kUsage =
-    "usage: moonmq-plan --model FILE [--goals-dir DIR]\n"
-    "  --model FILE      cluster model JSON (brokers, partitions, goals, ...)\n"
+    "usage: moonmq-plan --model FILE [--goals-dir DIR] [--format plan|reassignment]\n"
+    "  --model FILE      cluster model JSON (brokers, partitions, goals, ...), or a planner case\n"
+    "                    file ({\"model\": ...}, tests/goals/cases)\n"
     "  --goals-dir DIR   goal plugins directory (default: <dir of moonmq-plan>/plugins)\n"
+    "  --format F        plan (default): the whole plan; reassignment: its moves as\n"
+    "                    {\"version\":1,\"partitions\":[...]} for moonmqctl reassign execute\n"
     "Prints the plan JSON on stdout. Exit 0, or 2 on invalid input.\n";
 
 int invalid(const std::string& message) {
@@ -42,7 +48,7 @@ std::string default_goals_dir() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_path, goals_dir;
+  std::string model_path, goals_dir, format = "plan";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string& out) -> bool {
@@ -57,6 +63,9 @@ int main(int argc, char** argv) {
       if (!value(model_path)) return invalid("--model needs a FILE\n" + std::string(kUsage));
     } else if (arg == "--goals-dir") {
       if (!value(goals_dir)) return invalid("--goals-dir needs a DIR\n" + std::string(kUsage));
+    } else if (arg == "--format") {
+      if (!value(format) || (format != "plan" && format != "reassignment"))
+        return invalid("--format needs plan or reassignment\n" + std::string(kUsage));
     } else {
       return invalid("unknown argument \"" + arg + "\"\n" + kUsage);
     }
@@ -68,7 +77,12 @@ int main(int argc, char** argv) {
   if (!in) return invalid("cannot read model file \"" + model_path + "\"");
   std::ostringstream text;
   text << in.rdbuf();
-  auto model = moonmq::goals::model_from_text(text.str());
+  // A planner case file holds the model under "model".
+  auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+  auto model_text = doc.is_object() && !doc.contains("brokers") && doc.contains("model") && doc["model"].is_object()
+                      ? doc["model"].dump()
+                      : text.str();
+  auto model = moonmq::goals::model_from_text(model_text);
   if (!model) return invalid("invalid model \"" + model_path + "\": " + model.error());
 
   const auto loaded = moonmq::plugins::load_goal_dir(goals_dir);
@@ -87,6 +101,9 @@ int main(int argc, char** argv) {
   }
   auto plan = moonmq::goals::make_plan(model.value(), goals);
   if (!plan) return invalid("invalid model \"" + model_path + "\": " + plan.error());
-  std::cout << moonmq::goals::plan_to_json(plan.value()).dump(2) << "\n";
+  std::cout << (format == "reassignment" ? moonmq::goals::plan_to_reassignment(plan.value())
+                                          : moonmq::goals::plan_to_json(plan.value()))
+                 .dump(2)
+            << "\n";
   return std::cout.good() ? 0 : 1;
 }

@@ -2,6 +2,9 @@
 // over the admin API (CONTRACT §4). The plan arithmetic is the pure
 // cluster::generate_plan; this file only talks HTTP and prints.
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +17,7 @@
 
 #include "cluster/move_journal.hpp"
 #include "cluster/reassignment_planner.hpp"
+#include "tools/common/move_view.hpp"
 #include "tools/common/progress_bar.hpp"
 #include "tools/moonmqctl/commands.hpp"
 #include "transport/blocking_client.hpp"
@@ -196,6 +200,12 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
 }
 
 int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
+  // With --wait on a terminal the block is redrawn in place; otherwise a
+  // block is printed only when it changed.
+  const bool redraw = o.wait && ::isatty(STDOUT_FILENO);
+  size_t drawn_lines = 0;
+  std::string last_block;
+  tools::move_rates rates;
   for (;;) {
     auto res = admin_call(ep, "GET", "/admin/reassignments");
     if (!res)
@@ -212,29 +222,46 @@ int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
       std::cerr << "moonmqctl: GET /admin/reassignments has no \"reassignments\" array\n";
       return 1;
     }
+    // Only each partition's newest move counts: an older failure retried
+    // since is history, not a failure to report.
+    auto current = tools::current_moves(*it);
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
     bool all_ended = true, any_failed = false;
-    for (const auto& m : *it) {
+    std::ostringstream block;
+    for (const auto& m : current) {
       auto state_name = str_field(m, "state");
       auto state = cluster::parse_move_state(state_name);
       bool ended = state && cluster::is_terminal(*state);
       all_ended = all_ended && ended;
       any_failed = any_failed || state == cluster::move_state::failed;
       int64_t copied = int_field(m, "bytes_copied"), total = int_field(m, "bytes_total");
-      std::cout << str_field(m, "topic") << "/" << str_field(m, "partition") << "  " << str_field(m, "from")
-                << " -> " << str_field(m, "to") << "  " << state_name << "  "
-                << progress_bar(copied, total, state == cluster::move_state::done) << "  " << human_bytes(copied)
-                << " / " << human_bytes(total);
+      block << str_field(m, "topic") << "/" << str_field(m, "partition") << "  " << str_field(m, "from") << " -> "
+            << str_field(m, "to") << "  " << state_name << "  "
+            << progress_bar(copied, total, state == cluster::move_state::done) << "  " << human_bytes(copied)
+            << " / " << human_bytes(total);
+      auto rate = rates.sample(str_field(m, "move_id"), copied, now);
+      if (!ended && rate && *rate > 0)
+        block << "  " << human_bytes(*rate) << "/s  " << tools::eta_text(total - copied, *rate);
       if (m.contains("error") && !str_field(m, "error").empty())
-        std::cout << "  error: " << str_field(m, "error");
-      std::cout << "\n";
+        block << "  error: " << str_field(m, "error");
+      block << "\n";
     }
-    if (it->empty())
-      std::cout << "no reassignments\n";
-    std::cout.flush();
+    if (current.empty())
+      block << "no reassignments\n";
+    if (current.size() < it->size())
+      block << (it->size() - current.size()) << " earlier move(s) of the same partitions not shown\n";
+    auto text = block.str();
+    if (redraw && drawn_lines > 0)
+      std::cout << "\x1b[" << drawn_lines << "F\x1b[J";  // back to the block's first line, clear below
+    if (redraw || text != last_block)
+      std::cout << text << std::flush;
+    drawn_lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    last_block = std::move(text);
     if (!o.wait || all_ended)
       return any_failed ? 1 : 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
-    std::cout << "\n";
   }
 }
 

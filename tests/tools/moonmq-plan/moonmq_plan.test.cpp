@@ -135,3 +135,25 @@ TEST_CASE("moonmq-plan reads goals from --goals-dir and warns about unloadable f
   CHECK(plan["goals"][0]["name"] == "PARTITION_COUNT");
   CHECK(plan["actions"].size() == 1);
 }
+
+TEST_CASE("moonmq-plan reads a case file and writes the plan's moves as a reassignment moonmqctl executes",
+          "[moonmq-plan]") {
+  const auto path = moonmq::test::cases_dir() + "/new-empty-broker.json";
+  const auto whole = run_plan("--model " + path);
+  INFO(whole.err);
+  REQUIRE(whole.exit_code == 0);
+  const auto plan = json::parse(whole.out);
+  const auto r = run_plan("--model " + path + " --format reassignment");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto re = json::parse(r.out);
+  CHECK(re["version"] == 1);
+  // One entry per moved partition, to the plan's destination, in its order.
+  REQUIRE(re["partitions"].size() == plan["actions"].size());
+  for (std::size_t i = 0; i < plan["actions"].size(); ++i) {
+    const auto& a = plan["actions"][i];
+    const auto& p = re["partitions"][i];
+    CHECK(p == json{{"topic", a["topic"]}, {"partition", a["partition"]}, {"replicas", json::array({a["to"]})}});
+  }
+  CHECK(run_plan("--model " + path + " --format yaml").exit_code == 2);
+}
