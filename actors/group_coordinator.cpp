@@ -317,6 +317,17 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       self->state.newest_generation.erase(group);
       return held || *removed;
     },
+    [self](delete_atom, std::string& group, std::string& topic,
+           std::vector<int32_t>& partitions) -> caf::result<int32_t> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      auto removed = self->state.store->remove_offsets(group, topic, partitions);
+      if (!removed)
+        return removed.err().code == groups::errc::invalid_group_id
+                 ? from(removed.err())
+                 : make_error(errc::storage_error, "offset delete of group " + group + ": " + removed.err().message);
+      return static_cast<int32_t>(*removed);
+    },
     [self](list_atom) {
       json list = json::array();
       for (const auto& [id, g] : self->state.groups)

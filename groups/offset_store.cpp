@@ -260,6 +260,26 @@ result<size_t> offset_store::remove_partition(const std::string& topic, int32_t 
   return changed;
 }
 
+result<size_t> offset_store::remove_offsets(const std::string& group, const std::string& topic,
+                                            const std::vector<int32_t>& partitions) {
+  if (auto ok = validate_group_id(group); !ok)
+    return ok.err();
+  auto it = groups_.find(group);
+  if (it == groups_.end())
+    return size_t{0};
+  table next = it->second;
+  size_t removed = 0;
+  for (auto p : partitions)
+    removed += next.erase({topic, p});
+  if (removed == 0)
+    return size_t{0};
+  if (auto ok = write_group(group, next); !ok)
+    return ok.err();
+  it->second = std::move(next);
+  log::get("groups")->info("offsets.deleted group={} topic={} partitions={}", group, topic, removed);
+  return removed;
+}
+
 result<bool> offset_store::remove_group(const std::string& group) {
   if (auto ok = validate_group_id(group); !ok)
     return ok.err();

@@ -81,6 +81,13 @@ class offset_store {
   /// written before the failing one keep the removal).
   result<size_t> remove_partition(const std::string& topic, int32_t partition);
 
+  /// Deletes the committed offsets of `group` for `partitions` of `topic`
+  /// (Kafka OffsetDelete) as one durable write. Returns how many it held;
+  /// partitions without a committed offset are skipped. Errors:
+  /// invalid_group_id, io_error (nothing changed).
+  result<size_t> remove_offsets(const std::string& group, const std::string& topic,
+                                const std::vector<int32_t>& partitions);
+
   /// Deletes every committed offset of `group` (Kafka DeleteGroups): its
   /// file and directory go, durably (the directory `__groups` is fsynced),
   /// before this returns true; false when the store holds nothing for it.

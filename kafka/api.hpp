@@ -33,6 +33,7 @@ enum class api_key : int16_t {
   alter_configs = 33,
   create_partitions = 37,
   delete_groups = 42,
+  offset_delete = 47,
 };
 
 /// One advertised API: versions [min_version, max_version] inclusive, and
@@ -45,7 +46,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 21;
+inline constexpr size_t supported_api_count = 22;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

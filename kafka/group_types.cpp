@@ -156,8 +156,24 @@ bool io_delete_groups_response(Io& f, int16_t, M& x) {
   return f.i32(x.throttle_time_ms) && f.array(x.results, result);
 }
 
+template <class Io, class M>
+bool io_offset_delete_request(Io& f, int16_t, M& x) {
+  auto partition = [&](auto& p) { return f.i32(p); };
+  auto topic = [&](auto& t) { return f.string(t.name) && f.array(t.partitions, partition); };
+  return f.string(x.group_id) && f.array(x.topics, topic);
+}
+
+template <class Io, class M>
+bool io_offset_delete_response(Io& f, int16_t, M& x) {
+  auto partition = [&](auto& p) { return f.i32(p.partition_index) && f.i16(p.error_code); };
+  auto topic = [&](auto& t) { return f.string(t.name) && f.array(t.partitions, partition); };
+  return f.i16(x.error_code) && f.i32(x.throttle_time_ms) && f.array(x.topics, topic);
+}
+
 }  // namespace
 
+MOONMQ_KAFKA_CODEC(offset_delete_request)
+MOONMQ_KAFKA_CODEC(offset_delete_response)
 MOONMQ_KAFKA_CODEC(find_coordinator_request)
 MOONMQ_KAFKA_CODEC(find_coordinator_response)
 MOONMQ_KAFKA_CODEC(join_group_request)

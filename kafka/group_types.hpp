@@ -200,6 +200,37 @@ struct delete_groups_response {
   std::vector<delete_groups_result> results;
 };
 
+// ---- OffsetDelete (key 47), v0 only (OffsetDeleteRequest.json, KIP-496:
+// no flexible version) ----
+
+struct offset_delete_topic {
+  std::string name;
+  std::vector<int32_t> partitions;  ///< partition indexes
+};
+
+struct offset_delete_request {
+  static constexpr api_key key = api_key::offset_delete;
+  std::string group_id;
+  std::vector<offset_delete_topic> topics;
+};
+
+struct offset_delete_partition_result {
+  int32_t partition_index = 0;
+  int16_t error_code = 0;
+};
+
+struct offset_delete_topic_result {
+  std::string name;
+  std::vector<offset_delete_partition_result> partitions;
+};
+
+struct offset_delete_response {
+  static constexpr api_key key = api_key::offset_delete;
+  int16_t error_code = 0;  ///< top level: 16, 69, 68, 24 ...
+  int32_t throttle_time_ms = 0;
+  std::vector<offset_delete_topic_result> topics;
+};
+
 // ---- OffsetCommit (key 8) ----
 
 struct offset_commit_partition {
@@ -284,6 +315,10 @@ bool decode(reader& r, int16_t version, delete_groups_request& out);
 bool encode(writer& w, int16_t version, const delete_groups_request& in);
 bool decode(reader& r, int16_t version, delete_groups_response& out);
 bool encode(writer& w, int16_t version, const delete_groups_response& in);
+bool decode(reader& r, int16_t version, offset_delete_request& out);
+bool encode(writer& w, int16_t version, const offset_delete_request& in);
+bool decode(reader& r, int16_t version, offset_delete_response& out);
+bool encode(writer& w, int16_t version, const offset_delete_response& in);
 bool decode(reader& r, int16_t version, find_coordinator_request& out);
 bool encode(writer& w, int16_t version, const find_coordinator_request& in);
 bool decode(reader& r, int16_t version, find_coordinator_response& out);

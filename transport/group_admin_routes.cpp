@@ -5,6 +5,7 @@
 // group's membership lives on its coordinator, its committed offsets with
 // each partition's owner, and the log end offsets with the owners too.
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -333,6 +334,39 @@ void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, 
               });
 }
 
+void delete_offsets_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,
+                               std::chrono::milliseconds timeout, const std::string& group, const std::string& topic,
+                               std::vector<int32_t> partitions, std::function<void(bool, int64_t)> done) {
+  struct tally {
+    std::mutex mtx;
+    bool ok = true;
+    int64_t removed = 0;
+    size_t left = 0;
+  };
+  auto t = std::make_shared<tally>();
+  peers.erase(std::remove_if(peers.begin(), peers.end(), [](const cluster_peer& p) { return !p.client; }),
+              peers.end());
+  t->left = peers.size() + 1;
+  auto note = [t, done](bool ok, int64_t removed) {
+    std::unique_lock<std::mutex> lock{t->mtx};
+    t->ok = t->ok && ok;
+    t->removed += removed;
+    if (--t->left != 0)
+      return;
+    lock.unlock();
+    done(t->ok, t->removed);
+  };
+  ask<int32_t>(
+    sys, groups, timeout, [note](int32_t& n) { note(true, n); }, [note](const caf::error&) { note(false, 0); },
+    delete_atom::value, group, topic, partitions);
+  const auto body = json{{"partitions", partitions}}.dump();
+  for (const auto& p : peers)
+    call_peer(p, "DELETE", "/cluster/groups/" + group + "/offsets/" + topic, body, 0, {}, timeout,
+              [note](int status, json answer, std::string) {
+                note(status == 200 && answer.is_object(), status == 200 ? answer.value("removed", int64_t{0}) : 0);
+              });
+}
+
 void add_group_admin_routes(router& r, const client_context& ctx) {
   r.add("GET", "/v1/groups", [ctx](http_request&, responder respond) { list_groups(ctx, respond); });
   r.add("GET", "/v1/groups/{group}", [ctx](http_request& req, responder respond) { describe_group(ctx, req, respond); });
@@ -352,6 +386,24 @@ void add_cluster_group_admin_routes(router& r, const client_context& ctx) {
     local_membership(ctx, req.params["group"], [respond](json j) {
       respond(http_response::json(j.contains("error") ? 503 : 200, j.dump()));
     });
+  });
+  // This broker's part of a Kafka OffsetDelete: body {"partitions":[...]}
+  // of the topic in the path; {"removed":n}.
+  r.add("DELETE", "/cluster/groups/{group}/offsets/{topic}", [ctx](http_request& req, responder respond) {
+    auto body = json::parse(req.body, nullptr, false);
+    std::vector<int32_t> partitions;
+    if (body.is_object() && body.contains("partitions") && body["partitions"].is_array())
+      for (const auto& p : body["partitions"])
+        if (p.is_number_integer())
+          partitions.push_back(p.get<int32_t>());
+    if (partitions.empty()) {
+      respond(http_response::error(400, "invalid_request", "body must be {\"partitions\":[<partition>...]}"));
+      return;
+    }
+    ask<int32_t>(
+      *ctx.system, ctx.groups, ctx.timeout,
+      [respond](int32_t& n) { respond(http_response::json(200, json{{"removed", n}}.dump())); }, fail_with(respond),
+      delete_atom::value, req.params["group"], req.params["topic"], std::move(partitions));
   });
   // A deletion forwarded to the coordinator (DELETE /v1/groups/{g}).
   r.add("DELETE", "/cluster/groups/{group}", [ctx](http_request& req, responder respond) {

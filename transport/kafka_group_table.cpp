@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kafka/wire.hpp"
+
 namespace moonmq::transport {
 
 namespace ec = kafka::error_code;
@@ -424,6 +426,25 @@ kafka::described_group kafka_group_table::describe_group(const std::string& id) 
     }
     out.members.push_back(std::move(d));
   }
+  return out;
+}
+
+kafka_group_table::subscription kafka_group_table::subscribed(const std::string& group) const {
+  std::lock_guard<std::mutex> lock{impl_->mtx};
+  subscription out;
+  auto it = impl_->groups.find(group);
+  if (it == impl_->groups.end())
+    return out;
+  out.has_members = !it->second.members.empty();
+  out.consumer = it->second.protocol_type.empty() || it->second.protocol_type == "consumer";
+  for (const auto& [id, m] : it->second.members)
+    for (const auto& p : m.protocols) {
+      kafka::reader r{p.metadata};
+      int16_t version = 0;
+      std::vector<std::string> topics;
+      if (r.i16(version) && r.array(topics, [&](std::string& t) { return r.string(t); }))
+        out.topics.insert(topics.begin(), topics.end());
+    }
   return out;
 }
 

@@ -380,6 +380,105 @@ kafka::response_body error_answer(const kafka::request_body& body, int16_t code)
   return r;
 }
 
+/// OffsetDelete (47, KIP-496) on the group's coordinator: the committed
+/// offsets of the named partitions go from every broker. Top level: 24 a
+/// bad group id, 16 coordinated elsewhere, 68 a group with members that
+/// does not use the consumer protocol, 69 a group nobody knows (no members,
+/// no offsets anywhere), 15 a broker did not answer (retriable). Per
+/// partition: 3 unknown, 86 GROUP_SUBSCRIBED_TO_TOPIC while a member
+/// (Kafka's or HTTP's) subscribes to its topic (nothing deleted for it).
+void offset_delete(const std::shared_ptr<kafka_context>& ctx, kafka::offset_delete_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::offset_delete_response>();
+  for (const auto& t : req.topics) {
+    resp->topics.push_back({t.name, {}});
+    for (auto p : t.partitions)
+      resp->topics.back().partitions.push_back({p, 0});
+  }
+  auto answer = [resp, done](int16_t top) {
+    resp->error_code = top;
+    int errors = top != 0;
+    for (auto& t : resp->topics)
+      for (auto& p : t.partitions) {
+        if (top != 0)
+          p.error_code = 0;  // Kafka: a top-level error leaves the partitions empty-handed
+        errors += p.error_code != 0;
+      }
+    if (top != 0)
+      resp->topics.clear();
+    done(std::move(*resp), errors);
+  };
+  if (!groups::validate_group_id(req.group_id)) {
+    answer(ec::invalid_group_id);
+    return;
+  }
+  if (kafka_coordinator_of(*ctx, req.group_id) != ctx->broker_id) {
+    answer(ec::not_coordinator);
+    return;
+  }
+  auto kafka_subs = ctx->group_table->subscribed(req.group_id);
+  if (kafka_subs.has_members && !kafka_subs.consumer) {
+    answer(ec::non_empty_group);
+    return;
+  }
+  // The HTTP members' subscriptions, from this broker's group actor.
+  ask<std::string>(
+    *ctx->system, ctx->groups, ctx->timeout,
+    [ctx, req, resp, answer, kafka_subs](std::string& text) {
+      auto http = json::parse(text, nullptr, false);
+      std::set<std::string> subscribed = kafka_subs.topics;
+      bool known = kafka_subs.has_members;
+      if (http.is_object()) {
+        known = known || http.value("state", std::string{"Dead"}) != "Dead";
+        for (const auto& m : http.value("members", json::array()))
+          for (const auto& t : m.value("topics", json::array()))
+            subscribed.insert(t.get<std::string>());
+      }
+      auto topics = ctx->catalog->get();
+      std::vector<std::pair<std::string, std::vector<int32_t>>> todo;
+      for (auto& t : resp->topics) {
+        auto local = topics->find(t.name);
+        int32_t count = local == topics->end() ? -1 : static_cast<int32_t>(local->second.partitions.size());
+        if (ctx->owners)
+          if (auto image = ctx->owners->topics(); image->count(t.name))
+            count = std::max(count, image->at(t.name).partitions);
+        std::vector<int32_t> parts;
+        for (auto& p : t.partitions) {
+          if (p.partition_index < 0 || p.partition_index >= count)
+            p.error_code = ec::unknown_topic_or_partition;
+          else if (subscribed.count(t.name))
+            p.error_code = ec::group_subscribed_to_topic;
+          else
+            parts.push_back(p.partition_index);
+        }
+        if (!parts.empty())
+          todo.emplace_back(t.name, std::move(parts));
+      }
+      struct tally {
+        std::mutex mtx;
+        bool ok = true;
+        int64_t removed = 0;
+      };
+      auto sum = std::make_shared<tally>();
+      auto g = kafka_gather::make(todo.size(), [sum, known, answer] {
+        // Nothing of the group anywhere: Kafka's GROUP_ID_NOT_FOUND.
+        answer(!sum->ok ? ec::coordinator_not_available
+                        : !known && sum->removed == 0 ? ec::group_id_not_found
+                                                      : int16_t{0});
+      });
+      for (auto& [topic, parts] : todo)
+        delete_offsets_everywhere(*ctx->system, ctx->groups, ctx->peers->all(), ctx->timeout, req.group_id, topic,
+                                  std::move(parts), [sum, g](bool ok, int64_t removed) {
+                                    {
+                                      std::lock_guard<std::mutex> lock{sum->mtx};
+                                      sum->ok = sum->ok && ok;
+                                      sum->removed += removed;
+                                    }
+                                    g->one();
+                                  });
+    },
+    [answer](const caf::error&) { answer(ec::coordinator_not_available); }, status_atom::value, req.group_id);
+}
+
 }  // namespace
 
 void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done) {
@@ -390,6 +489,10 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
   }
   if (std::holds_alternative<kafka::list_groups_request>(req.body)) {
     done(list_groups(*ctx), 0);
+    return;
+  }
+  if (auto* od = std::get_if<kafka::offset_delete_request>(&req.body)) {
+    offset_delete(ctx, std::move(*od), std::move(done));
     return;
   }
   if (auto* dg = std::get_if<kafka::describe_groups_request>(&req.body)) {

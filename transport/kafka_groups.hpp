@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,16 @@ public:
   /// the table does not know it; protocol, member metadata and assignments
   /// only while Stable (Kafka's GroupMetadata.summary).
   kafka::described_group describe_group(const std::string& id) const;
+  /// For OffsetDelete (KIP-496): whether `group` has members, whether it
+  /// uses the "consumer" protocol type, and the topics its members
+  /// subscribe to (each member's metadata for its protocols, in Kafka's
+  /// ConsumerProtocolSubscription layout: version, [topic], ...).
+  struct subscription {
+    bool has_members = false;
+    bool consumer = true;
+    std::set<std::string> topics;
+  };
+  subscription subscribed(const std::string& group) const;
   /// Forgets `group` when it has no member (DeleteGroups): 0, with
   /// `existed` telling whether the table knew it; 68 NON_EMPTY_GROUP (and
   /// nothing changes) while members are in it.

@@ -186,6 +186,22 @@ TEST_CASE("offsets: remove_group deletes a group's offsets durably and only that
   CHECK(store.list_groups() == std::vector<std::string>{"b"});
 }
 
+TEST_CASE("offsets: remove_offsets deletes some partitions' offsets of one group durably", "[groups]") {
+  moonmq::test::temp_dir tmp{"groups-offsets"};
+  {
+    auto store = open_ok(tmp.path());
+    REQUIRE(store.commit("a", {{"t", 0, 1}, {"t", 1, 2}, {"t", 2, 3}, {"u", 0, 4}}).ok());
+    REQUIRE(store.commit("b", {{"t", 0, 5}}).ok());
+    CHECK(*store.remove_offsets("a", "t", {0, 2, 7}) == 2);
+    CHECK(*store.remove_offsets("a", "t", {0}) == 0);
+    CHECK(*store.remove_offsets("never", "t", {0}) == 0);
+    CHECK(store.remove_offsets("..", "t", {0}).err().code == errc::invalid_group_id);
+  }
+  auto store = open_ok(tmp.path());
+  CHECK(*store.fetch("a") == std::vector<partition_offset>{{"t", 1, 2, ""}, {"u", 0, 4, ""}});
+  CHECK(store.committed("b", "t", 0) == 5);
+}
+
 TEST_CASE("offsets: a corrupt group file refuses the open and names the file", "[groups]") {
   moonmq::test::temp_dir tmp{"groups-offsets"};
   std::string file;

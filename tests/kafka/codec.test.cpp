@@ -19,7 +19,7 @@ version_range range_of(api_key key) { return *supported_range(static_cast<int16_
 }  // namespace
 
 TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]") {
-  REQUIRE(supported_apis().size() == 21);
+  REQUIRE(supported_apis().size() == 22);
   auto check = [](api_key k, int16_t lo, int16_t hi) {
     auto r = range_of(k);
     CHECK(r.min_version == lo);
@@ -46,6 +46,7 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::alter_configs, 0, 1);
   check(api_key::create_partitions, 0, 1);
   check(api_key::delete_groups, 0, 1);
+  check(api_key::offset_delete, 0, 0);
   for (const auto& r : supported_apis())
     for (int16_t v = r.min_version; v <= r.max_version; ++v)
       CHECK(is_flexible(r.key, v) == (r.key == api_key::api_versions && v == 3));
@@ -214,12 +215,12 @@ TEST_CASE("kafka codec: an unsupported ApiVersions version gets error 35 in v0 l
   auto frame = error_response_frame(req.err());
   REQUIRE(frame);
   CHECK(*frame == unsupported_api_versions_frame(3));
-  // size, correlation id (header v0), error 35, 21 entries of 6 bytes.
-  CHECK(frame->substr(0, 14) == unhex("00000088 00000003 0023 00000015"));
-  CHECK(frame->size() == 4 + 4 + 2 + 4 + 21 * 6);
+  // size, correlation id (header v0), error 35, 22 entries of 6 bytes.
+  CHECK(frame->substr(0, 14) == unhex("0000008e 00000003 0023 00000016"));
+  CHECK(frame->size() == 4 + 4 + 2 + 4 + 22 * 6);
   auto body = decode_body<api_versions_response>(frame->substr(8), 0).value();
   CHECK(body.error_code == error_code::unsupported_version);
-  REQUIRE(body.api_keys.size() == 21);
+  REQUIRE(body.api_keys.size() == 22);
   CHECK(body.api_keys[13].api == 18);
   CHECK(body.api_keys[13].max_version == 3);
 }

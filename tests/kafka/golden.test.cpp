@@ -265,3 +265,18 @@ TEST_CASE("kafka golden: DescribeConfigs v0 and v1 responses (is_default, then c
   CHECK_FALSE(body.resources.at(0).configuration_keys);
   CHECK(body.include_synonyms);
 }
+
+TEST_CASE("kafka golden: OffsetDelete v0 request and response (KIP-496)", "[kafka][golden]") {
+  // group "g", topics [("t", [0, 1])].
+  auto req = decode_request(unhex("002f 0000 00000004 0000 0001 67 00000001 0001 74 00000002 00000000 00000001"));
+  REQUIRE(req.ok());
+  const auto& body = std::get<offset_delete_request>(req->body);
+  CHECK(body.group_id == "g");
+  REQUIRE(body.topics.size() == 1);
+  CHECK(body.topics[0].partitions == std::vector<int32_t>{0, 1});
+  // error_code, throttle_time_ms, topics [name, partitions [index, error]].
+  offset_delete_response r;
+  r.topics = {{"t", {{0, 0}, {1, 86}}}};
+  const auto v0 = unhex("00000021 00000004 0000 00000000 00000001 0001 74 00000002 00000000 0000 00000001 0056");
+  CHECK(hex(encode_response(4, 0, r).value()) == hex(v0));
+}

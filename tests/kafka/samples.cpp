@@ -196,6 +196,11 @@ std::vector<request_body> sample_requests() {
   delete_groups_request delete_groups;
   delete_groups.groups_names = {"g", "h"};
   out.emplace_back(delete_groups);
+
+  offset_delete_request offset_delete;
+  offset_delete.group_id = "g";
+  offset_delete.topics = {{"orders", {0, 2}}, {"audit", {1}}};
+  out.emplace_back(offset_delete);
   return out;
 }
 
@@ -369,6 +374,11 @@ std::vector<response_body> sample_responses() {
   delete_groups.throttle_time_ms = 18;
   delete_groups.results = {{"g", 0}, {"h", error_code::non_empty_group}};
   out.emplace_back(delete_groups);
+
+  offset_delete_response offset_delete;
+  offset_delete.throttle_time_ms = 22;
+  offset_delete.topics = {{"orders", {{0, 0}, {2, error_code::group_subscribed_to_topic}}}};
+  out.emplace_back(offset_delete);
   return out;
 }
 

@@ -559,6 +559,38 @@ TEST_CASE("kafka listener with the metadata log: committed metadata survives the
   got = fetch_all();
   CHECK(got[3].committed_offset == 4);
   CHECK(got[3].metadata == std::optional<std::string>("bad\xef\xbf\xbd"));
+
+  // OffsetDelete (47, KIP-496) on the coordinator: the named partitions'
+  // offsets go from every owner; an unknown partition is 3; elsewhere 16;
+  // a group nobody knows 69.
+  auto offset_delete = [&](uint16_t port, const std::string& g, std::vector<kafka::offset_delete_topic> topics) {
+    kafka::offset_delete_request d;
+    d.group_id = g;
+    d.topics = std::move(topics);
+    auto raw = raw_exchange(port, request_frame(d, 0), 5s);
+    REQUIRE(raw.size() > 8);
+    auto r = kafka::decode_body<kafka::offset_delete_response>(raw.substr(8), 0);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  auto deleted = offset_delete(coordinator, group, {{"km", {0, 2, 9}}, {"kn", {0}}});
+  CHECK(deleted.error_code == 0);
+  REQUIRE(deleted.topics.size() == 2);
+  CHECK(deleted.topics[0].partitions[0].error_code == 0);
+  CHECK(deleted.topics[0].partitions[1].error_code == 0);
+  CHECK(deleted.topics[0].partitions[2].error_code == kafka::error_code::unknown_topic_or_partition);
+  CHECK(deleted.topics[1].partitions[0].error_code == 0);
+  got = fetch_all();
+  CHECK(got[0].committed_offset == -1);
+  CHECK(got[1].committed_offset == 6);  // not named: kept
+  CHECK(got[2].committed_offset == -1);
+  CHECK(got[3].committed_offset == -1);
+  CHECK(offset_delete(c.kafka(0), group, {{"km", {1}}}).error_code == kafka::error_code::not_coordinator);
+  const auto nobody = group_coordinated_by("b2") + "-x";
+  const uint16_t nobody_port = c.kafka(cluster::group_coordinator(nobody, {"b1", "b2", "b3"}) == "b1"   ? 0
+                                       : cluster::group_coordinator(nobody, {"b1", "b2", "b3"}) == "b2" ? 1
+                                                                                                         : 2);
+  CHECK(offset_delete(nobody_port, nobody, {{"km", {1}}}).error_code == kafka::error_code::group_id_not_found);
 }
 
 TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs and DescribeConfigs through kafkajs "
