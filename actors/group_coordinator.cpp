@@ -321,6 +321,8 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
            std::vector<int32_t>& partitions) -> caf::result<int32_t> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");
+      if (groups::validate_group_id(group) && !self->state.store->has_group(group))
+        return -1;
       auto removed = self->state.store->remove_offsets(group, topic, partitions);
       if (!removed)
         return removed.err().code == groups::errc::invalid_group_id

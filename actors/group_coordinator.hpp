@@ -74,8 +74,8 @@ using group_actor = caf::typed_actor<
   caf::replies_to<status_atom, std::string>::with<std::string>,
   // Deletes the group's committed offsets of some partitions of a topic
   // on this broker (Kafka OffsetDelete; group, topic, partitions), durably.
-  // Replies how many it held; errors: invalid_group_id, not_ready,
-  // storage_error.
+  // Replies how many it held, or -1 when it stores no offset of the group
+  // at all; errors: invalid_group_id, not_ready, storage_error.
   caf::replies_to<delete_atom, std::string, std::string, std::vector<int32_t>>::with<int32_t>,
   // Internal: evict expired members, follow partition growth.
   caf::reacts_to<tick_atom>,

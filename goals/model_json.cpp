@@ -234,16 +234,22 @@ json model_to_json(const cluster_model& m) {
 
 json plan_to_reassignment(const plan& p) {
   std::vector<std::pair<std::string, int32_t>> order;
-  std::map<std::pair<std::string, int32_t>, std::string> dest;
+  std::map<std::pair<std::string, int32_t>, std::pair<std::string, std::string>> moved;  // first from, last to
   for (const auto& a : p.actions) {
     auto key = std::make_pair(a.topic, static_cast<int32_t>(a.partition));
-    if (!dest.count(key))
+    auto it = moved.find(key);
+    if (it == moved.end()) {
       order.push_back(key);
-    dest[key] = a.to;
+      moved[key] = {a.from, a.to};
+    } else {
+      it->second.second = a.to;
+    }
   }
   json partitions = json::array();
   for (const auto& key : order)
-    partitions.push_back({{"topic", key.first}, {"partition", key.second}, {"replicas", json::array({dest[key]})}});
+    if (moved[key].second != moved[key].first)  // moved away and back: no move
+      partitions.push_back(
+        {{"topic", key.first}, {"partition", key.second}, {"replicas", json::array({moved[key].second})}});
   return json{{"version", 1}, {"partitions", partitions}};
 }
 

@@ -30,8 +30,8 @@ nlohmann::json plan_to_json(const plan& p);
 /// POST /admin/reassignments take (CONTRACT §4):
 /// {"version":1,"partitions":[{"topic","partition","replicas":["<to>"]}]},
 /// one entry per partition the plan moves (each half of a SWAP is a move;
-/// a partition moved more than once goes to its last destination), in
-/// the order of the actions.
+/// a partition moved more than once goes to its last destination, and one
+/// moved away and back has none), in the order of the actions.
 nlohmann::json plan_to_reassignment(const plan& p);
 
 }  // namespace moonmq::goals

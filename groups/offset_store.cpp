@@ -273,6 +273,13 @@ result<size_t> offset_store::remove_offsets(const std::string& group, const std:
     removed += next.erase({topic, p});
   if (removed == 0)
     return size_t{0};
+  if (next.empty()) {
+    // Nothing left: the group goes as with remove_group (Kafka drops an
+    // Empty group without offsets).
+    if (auto gone = remove_group(group); !gone)
+      return gone.err();
+    return removed;
+  }
   if (auto ok = write_group(group, next); !ok)
     return ok.err();
   it->second = std::move(next);

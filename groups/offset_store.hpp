@@ -83,8 +83,9 @@ class offset_store {
 
   /// Deletes the committed offsets of `group` for `partitions` of `topic`
   /// (Kafka OffsetDelete) as one durable write. Returns how many it held;
-  /// partitions without a committed offset are skipped. Errors:
-  /// invalid_group_id, io_error (nothing changed).
+  /// partitions without a committed offset are skipped; a group left with
+  /// no offset goes as with remove_group. Errors: invalid_group_id,
+  /// io_error (nothing changed).
   result<size_t> remove_offsets(const std::string& group, const std::string& topic,
                                 const std::vector<int32_t>& partitions);
 

@@ -115,6 +115,8 @@ void list_groups(const client_context& ctx, const responder& respond) {
     survey_peers(peers, "/cluster/groups", ctx.timeout, [ctx, mine, respond](std::vector<peer_answer> answers) {
       std::vector<json> reports{mine};
       json unreachable = json::array();
+      if (mine.contains("error"))
+        unreachable.push_back(ctx.broker_id);  // this broker's own group actor did not answer
       for (auto& a : answers) {
         if (a.ok && a.body.is_object())
           reports.push_back(std::move(a.body));
@@ -291,79 +293,90 @@ void delete_group(const client_context& ctx, http_request& req, const responder&
 void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, kafka_group_table* table,
                              std::vector<cluster_peer> peers, std::chrono::milliseconds timeout,
                              const std::string& group, std::function<void(group_deletion)> done) {
-  bool in_table = false;
-  if (table && table->remove_if_empty(group, in_table) != 0) {
+  if (table && table->subscribed(group).has_members) {
     done(group_deletion::non_empty);
     return;
   }
-  struct tally {
-    std::mutex mtx;
-    bool held = false;
-    std::optional<group_deletion> failed;
-    size_t left = 0;
-  };
-  auto t = std::make_shared<tally>();
-  t->held = in_table;
   peers.erase(std::remove_if(peers.begin(), peers.end(), [](const cluster_peer& p) { return !p.client; }),
               peers.end());
-  t->left = peers.size() + 1;
-  auto note = [t, done](bool held, std::optional<group_deletion> failed) {
-    std::unique_lock<std::mutex> lock{t->mtx};
-    t->held = t->held || held;
-    if (failed && !t->failed)
-      t->failed = failed;
-    if (--t->left != 0)
+  // This broker first: its group actor refuses while HTTP members are in
+  // the group, and only then do the other brokers delete their offsets (a
+  // refused deletion deletes nothing anywhere).
+  auto spread = [table, peers, timeout, group, done](bool held_here) {
+    bool in_table = false;
+    if (table && table->remove_if_empty(group, in_table) != 0) {
+      done(group_deletion::non_empty);  // a Kafka member joined meanwhile
       return;
-    auto outcome = t->failed ? *t->failed : t->held ? group_deletion::deleted : group_deletion::not_found;
-    lock.unlock();
-    done(outcome);
+    }
+    struct tally {
+      std::mutex mtx;
+      bool held = false;
+      bool failed = false;
+      size_t left = 0;
+    };
+    auto t = std::make_shared<tally>();
+    t->held = held_here || in_table;
+    t->left = peers.size();
+    if (peers.empty()) {
+      done(t->held ? group_deletion::deleted : group_deletion::not_found);
+      return;
+    }
+    for (const auto& p : peers)
+      call_peer(p, "DELETE", "/cluster/groups/" + group + "/offsets", {}, 0, {}, timeout,
+                [t, done](int status, json body, std::string) {
+                  std::unique_lock<std::mutex> lock{t->mtx};
+                  if (status == 200 && body.is_object())
+                    t->held = t->held || body.value("deleted", false);
+                  else
+                    t->failed = true;
+                  if (--t->left != 0)
+                    return;
+                  auto outcome = t->failed ? group_deletion::unavailable
+                                 : t->held ? group_deletion::deleted
+                                           : group_deletion::not_found;
+                  lock.unlock();
+                  done(outcome);
+                });
   };
   ask<bool>(
-    sys, groups, timeout, [note](bool& held) { note(held, std::nullopt); },
-    [note](const caf::error& e) {
-      note(false, error_code_of(e) == "non_empty_group" ? group_deletion::non_empty : group_deletion::unavailable);
+    sys, groups, timeout, [spread](bool& held) { spread(held); },
+    [done](const caf::error& e) {
+      done(error_code_of(e) == "non_empty_group" ? group_deletion::non_empty : group_deletion::unavailable);
     },
     delete_atom::value, group);
-  for (const auto& p : peers)
-    call_peer(p, "DELETE", "/cluster/groups/" + group + "/offsets", {}, 0, {}, timeout,
-              [note](int status, json body, std::string) {
-                if (status == 200 && body.is_object())
-                  note(body.value("deleted", false), std::nullopt);
-                else
-                  note(false, group_deletion::unavailable);
-              });
 }
 
 void delete_offsets_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,
                                std::chrono::milliseconds timeout, const std::string& group, const std::string& topic,
-                               std::vector<int32_t> partitions, std::function<void(bool, int64_t)> done) {
+                               std::vector<int32_t> partitions, std::function<void(bool, bool)> done) {
   struct tally {
     std::mutex mtx;
     bool ok = true;
-    int64_t removed = 0;
+    bool held = false;
     size_t left = 0;
   };
   auto t = std::make_shared<tally>();
   peers.erase(std::remove_if(peers.begin(), peers.end(), [](const cluster_peer& p) { return !p.client; }),
               peers.end());
   t->left = peers.size() + 1;
-  auto note = [t, done](bool ok, int64_t removed) {
+  auto note = [t, done](bool ok, bool held) {
     std::unique_lock<std::mutex> lock{t->mtx};
     t->ok = t->ok && ok;
-    t->removed += removed;
+    t->held = t->held || held;
     if (--t->left != 0)
       return;
     lock.unlock();
-    done(t->ok, t->removed);
+    done(t->ok, t->held);
   };
   ask<int32_t>(
-    sys, groups, timeout, [note](int32_t& n) { note(true, n); }, [note](const caf::error&) { note(false, 0); },
+    sys, groups, timeout, [note](int32_t& n) { note(true, n >= 0); }, [note](const caf::error&) { note(false, false); },
     delete_atom::value, group, topic, partitions);
   const auto body = json{{"partitions", partitions}}.dump();
   for (const auto& p : peers)
     call_peer(p, "DELETE", "/cluster/groups/" + group + "/offsets/" + topic, body, 0, {}, timeout,
               [note](int status, json answer, std::string) {
-                note(status == 200 && answer.is_object(), status == 200 ? answer.value("removed", int64_t{0}) : 0);
+                bool ok = status == 200 && answer.is_object();
+                note(ok, ok && answer.value("held", false));
               });
 }
 
@@ -388,7 +401,8 @@ void add_cluster_group_admin_routes(router& r, const client_context& ctx) {
     });
   });
   // This broker's part of a Kafka OffsetDelete: body {"partitions":[...]}
-  // of the topic in the path; {"removed":n}.
+  // of the topic in the path; {"removed":n,"held":bool} (held: this broker
+  // stores offsets of the group at all).
   r.add("DELETE", "/cluster/groups/{group}/offsets/{topic}", [ctx](http_request& req, responder respond) {
     auto body = json::parse(req.body, nullptr, false);
     std::vector<int32_t> partitions;
@@ -402,7 +416,10 @@ void add_cluster_group_admin_routes(router& r, const client_context& ctx) {
     }
     ask<int32_t>(
       *ctx.system, ctx.groups, ctx.timeout,
-      [respond](int32_t& n) { respond(http_response::json(200, json{{"removed", n}}.dump())); }, fail_with(respond),
+      [respond](int32_t& n) {
+        respond(http_response::json(200, json{{"removed", std::max(0, n)}, {"held", n >= 0}}.dump()));
+      },
+      fail_with(respond),
       delete_atom::value, req.params["group"], req.params["topic"], std::move(partitions));
   });
   // A deletion forwarded to the coordinator (DELETE /v1/groups/{g}).

@@ -68,11 +68,11 @@ void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, 
 /// broker (the local group actor and every peer's DELETE
 /// /cluster/groups/{g}/offsets/{t}): a partition's offsets live with its
 /// owner, and a copy left on an earlier owner must not come back with a
-/// later move. `done(ok, removed)` once: ok false when a broker did not
-/// answer; removed = how many offsets the brokers held.
+/// later move. `done(ok, held)` once: ok false when a broker did not
+/// answer; held whether any broker stores offsets of the group at all.
 void delete_offsets_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,
                                std::chrono::milliseconds timeout, const std::string& group, const std::string& topic,
-                               std::vector<int32_t> partitions, std::function<void(bool, int64_t)> done);
+                               std::vector<int32_t> partitions, std::function<void(bool, bool)> done);
 
 /// GET /v1/groups, GET and DELETE /v1/groups/{g} on the client API, and
 /// GET /cluster/groups, GET and DELETE /cluster/groups/{g} on the cluster

@@ -435,6 +435,7 @@ kafka_group_table::subscription kafka_group_table::subscribed(const std::string&
   auto it = impl_->groups.find(group);
   if (it == impl_->groups.end())
     return out;
+  out.exists = true;
   out.has_members = !it->second.members.empty();
   out.consumer = it->second.protocol_type.empty() || it->second.protocol_type == "consumer";
   for (const auto& [id, m] : it->second.members)

@@ -426,7 +426,7 @@ void offset_delete(const std::shared_ptr<kafka_context>& ctx, kafka::offset_dele
     [ctx, req, resp, answer, kafka_subs](std::string& text) {
       auto http = json::parse(text, nullptr, false);
       std::set<std::string> subscribed = kafka_subs.topics;
-      bool known = kafka_subs.has_members;
+      bool known = kafka_subs.exists;
       if (http.is_object()) {
         known = known || http.value("state", std::string{"Dead"}) != "Dead";
         for (const auto& m : http.value("members", json::array()))
@@ -456,22 +456,25 @@ void offset_delete(const std::shared_ptr<kafka_context>& ctx, kafka::offset_dele
       struct tally {
         std::mutex mtx;
         bool ok = true;
-        int64_t removed = 0;
+        bool held = false;
       };
       auto sum = std::make_shared<tally>();
       auto g = kafka_gather::make(todo.size(), [sum, known, answer] {
-        // Nothing of the group anywhere: Kafka's GROUP_ID_NOT_FOUND.
-        answer(!sum->ok ? ec::coordinator_not_available
-                        : !known && sum->removed == 0 ? ec::group_id_not_found
-                                                      : int16_t{0});
+        // Nothing of the group anywhere (no membership, no broker storing
+        // any offset of it): Kafka's GROUP_ID_NOT_FOUND. A group whose
+        // offsets were already deleted, or that has none for these
+        // partitions, still exists.
+        answer(!sum->ok                  ? ec::coordinator_not_available
+               : !known && !sum->held ? ec::group_id_not_found
+                                      : int16_t{0});
       });
       for (auto& [topic, parts] : todo)
         delete_offsets_everywhere(*ctx->system, ctx->groups, ctx->peers->all(), ctx->timeout, req.group_id, topic,
-                                  std::move(parts), [sum, g](bool ok, int64_t removed) {
+                                  std::move(parts), [sum, g](bool ok, bool held) {
                                     {
                                       std::lock_guard<std::mutex> lock{sum->mtx};
                                       sum->ok = sum->ok && ok;
-                                      sum->removed += removed;
+                                      sum->held = sum->held || held;
                                     }
                                     g->one();
                                   });

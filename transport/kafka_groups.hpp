@@ -64,6 +64,7 @@ public:
   /// subscribe to (each member's metadata for its protocols, in Kafka's
   /// ConsumerProtocolSubscription layout: version, [topic], ...).
   struct subscription {
+    bool exists = false;  ///< the table knows the group (members or not)
     bool has_members = false;
     bool consumer = true;
     std::set<std::string> topics;

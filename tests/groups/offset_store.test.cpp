@@ -200,6 +200,11 @@ TEST_CASE("offsets: remove_offsets deletes some partitions' offsets of one group
   auto store = open_ok(tmp.path());
   CHECK(*store.fetch("a") == std::vector<partition_offset>{{"t", 1, 2, ""}, {"u", 0, 4, ""}});
   CHECK(store.committed("b", "t", 0) == 5);
+  // The last offsets of a group take the group with them.
+  CHECK(*store.remove_offsets("b", "t", {0}) == 1);
+  CHECK_FALSE(store.has_group("b"));
+  CHECK(store.list_groups() == std::vector<std::string>{"a"});
+  CHECK_FALSE(open_ok(tmp.path()).has_group("b"));
 }
 
 TEST_CASE("offsets: a corrupt group file refuses the open and names the file", "[groups]") {

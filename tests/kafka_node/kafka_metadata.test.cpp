@@ -586,6 +586,8 @@ TEST_CASE("kafka listener with the metadata log: committed metadata survives the
   CHECK(got[2].committed_offset == -1);
   CHECK(got[3].committed_offset == -1);
   CHECK(offset_delete(c.kafka(0), group, {{"km", {1}}}).error_code == kafka::error_code::not_coordinator);
+  // Again: the group still exists (km/1's offset), so no 69.
+  CHECK(offset_delete(coordinator, group, {{"km", {0, 2}}}).error_code == 0);
   const auto nobody = group_coordinated_by("b2") + "-x";
   const uint16_t nobody_port = c.kafka(cluster::group_coordinator(nobody, {"b1", "b2", "b3"}) == "b1"   ? 0
                                        : cluster::group_coordinator(nobody, {"b1", "b2", "b3"}) == "b2" ? 1
@@ -814,6 +816,11 @@ TEST_CASE("groups over HTTP: every broker lists a group, describes its members, 
   auto refused = call(c.client(2), "DELETE", "/v1/groups/" + group);
   CHECK(refused.status == 409);
   CHECK(refused.body["error"] == "group_not_empty");
+  // A refused deletion deletes nothing anywhere: the offsets live on b1,
+  // not on the coordinator b2 that refused.
+  auto kept = call(c.client(0), "GET", "/v1/groups/" + group + "/offsets");
+  CHECK(kept.status == 200);
+  CHECK(kept.body["offsets"].size() == 2);
   REQUIRE(call(c.client(2), "DELETE", "/v1/groups/" + group + "/members/" + member).status == 200);
   auto deleted = call(c.client(2), "DELETE", "/v1/groups/" + group);
   CHECK(deleted.status == 200);

@@ -16,8 +16,10 @@
 namespace moonmq::tools {
 
 /// Of the journal rows (oldest first), the newest per (topic, partition),
-/// in the order of the rows: newest by "started_ms", a row without one
-/// counting as newer than those before it.
+/// in the order of the rows: a row from the metadata log alone (no
+/// "started_ms": its source did not answer; the log holds the current
+/// move) wins over journal rows, the last such one if several; otherwise
+/// the newest by "started_ms" (ties: the later row).
 inline std::vector<nlohmann::json> current_moves(const nlohmann::json& rows) {
   std::map<std::pair<std::string, int64_t>, size_t> newest;
   std::vector<nlohmann::json> list;
@@ -27,9 +29,15 @@ inline std::vector<nlohmann::json> current_moves(const nlohmann::json& rows) {
     const auto& r = rows[i];
     auto key = std::make_pair(r.value("topic", std::string{}), r.value("partition", int64_t{-1}));
     auto it = newest.find(key);
-    if (it == newest.end() || !r.contains("started_ms")
-        || r.value("started_ms", int64_t{0}) >= rows[it->second].value("started_ms", int64_t{0}))
+    if (it == newest.end()) {
       newest[key] = i;
+      continue;
+    }
+    const auto& best = rows[it->second];
+    bool log_only = !r.contains("started_ms");
+    bool best_log_only = !best.contains("started_ms");
+    if (log_only || (!best_log_only && r.value("started_ms", int64_t{0}) >= best.value("started_ms", int64_t{0})))
+      it->second = i;
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];

@@ -118,11 +118,14 @@ int topic_describe(const endpoint& ep, const admin_options& o) {
   table rows{{"PARTITION", "OWNER", "LOG-START", "LOG-END", "SIZE"}};
   for (const auto& p : parts) {
     auto num = [&](const char* key) {
-      return p.contains(key) && p[key].is_number() ? std::to_string(p[key].get<int64_t>()) : std::string{"-"};
+      auto v = p.value(key, json(nullptr));
+      return v.is_number() ? std::to_string(v.get<int64_t>()) : std::string{"-"};
     };
-    rows.add({std::to_string(p.value("partition", 0)), p["owner"].is_string() ? p["owner"].get<std::string>() : "-",
+    auto owner = p.value("owner", json(nullptr));
+    rows.add({std::to_string(p.value("partition", 0)), owner.is_string() ? owner.get<std::string>() : "-",
               num("log_start_offset"), num("log_end_offset"),
-              p.contains("size_bytes") ? human_bytes(static_cast<double>(p["size_bytes"].get<int64_t>()))
+              p.value("size_bytes", json(nullptr)).is_number()
+                ? human_bytes(static_cast<double>(p.value("size_bytes", int64_t{0})))
                                        : p.value("error", std::string{"-"})});
   }
   rows.print(std::cout);
@@ -195,10 +198,12 @@ int group_list(const endpoint& ep, const admin_options& o) {
   if (o.format == "json")
     return print_json(*j);
   table t{{"GROUP", "COORDINATOR", "PROTOCOL", "STATE", "MEMBERS"}};
-  for (const auto& g : j->value("groups", json::array()))
+  for (const auto& g : j->value("groups", json::array())) {
+    auto protocol = g.value("protocol", json(nullptr));
     t.add({g.value("group", ""), g.value("coordinator", ""),
-           g["protocol"].is_string() ? g["protocol"].get<std::string>() : "-", g.value("state", ""),
+           protocol.is_string() ? protocol.get<std::string>() : "-", g.value("state", ""),
            std::to_string(g.value("members", 0))});
+  }
   t.print(std::cout);
   for (const auto& id : j->value("unreachable", json::array()))
     std::cerr << "moonmqctl: broker " << id.get<std::string>() << " did not answer; its groups may be missing\n";
@@ -223,7 +228,8 @@ int group_describe(const endpoint& ep, const admin_options& o) {
   for (const auto& r : j->value("offsets", json::array())) {
     auto key = std::make_pair(r.value("topic", ""), r.value("partition", 0));
     auto num = [&](const char* k) {
-      return r[k].is_number() ? std::to_string(r[k].get<int64_t>()) : std::string{"-"};
+      auto v = r.value(k, json(nullptr));
+      return v.is_number() ? std::to_string(v.get<int64_t>()) : std::string{"-"};
     };
     t.add({key.first, std::to_string(key.second), num("offset"), num("log_end_offset"), num("lag"),
            member_of.count(key) ? member_of[key] : "-"});
@@ -259,7 +265,28 @@ void table::print(std::ostream& out) const {
     line(r);
 }
 
+/// Topic and group names go into URL paths: only [A-Za-z0-9._-]{1,249}
+/// (moonmq's rule for both), checked before any request.
+bool names_ok(const admin_options& o) {
+  auto ok = [](const std::string& n) {
+    return !n.empty() && n.size() <= 249
+           && n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+                == std::string::npos;
+  };
+  std::vector<std::string> all = o.names;
+  if (!o.name.empty() || (o.action != "list" && o.action != "delete"))
+    all.push_back(o.name);
+  for (const auto& n : all)
+    if (!ok(n)) {
+      std::cerr << "moonmqctl: invalid name '" << n << "' (expected [A-Za-z0-9._-]{1,249})\n";
+      return false;
+    }
+  return true;
+}
+
 int topic_command(const endpoint& ep, const admin_options& o) {
+  if (!names_ok(o))
+    return 2;
   if (o.action == "list")
     return topic_list(ep, o);
   if (o.action == "create")
@@ -274,6 +301,8 @@ int topic_command(const endpoint& ep, const admin_options& o) {
 }
 
 int group_command(const endpoint& ep, const admin_options& o) {
+  if (!names_ok(o))
+    return 2;
   if (o.action == "list")
     return group_list(ep, o);
   if (o.action == "describe")
