@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the metadata-log scenarios on three Raft brokers
-// (node_metadata.test.cpp, node_metadata_moves.test.cpp): the cluster's Raft
+// (node_metadata.test.cpp, node_metadata_moves.test.cpp, node_ctl.test.cpp): the cluster's Raft
 // settings, where a partition is owned and served, the source's journal, and
 // the acknowledged-record checks.
 

@@ -108,7 +108,7 @@ TEST_CASE("a drained broker is emptied under produce load with the balancer off,
   CHECK(total.lost() == 0);
 
   // Drained and empty: removed, on every broker, through moonmqctl.
-  auto [rc, out] = moonmqctl(c.admin(1), "broker remove b3");
+  auto [rc, out] = moonmqctl(c.admin(1), "broker remove b3 --format json");
   INFO(out);
   REQUIRE(rc == 0);
   CHECK(json::parse(out, nullptr, false).value("state", "") == "removed");

@@ -226,7 +226,7 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
   auto [bad_rc, bad_out] = ctl("balancer set Bogus=1");
   INFO(bad_out);
   CHECK(bad_rc == 1);
-  auto [set_rc, set_out] = ctl("balancer set DryRun=true MoveThrottleBytesPerSec=4096");
+  auto [set_rc, set_out] = ctl("balancer set DryRun=true MoveThrottleBytesPerSec=4096 --format json");
   INFO(set_out);
   REQUIRE(set_rc == 0);
   CHECK(json::parse(set_out, nullptr, false).value("MoveThrottleBytesPerSec", 0) == 4096);
@@ -248,7 +248,7 @@ TEST_CASE("a DryRun balance loop goes live at runtime on every broker through th
     INFO(c.id(i));
     CHECK(wait_until([&] { return balancer_settings(c, i).value("MoveThrottleBytesPerSec", -1) == 0; }, 5s));
   }
-  auto [show_rc, show_out] = ctl("balancer show");
+  auto [show_rc, show_out] = ctl("balancer show --format json");
   INFO(show_out);
   CHECK(show_rc == 0);
   auto shown = json::parse(show_out, nullptr, false);

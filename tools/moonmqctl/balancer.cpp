@@ -1,26 +1,143 @@
-// moonmqctl balancer: the balance loop's settings over the admin API
-// (docs/balancer.md): `show` prints them, `set` changes them cluster-wide
-// through the metadata log (PATCH /admin/balancer).
+// moonmqctl balancer: the balance loop over the admin API
+// (docs/balancer.md): `show` prints its settings, `status` its last pass,
+// `dry-run` a plan made now without moving anything, and `set` changes the
+// settings cluster-wide through the metadata log (PATCH /admin/balancer).
 
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "tools/common/progress_bar.hpp"
 #include "tools/moonmqctl/commands.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq::ctl {
 
 using json = nlohmann::json;
 
-int balancer_show(const admin_endpoint& ep) {
-  auto res = admin_call(ep, "GET", "/admin/balancer");
-  if (!res)
-    return 1;
-  if (res->status != 200) {
-    print_http_error("GET /admin/balancer", *res);
-    return 1;
+namespace {
+
+/// A JSON scalar as a table cell: strings bare, arrays joined by commas.
+std::string cell(const json& v) {
+  if (v.is_string())
+    return v.get<std::string>();
+  if (v.is_array()) {
+    std::string out;
+    for (const auto& e : v)
+      out += (out.empty() ? "" : ",") + cell(e);
+    return out.empty() ? "-" : out;
   }
-  auto j = body_json(*res, "GET /admin/balancer");
+  if (v.is_null())
+    return "-";
+  return v.dump();
+}
+
+/// A goal's mean or band edge in its unit: bytes for DISK, bytes/s for the
+/// network goals, a share for utilization-based (capacity) goals, a plain
+/// number otherwise (PARTITION_COUNT, plugin goals).
+std::string goal_amount(const json& goal, const char* key) {
+  auto v = goal.value(key, 0.0);
+  auto name = goal.value("name", std::string{});
+  char buf[32];
+  if (goal.value("basis", std::string{"load"}) == "utilization") {
+    std::snprintf(buf, sizeof buf, "%.1f%%", v * 100);
+    return buf;
+  }
+  if (name == "DISK")
+    return tools::human_bytes(v);
+  if (name == "NW_IN" || name == "NW_OUT")
+    return tools::human_bytes(v) + "/s";
+  std::snprintf(buf, sizeof buf, std::fabs(v - std::round(v)) < 1e-9 ? "%.0f" : "%.2f", v);
+  return buf;
+}
+
+/// A plan (CONTRACT §6) as text: balancedness, the goal table with each
+/// goal's explanation, and the actions with their goal and reason.
+void print_plan(const json& plan) {
+  std::printf("BALANCEDNESS  %.1f -> %.1f\n", plan.value("balancedness_before", 0.0),
+              plan.value("balancedness_after", 0.0));
+  if (auto summary = plan.value("summary", std::string{}); !summary.empty())
+    std::cout << "SUMMARY       " << summary << "\n";
+  std::cout << "\nGOALS\n";
+  table goals{{"GOAL", "MEAN", "BAND", "OUTSIDE-BEFORE", "OUTSIDE-AFTER", "EXPLANATION"}};
+  for (const auto& g : plan.value("goals", json::array()))
+    goals.add({g.value("name", ""), goal_amount(g, "mean"),
+               goal_amount(g, "lower") + " .. " + goal_amount(g, "upper"), cell(g.value("violations_before", json())),
+               cell(g.value("violations_after", json())), g.value("explanation", "")});
+  goals.print(std::cout);
+  if (plan.contains("drain") && plan["drain"].is_object())
+    std::cout << "\nDRAIN  " << cell(plan["drain"].value("brokers", json())) << ": "
+              << plan["drain"].value("explanation", "") << "\n";
+  auto actions = plan.value("actions", json::array());
+  std::cout << "\nACTIONS  " << actions.size() << "\n";
+  if (actions.empty())
+    return;
+  table rows{{"TYPE", "TOPIC", "PARTITION", "FROM", "TO", "GOAL", "REASON"}};
+  for (const auto& a : actions)
+    rows.add({a.value("type", "MOVE"), a.value("topic", ""), cell(a.value("partition", json())), a.value("from", ""),
+              a.value("to", ""), a.value("goal", ""), a.value("reason", "")});
+  rows.print(std::cout);
+}
+
+/// One balance pass (GET /admin/balancer's last_pass, POST
+/// /admin/balancer/plan's answer) as text.
+void print_pass(const json& pass) {
+  auto started = pass.value("started_ms", int64_t{0});
+  std::cout << "PASS          ";
+  if (started > 0)
+    std::cout << (util::wall_ms() - started) / 1000 << " s ago, ";
+  std::cout << pass.value("duration_ms", int64_t{0}) << " ms, epoch " << pass.value("epoch", int64_t{0})
+            << (pass.value("dry_run", false) ? ", dry run" : "") << "\n";
+  table brokers{{"BROKER", "ALIVE", "EXCLUDED", "DRAINING", "WINDOW"}};
+  for (const auto& b : pass.value("brokers", json::array()))
+    brokers.add({b.value("id", ""), b.value("alive", false) ? "yes" : "no", b.value("excluded", false) ? "yes" : "no",
+                 b.value("draining", false) ? "yes" : "no",
+                 b.value("incomplete_window", false) ? "incomplete" : "complete"});
+  std::cout << "IN-FLIGHT     " << pass.value("in_flight", 0) << " move(s)\n\n";
+  brokers.print(std::cout);
+  std::cout << "\n";
+  if (pass.contains("plan") && pass["plan"].is_object())
+    print_plan(pass["plan"]);
+  auto executed = pass.value("executed", json::array());
+  bool acted = false;
+  for (const auto& e : executed)
+    acted = acted || e.value("result", "") == "sent";
+  if (acted) {
+    std::cout << "\nEXECUTED\n";
+    table rows{{"TOPIC", "PARTITION", "FROM", "TO", "GOAL", "RESULT"}};
+    for (const auto& e : executed)
+      rows.add({e.value("topic", ""), cell(e.value("partition", json())), e.value("from", ""), e.value("to", ""),
+                e.value("goal", ""), e.value("result", "")});
+    rows.print(std::cout);
+  }
+  for (const auto& e : pass.value("errors", json::array()))
+    std::cout << "error: " << cell(e) << "\n";
+}
+
+/// The settings object as "KEY  VALUE" rows.
+void print_settings(const json& settings) {
+  table t{{"SETTING", "VALUE"}};
+  for (const auto& [k, v] : settings.items())
+    t.add({k, v.is_string() ? v.get<std::string>() : v.dump()});
+  t.print(std::cout);
+}
+
+void print_controller(const json& j) {
+  auto c = j.value("controller", json::object());
+  std::cout << "BROKER        " << cell(j.value("broker_id", json())) << "\nCONTROLLER    "
+            << (c.value("superseded", false) ? "superseded" + (c.contains("superseded_by") ? " by " + cell(c["superseded_by"]) : "")
+                : c.contains("not_controller")  ? "not the controller (" + cell(c["not_controller"]) + ")"
+                : c.value("epoch", int64_t{0}) > 0 ? "this loop, epoch " + std::to_string(c.value("epoch", int64_t{0}))
+                                                   : std::string{"not claimed (a DryRun loop only previews)"})
+            << "\nPASSES        " << j.value("passes", 0) << "\n";
+}
+
+}  // namespace
+
+int balancer_show(const admin_endpoint& ep, const balancer_options& o) {
+  auto j = admin_request(ep, "GET", "/admin/balancer");
   if (!j)
     return 1;
   json out{{"broker_id", j->value("broker_id", "")},
@@ -28,8 +145,47 @@ int balancer_show(const admin_endpoint& ep) {
            {"settings_source", j->value("settings_source", "")},
            {"controller", j->value("controller", json::object())},
            {"passes", j->value("passes", 0)}};
-  std::cout << out.dump(2) << "\n";
+  if (o.format == "json") {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  print_controller(out);
+  std::cout << "SOURCE        " << out["settings_source"].get<std::string>() << "\n\n";
+  print_settings(out["settings"]);
   return 0;
+}
+
+int balancer_status(const admin_endpoint& ep, const balancer_options& o) {
+  auto j = admin_request(ep, "GET", "/admin/balancer");
+  if (!j)
+    return 1;
+  if (o.format == "json") {
+    std::cout << j->dump(2) << "\n";
+    return 0;
+  }
+  print_controller(*j);
+  std::cout << "ENABLED       " << (j->value("enabled", false) ? "yes" : "no") << "\nDRY-RUN       "
+            << (j->value("dry_run", false) ? "yes" : "no") << "\nINTERVAL      " << j->value("interval_seconds", 0)
+            << " s\n";
+  auto last = j->value("last_pass", json());
+  if (!last.is_object()) {
+    std::cout << "\nno pass yet on this broker (only the controller's loop runs passes; `balancer dry-run` plans now)\n";
+    return 0;
+  }
+  print_pass(last);
+  return 0;
+}
+
+int balancer_dry_run(const admin_endpoint& ep, const balancer_options& o) {
+  auto j = admin_request(ep, "POST", "/admin/balancer/plan");
+  if (!j)
+    return 1;
+  if (o.format == "json") {
+    std::cout << j->dump(2) << "\n";
+    return 0;
+  }
+  print_pass(*j);
+  return j->value("errors", json::array()).empty() ? 0 : 1;
 }
 
 int balancer_set(const admin_endpoint& ep, const balancer_options& o) {
@@ -47,17 +203,14 @@ int balancer_set(const admin_endpoint& ep, const balancer_options& o) {
       value = kv.substr(eq + 1);  // a bare word is a string; the broker says whether it fits the key
     patch[key] = value;
   }
-  auto res = admin_call(ep, "PATCH", "/admin/balancer", patch.dump());
-  if (!res)
-    return 1;
-  if (res->status != 200) {
-    print_http_error("PATCH /admin/balancer", *res);
-    return 1;
-  }
-  auto j = body_json(*res, "PATCH /admin/balancer");
+  auto j = admin_request(ep, "PATCH", "/admin/balancer", patch.dump());
   if (!j)
     return 1;
-  std::cout << j->value("settings", json::object()).dump(2) << "\n";
+  auto settings = j->value("settings", json::object());
+  if (o.format == "json")
+    std::cout << settings.dump(2) << "\n";
+  else
+    print_settings(settings);
   return 0;
 }
 

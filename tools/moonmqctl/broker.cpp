@@ -17,20 +17,38 @@ using json = nlohmann::json;
 
 namespace {
 
-/// One admin request whose 2xx JSON answer is printed; exit 1 otherwise.
-int call_and_print(const admin_endpoint& ep, const std::string& method, const std::string& target) {
-  auto res = admin_call(ep, method, target);
-  if (!res)
-    return 1;
-  auto what = method + " " + target;
-  if (res->status / 100 != 2) {
-    print_http_error(what, *res);
-    return 1;
+/// A broker row of /admin/brokers as a table row.
+std::vector<std::string> broker_cells(const json& b) {
+  return {b.value("id", ""), b.value("state", ""), b.value("fenced", false) ? "yes" : "no",
+          std::to_string(b.value("partitions", int64_t{0}))};
+}
+
+/// Prints an answer: the JSON itself, or a table of its broker rows (a
+/// list, or the one row of show/drain/undrain/remove with its moves).
+void print_answer(const json& j, const std::string& format) {
+  if (format == "json") {
+    std::cout << j.dump(2) << "\n";
+    return;
   }
-  auto j = body_json(*res, what);
+  table t{{"BROKER", "STATE", "FENCED", "PARTITIONS"}};
+  if (j.contains("brokers")) {
+    for (const auto& b : j.value("brokers", json::array()))
+      t.add(broker_cells(b));
+    t.print(std::cout);
+    return;
+  }
+  t.add(broker_cells(j));
+  t.print(std::cout);
+  if (j.contains("moves_in_flight"))
+    std::cout << "\nmoves in flight from or to it: " << j.value("moves_in_flight", int64_t{0}) << "\n";
+}
+
+int call_and_print(const admin_endpoint& ep, const std::string& method, const std::string& target,
+                   const std::string& format) {
+  auto j = admin_request(ep, method, target);
   if (!j)
     return 1;
-  std::cout << j->dump(2) << "\n";
+  print_answer(*j, format);
   return 0;
 }
 
@@ -38,41 +56,31 @@ int call_and_print(const admin_endpoint& ep, const std::string& method, const st
 
 int broker_command(const admin_endpoint& ep, const broker_options& o) {
   if (o.action == "list")
-    return call_and_print(ep, "GET", "/admin/brokers");
+    return call_and_print(ep, "GET", "/admin/brokers", o.format);
   const auto path = "/admin/brokers/" + o.id;
   if (o.action == "show")
-    return call_and_print(ep, "GET", path);
+    return call_and_print(ep, "GET", path, o.format);
   if (o.action == "undrain")
-    return call_and_print(ep, "DELETE", path + "/drain");
+    return call_and_print(ep, "DELETE", path + "/drain", o.format);
   if (o.action == "remove")
-    return call_and_print(ep, "DELETE", path);
-  // drain: the entry is recorded at once; with --wait, poll until the broker owns nothing.
-  auto res = admin_call(ep, "POST", path + "/drain");
-  if (!res)
+    return call_and_print(ep, "DELETE", path, o.format);
+  // drain: the entry is recorded at once (202); with --wait, poll until the broker owns nothing.
+  if (!admin_request(ep, "POST", path + "/drain"))
     return 1;
-  if (res->status != 202) {
-    print_http_error("POST " + path + "/drain", *res);
-    return 1;
-  }
   for (;;) {
-    auto now = admin_call(ep, "GET", path);
-    if (!now)
+    auto j = admin_request(ep, "GET", path);
+    if (!j)
       return 1;
-    auto j = now->status == 200 ? body_json(*now, "GET " + path) : std::nullopt;
-    if (!j) {
-      print_http_error("GET " + path, *now);
-      return 1;
-    }
     auto left = j->value("partitions", int64_t{-1});
     auto moves = j->value("moves_in_flight", int64_t{0});
     if (!o.wait || (left == 0 && moves == 0)) {
-      std::cout << j->dump(2) << "\n";
+      print_answer(*j, o.format);
       return 0;
     }
     if (j->value("state", std::string{}) != "draining") {
       std::cerr << "moonmqctl: broker " << o.id << " is " << j->value("state", std::string{"?"})
                 << ", no longer draining\n";
-      std::cout << j->dump(2) << "\n";
+      print_answer(*j, o.format);
       return 1;
     }
     std::cerr << "broker " << o.id << ": " << left << " partition(s) left, " << moves << " move(s) running\n";

@@ -58,15 +58,36 @@ std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const
 std::optional<nlohmann::json> body_json(const transport::http_result& res, const std::string& what);
 /// Prints "<what> failed: <status> <body>".
 void print_http_error(const std::string& what, const transport::http_result& res);
+/// One admin request whose answer is a 2xx JSON object: that object, or
+/// prints why not (transport failure, refused token, error status, body not
+/// JSON) and returns nullopt.
+std::optional<nlohmann::json> admin_request(const admin_endpoint& ep, const std::string& method,
+                                            const std::string& target, const std::string& body = {});
 
-/// `balancer show` / `balancer set KEY=VALUE...` (PATCH /admin/balancer).
+/// `balancer show|status|dry-run|set` (/admin/balancer, docs/balancer.md).
 struct balancer_options {
   std::vector<std::string> settings;  ///< set: Key=JSON-value pairs (e.g. DryRun=false, ExcludedTopics='["a"]')
+  std::string format = "text";        ///< text | json (the API's answer)
 };
-/// `balancer show`: prints the effective settings and the last pass summary.
-int balancer_show(const admin_endpoint& ep);
+/// `balancer show`: the effective settings, where they come from, the
+/// controller and the pass count.
+int balancer_show(const admin_endpoint& ep, const balancer_options& o);
+/// `balancer status`: the loop's state and its last pass (GET
+/// /admin/balancer): balancedness before and after, each goal's band and
+/// the brokers outside it with the goal's explanation, the moves and what
+/// became of them. Only the controller's loop runs passes.
+int balancer_status(const admin_endpoint& ep, const balancer_options& o);
+/// `balancer dry-run`: plans now without moving anything (POST
+/// /admin/balancer/plan) and prints the plan as `status` prints a pass.
+int balancer_dry_run(const admin_endpoint& ep, const balancer_options& o);
 /// `balancer set`: one PATCH with every pair; exit 1 when refused.
 int balancer_set(const admin_endpoint& ep, const balancer_options& o);
+
+/// `cluster info`: the controller, every broker (address, alive, standing,
+/// fenced, partitions owned) and the topic, partition and byte totals, from
+/// GET /admin/cluster and GET /admin/brokers (the latter skipped on a
+/// standalone broker). Exit 1 when a broker does not answer.
+int cluster_info(const admin_endpoint& ep, const std::string& format);
 
 /// `broker list|show|drain|undrain|remove` (/admin/brokers).
 struct broker_options {
@@ -74,6 +95,7 @@ struct broker_options {
   std::string id;         ///< the broker (all but list)
   bool wait = false;      ///< drain: poll until the broker owns no partition
   int interval_ms = 1000; ///< drain --wait: poll period
+  std::string format = "text";  ///< text | json (the API's answer)
 };
 /// Runs one broker action and prints the answer (the broker's row, or the
 /// list); exit 1 when refused (e.g. 409 broker_not_empty).
@@ -83,17 +105,21 @@ struct reassign_options {
   std::vector<std::string> topics;   ///< generate: topics to spread
   std::vector<std::string> brokers;  ///< generate: target broker ids
   std::string plan_file;             ///< execute: version-1 plan JSON
-  bool wait = false;                 ///< verify: poll until every move has ended
-  int interval_ms = 1000;            ///< verify --wait: poll period
+  bool wait = false;                 ///< execute / verify: poll until every move has ended
+  int interval_ms = 1000;            ///< --wait: poll period
   std::string topic;                 ///< cancel
   int partition = -1;                ///< cancel
+  std::string format = "text";       ///< text | json (the API's answers)
 };
 
 /// `reassign generate`: prints a version-1 plan spreading `topics` over `brokers`.
 int reassign_generate(const admin_endpoint& ep, const reassign_options& o);
 /// `reassign execute`: posts the plan; exit 1 when any entry is rejected.
+/// With `wait`, then follows the accepted moves as `verify --wait` does.
 int reassign_execute(const admin_endpoint& ep, const reassign_options& o);
-/// `reassign verify`: per move state and progress; exit 1 when any failed.
+/// `reassign verify`: one line per partition's newest move (state, progress
+/// bar, bytes, rate and ETA while copying), redrawn in place with `wait` on
+/// a terminal; exit 1 when any failed.
 int reassign_verify(const admin_endpoint& ep, const reassign_options& o);
 /// `reassign cancel`: cancels the move of (topic, partition).
 int reassign_cancel(const admin_endpoint& ep, const reassign_options& o);

@@ -3,15 +3,19 @@
 //   moonmqctl [--url HOST:PORT] produce TOPIC [-K SEP] [-p N] [--batch N] [--acks leader|none] [--print-offsets]
 //   moonmqctl [--url HOST:PORT] consume TOPIC [-p N] [-o OFFSET] [-g GROUP] [-f] [-c COUNT] [--format value|json|kv]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign generate --topics t1,t2 --brokers b1,b2,b3
-//   moonmqctl [--admin-url HOST:PORT] [--token T] reassign execute --plan FILE
+//   moonmqctl [--admin-url HOST:PORT] [--token T] reassign execute --plan FILE [--wait] [--interval-ms N]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign verify [--wait] [--interval-ms N]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign cancel TOPIC PARTITION
-//   moonmqctl [--admin-url HOST:PORT] [--token T] balancer show
+//   moonmqctl [--admin-url HOST:PORT] [--token T] cluster info
 //   moonmqctl [--admin-url HOST:PORT] [--token T] broker list | show ID | drain ID [--wait] | undrain ID | remove ID
-//   moonmqctl [--admin-url HOST:PORT] [--token T] balancer set KEY=VALUE...   (e.g. DryRun=false)
+//   moonmqctl [--admin-url HOST:PORT] [--token T] balancer show | status | dry-run | set KEY=VALUE...
 //   moonmqctl [--url HOST:PORT] topic list | create NAME [-p N] [-c K=V]... | describe NAME |
 //             alter-config NAME [--set K=V]... [--delete K]... | add-partitions NAME -n N | delete NAME...
-//   moonmqctl [--url HOST:PORT] group list | describe GROUP | delete GROUP...   (each: --format text|json)
+//   moonmqctl [--url HOST:PORT] group list | describe GROUP | delete GROUP...
+//
+// Every command but produce, consume and reassign generate (whose output is
+// a plan file) takes `--format text|json`: aligned tables with human-sized
+// numbers, or the API's answer.
 //
 // produce reads lines from stdin (one record each); consume prints records,
 // one per line; reassign drives partition moves over the admin API
@@ -26,7 +30,7 @@
 
 int main(int argc, char** argv) {
   using namespace moonmq::ctl;
-  CLI::App app{"moonmqctl: produce and consume over moonmq's client API"};
+  CLI::App app{"moonmqctl: produce, consume and administer a moonmq cluster"};
   app.require_subcommand(1);
   std::string url = "127.0.0.1:8080";
   app.add_option("-u,--url", url, "client API address host:port")->capture_default_str();
@@ -66,6 +70,9 @@ int main(int argc, char** argv) {
   gen->add_option("--brokers", ro.brokers, "target broker ids, comma separated")->required()->delimiter(',');
   auto* exec = reassign->add_subcommand("execute", "submit a plan (version-1 JSON)");
   exec->add_option("--plan", ro.plan_file, "plan file")->required();
+  exec->add_flag("--wait", ro.wait, "then follow the accepted moves until each has ended");
+  exec->add_option("--interval-ms", ro.interval_ms, "poll period with --wait")->capture_default_str()->check(
+    CLI::Range(50, 600000));
   auto* verify = reassign->add_subcommand("verify", "show every move's state and progress");
   verify->add_flag("--wait", ro.wait, "poll until every move is done, failed or cancelled");
   verify->add_option("--interval-ms", ro.interval_ms, "poll period with --wait")->capture_default_str()->check(
@@ -73,26 +80,45 @@ int main(int argc, char** argv) {
   auto* cancel = reassign->add_subcommand("cancel", "cancel a move (refused once past cutover)");
   cancel->add_option("topic", ro.topic, "topic")->required();
   cancel->add_option("partition", ro.partition, "partition")->required()->check(CLI::Range(0, 2147483647));
+  auto format_into = [](CLI::App* sub, std::string& format) {
+    sub->add_option("--format", format, "text (aligned tables) or json (the API's answer)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  };
+  for (auto* sub : {exec, verify, cancel})
+    format_into(sub, ro.format);
+
+  std::string cluster_format = "text";
+  auto* cluster = app.add_subcommand("cluster", "the cluster at a glance (admin API)");
+  cluster->require_subcommand(1);
+  auto* cinfo = cluster->add_subcommand("info", "controller, brokers (alive, standing, partitions, size) and totals");
+  format_into(cinfo, cluster_format);
 
   balancer_options bo;
-  auto* balancer = app.add_subcommand("balancer", "the balance loop's settings (admin API)");
+  auto* balancer = app.add_subcommand("balancer", "the balance loop: settings, last pass, plans (admin API)");
   balancer->require_subcommand(1);
   auto* bshow = balancer->add_subcommand("show", "print the effective settings");
+  auto* bstatus = balancer->add_subcommand("status", "the loop's last pass: balancedness, goals, moves");
+  auto* bdry = balancer->add_subcommand("dry-run", "plan now and print the plan; nothing moves");
   auto* bset = balancer->add_subcommand("set", "change settings cluster-wide, at runtime (needs Raft)");
   bset->add_option("settings", bo.settings, "KEY=VALUE pairs, VALUE in JSON (DryRun=false, ExcludedTopics='[\"a\"]')")
     ->required();
+  for (auto* sub : {bshow, bstatus, bdry, bset})
+    format_into(sub, bo.format);
 
   broker_options ko;
   auto* broker = app.add_subcommand("broker", "drain and remove brokers (admin API, needs Raft)");
   broker->require_subcommand(1);
-  broker->add_subcommand("list", "every broker's standing: active, draining or removed")
-    ->callback([&] { ko.action = "list"; });
+  auto* blist = broker->add_subcommand("list", "every broker's standing: active, draining or removed");
+  blist->callback([&] { ko.action = "list"; });
+  format_into(blist, ko.format);
   for (auto [name, help] : {std::pair{"show", "one broker's standing and the partitions it still owns"},
                             std::pair{"drain", "move every partition off a broker; nothing new lands on it"},
                             std::pair{"undrain", "cancel a drain"},
                             std::pair{"remove", "retire a drained broker that owns no partition"}}) {
     auto* sub = broker->add_subcommand(name, help);
     sub->add_option("id", ko.id, "broker id")->required();
+    format_into(sub, ko.format);
     sub->callback([&ko, action = std::string(name)] { ko.action = action; });
     if (std::string(name) == "drain") {
       sub->add_flag("--wait", ko.wait, "poll until the broker owns no partition");
@@ -103,10 +129,7 @@ int main(int argc, char** argv) {
 
   // topic / group: everyday administration over the client API (admin.cpp).
   admin_options ao;
-  auto add_format = [&ao](CLI::App* sub) {
-    sub->add_option("--format", ao.format, "text (aligned tables) or json")->capture_default_str()->check(
-      CLI::IsMember({"text", "json"}));
-  };
+  auto add_format = [&](CLI::App* sub) { format_into(sub, ao.format); };
   auto* topic = app.add_subcommand("topic", "create, list, describe, configure, grow and delete topics");
   topic->require_subcommand(1);
   auto* tlist = topic->add_subcommand("list", "every topic with its partition count");
@@ -156,15 +179,21 @@ int main(int argc, char** argv) {
     std::cerr << "moonmqctl: --url must be host:port, got '" << url << "'\n";
     return 2;
   }
-  if (*reassign || *balancer || *broker) {
+  if (*reassign || *balancer || *broker || *cluster) {
     if (!moonmq::transport::split_host_port(admin_url, admin.host, admin.port)) {
       std::cerr << "moonmqctl: --admin-url must be host:port, got '" << admin_url << "'\n";
       return 2;
     }
     if (*broker)
       return broker_command(admin, ko);
+    if (*cluster)
+      return cluster_info(admin, cluster_format);
     if (*bshow)
-      return balancer_show(admin);
+      return balancer_show(admin, bo);
+    if (*bstatus)
+      return balancer_status(admin, bo);
+    if (*bdry)
+      return balancer_dry_run(admin, bo);
     if (*bset)
       return balancer_set(admin, bo);
     if (*gen)

@@ -26,40 +26,6 @@ namespace moonmq::ctl {
 
 using json = nlohmann::json;
 
-std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const std::string& method,
-                                                 const std::string& target, const std::string& body) {
-  transport::header_list headers;
-  if (!body.empty())
-    headers.emplace_back("Content-Type", "application/json");
-  if (!ep.token.empty())
-    headers.emplace_back("Authorization", "Bearer " + ep.token);
-  auto res = transport::http_call(ep.host, ep.port, method, target, body, headers);
-  if (res.status == 0) {
-    std::cerr << "moonmqctl: cannot reach the admin API at " << ep.host << ":" << ep.port << " (" << method << " "
-              << target << "): " << res.error << "\n";
-    return std::nullopt;
-  }
-  if (res.status == 401 || res.status == 403) {
-    std::cerr << "moonmqctl: the admin API refused " << method << " " << target << " with " << res.status
-              << " (check --token)\n";
-    return std::nullopt;
-  }
-  return res;
-}
-
-std::optional<json> body_json(const transport::http_result& res, const std::string& what) {
-  auto j = json::parse(res.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    std::cerr << "moonmqctl: " << what << " answered " << res.status << " with a body that is not a JSON object\n";
-    return std::nullopt;
-  }
-  return j;
-}
-
-void print_http_error(const std::string& what, const transport::http_result& res) {
-  std::cerr << "moonmqctl: " << what << " failed: " << res.status << " " << res.body << "\n";
-}
-
 namespace {
 
 using tools::human_bytes;
@@ -76,6 +42,14 @@ std::string str_field(const json& j, const char* key) {
     return {};
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
+
+using partition_set = std::set<std::pair<std::string, int32_t>>;
+
+/// Prints an execute's accepted and rejected entries, a line each.
+void print_submission(const json& accepted, const json& rejected);
+/// The moves of `only` (every partition when null), each partition's newest
+/// move a line, until they have ended with `o.wait`; exit 1 when one failed.
+int follow_moves(const admin_endpoint& ep, const reassign_options& o, const partition_set* only);
 
 }  // namespace
 
@@ -181,6 +155,23 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
   auto list = [&](const char* key) { return doc->contains(key) && (*doc)[key].is_array() ? (*doc)[key] : json::array(); };
   auto accepted = list("accepted");
   auto rejected = list("rejected");
+  int rc = rejected.empty() ? 0 : 1;
+  if (o.format == "json") {
+    std::cout << doc->dump(2) << "\n";
+  } else {
+    print_submission(accepted, rejected);
+  }
+  if (!o.wait || accepted.empty())
+    return rc;
+  partition_set only;
+  for (const auto& a : accepted)
+    only.insert({str_field(a, "topic"), static_cast<int32_t>(int_field(a, "partition"))});
+  return std::max(rc, follow_moves(ep, o, &only));
+}
+
+namespace {
+
+void print_submission(const json& accepted, const json& rejected) {
   for (const auto& a : accepted) {
     std::cout << "accepted  " << str_field(a, "topic") << "/" << str_field(a, "partition") << "  "
               << str_field(a, "from") << " -> " << str_field(a, "to");
@@ -196,10 +187,15 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
     std::cout << "\n";
   }
   std::cerr << "moonmqctl: " << accepted.size() << " accepted, " << rejected.size() << " rejected\n";
-  return rejected.empty() ? 0 : 1;
 }
 
-int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
+}  // namespace
+
+int reassign_verify(const admin_endpoint& ep, const reassign_options& o) { return follow_moves(ep, o, nullptr); }
+
+namespace {
+
+int follow_moves(const admin_endpoint& ep, const reassign_options& o, const partition_set* only) {
   // With --wait on a terminal the block is redrawn in place; otherwise a
   // block is printed only when it changed.
   const bool redraw = o.wait && ::isatty(STDOUT_FILENO);
@@ -225,6 +221,13 @@ int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
     // Only each partition's newest move counts: an older failure retried
     // since is history, not a failure to report.
     auto current = tools::current_moves(*it);
+    if (only)
+      current.erase(std::remove_if(current.begin(), current.end(),
+                                   [&](const json& m) {
+                                     return !only->count({str_field(m, "topic"),
+                                                          static_cast<int32_t>(int_field(m, "partition"))});
+                                   }),
+                    current.end());
     const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now().time_since_epoch())
                        .count();
@@ -250,8 +253,17 @@ int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
     }
     if (current.empty())
       block << "no reassignments\n";
-    if (current.size() < it->size())
+    if (!only && current.size() < it->size())
       block << (it->size() - current.size()) << " earlier move(s) of the same partitions not shown\n";
+    if (o.format == "json") {
+      // One document: now, or with --wait once every move has ended.
+      if (!o.wait || all_ended) {
+        std::cout << json{{"reassignments", current}}.dump(2) << "\n";
+        return any_failed ? 1 : 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
+      continue;
+    }
     auto text = block.str();
     if (redraw && drawn_lines > 0)
       std::cout << "\x1b[" << drawn_lines << "F\x1b[J";  // back to the block's first line, clear below
@@ -264,6 +276,8 @@ int reassign_verify(const admin_endpoint& ep, const reassign_options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
   }
 }
+
+}  // namespace
 
 int reassign_cancel(const admin_endpoint& ep, const reassign_options& o) {
   if (!cluster::valid_topic(o.topic)) {
@@ -287,7 +301,10 @@ int reassign_cancel(const admin_endpoint& ep, const reassign_options& o) {
     print_http_error("DELETE " + target, *res);
     return 1;
   }
-  std::cout << "cancelled " << o.topic << "/" << o.partition << "\n";
+  if (o.format == "json")
+    std::cout << (body_json(*res, "DELETE " + target).value_or(json::object())).dump(2) << "\n";
+  else
+    std::cout << "cancelled " << o.topic << "/" << o.partition << "\n";
   return 0;
 }
 
