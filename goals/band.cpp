@@ -35,6 +35,13 @@ band make_band(const snapshot& s, resource r, double deviation, double detect_th
   b.lower = std::max(0.0, b.mean * (1.0 - deviation));
   b.upper = b.mean * (1.0 + deviation);
   b.eps = 1e-9 * b.mean + 1e-12;
+  if (r == resource::partition_count && !b.utilization) {
+    // Whole partitions: a band that holds neither floor(mean) nor ceil(mean)
+    // (4 partitions on 3 brokers, mean 1.33, band [1.07, 1.6]) has no
+    // integer in it and could never be met; it is widened to them.
+    b.lower = std::min(b.lower, std::floor(b.mean + b.eps));
+    b.upper = std::max(b.upper, std::ceil(b.mean - b.eps));
+  }
   b.idle = b.mean <= 0.0 || b.raw_mean < detect_threshold;
   return b;
 }

@@ -40,7 +40,11 @@ struct band {
   double outside(double n) const;
 };
 
-/// Band of `r` over eligible brokers with half-width `deviation`·mean.
+/// Band of `r` over eligible brokers with half-width `deviation`·mean. For
+/// PARTITION_COUNT by raw count the band always holds floor(mean) and
+/// ceil(mean): a narrower one has no whole number in it (Cruise Control's
+/// replica distribution goal rounds its thresholds outward for the same
+/// reason).
 /// Idle when there is no eligible broker, the mean is 0, or the raw mean is
 /// below `detect_threshold`. Never divides by zero; all fields finite.
 band make_band(const snapshot& s, resource r, double deviation, double detect_threshold);

@@ -194,6 +194,14 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     r.hard = goals[i].impl->hard();
     r.priority = goals[i].config.priority;
     r.before = goals[i].impl->stats(s, goals[i].config);
+    if (r.name == resource_name(resource::partition_count) && !r.before.idle && r.before.basis == "load") {
+      std::size_t bound = 0;
+      for (broker_index v : r.before.violators) {
+        const double over = s.load(v, resource::partition_count) - r.before.upper;
+        if (over > 1e-9) bound += static_cast<std::size_t>(std::ceil(over - 1e-9));
+      }
+      p.count_moves_lower_bound = bound;
+    }
   }
   std::vector<replica_index> drained;
   if (s.draining_count() > 0) {

@@ -77,6 +77,11 @@ struct plan {
   double balancedness_after = 100.0;
   /// One sentence; says why nothing moved when the plan is empty.
   std::string summary;
+  /// Fewest moves any plan needs to bring PARTITION_COUNT in band:
+  /// Σ over eligible brokers of max(0, count − upper) in whole partitions,
+  /// on the snapshot before the plan. Unset when that goal is not run or
+  /// is idle.
+  std::optional<std::size_t> count_moves_lower_bound;
 };
 
 /// Orders `goals` for a run: enabled only, by priority (higher first), ties by name.

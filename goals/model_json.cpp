@@ -274,6 +274,12 @@ json plan_to_json(const plan& p) {
   json out{{"actions", actions}, {"goals", goals}, {"brokers_before", before}, {"brokers_after", after},
             {"balancedness_before", amount(p.balancedness_before)},
             {"balancedness_after", amount(p.balancedness_after)}, {"summary", p.summary}};
+  if (p.count_moves_lower_bound) {
+    out["moves_lower_bound"] = *p.count_moves_lower_bound;
+    if (*p.count_moves_lower_bound > 0)
+      out["moves_to_lower_bound"] =
+        static_cast<double>(p.actions.size()) / static_cast<double>(*p.count_moves_lower_bound);
+  }
   if (p.drain)
     out["drain"] = json{{"brokers", p.drain->brokers}, {"moved", p.drain->moved}, {"left", p.drain->left},
                         {"explanation", p.drain->explanation}};

@@ -3,10 +3,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 
 #include "goals/builtin_goals.hpp"
 #include "goals/detector.hpp"
+#include "goals/model_json.hpp"
 #include "tests/goals/model_builder.hpp"
 
 using namespace moonmq::goals;
@@ -191,6 +193,88 @@ TEST_CASE("balancedness is 100 when every goal is satisfied and lower otherwise"
   CHECK(p->balancedness_before >= 0.0);
   CHECK(p->balancedness_after == Approx(100.0));
   CHECK(p->actions.size() == 5);
+}
+
+namespace {
+
+/// The built-in goals with only PARTITION_COUNT enabled, on `m`.
+plan count_only_plan(cluster_model m) {
+  m.goals["NW_IN"].enabled = false;
+  m.goals["NW_OUT"].enabled = false;
+  m.goals["DISK"].enabled = false;
+  m.max_actions = 1000;
+  static const auto builtin = make_builtin_goals();
+  std::vector<const goal*> ptrs;
+  for (const auto& g : builtin) ptrs.push_back(g.get());
+  auto p = make_plan(m, ptrs);
+  REQUIRE(p.ok());
+  return p.value();
+}
+
+const goal_report& report_of(const plan& p, const std::string& name) {
+  for (const auto& g : p.goals)
+    if (g.name == name) return g;
+  FAIL("no goal " << name);
+  return p.goals.front();
+}
+
+}  // namespace
+
+TEST_CASE("a partition count band with no whole number in it is widened to floor and ceil of the mean",
+          "[detector][band]") {
+  // mean 5/3 with AvgDeviation 0.1: [1.5, 1.83] holds no count; widened to
+  // [1, 2] it is met by 2,2,1, and a second pass moves nothing.
+  for (auto [partitions, deviation] : {std::pair{5, 0.1}, std::pair{4, 0.2}, std::pair{7, 0.05}}) {
+    INFO(partitions << " partitions, AvgDeviation " << deviation);
+    cluster_model m;
+    m.brokers = {broker("b1"), broker("b2"), broker("b3")};
+    for (int p = 0; p < partitions; ++p) m.replicas.push_back(replica("t", p, "b1"));
+    m.goals["PARTITION_COUNT"].avg_deviation = deviation;
+    auto p = count_only_plan(m);
+    const auto& count = report_of(p, "PARTITION_COUNT");
+    const double mean = partitions / 3.0;
+    CHECK(count.before.lower == Approx(std::floor(mean)));
+    CHECK(count.before.upper == Approx(std::ceil(mean)));
+    CHECK(count.after.violators.empty());
+    CHECK(p.balancedness_after == Approx(100.0));
+    for (const auto& b : p.brokers_after) {
+      CHECK(b[3] >= std::floor(mean));
+      CHECK(b[3] <= std::ceil(mean));
+    }
+    // Replanning the result: nothing to do.
+    for (auto& r : m.replicas)
+      for (const auto& a : p.actions)
+        if (a.topic == r.topic && a.partition == r.partition) r.owner = a.to;
+    CHECK(count_only_plan(m).actions.empty());
+  }
+}
+
+TEST_CASE("a band wider than one partition is not changed, and the plan reports the count goal's lower bound on "
+          "moves",
+          "[detector][band]") {
+  // 30 partitions: 20 on b1, 10 on b2, none on b3; mean 10, band [8, 12]
+  // (AvgDeviation 0.2, unchanged: it holds 10). b1 must shed 20 - 12 = 8 at
+  // least; b3 needs 8 to reach the band, which b1's 8 give.
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3")};
+  for (int p = 0; p < 30; ++p) m.replicas.push_back(replica("t", p, p < 20 ? "b1" : "b2"));
+  m.goals["PARTITION_COUNT"].avg_deviation = 0.2;
+  auto p = count_only_plan(m);
+  const auto& count = report_of(p, "PARTITION_COUNT");
+  CHECK(count.before.lower == Approx(8.0));
+  CHECK(count.before.upper == Approx(12.0));
+  REQUIRE(p.count_moves_lower_bound);
+  CHECK(*p.count_moves_lower_bound == 8);
+  CHECK(count.after.violators.empty());
+  CHECK(p.actions.size() >= 8);
+  CHECK(p.actions.size() <= 10);  // near the bound: the optimization band aims a little inside
+  auto j = plan_to_json(p);
+  CHECK(j["moves_lower_bound"] == 8);
+  CHECK(j["moves_to_lower_bound"].get<double>() == Approx(p.actions.size() / 8.0));
+
+  // Idle (the goal off): no bound reported.
+  m.goals["PARTITION_COUNT"].enabled = false;
+  CHECK_FALSE(count_only_plan(m).count_moves_lower_bound);
 }
 
 namespace {

@@ -71,7 +71,10 @@ void print_plan(const json& plan) {
     std::cout << "\nDRAIN  " << cell(plan["drain"].value("brokers", json())) << ": "
               << plan["drain"].value("explanation", "") << "\n";
   auto actions = plan.value("actions", json::array());
-  std::cout << "\nACTIONS  " << actions.size() << "\n";
+  std::cout << "\nACTIONS  " << actions.size();
+  if (plan.contains("moves_lower_bound"))
+    std::cout << " (PARTITION_COUNT needs at least " << plan["moves_lower_bound"].get<int64_t>() << ")";
+  std::cout << "\n";
   if (actions.empty())
     return;
   table rows{{"TYPE", "TOPIC", "PARTITION", "FROM", "TO", "GOAL", "REASON"}};
