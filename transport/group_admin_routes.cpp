@@ -57,6 +57,8 @@ void local_membership(const client_context& ctx, const std::string& group, std::
       json members = json::array();
       for (const auto& m : d.members)
         members.push_back(json{{"member_id", m.member_id},
+                               // KIP-345: the static member's instance id, null for a dynamic member
+                               {"group_instance_id", m.group_instance_id ? json(*m.group_instance_id) : json()},
                                {"client_id", m.client_id},
                                {"host", m.client_host},
                                {"assignment", consumer_assignment(m.member_assignment)}});

@@ -57,7 +57,7 @@ int16_t commit_code_of(const caf::error& e) {
 /// POST /cluster/groups/{g}/offsets.
 void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, kafka_done done) {
   auto resp = std::make_shared<kafka::offset_commit_response>();
-  auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.generation_id);
+  auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.group_instance_id, req.generation_id);
   std::map<std::string, json> parts;  // owner -> offsets
   std::map<std::string, std::vector<kafka::offset_commit_partition_response*>> slots;
   auto topics = ctx->catalog->get();
@@ -558,9 +558,22 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     r.error_code = ctx->group_table->heartbeat(*h);
     done(r, r.error_code != 0);
   } else if (auto* l = std::get_if<kafka::leave_group_request>(&req.body)) {
+    // v0-2 name one member and answer its error at the top level; v3+
+    // (KIP-345) name a batch, by member id or group instance id, and answer
+    // each one's error.
     kafka::leave_group_response r;
-    r.error_code = ctx->group_table->leave(l->group_id, l->member_id);
-    done(r, r.error_code != 0);
+    int errors = 0;
+    if (version < 3) {
+      r.error_code = ctx->group_table->leave(l->group_id, l->member_id);
+      errors = r.error_code != 0;
+    } else {
+      for (const auto& m : l->members) {
+        r.members.push_back({m.member_id, m.group_instance_id,
+                             ctx->group_table->leave(l->group_id, m.member_id, m.group_instance_id)});
+        errors += r.members.back().error_code != 0;
+      }
+    }
+    done(r, errors);
   } else if (auto* c = std::get_if<kafka::offset_commit_request>(&req.body)) {
     offset_commit(ctx, std::move(*c), std::move(done));
   } else if (auto* f = std::get_if<kafka::offset_fetch_request>(&req.body)) {
