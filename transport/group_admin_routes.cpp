@@ -221,10 +221,15 @@ void describe_group(const client_context& ctx, http_request& req, const responde
           }
           rows.push_back(std::move(row));
         }
+        // A group known only by committed offsets is Empty, as GET
+        // /v1/groups and Kafka's ListGroups/DescribeGroups show it.
+        auto state = members.value("state", std::string{"Dead"});
+        if (state == "Dead" && !offsets.empty())
+          state = "Empty";
         json answer{{"group", group},
                     {"coordinator", coordinator},
                     {"protocol", members.value("protocol", json(nullptr))},
-                    {"state", members.value("state", std::string{"Dead"})},
+                    {"state", state},
                     {"members", members.value("members", json::array())},
                     {"offsets", rows},
                     {"lag", total},
