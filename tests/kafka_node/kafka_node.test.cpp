@@ -244,7 +244,8 @@ TEST_CASE("kafka listener: librdkafka static members restart without a rebalance
   // member) and a new consumer with its instance id starts within the
   // session timeout: it gets a's partition and b sees no revoke or assign.
   // Then a consumer reusing b's live instance id takes b's partition over
-  // and b gets a fatal FENCED_INSTANCE_ID.
+  // and b gets a fatal FENCED_INSTANCE_ID; the group shows the instance ids
+  // and LeaveGroup v3 removes a member by instance id.
   kafka_node n{{"Kafka.GroupInitialRebalanceDelayMs=0"}};
   REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"st","partitions":2})").status == 201);
   const std::string py = R"PY(
@@ -323,6 +324,24 @@ for x in (a2, c):
     if (m.contains("group_instance_id") && m["group_instance_id"].is_string())
       instances.insert(m["group_instance_id"].get<std::string>());
   CHECK(instances == std::set<std::string>{"inst-a", "inst-b"});
+  // LeaveGroup v3 removes a static member by its instance id alone (an
+  // administrative removal); an instance the group does not have is 25.
+  kafka::leave_group_request leave;
+  leave.group_id = "statics";
+  leave.members = {{"", std::string("inst-a")}, {"", std::string("inst-nobody")}};
+  auto raw = raw_exchange(n.kafka, request_frame(leave, 3), 5s);
+  REQUIRE(raw.size() > 8);
+  auto left = kafka::decode_body<kafka::leave_group_response>(raw.substr(8), 3);
+  REQUIRE(left.ok());
+  CHECK(left->error_code == 0);
+  REQUIRE(left->members.size() == 2);
+  CHECK(left->members[0].error_code == 0);
+  CHECK(left->members[1].group_instance_id == "inst-nobody");
+  CHECK(left->members[1].error_code == kafka::error_code::unknown_member_id);
+  auto after = json::parse(http(n.client, "GET", "/v1/groups/statics").body, nullptr, false);
+  REQUIRE(after.is_object());
+  REQUIRE(after["members"].size() == 1);
+  CHECK(after["members"][0]["group_instance_id"] == "inst-b");
 }
 
 TEST_CASE("kafka listener: malformed frames get an error or a closed connection", "[kafka_node]") {
