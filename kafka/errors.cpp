@@ -43,6 +43,7 @@ const char* error_code_name(int16_t code) {
     case error_code::group_id_not_found: return "GROUP_ID_NOT_FOUND";
     case error_code::unsupported_compression_type: return "UNSUPPORTED_COMPRESSION_TYPE";
     case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
+    case error_code::fenced_instance_id: return "FENCED_INSTANCE_ID";
     case error_code::invalid_record: return "INVALID_RECORD";
     default: return "UNKNOWN";
   }

@@ -57,6 +57,7 @@ inline constexpr int16_t non_empty_group = 68;
 inline constexpr int16_t group_id_not_found = 69;
 inline constexpr int16_t unsupported_compression_type = 76;
 inline constexpr int16_t member_id_required = 79;
+inline constexpr int16_t fenced_instance_id = 82;
 inline constexpr int16_t group_subscribed_to_topic = 86;
 inline constexpr int16_t invalid_record = 87;
 }  // namespace error_code

@@ -68,24 +68,29 @@ bool io_heartbeat_response(Io& f, int16_t v, M& x) {
 }
 
 template <class Io, class M>
-bool io_leave_group_request(Io& f, int16_t, M& x) {
-  return f.string(x.group_id) && f.string(x.member_id);
+bool io_leave_group_request(Io& f, int16_t v, M& x) {
+  auto member = [&](auto& m) { return f.string(m.member_id) && f.nullable_string(m.group_instance_id); };
+  return f.string(x.group_id) && (v >= 3 ? f.array(x.members, member) : f.string(x.member_id));
 }
 
 template <class Io, class M>
 bool io_leave_group_response(Io& f, int16_t v, M& x) {
-  return io_throttle_and_error(f, v, x);
+  auto member = [&](auto& m) {
+    return f.string(m.member_id) && f.nullable_string(m.group_instance_id) && f.i16(m.error_code);
+  };
+  return io_throttle_and_error(f, v, x) && (v < 3 || f.array(x.members, member));
 }
 
 template <class Io, class M>
 bool io_offset_commit_request(Io& f, int16_t v, M& x) {
   auto partition = [&](auto& p) {
-    return f.i32(p.partition_index) && f.i64(p.committed_offset) &&
+    return f.i32(p.partition_index) && f.i64(p.committed_offset) && (v < 6 || f.i32(p.committed_leader_epoch)) &&
            f.nullable_string(p.committed_metadata);
   };
   auto topic = [&](auto& t) { return f.string(t.name) && f.array(t.partitions, partition); };
   return f.string(x.group_id) && f.i32(x.generation_id) && f.string(x.member_id) &&
-         (v > 4 || f.i64(x.retention_time_ms)) && f.array(x.topics, topic);
+         (v < 7 || f.nullable_string(x.group_instance_id)) && (v > 4 || f.i64(x.retention_time_ms)) &&
+         f.array(x.topics, topic);
 }
 
 template <class Io, class M>

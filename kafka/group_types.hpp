@@ -113,16 +113,31 @@ struct heartbeat_response {
 
 // ---- LeaveGroup (key 13) ----
 
+/// One member a LeaveGroup v3+ names: by member id, or (KIP-345, an
+/// administrative removal) by group instance id with member id "".
+struct leave_group_member {
+  std::string member_id;
+  std::optional<std::string> group_instance_id;
+};
+
 struct leave_group_request {
   static constexpr api_key key = api_key::leave_group;
   std::string group_id;
+  std::string member_id;                   ///< v0-2 only
+  std::vector<leave_group_member> members;  ///< v3+ only (KIP-345 batch)
+};
+
+struct leave_group_member_response {
   std::string member_id;
+  std::optional<std::string> group_instance_id;
+  int16_t error_code = 0;
 };
 
 struct leave_group_response {
   static constexpr api_key key = api_key::leave_group;
   int32_t throttle_time_ms = 0;  ///< v1+
   int16_t error_code = 0;
+  std::vector<leave_group_member_response> members;  ///< v3+: one per member asked for
 };
 
 // ---- DescribeGroups (key 15), v0-4 (DescribeGroupsRequest.json: v5 is
@@ -237,6 +252,7 @@ struct offset_commit_partition {
   int32_t partition_index = 0;
   int64_t committed_offset = -1;
   std::optional<std::string> committed_metadata;
+  int32_t committed_leader_epoch = -1;  ///< v6+ (KIP-320; read, not used by moonmq)
 };
 
 struct offset_commit_topic {
@@ -249,6 +265,7 @@ struct offset_commit_request {
   std::string group_id;
   int32_t generation_id = -1;  ///< -1 with member "" for a standalone commit
   std::string member_id;
+  std::optional<std::string> group_instance_id;  ///< v7+ (KIP-345)
   int64_t retention_time_ms = -1;  ///< v2-4 only
   std::vector<offset_commit_topic> topics;
 };

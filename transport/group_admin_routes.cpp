@@ -57,6 +57,8 @@ void local_membership(const client_context& ctx, const std::string& group, std::
       json members = json::array();
       for (const auto& m : d.members)
         members.push_back(json{{"member_id", m.member_id},
+                               // KIP-345: the static member's instance id, null for a dynamic member
+                               {"group_instance_id", m.group_instance_id ? json(*m.group_instance_id) : json()},
                                {"client_id", m.client_id},
                                {"host", m.client_host},
                                {"assignment", consumer_assignment(m.member_assignment)}});
@@ -219,10 +221,15 @@ void describe_group(const client_context& ctx, http_request& req, const responde
           }
           rows.push_back(std::move(row));
         }
+        // A group known only by committed offsets is Empty, as GET
+        // /v1/groups and Kafka's ListGroups/DescribeGroups show it.
+        auto state = members.value("state", std::string{"Dead"});
+        if (state == "Dead" && !offsets.empty())
+          state = "Empty";
         json answer{{"group", group},
                     {"coordinator", coordinator},
                     {"protocol", members.value("protocol", json(nullptr))},
-                    {"state", members.value("state", std::string{"Dead"})},
+                    {"state", state},
                     {"members", members.value("members", json::array())},
                     {"offsets", rows},
                     {"lag", total},

@@ -43,6 +43,8 @@ struct kafka_group_table::impl {
     std::string protocol;
     std::string leader;
     std::map<std::string, member> members;
+    /// KIP-345 static members: group instance id -> its current member id.
+    std::map<std::string, std::string> statics;
     clock::time_point deadline;  ///< PreparingRebalance: when the join round closes
     /// The first round of a group that was Empty waits until then for more
     /// members (Kafka's InitialDelayedJoin); unset otherwise.
@@ -64,6 +66,30 @@ struct kafka_group_table::impl {
       case phase::completing: return "CompletingRebalance";
       default: return "Stable";
     }
+  }
+
+  /// Forgets the member at `it` (and its instance id); the next member.
+  static std::map<std::string, member>::iterator erase(group& g, std::map<std::string, member>::iterator it) {
+    if (it->second.instance_id) {
+      auto s = g.statics.find(*it->second.instance_id);
+      if (s != g.statics.end() && s->second == it->first)
+        g.statics.erase(s);
+    }
+    return g.members.erase(it);
+  }
+
+  /// Kafka's validateCurrentMember: with an instance id, 82
+  /// FENCED_INSTANCE_ID when the instance is now another member id, 25 when
+  /// no member has it; then 25 when `member` is not in the group; else 0.
+  static int16_t validate(const group& g, const std::string& member, const std::optional<std::string>& instance) {
+    if (instance) {
+      auto s = g.statics.find(*instance);
+      if (s == g.statics.end())
+        return ec::unknown_member_id;
+      if (s->second != member)
+        return ec::fenced_instance_id;
+    }
+    return g.members.count(member) ? int16_t{0} : ec::unknown_member_id;
   }
 
   /// Enters PreparingRebalance: parked SyncGroups get 27, the round closes
@@ -97,7 +123,7 @@ struct kafka_group_table::impl {
       return;
     g.initial_until.reset();
     for (auto it = g.members.begin(); it != g.members.end();)
-      it = it->second.join ? std::next(it) : g.members.erase(it);
+      it = it->second.join ? std::next(it) : erase(g, it);
     if (g.members.empty()) {
       g.state = phase::empty;
       return;
@@ -141,6 +167,81 @@ struct kafka_group_table::impl {
     }
   }
 
+  /// A JoinGroup's member id for a member joining without one.
+  std::string new_member_id(const std::string& client_id, clock::time_point now) {
+    return (client_id.empty() ? std::string("member") : client_id) + "-" + std::to_string(++next_member) + "-"
+           + std::to_string(now.time_since_epoch().count() % 1000000007);
+  }
+
+  /// What every accepted JoinGroup records of its member.
+  static void refresh(member& m, const kafka::join_group_request& req, const std::string& client_id,
+                      const std::string& client_host, int16_t version, clock::time_point now) {
+    m.session = milliseconds{req.session_timeout_ms};
+    m.rebalance =
+      milliseconds{version >= 1 && req.rebalance_timeout_ms > 0 ? req.rebalance_timeout_ms : req.session_timeout_ms};
+    m.protocols = req.protocols;
+    m.client_id = client_id;
+    m.client_host = client_host;
+    m.seen = now;
+  }
+
+  /// KIP-345 (Kafka's updateStaticMemberAndRebalance): a known group
+  /// instance joins without a member id, so a restarted static member (or a
+  /// second process with its instance id) takes over. The instance's member
+  /// gets `new_id` and keeps its assignment; a JoinGroup or SyncGroup parked
+  /// under the old id gets 82 FENCED_INSTANCE_ID, as do the old id's later
+  /// requests. Stable with the same protocols and metadata: answered at
+  /// once with the current generation and no rebalance; the answer names
+  /// the leader as it was before, so a replaced leader rejoins as a
+  /// follower (it stays the group's leader, under its new id, and gets no
+  /// member list, as in Kafka). Changed protocols or metadata while Stable,
+  /// or CompletingRebalance: a rebalance. PreparingRebalance: it joins the
+  /// round.
+  void rejoin_static(group& g, const std::string& old_id, const std::string& new_id,
+                     const kafka::join_group_request& req, const std::string& client_id,
+                     const std::string& client_host, int16_t version,
+                     std::function<void(kafka::join_group_response)> reply, clock::time_point now, actions& out) {
+    const auto leader_before = g.leader;
+    auto node = g.members.extract(old_id);
+    auto& old = node.mapped();
+    if (old.join) {
+      kafka::join_group_response r;
+      r.error_code = ec::fenced_instance_id;
+      r.member_id = old_id;
+      out.push_back([f = std::move(old.join), r] { f(r); });
+      old.join = nullptr;
+    }
+    if (old.sync) {
+      kafka::sync_group_response r;
+      r.error_code = ec::fenced_instance_id;
+      out.push_back([f = std::move(old.sync), r] { f(r); });
+      old.sync = nullptr;
+    }
+    const bool same = std::equal(old.protocols.begin(), old.protocols.end(), req.protocols.begin(),
+                                 req.protocols.end(), [](const auto& a, const auto& b) {
+                                   return a.name == b.name && a.metadata == b.metadata;
+                                 });
+    node.key() = new_id;
+    auto& m = g.members.insert(std::move(node)).position->second;
+    m.id = new_id;
+    g.statics[*req.group_instance_id] = new_id;
+    if (g.leader == old_id)
+      g.leader = new_id;
+    refresh(m, req, client_id, client_host, version, now);
+    if (g.state == phase::stable && same) {
+      kafka::join_group_response r;
+      r.generation_id = g.generation;
+      r.protocol_name = g.protocol;
+      r.leader = leader_before;
+      r.member_id = new_id;
+      out.push_back([reply, r] { reply(r); });
+      return;
+    }
+    m.join = std::move(reply);
+    prepare(g, now, out);
+    maybe_complete(g, false, now, out);
+  }
+
   void remove(group& g, const std::string& who, clock::time_point now, actions& out) {
     auto it = g.members.find(who);
     if (it == g.members.end())
@@ -156,7 +257,7 @@ struct kafka_group_table::impl {
       r.error_code = ec::unknown_member_id;
       out.push_back([f = std::move(it->second.sync), r] { f(r); });
     }
-    g.members.erase(it);
+    erase(g, it);
     if (g.members.empty()) {
       g.state = phase::empty;
       return;
@@ -202,36 +303,42 @@ void kafka_group_table::join(const kafka::join_group_request& req, const std::st
         if (fresh)
           impl_->groups.erase(req.group_id);
       };
+      // A known static instance joining without a member id (KIP-345).
+      std::string replaced;
+      if (req.member_id.empty() && req.group_instance_id)
+        if (auto s = g.statics.find(*req.group_instance_id); s != g.statics.end())
+          replaced = s->second;
+      const auto& self = req.member_id.empty() ? replaced : req.member_id;
       bool compatible = g.members.empty() || g.protocol_type == req.protocol_type;
       for (auto& [id, m] : g.members) {
-        if (id == req.member_id)
+        if (id == self)
           continue;
         compatible = compatible && std::any_of(m.protocols.begin(), m.protocols.end(), [&](const auto& p) {
                        return std::any_of(req.protocols.begin(), req.protocols.end(),
                                           [&](const auto& q) { return q.name == p.name; });
                      });
       }
-      if (req.protocols.empty() || !compatible) {
-        refuse(ec::inconsistent_group_protocol);
-      } else if (!req.member_id.empty() && !g.members.count(req.member_id)) {
-        refuse(ec::unknown_member_id);
+      int16_t code = 0;
+      if (req.protocols.empty() || !compatible)
+        code = ec::inconsistent_group_protocol;
+      else if (!req.member_id.empty())
+        code = impl::validate(g, req.member_id, req.group_instance_id);
+      if (code != 0) {
+        refuse(code);
+      } else if (!replaced.empty()) {
+        impl_->rejoin_static(g, replaced, impl_->new_member_id(client_id, now), req, client_id, client_host, version,
+                             reply, now, out);
       } else {
         const bool first = g.members.empty() && g.state == impl::phase::empty;
         const bool newcomer = req.member_id.empty();
-        auto id = req.member_id;
-        if (id.empty())
-          id = (client_id.empty() ? std::string("member") : client_id) + "-" + std::to_string(++impl_->next_member)
-               + "-" + std::to_string(now.time_since_epoch().count() % 1000000007);
+        auto id = newcomer ? impl_->new_member_id(client_id, now) : req.member_id;
         auto& m = g.members[id];
         m.id = id;
-        m.instance_id = req.group_instance_id;
-        m.session = milliseconds{req.session_timeout_ms};
-        m.rebalance = milliseconds{version >= 1 && req.rebalance_timeout_ms > 0 ? req.rebalance_timeout_ms
-                                                                                 : req.session_timeout_ms};
-        m.protocols = req.protocols;
-        m.client_id = client_id;
-        m.client_host = client_host;
-        m.seen = now;
+        if (newcomer && req.group_instance_id) {  // a new static member
+          m.instance_id = req.group_instance_id;
+          g.statics[*req.group_instance_id] = id;
+        }
+        impl::refresh(m, req, client_id, client_host, version, now);
         if (m.join) {  // a second join of the same member replaces the first
           kafka::join_group_response r;
           r.error_code = ec::rebalance_in_progress;
@@ -274,8 +381,10 @@ void kafka_group_table::sync(const kafka::sync_group_request& req,
       out.push_back([reply, r] { reply(r); });
     };
     auto git = impl_->groups.find(req.group_id);
-    if (git == impl_->groups.end() || !git->second.members.count(req.member_id)) {
-      answer(ec::unknown_member_id);
+    auto code = git == impl_->groups.end() ? ec::unknown_member_id
+                                            : impl::validate(git->second, req.member_id, req.group_instance_id);
+    if (code != 0) {
+      answer(code);
     } else {
       auto& g = git->second;
       auto& m = g.members[req.member_id];
@@ -310,9 +419,11 @@ void kafka_group_table::sync(const kafka::sync_group_request& req,
 int16_t kafka_group_table::heartbeat(const kafka::heartbeat_request& req) {
   std::lock_guard<std::mutex> lock{impl_->mtx};
   auto git = impl_->groups.find(req.group_id);
-  if (git == impl_->groups.end() || !git->second.members.count(req.member_id))
+  if (git == impl_->groups.end())
     return ec::unknown_member_id;
   auto& g = git->second;
+  if (auto code = impl::validate(g, req.member_id, req.group_instance_id); code != 0)
+    return code;
   g.members[req.member_id].seen = clock::now();
   if (req.generation_id != g.generation)
     return ec::illegal_generation;
@@ -321,28 +432,43 @@ int16_t kafka_group_table::heartbeat(const kafka::heartbeat_request& req) {
   return 0;
 }
 
-int16_t kafka_group_table::leave(const std::string& group, const std::string& member) {
+int16_t kafka_group_table::leave(const std::string& group, const std::string& member,
+                                 const std::optional<std::string>& instance) {
   impl::actions out;
   int16_t code = 0;
   {
     std::lock_guard<std::mutex> lock{impl_->mtx};
     auto git = impl_->groups.find(group);
-    if (git == impl_->groups.end() || !git->second.members.count(member))
+    std::string who = member;
+    if (git == impl_->groups.end()) {
       code = ec::unknown_member_id;
-    else
-      impl_->remove(git->second, member, clock::now(), out);
+    } else if (member.empty() && instance) {
+      // Kafka's administrative removal by group instance id (LeaveGroup v3+).
+      auto s = git->second.statics.find(*instance);
+      if (s == git->second.statics.end())
+        code = ec::unknown_member_id;
+      else
+        who = s->second;
+    } else {
+      code = impl::validate(git->second, member, instance);
+    }
+    if (code == 0)
+      impl_->remove(git->second, who, clock::now(), out);
   }
   run(out);
   return code;
 }
 
-int16_t kafka_group_table::check_commit(const std::string& group, const std::string& member, int32_t generation) {
+int16_t kafka_group_table::check_commit(const std::string& group, const std::string& member,
+                                        const std::optional<std::string>& instance, int32_t generation) {
   std::lock_guard<std::mutex> lock{impl_->mtx};
-  if (member.empty() && generation < 0)
+  if (member.empty() && !instance && generation < 0)
     return 0;
   auto git = impl_->groups.find(group);
-  if (git == impl_->groups.end() || !git->second.members.count(member))
+  if (git == impl_->groups.end())
     return ec::unknown_member_id;
+  if (auto code = impl::validate(git->second, member, instance); code != 0)
+    return code;
   if (generation != git->second.generation)
     return ec::illegal_generation;
   // As Kafka's GroupCoordinator: members of the current generation may

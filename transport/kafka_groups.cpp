@@ -57,7 +57,7 @@ int16_t commit_code_of(const caf::error& e) {
 /// POST /cluster/groups/{g}/offsets.
 void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, kafka_done done) {
   auto resp = std::make_shared<kafka::offset_commit_response>();
-  auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.generation_id);
+  auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.group_instance_id, req.generation_id);
   std::map<std::string, json> parts;  // owner -> offsets
   std::map<std::string, std::vector<kafka::offset_commit_partition_response*>> slots;
   auto topics = ctx->catalog->get();
@@ -269,37 +269,115 @@ kafka::find_coordinator_response find_coordinator(const kafka_context& ctx, cons
   return r;
 }
 
+/// The groups coordinated here that Kafka's coordinator would hold as Empty
+/// without any member here: committed offsets on some broker (this broker's
+/// group actor and every peer's GET /cluster/groups "committed"; offsets
+/// live with the partitions' owners), no member in the Kafka table and no
+/// HTTP member on any broker. Brokers that do not answer in time are left
+/// out (their groups may then be missing). `done` once, from any thread.
+void offset_only_groups(const std::shared_ptr<kafka_context>& ctx, std::function<void(std::set<std::string>)> done) {
+  struct survey {
+    std::mutex mtx;
+    std::set<std::string> committed, busy;
+  };
+  auto sum = std::make_shared<survey>();
+  auto add = [sum](const std::string& text) {
+    auto j = json::parse(text, nullptr, false);
+    if (!j.is_object())
+      return;
+    std::lock_guard<std::mutex> lock{sum->mtx};
+    for (const auto& id : j.value("committed", json::array()))
+      if (id.is_string())
+        sum->committed.insert(id.get<std::string>());
+    for (const auto& g : j.value("groups", json::array()))
+      if (g.is_object() && g.value("members", json::number_unsigned_t{0}) > 0)
+        sum->busy.insert(g.value("group", std::string{}));
+  };
+  auto known = ctx->peers->all();
+  size_t peers = 0;
+  for (const auto& p : known)
+    peers += p.client != nullptr;
+  auto g = kafka_gather::make(1 + peers, [ctx, sum, done] {
+    std::set<std::string> out;
+    for (const auto& id : sum->committed)
+      if (!sum->busy.count(id) && kafka_coordinator_of(*ctx, id) == ctx->broker_id
+          && !ctx->group_table->subscribed(id).exists)
+        out.insert(id);
+    done(std::move(out));
+  });
+  ask<std::string>(
+    *ctx->system, ctx->groups, ctx->timeout,
+    [g, add](std::string& text) {
+      add(text);
+      g->one();
+    },
+    [g](const caf::error&) { g->one(); }, list_atom::value);
+  for (const auto& p : known)
+    if (p.client)
+      kafka_peer_call(*ctx, p.id, "GET", "/cluster/groups", {}, [g, add](int status, std::string body) {
+        if (status == 200)
+          add(body);
+        g->one();
+      });
+}
+
 /// ListGroups: the groups this broker coordinates (a client asks every
-/// broker and merges the lists, as with Kafka). Groups known only by their
-/// committed offsets, with no member since this coordinator started, are
-/// not listed.
-kafka::list_groups_response list_groups(const kafka_context& ctx) {
-  kafka::list_groups_response r;
-  for (auto& g : ctx.group_table->list())
-    if (kafka_coordinator_of(ctx, g.group_id) == ctx.broker_id)
-      r.groups.push_back(std::move(g));
-  return r;
+/// broker and merges the lists, as with Kafka): those of its Kafka table,
+/// and those known only by committed offsets, as protocol type "consumer"
+/// (Kafka lists such a group, Empty, from its offsets topic).
+void list_groups(const std::shared_ptr<kafka_context>& ctx, kafka_done done) {
+  offset_only_groups(ctx, [ctx, done](std::set<std::string> offset_only) {
+    kafka::list_groups_response r;
+    for (auto& g : ctx->group_table->list())
+      if (kafka_coordinator_of(*ctx, g.group_id) == ctx->broker_id)
+        r.groups.push_back(std::move(g));
+    for (const auto& id : offset_only)
+      r.groups.push_back({id, "consumer"});
+    done(std::move(r), 0);
+  });
 }
 
 /// DescribeGroups: each group this broker coordinates as its table holds
-/// it (Dead when unknown); NOT_COORDINATOR (16) for the others, per group.
-kafka::describe_groups_response describe_groups(const kafka_context& ctx, const kafka::describe_groups_request& req) {
-  kafka::describe_groups_response r;
+/// it; one known only by committed offsets is Empty, protocol type
+/// "consumer", no members (as Kafka describes it); else Dead.
+/// NOT_COORDINATOR (16) for the others, per group.
+void describe_groups(const std::shared_ptr<kafka_context>& ctx, const kafka::describe_groups_request& req,
+                     kafka_done done) {
+  auto r = std::make_shared<kafka::describe_groups_response>();
+  bool unknown = false;
   for (const auto& id : req.groups) {
-    if (kafka_coordinator_of(ctx, id) != ctx.broker_id) {
+    if (kafka_coordinator_of(*ctx, id) != ctx->broker_id) {
       kafka::described_group g;
       g.error_code = ec::not_coordinator;
       g.group_id = id;
-      r.groups.push_back(std::move(g));
+      r->groups.push_back(std::move(g));
       continue;
     }
-    r.groups.push_back(ctx.group_table->describe_group(id));
+    r->groups.push_back(ctx->group_table->describe_group(id));
+    unknown = unknown || r->groups.back().group_state == "Dead";
     // Asked for (v3+): with no authorizer, every operation a group allows:
     // READ (3), DELETE (6), DESCRIBE (8) of Kafka's AclOperation codes.
     if (req.include_authorized_operations)
-      r.groups.back().authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
+      r->groups.back().authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
   }
-  return r;
+  auto finish = [r, done] {
+    int errors = 0;
+    for (const auto& g : r->groups)
+      errors += g.error_code != 0;
+    done(std::move(*r), errors);
+  };
+  if (!unknown) {
+    finish();
+    return;
+  }
+  offset_only_groups(ctx, [r, finish](std::set<std::string> offset_only) {
+    for (auto& g : r->groups)
+      if (g.error_code == 0 && g.group_state == "Dead" && offset_only.count(g.group_id)) {
+        g.group_state = "Empty";
+        g.protocol_type = "consumer";
+      }
+    finish();
+  });
 }
 
 /// DeleteGroups, one group on its coordinator: refused (68) while Kafka or
@@ -491,7 +569,7 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     return;
   }
   if (std::holds_alternative<kafka::list_groups_request>(req.body)) {
-    done(list_groups(*ctx), 0);
+    list_groups(ctx, std::move(done));
     return;
   }
   if (auto* od = std::get_if<kafka::offset_delete_request>(&req.body)) {
@@ -499,11 +577,7 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     return;
   }
   if (auto* dg = std::get_if<kafka::describe_groups_request>(&req.body)) {
-    auto r = describe_groups(*ctx, *dg);
-    int errors = 0;
-    for (const auto& g : r.groups)
-      errors += g.error_code != 0;
-    done(std::move(r), errors);
+    describe_groups(ctx, *dg, std::move(done));
     return;
   }
   if (auto* dg = std::get_if<kafka::delete_groups_request>(&req.body)) {
@@ -558,9 +632,22 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     r.error_code = ctx->group_table->heartbeat(*h);
     done(r, r.error_code != 0);
   } else if (auto* l = std::get_if<kafka::leave_group_request>(&req.body)) {
+    // v0-2 name one member and answer its error at the top level; v3+
+    // (KIP-345) name a batch, by member id or group instance id, and answer
+    // each one's error.
     kafka::leave_group_response r;
-    r.error_code = ctx->group_table->leave(l->group_id, l->member_id);
-    done(r, r.error_code != 0);
+    int errors = 0;
+    if (version < 3) {
+      r.error_code = ctx->group_table->leave(l->group_id, l->member_id);
+      errors = r.error_code != 0;
+    } else {
+      for (const auto& m : l->members) {
+        r.members.push_back({m.member_id, m.group_instance_id,
+                             ctx->group_table->leave(l->group_id, m.member_id, m.group_instance_id)});
+        errors += r.members.back().error_code != 0;
+      }
+    }
+    done(r, errors);
   } else if (auto* c = std::get_if<kafka::offset_commit_request>(&req.body)) {
     offset_commit(ctx, std::move(*c), std::move(done));
   } else if (auto* f = std::get_if<kafka::offset_fetch_request>(&req.body)) {

@@ -43,14 +43,24 @@ public:
   explicit kafka_group_table(std::chrono::milliseconds initial_rebalance_delay = std::chrono::milliseconds{0});
 
   /// `client_host`: "/<address>" of the member's connection (DescribeGroups).
+  /// Static membership (KIP-345): a request naming a group instance id whose
+  /// member id is now another one gets 82 FENCED_INSTANCE_ID (also
+  /// SyncGroup, Heartbeat, LeaveGroup, OffsetCommit); a known instance
+  /// joining without a member id takes its member over (docs/kafka.md).
   void join(const kafka::join_group_request& req, const std::string& client_id, int16_t version,
             std::function<void(kafka::join_group_response)> reply, const std::string& client_host = {});
   void sync(const kafka::sync_group_request& req, std::function<void(kafka::sync_group_response)> reply);
   int16_t heartbeat(const kafka::heartbeat_request& req);
-  int16_t leave(const std::string& group, const std::string& member);
-  /// 0 when a commit by (member, generation) may go ahead (-1 and "" =
-  /// a standalone commit), else 22 / 25 / 27 (27 only in CompletingRebalance).
-  int16_t check_commit(const std::string& group, const std::string& member, int32_t generation);
+  /// Removes `member` (and rebalances the rest): 0, 25 UNKNOWN_MEMBER_ID, or
+  /// 82 FENCED_INSTANCE_ID when `instance` is now another member's. Member
+  /// "" with an `instance`: removes that static member (LeaveGroup v3+).
+  int16_t leave(const std::string& group, const std::string& member,
+                const std::optional<std::string>& instance = std::nullopt);
+  /// 0 when a commit by (member, instance, generation) may go ahead (-1, ""
+  /// and no instance = a standalone commit), else 22 / 25 / 82 / 27 (27 only
+  /// in CompletingRebalance).
+  int16_t check_commit(const std::string& group, const std::string& member,
+                       const std::optional<std::string>& instance, int32_t generation);
   /// Expires silent members and completes overdue rebalances (`now` injectable for tests).
   void tick(clock::time_point now = clock::now());
   /// Every group of the table with its protocol type (ListGroups).

@@ -29,12 +29,12 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::fetch, 4, 11);
   check(api_key::list_offsets, 1, 2);
   check(api_key::metadata, 0, 4);
-  check(api_key::offset_commit, 2, 5);
+  check(api_key::offset_commit, 2, 7);
   check(api_key::offset_fetch, 1, 4);
   check(api_key::find_coordinator, 0, 2);
   check(api_key::join_group, 0, 5);
   check(api_key::heartbeat, 0, 3);
-  check(api_key::leave_group, 0, 1);
+  check(api_key::leave_group, 0, 3);
   check(api_key::sync_group, 0, 3);
   check(api_key::describe_groups, 0, 4);
   check(api_key::list_groups, 0, 2);
@@ -155,6 +155,37 @@ TEST_CASE("kafka codec: version-gated fields survive only where the version has 
     c.retention_time_ms = 99;
     CHECK(decode_body<offset_commit_request>(encode_body(c, 4).value(), 4)->retention_time_ms == 99);
     CHECK(decode_body<offset_commit_request>(encode_body(c, 5).value(), 5)->retention_time_ms == -1);
+  }
+  SECTION("OffsetCommit leader epoch from v6, group instance id from v7") {
+    offset_commit_request c;
+    c.group_instance_id = "i";
+    c.topics = {{"t", {{0, 5, std::string("m"), 9}}}};
+    auto v5 = decode_body<offset_commit_request>(encode_body(c, 5).value(), 5).value();
+    auto v6 = decode_body<offset_commit_request>(encode_body(c, 6).value(), 6).value();
+    auto v7 = decode_body<offset_commit_request>(encode_body(c, 7).value(), 7).value();
+    CHECK(v5.topics[0].partitions[0].committed_leader_epoch == -1);
+    CHECK(v6.topics[0].partitions[0].committed_leader_epoch == 9);
+    CHECK(v6.topics[0].partitions[0].committed_metadata == "m");
+    CHECK_FALSE(v6.group_instance_id);
+    CHECK(v7.group_instance_id == "i");
+  }
+  SECTION("LeaveGroup: one member id before v3, a batch of members from v3") {
+    leave_group_request q;
+    q.member_id = "m";
+    q.members = {{"", std::string("i")}};
+    auto v1 = decode_body<leave_group_request>(encode_body(q, 1).value(), 1).value();
+    auto v3 = decode_body<leave_group_request>(encode_body(q, 3).value(), 3).value();
+    CHECK(v1.member_id == "m");
+    CHECK(v1.members.empty());
+    CHECK(v3.member_id.empty());
+    REQUIRE(v3.members.size() == 1);
+    CHECK(v3.members[0].group_instance_id == "i");
+    leave_group_response r;
+    r.members = {{"", std::string("i"), error_code::unknown_member_id}};
+    CHECK(decode_body<leave_group_response>(encode_body(r, 2).value(), 2)->members.empty());
+    auto r3 = decode_body<leave_group_response>(encode_body(r, 3).value(), 3).value();
+    REQUIRE(r3.members.size() == 1);
+    CHECK(r3.members[0].error_code == error_code::unknown_member_id);
   }
   SECTION("DescribeGroups: authorized operations from v3, group instance ids from v4") {
     describe_groups_request q;

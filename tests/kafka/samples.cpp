@@ -101,8 +101,9 @@ std::vector<request_body> sample_requests() {
   commit.group_id = "g";
   commit.generation_id = 4;
   commit.member_id = "m-1";
+  commit.group_instance_id = "instance-1";
   commit.retention_time_ms = 86400000;
-  commit.topics = {{"orders", {{0, 100, std::string("meta")}, {1, 7, std::nullopt}}}};
+  commit.topics = {{"orders", {{0, 100, std::string("meta"), 3}, {1, 7, std::nullopt}}}};
   out.emplace_back(commit);
 
   offset_fetch_request fetch_offsets;
@@ -135,6 +136,7 @@ std::vector<request_body> sample_requests() {
   leave_group_request leave;
   leave.group_id = "g";
   leave.member_id = "m-1";
+  leave.members = {{"m-1", std::nullopt}, {"", std::string("instance-2")}};
   out.emplace_back(leave);
 
   sync_group_request sync;
@@ -281,6 +283,7 @@ std::vector<response_body> sample_responses() {
   leave_group_response leave;
   leave.throttle_time_ms = 10;
   leave.error_code = error_code::unknown_member_id;
+  leave.members = {{"m-1", std::nullopt, 0}, {"", std::string("instance-2"), error_code::fenced_instance_id}};
   out.emplace_back(leave);
 
   sync_group_response sync;

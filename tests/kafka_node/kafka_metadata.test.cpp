@@ -366,7 +366,8 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   // each group once; DescribeGroups (15) gives state, protocol, members with
   // client id and host; a group nobody joined is Dead; a group whose last
   // member left is Empty and still listed; DeleteGroups (42) removes an
-  // empty group's committed offsets from every partition owner.
+  // empty group's committed offsets from every partition owner; a group
+  // with committed offsets only is listed and described Empty.
   move_cluster c({"b1", "b2", "b3"}, kafka_raft());
   start_three(c);
   REQUIRE(raft_leader(c));
@@ -414,6 +415,13 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   REQUIRE(result["after_delete"].size() == 1);
   CHECK(result["after_delete"][0]["state"] == "Dead");
 
+  // A group with committed offsets only (a standalone commit over HTTP, kept
+  // by the partitions' owners, whichever brokers those are): listed by its
+  // coordinator, Empty with protocol type "consumer" and no members, as
+  // Kafka shows a group it knows from its offsets topic.
+  REQUIRE(call(c.client(2), "POST", "/v1/groups/kgroups-offsets/offsets",
+               R"({"offsets":[{"topic":"kgroups","partition":0,"offset":3},{"topic":"kgroups","partition":1,"offset":4}]})")
+            .status == 200);
   // librdkafka 2.0.2's list_groups (python3-confluent-kafka): ListGroups then
   // DescribeGroups on every broker.
   std::string py = "from confluent_kafka.admin import AdminClient\n"
@@ -429,6 +437,12 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   CHECK(prc == 0);
   CHECK(pout.find("kgroups-a") == std::string::npos);  // deleted above
   CHECK(pout.find("kgroups-b Empty consumer 0 None") != std::string::npos);
+  CHECK(pout.find("kgroups-offsets Empty consumer 0 None") != std::string::npos);
+  auto offset_only = call(c.client(1), "GET", "/v1/groups/kgroups-offsets");
+  INFO(offset_only.raw);
+  CHECK(offset_only.status == 200);
+  CHECK(offset_only.body["state"] == "Empty");  // as GET /v1/groups and Kafka say
+  CHECK(offset_only.body["members"].empty());
 
   // The same groups over HTTP: Kafka groups are listed and deleted there too.
   auto over_http = call(c.client(2), "GET", "/v1/groups");

@@ -38,8 +38,9 @@ struct kafka_node {
   uint16_t client = 0;
   uint16_t kafka = 0;
 
-  kafka_node() {
-    node = std::make_unique<node_process>(dir, std::vector<std::string>{"Kafka.Enabled=true", "Kafka.Port=0"});
+  explicit kafka_node(std::vector<std::string> overrides = {}) {
+    overrides.insert(overrides.begin(), {"Kafka.Enabled=true", "Kafka.Port=0"});
+    node = std::make_unique<node_process>(dir, overrides);
     auto a = node->wait_ready(20s);
     if (!a)
       FAIL("moonmq-node did not become ready:\n" << node->log());
@@ -234,6 +235,113 @@ TEST_CASE("kafka listener: two kcat group members split the partitions", "[kafka
     CHECK((a1.find(part) != std::string::npos) != (a2.find(part) != std::string::npos));
   m1.signal(SIGTERM);
   m2.signal(SIGTERM);
+}
+
+TEST_CASE("kafka listener: librdkafka static members restart without a rebalance and a duplicate instance is fenced",
+          "[kafka_node][static]") {
+  // KIP-345 with librdkafka 2.0.2 (python3-confluent-kafka): two static
+  // members split two partitions; "a" closes (no LeaveGroup for a static
+  // member) and a new consumer with its instance id starts within the
+  // session timeout: it gets a's partition and b sees no revoke or assign.
+  // Then a consumer reusing b's live instance id takes b's partition over
+  // and b gets a fatal FENCED_INSTANCE_ID; the group shows the instance ids
+  // and LeaveGroup v3 removes a member by instance id.
+  kafka_node n{{"Kafka.GroupInitialRebalanceDelayMs=0"}};
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"st","partitions":2})").status == 201);
+  const std::string py = R"PY(
+import sys, time
+from confluent_kafka import Consumer, KafkaError
+bs = sys.argv[1]
+events, errors, names = {}, {}, {}
+def make(name, instance):
+    events[name], errors[name] = [], []
+    c = Consumer({'bootstrap.servers': bs, 'group.id': 'statics', 'group.instance.id': instance,
+                  'session.timeout.ms': 6000, 'heartbeat.interval.ms': 300,
+                  'error_cb': lambda e: errors[name].append(e)})
+    c.subscribe(['st'], on_assign=lambda c, ps: events[name].append(('assign', sorted(p.partition for p in ps))),
+                on_revoke=lambda c, ps: events[name].append(('revoke', sorted(p.partition for p in ps))))
+    names[id(c)] = name
+    return c
+def parts(c):
+    return sorted(p.partition for p in c.assignment())
+def pump(cs, secs, until=lambda: False):
+    end = time.time() + secs
+    while time.time() < end:
+        for c in cs:
+            m = c.poll(0.05)
+            if m is not None and m.error():  # errors also come back as messages
+                errors[names[id(c)]].append(m.error())
+        if until():
+            return True
+    return until()
+a, b = make('a', 'inst-a'), make('b', 'inst-b')
+print('split', pump([a, b], 30, lambda: len(parts(a)) == 1 and len(parts(b)) == 1 and parts(a) != parts(b)))
+pump([a, b], 1)
+pa, pb, seen = parts(a), parts(b), len(events['b'])
+a.close()
+a2 = make('a2', 'inst-a')
+print('restarted', pump([a2, b], 15, lambda: parts(a2) == pa))
+pump([a2, b], 3)
+print('a2 events', events['a2'] == [('assign', pa)], events['a2'])
+print('b events after restart', events['b'][seen:])
+print('b keeps', parts(b) == pb)
+seen_a2 = len(events['a2'])
+c = make('c', 'inst-b')
+# librdkafka hands a fatal error to poll() as an error message with code _FATAL.
+fatal = lambda: any(e.fatal() or e.code() == KafkaError._FATAL for e in errors['b'])
+print('fenced', pump([c, b, a2], 15, fatal))
+print('c takes over', pump([c, a2], 5, lambda: parts(c) == pb))
+print('b error', [e.str() for e in errors['b']])
+print('a2 events after duplicate', events['a2'][seen_a2:])
+for x in (a2, c):
+    x.close()
+)PY";
+  {
+    std::ofstream f(n.dir.path() + "/statics.py");
+    f << py;
+  }
+  auto [rc, out] = sh("timeout 90 /usr/bin/python3 " + n.dir.path() + "/statics.py " + n.broker() + " 2>&1");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(out.find("split True") != std::string::npos);
+  CHECK(out.find("restarted True") != std::string::npos);
+  CHECK(out.find("a2 events True") != std::string::npos);
+  CHECK(out.find("b events after restart []") != std::string::npos);
+  CHECK(out.find("b keeps True") != std::string::npos);
+  CHECK(out.find("fenced True") != std::string::npos);
+  CHECK(out.find("c takes over True") != std::string::npos);
+  CHECK(out.find("b error ['Fatal error: Broker: Static consumer fenced by other consumer with same "
+                 "group.instance.id") != std::string::npos);
+  CHECK(out.find("a2 events after duplicate []") != std::string::npos);
+  // Closed static members stay in the group until their session times out
+  // (6 s): the HTTP describe shows both with their instance ids.
+  auto described = http(n.client, "GET", "/v1/groups/statics");
+  REQUIRE(described.status == 200);
+  auto j = json::parse(described.body, nullptr, false);
+  INFO(described.body);
+  std::set<std::string> instances;
+  for (const auto& m : j.value("members", json::array()))
+    if (m.contains("group_instance_id") && m["group_instance_id"].is_string())
+      instances.insert(m["group_instance_id"].get<std::string>());
+  CHECK(instances == std::set<std::string>{"inst-a", "inst-b"});
+  // LeaveGroup v3 removes a static member by its instance id alone (an
+  // administrative removal); an instance the group does not have is 25.
+  kafka::leave_group_request leave;
+  leave.group_id = "statics";
+  leave.members = {{"", std::string("inst-a")}, {"", std::string("inst-nobody")}};
+  auto raw = raw_exchange(n.kafka, request_frame(leave, 3), 5s);
+  REQUIRE(raw.size() > 8);
+  auto left = kafka::decode_body<kafka::leave_group_response>(raw.substr(8), 3);
+  REQUIRE(left.ok());
+  CHECK(left->error_code == 0);
+  REQUIRE(left->members.size() == 2);
+  CHECK(left->members[0].error_code == 0);
+  CHECK(left->members[1].group_instance_id == "inst-nobody");
+  CHECK(left->members[1].error_code == kafka::error_code::unknown_member_id);
+  auto after = json::parse(http(n.client, "GET", "/v1/groups/statics").body, nullptr, false);
+  REQUIRE(after.is_object());
+  REQUIRE(after["members"].size() == 1);
+  CHECK(after["members"][0]["group_instance_id"] == "inst-b");
 }
 
 TEST_CASE("kafka listener: malformed frames get an error or a closed connection", "[kafka_node]") {

@@ -25,6 +25,15 @@ kafka::join_group_request join_req(const std::string& member, const std::string&
   return r;
 }
 
+/// A JoinGroup v5 of the static member `instance` (KIP-345).
+kafka::join_group_request static_req(const std::string& member, const std::string& instance,
+                                     const std::string& metadata = "meta-range") {
+  auto r = join_req(member);
+  r.group_instance_id = instance;
+  r.protocols = {{"range", metadata}};
+  return r;
+}
+
 kafka::sync_group_request sync_req(const std::string& member, int32_t gen,
                                    std::vector<kafka::sync_group_assignment> a = {}) {
   kafka::sync_group_request r;
@@ -35,12 +44,42 @@ kafka::sync_group_request sync_req(const std::string& member, int32_t gen,
   return r;
 }
 
-kafka::heartbeat_request beat(const std::string& member, int32_t gen) {
+kafka::heartbeat_request beat(const std::string& member, int32_t gen,
+                              std::optional<std::string> instance = std::nullopt) {
   kafka::heartbeat_request r;
   r.group_id = "g";
   r.generation_id = gen;
   r.member_id = member;
+  r.group_instance_id = std::move(instance);
   return r;
+}
+
+using join_answer = std::optional<kafka::join_group_response>;
+
+/// Static members "a" (the leader) and "b" of a Stable group "g" in
+/// generation 2, assigned "pa" and "pb".
+std::pair<kafka::join_group_response, kafka::join_group_response> two_static_members(kafka_group_table& t) {
+  join_answer a, a2, b;
+  t.join(static_req("", "a"), "ca", 5, [&](kafka::join_group_response r) { a = r; });
+  REQUIRE(a);
+  t.join(static_req("", "b"), "cb", 5, [&](kafka::join_group_response r) { b = r; });
+  t.join(static_req(a->member_id, "a"), "ca", 5, [&](kafka::join_group_response r) { a2 = r; });
+  REQUIRE(a2);
+  REQUIRE(b);
+  REQUIRE(a2->generation_id == 2);
+  REQUIRE(a2->leader == a->member_id);
+  REQUIRE(a2->members.size() == 2);
+  for (const auto& m : a2->members)
+    CHECK(m.group_instance_id == (m.member_id == a->member_id ? "a" : "b"));
+  std::optional<kafka::sync_group_response> sa, sb;
+  t.sync(sync_req(b->member_id, 2), [&](kafka::sync_group_response r) { sb = r; });
+  t.sync(sync_req(a->member_id, 2, {{a->member_id, "pa"}, {b->member_id, "pb"}}),
+         [&](kafka::sync_group_response r) { sa = r; });
+  REQUIRE(sa);
+  REQUIRE(sb);
+  REQUIRE(sb->assignment == "pb");
+  REQUIRE(t.describe_group("g").group_state == "Stable");
+  return {*a2, *b};
 }
 
 }  // namespace
@@ -63,9 +102,9 @@ TEST_CASE("kafka groups: one member joins, leads and syncs its own assignment", 
   CHECK(t.heartbeat(beat(j->member_id, 1)) == 0);
   CHECK(t.heartbeat(beat(j->member_id, 7)) == ec::illegal_generation);
   CHECK(t.heartbeat(beat("nobody", 1)) == ec::unknown_member_id);
-  CHECK(t.check_commit("g", j->member_id, 1) == 0);
-  CHECK(t.check_commit("g", "", -1) == 0);
-  CHECK(t.check_commit("g", j->member_id, 0) == ec::illegal_generation);
+  CHECK(t.check_commit("g", j->member_id, std::nullopt, 1) == 0);
+  CHECK(t.check_commit("g", "", std::nullopt, -1) == 0);
+  CHECK(t.check_commit("g", j->member_id, std::nullopt, 0) == ec::illegal_generation);
 }
 
 TEST_CASE("kafka groups: a second member triggers a rebalance, only the leader gets the members", "[kafka_state]") {
@@ -221,6 +260,130 @@ TEST_CASE("kafka groups: the first round of an empty group waits the initial reb
   t.join(join_req(b->member_id), "c2", 5, [&](kafka::join_group_response r) { b2 = r; });
   REQUIRE(c);
   CHECK(c->generation_id == 2);
+}
+
+TEST_CASE("kafka groups: a static member rejoining without its member id takes its assignment over, no rebalance",
+          "[kafka_state][static]") {
+  kafka_group_table t;
+  auto [a, b] = two_static_members(t);
+  // "a" restarts: a JoinGroup with no member id and its instance id.
+  join_answer a2;
+  t.join(static_req("", "a"), "ca", 5, [&](kafka::join_group_response r) { a2 = r; });
+  REQUIRE(a2);  // answered at once, no round
+  CHECK(a2->error_code == 0);
+  CHECK(a2->generation_id == 2);
+  CHECK(a2->member_id != a.member_id);
+  CHECK(a2->protocol_name == "range");
+  // It was the leader: the answer names the old leader id, so it follows
+  // and gets no member list (Kafka's rule for a stable group).
+  CHECK(a2->leader == a.member_id);
+  CHECK(a2->members.empty());
+  CHECK(t.heartbeat(beat(b.member_id, 2)) == 0);  // no rebalance for b
+  CHECK(t.describe_group("g").group_state == "Stable");
+  std::optional<kafka::sync_group_response> s;
+  t.sync(sync_req(a2->member_id, 2), [&](kafka::sync_group_response r) { s = r; });
+  REQUIRE(s);
+  CHECK(s->error_code == 0);
+  CHECK(s->assignment == "pa");
+  // The old member id is fenced wherever it names the instance, unknown
+  // where it does not.
+  CHECK(t.heartbeat(beat(a.member_id, 2, "a")) == ec::fenced_instance_id);
+  CHECK(t.heartbeat(beat(a.member_id, 2)) == ec::unknown_member_id);
+  CHECK(t.heartbeat(beat(a2->member_id, 2, "a")) == 0);
+  CHECK(t.check_commit("g", a.member_id, std::string("a"), 2) == ec::fenced_instance_id);
+  CHECK(t.check_commit("g", a2->member_id, std::string("a"), 2) == 0);
+  CHECK(t.check_commit("g", "", std::string("a"), -1) == ec::fenced_instance_id);
+  CHECK(t.leave("g", a.member_id, std::string("a")) == ec::fenced_instance_id);
+  auto stale_sync = sync_req(a.member_id, 2);
+  stale_sync.group_instance_id = "a";
+  std::optional<kafka::sync_group_response> fenced;
+  t.sync(stale_sync, [&](kafka::sync_group_response r) { fenced = r; });
+  REQUIRE(fenced);
+  CHECK(fenced->error_code == ec::fenced_instance_id);
+  join_answer stale_join;
+  t.join(static_req(a.member_id, "a"), "ca", 5, [&](kafka::join_group_response r) { stale_join = r; });
+  REQUIRE(stale_join);
+  CHECK(stale_join->error_code == ec::fenced_instance_id);
+  CHECK(t.describe_group("g").group_state == "Stable");
+  // The rejoined member stays the group's leader under its new id: the next
+  // round (b leaves) gives it the member list.
+  CHECK(t.leave("g", b.member_id, std::string("b")) == 0);
+  join_answer a3;
+  t.join(static_req(a2->member_id, "a"), "ca", 5, [&](kafka::join_group_response r) { a3 = r; });
+  REQUIRE(a3);
+  CHECK(a3->generation_id == 3);
+  CHECK(a3->leader == a2->member_id);
+  REQUIRE(a3->members.size() == 1);
+  CHECK(a3->members[0].group_instance_id == "a");
+}
+
+TEST_CASE("kafka groups: a static member rejoining with other metadata, or during a rebalance, rebalances",
+          "[kafka_state][static]") {
+  kafka_group_table t;
+  auto [a, b] = two_static_members(t);
+  // b restarts subscribing to something else: a new round.
+  join_answer b2;
+  t.join(static_req("", "b", "other-topics"), "cb", 5, [&](kafka::join_group_response r) { b2 = r; });
+  CHECK(!b2);
+  CHECK(t.heartbeat(beat(a.member_id, 2, "a")) == ec::rebalance_in_progress);
+  // b restarts again while that round is open: the parked JoinGroup of its
+  // previous process is fenced, the new one takes its place in the round.
+  join_answer b3, a2;
+  t.join(static_req("", "b", "other-topics"), "cb", 5, [&](kafka::join_group_response r) { b3 = r; });
+  REQUIRE(b2);
+  CHECK(b2->error_code == ec::fenced_instance_id);
+  CHECK(!b3);
+  t.join(static_req(a.member_id, "a"), "ca", 5, [&](kafka::join_group_response r) { a2 = r; });
+  REQUIRE(a2);
+  REQUIRE(b3);
+  CHECK(b3->error_code == 0);
+  CHECK(b3->generation_id == 3);
+  CHECK(a2->leader == a.member_id);
+  REQUIRE(a2->members.size() == 2);
+  // In CompletingRebalance (the leader's assignments not yet in) a
+  // restart opens another round: the old id's parked SyncGroup is fenced.
+  std::optional<kafka::sync_group_response> sb;
+  t.sync(sync_req(b3->member_id, 3), [&](kafka::sync_group_response r) { sb = r; });
+  CHECK(!sb);
+  join_answer b4;
+  t.join(static_req("", "b", "other-topics"), "cb", 5, [&](kafka::join_group_response r) { b4 = r; });
+  REQUIRE(sb);
+  CHECK(sb->error_code == ec::fenced_instance_id);
+  CHECK(!b4);
+  CHECK(t.describe_group("g").group_state == "PreparingRebalance");
+}
+
+TEST_CASE("kafka groups: static members expire with their session, leave by instance id, show it in DescribeGroups",
+          "[kafka_state][static]") {
+  kafka_group_table t;
+  auto [a, b] = two_static_members(t);
+  auto described = t.describe_group("g");
+  REQUIRE(described.members.size() == 2);
+  for (const auto& m : described.members)
+    CHECK(m.group_instance_id == (m.member_id == a.member_id ? "a" : "b"));
+  // A request naming an instance no member has: unknown member.
+  CHECK(t.heartbeat(beat(a.member_id, 2, "nobody")) == ec::unknown_member_id);
+  CHECK(t.leave("g", "", std::string("nobody")) == ec::unknown_member_id);
+  CHECK(t.leave("other-group", "", std::string("a")) == ec::unknown_member_id);
+  // LeaveGroup v3 by instance id only: b goes, a rebalance starts.
+  CHECK(t.leave("g", "", std::string("b")) == 0);
+  CHECK(t.heartbeat(beat(b.member_id, 2, "b")) == ec::unknown_member_id);
+  CHECK(t.heartbeat(beat(a.member_id, 2, "a")) == ec::rebalance_in_progress);
+  join_answer a2;
+  t.join(static_req(a.member_id, "a"), "ca", 5, [&](kafka::join_group_response r) { a2 = r; });
+  REQUIRE(a2);
+  t.sync(sync_req(a.member_id, 3, {{a.member_id, "all"}}), [](kafka::sync_group_response) {});
+  // A static member that stays silent past its session timeout is removed;
+  // its instance id is free again and joins as a new member.
+  t.tick(kafka_group_table::clock::now() + std::chrono::seconds(11));
+  CHECK(t.describe_group("g").group_state == "Empty");
+  CHECK(t.heartbeat(beat(a.member_id, 3, "a")) == ec::unknown_member_id);
+  join_answer again;
+  t.join(static_req("", "a"), "ca", 5, [&](kafka::join_group_response r) { again = r; });
+  REQUIRE(again);
+  CHECK(again->error_code == 0);
+  CHECK(again->generation_id == 4);
+  CHECK(again->leader == again->member_id);
 }
 
 TEST_CASE("kafka producers: ids differ across calls, brokers and restarts", "[kafka_state]") {
