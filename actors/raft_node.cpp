@@ -1,101 +1,17 @@
 #include "actors/raft_node.hpp"
 
-#include <atomic>
-#include <map>
-#include <optional>
 #include <random>
 #include <set>
 
-#include <caf/all.hpp>
-#include <nlohmann/json.hpp>
-
 #include "actors/cluster_state.hpp"
-#include "actors/errors.hpp"
+#include "actors/raft_node_impl.hpp"
 #include "raft/messages.hpp"
-#include "raft/raft_core.hpp"
-#include "raft/raft_store.hpp"
-#include "util/logging.hpp"
-#include "util/metrics.hpp"
 
 namespace moonmq {
+
+using namespace raft_node_impl;
+
 namespace {
-
-using json = nlohmann::json;
-using clock_type = std::chrono::steady_clock;
-using promise = caf::typed_response_promise<int64_t, int64_t>;
-
-/// Messages to one peer still waiting for their 202; more are dropped (the
-/// core resends on the next heartbeat), so a dead peer never piles up work.
-constexpr int max_in_flight = 4;
-
-std::shared_ptr<spdlog::logger> logger() { return log::get("raft"); }
-
-/// A local proposal, or a forwarded one the leader accepted, waiting for
-/// its entry to be applied here.
-struct waiter {
-  int64_t index = 0;
-  int64_t term = 0;
-  raft::entry_payload entry;
-  promise rp;
-  clock_type::time_point deadline;
-};
-
-/// A proposal sent to the leader, waiting for its answer.
-struct forward {
-  raft::entry_payload entry;
-  promise rp;
-  clock_type::time_point deadline;
-};
-
-struct raft_peer {
-  transport::cluster_peer peer;
-  std::shared_ptr<std::atomic<int>> in_flight = std::make_shared<std::atomic<int>>(0);
-  std::shared_ptr<std::atomic<bool>> reachable = std::make_shared<std::atomic<bool>>(true);
-};
-
-struct raft_node_state {
-  raft_node_settings settings;
-  raft_timing timing;
-  std::unique_ptr<raft::raft_store> store;
-  std::optional<raft::raft_core> core;
-  std::shared_ptr<owner_view> owners;
-  std::shared_ptr<raft_view> view;
-  std::map<std::string, raft_peer> peers;
-  std::vector<waiter> waiters;
-  std::map<int64_t, forward> forwards;
-  /// Proposals made while no leader was known: each goes to the leader once
-  /// one is, or is answered 503 no_controller at its deadline.
-  std::vector<forward> parked;
-  int64_t next_forward = 0;
-  std::string broken;  ///< why the node stopped taking part (a failed save)
-  /// Liveness proposals in flight (broker id → log index), so a silent peer
-  /// is fenced by one entry, not one per tick.
-  std::map<std::string, uint64_t> liveness_pending;
-  metrics::gauge* offline_gauge = nullptr;
-  raft::role last_role = raft::role::follower;
-  uint64_t elections = 0, sent = 0, dropped = 0, received = 0, refused = 0;
-  // Looked up once: publish_status runs after every tick and message.
-  metrics::gauge* term_gauge = nullptr;
-  metrics::gauge* controller_gauge = nullptr;
-  metrics::gauge* commit_gauge = nullptr;
-  metrics::counter* elections_counter = nullptr;
-  /// This broker's endpoints to register (a learner, once its listeners are bound).
-  std::optional<raft::broker_endpoints> own;
-  /// When the next registration attempt may go out, and which voter it goes to.
-  clock_type::time_point register_after{};
-  std::size_t register_turn = 0;
-  /// Set at start when the image already named this broker removed: its
-  /// restart asks to join again (once).
-  bool rejoin = false;
-  bool told_removed = false;  ///< the removal was logged
-  static inline const char* name = "raft_node";
-};
-
-using self_ptr = raft_actor::stateful_pointer<raft_node_state>;
-
-caf::error coded(int status, const std::string& code, const std::string& message) {
-  return make_coded_error(status, code, message);
-}
 
 /// True when the applied table holds what `e` asked for (used once the
 /// entry's own index is compacted away).
@@ -319,35 +235,6 @@ void fail_pending(self_ptr self) {
   st.parked.clear();
 }
 
-/// Gives every registered broker (other than this one) a Raft client, so
-/// that the leader's appends reach a learner from the batch that applied
-/// its register entry on; a broker that registered a new cluster address
-/// gets a new client.
-void connect_registered(self_ptr self) {
-  auto& st = self->state;
-  if (!st.settings.connect)
-    return;
-  const auto& voters = st.core->config().members;
-  for (const auto& [id, e] : st.core->state().registered()) {
-    // A voter keeps its configured address: an entry naming one (refused
-    // when proposed) never redirects its Raft traffic.
-    if (id.str() == st.settings.broker_id || st.core->state().removed().count(id)
-        || std::find(voters.begin(), voters.end(), id) != voters.end())
-      continue;
-    auto it = st.peers.find(id.str());
-    if (it != st.peers.end() && it->second.peer.address == e.cluster)
-      continue;
-    raft_peer p;
-    p.peer = st.settings.connect(id.str(), e.cluster);
-    if (!p.peer.client) {
-      logger()->warn("raft.peer_unusable peer={} address={}", id.str(), e.cluster);
-      continue;
-    }
-    logger()->info("raft.peer_learned peer={} address={}", id.str(), e.cluster);
-    st.peers[id.str()] = std::move(p);
-  }
-}
-
 /// Persists, sends and applies every pending batch (docs/raft.md
 /// "Persistence contract"). A failed save stops this node's participation:
 /// continuing could acknowledge state that is not durable.
@@ -394,106 +281,6 @@ void drain_ready(self_ptr self) {
   }
   publish_status(self);
   settle_waiters(self);
-}
-
-/// On the leader, every tick: a peer silent for SessionTimeoutMs is fenced,
-/// a fenced peer that answered within the last election timeout is
-/// unfenced, each by one `broker` entry (docs/metadata.md "Liveness").
-void check_liveness(self_ptr self) {
-  auto& st = self->state;
-  auto& core = *st.core;
-  if (core.current_role() != raft::role::leader)
-    return;
-  auto applied = core.applied_index().value;
-  for (auto it = st.liveness_pending.begin(); it != st.liveness_pending.end();)
-    it = it->second <= applied ? st.liveness_pending.erase(it) : std::next(it);
-  auto tick_ms = static_cast<uint64_t>(st.timing.tick.count());
-  for (const auto& [id, p] : st.peers) {
-    auto silent = core.silent_ticks(raft::node_id{id});
-    if (!silent || st.liveness_pending.count(id))
-      continue;
-    // A removed broker is no longer part of the cluster: its silence says
-    // nothing, unless it still owns a partition (handed to it by a move that
-    // was running when it was removed), which then shows offline.
-    if (core.state().removed().count(raft::node_id{id}) && core.state().owned_by(raft::node_id{id}) == 0)
-      continue;
-    bool fenced = core.state().fenced().count(raft::node_id{id}) != 0;
-    auto silent_ms = static_cast<uint64_t>(*silent) * tick_ms;
-    bool fence = !fenced && silent_ms >= static_cast<uint64_t>(st.settings.session_timeout_ms);
-    bool unfence = fenced && *silent < st.timing.heartbeat_ticks * 2;
-    if (!fence && !unfence)
-      continue;
-    auto index = core.propose(
-      raft::broker_entry{raft::node_id{id}, fence ? raft::broker_change::fence : raft::broker_change::unfence, {}, false});
-    if (!index)
-      return;
-    logger()->warn("raft.{} broker={} silent_ms={} index={}", fence ? "fencing" : "unfencing", id, silent_ms,
-                   index->value);
-    st.liveness_pending[id] = index->value;
-  }
-}
-
-/// True for a host:port others can connect to: a port, and a host that is
-/// not empty nor a wildcard bind address.
-bool reachable_address(const std::string& address) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 >= address.size())
-    return false;
-  auto host = address.substr(0, colon);
-  return host != "0.0.0.0" && host != "::" && host != "[::]" && host != "*";
-}
-
-/// A learner registers its endpoints until the image it applied names them
-/// (docs/metadata.md "Joining"): to the leader it knows, else to the voters
-/// in turn (a voter that is not the leader answers 503 and the next is
-/// tried), at most once per election timeout.
-void try_register(self_ptr self) {
-  auto& st = self->state;
-  if (!st.own || !st.core || st.core->is_voter())
-    return;
-  raft::node_id me{st.settings.broker_id};
-  bool removed = st.core->state().removed().count(me) != 0;
-  if (!removed)
-    st.rejoin = false;  // in (or never out): a later removal is final for this run
-  // Removed while it runs: it stays out (an operator's removal is not
-  // undone by the broker still running); a restart joins again.
-  if (removed && !st.rejoin) {
-    if (!st.told_removed)
-      logger()->warn("raft.removed broker={} msg=\"removed from the cluster: stop this broker, or restart it to "
-                     "join again\"",
-                     st.settings.broker_id);
-    st.told_removed = true;
-    return;
-  }
-  // A leader replicates to this broker only once its registration (at the
-  // address it listens on now) committed: nothing to propose again, and no
-  // duplicate can land after a later removal. A broker registered before
-  // Kafka node ids were given registers once more to get one.
-  const auto& ids = st.core->state().kafka_node_ids();
-  if (!st.core->leader().empty() && ids.count(raft::node_id{st.settings.broker_id}))
-    return;
-  auto now = clock_type::now();
-  if (now < st.register_after)
-    return;
-  st.register_after = now + std::chrono::milliseconds(st.settings.election_timeout_ms);
-  raft::broker_entry entry{raft::node_id{st.settings.broker_id}, raft::broker_change::register_broker, *st.own, true};
-  const transport::cluster_peer* target = nullptr;
-  if (auto it = st.peers.find(st.core->leader().str()); !st.core->leader().empty() && it != st.peers.end())
-    target = &it->second.peer;
-  else if (!st.settings.peers.empty())
-    target = &st.settings.peers[st.register_turn++ % st.settings.peers.size()];
-  if (!target)
-    return;
-  logger()->info("raft.registering broker={} via={} cluster={}", st.settings.broker_id, target->id, st.own->cluster);
-  transport::call_peer(*target, "POST", "/cluster/raft/propose", raft::to_json(raft::entry_payload{entry}).dump(), 0,
-                       "", std::chrono::milliseconds(st.settings.election_timeout_ms),
-                       [id = target->id](int status, json answer, std::string error) {
-                         if (status == 200)
-                           logger()->info("raft.registered via={} index={}", id, answer.value("index", int64_t{0}));
-                         else
-                           logger()->info("raft.register_refused via={} status={} error=\"{}\"", id, status,
-                                          answer.is_object() ? answer.value("message", error) : error);
-                       });
 }
 
 void expire(self_ptr self) {
