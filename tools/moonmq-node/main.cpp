@@ -333,6 +333,7 @@ int run(const config::load_result& loaded) {
   actx.token = cfg.admin.token;
   actx.goals = load_goals(cfg);
   actx.catalog = view;  // POST /admin/partitions/{topic}/{partition}/truncate-corrupt
+  actx.groups = groups;  // GET /metrics: group lag
   auto client_router = std::make_shared<transport::router>();
   transport::client_context cctx;
   cctx.system = &sys;
@@ -463,6 +464,8 @@ int run(const config::load_result& loaded) {
     balancer = spawn_balancer(sys, bs, actx.goals, *cluster_state, *reassigner, registry);
     cactx.balancer = *balancer;
     cactx.reassigner = *reassigner;  // a broker is removed only with no move from or to it
+    actx.owners = owners;            // GET /metrics: owned partitions, brokers
+    actx.reassigner = *reassigner;   // GET /metrics: moves by state
     auto opts = listener_options(cfg, "cluster", *cfg.cluster);
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
