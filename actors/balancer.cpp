@@ -216,14 +216,27 @@ std::optional<size_t> resource_of(const std::string& goal) {
   return std::nullopt;
 }
 
-void publish_metrics(const goals::plan& plan) {
+/// Publishes the last pass's figures. Only the brokers in `listed` (alive
+/// at this pass and not removed from the cluster) keep a
+/// moonmq_autobalancer_broker_load series: a dead or removed broker's go.
+void publish_metrics(const goals::plan& plan, const std::set<std::string>& listed) {
   auto& reg = metrics::registry::global();
-  for (size_t b = 0; b < plan.broker_ids.size() && b < plan.brokers_before.size(); ++b)
+  const std::string load_name = "moonmq_autobalancer_broker_load";
+  for (size_t b = 0; b < plan.broker_ids.size() && b < plan.brokers_before.size(); ++b) {
+    if (!listed.count(plan.broker_ids[b]))
+      continue;
     for (size_t r = 0; r < goals::kResourceCount; ++r)
-      reg.get_gauge("moonmq_autobalancer_broker_load", "Load per broker and resource at the last pass (bytes/s, bytes, partitions)",
+      reg.get_gauge(load_name, "Load per broker and resource at the last pass (bytes/s, bytes, partitions)",
                     {{"broker", plan.broker_ids[b]},
                      {"resource", std::string(goals::resource_key(static_cast<goals::resource>(r)))}})
         .set(plan.brokers_before[b][r]);
+  }
+  reg.remove_if(load_name, [&listed](const metrics::labels& l) {
+    for (const auto& [key, value] : l)
+      if (key == "broker")
+        return listed.count(value) == 0;
+    return false;
+  });
   for (const auto& g : plan.goals) {
     reg.get_gauge("moonmq_autobalancer_load_mean", "Mean broker load a goal balances around, at the last pass",
                   {{"goal", g.name}})
@@ -411,7 +424,11 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     pass["errors"].push_back("plan: " + plan.error());
   } else {
     pass["plan"] = goals::plan_to_json(plan.value());
-    publish_metrics(plan.value());
+    std::set<std::string> listed;
+    for (const auto& b : model.brokers)
+      if (b.alive && !standing->removed.count(b.id))
+        listed.insert(b.id);
+    publish_metrics(plan.value(), listed);
     // Goal moves follow DryRun; drain moves are made whenever this loop
     // holds the controllership (it claimed it for this pass).
     bool claimed = execute && in.contains("fence") && !st.superseded && st.epoch > 0;

@@ -255,6 +255,16 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                               {"metadata", o.metadata}});
       return json{{"offsets", list}}.dump();
     },
+    [self](offsets_atom) -> caf::result<std::string> {
+      if (!self->state.store)
+        return make_error(errc::not_ready, "the offset store could not be opened");
+      json list = json::array();
+      for (const auto& group : self->state.store->list_groups())
+        if (auto r = self->state.store->fetch(group))
+          for (const auto& o : *r)
+            list.push_back(json{{"group", group}, {"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
+      return list.dump();
+    },
     [self](offsets_atom, std::string& topic, int32_t partition) -> caf::result<std::string> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");

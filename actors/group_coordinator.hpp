@@ -48,6 +48,10 @@ using group_actor = caf::typed_actor<
   // Committed offsets (group, topic or "") →
   // {"offsets":[{"topic","partition","offset","metadata"}]}.
   caf::replies_to<offsets_atom, std::string, std::string>::with<std::string>,
+  // Every committed offset this broker stores, for its metrics (GET
+  // /metrics, moonmq_group_lag) → [{"group","topic","partition","offset"}]
+  // sorted by group, topic, partition; error not_ready without a store.
+  caf::replies_to<offsets_atom>::with<std::string>,
   // Every group's committed offset for (topic, partition), the snapshot a
   // move's source pushes to the destination → [{"group","offset","metadata"}].
   caf::replies_to<offsets_atom, std::string, int32_t>::with<std::string>,

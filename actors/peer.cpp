@@ -21,20 +21,35 @@ struct peer_state {
   std::string last_error;
   double probe_ms = 0;
   uint64_t probes = 0, failures = 0;
-  metrics::gauge* up = nullptr;
+  /// The metadata image: a peer it names removed has no moonmq_peer_up
+  /// series (null: always published).
+  std::shared_ptr<const owner_view> image;
   static inline const char* name = "peer";
 };
 
 using self_ptr = peer_actor::stateful_pointer<peer_state>;
 
+/// Sets moonmq_peer_up{peer}, or removes it once the metadata log removed
+/// the peer from the cluster (its series goes with it). Looked up on each
+/// use, never held: the series may be removed.
+void publish_up(const peer_state& st, bool up) {
+  auto& reg = metrics::registry::global();
+  metrics::labels l{{"peer", st.peer.id}};
+  if (st.image && st.image->standing()->removed.count(st.peer.id)) {
+    reg.remove(peer_up_metric, l);
+    return;
+  }
+  reg.get_gauge(peer_up_metric, "1 when the peer answered its last probe", l).set(up ? 1.0 : 0.0);
+}
+
 peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, std::chrono::milliseconds timeout,
-                                  std::chrono::milliseconds interval) {
+                                  std::chrono::milliseconds interval, std::shared_ptr<const owner_view> image) {
   auto& init = self->state;
   init.peer = std::move(peer);
   init.timeout = timeout;
   init.interval = interval;
-  init.up = &metrics::registry::global().get_gauge("moonmq_peer_up", "1 when the peer answered its last probe",
-                                                   {{"peer", init.peer.id}});
+  init.image = std::move(image);
+  publish_up(init, false);
   self->send(self, tick_atom::value);
   return {
     [self](tick_atom) {
@@ -70,7 +85,7 @@ peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, s
       }
       st.alive = ok;
       st.probed = true;
-      st.up->set(ok ? 1.0 : 0.0);
+      publish_up(st, ok);
       self->delayed_send(self, st.interval, tick_atom::value);
     },
     [self](status_atom) {
@@ -95,9 +110,10 @@ peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, s
 }  // namespace
 
 peer_actor spawn_peer(caf::actor_system& sys, transport::cluster_peer peer, std::chrono::milliseconds timeout,
-                      std::chrono::milliseconds probe_interval, registry_actor reg) {
+                      std::chrono::milliseconds probe_interval, registry_actor reg,
+                      std::shared_ptr<const owner_view> image) {
   auto id = peer.id;
-  auto a = sys.spawn(peer_fn, std::move(peer), timeout, probe_interval);
+  auto a = sys.spawn(peer_fn, std::move(peer), timeout, probe_interval, std::move(image));
   enroll(reg, caf::actor_cast<caf::actor>(a), "peer-" + id, "peer");
   return a;
 }

@@ -10,12 +10,14 @@
 // /admin/actors lists and what `moonmq_peer_up{peer}` reports.
 
 #include <chrono>
+#include <memory>
 
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/image.hpp"
 #include "actors/registry.hpp"
 #include "transport/peer_survey.hpp"
 
@@ -30,8 +32,14 @@ using peer_actor = caf::typed_actor<
   //  "probe_ms","probes","probe_failures","open_connections","connections_opened"}.
   caf::replies_to<status_atom>::with<std::string>>;
 
+/// The gauge a peer actor reports: 1 when its last probe was answered.
+inline constexpr const char* peer_up_metric = "moonmq_peer_up";
+
 /// Spawns the actor for `peer` and enrolls it as "peer-<id>" (kind "peer").
+/// With `image`, the actor drops its moonmq_peer_up series at its first
+/// probe after the metadata log removed the peer from the cluster.
 peer_actor spawn_peer(caf::actor_system& sys, transport::cluster_peer peer, std::chrono::milliseconds timeout,
-                      std::chrono::milliseconds probe_interval, registry_actor reg);
+                      std::chrono::milliseconds probe_interval, registry_actor reg,
+                      std::shared_ptr<const owner_view> image = nullptr);
 
 }  // namespace moonmq

@@ -6,6 +6,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/errors.hpp"
 #include "plugins/goal_loader.hpp"
+#include "transport/metrics_scrape.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -54,11 +55,28 @@ void add_admin_routes(router& r, const admin_context& ctx) {
     respond(http_response::json(200, json{{"status", "ok"}, {"broker_id", id}}.dump()));
   });
 
-  r.add("GET", "/metrics", [](http_request&, responder respond) {
-    http_response res;
-    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res.body = metrics::registry::global().render();
-    respond(std::move(res));
+  // The registry's series plus those computed from live state at each
+  // scrape (docs/admin-api.md "Metrics").
+  r.add("GET", "/metrics", [ctx](http_request&, responder respond) {
+    auto answer = [respond](std::string scraped) {
+      http_response res;
+      res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+      res.body = metrics::registry::global().render() + scraped;
+      respond(std::move(res));
+    };
+    if (!ctx.system) {
+      answer({});
+      return;
+    }
+    scrape_context sc;
+    sc.system = ctx.system;
+    sc.broker_id = ctx.broker_id;
+    sc.catalog = ctx.catalog;
+    sc.owners = ctx.owners;
+    sc.groups = ctx.groups;
+    sc.reassigner = ctx.reassigner;
+    sc.timeout = ctx.scrape_timeout;
+    collect_scrape_metrics(sc, std::move(answer));
   });
 
   r.add("GET", "/admin/actors", [ctx](http_request&, responder respond) {

@@ -5,13 +5,17 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/fwd.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "actors/group_coordinator.hpp"
+#include "actors/image.hpp"
 #include "actors/node.hpp"
+#include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
 #include "transport/peer_directory.hpp"
 #include "transport/router.hpp"
@@ -39,6 +43,15 @@ struct admin_context {
   /// /admin/partitions/{topic}/{partition}/truncate-corrupt); null = that
   /// route answers 503.
   std::shared_ptr<catalog_view> catalog;
+  /// GET /metrics's scrape-time series (transport/metrics_scrape.hpp): the
+  /// metadata image (null on a standalone broker: every partition is
+  /// owned here), the group coordinator (lag) and the reassigner (moves);
+  /// a part whose source is missing is left out of the text.
+  std::shared_ptr<owner_view> owners;
+  std::optional<group_actor> groups;
+  std::optional<reassigner_actor> reassigner;
+  /// Bound on each request of a scrape.
+  std::chrono::milliseconds scrape_timeout{1000};
   /// The cluster's other brokers: POST /admin/plugins/reload reloads
   /// theirs too (POST /cluster/plugins/reload). Empty = this broker alone.
   std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();

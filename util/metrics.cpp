@@ -133,6 +133,34 @@ histogram& registry::get_histogram(const std::string& name, const std::string& h
   return *slot;
 }
 
+bool registry::remove(const std::string& name, const labels& l) {
+  std::lock_guard<std::mutex> g{mtx_};
+  auto f = families_.find(name);
+  if (f == families_.end())
+    return false;
+  return f->second.counters.erase(l) + f->second.gauges.erase(l) + f->second.histograms.erase(l) > 0;
+}
+
+size_t registry::remove_if(const std::string& name, const std::function<bool(const labels&)>& drop) {
+  std::lock_guard<std::mutex> g{mtx_};
+  auto f = families_.find(name);
+  if (f == families_.end())
+    return 0;
+  auto sweep = [&drop](auto& series) {
+    size_t n = 0;
+    for (auto it = series.begin(); it != series.end();) {
+      if (drop(it->first)) {
+        it = series.erase(it);
+        ++n;
+      } else {
+        ++it;
+      }
+    }
+    return n;
+  };
+  return sweep(f->second.counters) + sweep(f->second.gauges) + sweep(f->second.histograms);
+}
+
 void registry::on_collect(std::function<void()> fn) {
   std::lock_guard<std::mutex> g{mtx_};
   collectors_.push_back(std::move(fn));
@@ -149,6 +177,8 @@ std::string registry::render() {
   std::lock_guard<std::mutex> g{mtx_};
   std::ostringstream out;
   for (const auto& [name, f] : families_) {
+    if (f.counters.empty() && f.gauges.empty() && f.histograms.empty())
+      continue;  // every series removed
     out << "# HELP " << name << ' ' << f.help << '\n' << "# TYPE " << name << ' ' << f.type << '\n';
     for (const auto& [l, c] : f.counters)
       out << name << render_labels(l) << ' ' << number(c->value()) << '\n';
@@ -163,6 +193,16 @@ std::string registry::render() {
       out << name << "_sum" << render_labels(l) << ' ' << number(s.sum) << '\n';
       out << name << "_count" << render_labels(l) << ' ' << s.count << '\n';
     }
+  }
+  return out.str();
+}
+
+std::string render_families(const std::vector<sample_family>& families) {
+  std::ostringstream out;
+  for (const auto& f : families) {
+    out << "# HELP " << f.name << ' ' << f.help << '\n' << "# TYPE " << f.name << ' ' << f.type << '\n';
+    for (const auto& [l, v] : f.samples)
+      out << f.name << render_labels(l) << ' ' << number(v) << '\n';
   }
   return out.str();
 }

@@ -7,8 +7,15 @@
 //
 // Families are created on first use; the same name with different labels
 // gives separate series. Counters and gauges are lock-free once created;
-// creation and rendering take a mutex. Names follow Prometheus conventions
-// (`_total` for counters, base units: seconds, bytes).
+// creation, removal and rendering take a mutex. Names follow Prometheus
+// conventions (`_total` for counters, base units: seconds, bytes).
+//
+// A series lives until it is removed (`remove`, `remove_if`): removal is for
+// series whose subject left (a broker removed from the cluster), and only
+// for series whose writers call get_* on each use, never for one a writer
+// keeps a reference to (the reference would dangle). Series computed from
+// live state at each scrape are not kept here at all: `render_families`
+// renders them, so that what no longer exists is not listed.
 
 #include <atomic>
 #include <functional>
@@ -71,11 +78,20 @@ public:
   histogram& get_histogram(const std::string& name, const std::string& help, std::vector<double> bounds,
                         const labels& l = {});
 
+  /// Removes the series of family `name` whose labels are exactly `l`
+  /// (counter, gauge or histogram). Returns whether there was one.
+  bool remove(const std::string& name, const labels& l);
+
+  /// Removes every series of family `name` for which `drop` is true.
+  /// Returns how many went (0 for an unknown family).
+  size_t remove_if(const std::string& name, const std::function<bool(const labels&)>& drop);
+
   /// Registers a callback run at each render, before the text is produced
   /// (used to refresh gauges such as process RSS).
   void on_collect(std::function<void()> fn);
 
-  /// Renders every family in the Prometheus text format.
+  /// Renders every family with at least one series in the Prometheus text
+  /// format (a family whose series were all removed is left out).
   std::string render();
 
 private:
@@ -91,6 +107,21 @@ private:
   std::map<std::string, family> families_;
   std::vector<std::function<void()>> collectors_;
 };
+
+/// A family computed at scrape time from live state (the partitions this
+/// broker owns, the moves of its journal): rendered once, never stored, so a
+/// series whose subject is gone is simply not produced by the next scrape.
+struct sample_family {
+  std::string name;
+  std::string help;
+  std::string type = "gauge";  ///< "gauge" or "counter"
+  std::vector<std::pair<labels, double>> samples;
+};
+
+/// The Prometheus text (0.0.4) of `families`, in the order given; a family
+/// without samples still gets its HELP and TYPE lines (its series are known
+/// to be none rather than unknown).
+std::string render_families(const std::vector<sample_family>& families);
 
 /// Default latency buckets in seconds (0.5 ms .. 10 s).
 std::vector<double> latency_buckets();

@@ -138,6 +138,22 @@ inline std::string base64_decode(const std::string& in) {
   return out;
 }
 
+/// Produces `n` records `value_prefix`<i> to one partition in one request,
+/// acks=leader; returns the acknowledged offsets.
+inline std::vector<int64_t> produce_values(uint16_t port, const std::string& topic, int partition, int n,
+                                           const std::string& value_prefix) {
+  json records = json::array();
+  for (int i = 0; i < n; ++i)
+    records.push_back(json{{"partition", partition}, {"value", value_prefix + std::to_string(i)}});
+  auto a = call(port, "POST", "/v1/topics/" + topic + "/records?acks=leader", json{{"records", records}});
+  INFO(a.raw);
+  REQUIRE(a.status == 200);
+  std::vector<int64_t> out;
+  for (const auto& o : a.body["offsets"])
+    out.push_back(o["offset"].get<int64_t>());
+  return out;
+}
+
 /// The bytes of `name` in a fetched record or header: `name` (UTF-8 text),
 /// `name_base64`, or nullopt for JSON null.
 inline std::optional<std::string> bytes_of(const json& obj, const std::string& name) {

@@ -17,19 +17,10 @@ using namespace moonmq::test::broker;
 
 namespace {
 
-/// Produces `n` records of `value_prefix`<i> to one partition, acks=leader;
-/// returns the acknowledged offsets.
+/// Produces `n` records of `value_prefix`<i> to one partition of "cor",
+/// acks=leader; returns the acknowledged offsets.
 std::vector<int64_t> produce(uint16_t port, int partition, int n, const std::string& value_prefix) {
-  json records = json::array();
-  for (int i = 0; i < n; ++i)
-    records.push_back(json{{"partition", partition}, {"value", value_prefix + std::to_string(i)}});
-  auto a = call(port, "POST", "/v1/topics/cor/records?acks=leader", json{{"records", records}});
-  INFO(a.raw);
-  REQUIRE(a.status == 200);
-  std::vector<int64_t> out;
-  for (const auto& o : a.body["offsets"])
-    out.push_back(o["offset"].get<int64_t>());
-  return out;
+  return produce_values(port, "cor", partition, n, value_prefix);
 }
 
 /// The value of gauge `name` (no labels) in the /metrics text, -1 if absent.

@@ -205,7 +205,7 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   rs.connect = [clients](const std::string& id, const std::string& address) { return clients->connect(id, address); };
   // A joined broker gets a peer actor too (its row in /admin/actors, its
   // moonmq_peer_up series); a removed one loses it.
-  rs.on_brokers = [&sys, directory, learned, registry, self = cfg.broker_id(),
+  rs.on_brokers = [&sys, directory, learned, registry, owners, self = cfg.broker_id(),
                    timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds)](
                     std::shared_ptr<const broker_standing> standing) {
     auto reachable = standing->registered;  // a removed broker is no longer talked to
@@ -219,7 +219,7 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
         continue;
       if (auto old = learned->actors.find(id); old != learned->actors.end())
         caf::anon_send_exit(old->second, caf::exit_reason::user_shutdown);  // a new address
-      learned->actors[id] = spawn_peer(sys, *peer, timeout, std::chrono::seconds(5), registry);
+      learned->actors[id] = spawn_peer(sys, *peer, timeout, std::chrono::seconds(5), registry, owners);
     }
     for (auto it = learned->actors.begin(); it != learned->actors.end();) {
       if (reachable.count(it->first)) {
@@ -227,6 +227,9 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
         continue;
       }
       caf::anon_send_exit(it->second, caf::exit_reason::user_shutdown);
+      // Its last probe would stay reported: the removed broker's series goes
+      // (a probe answered after this sees the removal and publishes nothing).
+      metrics::registry::global().remove(peer_up_metric, {{"peer", it->first}});
       it = learned->actors.erase(it);
     }
   };
@@ -330,6 +333,7 @@ int run(const config::load_result& loaded) {
   actx.token = cfg.admin.token;
   actx.goals = load_goals(cfg);
   actx.catalog = view;  // POST /admin/partitions/{topic}/{partition}/truncate-corrupt
+  actx.groups = groups;  // GET /metrics: group lag
   auto client_router = std::make_shared<transport::router>();
   transport::client_context cctx;
   cctx.system = &sys;
@@ -392,7 +396,7 @@ int run(const config::load_result& loaded) {
     actx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     for (const auto& p : configured)
       peer_actors.push_back(spawn_peer(sys, p, std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
-                                       std::chrono::seconds(5), registry));
+                                       std::chrono::seconds(5), registry, owners));
     auto raft = spawn_raft(sys, cfg, io, peer_tls, std::move(raft_store), owners, registry, raft_clients, broker, groups,
                            view, directory, learned_peers);
     cactx.raft = raft.view;
@@ -460,6 +464,8 @@ int run(const config::load_result& loaded) {
     balancer = spawn_balancer(sys, bs, actx.goals, *cluster_state, *reassigner, registry);
     cactx.balancer = *balancer;
     cactx.reassigner = *reassigner;  // a broker is removed only with no move from or to it
+    actx.owners = owners;            // GET /metrics: owned partitions, brokers
+    actx.reassigner = *reassigner;   // GET /metrics: moves by state
     auto opts = listener_options(cfg, "cluster", *cfg.cluster);
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
