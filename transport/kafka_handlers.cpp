@@ -220,22 +220,24 @@ void survey_peer_topics(const std::shared_ptr<kafka_context>& ctx,
     }, std::min<milliseconds>(ctx->timeout, milliseconds{2000}));
 }
 
-kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t version, const kafka::metadata_request& req,
-                                        const peer_topics* remote) {
-  kafka::metadata_response resp;
-  resp.cluster_id = "moonmq";
+}  // namespace
+
+int32_t kafka_controller_id(const kafka_context& ctx) {
   // The controller is the Raft leader when the metadata log runs (-1 while
-  // none is known); a broker without Raft names itself, as before.
-  resp.controller_id = kafka_node_id(ctx, ctx.broker_id);
+  // none is known); a broker without Raft names itself.
   if (ctx.raft) {
     auto leader = ctx.raft->get().leader;
-    resp.controller_id = leader.empty() ? -1 : kafka_node_id(ctx, leader);
+    return leader.empty() ? -1 : kafka_node_id(ctx, leader);
   }
-  std::set<std::string> listed;
+  return kafka_node_id(ctx, ctx.broker_id);
+}
+
+std::vector<kafka::metadata_broker> kafka_brokers(const kafka_context& ctx, std::set<std::string>& listed) {
+  std::vector<kafka::metadata_broker> out;
   // A broker that joins is listed (itself too) once its registration gave
   // it a node id.
   if (auto self = kafka_node_id(ctx, ctx.broker_id); self >= 0) {
-    resp.brokers.push_back({self, ctx.advertised_host, ctx.port.load(), std::nullopt});
+    out.push_back({self, ctx.advertised_host, ctx.port.load(), std::nullopt});
     listed.insert(ctx.broker_id);
   }
   // A removed broker is no longer offered to clients (Kafka lists registered brokers only).
@@ -246,10 +248,22 @@ kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t versio
     if (standing->removed.count(p.id) || b.node_id < 0)
       continue;
     if (!p.kafka_address.empty() && split_address(p.kafka_address, b.host, b.port)) {
-      resp.brokers.push_back(std::move(b));
+      out.push_back(std::move(b));
       listed.insert(p.id);
     }
   }
+  return out;
+}
+
+namespace {
+
+kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t version, const kafka::metadata_request& req,
+                                        const peer_topics* remote) {
+  kafka::metadata_response resp;
+  resp.cluster_id = kafka_cluster_id;
+  resp.controller_id = kafka_controller_id(ctx);
+  std::set<std::string> listed;
+  resp.brokers = kafka_brokers(ctx, listed);
   auto topics = ctx.catalog->get();
   auto owners = ctx.owners ? ctx.owners->get() : std::make_shared<const owner_map>();
   auto fenced = ctx.owners ? ctx.owners->fenced() : nullptr;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "storage/record_batch.hpp"
+#include "tests/support/raw_http.hpp"
 
 namespace moonmq::test {
 
@@ -30,6 +31,15 @@ std::vector<std::string> lines(const std::string& text) {
     if (!l.empty())
       out.push_back(l);
   return out;
+}
+
+std::string kafka_exchange(uint16_t port, const std::string& frame, std::chrono::milliseconds timeout) {
+  return raw_exchange_until(port, frame, timeout, [](const std::string& got) {
+    if (got.size() < 4)
+      return false;
+    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(got[i])); };
+    return got.size() >= 4 + ((b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3));
+  });
 }
 
 std::string request_frame(const kafka::request_body& body, int16_t version, int32_t correlation_id) {
