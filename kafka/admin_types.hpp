@@ -88,11 +88,15 @@ struct alterable_config {
   std::optional<std::string> value;
 };
 
-struct alter_configs_resource {
+/// A resource and its config changes (AlterConfigs, IncrementalAlterConfigs).
+template <class Config>
+struct config_changes_resource {
   int8_t resource_type = 0;
   std::string resource_name;
-  std::vector<alterable_config> configs;
+  std::vector<Config> configs;
 };
+
+using alter_configs_resource = config_changes_resource<alterable_config>;
 
 struct alter_configs_request {
   static constexpr api_key key = api_key::alter_configs;
@@ -158,11 +162,7 @@ struct incremental_alterable_config {
   std::optional<std::string> value;
 };
 
-struct incremental_alter_configs_resource {
-  int8_t resource_type = 0;
-  std::string resource_name;
-  std::vector<incremental_alterable_config> configs;
-};
+using incremental_alter_configs_resource = config_changes_resource<incremental_alterable_config>;
 
 struct incremental_alter_configs_request {
   static constexpr api_key key = api_key::incremental_alter_configs;

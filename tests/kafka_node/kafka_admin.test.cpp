@@ -11,6 +11,8 @@
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/kafka_node/raft_kafka.hpp"
 #include "tests/node/move_cluster.hpp"
+#include "tests/node/node_harness.hpp"
+#include "tests/support/ports.hpp"
 
 using namespace moonmq;
 using namespace moonmq::test;
@@ -115,6 +117,9 @@ TEST_CASE("kafka IncrementalAlterConfigs: SET and DELETE merge into a topic's co
                     {"config", {{"retention.ms", 600000}, {"segment.bytes", 1048576}}}}
                  .dump())
             .status == 201);
+  // Each broker knows the topic once it applied the entry.
+  for (size_t i = 0; i < 3; ++i)
+    REQUIRE(wait_until([&] { return call(c.client(i), "GET", "/v1/topics/kinc").status == 200; }, 10s));
 
   // v1 (flexible) at b2: SET one key, DELETE another; retention.ms is not
   // named and keeps its value (AlterConfigs would reset it).
@@ -150,6 +155,11 @@ TEST_CASE("kafka IncrementalAlterConfigs: SET and DELETE merge into a topic's co
   CHECK(incremental(c.kafka(2), 1, broker, "2", {{"num.partitions", op::set, std::string("5")}}).error_code
         == kafka::error_code::invalid_config);
 
+  // Every broker applies the merge (b2 answered once it applied it).
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(wait_until(
+      [&] { return call(c.client(i), "GET", "/v1/topics/kinc").raw.find("\"4096\"") != std::string::npos; }, 10s));
+
   // librdkafka 2.0.2's DescribeConfigs at b3 sees the merge.
   std::string py = "from confluent_kafka.admin import AdminClient, ConfigResource\n"
                    "a = AdminClient({'bootstrap.servers': '127.0.0.1:" + std::to_string(c.kafka(2)) + "'})\n"
@@ -157,11 +167,7 @@ TEST_CASE("kafka IncrementalAlterConfigs: SET and DELETE merge into a topic's co
                    "    for e in sorted(a.describe_configs([r], request_timeout=20)[r].result().values(), "
                    "key=lambda e: e.name):\n"
                    "        print(r.restype, e.name, e.value, e.is_default)\n";
-  {
-    std::ofstream f(c.data_dir(2) + "/incremental.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/incremental.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(2), "incremental.py", py);
   INFO("confluent-kafka: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("retention.ms 600000 False") != std::string::npos);  // untouched
@@ -182,12 +188,51 @@ TEST_CASE("kafka IncrementalAlterConfigs: SET and DELETE merge into a topic's co
 
   // DELETE of the cluster default: back to Cluster.NumPartitions (1).
   CHECK(incremental(c.kafka(0), 0, broker, "", {{"num.partitions", op::remove, {}}}).error_code == 0);
+  // b2 describes it once it applied the entry.
   kafka::describe_configs_request dc;
   dc.resources = {{broker, "", std::vector<std::string>{"num.partitions"}}};
-  auto described = answer_of<kafka::describe_configs_response>(kafka_exchange(c.kafka(1), request_frame(dc, 1), 5s), 1);
-  REQUIRE(described.ok());
-  REQUIRE(described->results.size() == 1);
-  REQUIRE(described->results[0].configs.size() == 1);
-  CHECK(described->results[0].configs[0].value == std::string("1"));
-  CHECK(described->results[0].configs[0].config_source == kafka::config_source::static_broker);
+  kafka::describe_configs_entry entry;
+  CHECK(wait_until(
+    [&] {
+      auto d = answer_of<kafka::describe_configs_response>(kafka_exchange(c.kafka(1), request_frame(dc, 1), 5s), 1);
+      if (!d.ok() || d->results.size() != 1 || d->results[0].configs.size() != 1)
+        return false;
+      entry = d->results[0].configs[0];
+      return entry.config_source == kafka::config_source::static_broker;
+    },
+    10s));
+  CHECK(entry.value == std::string("1"));
+}
+
+TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone broker (no metadata log)",
+          "[kafka_cluster][metadata]") {
+  // Without a Cluster section the broker actor keeps whole configs; the
+  // merge happens there, and num.partitions is not dynamic.
+  temp_dir dir{"moonmq-kafka-admin"};
+  const auto port = reserve_port();
+  node_process node(dir, {"Kafka.Enabled=true", "Kafka.Port=" + std::to_string(port)});
+  auto admin = node.wait_ready(20s);
+  REQUIRE(admin);
+  auto client = *node.client_port();
+  REQUIRE(call(client, "POST", "/v1/topics",
+               json{{"name", "solo"}, {"partitions", 1}, {"config", {{"retention.ms", 600000}}}}.dump())
+            .status == 201);
+  namespace op = kafka::config_op;
+  CHECK(incremental(port, 1, kafka::config_resource::topic, "solo",
+                    {{"retention.bytes", op::set, std::string("4096")}})
+          .error_code == 0);
+  CHECK(incremental(port, 0, kafka::config_resource::broker, "", {{"num.partitions", op::set, std::string("3")}})
+          .error_code == kafka::error_code::invalid_request);
+  auto d = call(client, "GET", "/v1/topics/solo");
+  REQUIRE(d.status == 200);
+  INFO(d.raw);
+  CHECK(d.body["config"][1] == json{{"name", "retention.bytes"}, {"value", "4096"}, {"default", false},
+                                     {"read_only", false}});
+  CHECK(d.body["config"][2] == json{{"name", "retention.ms"}, {"value", "600000"}, {"default", false},
+                                     {"read_only", false}});
+  auto cluster = describe_cluster(port);
+  CHECK(cluster.controller_id == 1);
+  CHECK(cluster.controller_id == metadata_controller(port));
+  REQUIRE(cluster.brokers.size() == 1);
+  CHECK(cluster.brokers[0].port == port);
 }

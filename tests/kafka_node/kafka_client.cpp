@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -22,6 +23,14 @@ std::pair<int, std::string> sh(const std::string& cmd) {
     out.append(buf, n);
   int rc = pclose(p);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+std::pair<int, std::string> python_script(const std::string& dir, const std::string& name, const std::string& code) {
+  {
+    std::ofstream f(dir + "/" + name);
+    f << code;
+  }
+  return sh("timeout 60 /usr/bin/python3 " + dir + "/" + name + " 2>&1");
 }
 
 std::vector<std::string> lines(const std::string& text) {

@@ -15,6 +15,11 @@ namespace moonmq::test {
 /// Runs `cmd` with /bin/sh; returns (exit code, stdout).
 std::pair<int, std::string> sh(const std::string& cmd);
 
+/// Writes `code` to `dir`/`name` and runs it with /usr/bin/python3 (the
+/// Debian python3-confluent-kafka, librdkafka 2.0.2), at most 60 s: (exit
+/// code, stdout and stderr).
+std::pair<int, std::string> python_script(const std::string& dir, const std::string& name, const std::string& code);
+
 /// The non-empty lines of `text`.
 std::vector<std::string> lines(const std::string& text);
 

@@ -285,11 +285,7 @@ TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs an
                    "        print(t, 'deleted')\n"
                    "    except Exception as e:\n"
                    "        print(t, e.args[0].name())\n";
-  {
-    std::ofstream f(c.data_dir(2) + "/delete_topics.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/delete_topics.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(2), "delete_topics.py", py);
   INFO("confluent-kafka delete_topics: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("kdel2 deleted") != std::string::npos);
@@ -363,11 +359,7 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
                    "a = AdminClient({'bootstrap.servers': '127.0.0.1:" + std::to_string(c.kafka(1)) + "'})\n"
                    "for g in sorted(a.list_groups(timeout=20), key=lambda g: g.id):\n"
                    "    print(g.id, g.state, g.protocol_type, len(g.members), g.error)\n";
-  {
-    std::ofstream f(c.data_dir(1) + "/list_groups.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(1) + "/list_groups.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(1), "list_groups.py", py);
   INFO("confluent-kafka list_groups: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("kgroups-a") == std::string::npos);  // deleted above
@@ -644,11 +636,7 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
                    "for e in sorted(a.describe_configs([b], request_timeout=20)[b].result().values(), "
                    "key=lambda e: e.name):\n"
                    "    print('broker', e.name, e.value)\n";
-  {
-    std::ofstream f(c.data_dir(2) + "/admin_configs.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/admin_configs.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(2), "admin_configs.py", py);
   INFO("confluent-kafka: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("topic retention.ms 86400000 False 1") != std::string::npos);  // DYNAMIC_TOPIC_CONFIG
