@@ -67,6 +67,47 @@ bool io_create_partitions_response(Io& f, int16_t, M& x) {
   return f.i32(x.throttle_time_ms) && f.array(x.results, result);
 }
 
+// Flexible from v1: compact strings and arrays, a tag section per struct.
+template <class Io, class M>
+bool io_incremental_alter_configs_request(Io& io, int16_t v, M& x) {
+  schema::flex<Io> f{io, v >= 1};
+  auto config = [&](auto& c) {
+    return f.string(c.name) && f.i8(c.config_operation) && f.nullable_string(c.value) && f.tags();
+  };
+  auto resource = [&](auto& r) {
+    return f.i8(r.resource_type) && f.string(r.resource_name) && f.array(r.configs, config) && f.tags();
+  };
+  return f.array(x.resources, resource) && f.boolean(x.validate_only) && f.tags();
+}
+
+template <class Io, class M>
+bool io_incremental_alter_configs_response(Io& io, int16_t v, M& x) {
+  schema::flex<Io> f{io, v >= 1};
+  auto response = [&](auto& r) {
+    return f.i16(r.error_code) && f.nullable_string(r.error_message) && f.i8(r.resource_type) &&
+           f.string(r.resource_name) && f.tags();
+  };
+  return f.i32(x.throttle_time_ms) && f.array(x.responses, response) && f.tags();
+}
+
+// Flexible in every version.
+template <class Io, class M>
+bool io_describe_cluster_request(Io& io, int16_t, M& x) {
+  schema::flex<Io> f{io, true};
+  return f.boolean(x.include_cluster_authorized_operations) && f.tags();
+}
+
+template <class Io, class M>
+bool io_describe_cluster_response(Io& io, int16_t, M& x) {
+  schema::flex<Io> f{io, true};
+  auto broker = [&](auto& b) {
+    return f.i32(b.broker_id) && f.string(b.host) && f.i32(b.port) && f.nullable_string(b.rack) && f.tags();
+  };
+  return f.i32(x.throttle_time_ms) && f.i16(x.error_code) && f.nullable_string(x.error_message) &&
+         f.string(x.cluster_id) && f.i32(x.controller_id) && f.array(x.brokers, broker) &&
+         f.i32(x.cluster_authorized_operations) && f.tags();
+}
+
 }  // namespace
 
 MOONMQ_KAFKA_CODEC(describe_configs_request)
@@ -75,5 +116,9 @@ MOONMQ_KAFKA_CODEC(alter_configs_request)
 MOONMQ_KAFKA_CODEC(alter_configs_response)
 MOONMQ_KAFKA_CODEC(create_partitions_request)
 MOONMQ_KAFKA_CODEC(create_partitions_response)
+MOONMQ_KAFKA_CODEC(incremental_alter_configs_request)
+MOONMQ_KAFKA_CODEC(incremental_alter_configs_response)
+MOONMQ_KAFKA_CODEC(describe_cluster_request)
+MOONMQ_KAFKA_CODEC(describe_cluster_response)
 
 }  // namespace moonmq::kafka

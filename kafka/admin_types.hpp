@@ -1,10 +1,11 @@
 #pragma once
-// Wire structs of the topic administration APIs: DescribeConfigs (32) v0-2,
-// AlterConfigs (33) v0-1 and CreatePartitions (37) v0-1, the versions
-// librdkafka 2.0.2 and kafkajs 2.2.4 send (the first flexible versions are 4,
-// 2 and 2). Field names follow Kafka's message schemas
-// (clients/src/main/resources/common/message/{DescribeConfigs,AlterConfigs,
-// CreatePartitions}{Request,Response}.json, Kafka 3.8) in snake_case; a
+// Wire structs of the topic and cluster administration APIs: DescribeConfigs
+// (32) v0-2, AlterConfigs (33) v0-1, CreatePartitions (37) v0-1,
+// IncrementalAlterConfigs (44) v0-1 (KIP-339; v1 flexible) and
+// DescribeCluster (60) v0 (KIP-700; flexible). Field names follow Kafka's
+// message schemas (clients/src/main/resources/common/message/
+// {DescribeConfigs,AlterConfigs,CreatePartitions,IncrementalAlterConfigs,
+// DescribeCluster}{Request,Response}.json, Kafka 3.8) in snake_case; a
 // comment gives the first version carrying a field.
 //
 // Each struct has decode(reader&, version, T&) and encode(writer&, version,
@@ -87,11 +88,15 @@ struct alterable_config {
   std::optional<std::string> value;
 };
 
-struct alter_configs_resource {
+/// A resource and its config changes (AlterConfigs, IncrementalAlterConfigs).
+template <class Config>
+struct config_changes_resource {
   int8_t resource_type = 0;
   std::string resource_name;
-  std::vector<alterable_config> configs;
+  std::vector<Config> configs;
 };
+
+using alter_configs_resource = config_changes_resource<alterable_config>;
 
 struct alter_configs_request {
   static constexpr api_key key = api_key::alter_configs;
@@ -141,6 +146,63 @@ struct create_partitions_response {
   std::vector<create_partitions_topic_result> results;
 };
 
+// ---- IncrementalAlterConfigs (key 44, KIP-339) ----
+
+/// AlterConfigOp types.
+namespace config_op {
+inline constexpr int8_t set = 0;
+inline constexpr int8_t remove = 1;  ///< DELETE: back to the default
+inline constexpr int8_t append = 2;  ///< list configs only
+inline constexpr int8_t subtract = 3;  ///< list configs only
+}  // namespace config_op
+
+struct incremental_alterable_config {
+  std::string name;
+  int8_t config_operation = config_op::set;
+  std::optional<std::string> value;
+};
+
+using incremental_alter_configs_resource = config_changes_resource<incremental_alterable_config>;
+
+struct incremental_alter_configs_request {
+  static constexpr api_key key = api_key::incremental_alter_configs;
+  std::vector<incremental_alter_configs_resource> resources;
+  bool validate_only = false;
+};
+
+/// Same answer shape as AlterConfigs.
+struct incremental_alter_configs_response {
+  static constexpr api_key key = api_key::incremental_alter_configs;
+  int32_t throttle_time_ms = 0;
+  std::vector<alter_configs_resource_response> responses;
+};
+
+// ---- DescribeCluster (key 60, KIP-700) ----
+
+struct describe_cluster_request {
+  static constexpr api_key key = api_key::describe_cluster;
+  bool include_cluster_authorized_operations = false;
+};
+
+struct describe_cluster_broker {
+  int32_t broker_id = 0;
+  std::string host;
+  int32_t port = 0;
+  std::optional<std::string> rack;
+};
+
+struct describe_cluster_response {
+  static constexpr api_key key = api_key::describe_cluster;
+  int32_t throttle_time_ms = 0;
+  int16_t error_code = 0;
+  std::optional<std::string> error_message;
+  std::string cluster_id;
+  int32_t controller_id = -1;  ///< -1 while no controller is known
+  std::vector<describe_cluster_broker> brokers;
+  /// Bit field of AclOperation codes; INT32_MIN when not asked for.
+  int32_t cluster_authorized_operations = -2147483647 - 1;
+};
+
 bool decode(reader& r, int16_t version, describe_configs_request& out);
 bool encode(writer& w, int16_t version, const describe_configs_request& in);
 bool decode(reader& r, int16_t version, describe_configs_response& out);
@@ -153,5 +215,13 @@ bool decode(reader& r, int16_t version, create_partitions_request& out);
 bool encode(writer& w, int16_t version, const create_partitions_request& in);
 bool decode(reader& r, int16_t version, create_partitions_response& out);
 bool encode(writer& w, int16_t version, const create_partitions_response& in);
+bool decode(reader& r, int16_t version, incremental_alter_configs_request& out);
+bool encode(writer& w, int16_t version, const incremental_alter_configs_request& in);
+bool decode(reader& r, int16_t version, incremental_alter_configs_response& out);
+bool encode(writer& w, int16_t version, const incremental_alter_configs_response& in);
+bool decode(reader& r, int16_t version, describe_cluster_request& out);
+bool encode(writer& w, int16_t version, const describe_cluster_request& in);
+bool decode(reader& r, int16_t version, describe_cluster_response& out);
+bool encode(writer& w, int16_t version, const describe_cluster_response& in);
 
 }  // namespace moonmq::kafka

@@ -27,7 +27,9 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::alter_configs, 0, 1, 2},
       {api_key::create_partitions, 0, 1, 2},
       {api_key::delete_groups, 0, 1, 2},
+      {api_key::incremental_alter_configs, 0, 1, 1},
       {api_key::offset_delete, 0, 0, 32767},
+      {api_key::describe_cluster, 0, 0, 0},
   }};
   return table;
 }
@@ -76,6 +78,8 @@ const char* api_name(int16_t key) {
     case api_key::list_groups: return "ListGroups";
     case api_key::delete_groups: return "DeleteGroups";
     case api_key::offset_delete: return "OffsetDelete";
+    case api_key::incremental_alter_configs: return "IncrementalAlterConfigs";
+    case api_key::describe_cluster: return "DescribeCluster";
     case api_key::api_versions: return "ApiVersions";
     case api_key::create_topics: return "CreateTopics";
     case api_key::delete_topics: return "DeleteTopics";

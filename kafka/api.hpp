@@ -33,7 +33,9 @@ enum class api_key : int16_t {
   alter_configs = 33,
   create_partitions = 37,
   delete_groups = 42,
+  incremental_alter_configs = 44,
   offset_delete = 47,
+  describe_cluster = 60,
 };
 
 /// One advertised API: versions [min_version, max_version] inclusive, and
@@ -46,7 +48,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 22;
+inline constexpr size_t supported_api_count = 24;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();
@@ -58,7 +60,7 @@ std::optional<version_range> supported_range(int16_t key);
 bool is_supported(int16_t key, int16_t version);
 
 /// True when (key, version) uses the flexible encoding; among the advertised
-/// versions that is only ApiVersions v3.
+/// versions: ApiVersions v3, IncrementalAlterConfigs v1, DescribeCluster v0.
 bool is_flexible(api_key key, int16_t version);
 
 /// Request header version: 2 (tagged fields after client_id) for flexible

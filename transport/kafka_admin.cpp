@@ -1,6 +1,7 @@
 #include "transport/kafka_admin.hpp"
 
 #include <map>
+#include <set>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -214,15 +215,27 @@ void describe_configs(const std::shared_ptr<kafka_context>& ctx, int16_t version
   done(std::move(resp), errors);
 }
 
-// --- AlterConfigs -------------------------------------------------------------------
+// --- AlterConfigs and IncrementalAlterConfigs -------------------------------------
+
+/// One resource of AlterConfigs or IncrementalAlterConfigs as a list of
+/// changes (value nullopt = back to the default), or why the request's
+/// form refuses it before any config rule is applied.
+struct config_alteration {
+  int8_t resource_type = 0;
+  std::string resource_name;
+  dataplane::topic_config_changes changes;
+  int16_t refused = 0;
+  std::string why;
+};
 
 /// The cluster default num.partitions as a balancer settings patch
-/// (config/dynamic.hpp), or why not.
-std::string broker_patch(const kafka::alter_configs_resource& res, std::string& patch) {
+/// (config/dynamic.hpp), or why not. `replace` (AlterConfigs): a request
+/// without the key resets it; otherwise it stays as it is.
+std::string broker_patch(const config_alteration& res, bool replace, std::string& patch) {
   if (!res.resource_name.empty())
     return "broker configs are cluster-wide in moonmq: alter the cluster default (resource name \"\")";
   nlohmann::json p = nlohmann::json::object();
-  for (const auto& c : res.configs) {
+  for (const auto& c : res.changes) {
     if (c.name != "num.partitions")
       return "config." + c.name + ": not a dynamic broker config (known: num.partitions)";
     if (!c.value) {
@@ -241,28 +254,31 @@ std::string broker_patch(const kafka::alter_configs_resource& res, std::string& 
              + "], got '" + *c.value + "'";
     p["NumPartitions"] = n;
   }
-  // AlterConfigs replaces the whole set: a request without the key resets it.
-  if (!p.contains("NumPartitions"))
+  if (replace && !p.contains("NumPartitions"))
     p["NumPartitions"] = nullptr;
   patch = p.dump();
   return {};
 }
 
-/// Each resource: a topic's whole config replaced (Kafka AlterConfigs is
-/// not incremental: keys left out return to their defaults), or the cluster
-/// default num.partitions. Per resource: 3 unknown topic, 40 a bad or
+/// Applies each resource's changes: `replace` (AlterConfigs) makes them a
+/// topic's whole config (keys left out return to their defaults); otherwise
+/// (IncrementalAlterConfigs, PATCH /v1/topics/{t}/config) they are merged
+/// as a patch through the metadata log, and untouched keys keep their
+/// values. Broker resources: the cluster default num.partitions. Per
+/// resource: the alteration's own refusal, 3 unknown topic, 40 a bad or
 /// unknown key (named in the message), 42 a resource named twice or of
-/// another type, 7 the metadata log unavailable.
-void alter_configs(const std::shared_ptr<kafka_context>& ctx, kafka::alter_configs_request req, kafka_done done) {
-  auto resp = std::make_shared<kafka::alter_configs_response>();
-  resp->responses.resize(req.resources.size());
-  auto seen = name_counts(req.resources,
-                          [](const auto& r) { return std::to_string(r.resource_type) + "/" + r.resource_name; });
+/// another type, 7 the metadata log unavailable. `done` gets one answer
+/// per resource, in order, and the count of errors.
+void change_configs(const std::shared_ptr<kafka_context>& ctx, std::vector<config_alteration> req, bool replace,
+                    bool validate_only,
+                    std::function<void(std::vector<kafka::alter_configs_resource_response>, int)> done) {
+  auto resp = std::make_shared<std::vector<kafka::alter_configs_resource_response>>(req.size());
+  auto seen = name_counts(req, [](const auto& r) { return std::to_string(r.resource_type) + "/" + r.resource_name; });
   std::vector<std::pair<size_t, std::string>> brokers;  // index, patch
-  std::vector<std::pair<size_t, dataplane::topic_config_changes>> topics;
-  for (size_t i = 0; i < req.resources.size(); ++i) {
-    const auto& res = req.resources[i];
-    auto& r = resp->responses[i];
+  std::vector<size_t> topics;
+  for (size_t i = 0; i < req.size(); ++i) {
+    auto& res = req[i];
+    auto& r = (*resp)[i];
     r.resource_type = res.resource_type;
     r.resource_name = res.resource_name;
     auto refuse = [&](int16_t code, std::string why) {
@@ -271,26 +287,25 @@ void alter_configs(const std::shared_ptr<kafka_context>& ctx, kafka::alter_confi
     };
     if (seen[std::to_string(res.resource_type) + "/" + res.resource_name] > 1) {
       refuse(ec::invalid_request, "resource " + res.resource_name + " is named more than once");
+    } else if (res.refused != 0) {
+      refuse(res.refused, res.why);
     } else if (res.resource_type == kafka::config_resource::topic) {
       auto current = topic_config_of(*ctx, res.resource_name);
-      dataplane::topic_config_changes changes;
-      for (const auto& c : res.configs)
-        changes.push_back({c.name, c.value});
       std::string next;
       if (!current)
         refuse(ec::unknown_topic_or_partition, "unknown topic " + res.resource_name);
-      else if (auto why = dataplane::change_topic_config(*current, changes, true, next); !why.empty())
+      else if (auto why = dataplane::change_topic_config(*current, res.changes, replace, next); !why.empty())
         refuse(ec::invalid_config, why);
-      else if (!req.validate_only)
-        topics.emplace_back(i, std::move(changes));
+      else if (!validate_only)
+        topics.push_back(i);
     } else if (res.resource_type == kafka::config_resource::broker) {
       std::string patch;
-      if (auto why = broker_patch(res, patch); !why.empty())
+      if (auto why = broker_patch(res, replace, patch); !why.empty())
         refuse(ec::invalid_config, why);
       else if (!ctx->metadata)
         refuse(ec::invalid_request, "num.partitions is dynamic only in a cluster (the metadata log); set "
                                     "Cluster.NumPartitions");
-      else if (!req.validate_only)
+      else if (!validate_only)
         brokers.emplace_back(i, std::move(patch));
     } else {
       refuse(ec::invalid_request, "resource type " + std::to_string(res.resource_type)
@@ -299,13 +314,13 @@ void alter_configs(const std::shared_ptr<kafka_context>& ctx, kafka::alter_confi
   }
   auto g = gather::make(topics.size() + brokers.size(), [resp, done] {
     int errors = 0;
-    for (const auto& r : resp->responses)
+    for (const auto& r : *resp)
       errors += r.error_code != 0;
     done(std::move(*resp), errors);
   });
   auto fail_for = [g, resp](size_t i) {
     return [g, resp, i](const caf::error& e) {
-      auto& r = resp->responses[i];
+      auto& r = (*resp)[i];
       r.error_code = change_code(e, ec::invalid_config);
       r.error_message = message_of(e);
       log::get("transport")->warn("kafka.alter_configs_failed resource={} error=\"{}\"", r.resource_name,
@@ -314,18 +329,107 @@ void alter_configs(const std::shared_ptr<kafka_context>& ctx, kafka::alter_confi
     };
   };
   auto ok = [g](std::string&) { g->one(); };
-  for (auto& [i, changes] : topics) {
-    const auto& name = req.resources[i].resource_name;
+  for (auto i : topics) {
+    const auto& name = req[i].resource_name;
     if (ctx->metadata)
       ask<std::string>(*ctx->system, *ctx->metadata, ctx->timeout, ok, fail_for(i), config_atom::value, name,
-                       std::move(changes), true);
+                       std::move(req[i].changes), replace);
     else
       ask<std::string>(*ctx->system, ctx->broker, ctx->timeout, ok, fail_for(i), config_atom::value, name,
-                       std::move(changes), true);
+                       std::move(req[i].changes), replace);
   }
   for (auto& [i, patch] : brokers)
     ask<std::string>(*ctx->system, *ctx->metadata, ctx->timeout, ok, fail_for(i), config_atom::value,
                      std::move(patch));
+}
+
+/// Kafka AlterConfigs: every resource's config replaced.
+void alter_configs(const std::shared_ptr<kafka_context>& ctx, kafka::alter_configs_request req, kafka_done done) {
+  std::vector<config_alteration> resources;
+  for (auto& res : req.resources) {
+    config_alteration a{res.resource_type, std::move(res.resource_name), {}, 0, {}};
+    for (auto& c : res.configs)
+      a.changes.push_back({std::move(c.name), std::move(c.value)});
+    resources.push_back(std::move(a));
+  }
+  change_configs(ctx, std::move(resources), true, req.validate_only, [done](auto responses, int errors) {
+    kafka::alter_configs_response resp;
+    resp.responses = std::move(responses);
+    done(std::move(resp), errors);
+  });
+}
+
+/// One IncrementalAlterConfigs resource as changes: SET (0) a value, DELETE
+/// (1) back to the default. As Kafka (ConfigAdminManager): APPEND (2) and
+/// SUBTRACT (3) are only for list configs, and moonmq has none, so 40
+/// INVALID_CONFIG naming the key; a SET without a value, a key named twice
+/// or an unknown operation 42 INVALID_REQUEST.
+config_alteration incremental_alteration(kafka::incremental_alter_configs_resource& res) {
+  config_alteration a{res.resource_type, std::move(res.resource_name), {}, 0, {}};
+  std::set<std::string> names;
+  for (auto& c : res.configs) {
+    auto refuse = [&](int16_t code, std::string why) {
+      if (a.refused == 0) {
+        a.refused = code;
+        a.why = std::move(why);
+      }
+    };
+    if (!names.insert(c.name).second)
+      refuse(ec::invalid_request, "config." + c.name + ": named more than once");
+    if (c.config_operation == kafka::config_op::set) {
+      if (!c.value)
+        refuse(ec::invalid_request, "config." + c.name + ": SET needs a value (DELETE resets it to the default)");
+      a.changes.push_back({std::move(c.name), std::move(c.value)});
+    } else if (c.config_operation == kafka::config_op::remove) {
+      a.changes.push_back({std::move(c.name), std::nullopt});
+    } else if (c.config_operation == kafka::config_op::append || c.config_operation == kafka::config_op::subtract) {
+      refuse(ec::invalid_config, "config." + c.name + ": "
+                                   + (c.config_operation == kafka::config_op::append ? "APPEND" : "SUBTRACT")
+                                   + " is only allowed for list configs, and " + c.name + " is not one");
+    } else {
+      refuse(ec::invalid_request, "config." + c.name + ": unknown operation "
+                                    + std::to_string(c.config_operation)
+                                    + " (SET 0, DELETE 1, APPEND 2, SUBTRACT 3)");
+    }
+  }
+  return a;
+}
+
+/// Kafka IncrementalAlterConfigs (KIP-339): each resource's changes merged
+/// into its config; keys not named keep their values.
+void incremental_alter_configs(const std::shared_ptr<kafka_context>& ctx,
+                               kafka::incremental_alter_configs_request req, kafka_done done) {
+  std::vector<config_alteration> resources;
+  for (auto& res : req.resources)
+    resources.push_back(incremental_alteration(res));
+  change_configs(ctx, std::move(resources), false, req.validate_only, [done](auto responses, int errors) {
+    kafka::incremental_alter_configs_response resp;
+    resp.responses = std::move(responses);
+    done(std::move(resp), errors);
+  });
+}
+
+// --- DescribeCluster ---------------------------------------------------------
+
+/// AclOperation codes of what a client may do to the cluster (Kafka's
+/// cluster resource without an authorizer): CREATE 5, ALTER 7, DESCRIBE
+/// 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11,
+/// IDEMPOTENT_WRITE 12.
+constexpr int32_t cluster_operations =
+  (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+/// Kafka DescribeCluster (KIP-700): the brokers and controller Metadata
+/// gives, and the cluster id.
+void describe_cluster(const kafka_context& ctx, const kafka::describe_cluster_request& req, kafka_done done) {
+  kafka::describe_cluster_response resp;
+  resp.cluster_id = kafka_cluster_id;
+  resp.controller_id = kafka_controller_id(ctx);
+  std::set<std::string> listed;
+  for (auto& b : kafka_brokers(ctx, listed))
+    resp.brokers.push_back({b.node_id, std::move(b.host), b.port, std::move(b.rack)});
+  if (req.include_cluster_authorized_operations)
+    resp.cluster_authorized_operations = cluster_operations;
+  done(std::move(resp), 0);
 }
 
 }  // namespace
@@ -338,6 +442,10 @@ bool handle_kafka_admin_request(const std::shared_ptr<kafka_context>& ctx, kafka
     describe_configs(ctx, version, std::move(*dc), std::move(done));
   else if (auto* ac = std::get_if<kafka::alter_configs_request>(&req.body))
     alter_configs(ctx, std::move(*ac), std::move(done));
+  else if (auto* ia = std::get_if<kafka::incremental_alter_configs_request>(&req.body))
+    incremental_alter_configs(ctx, std::move(*ia), std::move(done));
+  else if (auto* cl = std::get_if<kafka::describe_cluster_request>(&req.body))
+    describe_cluster(*ctx, *cl, std::move(done));
   else
     return false;
   return true;

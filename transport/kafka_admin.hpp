@@ -1,6 +1,7 @@
 #pragma once
-// Kafka topic administration for the Kafka listener (docs/kafka.md):
-// CreatePartitions (37), DescribeConfigs (32) and AlterConfigs (33). With the
+// Kafka topic and cluster administration for the Kafka listener
+// (docs/kafka.md): CreatePartitions (37), DescribeConfigs (32),
+// AlterConfigs (33), IncrementalAlterConfigs (44) and DescribeCluster (60). With the
 // metadata log every change goes through the cluster state actor (a `grow`
 // or `alter` topic entry, docs/metadata.md), so it reaches every broker;
 // without one, through this broker's broker actor. The config rules are
@@ -13,7 +14,8 @@
 
 namespace moonmq::transport {
 
-/// Handles CreatePartitions, DescribeConfigs and AlterConfigs (`done`
+/// Handles CreatePartitions, DescribeConfigs, AlterConfigs,
+/// IncrementalAlterConfigs and DescribeCluster (`done`
 /// exactly once, from any thread). Returns false, calling nothing, for any
 /// other request.
 bool handle_kafka_admin_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done& done);

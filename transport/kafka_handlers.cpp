@@ -13,7 +13,6 @@
 #include "actors/ask.hpp"
 #include "actors/direct_append.hpp"
 #include "actors/errors.hpp"
-#include "cluster/group_placement.hpp"
 #include "cluster/partition_map.hpp"
 #include "config/dynamic.hpp"
 #include "dataplane/topic_config.hpp"
@@ -145,31 +144,6 @@ void ask3(caf::actor_system& sys, const partition_actor& dest, milliseconds time
 
 // --- ApiVersions, Metadata, CreateTopics, InitProducerId -------------------
 
-/// Every broker of the cluster (sorted ids) — the node-id order.
-std::vector<std::string> all_brokers(const kafka_context& ctx) {
-  if (ctx.owners)
-    if (auto members = ctx.owners->members(); !members.empty())
-      return members;  // sorted
-  std::vector<std::string> ids{ctx.broker_id};
-  for (const auto& p : ctx.peers->all())
-    ids.push_back(p.id);
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
-
-bool split_address(const std::string& address, std::string& host, int32_t& port) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos)
-    return false;
-  host = address.substr(0, colon);
-  try {
-    port = std::stoi(address.substr(colon + 1));
-  } catch (...) {
-    return false;
-  }
-  return true;
-}
-
 /// A Metadata request for every topic (v0: an empty list; v1+: null).
 bool all_topics(int16_t version, const kafka::metadata_request& req) {
   return !req.topics || (version == 0 && req.topics->empty());
@@ -223,33 +197,10 @@ void survey_peer_topics(const std::shared_ptr<kafka_context>& ctx,
 kafka::metadata_response build_metadata(const kafka_context& ctx, int16_t version, const kafka::metadata_request& req,
                                         const peer_topics* remote) {
   kafka::metadata_response resp;
-  resp.cluster_id = "moonmq";
-  // The controller is the Raft leader when the metadata log runs (-1 while
-  // none is known); a broker without Raft names itself, as before.
-  resp.controller_id = kafka_node_id(ctx, ctx.broker_id);
-  if (ctx.raft) {
-    auto leader = ctx.raft->get().leader;
-    resp.controller_id = leader.empty() ? -1 : kafka_node_id(ctx, leader);
-  }
+  resp.cluster_id = kafka_cluster_id;
+  resp.controller_id = kafka_controller_id(ctx);
   std::set<std::string> listed;
-  // A broker that joins is listed (itself too) once its registration gave
-  // it a node id.
-  if (auto self = kafka_node_id(ctx, ctx.broker_id); self >= 0) {
-    resp.brokers.push_back({self, ctx.advertised_host, ctx.port.load(), std::nullopt});
-    listed.insert(ctx.broker_id);
-  }
-  // A removed broker is no longer offered to clients (Kafka lists registered brokers only).
-  auto standing = ctx.owners ? ctx.owners->standing() : std::make_shared<const broker_standing>();
-  for (const auto& p : ctx.peers->all()) {
-    kafka::metadata_broker b;
-    b.node_id = kafka_node_id(ctx, p.id);
-    if (standing->removed.count(p.id) || b.node_id < 0)
-      continue;
-    if (!p.kafka_address.empty() && split_address(p.kafka_address, b.host, b.port)) {
-      resp.brokers.push_back(std::move(b));
-      listed.insert(p.id);
-    }
-  }
+  resp.brokers = kafka_brokers(ctx, listed);
   auto topics = ctx.catalog->get();
   auto owners = ctx.owners ? ctx.owners->get() : std::make_shared<const owner_map>();
   auto fenced = ctx.owners ? ctx.owners->fenced() : nullptr;
@@ -740,15 +691,6 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
 
 }  // namespace
 
-std::string kafka_coordinator_of(const kafka_context& ctx, const std::string& group) {
-  if (!ctx.owners)
-    return ctx.broker_id;
-  // Over the brokers the metadata log has not fenced: a dead broker's groups
-  // re-form on another (their committed offsets stay with the partitions).
-  auto brokers = all_brokers(ctx);
-  return cluster::group_coordinator(group, ctx.owners ? ctx.owners->unfenced(std::move(brokers)) : brokers);
-}
-
 void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const std::string& method,
                      const std::string& target, std::string body, std::function<void(int, std::string)> done,
                      std::chrono::milliseconds timeout) {
@@ -774,14 +716,6 @@ std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const st
   if (!ctx.owners)
     return std::nullopt;
   return ctx.owners->owner_other_than(ctx.broker_id, cluster::topic_partition{topic, partition});
-}
-
-int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker) {
-  if (ctx.owners)
-    return ctx.owners->kafka_node_id(broker);
-  auto ids = all_brokers(ctx);
-  auto it = std::find(ids.begin(), ids.end(), broker);
-  return it == ids.end() ? -1 : static_cast<int32_t>(it - ids.begin()) + 1;
 }
 
 void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,20 @@ struct kafka_gather {
 /// 1-based position among the voters in id order, a joined broker's id from
 /// its registration, 1001 up; -1 for none); a standalone broker is 1.
 int32_t kafka_node_id(const kafka_context& ctx, const std::string& broker);
+
+/// The cluster id Metadata (v2+) and DescribeCluster report.
+inline constexpr const char* kafka_cluster_id = "moonmq";
+
+/// The controller's Kafka node id for Metadata and DescribeCluster: the
+/// Raft leader's with the metadata log (-1 while none is known), else this
+/// broker's own.
+int32_t kafka_controller_id(const kafka_context& ctx);
+
+/// The brokers offered to Kafka clients (Metadata, DescribeCluster): this
+/// one at AdvertisedHost:<bound port>, then every peer with a KafkaAddress
+/// that has a node id and that the metadata log has not removed; rack null.
+/// Adds the moonmq ids of those listed to `listed`.
+std::vector<kafka::metadata_broker> kafka_brokers(const kafka_context& ctx, std::set<std::string>& listed);
 
 /// Kafka's num.partitions: the metadata log's NumPartitions (PATCH
 /// /admin/balancer, Kafka AlterConfigs of the cluster default) when set,

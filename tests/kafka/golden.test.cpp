@@ -280,3 +280,48 @@ TEST_CASE("kafka golden: OffsetDelete v0 request and response (KIP-496)", "[kafk
   const auto v0 = unhex("00000021 00000004 0000 00000000 00000001 0001 74 00000002 00000000 0000 00000001 0056");
   CHECK(hex(encode_response(4, 0, r).value()) == hex(v0));
 }
+
+TEST_CASE("kafka golden: DescribeCluster v0 (flexible) request and response (KIP-700)", "[kafka][golden]") {
+  // Header v2: api 60, v0, corr 5, client "k", tags 0 | include ops 1, tags 0.
+  auto req = decode_request(unhex("003c 0000 00000005 0001 6b 00 01 00"));
+  REQUIRE(req.ok());
+  CHECK(std::get<describe_cluster_request>(req->body).include_cluster_authorized_operations);
+  describe_cluster_response r;
+  r.cluster_id = "moonmq";
+  r.controller_id = 1;
+  r.brokers = {{1, "h", 9092, std::nullopt}};
+  // size 41 | corr 5, tags 0 (header v1) | throttle 0 | error 0 | message null | "moonmq" | controller 1 |
+  // brokers [1]: (1, "h", 9092, rack null, tags 0) | operations INT32_MIN | tags 0.
+  const auto v0 = unhex(
+    "00000029 00000005 00 00000000 0000 00 07 6d6f6f6e6d71 00000001"
+    " 02 00000001 02 68 00002384 00 00 80000000 00");
+  CHECK(hex(encode_response(5, 0, r).value()) == hex(v0));
+}
+
+TEST_CASE("kafka golden: IncrementalAlterConfigs v0 and v1 (flexible) requests", "[kafka][golden]") {
+  // v1, header v2: topic "t": SET retention.ms=1000; validate_only 0.
+  auto v1 = decode_request(unhex("002c 0001 00000006 0001 6b 00"
+                                 " 02 02 02 74 02 0d 726574656e74696f6e2e6d73 00 05 31303030 00 00 00 00"));
+  REQUIRE(v1.ok());
+  const auto& body = std::get<incremental_alter_configs_request>(v1->body);
+  REQUIRE(body.resources.size() == 1);
+  CHECK(body.resources[0].resource_type == config_resource::topic);
+  CHECK(body.resources[0].resource_name == "t");
+  REQUIRE(body.resources[0].configs.size() == 1);
+  CHECK(body.resources[0].configs[0].name == "retention.ms");
+  CHECK(body.resources[0].configs[0].config_operation == config_op::set);
+  CHECK(body.resources[0].configs[0].value == std::string("1000"));
+  // v0, header v1: the same with DELETE and classic strings, validate_only 1.
+  auto v0 = decode_request(unhex("002c 0000 00000007 0001 6b"
+                                 " 00000001 02 0001 74 00000001 000c 726574656e74696f6e2e6d73 01 ffff 01"));
+  REQUIRE(v0.ok());
+  const auto& b0 = std::get<incremental_alter_configs_request>(v0->body);
+  CHECK(b0.resources[0].configs[0].config_operation == config_op::remove);
+  CHECK_FALSE(b0.resources[0].configs[0].value);
+  CHECK(b0.validate_only);
+  // Response v1: header v1 (tag byte), one resource answered 0.
+  incremental_alter_configs_response r;
+  r.responses = {{0, std::nullopt, config_resource::topic, "t"}};
+  const auto resp = unhex("00000012 00000006 00 00000000 02 0000 00 02 02 74 00 00");
+  CHECK(hex(encode_response(6, 1, r).value()) == hex(resp));
+}

@@ -199,6 +199,18 @@ std::vector<request_body> sample_requests() {
   delete_groups.groups_names = {"g", "h"};
   out.emplace_back(delete_groups);
 
+  incremental_alter_configs_request incremental;
+  incremental.resources = {{config_resource::topic, "orders",
+                            {{"retention.ms", config_op::set, std::string("60000")},
+                             {"segment.bytes", config_op::remove, std::nullopt}}},
+                           {config_resource::broker, "", {{"num.partitions", config_op::set, std::string("3")}}}};
+  incremental.validate_only = true;
+  out.emplace_back(incremental);
+
+  describe_cluster_request describe_cluster;
+  describe_cluster.include_cluster_authorized_operations = true;
+  out.emplace_back(describe_cluster);
+
   offset_delete_request offset_delete;
   offset_delete.group_id = "g";
   offset_delete.topics = {{"orders", {0, 2}}, {"audit", {1}}};
@@ -377,6 +389,21 @@ std::vector<response_body> sample_responses() {
   delete_groups.throttle_time_ms = 18;
   delete_groups.results = {{"g", 0}, {"h", error_code::non_empty_group}};
   out.emplace_back(delete_groups);
+
+  incremental_alter_configs_response incremental;
+  incremental.throttle_time_ms = 23;
+  incremental.responses = {{0, std::nullopt, config_resource::topic, "orders"},
+                           {error_code::invalid_config, std::string("config.x: unknown"), config_resource::broker, ""}};
+  out.emplace_back(incremental);
+
+  describe_cluster_response describe_cluster;
+  describe_cluster.throttle_time_ms = 24;
+  describe_cluster.error_message = std::string("none");
+  describe_cluster.cluster_id = "moonmq";
+  describe_cluster.controller_id = 2;
+  describe_cluster.brokers = {{1, "127.0.0.1", 9092, std::nullopt}, {2, "127.0.0.1", 9093, std::string("r2")}};
+  describe_cluster.cluster_authorized_operations = 8;
+  out.emplace_back(describe_cluster);
 
   offset_delete_response offset_delete;
   offset_delete.throttle_time_ms = 22;

@@ -3,10 +3,12 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "storage/record_batch.hpp"
+#include "tests/support/raw_http.hpp"
 
 namespace moonmq::test {
 
@@ -23,6 +25,14 @@ std::pair<int, std::string> sh(const std::string& cmd) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
+std::pair<int, std::string> python_script(const std::string& dir, const std::string& name, const std::string& code) {
+  {
+    std::ofstream f(dir + "/" + name);
+    f << code;
+  }
+  return sh("timeout 60 /usr/bin/python3 " + dir + "/" + name + " 2>&1");
+}
+
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -30,6 +40,15 @@ std::vector<std::string> lines(const std::string& text) {
     if (!l.empty())
       out.push_back(l);
   return out;
+}
+
+std::string kafka_exchange(uint16_t port, const std::string& frame, std::chrono::milliseconds timeout) {
+  return raw_exchange_until(port, frame, timeout, [](const std::string& got) {
+    if (got.size() < 4)
+      return false;
+    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(got[i])); };
+    return got.size() >= 4 + ((b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3));
+  });
 }
 
 std::string request_frame(const kafka::request_body& body, int16_t version, int32_t correlation_id) {

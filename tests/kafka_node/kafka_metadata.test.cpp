@@ -18,6 +18,7 @@
 
 #include "cluster/group_placement.hpp"
 #include "tests/kafka_node/kafka_client.hpp"
+#include "tests/kafka_node/raft_kafka.hpp"
 #include "tests/node/move_cluster.hpp"
 #include "tests/support/raw_http.hpp"
 
@@ -28,29 +29,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// The broker index that leads Raft, once all three agree on one.
-std::optional<size_t> raft_leader(move_cluster& c) {
-  std::optional<size_t> found;
-  wait_until(
-    [&] {
-      std::set<std::string> named;
-      for (size_t i = 0; i < 3; ++i) {
-        auto j = call(c.admin(i), "GET", "/admin/cluster").body;
-        if (!j.is_object() || !j["controller"]["id"].is_string() || j["controller"]["id"].get<std::string>().empty())
-          return false;
-        named.insert(j["controller"]["id"].get<std::string>());
-      }
-      if (named.size() != 1)
-        return false;
-      for (size_t i = 0; i < 3; ++i)
-        if (c.id(i) == *named.begin())
-          found = i;
-      return found.has_value();
-    },
-    15s);
-  return found;
-}
-
 /// A group id the cluster's placement gives to broker `id`.
 std::string group_coordinated_by(const std::string& id) {
   for (int n = 0;; ++n) {
@@ -58,41 +36,6 @@ std::string group_coordinated_by(const std::string& id) {
     if (cluster::group_coordinator(g, {"b1", "b2", "b3"}) == id)
       return g;
   }
-}
-
-/// `--set` overrides of three Raft brokers with their Kafka listeners on.
-std::vector<std::string> kafka_raft(std::vector<std::string> extra = {}) {
-  std::vector<std::string> out{"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
-                               "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"};
-  out.insert(out.end(), extra.begin(), extra.end());
-  return out;
-}
-
-/// Starts the three brokers of `c` at once and waits until each is ready.
-void start_three(move_cluster& c) {
-  for (size_t i = 0; i < 3; ++i)
-    c.launch(i);
-  for (size_t i = 0; i < 3; ++i)
-    c.wait_ready(i);
-}
-
-/// Runs a kafkajs admin client on `broker` (host:port) doing `calls` (JS
-/// statements on `a`, connected) with kafkajs 2.2.4 from
-/// scripts/install-deps.sh: (exit code, output).
-/// Where scripts/install-deps.sh put kafkajs (MOONMQ_NPM_DIR, default
-/// ~/.cache/moonmq-npm): the NODE_PATH of the kafkajs scripts.
-std::string node_modules() {
-  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
-  const char* home = std::getenv("HOME");
-  return (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm") + "/node_modules";
-}
-
-std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
-  const auto modules = node_modules();
-  auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kmeta',brokers:['"
-                + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
-                + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
-  return sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
 }
 
 /// kcat -C output "%o %s" lines as offset → value.
@@ -342,11 +285,7 @@ TEST_CASE("kafka listener with the metadata log: DeleteTopics through kafkajs an
                    "        print(t, 'deleted')\n"
                    "    except Exception as e:\n"
                    "        print(t, e.args[0].name())\n";
-  {
-    std::ofstream f(c.data_dir(2) + "/delete_topics.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/delete_topics.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(2), "delete_topics.py", py);
   INFO("confluent-kafka delete_topics: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("kdel2 deleted") != std::string::npos);
@@ -428,11 +367,7 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
                    "a = AdminClient({'bootstrap.servers': '127.0.0.1:" + std::to_string(c.kafka(1)) + "'})\n"
                    "for g in sorted(a.list_groups(timeout=20), key=lambda g: g.id):\n"
                    "    print(g.id, g.state, g.protocol_type, len(g.members), g.error)\n";
-  {
-    std::ofstream f(c.data_dir(1) + "/list_groups.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(1) + "/list_groups.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(1), "list_groups.py", py);
   INFO("confluent-kafka list_groups: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("kgroups-a") == std::string::npos);  // deleted above
@@ -715,11 +650,7 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
                    "for e in sorted(a.describe_configs([b], request_timeout=20)[b].result().values(), "
                    "key=lambda e: e.name):\n"
                    "    print('broker', e.name, e.value)\n";
-  {
-    std::ofstream f(c.data_dir(2) + "/admin_configs.py");
-    f << py;
-  }
-  auto [prc, pout] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(2) + "/admin_configs.py 2>&1");
+  auto [prc, pout] = python_script(c.data_dir(2), "admin_configs.py", py);
   INFO("confluent-kafka: " << pout);
   CHECK(prc == 0);
   CHECK(pout.find("topic retention.ms 86400000 False 1") != std::string::npos);  // DYNAMIC_TOPIC_CONFIG

@@ -535,11 +535,7 @@ TEST_CASE("kafka listener: a standalone broker creates topics with configs, grow
     "    a.alter_configs([b], request_timeout=20)[b].result(); print('broker altered')\n"
     "except Exception as e:\n"
     "    print('broker', e.args[0].name())\n";
-  {
-    std::ofstream f(n.dir.path() + "/admin.py");
-    f << py;
-  }
-  auto [rc, out] = sh("timeout 60 /usr/bin/python3 " + n.dir.path() + "/admin.py 2>&1");
+  auto [rc, out] = python_script(n.dir.path(), "admin.py", py);
   INFO(out);
   CHECK(rc == 0);
   CHECK(out.find("cfg1 created") != std::string::npos);

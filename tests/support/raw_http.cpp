@@ -13,6 +13,11 @@ using tcp = net::ip::tcp;
 
 std::string raw_exchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
                          bool* closed) {
+  return raw_exchange_until(port, bytes, timeout, nullptr, closed);
+}
+
+std::string raw_exchange_until(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
+                               const std::function<bool(const std::string&)>& enough, bool* closed) {
   net::io_context ioc;
   tcp::socket sock{ioc};
   std::string got;
@@ -33,6 +38,8 @@ std::string raw_exchange(uint16_t port, const std::string& bytes, std::chrono::m
         peer_closed = true;
         return;
       }
+      if (enough && enough(got))
+        return;
       read_more();
     });
   };

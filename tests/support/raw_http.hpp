@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace moonmq::test {
@@ -12,6 +13,11 @@ namespace moonmq::test {
 /// peer closed.
 std::string raw_exchange(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
                          bool* closed = nullptr);
+
+/// As raw_exchange, but also returns as soon as `enough(read so far)` is
+/// true (one whole answer read, say).
+std::string raw_exchange_until(uint16_t port, const std::string& bytes, std::chrono::milliseconds timeout,
+                               const std::function<bool(const std::string&)>& enough, bool* closed = nullptr);
 
 /// The status code of the first HTTP response in `raw` (0 if none).
 int status_of(const std::string& raw);

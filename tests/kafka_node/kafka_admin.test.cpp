@@ -1,0 +1,238 @@
+// Kafka DescribeCluster (60) and IncrementalAlterConfigs (44) on moonmq
+// brokers with the metadata log, through raw frames (neither kafkajs 2.2.4
+// nor librdkafka 2.0.2 sends them) and checked with the clients' own
+// DescribeConfigs. Label scenario.
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "tests/kafka_node/kafka_client.hpp"
+#include "tests/kafka_node/raft_kafka.hpp"
+#include "tests/node/move_cluster.hpp"
+#include "tests/node/node_harness.hpp"
+#include "tests/support/ports.hpp"
+
+using namespace moonmq;
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// The body of a response frame in `raw` (header v0, or v1 with its tag
+/// byte for flexible versions) decoded as T at `version`.
+template <class T>
+kafka::result<T> answer_of(const std::string& raw, int16_t version) {
+  const size_t header = kafka::response_header_version(T::key, version) == 1 ? 9 : 8;
+  if (raw.size() < header)
+    return kafka::make_error(kafka::errc::truncated, "no answer (" + std::to_string(raw.size()) + " bytes)");
+  return kafka::decode_body<T>(raw.substr(header), version);
+}
+
+kafka::describe_cluster_response describe_cluster(uint16_t port, bool operations = false) {
+  kafka::describe_cluster_request req;
+  req.include_cluster_authorized_operations = operations;
+  auto r = answer_of<kafka::describe_cluster_response>(kafka_exchange(port, request_frame(req, 0), 5s), 0);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+int32_t metadata_controller(uint16_t port) {
+  kafka::metadata_request req;
+  req.topics = std::vector<std::string>{};
+  auto r = answer_of<kafka::metadata_response>(kafka_exchange(port, request_frame(req, 1), 5s), 1);
+  REQUIRE(r.ok());
+  return r->controller_id;
+}
+
+/// IncrementalAlterConfigs of one resource at `version`: its answer.
+kafka::alter_configs_resource_response incremental(uint16_t port, int16_t version, int8_t type,
+                                                   const std::string& name,
+                                                   std::vector<kafka::incremental_alterable_config> configs,
+                                                   bool validate_only = false) {
+  kafka::incremental_alter_configs_request req;
+  req.resources = {{type, name, std::move(configs)}};
+  req.validate_only = validate_only;
+  auto r = answer_of<kafka::incremental_alter_configs_response>(
+    kafka_exchange(port, request_frame(req, version), 10s), version);
+  REQUIRE(r.ok());
+  REQUIRE(r->responses.size() == 1);
+  return r->responses[0];
+}
+
+}  // namespace
+
+TEST_CASE("kafka DescribeCluster: brokers and the controller as Metadata gives them, on 1 and 3 brokers",
+          "[kafka_cluster][metadata]") {
+  SECTION("one broker") {
+    move_cluster c({"b1"}, kafka_raft());
+    c.start(0);
+    kafka::describe_cluster_response d;
+    REQUIRE(wait_until([&] { return (d = describe_cluster(c.kafka(0))).controller_id == 1; }, 15s));
+    CHECK(d.error_code == 0);
+    CHECK(d.cluster_id == "moonmq");
+    REQUIRE(d.brokers.size() == 1);
+    CHECK(d.brokers[0].broker_id == 1);
+    CHECK(d.brokers[0].host == "127.0.0.1");
+    CHECK(d.brokers[0].port == c.kafka(0));
+    CHECK_FALSE(d.brokers[0].rack);
+    CHECK(d.controller_id == metadata_controller(c.kafka(0)));
+    CHECK(d.cluster_authorized_operations == -2147483647 - 1);  // not asked for
+    auto asked = describe_cluster(c.kafka(0), true);
+    CHECK(asked.cluster_authorized_operations != -2147483647 - 1);
+    CHECK((asked.cluster_authorized_operations & (1 << 8)) != 0);  // DESCRIBE
+  }
+  SECTION("three brokers") {
+    move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+    start_three(c);
+    auto leader = raft_leader(c);
+    REQUIRE(leader);
+    for (size_t i = 0; i < 3; ++i) {
+      INFO(c.id(i));
+      kafka::describe_cluster_response d;
+      // Node ids follow the voters in id order: b1 = 1, b2 = 2, b3 = 3.
+      REQUIRE(wait_until([&] { return (d = describe_cluster(c.kafka(i))).controller_id == int32_t(*leader) + 1; },
+                         10s));
+      CHECK(d.controller_id == metadata_controller(c.kafka(i)));
+      std::set<std::pair<int32_t, int32_t>> brokers;
+      for (const auto& b : d.brokers)
+        brokers.insert({b.broker_id, b.port});
+      CHECK(brokers == std::set<std::pair<int32_t, int32_t>>{{1, c.kafka(0)}, {2, c.kafka(1)}, {3, c.kafka(2)}});
+    }
+  }
+}
+
+TEST_CASE("kafka IncrementalAlterConfigs: SET and DELETE merge into a topic's config on every broker, untouched "
+          "keys keep their values, and bad operations are refused",
+          "[kafka_cluster][metadata]") {
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  namespace op = kafka::config_op;
+  const auto topic = kafka::config_resource::topic;
+  REQUIRE(call(c.client(0), "POST", "/v1/topics",
+               json{{"name", "kinc"}, {"partitions", 1},
+                    {"config", {{"retention.ms", 600000}, {"segment.bytes", 1048576}}}}
+                 .dump())
+            .status == 201);
+  // Each broker knows the topic once it applied the entry.
+  for (size_t i = 0; i < 3; ++i)
+    REQUIRE(wait_until([&] { return call(c.client(i), "GET", "/v1/topics/kinc").status == 200; }, 10s));
+
+  // v1 (flexible) at b2: SET one key, DELETE another; retention.ms is not
+  // named and keeps its value (AlterConfigs would reset it).
+  auto r = incremental(c.kafka(1), 1, topic, "kinc",
+                       {{"retention.bytes", op::set, std::string("4096")}, {"segment.bytes", op::remove, {}}});
+  INFO(r.error_message.value_or(""));
+  CHECK(r.error_code == 0);
+  // validate_only (v0): checked, nothing changed.
+  CHECK(incremental(c.kafka(1), 0, topic, "kinc", {{"retention.ms", op::set, std::string("1")}}, true).error_code
+        == 0);
+
+  // Refusals, each naming the key.
+  auto append = incremental(c.kafka(0), 1, topic, "kinc", {{"retention.ms", op::append, std::string("5")}});
+  CHECK(append.error_code == kafka::error_code::invalid_config);
+  CHECK(append.error_message.value_or("").find("retention.ms") != std::string::npos);
+  CHECK(incremental(c.kafka(0), 1, topic, "kinc", {{"retention.ms", op::subtract, std::string("5")}}).error_code
+        == kafka::error_code::invalid_config);
+  auto bad = incremental(c.kafka(0), 0, topic, "kinc", {{"retention.ms", op::set, std::string("soon")}});
+  CHECK(bad.error_code == kafka::error_code::invalid_config);
+  CHECK(bad.error_message.value_or("").find("config.retention.ms") != std::string::npos);
+  auto unknown_key = incremental(c.kafka(0), 0, topic, "kinc", {{"min.insync.replicas", op::set, std::string("2")}});
+  CHECK(unknown_key.error_code == kafka::error_code::invalid_config);
+  CHECK(unknown_key.error_message.value_or("").find("min.insync.replicas") != std::string::npos);
+  CHECK(incremental(c.kafka(0), 1, topic, "never", {{"retention.ms", op::set, std::string("1")}}).error_code
+        == kafka::error_code::unknown_topic_or_partition);
+  CHECK(incremental(c.kafka(0), 1, topic, "kinc", {{"retention.ms", 7, std::string("1")}}).error_code
+        == kafka::error_code::invalid_request);
+
+  // The cluster default num.partitions (broker resource ""): SET, then
+  // DELETE back to Cluster.NumPartitions.
+  const auto broker = kafka::config_resource::broker;
+  CHECK(incremental(c.kafka(2), 1, broker, "", {{"num.partitions", op::set, std::string("5")}}).error_code == 0);
+  CHECK(incremental(c.kafka(2), 1, broker, "2", {{"num.partitions", op::set, std::string("5")}}).error_code
+        == kafka::error_code::invalid_config);
+
+  // Every broker applies the merge (b2 answered once it applied it).
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(wait_until(
+      [&] { return call(c.client(i), "GET", "/v1/topics/kinc").raw.find("\"4096\"") != std::string::npos; }, 10s));
+
+  // librdkafka 2.0.2's DescribeConfigs at b3 sees the merge.
+  std::string py = "from confluent_kafka.admin import AdminClient, ConfigResource\n"
+                   "a = AdminClient({'bootstrap.servers': '127.0.0.1:" + std::to_string(c.kafka(2)) + "'})\n"
+                   "for r in [ConfigResource('topic', 'kinc'), ConfigResource('broker', '3')]:\n"
+                   "    for e in sorted(a.describe_configs([r], request_timeout=20)[r].result().values(), "
+                   "key=lambda e: e.name):\n"
+                   "        print(r.restype, e.name, e.value, e.is_default)\n";
+  auto [prc, pout] = python_script(c.data_dir(2), "incremental.py", py);
+  INFO("confluent-kafka: " << pout);
+  CHECK(prc == 0);
+  CHECK(pout.find("retention.ms 600000 False") != std::string::npos);  // untouched
+  CHECK(pout.find("retention.bytes 4096 False") != std::string::npos);
+  CHECK(pout.find("segment.bytes 1073741824 True") != std::string::npos);  // deleted: the default
+  CHECK(pout.find("num.partitions 5") != std::string::npos);
+
+  // kafkajs 2.2.4's DescribeConfigs at b1 too.
+  auto [rc, out] = kafkajs_admin(
+    "127.0.0.1:" + std::to_string(c.kafka(0)),
+    "const d=await a.describeConfigs({resources:[{type:2,name:'kinc'}],includeSynonyms:false});"
+    "console.log(JSON.stringify(d.resources[0].configEntries.map(e=>[e.configName,e.configValue])));");
+  INFO("kafkajs: " << out);
+  CHECK(rc == 0);
+  CHECK(out.find(R"([["cleanup.policy","delete"],["retention.bytes","4096"],["retention.ms","600000"],)"
+                 R"(["segment.bytes","1073741824"]])")
+        != std::string::npos);
+
+  // DELETE of the cluster default: back to Cluster.NumPartitions (1).
+  CHECK(incremental(c.kafka(0), 0, broker, "", {{"num.partitions", op::remove, {}}}).error_code == 0);
+  // b2 describes it once it applied the entry.
+  kafka::describe_configs_request dc;
+  dc.resources = {{broker, "", std::vector<std::string>{"num.partitions"}}};
+  kafka::describe_configs_entry entry;
+  CHECK(wait_until(
+    [&] {
+      auto d = answer_of<kafka::describe_configs_response>(kafka_exchange(c.kafka(1), request_frame(dc, 1), 5s), 1);
+      if (!d.ok() || d->results.size() != 1 || d->results[0].configs.size() != 1)
+        return false;
+      entry = d->results[0].configs[0];
+      return entry.config_source == kafka::config_source::static_broker;
+    },
+    10s));
+  CHECK(entry.value == std::string("1"));
+}
+
+TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone broker (no metadata log)",
+          "[kafka_cluster][metadata]") {
+  // Without a Cluster section the broker actor keeps whole configs; the
+  // merge happens there, and num.partitions is not dynamic.
+  temp_dir dir{"moonmq-kafka-admin"};
+  const auto port = reserve_port();
+  node_process node(dir, {"Kafka.Enabled=true", "Kafka.Port=" + std::to_string(port)});
+  auto admin = node.wait_ready(20s);
+  REQUIRE(admin);
+  auto client = *node.client_port();
+  REQUIRE(call(client, "POST", "/v1/topics",
+               json{{"name", "solo"}, {"partitions", 1}, {"config", {{"retention.ms", 600000}}}}.dump())
+            .status == 201);
+  namespace op = kafka::config_op;
+  CHECK(incremental(port, 1, kafka::config_resource::topic, "solo",
+                    {{"retention.bytes", op::set, std::string("4096")}})
+          .error_code == 0);
+  CHECK(incremental(port, 0, kafka::config_resource::broker, "", {{"num.partitions", op::set, std::string("3")}})
+          .error_code == kafka::error_code::invalid_request);
+  auto d = call(client, "GET", "/v1/topics/solo");
+  REQUIRE(d.status == 200);
+  INFO(d.raw);
+  CHECK(d.body["config"][1] == json{{"name", "retention.bytes"}, {"value", "4096"}, {"default", false},
+                                     {"read_only", false}});
+  CHECK(d.body["config"][2] == json{{"name", "retention.ms"}, {"value", "600000"}, {"default", false},
+                                     {"read_only", false}});
+  auto cluster = describe_cluster(port);
+  CHECK(cluster.controller_id == 1);
+  CHECK(cluster.controller_id == metadata_controller(port));
+  REQUIRE(cluster.brokers.size() == 1);
+  CHECK(cluster.brokers[0].port == port);
+}

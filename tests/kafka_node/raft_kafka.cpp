@@ -1,0 +1,64 @@
+#include "tests/kafka_node/raft_kafka.hpp"
+
+#include <cstdlib>
+#include <set>
+
+#include "tests/kafka_node/kafka_client.hpp"
+#include "tests/support/process.hpp"
+
+namespace moonmq::test {
+
+using namespace moonmq::test::move;
+using namespace std::chrono_literals;
+
+std::optional<size_t> raft_leader(move::move_cluster& c) {
+  std::optional<size_t> found;
+  wait_until(
+    [&] {
+      std::set<std::string> named;
+      for (size_t i = 0; i < 3; ++i) {
+        auto j = call(c.admin(i), "GET", "/admin/cluster").body;
+        if (!j.is_object() || !j["controller"]["id"].is_string() || j["controller"]["id"].get<std::string>().empty())
+          return false;
+        named.insert(j["controller"]["id"].get<std::string>());
+      }
+      if (named.size() != 1)
+        return false;
+      for (size_t i = 0; i < 3; ++i)
+        if (c.id(i) == *named.begin())
+          found = i;
+      return found.has_value();
+    },
+    15s);
+  return found;
+}
+
+std::vector<std::string> kafka_raft(std::vector<std::string> extra) {
+  std::vector<std::string> out{"Kafka.Enabled=true", "Cluster.Raft.Enabled=true",
+                               "Cluster.Raft.ElectionTimeoutMs=1000", "Cluster.Raft.HeartbeatMs=100"};
+  out.insert(out.end(), extra.begin(), extra.end());
+  return out;
+}
+
+void start_three(move::move_cluster& c) {
+  for (size_t i = 0; i < 3; ++i)
+    c.launch(i);
+  for (size_t i = 0; i < 3; ++i)
+    c.wait_ready(i);
+}
+
+std::string node_modules() {
+  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
+  const char* home = std::getenv("HOME");
+  return (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm") + "/node_modules";
+}
+
+std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
+  const auto modules = node_modules();
+  auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kmeta',brokers:['"
+                + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
+                + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
+  return sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+}
+
+}  // namespace moonmq::test
