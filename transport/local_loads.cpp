@@ -36,9 +36,9 @@ void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map
     json{{"broker_id", broker_id}, {"partitions", std::move(rows)}, {"topics", std::move(topic_list)}});
   // One message per I/O worker for every partition (actors/direct_append.hpp).
   read_loads(sys, partitions, timeout, [body, done = std::move(done)](std::vector<partition_load>& loads) {
-    auto& rows = (*body)["partitions"];
+    auto& listed = (*body)["partitions"];
     for (size_t i = 0; i < loads.size(); ++i) {
-      auto& r = rows[i];
+      auto& r = listed[i];
       const auto& l = loads[i];
       if (!l.error.empty()) {
         r["error"] = l.error;  // an offline partition has neither bounds nor counters

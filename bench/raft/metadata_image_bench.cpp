@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     log.push_back({term{1}, log_index{++index},
                    owner_entry{"topic-" + std::to_string(p / per_topic), p % per_topic, node_id{brokers[(p + 1) % 3]}}});
   log.push_back({term{1}, log_index{++index}, config_entry{R"({"DryRun":false})"}});
-  log.push_back({term{1}, log_index{++index}, broker_entry{node_id{"b3"}, broker_change::fence}});
+  log.push_back({term{1}, log_index{++index}, broker_entry{node_id{"b3"}, broker_change::fence, {}, false}});
 
   std::vector<double> apply_ms;
   ownership_state built;

@@ -26,6 +26,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
+/// I/O settings with `threads` workers and `max_open_files`, the rest as configured by default.
+io_settings io_of(int threads, int64_t max_open_files) {
+  io_settings s;
+  s.threads = threads;
+  s.max_open_files = max_open_files;
+  return s;
+}
+
 std::string batch_of(int n, const std::string& prefix) {
   std::vector<storage::record> recs;
   for (int i = 0; i < n; ++i)
@@ -130,7 +138,7 @@ struct fixture {
   std::unique_ptr<caf::actor_system_config> cfg;
   caf::actor_system sys;
   caf::scoped_actor self;
-  std::shared_ptr<io_pool> io = spawn_io_pool(sys, io_settings{2, 0});
+  std::shared_ptr<io_pool> io = spawn_io_pool(sys, io_of(2, 0));
   std::vector<partition_actor> spawned;
 };
 
@@ -252,7 +260,7 @@ TEST_CASE("reading outside the log is offset_out_of_range with both bounds", "[p
 TEST_CASE("partitions sharing one I/O worker all get their durable appends answered, and keep them across a restart",
           "[partition][io_worker]") {
   fixture f;
-  f.io = spawn_io_pool(f.sys, io_settings{1, 0});
+  f.io = spawn_io_pool(f.sys, io_of(1, 0));
   constexpr int n = 40;
   std::vector<partition_actor> parts;
   for (int i = 0; i < n; ++i)
@@ -290,7 +298,7 @@ TEST_CASE("partitions sharing one I/O worker all get their durable appends answe
 TEST_CASE("partitions past the open-file budget release their idle segment files and still serve",
           "[partition][io_worker]") {
   fixture f;
-  f.io = spawn_io_pool(f.sys, io_settings{1, 2});  // one worker, two files
+  f.io = spawn_io_pool(f.sys, io_of(1, 2));  // one worker, two files
   constexpr int n = 10;
   std::vector<partition_actor> parts;
   for (int i = 0; i < n; ++i) {

@@ -142,14 +142,14 @@ TEST_CASE("broker entries fence and unfence; the fenced set is in snapshots", "[
   ownership_state s;
   REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), broker_change::fence, {}}}).ok());
   REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), broker_change::fence, {}}}).ok());
-  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, broker_entry{id("b3"), broker_change::unfence}}).ok());
+  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, broker_entry{id("b3"), broker_change::unfence, {}, false}}).ok());
   CHECK(s.fenced() == std::set<node_id>{id("b2")});
   auto back = snapshot_from_json(to_json(s.to_snapshot()));
   REQUIRE(back.ok());
   CHECK(back->fenced == s.fenced());
   auto e = entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"b2","fenced":false})"));
   REQUIRE(e.ok());
-  CHECK(std::get<broker_entry>(e->payload) == broker_entry{id("b2"), broker_change::unfence});
+  CHECK(std::get<broker_entry>(e->payload) == broker_entry{id("b2"), broker_change::unfence, {}, false});
   CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"","fenced":true})")).ok());
   CHECK_FALSE(snapshot_from_json(json::parse(
                 R"({"last_index":1,"last_term":1,"controller":"","owners":[],"fenced":[3]})"))
@@ -162,30 +162,30 @@ TEST_CASE("a drained broker is removed only once it owns nothing, decided in log
   auto apply = [&](entry_payload p) { REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok()); };
   apply(topic_entry{"orders", 2, id("b3"), "", false});
   // Not draining: a remove changes nothing.
-  apply(broker_entry{id("b3"), broker_change::remove});
+  apply(broker_entry{id("b3"), broker_change::remove, {}, false});
   CHECK(s.removed().empty());
-  apply(broker_entry{id("b3"), broker_change::drain});
+  apply(broker_entry{id("b3"), broker_change::drain, {}, false});
   CHECK(s.draining() == std::set<node_id>{id("b3")});
   // Draining but still owning partitions: stays.
-  apply(broker_entry{id("b3"), broker_change::remove});
+  apply(broker_entry{id("b3"), broker_change::remove, {}, false});
   CHECK(s.removed().empty());
   CHECK(s.owned_by(id("b3")) == 2);
   apply(owner_entry{"orders", 0, id("b1")});
   apply(owner_entry{"orders", 1, id("b2")});
   CHECK(s.owned_by(id("b3")) == 0);
-  apply(broker_entry{id("b3"), broker_change::fence});
-  apply(broker_entry{id("b3"), broker_change::remove});
+  apply(broker_entry{id("b3"), broker_change::fence, {}, false});
+  apply(broker_entry{id("b3"), broker_change::remove, {}, false});
   CHECK(s.removed() == std::set<node_id>{id("b3")});
   CHECK(s.draining().empty());
   CHECK(s.fenced().empty());
   // A removed broker cannot be drained again.
-  apply(broker_entry{id("b3"), broker_change::drain});
+  apply(broker_entry{id("b3"), broker_change::drain, {}, false});
   CHECK(s.draining().empty());
   // undrain cancels a drain.
-  apply(broker_entry{id("b2"), broker_change::drain});
-  apply(broker_entry{id("b2"), broker_change::undrain});
+  apply(broker_entry{id("b2"), broker_change::drain, {}, false});
+  apply(broker_entry{id("b2"), broker_change::undrain, {}, false});
   CHECK(s.draining().empty());
-  apply(broker_entry{id("b1"), broker_change::drain});
+  apply(broker_entry{id("b1"), broker_change::drain, {}, false});
 
   auto back = snapshot_from_json(to_json(s.to_snapshot()));
   REQUIRE(back.ok());
@@ -197,13 +197,13 @@ TEST_CASE("a drained broker is removed only once it owns nothing, decided in log
 }
 
 TEST_CASE("broker entries name their change; old fenced-only entries still decode", "[raft][wire][metadata]") {
-  json j = to_json(log_entry{term{2}, log_index{7}, broker_entry{id("b3"), broker_change::drain}});
+  json j = to_json(log_entry{term{2}, log_index{7}, broker_entry{id("b3"), broker_change::drain, {}, false}});
   CHECK(j == json::parse(R"({"term":2,"index":7,"type":"broker","id":"b3","change":"drain"})"));
-  json f = to_json(log_entry{term{2}, log_index{8}, broker_entry{id("b3"), broker_change::fence}});
+  json f = to_json(log_entry{term{2}, log_index{8}, broker_entry{id("b3"), broker_change::fence, {}, false}});
   CHECK(f == json::parse(R"({"term":2,"index":8,"type":"broker","id":"b3","change":"fence","fenced":true})"));
   auto old = entry_from_json(json::parse(R"({"term":1,"index":4,"type":"broker","id":"b2","fenced":true})"));
   REQUIRE(old.ok());
-  CHECK(std::get<broker_entry>(old->payload) == broker_entry{id("b2"), broker_change::fence});
+  CHECK(std::get<broker_entry>(old->payload) == broker_entry{id("b2"), broker_change::fence, {}, false});
   for (auto c : {"fence", "unfence", "drain", "undrain", "remove"}) {
     auto e = entry_from_json(json{{"term", 1}, {"index", 4}, {"type", "broker"}, {"id", "b2"}, {"change", c}});
     REQUIRE(e.ok());

@@ -17,6 +17,14 @@ using nlohmann::json;
 
 namespace {
 
+/// I/O settings with `threads` workers and `max_open_files`, the rest as configured by default.
+io_settings io_of(int threads, int64_t max_open_files) {
+  io_settings s;
+  s.threads = threads;
+  s.max_open_files = max_open_files;
+  return s;
+}
+
 /// Takes bounds and status requests and never answers them: a partition actor
 /// that is not on an I/O worker (read_loads finds no route for it).
 caf::behavior stuck_partition(caf::event_based_actor* self, std::shared_ptr<std::vector<caf::response_promise>> held) {
@@ -49,7 +57,7 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
   test::temp_dir dir;
   auto cfg = make_system_config({});
   caf::actor_system sys{*cfg};
-  auto real = spawn_partition(sys, spawn_io_pool(sys, io_settings{1, 0}), partition_settings{dir.path(), "t", 0, {}, 0});
+  auto real = spawn_partition(sys, spawn_io_pool(sys, io_of(1, 0)), partition_settings{dir.path(), "t", 0, {}, 0});
   {
     caf::scoped_actor self{sys};
     auto batch = storage::encode_batch({{std::string("k"), "v1", {}, 1}, {std::string("k"), "v2", {}, 2}}).value();

@@ -450,18 +450,18 @@ int run(const config::load_result& loaded) {
     mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     transport::add_move_routes(*cluster_router, mctx);
     transport::add_reassignment_routes(*admin_router, mctx);
-    balancer_settings bs;
-    bs.broker_id = cfg.broker_id();
-    bs.config = cfg.autobalance;
-    bs.peers = directory;
-    bs.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
-    bs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
-    bs.image = owners;  // PATCH /admin/balancer settings from the metadata log
-    bs.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
+    balancer_settings loop;
+    loop.broker_id = cfg.broker_id();
+    loop.config = cfg.autobalance;
+    loop.peers = directory;
+    loop.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    loop.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
+    loop.image = owners;  // PATCH /admin/balancer settings from the metadata log
+    loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
     };
-    balancer = spawn_balancer(sys, bs, actx.goals, *cluster_state, *reassigner, registry);
+    balancer = spawn_balancer(sys, loop, actx.goals, *cluster_state, *reassigner, registry);
     cactx.balancer = *balancer;
     cactx.reassigner = *reassigner;  // a broker is removed only with no move from or to it
     actx.owners = owners;            // GET /metrics: owned partitions, brokers
