@@ -79,16 +79,9 @@ void start_three(move_cluster& c) {
 /// Runs a kafkajs admin client on `broker` (host:port) doing `calls` (JS
 /// statements on `a`, connected) with kafkajs 2.2.4 from
 /// scripts/install-deps.sh: (exit code, output).
-/// Where scripts/install-deps.sh put kafkajs (MOONMQ_NPM_DIR, default
-/// ~/.cache/moonmq-npm): the NODE_PATH of the kafkajs scripts.
-std::string node_modules() {
-  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
-  const char* home = std::getenv("HOME");
-  return (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm") + "/node_modules";
-}
 
 std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
-  const auto modules = node_modules();
+  const auto modules = npm_modules();
   auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kmeta',brokers:['"
                 + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
                 + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
@@ -371,7 +364,7 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   start_three(c);
   REQUIRE(raft_leader(c));
   const auto addr = "127.0.0.1:" + std::to_string(c.kafka(0));
-  auto [rc, out] = sh("NODE_PATH='" + node_modules() + "' timeout 60 node " MOONMQ_SOURCE_DIR
+  auto [rc, out] = sh("NODE_PATH='" + npm_modules() + "' timeout 60 node " MOONMQ_SOURCE_DIR
                       "/tests/kafka_node/kafkajs_groups_check.js " + addr + " kgroups 2>&1");
   INFO("kafkajs: " << out);
   REQUIRE(rc == 0);
