@@ -89,8 +89,9 @@ $('token-form').addEventListener('submit', (ev) => {
 function render(cluster, moves, topics, groups, details, balancer) {
   const self = cluster.brokers.find((b) => b.self);
   $('served-by').textContent = self ? `served by ${self.id}` : '';
-  const plan = balancer.last_pass && balancer.last_pass.plan;
-  renderBrokers(cluster, plan);
+  const pass = balancer.last_pass;
+  renderBrokers(cluster, pass);
+  const plan = pass && pass.plan;
   renderRaft(cluster);
   renderMoves(moves);
   renderBalancer(balancer, plan);
@@ -98,11 +99,16 @@ function render(cluster, moves, topics, groups, details, balancer) {
   renderGroups(groups, details);
 }
 
-function renderBrokers(cluster, plan) {
+function renderBrokers(cluster, pass) {
   const owned = {};
   for (const p of cluster.partitions) owned[p.owner] = (owned[p.owner] || 0) + 1;
-  const goals = Object.fromEntries(((plan && plan.goals) || []).map((g) => [g.name, g]));
-  const loads = (plan && plan.brokers_before) || {};
+  const plan = (pass && pass.plan) || {};
+  const goals = Object.fromEntries((plan.goals || []).map((g) => [g.name, g]));
+  const loads = plan.brokers_before || {};
+  // A broker the pass left out (dead, excluded, window not yet complete) is
+  // not held to the band.
+  const counted = Object.fromEntries(((pass && pass.brokers) || []).map(
+    (b) => [b.id, b.alive !== false && !b.excluded && !b.incomplete_window]));
   fill('brokers', cluster.brokers.map((b) => {
     const tr = row([b.id + (b.self ? ' (this node)' : ''), b.alive ? 'yes' : 'no', b.fenced ? 'yes' : 'no',
                     b.state || 'active', owned[b.id] || 0]);
@@ -110,7 +116,9 @@ function renderBrokers(cluster, plan) {
     tr.dataset.alive = b.alive;
     if (!b.alive) tr.title = b.error || '';
     for (const [resource, goal, format] of RESOURCES)
-      tr.append(loadCell(loads[b.id] && loads[b.id][resource], goals[goal], format));
+      tr.append(loadCell(loads[b.id] && loads[b.id][resource], counted[b.id] === false ? null : goals[goal], format));
+    if (counted[b.id] === false)
+      tr.cells[3].append(document.createElement('br'), text(document.createElement('small'), 'left out of the last pass'));
     return tr;
   }));
 }
