@@ -9,7 +9,7 @@
 #   scripts/console-screenshot.sh --out FILE        another file
 #   scripts/console-screenshot.sh --wait-seconds N  seconds of traffic before the shot (default 3:
 #                                                   the balancer's first moves are copying then)
-#   scripts/console-screenshot.sh --no-build        skip install-deps and the build
+#   scripts/console-screenshot.sh --no-build        skip install-deps and the build (demo.sh --no-build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,22 +21,17 @@ while [ $# -gt 0 ]; do
     --out) out="$(realpath -m "$2")"; shift ;;
     --wait-seconds) wait_seconds="$2"; shift ;;
     --no-build) build=0 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "console-screenshot.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
+    *) echo "console-screenshot.sh: unknown argument '$1' (see the top of this file)" >&2; exit 2 ;;
   esac
   shift
 done
 
-if [ "$build" = 1 ]; then
-  scripts/install-deps.sh
-  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/moonmq-ccache}" CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
-  cmake --preset release >/dev/null
-  cmake --build --preset release -j "${MOONMQ_JOBS:-2}"
-fi
-
 dir="$PWD/.scratch/console-screenshot"
 mkdir -p "$dir"
-scripts/demo.sh --no-build --free-ports --dir "$dir" -- --duration-seconds $((wait_seconds + 15)) --no-redraw \
+demo_flags=(--free-ports --dir "$dir")
+[ "$build" = 1 ] || demo_flags+=(--no-build)
+# demo.sh installs the dependencies and builds first unless --no-build.
+scripts/demo.sh "${demo_flags[@]}" -- --duration-seconds $((wait_seconds + 15)) --no-redraw \
   >"$dir/demo.out" 2>&1 &
 demo=$!
 stop_demo() {
@@ -50,11 +45,9 @@ stop_demo() {
 trap stop_demo EXIT
 
 admin=""
-for _ in $(seq 1 300); do
+while [ -z "$admin" ] && kill -0 "$demo" 2>/dev/null; do
+  sleep 0.2
   admin=$(sed -n 's/^demo.sh: cluster healthy: b1=[^/]*\/\([0-9.:]*\),.*/\1/p' "$dir/demo.out")
-  [ -n "$admin" ] && break
-  kill -0 "$demo" 2>/dev/null || break
-  sleep 0.1
 done
 if [ -z "$admin" ]; then
   echo "console-screenshot.sh: the demo cluster did not start:" >&2
