@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <functional>
 
 #include "tests/node/metadata_cluster.hpp"
 
@@ -18,8 +19,10 @@ namespace {
 
 /// Runs the driver with `args` (after the mode) against broker 0's admin
 /// listener; REQUIREs exit 0 within 3 minutes, and stops it by its pid
-/// otherwise (puppeteer closes its browser on SIGTERM).
-void drive(move_cluster& c, const temp_dir& dir, std::vector<std::string> args) {
+/// otherwise (puppeteer closes its browser on SIGTERM). `when_asked` runs
+/// once the driver prints "stop the node now" (--then-unreachable).
+void drive(move_cluster& c, const temp_dir& dir, std::vector<std::string> args,
+           const std::function<void()>& when_asked = {}) {
   const auto modules = npm_modules();
   INFO("puppeteer-core must be installed by scripts/install-deps.sh under " << modules);
   REQUIRE(!read_text(modules + "/puppeteer-core/package.json").empty());
@@ -29,6 +32,8 @@ void drive(move_cluster& c, const temp_dir& dir, std::vector<std::string> args) 
   child_process driver;
   const auto log = dir.path() + "/driver.log";
   REQUIRE(driver.start("/usr/bin/env", argv, log));
+  if (when_asked && wait_until([&] { return read_text(log).find("stop the node now") != std::string::npos; }, 120s))
+    when_asked();
   auto rc = driver.wait(180s);
   if (!rc) {
     driver.signal(SIGTERM);
@@ -93,7 +98,9 @@ TEST_CASE("the console shows a 3-broker Raft cluster and follows a move to done 
   CHECK(owner_of(c, "orders", 0) == to);
 }
 
-TEST_CASE("the console asks for the admin token and shows the cluster once it is given", "[console]") {
+TEST_CASE("the console asks for the admin token, shows the cluster once it is given, and says when the node "
+          "stops answering",
+          "[console]") {
   move_cluster c{{"b1"}, meta::raft_config({"Admin.Token=console-secret"})};
   c.start(0);
   // Files need no token; data does.
@@ -104,5 +111,6 @@ TEST_CASE("the console asks for the admin token and shows the cluster once it is
   CHECK(call(c.admin(0), "GET", "/v1/topics", {}, {{"Authorization", "Bearer console-secret"}}).status == 200);
 
   temp_dir dir{"moonmq-console"};
-  drive(c, dir, {"check", "--brokers", "1", "--token", "console-secret"});
+  drive(c, dir, {"check", "--brokers", "1", "--token", "console-secret", "--then-unreachable", "yes"},
+        [&c] { c.stop(0); });
 }

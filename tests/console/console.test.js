@@ -7,7 +7,9 @@
 //     shows --brokers brokers alive and, with --move, follows that move
 //     (submitted here through POST /admin/reassignments) to done. With
 //     --token: a data call without the token gets 401, the page asks for the
-//     token and shows the cluster once it is entered.
+//     token and shows the cluster once it is entered. With --then-unreachable
+//     yes: after those checks it prints "stop the node now" and waits for
+//     the page to say the node is unreachable.
 //   node console.test.js screenshot --url U [--token T] --out console.png [--wait-ms N]
 //     A PNG of the page once the brokers show (after N ms more, default 3000).
 //
@@ -126,6 +128,13 @@ async function main() {
     await new Promise((r) => setTimeout(r, 2000));
     if (problems.length) throw new Error('the page had errors:\n' + problems.join('\n'));
     log('no console error, page error or failed request');
+    if (args['then-unreachable'] === 'yes') {
+      log('stop the node now');
+      await within('the unreachable state', 30000, page, () =>
+        document.getElementById('status').dataset.state === 'unreachable'
+        && document.getElementById('panels').classList.contains('stale'));
+      log('the page says:', await page.$eval('#status', (s) => s.textContent));
+    }
   } finally {
     clearTimeout(watchdog);
     await browser.close();
