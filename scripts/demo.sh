@@ -218,6 +218,7 @@ for i in 0 1 2; do
   brokers+="${brokers:+,}${ids[i]}=127.0.0.1:${client_port[i]}/127.0.0.1:${admin_port[i]}"
 done
 echo "demo.sh: cluster healthy: $brokers (balance loop every ${interval} s)"
+echo "demo.sh: web console: http://127.0.0.1:${admin_port[0]}/ (docs/console.md)"
 echo "demo.sh: while it runs, try: curl -s 127.0.0.1:${admin_port[0]}/admin/cluster | python3 -m json.tool"
 echo "demo.sh:                     curl -s 127.0.0.1:${admin_port[0]}/admin/balancer | python3 -m json.tool"
 echo "demo.sh:                     kcat -L -b 127.0.0.1:${kafka_port[0]}   # the Kafka listener (docs/kafka.md)"

@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 libssl-dev openssl libcli11-dev
   libbenchmark-dev prometheus curl python3
   kcat python3-confluent-kafka  # the Kafka listener's tests (librdkafka 2.0.2 through kcat and Python)
+  chromium                      # the web console's test (headless, through puppeteer-core)
 )
 
 missing=()
@@ -19,12 +20,18 @@ for p in "${packages[@]}"; do
   fi
 done
 
-# kafkajs 2.2.4 (npm) for the Kafka listener's tests
-# (tests/kafka_node): installed once under $MOONMQ_NPM_DIR
-# (~/.cache/moonmq-npm); the tests set NODE_PATH to its node_modules.
-install_kafkajs() {
-  local dir="${MOONMQ_NPM_DIR:-$HOME/.cache/moonmq-npm}"
-  if grep -qs '"version": "2.2.4"' "$dir/node_modules/kafkajs/package.json"; then
+# npm test clients, installed once under $MOONMQ_NPM_DIR (~/.cache/moonmq-npm);
+# the tests set NODE_PATH to its node_modules: kafkajs 2.2.4 for the Kafka
+# listener's tests (tests/kafka_node), puppeteer-core 24.43.1 (Node >= 18,
+# drives Debian's chromium; it downloads no browser) for the web console's
+# (tests/console).
+npm_clients=(kafkajs@2.2.4 puppeteer-core@24.43.1)
+install_npm_clients() {
+  local dir="${MOONMQ_NPM_DIR:-$HOME/.cache/moonmq-npm}" wanted=() c
+  for c in "${npm_clients[@]}"; do
+    grep -qs "\"version\": \"${c##*@}\"" "$dir/node_modules/${c%@*}/package.json" || wanted+=("$c")
+  done
+  if [ ${#wanted[@]} -eq 0 ]; then
     return
   fi
   if ! command -v npm >/dev/null; then
@@ -35,13 +42,13 @@ install_kafkajs() {
   fi
   mkdir -p "$dir"
   [ -f "$dir/package.json" ] || echo '{"name":"moonmq-test-clients","private":true}' > "$dir/package.json"
-  echo "install-deps: installing kafkajs@2.2.4 into $dir"
-  (cd "$dir" && npm install --no-audit --no-fund --silent kafkajs@2.2.4)
+  echo "install-deps: installing ${wanted[*]} into $dir"
+  (cd "$dir" && npm install --no-audit --no-fund --silent "${wanted[@]}")
 }
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  install_kafkajs
+  install_npm_clients
   exit 0
 fi
 
@@ -50,4 +57,4 @@ if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-install_kafkajs
+install_npm_clients

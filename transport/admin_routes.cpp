@@ -6,6 +6,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/errors.hpp"
 #include "plugins/goal_loader.hpp"
+#include "transport/console_routes.hpp"
 #include "transport/metrics_scrape.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
@@ -39,7 +40,8 @@ std::function<void(const caf::error&)> fail_with(const responder& respond, const
 void add_admin_routes(router& r, const admin_context& ctx) {
   if (!ctx.token.empty()) {
     r.set_guard([token = ctx.token](const http_request& req) -> std::optional<http_response> {
-      if (req.path == "/health")
+      // The console's static files carry no data; its data calls send the token.
+      if (req.path == "/health" || is_console_path(req.path))
         return std::nullopt;
       const std::string* auth = req.header("authorization");
       static const std::string prefix = "Bearer ";

@@ -292,7 +292,26 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
   });
 
   // The balance loop's status and last pass; a plan from the live model now.
-  r.add("GET", "/admin/balancer", [ctx](http_request&, responder respond) {
+  // `?broker=<id>`: another broker's, asked on its cluster listener (the
+  // controller's last pass is the one that acted).
+  r.add("GET", "/admin/balancer", [ctx](http_request& req, responder respond) {
+    if (auto b = req.query.find("broker"); b != req.query.end() && b->second != ctx.broker_id) {
+      auto peer = ctx.peers->find(b->second);
+      if (!peer) {
+        respond(http_response::error(404, "unknown_broker", "no broker " + b->second + " in this cluster"));
+        return;
+      }
+      call_peer(*peer, "GET", "/cluster/balancer", "", 0, {}, ctx.probe_timeout,
+                [respond, id = b->second](int status, json body, std::string error) {
+                  if (status == 200 && body.is_object())
+                    respond(http_response::json(200, body.dump()));
+                  else
+                    respond(http_response::error(502, "peer_unreachable",
+                                                 "broker " + id + " did not answer: "
+                                                   + (error.empty() ? "HTTP " + std::to_string(status) : error)));
+                });
+      return;
+    }
     if (!ctx.balancer) {
       respond(http_response::json(200, json{{"enabled", false}, {"reason", "no Cluster section: nothing to balance"}}.dump()));
       return;
@@ -335,6 +354,15 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
       [respond](std::string& pass) { respond(http_response::json(200, pass)); },
       [respond](const caf::error& e) { respond(http_response::error(http_status_of(e), error_code_of(e), caf::to_string(e))); },
       plan_atom::value);
+  });
+}
+
+void add_cluster_balancer_route(router& r, const cluster_admin_context& ctx) {
+  r.add("GET", "/cluster/balancer", [ctx](http_request&, responder respond) {
+    ask<std::string>(
+      *ctx.system, *ctx.balancer, std::chrono::seconds(5),
+      [respond](std::string& status) { respond(http_response::json(200, status)); }, fail_with(respond),
+      get_atom::value);
   });
 }
 

@@ -49,4 +49,9 @@ struct cluster_admin_context {
 
 void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx);
 
+/// GET /cluster/balancer on the cluster listener: this broker's GET
+/// /admin/balancer body, for a peer's `GET /admin/balancer?broker=<id>`.
+/// Needs `ctx.balancer`.
+void add_cluster_balancer_route(router& r, const cluster_admin_context& ctx);
+
 }  // namespace moonmq::transport

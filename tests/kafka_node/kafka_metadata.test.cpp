@@ -311,7 +311,7 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   start_three(c);
   REQUIRE(raft_leader(c));
   const auto addr = "127.0.0.1:" + std::to_string(c.kafka(0));
-  auto [rc, out] = sh("NODE_PATH='" + node_modules() + "' timeout 60 node " MOONMQ_SOURCE_DIR
+  auto [rc, out] = sh("NODE_PATH='" + npm_modules() + "' timeout 60 node " MOONMQ_SOURCE_DIR
                       "/tests/kafka_node/kafkajs_groups_check.js " + addr + " kgroups 2>&1");
   INFO("kafkajs: " << out);
   REQUIRE(rc == 0);

@@ -413,10 +413,7 @@ TEST_CASE("kafka listener: malformed frames get an error or a closed connection"
 TEST_CASE("kafka listener: kafkajs idempotent producer and a two-member group, nothing lost or duplicated",
           "[kafka_node]") {
   // kafkajs 2.2.4 comes from scripts/install-deps.sh (MOONMQ_NPM_DIR, default ~/.cache/moonmq-npm).
-  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
-  const char* home = std::getenv("HOME");
-  std::string modules = (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm")
-                        + "/node_modules";
+  std::string modules = npm_modules();
   INFO("kafkajs must be installed by scripts/install-deps.sh under " << modules);
   REQUIRE(!read_text(modules + "/kafkajs/package.json").empty());
   kafka_node n;

@@ -47,14 +47,8 @@ void start_three(move::move_cluster& c) {
     c.wait_ready(i);
 }
 
-std::string node_modules() {
-  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
-  const char* home = std::getenv("HOME");
-  return (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm") + "/node_modules";
-}
-
 std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls) {
-  const auto modules = node_modules();
+  const auto modules = npm_modules();
   auto script = "const {Kafka,logLevel}=require('kafkajs');(async()=>{const a=new Kafka({clientId:'kmeta',brokers:['"
                 + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
                 + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";

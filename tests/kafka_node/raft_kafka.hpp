@@ -24,10 +24,6 @@ void start_three(move::move_cluster& c);
 /// 15 s; nullopt otherwise).
 std::optional<size_t> raft_leader(move::move_cluster& c);
 
-/// Where scripts/install-deps.sh put kafkajs (MOONMQ_NPM_DIR, default
-/// ~/.cache/moonmq-npm): the NODE_PATH of the kafkajs scripts.
-std::string node_modules();
-
 /// Runs a kafkajs admin client on `broker` (host:port) doing `calls` (JS
 /// statements on `a`, connected; no double quotes): (exit code, output).
 std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls);

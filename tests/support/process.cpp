@@ -113,4 +113,10 @@ std::string program(const std::string& name) {
   return std::string(MOONMQ_BINARY_DIR) + "/bin/" + name;
 }
 
+std::string npm_modules() {
+  const char* npm_dir = std::getenv("MOONMQ_NPM_DIR");
+  const char* home = std::getenv("HOME");
+  return (npm_dir ? std::string(npm_dir) : std::string(home ? home : "") + "/.cache/moonmq-npm") + "/node_modules";
+}
+
 }  // namespace moonmq::test

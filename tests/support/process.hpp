@@ -57,4 +57,9 @@ std::string read_text(const std::string& path);
 /// Path of a built program (build/bin/<name>).
 std::string program(const std::string& name);
 
+/// Where scripts/install-deps.sh put the npm test clients (kafkajs,
+/// puppeteer-core): $MOONMQ_NPM_DIR/node_modules, default
+/// ~/.cache/moonmq-npm/node_modules; the NODE_PATH of the tests' scripts.
+std::string npm_modules();
+
 }  // namespace moonmq::test

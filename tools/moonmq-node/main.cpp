@@ -42,6 +42,7 @@
 #include "transport/client_routes.hpp"
 #include "transport/group_routes.hpp"
 #include "transport/cluster_admin_routes.hpp"
+#include "transport/console_routes.hpp"
 #include "transport/cluster_routes.hpp"
 #include "transport/move_routes.hpp"
 #include "transport/raft_routes.hpp"
@@ -466,6 +467,7 @@ int run(const config::load_result& loaded) {
     cactx.reassigner = *reassigner;  // a broker is removed only with no move from or to it
     actx.owners = owners;            // GET /metrics: owned partitions, brokers
     actx.reassigner = *reassigner;   // GET /metrics: moves by state
+    transport::add_cluster_balancer_route(*cluster_router, cactx);  // a peer's GET /admin/balancer?broker=
     auto opts = listener_options(cfg, "cluster", *cfg.cluster);
     opts.tls = cluster_tls;
     cluster_server = std::make_unique<transport::http_server>(io, opts, cluster_router);
@@ -512,6 +514,7 @@ int run(const config::load_result& loaded) {
   };
 
   transport::add_admin_routes(*admin_router, actx);
+  transport::add_console_routes(*admin_router, client_router);  // the web console (docs/console.md)
   transport::http_server admin{io, listener_options(cfg, "admin", cfg.admin), admin_router};
   transport::http_server client{io, listener_options(cfg, "client", cfg.client), client_router};
   // Read by /admin/cluster, which is only served while `client` exists.
