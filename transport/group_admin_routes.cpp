@@ -223,18 +223,21 @@ void describe_group(const client_context& ctx, http_request& req, const responde
         }
         // A group known only by committed offsets is Empty, as GET
         // /v1/groups and Kafka's ListGroups/DescribeGroups show it.
+        // A coordinator that did not answer says nothing of the members:
+        // the group stays Dead beside the membership_error.
         auto state = members.value("state", std::string{"Dead"});
-        if (state == "Dead" && !offsets.empty())
+        const bool offset_only = state == "Dead" && !members.contains("error") && !offsets.empty();
+        if (offset_only)
           state = "Empty";
         json answer{{"group", group},
                     {"coordinator", coordinator},
-                    {"protocol", members.value("protocol", json(nullptr))},
+                    {"protocol", offset_only ? json(nullptr) : members.value("protocol", json(nullptr))},
                     {"state", state},
                     {"members", members.value("members", json::array())},
                     {"offsets", rows},
                     {"lag", total},
                     {"lag_complete", complete}};
-        if (members.contains("generation"))
+        if (members.contains("generation") && !offset_only)
           answer["generation"] = members["generation"];
         if (members.contains("error"))
           answer["membership_error"] = members["error"];

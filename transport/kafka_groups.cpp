@@ -305,8 +305,11 @@ void offset_only_groups(const std::shared_ptr<kafka_context>& ctx, std::function
         out.insert(id);
     done(std::move(out));
   });
+  // ListGroups and DescribeGroups run alone on their connection: a silent
+  // peer may hold it for this bound, not for the whole request timeout.
+  const auto bound = std::min<std::chrono::milliseconds>(ctx->timeout, std::chrono::seconds(2));
   ask<std::string>(
-    *ctx->system, ctx->groups, ctx->timeout,
+    *ctx->system, ctx->groups, bound,
     [g, add](std::string& text) {
       add(text);
       g->one();
@@ -314,25 +317,35 @@ void offset_only_groups(const std::shared_ptr<kafka_context>& ctx, std::function
     [g](const caf::error&) { g->one(); }, list_atom::value);
   for (const auto& p : known)
     if (p.client)
-      kafka_peer_call(*ctx, p.id, "GET", "/cluster/groups", {}, [g, add](int status, std::string body) {
-        if (status == 200)
-          add(body);
-        g->one();
-      });
+      kafka_peer_call(
+        *ctx, p.id, "GET", "/cluster/groups", {},
+        [g, add](int status, std::string body) {
+          if (status == 200)
+            add(body);
+          g->one();
+        },
+        bound);
 }
 
 /// ListGroups: the groups this broker coordinates (a client asks every
 /// broker and merges the lists, as with Kafka): those of its Kafka table,
 /// and those known only by committed offsets, as protocol type "consumer"
-/// (Kafka lists such a group, Empty, from its offsets topic).
+/// (Kafka lists such a group Empty from its offsets topic, with "consumer"
+/// once consumer members have left and "" for standalone commits; clients
+/// take either).
 void list_groups(const std::shared_ptr<kafka_context>& ctx, kafka_done done) {
   offset_only_groups(ctx, [ctx, done](std::set<std::string> offset_only) {
     kafka::list_groups_response r;
+    std::set<std::string> listed;
     for (auto& g : ctx->group_table->list())
-      if (kafka_coordinator_of(*ctx, g.group_id) == ctx->broker_id)
+      if (kafka_coordinator_of(*ctx, g.group_id) == ctx->broker_id) {
+        listed.insert(g.group_id);
         r.groups.push_back(std::move(g));
+      }
+    // A group that got members since the survey is listed once, from the table.
     for (const auto& id : offset_only)
-      r.groups.push_back({id, "consumer"});
+      if (!listed.count(id))
+        r.groups.push_back({id, "consumer"});
     done(std::move(r), 0);
   });
 }

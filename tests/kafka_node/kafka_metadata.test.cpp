@@ -378,6 +378,8 @@ TEST_CASE("kafka listener with the metadata log: kafkajs and librdkafka list, de
   CHECK(offset_only.status == 200);
   CHECK(offset_only.body["state"] == "Empty");  // as GET /v1/groups and Kafka say
   CHECK(offset_only.body["members"].empty());
+  CHECK(offset_only.body["protocol"].is_null());  // no membership protocol: nobody joined
+  CHECK_FALSE(offset_only.body.contains("generation"));
 
   // The same groups over HTTP: Kafka groups are listed and deleted there too.
   auto over_http = call(c.client(2), "GET", "/v1/groups");
