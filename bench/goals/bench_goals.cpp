@@ -8,7 +8,8 @@
 // 0–1 MiB/s for nw_in and nw_out and 0–1 GiB for disk; 1000 partitions per
 // topic; all seven built-in goals with their defaults. Prints, per size:
 // freeze (model -> snapshot) time, planning time, actions, balancedness,
-// and the process peak RSS so far. --json also times model_to_json + parse.
+// the count goal's lower bound on moves and the plan's ratio to it, and the
+// process peak RSS so far. --json also times model_to_json + parse.
 // Targets (docs/balancer.md): 20x100k plan ≤ 0.3 s, 200x1M ≤ 10 s (Release).
 
 #include <sys/resource.h>
@@ -93,6 +94,10 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
               "peak RSS %.0f MiB\n",
               brokers, partitions, freeze_s, plan_s, p.actions.size(), p.balancedness_before, p.balancedness_after,
               peak_rss_mib());
+  if (p.count_moves_lower_bound && *p.count_moves_lower_bound > 0)
+    std::printf("  moves %zu, PARTITION_COUNT lower bound %zu, ratio %.3f\n", p.actions.size(),
+                *p.count_moves_lower_bound,
+                static_cast<double>(p.actions.size()) / static_cast<double>(*p.count_moves_lower_bound));
   for (const auto& g : p.goals)
     std::printf("  %-16s accepted %zu rejected %zu violators %zu -> %zu\n", g.name.c_str(), g.accepted, g.rejected,
                 g.before.violators.size(), g.after.violators.size());
