@@ -29,17 +29,22 @@ struct peer_state {
 
 using self_ptr = peer_actor::stateful_pointer<peer_state>;
 
+bool removed_from_cluster(const peer_state& st) {
+  return st.image && st.image->standing()->removed.count(st.peer.id) != 0;
+}
+
 /// Sets moonmq_peer_up{peer}, or removes it once the metadata log removed
-/// the peer from the cluster (its series goes with it). Looked up on each
-/// use, never held: the series may be removed.
+/// the peer from the cluster (its series goes with it). Only this actor
+/// writes or removes its series (at exit too: see peer_fn), each under the
+/// registry's lock.
 void publish_up(const peer_state& st, bool up) {
   auto& reg = metrics::registry::global();
   metrics::labels l{{"peer", st.peer.id}};
-  if (st.image && st.image->standing()->removed.count(st.peer.id)) {
+  if (removed_from_cluster(st)) {
     reg.remove(peer_up_metric, l);
     return;
   }
-  reg.get_gauge(peer_up_metric, "1 when the peer answered its last probe", l).set(up ? 1.0 : 0.0);
+  reg.set_gauge(peer_up_metric, "1 when the peer answered its last probe", l, up ? 1.0 : 0.0);
 }
 
 peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, std::chrono::milliseconds timeout,
@@ -50,6 +55,14 @@ peer_actor::behavior_type peer_fn(self_ptr self, transport::cluster_peer peer, s
   init.interval = interval;
   init.image = std::move(image);
   publish_up(init, false);
+  // Stopped because the log removed the peer: its last probe must not stay
+  // reported (a probe answered before the removal was seen may have set it).
+  // A peer stopped for a new address keeps its series for the next actor.
+  // The functor runs after the state is gone: it holds its own copies.
+  self->attach_functor([id = init.peer.id, image = init.image](const caf::error&) {
+    if (image && image->standing()->removed.count(id))
+      metrics::registry::global().remove(peer_up_metric, {{"peer", id}});
+  });
   self->send(self, tick_atom::value);
   return {
     [self](tick_atom) {

@@ -34,6 +34,23 @@ const orError = (promise) => promise.catch((e) => {
   return {error: e.message};
 });
 
+// Group describes in flight at once.
+const GROUP_CALLS = 4;
+
+// fn over items with at most `limit` calls in flight; results in order.
+async function mapLimited(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({length: Math.min(limit, items.length)}, worker));
+  return out;
+}
+
 async function poll() {
   try {
     const cluster = await api('/admin/cluster');
@@ -45,8 +62,10 @@ async function poll() {
       orError(api('/v1/groups')),
       orError(api('/admin/balancer' + (controller ? '?broker=' + encodeURIComponent(controller) : ''))),
     ]);
-    const details = await Promise.all((groups.groups || []).map(
-      (g) => orError(api('/v1/groups/' + encodeURIComponent(g.group)))));
+    // Each group's lag asks every owner of its partitions: a few at a time,
+    // and the next round starts only once this one is over.
+    const details = await mapLimited(groups.groups || [], GROUP_CALLS,
+      (g) => orError(api('/v1/groups/' + encodeURIComponent(g.group))));
     render(cluster, moves, topics, groups, details, balancer);
     unreachableSince = null;
     setStatus('live', 'live · updated ' + new Date().toLocaleTimeString());
@@ -176,7 +195,9 @@ function progressCell(m) {
 function renderBalancer(balancer, plan) {
   if (balancer.error) {
     pairs('balancer', [['balancer', balancer.error]]);
-    return fill('goals', []) || fill('actions', []);
+    fill('goals', []);
+    fill('actions', []);
+    return;
   }
   const pass = balancer.last_pass;
   pairs('balancer', [

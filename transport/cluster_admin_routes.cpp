@@ -305,10 +305,13 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
                 [respond, id = b->second](int status, json body, std::string error) {
                   if (status == 200 && body.is_object())
                     respond(http_response::json(200, body.dump()));
+                  else if (status > 0)  // it answered, with an error: say which
+                    respond(http_response::error(
+                      502, "peer_error",
+                      "broker " + id + " answered " + std::to_string(status) + ": "
+                        + (body.is_object() ? body.value("message", body.value("error", body.dump())) : body.dump())));
                   else
-                    respond(http_response::error(502, "peer_unreachable",
-                                                 "broker " + id + " did not answer: "
-                                                   + (error.empty() ? "HTTP " + std::to_string(status) : error)));
+                    respond(http_response::error(502, "peer_unreachable", "broker " + id + " did not answer: " + error));
                 });
       return;
     }
@@ -359,8 +362,10 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
 
 void add_cluster_balancer_route(router& r, const cluster_admin_context& ctx) {
   r.add("GET", "/cluster/balancer", [ctx](http_request&, responder respond) {
+    // The bound of the relaying broker's call (GET /admin/balancer?broker=),
+    // so that a slow balancer is told as such rather than as silence.
     ask<std::string>(
-      *ctx.system, *ctx.balancer, std::chrono::seconds(5),
+      *ctx.system, *ctx.balancer, ctx.probe_timeout - ctx.probe_timeout / 4,
       [respond](std::string& status) { respond(http_response::json(200, status)); }, fail_with(respond),
       get_atom::value);
   });

@@ -124,6 +124,14 @@ gauge& registry::get_gauge(const std::string& name, const std::string& help, con
   return *slot;
 }
 
+void registry::set_gauge(const std::string& name, const std::string& help, const labels& l, double v) {
+  std::lock_guard<std::mutex> g{mtx_};
+  auto& slot = get_family(name, help, "gauge").gauges[l];
+  if (!slot)
+    slot = std::make_unique<gauge>();
+  slot->set(v);
+}
+
 histogram& registry::get_histogram(const std::string& name, const std::string& help,
                                 std::vector<double> bounds, const labels& l) {
   std::lock_guard<std::mutex> g{mtx_};

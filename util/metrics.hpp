@@ -12,8 +12,9 @@
 //
 // A series lives until it is removed (`remove`, `remove_if`): removal is for
 // series whose subject left (a broker removed from the cluster), and only
-// for series whose writers call get_* on each use, never for one a writer
-// keeps a reference to (the reference would dangle). Series computed from
+// for series written with `set_gauge` (under the lock) or only from the
+// thread that removes them, never for one a writer keeps a reference to
+// (the reference would dangle). Series computed from
 // live state at each scrape are not kept here at all: `render_families`
 // renders them, so that what no longer exists is not listed.
 
@@ -77,6 +78,11 @@ public:
   gauge& get_gauge(const std::string& name, const std::string& help, const labels& l = {});
   histogram& get_histogram(const std::string& name, const std::string& help, std::vector<double> bounds,
                         const labels& l = {});
+
+  /// Sets gauge `name`{`l`} to `v` under the registry's lock, creating it
+  /// if needed: for series that may be removed from another thread, whose
+  /// writers must never hold a reference across a removal.
+  void set_gauge(const std::string& name, const std::string& help, const labels& l, double v);
 
   /// Removes the series of family `name` whose labels are exactly `l`
   /// (counter, gauge or histogram). Returns whether there was one.

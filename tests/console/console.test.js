@@ -100,7 +100,7 @@ async function main() {
   if (!args.url || !['check', 'screenshot'].includes(args.mode)) throw new Error('usage: see the top of console.test.js');
   const browser = await puppeteer.launch({
     executablePath: chromium, headless: true,
-    args: ['--no-sandbox', '--headless=new', '--disable-gpu', '--window-size=1600,1200'],
+    args: ['--no-sandbox', '--headless=new', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1600,1200'],
     defaultViewport: {width: 1600, height: 1200}});
   const watchdog = setTimeout(() => { console.error('console-test: watchdog: 150 s'); browser.close().finally(() => process.exit(1)); }, 150000);
   try {

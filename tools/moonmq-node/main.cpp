@@ -227,10 +227,8 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
         ++it;
         continue;
       }
+      // Its moonmq_peer_up series goes with it (the actor removes it as it exits).
       caf::anon_send_exit(it->second, caf::exit_reason::user_shutdown);
-      // Its last probe would stay reported: the removed broker's series goes
-      // (a probe answered after this sees the removal and publishes nothing).
-      metrics::registry::global().remove(peer_up_metric, {{"peer", it->first}});
       it = learned->actors.erase(it);
     }
   };
