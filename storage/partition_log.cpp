@@ -199,6 +199,9 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
     return st.err();
   if (auto st = sync_dir(parent_dir(dir)); !st)
     return st.err();
+  // After the old segments are gone, as in reset.
+  if (auto st = remove_log_start(dir); !st)
+    return st.err();
   partition_log lg(dir, config, std::move(*active));
   lg.log_start_ = start;
   lg.durable_ = start;
@@ -450,7 +453,7 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
   } else {
     auto it = std::upper_bound(closed_.begin(), closed_.end(), from,
                                [](offset o, const closed_segment& s) { return o < s.base; });
-    // from >= log_start_ == closed_.front().base, so `it` is past the first.
+    // from >= log_start_ >= closed_.front().base, so `it` is past the first.
     bytes = read_closed_segment(dir_, *std::prev(it), from, max_bytes);
     // Past the end of its segment: `from` is in a gap a repair left (open
     // checked that each sealed segment's batches run to its end), so the
@@ -511,8 +514,11 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
   while (!closed_.empty()) {
     auto& seg = closed_.front();
     const uint64_t seg_bytes = seg.size + seg.index_bytes;
-    bool expired = retention_bytes >= 0 &&
-                   total - seg_bytes >= static_cast<uint64_t>(retention_bytes);
+    // Every offset of the segment is below the log start (DeleteRecords).
+    const offset seg_end = closed_.size() > 1 ? closed_[1].base : active_.base();
+    const bool below_start = seg_end <= log_start_;
+    bool expired = below_start || (retention_bytes >= 0 &&
+                                   total - seg_bytes >= static_cast<uint64_t>(retention_bytes));
     if (!expired && retention_ms >= 0) {
       if (auto max_ts = closed_max_timestamp(seg); !max_ts)
         return max_ts.err();
@@ -532,7 +538,8 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
         return st.err();
     log::get("storage")->info("segment.deleted dir={} base={} bytes={} reason={}", dir_,
                               seg.base.value, seg_bytes,
-                              retention_bytes >= 0 && total - seg_bytes >=
+                              below_start                    ? "log_start"
+                              : retention_bytes >= 0 && total - seg_bytes >=
                                       static_cast<uint64_t>(retention_bytes)
                                   ? "retention.bytes"
                                   : "retention.ms");
@@ -540,7 +547,7 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
     res.segments_deleted++;
     res.bytes_deleted += seg_bytes;
     closed_.erase(closed_.begin());
-    log_start_ = closed_.empty() ? active_.base() : closed_.front().base;
+    log_start_ = settled_log_start();
   }
   if (res.segments_deleted > 0) {
     if (auto st = sync_dir(dir_); !st)
@@ -604,11 +611,55 @@ status partition_log::reset(offset start) {
   dirty_ = false;
   written_since_fdatasync_ = false;  // the new segment file is empty
   producers_.clear();
+  // Last: until it goes, open clamps a stored log start to the new log's
+  // end (`start`), while the old segments it hid are already retired.
+  if (auto st = remove_log_start(dir_); !st)
+    return st;
+  stored_log_start_ = offset{0};
   if (auto st = write_checkpoint(start, false); !st)
     return st;
   unsynced_checkpoint_ = false;
   log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
   return {};
+}
+
+offset partition_log::settled_log_start() const {
+  const offset first = closed_.empty() ? active_.base() : closed_.front().base;
+  return std::min(std::max(first, stored_log_start_), std::max(first, log_end()));
+}
+
+result<offset> partition_log::advance_log_start(offset before) {
+  if (before.value < -1)
+    return make_error(errc::invalid_argument,
+                      "offset " + std::to_string(before.value) + " is below -1 (the log end)");
+  if (before.value == -1)
+    before = log_end();
+  if (before > log_end()) {
+    auto e = make_error(errc::offset_out_of_range, "offset " + std::to_string(before.value) +
+                                                       " is above the log end " +
+                                                       std::to_string(log_end().value));
+    e.log_start = log_start_;
+    e.log_end = log_end();
+    return e;
+  }
+  if (before <= log_start_)
+    return log_start_;
+  // The stored log start never stands above what a crash keeps: open then
+  // finds every offset below it on disk, and appends continue above it.
+  if (before > durable_) {
+    auto synced = flush();
+    if (!synced)
+      return synced.err();
+  }
+  if (auto st = write_log_start(dir_, before); !st)
+    return st.err();
+  stored_log_start_ = before;
+  log_start_ = before;
+  log::get("storage")->info("log.start_advanced dir={} log_start={}", dir_, before.value);
+  auto removed = apply_retention(-1, -1, 0);  // only the segments wholly below it
+  if (!removed)
+    return removed.err();
+  return log_start_;
 }
 
 uint64_t partition_log::size_bytes() const {

@@ -278,8 +278,22 @@ class partition_log {
                                            int64_t now_ms);
 
   /// Discards every record and restarts the log empty at `start` (and
-  /// forgets every producer).
+  /// forgets every producer and any log-start offset DeleteRecords stored).
   status reset(offset start);
+
+  /// Kafka's DeleteRecords for this log (KIP-107,
+  /// UnifiedLog.maybeIncrementLogStartOffset): moves the log-start offset up
+  /// to `before` (offset{-1}: the log end), so that reads below it are
+  /// offset_out_of_range and ListOffsets earliest answers it; sealed
+  /// segments wholly below it are deleted at once, a segment (or batch)
+  /// straddling it stays and reads of it still return its first batch
+  /// whole. Durable before it returns: everything below `before` is
+  /// fdatasynced first, then `<dir>/log-start` (recovery_point.hpp) is
+  /// replaced atomically, and open restores it. Returns the log-start
+  /// offset after the call: unchanged when `before` <= log_start().
+  /// Errors: invalid_argument (`before` < -1), offset_out_of_range with the
+  /// bounds set (`before` > log_end()), io_error.
+  result<offset> advance_log_start(offset before);
 
   offset log_start() const { return log_start_; }
   offset log_end() const { return active_.next_offset(); }
@@ -310,12 +324,17 @@ class partition_log {
   /// covers it; until then the old, lower point, or an unreadable file,
   /// stays on disk, both safe).
   offset after_sync(bool durable_checkpoint);
+  /// The log-start offset the segments and `stored_log_start_` give: the
+  /// larger of the first segment's base and the stored one, at most the
+  /// log end.
+  offset settled_log_start() const;
 
   std::string dir_;
   log_config config_;
   std::vector<closed_segment> closed_;  ///< sealed segments, oldest first
   active_segment active_;
   offset log_start_{0};
+  offset stored_log_start_{0};  ///< the value of `<dir>/log-start` (0 when none)
   offset durable_{0};
   bool dirty_ = false;
   bool on_disk_ = true;        ///< false: opened without a directory, nothing created yet (see open)

@@ -183,6 +183,14 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
                               "batch that runs past the end of the file may be cut\"",
                               dir, recovery_point_file_name);
   }
+  auto stored_start = read_log_start(dir);
+  if (!stored_start)
+    return stored_start.err();
+  if (stored_start->state == loaded_checkpoint::kind::unreadable) {
+    log::get("storage")->warn("log_start.unreadable dir={} file={} msg=\"ignored: the log starts at its first "
+                              "segment\"",
+                              dir, log_start_file_name);
+  }
   if (bases->empty()) {
     if (point && point->value > 0) {
       auto e = make_error(errc::corrupt_log, "no segment file in " + dir + " but the recovery point is " +
@@ -252,7 +260,13 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
   partition_log lg(dir, config, std::move(*active));
   lg.closed_ = std::move(closed);
   lg.producers_ = std::move(producers);
-  lg.log_start_ = lg.closed_.empty() ? lg.active_.base() : lg.closed_.front().base;
+  if (stored_start->state == loaded_checkpoint::kind::valid)
+    lg.stored_log_start_ = stored_start->value;
+  lg.log_start_ = lg.settled_log_start();
+  if (lg.stored_log_start_ > lg.log_end())
+    log::get("storage")->warn("log_start.above_log_end dir={} stored={} log_end={} msg=\"the log starts at its "
+                              "end\"",
+                              dir, lg.stored_log_start_.value, lg.log_end().value);
   lg.durable_ = lg.log_end();  // recover fsynced the kept bytes
   lg.checkpointed_ = point.value_or(offset{0});
   lg.clean_on_disk_ = clean;
