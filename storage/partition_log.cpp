@@ -297,6 +297,13 @@ result<offset> partition_log::append_with_offsets(std::string_view batch) {
     return make_error(errc::bad_length, "buffer holds " + std::to_string(batch.size()) +
                                             " bytes but the batch is " +
                                             std::to_string(view->size()));
+  // A move's destination starts empty at the source's log start, which may
+  // fall inside the first batch it is sent: that batch is taken whole.
+  const bool empty = closed_.empty() && active_.size() == 0 && log_end() == log_start_;
+  if (empty && view->base_offset() < log_end() && view->last_offset() >= log_end()) {
+    if (auto st = start_below(view->base_offset()); !st)
+      return st.err();
+  }
   if (view->base_offset() != log_end()) {
     auto e = make_error(errc::base_offset_mismatch,
                         "baseOffset " + std::to_string(view->base_offset().value) +
@@ -620,6 +627,36 @@ status partition_log::reset(offset start) {
     return st;
   unsynced_checkpoint_ = false;
   log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
+  return {};
+}
+
+status partition_log::start_below(offset base) {
+  const offset start = log_start_;
+  if (auto st = materialize(); !st)
+    return st;
+  // Each step leaves a log open accepts: the recovery point goes down to the
+  // new end first, the log start is stored before the new segment exists
+  // (until the old, empty one goes, the log still ends at `start`).
+  if (auto st = write_checkpoint(base, false); !st)
+    return st;
+  unsynced_checkpoint_ = false;
+  if (auto st = write_log_start(dir_, start); !st)
+    return st;
+  stored_log_start_ = start;
+  const auto old_path = active_.path();
+  const auto old_index = dir_ + "/" + segment_index_name(active_.base());
+  auto next = active_segment::create(dir_, base, config_.index_interval_bytes);
+  if (!next)
+    return next.err();
+  active_.discard_held();
+  active_ = std::move(*next);
+  for (const auto& path : {old_index, old_path})
+    if (auto st = unlink_if_present(path); !st)
+      return st;
+  if (auto st = sync_dir(dir_); !st)
+    return st;
+  durable_ = base;
+  log::get("storage")->info("log.started_below dir={} base={} log_start={}", dir_, base.value, start.value);
   return {};
 }
 

@@ -148,7 +148,11 @@ class partition_log {
 
   /// Appends a batch whose offsets are already assigned (partition copy);
   /// its baseOffset must equal LEO, else base_offset_mismatch carrying the
-  /// log bounds. Returns the base offset. Idempotent batches are recorded in
+  /// log bounds. One exception: into an empty log (as create or reset left
+  /// it) a first batch that contains LEO is taken whole, the log then
+  /// begins at its baseOffset and keeps its log start (stored as
+  /// advance_log_start stores it): a move copies from the source's log
+  /// start, which DeleteRecords may have put inside a batch. Returns the base offset. Idempotent batches are recorded in
   /// the producer state unjudged (the source judged them), so that state
   /// moves with the partition. Never held in memory (write-behind is for
   /// client appends, which a write-ahead log covers): written at once.
@@ -328,6 +332,9 @@ class partition_log {
   /// larger of the first segment's base and the stored one, at most the
   /// log end.
   offset settled_log_start() const;
+  /// Empty log only: moves its (empty) active segment down to `base`,
+  /// keeping log_start() stored (see append_with_offsets).
+  status start_below(offset base);
 
   std::string dir_;
   log_config config_;

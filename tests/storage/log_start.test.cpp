@@ -202,3 +202,35 @@ TEST_CASE("reset and create forget a stored log start", "[storage][log_start]") 
   CHECK(read_log_start(dir)->state == loaded_checkpoint::kind::missing);
   CHECK(partition_log::open(dir, cfg())->log_start() == offset{2});
 }
+
+TEST_CASE("a copy into an empty log may begin with the batch that holds its log start", "[storage][log_start]") {
+  temp_dir tmp;
+  auto src = partition_log::open(tmp.sub("t-0"), cfg()).value();
+  fill(src, 10);  // offsets 0..19, batches of 2
+  REQUIRE(src.advance_log_start(offset{7}).ok());
+
+  const auto dir = tmp.sub("copy-0");
+  auto dst = partition_log::create(dir, src.log_start(), cfg()).value();
+  // A first batch past the log start leaves a gap: refused.
+  auto below = src.read(offset{8}, 1).value().batches;  // offsets 8..9
+  CHECK(dst.append_with_offsets(below).err().code == errc::base_offset_mismatch);
+  offset next = src.log_start();
+  while (next < src.log_end()) {
+    auto r = src.read(next, 1).value();
+    auto view = batch_view::parse(r.batches).value();
+    REQUIRE(dst.append_with_offsets(r.batches).value() == view.base_offset());
+    next = offset{view.last_offset().value + 1};
+  }
+  CHECK(dst.log_start() == offset{7});
+  CHECK(dst.log_end() == offset{20});
+  CHECK(dst.read(offset{6}, 100).err().code == errc::offset_out_of_range);
+  CHECK(read_all(dst) == read_all(src));
+  // A second straddling batch is a mismatch now that the log holds one.
+  auto again = src.read(offset{7}, 1).value().batches;
+  CHECK(dst.append_with_offsets(again).err().code == errc::base_offset_mismatch);
+  REQUIRE(dst.flush().ok());
+  auto reopened = partition_log::open(dir, cfg()).value();
+  CHECK(reopened.log_start() == offset{7});
+  CHECK(reopened.log_end() == offset{20});
+  CHECK(read_all(reopened) == read_all(src));
+}
