@@ -707,6 +707,9 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     [self](repair_atom, uint64_t id) -> caf::result<std::string> {
       return with_partition(self, id, [&](hosted& p) { return repair(self, p); });
     },
+    [self](delete_records_atom, uint64_t id, int64_t before, bool sealed_ok) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return delete_records(self, p, before, sealed_ok); });
+    },
     [self](status_atom, uint64_t id) -> caf::result<std::string> {
       return with_partition(self, id,
                             [&](hosted& p) -> caf::result<std::string> { return summary(p, self->state.index); });

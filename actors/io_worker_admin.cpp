@@ -1,6 +1,6 @@
 // The operations on one partition's log an operator or a move asks for,
 // beside appends and reads (actors/io_worker_impl.hpp): repair of a corrupt
-// log, and sealing for a move.
+// log, sealing for a move, and DeleteRecords.
 
 #include <filesystem>
 
@@ -91,6 +91,36 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
   p.sealed = sealed;
   p.durable_seal = sealed && (durable || p.durable_seal);
   return p.log->log_end().value;
+}
+
+caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok) {
+  if (!p.log)
+    return offline(p);
+  if (before < -1)
+    return make_error(errc::invalid_request, "delete records: the offset must be >= -1 (-1: the log end)");
+  if (p.sealed && !sealed_ok)
+    return make_error(errc::partition_moved, "partition " + p.name() + " is sealed for a move; retry at its owner");
+  const auto end = p.log->log_end().value;
+  if (before > end)
+    return make_out_of_range(before, p.log->log_start().value, end);
+  // Everything below the new log start is made durable first, through the
+  // worker (a failed sync takes the partition offline and answers the
+  // appends waiting for it).
+  const auto target = before == -1 ? end : before;
+  if (target > p.log->log_start().value && target > p.log->durable_offset().value) {
+    flush_one(self, p);
+    if (!p.log)
+      return offline(p);
+  }
+  auto r = p.log->advance_log_start(storage::offset{before});
+  if (!r) {
+    if (r.err().code == storage::errc::offset_out_of_range)
+      return make_out_of_range(before, r.err().log_start.value, r.err().log_end.value);
+    return storage_failure(r.err());
+  }
+  log::get("broker")->info("partition.records_deleted topic={} partition={} log_start={}", p.settings.topic,
+                           p.settings.partition, r->value);
+  return r->value;
 }
 
 }  // namespace moonmq::io_worker_detail

@@ -9,7 +9,7 @@
 // io_worker_rounds.cpp durability: group commit rounds, the write-ahead
 //                    log and its checkpoints, write-behind
 // io_worker_admin.cpp  operations on one log besides appends and reads:
-//                    repair, seal
+//                    repair, seal, DeleteRecords
 // partition.cpp      the pool of workers and the partition actors
 
 #include <atomic>
@@ -248,6 +248,9 @@ std::string dir_of(const partition_settings& s);
 caf::result<std::string> repair(worker_ptr self, hosted& p);
 /// Seals or unseals `p` (see partition_actor's seal_atom); replies the log end.
 caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable);
+/// DeleteRecords on `p` (see partition_actor's delete_records_atom);
+/// replies the log start after the call.
+caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok);
 
 /// The behaviour of I/O worker `index` (io_worker.cpp).
 caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,
