@@ -298,3 +298,56 @@ TEST_CASE("kafka DeleteRecords: kafkajs deleteTopicRecords moves the log start, 
   CHECK(rc2 == 0);
   CHECK(out2.find("low=8 high=10") != std::string::npos);
 }
+
+TEST_CASE("kafka DeleteRecords on three Raft brokers: the owner answers through any bootstrap broker, the others "
+          "NOT_LEADER_OR_FOLLOWER",
+          "[kafka_cluster][delete_records]") {
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "dr3"}, {"partitions", 1}}.dump()).status == 201);
+  std::string owner;
+  REQUIRE(wait_until(
+    [&] {
+      auto d = call(c.client(0), "GET", "/v1/topics/dr3");
+      if (d.status != 200 || !d.body["partitions"][0]["owner"].is_string())
+        return false;
+      owner = d.body["partitions"][0]["owner"].get<std::string>();
+      return true;
+    },
+    10s));
+  size_t own = 0;
+  while (c.id(own) != owner)
+    ++own;
+  const size_t other = (own + 1) % 3;
+  fill(c.client(own), "dr3", 0, 12, 4, 50, "dr3");  // batches of 4
+  // kafkajs bootstrapped on a broker that does not own the partition.
+  auto [rc, out] = kafkajs_admin(
+    "127.0.0.1:" + std::to_string(c.kafka(other)),
+    "await a.fetchTopicMetadata({topics:['dr3']});"
+    "await a.deleteTopicRecords({topic:'dr3',partitions:[{partition:0,offset:'6'}]});"
+    "const o=await a.fetchTopicOffsets('dr3');console.log('low='+o[0].low+' high='+o[0].high);");
+  INFO("kafkajs: " << out);
+  CHECK(rc == 0);
+  CHECK(out.find("low=6 high=12") != std::string::npos);
+  // A raw request at a broker that does not own it.
+  kafka::delete_records_request req;
+  req.topics = {{"dr3", {{0, 8}}}};
+  req.timeout_ms = 5000;
+  auto r = answer_of<kafka::delete_records_response>(kafka_exchange(c.kafka(other), request_frame(req, 2), 10s), 2);
+  REQUIRE(r.ok());
+  REQUIRE(r->topics.size() == 1);
+  CHECK(r->topics[0].partitions[0].error_code == kafka::error_code::not_leader_or_follower);
+  auto page = call(c.client(own), "GET", "/v1/topics/dr3/partitions/0/records");
+  REQUIRE(page.status == 200);
+  CHECK(page.body["records"][0]["offset"] == 6);
+  // Kept when the owner is killed and restarted.
+  c.kill(own);
+  c.restart(own);
+  auto [rc2, out2] = kafkajs_admin("127.0.0.1:" + std::to_string(c.kafka(own)),
+                                   "const o=await a.fetchTopicOffsets('dr3');"
+                                   "console.log('low='+o[0].low+' high='+o[0].high);");
+  INFO("kafkajs after restart: " << out2);
+  CHECK(rc2 == 0);
+  CHECK(out2.find("low=6 high=12") != std::string::npos);
+}
