@@ -53,16 +53,25 @@ std::optional<std::string_view> unseal_line(std::string_view text, std::string_v
   return body.substr(head.size());
 }
 
-/// Reads `<dir>/<name>` into `text`; false when it does not exist.
-/// Errors: io_error.
-result<bool> read_state_file(const std::string& dir, const char* name, std::string& text) {
+/// Reads `<dir>/<name>` and decodes it: missing, valid (`value` set) or
+/// unreadable. Errors: io_error when it exists but cannot be read.
+template <class Loaded, class Decode>
+result<Loaded> read_decoded(const std::string& dir, const char* name, Decode decode) {
+  Loaded out;
+  std::string text;
   auto path = dir + "/" + name;
   if (auto ec = util::read_file(path, text); ec) {
     if (ec.value() == ENOENT)
-      return false;
+      return out;
     return file_error("read", path, ec);
   }
-  return true;
+  if (auto value = decode(text)) {
+    out.state = loaded_checkpoint::kind::valid;
+    out.value = *value;
+  } else {
+    out.state = loaded_checkpoint::kind::unreadable;
+  }
+  return out;
 }
 
 /// Removes `<dir>/<name>` and fsyncs `dir`; missing is not an error.
@@ -99,20 +108,7 @@ std::optional<recovery_checkpoint> decode_recovery_checkpoint(std::string_view t
 }
 
 result<loaded_checkpoint> read_recovery_checkpoint(const std::string& dir) {
-  loaded_checkpoint out;
-  std::string text;
-  auto found = read_state_file(dir, recovery_point_file_name, text);
-  if (!found)
-    return found.err();
-  if (!*found)
-    return out;
-  if (auto cp = decode_recovery_checkpoint(text)) {
-    out.state = loaded_checkpoint::kind::valid;
-    out.value = *cp;
-  } else {
-    out.state = loaded_checkpoint::kind::unreadable;
-  }
-  return out;
+  return read_decoded<loaded_checkpoint>(dir, recovery_point_file_name, decode_recovery_checkpoint);
 }
 
 status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoint& cp, bool durable) {
@@ -157,20 +153,7 @@ std::optional<offset> decode_log_start(std::string_view text) {
 }
 
 result<loaded_log_start> read_log_start(const std::string& dir) {
-  loaded_log_start out;
-  std::string text;
-  auto found = read_state_file(dir, log_start_file_name, text);
-  if (!found)
-    return found.err();
-  if (!*found)
-    return out;
-  if (auto start = decode_log_start(text)) {
-    out.state = loaded_checkpoint::kind::valid;
-    out.value = *start;
-  } else {
-    out.state = loaded_checkpoint::kind::unreadable;
-  }
-  return out;
+  return read_decoded<loaded_log_start>(dir, log_start_file_name, decode_log_start);
 }
 
 status write_log_start(const std::string& dir, offset start) {
