@@ -22,6 +22,7 @@ using copy_atom = caf::atom_constant<caf::atom("copy")>;      ///< append batche
 using reset_atom = caf::atom_constant<caf::atom("reset")>;    ///< discard a log and restart it at an offset
 using seal_atom = caf::atom_constant<caf::atom("seal")>;      ///< stop (or resume) accepting produce
 using repair_atom = caf::atom_constant<caf::atom("repair")>;  ///< cut a corrupt partition log at its damage
+using delete_records_atom = caf::atom_constant<caf::atom("delrecords")>;  ///< advance a partition's log start (DeleteRecords)
 using claim_atom = caf::atom_constant<caf::atom("claim")>;    ///< claim the next controller epoch
 using observe_atom = caf::atom_constant<caf::atom("observe")>;  ///< check a request's controller epoch
 using owner_atom = caf::atom_constant<caf::atom("owner")>;    ///< read or set a partition's owner

@@ -12,7 +12,6 @@
 #include "actors/errors.hpp"
 #include "actors/io_worker_impl.hpp"
 #include "storage/record_batch.hpp"
-#include "util/atomic_file.hpp"
 #include "util/clock.hpp"
 
 namespace moonmq::io_worker_detail {
@@ -52,6 +51,22 @@ caf::error storage_failure(const storage::error& e) {
 
 caf::error offline(const hosted& p) {
   return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
+}
+
+std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
+
+storage::log_config log_config_of(worker_ptr self, const partition_settings& s) {
+  storage::log_config lc;
+  lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
+  lc.deleter = self->state.deleter.get();
+  // Only appends the WAL makes durable may wait in memory.
+  if (self->state.wal && s.data_dir == self->state.data_dir)
+    lc.write_behind_bytes = self->state.write_behind_bytes;
+  return lc;
+}
+
+std::string dir_of(const partition_settings& s) {
+  return storage::partition_dir(s.data_dir, s.topic, s.partition);
 }
 
 // What only this half of the worker uses.
@@ -191,9 +206,6 @@ std::string summary(const hosted& p, int worker) {
   return j.dump();
 }
 
-/// The marker of a durable seal: `<partition dir>/sealed`.
-std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
-
 /// Whole batches from `from`; `fetch` counts them as consumer traffic
 /// (a move's copy reads are not client load).
 caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from, int32_t max_bytes, bool fetch) {
@@ -224,101 +236,6 @@ caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from,
   p.m_bytes_out->inc(static_cast<double>(r->batches.size()));
   p.m_records_out->inc(static_cast<double>(records));
   return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
-}
-
-storage::log_config log_config_of(worker_ptr self, const partition_settings& s) {
-  storage::log_config lc;
-  lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
-  lc.deleter = self->state.deleter.get();
-  // Only appends the WAL makes durable may wait in memory.
-  if (self->state.wal && s.data_dir == self->state.data_dir)
-    lc.write_behind_bytes = self->state.write_behind_bytes;
-  return lc;
-}
-
-std::string dir_of(const partition_settings& s) {
-  return storage::partition_dir(s.data_dir, s.topic, s.partition);
-}
-
-/// Repairs a log that open refused as corrupt and brings it online;
-/// replies what was cut.
-caf::result<std::string> repair(worker_ptr self, hosted& p) {
-  const auto name = p.name();
-  if (p.log)
-    return make_coded_error(409, "not_corrupt", "partition " + name + " is online: nothing to repair");
-  if (!p.damage)
-    return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
-                                                  + p.open_error + "); restart the node instead");
-  storage::repair_result report;
-  auto fixed = storage::partition_log::repair(dir_of(p.settings), log_config_of(self, p.settings), report);
-  if (!fixed) {
-    log::get("broker")->error("partition.repair_failed topic={} partition={} error=\"{}\"", p.settings.topic,
-                              p.settings.partition, fixed.err().message);
-    return storage_failure(fixed.err());
-  }
-  p.log.emplace(std::move(fixed.value()));
-  {
-    // A move's destination copy stays sealed through a repair too.
-    std::error_code ec;
-    p.durable_seal = std::filesystem::exists(seal_marker(p.log->dir()), ec);
-    p.sealed = p.sealed || p.durable_seal;
-  }
-  p.damage.reset();
-  p.open_error.clear();
-  p.set_offline(false);
-  nlohmann::json cuts = nlohmann::json::array();
-  for (const auto& c : report.cuts)
-    cuts.push_back({{"file", c.path},
-                    {"position", c.position},
-                    {"first_offset", c.first.value},
-                    {"end_offset", c.end.value},
-                    {"records", c.records},
-                    {"bytes", c.bytes},
-                    {"reason", c.reason}});
-  log::get("broker")->warn("partition.repaired topic={} partition={} records_removed={} bytes_removed={} cuts={} "
-                           "log_end={}",
-                           p.settings.topic, p.settings.partition, report.records, report.bytes, report.cuts.size(),
-                           p.log->log_end().value);
-  return nlohmann::json{{"topic", p.settings.topic},
-                        {"partition", p.settings.partition},
-                        {"records_removed", report.records},
-                        {"bytes_removed", report.bytes},
-                        {"cuts", cuts},
-                        {"log_start_offset", p.log->log_start().value},
-                        {"log_end_offset", p.log->log_end().value},
-                        {"online", true}}
-    .dump();
-}
-
-/// Seals or unseals; a durable seal writes the marker (fsynced) before it is
-/// reported, and any unseal removes it. Appends already taken are made
-/// durable first, so the log end returned is final while sealed.
-caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable) {
-  if (!p.log)
-    return offline(p);
-  // Everything appended, and a new log's own directory (which must survive
-  // a crash before a marker inside it means anything), is synced first.
-  if (sealed && durable)  // a log never written has no directory yet to hold the marker
-    if (auto made = p.log->materialize(); !made)
-      return make_error(errc::storage_error, "cannot create " + p.log->dir() + ": " + made.err().message);
-  flush_one(self, p);
-  if (!p.log)
-    return offline(p);
-  auto marker = seal_marker(p.log->dir());
-  std::error_code ec;
-  if (sealed && durable) {
-    if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
-      return make_error(errc::storage_error, "cannot write " + marker + ": " + werr.message());
-  } else if (!sealed && std::filesystem::exists(marker, ec)) {
-    std::filesystem::remove(marker, ec);
-    if (!ec)
-      ec = util::fsync_dir(p.log->dir());
-    if (ec)
-      return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
-  }
-  p.sealed = sealed;
-  p.durable_seal = sealed && (durable || p.durable_seal);
-  return p.log->log_end().value;
 }
 
 /// Opens (and recovers) the log of a newly assigned partition.
@@ -789,6 +706,9 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     },
     [self](repair_atom, uint64_t id) -> caf::result<std::string> {
       return with_partition(self, id, [&](hosted& p) { return repair(self, p); });
+    },
+    [self](delete_records_atom, uint64_t id, int64_t before, bool sealed_ok) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return delete_records(self, p, before, sealed_ok); });
     },
     [self](status_atom, uint64_t id) -> caf::result<std::string> {
       return with_partition(self, id,

@@ -1,5 +1,5 @@
 #pragma once
-// Private to the I/O workers (actors/io_worker.cpp, actors/io_worker_rounds.cpp)
+// Private to the I/O workers (actors/io_worker*.cpp)
 // and the partition actors that forward to them (actors/partition.cpp):
 // what a worker holds per partition, its state, and the functions its two
 // halves share. The public interface is actors/partition.hpp.
@@ -8,6 +8,8 @@
 //                    repair, retention, close, status
 // io_worker_rounds.cpp durability: group commit rounds, the write-ahead
 //                    log and its checkpoints, write-behind
+// io_worker_admin.cpp  operations on one log besides appends and reads:
+//                    repair, seal, DeleteRecords
 // partition.cpp      the pool of workers and the partition actors
 
 #include <atomic>
@@ -231,6 +233,24 @@ void wait_for_round(worker_ptr self, hosted& p, pending_ack ack);
 /// The answer of an append at `base` to `p`: now when it is durable
 /// already, else after the next round.
 caf::result<int64_t> ack_when_durable(worker_ptr self, hosted& p, int64_t base);
+
+/// The marker of a durable seal: `<partition dir>/sealed`.
+std::string seal_marker(const std::string& dir);
+/// The storage settings of a partition's log on this worker.
+storage::log_config log_config_of(worker_ptr self, const partition_settings& s);
+/// `<data_dir>/<topic>-<partition>`.
+std::string dir_of(const partition_settings& s);
+
+// --- io_worker_admin.cpp -----------------------------------------------------
+
+/// Repairs a log that open refused as corrupt and brings it online;
+/// replies what was cut (JSON text).
+caf::result<std::string> repair(worker_ptr self, hosted& p);
+/// Seals or unseals `p` (see partition_actor's seal_atom); replies the log end.
+caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable);
+/// DeleteRecords on `p` (see partition_actor's delete_records_atom);
+/// replies the log start after the call.
+caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok);
 
 /// The behaviour of I/O worker `index` (io_worker.cpp).
 caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,

@@ -91,6 +91,9 @@ partition_actor::behavior_type partition_fn(fwd_ptr self, std::shared_ptr<io_poo
       return out;
     },
     [self](repair_atom a) { return forward<std::string>(self, a); },
+    [self](delete_records_atom a, int64_t before, bool sealed_ok) {
+      return forward<int64_t>(self, a, before, sealed_ok);
+    },
     [self](config_atom a, int64_t segment_bytes, int64_t retention_bytes, int64_t retention_ms) {
       return forward<bool>(self, a, segment_bytes, retention_bytes, retention_ms);
     },

@@ -75,6 +75,16 @@ using partition_actor = caf::typed_actor<
   // records_removed, bytes_removed, cuts, new bounds); errors: not_corrupt
   // (409: online, or offline for another reason), storage_error.
   caf::replies_to<repair_atom>::with<std::string>,
+  // Kafka DeleteRecords (KIP-107): advances the log start to `before` (-1:
+  // the log end; see storage::partition_log::advance_log_start), durably
+  // (fsynced) before the reply. Replies the log start after the call
+  // (unchanged when `before` is at or below it). `sealed_ok` false (a
+  // client's request) refuses a sealed partition with partition_moved, so
+  // that a move carries a final log start; a move's confirm passes true.
+  // Errors: invalid_request (`before` < -1), offset_out_of_range with the
+  // bounds (`before` above the log end), partition_moved, partition_offline,
+  // storage_error.
+  caf::replies_to<delete_records_atom, int64_t, bool>::with<int64_t>,
   // Takes a topic's changed config (segment.bytes, retention.bytes,
   // retention.ms as dataplane::topic_config): retention checks use it from
   // their next run, the active segment rolls at the new segment.bytes.

@@ -514,6 +514,45 @@ void take_back(self_ptr self, const std::string& id) {
       });
 }
 
+/// Step 6's request: the destination confirms ownership at the sealed end
+/// and takes the source's log start.
+void send_confirm(self_ptr self, const std::string& id, int64_t log_start) {
+  auto* run = run_of(self, id);
+  const auto* row = row_of(self, id);
+  json body{{"from", self->state.settings.broker_id},
+            {"log_end_offset", run->final_end},
+            {"log_start_offset", log_start}};
+  call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/confirm", body.dump(), true,
+       [self, id](int status, json& answer, const std::string& confirm_error) {
+         // A destination that is no longer owner answers
+         // owner_changed: it confirmed an earlier try of this confirm
+         // (whose answer was lost) and the partition has moved on
+         // since, so this move ended done.
+         bool moved_on = status == 409 && answer.is_object()
+                         && answer.value("error", std::string{}) == "owner_changed";
+         if (status != 200 && !moved_on) {
+           retry_finish(self, id, "confirm: " + answer_error(status, answer, confirm_error));
+           return;
+         }
+         auto* run = run_of(self, id);
+         const auto* row = row_of(self, id);
+         if (moved_on && self->state.owners->route(self->state.settings.broker_id, row->tp).where
+                           == partition_route::kind::local) {
+           // The owner the destination names is this broker: the
+           // source took the partition back (take_back) and died
+           // before journaling it. Finish that rollback.
+           rollback(self, id, "the source took the partition back before a restart; the destination never "
+                              "confirmed");
+           return;
+         }
+         auto note = run->note.rfind("confirm pending", 0) == 0 ? std::string{} : run->note;
+         if (moved_on)
+           note = "confirmed before; the partition has moved on since (" + answer_error(status, answer, confirm_error)
+                  + ")";
+         complete(self, id, note);
+       });
+}
+
 /// Makes sure the destination has every record up to the sealed end, then
 /// asks it to confirm ownership. Retries until it does: once a confirm was
 /// sent, its fate may be unknown, and rolling back could leave two owners.
@@ -567,37 +606,26 @@ void finish(self_ptr self, const std::string& id) {
                });
            return;
          }
-         const auto* row = row_of(self, id);
-         json body{{"from", self->state.settings.broker_id}, {"log_end_offset", run->final_end}};
-         call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/confirm", body.dump(), true,
-              [self, id](int status, json& answer, const std::string& confirm_error) {
-                // A destination that is no longer owner answers
-                // owner_changed: it confirmed an earlier try of this confirm
-                // (whose answer was lost) and the partition has moved on
-                // since, so this move ended done.
-                bool moved_on = status == 409 && answer.is_object()
-                                && answer.value("error", std::string{}) == "owner_changed";
-                if (status != 200 && !moved_on) {
-                  retry_finish(self, id, "confirm: " + answer_error(status, answer, confirm_error));
-                  return;
-                }
-                auto* run = run_of(self, id);
-                const auto* row = row_of(self, id);
-                if (moved_on && self->state.owners->route(self->state.settings.broker_id, row->tp).where
-                                  == partition_route::kind::local) {
-                  // The owner the destination names is this broker: the
-                  // source took the partition back (take_back) and died
-                  // before journaling it. Finish that rollback.
-                  rollback(self, id, "the source took the partition back before a restart; the destination never "
-                                     "confirmed");
-                  return;
-                }
-                auto note = run->note.rfind("confirm pending", 0) == 0 ? std::string{} : run->note;
-                if (moved_on)
-                  note = "confirmed before; the partition has moved on since (" + answer_error(status, answer, confirm_error)
-                         + ")";
-                complete(self, id, note);
-              });
+         // The sealed source's log start is final (DeleteRecords refuses a
+         // sealed partition): the destination takes it with the confirm.
+         auto part = local_partition(self, row_of(self, id)->tp);
+         if (!part) {
+           retry_finish(self, id, "the sealed source partition is gone");
+           return;
+         }
+         auto seq = ++run->seq;
+         self->request(*part, local_timeout, bounds_atom::value)
+           .then(
+             [self, id, seq](int64_t log_start, int64_t, int64_t) {
+               auto* run = run_of(self, id);
+               if (run && run->seq == seq)
+                 send_confirm(self, id, log_start);
+             },
+             [self, id, seq](caf::error& e) {
+               auto* run = run_of(self, id);
+               if (run && run->seq == seq)
+                 retry_finish(self, id, "reading the sealed source's bounds: " + caf::to_string(e));
+             });
        });
 }
 

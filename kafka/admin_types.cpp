@@ -108,6 +108,25 @@ bool io_describe_cluster_response(Io& io, int16_t, M& x) {
          f.i32(x.cluster_authorized_operations) && f.tags();
 }
 
+// Flexible from v2.
+template <class Io, class M>
+bool io_delete_records_request(Io& io, int16_t v, M& x) {
+  schema::flex<Io> f{io, v >= 2};
+  auto partition = [&](auto& p) { return f.i32(p.partition_index) && f.i64(p.offset) && f.tags(); };
+  auto topic = [&](auto& t) { return f.string(t.name) && f.array(t.partitions, partition) && f.tags(); };
+  return f.array(x.topics, topic) && f.i32(x.timeout_ms) && f.tags();
+}
+
+template <class Io, class M>
+bool io_delete_records_response(Io& io, int16_t v, M& x) {
+  schema::flex<Io> f{io, v >= 2};
+  auto partition = [&](auto& p) {
+    return f.i32(p.partition_index) && f.i64(p.low_watermark) && f.i16(p.error_code) && f.tags();
+  };
+  auto topic = [&](auto& t) { return f.string(t.name) && f.array(t.partitions, partition) && f.tags(); };
+  return f.i32(x.throttle_time_ms) && f.array(x.topics, topic) && f.tags();
+}
+
 }  // namespace
 
 MOONMQ_KAFKA_CODEC(describe_configs_request)
@@ -120,5 +139,7 @@ MOONMQ_KAFKA_CODEC(incremental_alter_configs_request)
 MOONMQ_KAFKA_CODEC(incremental_alter_configs_response)
 MOONMQ_KAFKA_CODEC(describe_cluster_request)
 MOONMQ_KAFKA_CODEC(describe_cluster_response)
+MOONMQ_KAFKA_CODEC(delete_records_request)
+MOONMQ_KAFKA_CODEC(delete_records_response)
 
 }  // namespace moonmq::kafka

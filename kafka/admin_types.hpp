@@ -2,7 +2,8 @@
 // Wire structs of the topic and cluster administration APIs: DescribeConfigs
 // (32) v0-2, AlterConfigs (33) v0-1, CreatePartitions (37) v0-1,
 // IncrementalAlterConfigs (44) v0-1 (KIP-339; v1 flexible) and
-// DescribeCluster (60) v0 (KIP-700; flexible). Field names follow Kafka's
+// DescribeCluster (60) v0 (KIP-700; flexible), DeleteRecords (21) v0-2
+// (KIP-107; flexible from v2). Field names follow Kafka's
 // message schemas (clients/src/main/resources/common/message/
 // {DescribeConfigs,AlterConfigs,CreatePartitions,IncrementalAlterConfigs,
 // DescribeCluster}{Request,Response}.json, Kafka 3.8) in snake_case; a
@@ -203,6 +204,41 @@ struct describe_cluster_response {
   int32_t cluster_authorized_operations = -2147483647 - 1;
 };
 
+// ---- DeleteRecords (key 21, KIP-107) ----
+
+struct delete_records_partition {
+  int32_t partition_index = 0;
+  int64_t offset = 0;  ///< delete every record below it; -1: the high watermark
+};
+
+struct delete_records_topic {
+  std::string name;
+  std::vector<delete_records_partition> partitions;
+};
+
+struct delete_records_request {
+  static constexpr api_key key = api_key::delete_records;
+  std::vector<delete_records_topic> topics;
+  int32_t timeout_ms = 0;
+};
+
+struct delete_records_partition_result {
+  int32_t partition_index = 0;
+  int64_t low_watermark = -1;  ///< the log start after the request; -1 with an error
+  int16_t error_code = 0;
+};
+
+struct delete_records_topic_result {
+  std::string name;
+  std::vector<delete_records_partition_result> partitions;
+};
+
+struct delete_records_response {
+  static constexpr api_key key = api_key::delete_records;
+  int32_t throttle_time_ms = 0;
+  std::vector<delete_records_topic_result> topics;
+};
+
 bool decode(reader& r, int16_t version, describe_configs_request& out);
 bool encode(writer& w, int16_t version, const describe_configs_request& in);
 bool decode(reader& r, int16_t version, describe_configs_response& out);
@@ -223,5 +259,9 @@ bool decode(reader& r, int16_t version, describe_cluster_request& out);
 bool encode(writer& w, int16_t version, const describe_cluster_request& in);
 bool decode(reader& r, int16_t version, describe_cluster_response& out);
 bool encode(writer& w, int16_t version, const describe_cluster_response& in);
+bool decode(reader& r, int16_t version, delete_records_request& out);
+bool encode(writer& w, int16_t version, const delete_records_request& in);
+bool decode(reader& r, int16_t version, delete_records_response& out);
+bool encode(writer& w, int16_t version, const delete_records_response& in);
 
 }  // namespace moonmq::kafka

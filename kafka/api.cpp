@@ -22,6 +22,7 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::api_versions, 0, 3, 3},
       {api_key::create_topics, 0, 4, 5},
       {api_key::delete_topics, 0, 3, 4},
+      {api_key::delete_records, 0, 2, 2},
       {api_key::init_producer_id, 0, 1, 2},
       {api_key::describe_configs, 0, 2, 4},
       {api_key::alter_configs, 0, 1, 2},
@@ -80,6 +81,7 @@ const char* api_name(int16_t key) {
     case api_key::offset_delete: return "OffsetDelete";
     case api_key::incremental_alter_configs: return "IncrementalAlterConfigs";
     case api_key::describe_cluster: return "DescribeCluster";
+    case api_key::delete_records: return "DeleteRecords";
     case api_key::api_versions: return "ApiVersions";
     case api_key::create_topics: return "CreateTopics";
     case api_key::delete_topics: return "DeleteTopics";

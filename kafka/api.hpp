@@ -28,6 +28,7 @@ enum class api_key : int16_t {
   api_versions = 18,
   create_topics = 19,
   delete_topics = 20,
+  delete_records = 21,
   init_producer_id = 22,
   describe_configs = 32,
   alter_configs = 33,
@@ -48,7 +49,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 24;
+inline constexpr size_t supported_api_count = 25;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

@@ -42,7 +42,7 @@ using request_body =
                  describe_groups_request, list_groups_request, api_versions_request, create_topics_request, delete_topics_request,
                  init_producer_id_request, describe_configs_request, alter_configs_request,
                  create_partitions_request, delete_groups_request, offset_delete_request,
-                 incremental_alter_configs_request, describe_cluster_request>;
+                 incremental_alter_configs_request, describe_cluster_request, delete_records_request>;
 
 /// Every supported response body (same order as request_body).
 using response_body =
@@ -52,7 +52,8 @@ using response_body =
                  sync_group_response, describe_groups_response, list_groups_response, api_versions_response, create_topics_response,
                  delete_topics_response, init_producer_id_response, describe_configs_response,
                  alter_configs_response, create_partitions_response, delete_groups_response,
-                 offset_delete_response, incremental_alter_configs_response, describe_cluster_response>;
+                 offset_delete_response, incremental_alter_configs_response, describe_cluster_response,
+                 delete_records_response>;
 
 /// A decoded request.
 struct request {

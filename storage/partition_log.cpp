@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "storage/file_deleter.hpp"
+#include "storage/partition_log_files.hpp"
 #include "storage/record_batch.hpp"
 #include "storage/recovery_point.hpp"
 #include "util/atomic_file.hpp"
@@ -19,18 +20,6 @@
 namespace moonmq::storage {
 namespace fs = std::filesystem;
 namespace {
-
-/// The directory holding `dir` ("." for a relative name without one).
-std::string parent_dir(const std::string& dir) {
-  auto parent = fs::path(dir).parent_path().string();
-  return parent.empty() ? "." : parent;
-}
-
-status unlink_if_present(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    return io_error("unlink", path);
-  return {};
-}
 
 /// Suffix of a segment file renamed for deletion (removed at the next open
 /// if a crash interrupted its deletion).
@@ -58,6 +47,28 @@ status dispose(const log_config& config, const std::string& path) {
   return delete_gradually(path);
 }
 
+int64_t file_mtime_ms(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return -1;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string parent_dir(const std::string& dir) {
+  auto parent = fs::path(dir).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+status unlink_if_present(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return io_error("unlink", path);
+  return {};
+}
+
 status check_config(const log_config& config) {
   if (config.segment_bytes == 0)
     return make_error(errc::invalid_argument, "segment.bytes must be positive");
@@ -69,8 +80,6 @@ log_config clamp(log_config config) {
   return config;
 }
 
-// Base offsets of the segment log files in `dir`, sorted; removes leftovers
-// of interrupted writes (*.tmp) and index files whose log is gone.
 result<std::vector<offset>> list_segments(const std::string& dir) {
   std::error_code ec;
   std::vector<offset> bases;
@@ -99,274 +108,12 @@ result<std::vector<offset>> list_segments(const std::string& dir) {
   return bases;
 }
 
-int64_t file_mtime_ms(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return -1;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
-}
+}  // namespace detail
 
-/// Completes a corrupt_log error from a segment: the offsets it makes
-/// unreadable end at `end` (at least), and the message names them and the
-/// recovery point.
-error with_range(error e, offset end, std::optional<offset> point) {
-  auto& d = *e.damaged;
-  d.end = std::max({d.end, end, d.first});
-  d.recovery_point = point.value_or(offset{-1});
-  e.message += "; offsets [" + std::to_string(d.first.value) + ", " + std::to_string(d.end.value) +
-               ") unreadable; recovery_point=" +
-               (point ? std::to_string(point->value) : std::string("unknown"));
-  return e;
-}
-
-/// Walks the batch headers of a sealed segment: records its idempotent
-/// producers and checks the framing and offsets (contiguous from the base,
-/// the last batch ending at the end of the file). A sealed segment was
-/// fsynced, so a walk that stops early is damage (corrupt_log).
-status walk_sealed(const std::string& dir, const closed_segment& seg, producer_state& producers) {
-  auto path = dir + "/" + segment_log_name(seg.base);
-  offset expect = seg.base;
-  uint64_t end_pos = 0;
-  std::optional<error> bad;
-  auto st = walk_segment_headers(path, seg.size, [&](const batch_header_info& h, uint64_t pos) {
-    if (h.base != expect) {
-      bad = make_error(errc::bad_count, "baseOffset " + std::to_string(h.base.value) + " where " +
-                                            std::to_string(expect.value) + " was expected");
-      return false;
-    }
-    producers.record(h);
-    expect = offset{h.last.value + 1};
-    end_pos = pos + h.size;
-    return true;
-  });
-  if (!st)
-    return st;
-  if (!bad && end_pos == seg.size)
-    return {};
-  auto why = bad ? *bad : make_error(errc::bad_length, "batch header does not parse or runs past the end");
-  auto e = damage_error(path, end_pos, expect, why);
-  e.damaged->sealed = true;
-  return e;
-}
-
-result<uint64_t> size_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return io_error("stat", path);
-  return static_cast<uint64_t>(st.st_size);
-}
-
-status truncate_durably(const std::string& path, uint64_t size) {
-  auto fd = open_file(path, O_RDWR);
-  if (!fd)
-    return fd.err();
-  if (::ftruncate(fd->get(), static_cast<off_t>(size)) != 0)
-    return io_error("ftruncate", path);
-  if (::fsync(fd->get()) != 0)
-    return io_error("fsync", path);
-  return {};
-}
-
-status create_empty_segment(const std::string& dir, offset base) {
-  auto path = dir + "/" + segment_log_name(base);
-  auto fd = open_file(path, O_RDWR | O_CREAT | O_TRUNC);
-  if (!fd)
-    return fd.err();
-  if (::fsync(fd->get()) != 0)
-    return io_error("fsync", path);
-  return {};
-}
-
-/// Carries out one cut of partition_log::repair for damage `d` found by
-/// open in `dir` (see repair for the rules).
-status cut_damage(const std::string& dir, const damage& d, const log_config& config, repair_result& report) {
-  repair_cut cut;
-  cut.path = d.path;
-  cut.position = d.position;
-  cut.first = d.first;
-  cut.end = std::max(d.end, d.first);
-  cut.records = static_cast<uint64_t>(cut.end.value - cut.first.value);
-  cut.reason = d.reason;
-  if (d.path == dir) {
-    // No segment file is left below a recovery point: start empty there.
-    auto fresh = partition_log::create(dir, cut.end, config);
-    if (!fresh)
-      return fresh.err();
-  } else {
-    auto size = size_of(d.path);
-    if (!size)
-      return size.err();
-    cut.bytes = *size > d.position ? *size - d.position : 0;
-    if (auto st = truncate_durably(d.path, d.position); !st)
-      return st;
-    auto base = parse_segment_log_name(fs::path(d.path).filename().string());
-    if (!base)  // open names only segment files in a damage
-      return make_error(errc::invalid_argument, "repair: not a segment file: " + d.path);
-    auto index = dir + "/" + segment_index_name(*base);
-    // The index is rebuilt from the kept prefix at the next open.
-    if (auto st = unlink_if_present(index); !st)
-      return st;
-    const bool now_empty = d.position == 0;
-    if (d.sealed) {
-      // Later segments are intact and stay; the removed offsets become a gap.
-      if (now_empty)
-        if (auto st = unlink_if_present(d.path); !st)
-          return st;
-    } else if (cut.end > cut.first) {
-      // The last segment: appends continue at `end` in a new segment, so
-      // no removed offset is given out again.
-      if (now_empty)
-        if (auto st = unlink_if_present(d.path); !st)
-          return st;
-      if (auto st = create_empty_segment(dir, cut.end); !st)
-        return st;
-      if (auto st = sync_dir(dir); !st)
-        return st;
-      if (auto st = write_recovery_checkpoint(dir, {cut.end, false}); !st)
-        return st;
-    }
-    if (auto st = sync_dir(dir); !st)
-      return st;
-  }
-  log::get("storage")->warn("log.repaired dir={} path={} position={} first_offset={} end_offset={} records={} "
-                            "bytes={} reason=\"{}\"",
-                            dir, cut.path, cut.position, cut.first.value, cut.end.value, cut.records, cut.bytes,
-                            cut.reason);
-  report.records += cut.records;
-  report.bytes += cut.bytes;
-  report.cuts.push_back(std::move(cut));
-  return {};
-}
-
-}  // namespace
+using namespace detail;
 
 std::string partition_dir(const std::string& data_dir, const std::string& topic, int32_t partition) {
   return data_dir + "/" + topic + "-" + std::to_string(partition);
-}
-
-result<partition_log> partition_log::open(const std::string& dir, const log_config& raw) {
-  if (auto st = check_config(raw); !st)
-    return st.err();
-  auto config = clamp(raw);
-  std::error_code ec;
-  const bool missing = !fs::exists(dir, ec);
-  if (ec)
-    return fs_error("stat", dir, ec);
-  if (missing) {
-    partition_log lg(dir, config, active_segment::planned(dir, offset{0}, config.index_interval_bytes));
-    lg.on_disk_ = false;
-    return lg;
-  }
-  auto bases = list_segments(dir);
-  if (!bases)
-    return bases.err();
-  auto loaded = read_recovery_checkpoint(dir);
-  if (!loaded)
-    return loaded.err();
-  std::optional<offset> point;  // nullopt: unknown (no checkpoint, or unreadable)
-  bool clean = false;
-  if (loaded->state == loaded_checkpoint::kind::valid) {
-    point = loaded->value.point;
-    clean = loaded->value.clean;
-  } else if (loaded->state == loaded_checkpoint::kind::unreadable) {
-    log::get("storage")->warn("checkpoint.unreadable dir={} file={} msg=\"recovery point unknown: only a final "
-                              "batch that runs past the end of the file may be cut\"",
-                              dir, recovery_point_file_name);
-  }
-  if (bases->empty()) {
-    if (point && point->value > 0) {
-      auto e = make_error(errc::corrupt_log, "no segment file in " + dir + " but the recovery point is " +
-                                                 std::to_string(point->value));
-      e.damaged = damage{dir, 0, offset{0}, *point, *point, false, "no segment file"};
-      return e;
-    }
-    return create(dir, offset{0}, raw);
-  }
-
-  std::vector<closed_segment> closed;
-  producer_state producers;
-  for (size_t i = 0; i + 1 < bases->size(); ++i) {
-    closed_segment seg;
-    seg.base = (*bases)[i];
-    auto checked = check_closed_segment(dir, seg, config.index_interval_bytes);
-    if (!checked && checked.err().code == errc::corrupt_log)
-      return with_range(checked.err(), (*bases)[i + 1], point);
-    if (!checked)
-      return checked.err();
-    if (auto st = walk_sealed(dir, seg, producers); !st)
-      return st.err().code == errc::corrupt_log ? with_range(st.err(), (*bases)[i + 1], point) : st.err();
-    closed.push_back(seg);
-  }
-  // Everything below the last segment's base was fsynced when its segment
-  // was sealed, so the recovery point is at least that base.
-  const offset active_base = bases->back();
-  auto may_cut = [&](const segment_scan& scan) {
-    if (clean)
-      return false;  // closed cleanly: the file ended at a batch boundary
-    if (point)
-      return scan.next_offset >= std::max(*point, active_base);
-    return scan.incomplete;
-  };
-  std::optional<error> stop;
-  uint64_t cut = 0;
-  auto active =
-    active_segment::recover(dir, active_base, config.index_interval_bytes, may_cut, stop, cut);
-  if (!active && active.err().code == errc::corrupt_log) {
-    const auto& d = *active.err().damaged;
-    auto past = scan_past_damage(d.path, d.position, d.first);
-    if (!past)
-      return past.err();
-    return with_range(active.err(), std::max(*past, point.value_or(d.first)), point);
-  }
-  if (!active)
-    return active.err();
-  if (point && active->next_offset() < *point) {
-    auto e = damage_error(active->path(), active->size(), active->next_offset(),
-                          make_error(errc::short_buffer, "the log ends below its recovery point"));
-    return with_range(e, *point, point);
-  }
-  if (cut > 0) {
-    log::get("storage")->warn("log.truncated dir={} segment={} valid_bytes={} cut_bytes={} "
-                              "log_end={} recovery_point={} reason={}",
-                              dir, active->path(), active->size(), cut, active->next_offset().value,
-                              point ? point->value : -1, stop ? stop->message : "unknown");
-  }
-  // The walk of the last segment's headers cannot stop early: its scan
-  // just validated every byte.
-  if (auto st = walk_segment_headers(active->path(), active->size(), [&](const batch_header_info& h, uint64_t) {
-        producers.record(h);
-        return true;
-      });
-      !st)
-    return st.err();
-  partition_log lg(dir, config, std::move(*active));
-  lg.closed_ = std::move(closed);
-  lg.producers_ = std::move(producers);
-  lg.log_start_ = lg.closed_.empty() ? lg.active_.base() : lg.closed_.front().base;
-  lg.durable_ = lg.log_end();  // recover fsynced the kept bytes
-  lg.checkpointed_ = point.value_or(offset{0});
-  lg.clean_on_disk_ = clean;
-  if (!clean || !point || *point != lg.log_end()) {
-    // Not a clean close: what recovery kept is durable now, so the recovery
-    // point moves up to it (and a log without a checkpoint gets one).
-    if (auto st = lg.write_checkpoint(lg.log_end(), false); !st)
-      log::get("storage")->warn("checkpoint.write_failed dir={} error=\"{}\"", dir, st.err().message);
-  }
-  return lg;
-}
-
-result<partition_log> partition_log::repair(const std::string& dir, const log_config& config,
-                                            repair_result& report) {
-  // Each cut removes bytes or ends the log at a segment boundary, so the
-  // number of rounds is bounded by the damage; the cap only guards a bug.
-  for (int round = 0; round < 100000; ++round) {
-    auto lg = open(dir, config);
-    if (lg || lg.err().code != errc::corrupt_log || !lg.err().damaged)
-      return lg;
-    if (auto st = cut_damage(dir, *lg.err().damaged, config, report); !st)
-      return st.err();
-  }
-  return make_error(errc::io_error, "repair of " + dir + " did not converge");
 }
 
 status partition_log::write_checkpoint(offset point, bool clean, bool durable) {
@@ -451,6 +198,9 @@ result<partition_log> partition_log::create(const std::string& dir, offset start
   if (auto st = sync_dir(dir); !st)
     return st.err();
   if (auto st = sync_dir(parent_dir(dir)); !st)
+    return st.err();
+  // After the old segments are gone, as in reset.
+  if (auto st = remove_log_start(dir); !st)
     return st.err();
   partition_log lg(dir, config, std::move(*active));
   lg.log_start_ = start;
@@ -547,6 +297,13 @@ result<offset> partition_log::append_with_offsets(std::string_view batch) {
     return make_error(errc::bad_length, "buffer holds " + std::to_string(batch.size()) +
                                             " bytes but the batch is " +
                                             std::to_string(view->size()));
+  // A move's destination starts empty at the source's log start, which may
+  // fall inside the first batch it is sent: that batch is taken whole.
+  const bool empty = closed_.empty() && active_.size() == 0 && log_end() == log_start_;
+  if (empty && view->base_offset() < log_end() && view->last_offset() >= log_end()) {
+    if (auto st = start_below(view->base_offset()); !st)
+      return st.err();
+  }
   if (view->base_offset() != log_end()) {
     auto e = make_error(errc::base_offset_mismatch,
                         "baseOffset " + std::to_string(view->base_offset().value) +
@@ -703,7 +460,7 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
   } else {
     auto it = std::upper_bound(closed_.begin(), closed_.end(), from,
                                [](offset o, const closed_segment& s) { return o < s.base; });
-    // from >= log_start_ == closed_.front().base, so `it` is past the first.
+    // from >= log_start_ >= closed_.front().base, so `it` is past the first.
     bytes = read_closed_segment(dir_, *std::prev(it), from, max_bytes);
     // Past the end of its segment: `from` is in a gap a repair left (open
     // checked that each sealed segment's batches run to its end), so the
@@ -764,8 +521,11 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
   while (!closed_.empty()) {
     auto& seg = closed_.front();
     const uint64_t seg_bytes = seg.size + seg.index_bytes;
-    bool expired = retention_bytes >= 0 &&
-                   total - seg_bytes >= static_cast<uint64_t>(retention_bytes);
+    // Every offset of the segment is below the log start (DeleteRecords).
+    const offset seg_end = closed_.size() > 1 ? closed_[1].base : active_.base();
+    const bool below_start = seg_end <= log_start_;
+    bool expired = below_start || (retention_bytes >= 0 &&
+                                   total - seg_bytes >= static_cast<uint64_t>(retention_bytes));
     if (!expired && retention_ms >= 0) {
       if (auto max_ts = closed_max_timestamp(seg); !max_ts)
         return max_ts.err();
@@ -785,7 +545,8 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
         return st.err();
     log::get("storage")->info("segment.deleted dir={} base={} bytes={} reason={}", dir_,
                               seg.base.value, seg_bytes,
-                              retention_bytes >= 0 && total - seg_bytes >=
+                              below_start                    ? "log_start"
+                              : retention_bytes >= 0 && total - seg_bytes >=
                                       static_cast<uint64_t>(retention_bytes)
                                   ? "retention.bytes"
                                   : "retention.ms");
@@ -793,7 +554,7 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
     res.segments_deleted++;
     res.bytes_deleted += seg_bytes;
     closed_.erase(closed_.begin());
-    log_start_ = closed_.empty() ? active_.base() : closed_.front().base;
+    log_start_ = settled_log_start();
   }
   if (res.segments_deleted > 0) {
     if (auto st = sync_dir(dir_); !st)
@@ -857,11 +618,85 @@ status partition_log::reset(offset start) {
   dirty_ = false;
   written_since_fdatasync_ = false;  // the new segment file is empty
   producers_.clear();
+  // Last: until it goes, open clamps a stored log start to the new log's
+  // end (`start`), while the old segments it hid are already retired.
+  if (auto st = remove_log_start(dir_); !st)
+    return st;
+  stored_log_start_ = offset{0};
   if (auto st = write_checkpoint(start, false); !st)
     return st;
   unsynced_checkpoint_ = false;
   log::get("storage")->info("log.reset dir={} start={}", dir_, start.value);
   return {};
+}
+
+status partition_log::start_below(offset base) {
+  const offset start = log_start_;
+  if (auto st = materialize(); !st)
+    return st;
+  // Each step leaves a log open accepts: the recovery point goes down to the
+  // new end first, the log start is stored before the new segment exists
+  // (until the old, empty one goes, the log still ends at `start`).
+  if (auto st = write_checkpoint(base, false); !st)
+    return st;
+  unsynced_checkpoint_ = false;
+  if (auto st = write_log_start(dir_, start); !st)
+    return st;
+  stored_log_start_ = start;
+  const auto old_path = active_.path();
+  const auto old_index = dir_ + "/" + segment_index_name(active_.base());
+  auto next = active_segment::create(dir_, base, config_.index_interval_bytes);
+  if (!next)
+    return next.err();
+  active_.discard_held();
+  active_ = std::move(*next);
+  for (const auto& path : {old_index, old_path})
+    if (auto st = unlink_if_present(path); !st)
+      return st;
+  if (auto st = sync_dir(dir_); !st)
+    return st;
+  durable_ = base;
+  log::get("storage")->info("log.started_below dir={} base={} log_start={}", dir_, base.value, start.value);
+  return {};
+}
+
+offset partition_log::settled_log_start() const {
+  const offset first = closed_.empty() ? active_.base() : closed_.front().base;
+  return std::min(std::max(first, stored_log_start_), std::max(first, log_end()));
+}
+
+result<offset> partition_log::advance_log_start(offset before) {
+  if (before.value < -1)
+    return make_error(errc::invalid_argument,
+                      "offset " + std::to_string(before.value) + " is below -1 (the log end)");
+  if (before.value == -1)
+    before = log_end();
+  if (before > log_end()) {
+    auto e = make_error(errc::offset_out_of_range, "offset " + std::to_string(before.value) +
+                                                       " is above the log end " +
+                                                       std::to_string(log_end().value));
+    e.log_start = log_start_;
+    e.log_end = log_end();
+    return e;
+  }
+  if (before <= log_start_)
+    return log_start_;
+  // The stored log start never stands above what a crash keeps: open then
+  // finds every offset below it on disk, and appends continue above it.
+  if (before > durable_) {
+    auto synced = flush();
+    if (!synced)
+      return synced.err();
+  }
+  if (auto st = write_log_start(dir_, before); !st)
+    return st.err();
+  stored_log_start_ = before;
+  log_start_ = before;
+  log::get("storage")->info("log.start_advanced dir={} log_start={}", dir_, before.value);
+  auto removed = apply_retention(-1, -1, 0);  // only the segments wholly below it
+  if (!removed)
+    return removed.err();
+  return log_start_;
 }
 
 uint64_t partition_log::size_bytes() const {

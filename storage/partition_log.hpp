@@ -148,7 +148,11 @@ class partition_log {
 
   /// Appends a batch whose offsets are already assigned (partition copy);
   /// its baseOffset must equal LEO, else base_offset_mismatch carrying the
-  /// log bounds. Returns the base offset. Idempotent batches are recorded in
+  /// log bounds. One exception: into an empty log (as create or reset left
+  /// it) a first batch that contains LEO is taken whole, the log then
+  /// begins at its baseOffset and keeps its log start (stored as
+  /// advance_log_start stores it): a move copies from the source's log
+  /// start, which DeleteRecords may have put inside a batch. Returns the base offset. Idempotent batches are recorded in
   /// the producer state unjudged (the source judged them), so that state
   /// moves with the partition. Never held in memory (write-behind is for
   /// client appends, which a write-ahead log covers): written at once.
@@ -278,8 +282,22 @@ class partition_log {
                                            int64_t now_ms);
 
   /// Discards every record and restarts the log empty at `start` (and
-  /// forgets every producer).
+  /// forgets every producer and any log-start offset DeleteRecords stored).
   status reset(offset start);
+
+  /// Kafka's DeleteRecords for this log (KIP-107,
+  /// UnifiedLog.maybeIncrementLogStartOffset): moves the log-start offset up
+  /// to `before` (offset{-1}: the log end), so that reads below it are
+  /// offset_out_of_range and ListOffsets earliest answers it; sealed
+  /// segments wholly below it are deleted at once, a segment (or batch)
+  /// straddling it stays and reads of it still return its first batch
+  /// whole. Durable before it returns: everything below `before` is
+  /// fdatasynced first, then `<dir>/log-start` (recovery_point.hpp) is
+  /// replaced atomically, and open restores it. Returns the log-start
+  /// offset after the call: unchanged when `before` <= log_start().
+  /// Errors: invalid_argument (`before` < -1), offset_out_of_range with the
+  /// bounds set (`before` > log_end()), io_error.
+  result<offset> advance_log_start(offset before);
 
   offset log_start() const { return log_start_; }
   offset log_end() const { return active_.next_offset(); }
@@ -310,12 +328,20 @@ class partition_log {
   /// covers it; until then the old, lower point, or an unreadable file,
   /// stays on disk, both safe).
   offset after_sync(bool durable_checkpoint);
+  /// The log-start offset the segments and `stored_log_start_` give: the
+  /// larger of the first segment's base and the stored one, at most the
+  /// log end.
+  offset settled_log_start() const;
+  /// Empty log only: moves its (empty) active segment down to `base`,
+  /// keeping log_start() stored (see append_with_offsets).
+  status start_below(offset base);
 
   std::string dir_;
   log_config config_;
   std::vector<closed_segment> closed_;  ///< sealed segments, oldest first
   active_segment active_;
   offset log_start_{0};
+  offset stored_log_start_{0};  ///< the value of `<dir>/log-start` (0 when none)
   offset durable_{0};
   bool dirty_ = false;
   bool on_disk_ = true;        ///< false: opened without a directory, nothing created yet (see open)

@@ -10,6 +10,14 @@
 // before " crc32c=". Written only with util::write_file_atomic (temp file,
 // fsync, rename, directory fsync), so a reader sees the old or the new line,
 // never a mix; a line that does not decode is reported as unreadable.
+//
+// The log-start file of one partition log: `<dir>/log-start`, Kafka's
+// log-start-offset-checkpoint for one partition. It records the log-start
+// offset that DeleteRecords advanced (records below it are deleted even
+// where they share a segment, or a batch, with later ones). Format:
+//   "moonmq-log-start v1 offset=<decimal> crc32c=<8 hex digits>\n"
+// sealed with the same CRC as the recovery point and always written with
+// util::write_file_atomic, so a crash leaves the old or the new offset.
 
 #include <optional>
 #include <string>
@@ -56,5 +64,34 @@ status write_recovery_checkpoint(const std::string& dir, const recovery_checkpoi
 /// Removes `<dir>/recovery-point` (durably: the directory is fsynced).
 /// Missing is not an error. Errors: io_error.
 status remove_recovery_checkpoint(const std::string& dir);
+
+/// File name of the log-start offset inside a partition directory.
+inline constexpr const char* log_start_file_name = "log-start";
+
+/// The log-start line described above.
+std::string encode_log_start(offset start);
+
+/// Parses a log-start line; nullopt when the prefix, version, number,
+/// trailing newline or CRC are wrong.
+std::optional<offset> decode_log_start(std::string_view text);
+
+/// What reading the log-start file of a directory found (`value` is
+/// meaningful when state == valid).
+struct loaded_log_start {
+  loaded_checkpoint::kind state = loaded_checkpoint::kind::missing;
+  offset value{0};
+};
+
+/// Reads `<dir>/log-start`: missing, valid, or unreadable (a line that does
+/// not decode; never an error). Errors: io_error when the file exists but
+/// cannot be read.
+result<loaded_log_start> read_log_start(const std::string& dir);
+
+/// Replaces `<dir>/log-start` atomically and durably (temp file, fsync,
+/// rename, directory fsync). Errors: io_error (the old file is unchanged).
+status write_log_start(const std::string& dir, offset start);
+
+/// Removes `<dir>/log-start` durably. Missing is not an error. Errors: io_error.
+status remove_log_start(const std::string& dir);
 
 }  // namespace moonmq::storage

@@ -454,38 +454,50 @@ void fetch_actor(caf::event_based_actor* self, std::shared_ptr<fetch_job> job) {
           [job](caf::error& e) { job->respond(error_response(e)); });
 }
 
-void fetch(const client_context& ctx, http_request& req, const responder& respond) {
+}  // namespace
+
+std::optional<partition_actor> owned_partition(const client_context& ctx, http_request& req,
+                                               const responder& respond) {
   const auto& topic = req.params["topic"];
   auto count = partition_count(ctx, topic);
   if (!count) {
     respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
-    return;
+    return std::nullopt;
   }
   const auto& raw = req.params["partition"];
   if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
       || std::stoi(raw) >= *count) {
     respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
-    return;
+    return std::nullopt;
   }
   auto partition = std::stoi(raw);
   if (unowned(ctx, topic, partition)) {
     respond(offline_response(topic, partition));
-    return;
+    return std::nullopt;
   }
   if (auto owner = remote_owner(ctx, topic, partition)) {
     respond(not_owner_response(ctx, topic, partition, *owner));
-    return;
+    return std::nullopt;
   }
   auto topics = ctx.catalog->get();
   auto t = topics->find(topic);
   if (t == topics->end() || partition >= static_cast<int>(t->second.partitions.size())) {
     respond(http_response::error(503, "partition_not_ready", topic + "/" + raw + " is being created on broker "
                                                                  + ctx.broker_id + "; retry"));
-    return;
+    return std::nullopt;
   }
+  return t->second.partitions[static_cast<size_t>(partition)];
+}
+
+namespace {
+
+void fetch(const client_context& ctx, http_request& req, const responder& respond) {
+  auto part = owned_partition(ctx, req, respond);
+  if (!part)
+    return;
   bool bad = false;
   auto job = std::make_shared<fetch_job>();
-  job->partition = t->second.partitions[static_cast<size_t>(partition)];
+  job->partition = *part;
   job->from = query_int(req, "offset", respond, bad);
   if (bad)
     return;

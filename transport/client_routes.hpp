@@ -105,6 +105,14 @@ http_response offline_response(const std::string& topic, int32_t partition);
 /// malformed.
 bool session_client(const http_request& req, const responder& respond, std::string& client);
 
+/// The local partition actor of the request's {topic}/{partition}, served
+/// by this broker; otherwise answers 404 unknown_topic/unknown_partition,
+/// 503 partition_offline (no owner), 421 not_owner (another broker owns
+/// it) or 503 partition_not_ready (its copy is being created) and returns
+/// nullopt.
+std::optional<partition_actor> owned_partition(const client_context& ctx, http_request& req,
+                                               const responder& respond);
+
 /// 421 not_owner naming the owner and its client URL (CONTRACT §3).
 http_response not_owner_response(const client_context& ctx, const std::string& topic, int32_t partition,
                                  const std::string& owner);

@@ -409,6 +409,62 @@ void incremental_alter_configs(const std::shared_ptr<kafka_context>& ctx,
   });
 }
 
+// --- DeleteRecords -----------------------------------------------------------
+
+/// Kafka DeleteRecords (KIP-107): each partition's log start advanced to the
+/// requested offset (-1: the log end) by its owner (partition_actor
+/// delete_records_atom), low_watermark = the log start after it. Per
+/// partition: OFFSET_OUT_OF_RANGE for an offset above the log end or below
+/// -1, NOT_LEADER_OR_FOLLOWER on another broker (or a partition sealed for a
+/// move), UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT past timeout_ms
+/// (bounded by the broker's request timeout).
+void delete_records(const std::shared_ptr<kafka_context>& ctx, kafka::delete_records_request req, kafka_done done) {
+  auto resp = std::make_shared<kafka::delete_records_response>();
+  size_t parts = 0;
+  for (const auto& t : req.topics) {
+    resp->topics.push_back({t.name, {}});
+    for (const auto& p : t.partitions) {
+      resp->topics.back().partitions.push_back({p.partition_index, -1, 0});
+      ++parts;
+    }
+  }
+  auto g = gather::make(parts, [resp, done] {
+    int errors = 0;
+    for (const auto& t : resp->topics)
+      for (const auto& p : t.partitions)
+        errors += p.error_code != 0;
+    done(std::move(*resp), errors);
+  });
+  const auto timeout =
+    req.timeout_ms > 0 ? std::min(ctx->timeout, std::chrono::milliseconds{req.timeout_ms}) : ctx->timeout;
+  auto topics = ctx->catalog->get();
+  for (size_t ti = 0; ti < req.topics.size(); ++ti)
+    for (size_t pi = 0; pi < req.topics[ti].partitions.size(); ++pi) {
+      auto* slot = &resp->topics[ti].partitions[pi];
+      const auto offset = req.topics[ti].partitions[pi].offset;
+      partition_actor actor;
+      if (offset < -1)
+        slot->error_code = ec::offset_out_of_range;
+      else
+        slot->error_code = kafka_locate(*ctx, *topics, req.topics[ti].name, slot->partition_index, actor);
+      if (slot->error_code != 0) {
+        g->one();
+        continue;
+      }
+      ask<int64_t>(
+        *ctx->system, actor, timeout,
+        [g, slot](int64_t& start) {
+          slot->low_watermark = start;
+          g->one();
+        },
+        [g, slot](const caf::error& e) {
+          slot->error_code = kafka_code_of(e);
+          g->one();
+        },
+        delete_records_atom::value, offset, false);
+    }
+}
+
 // --- DescribeCluster ---------------------------------------------------------
 
 /// AclOperation codes of what a client may do to the cluster (Kafka's
@@ -444,6 +500,8 @@ bool handle_kafka_admin_request(const std::shared_ptr<kafka_context>& ctx, kafka
     alter_configs(ctx, std::move(*ac), std::move(done));
   else if (auto* ia = std::get_if<kafka::incremental_alter_configs_request>(&req.body))
     incremental_alter_configs(ctx, std::move(*ia), std::move(done));
+  else if (auto* dr = std::get_if<kafka::delete_records_request>(&req.body))
+    delete_records(ctx, std::move(*dr), std::move(done));
   else if (auto* cl = std::get_if<kafka::describe_cluster_request>(&req.body))
     describe_cluster(*ctx, *cl, std::move(done));
   else

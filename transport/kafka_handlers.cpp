@@ -63,6 +63,21 @@ int partition_errors(const Response& r) {
 
 }  // namespace
 
+int16_t kafka_locate(const kafka_context& ctx, const topic_map& topics, const std::string& topic, int32_t partition,
+                     partition_actor& out) {
+  auto t = topics.find(topic);
+  if (t == topics.end() || partition < 0 || static_cast<size_t>(partition) >= t->second.partitions.size())
+    return ec::unknown_topic_or_partition;
+  if (ctx.owners
+      && ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, partition}).where
+           == partition_route::kind::unowned)
+    return ec::leader_not_available;  // the metadata log names no owner: nobody serves it
+  if (kafka_remote_owner(ctx, topic, partition))
+    return ec::not_leader_or_follower;
+  out = t->second.partitions[static_cast<size_t>(partition)];
+  return ec::none;
+}
+
 int16_t kafka_code_of(const caf::error& e) {
   if (e.category() == caf::atom("system") && static_cast<caf::sec>(e.code()) == caf::sec::request_timeout)
     return ec::request_timed_out;
@@ -111,22 +126,6 @@ void create_topic(const kafka_context& ctx, const std::string& name, int32_t par
   else
     ask<bool>(*ctx.system, ctx.broker, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
               partitions, std::move(config));
-}
-
-/// The local partition actor, or the error to answer (3 unknown, 6 owned elsewhere).
-int16_t locate(const kafka_context& ctx, const topic_map& topics, const std::string& topic, int32_t partition,
-               partition_actor& out) {
-  auto t = topics.find(topic);
-  if (t == topics.end() || partition < 0 || static_cast<size_t>(partition) >= t->second.partitions.size())
-    return ec::unknown_topic_or_partition;
-  if (ctx.owners
-      && ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, partition}).where
-           == partition_route::kind::unowned)
-    return ec::leader_not_available;  // the metadata log names no owner: nobody serves it
-  if (kafka_remote_owner(ctx, topic, partition))
-    return ec::not_leader_or_follower;
-  out = t->second.partitions[static_cast<size_t>(partition)];
-  return ec::none;
 }
 
 /// Asks for a three-value reply (read, bounds).
@@ -492,7 +491,7 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
       auto& p = t.partitions[pi];
       auto* slot = &resp->topics[ti].partitions[pi];
       partition_actor actor;
-      if (auto code = locate(*ctx, *topics, t.name, p.index, actor); code != 0) {
+      if (auto code = kafka_locate(*ctx, *topics, t.name, p.index, actor); code != 0) {
         slot->error_code = code;
         g->one();
         continue;
@@ -561,7 +560,7 @@ struct fetch_job : std::enable_shared_from_this<fetch_job> {
         const auto& p = t.partitions[pi];
         auto* slot = &resp->topics[ti].partitions[pi];
         partition_actor actor;
-        if (auto code = locate(*ctx, *topics, t.topic, p.partition, actor); code != 0) {
+        if (auto code = kafka_locate(*ctx, *topics, t.topic, p.partition, actor); code != 0) {
           slot->error_code = code;
           g->one();
           continue;
@@ -653,7 +652,7 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
       auto* slot = &resp->topics[ti].partitions[pi];
       auto ts = req.topics[ti].partitions[pi].timestamp;
       partition_actor actor;
-      if (auto code = locate(*ctx, *topics, req.topics[ti].name, slot->partition_index, actor); code != 0) {
+      if (auto code = kafka_locate(*ctx, *topics, req.topics[ti].name, slot->partition_index, actor); code != 0) {
         slot->error_code = code;
         g->one();
         continue;

@@ -171,4 +171,11 @@ private:
 /// INVALID_RECORD; anything else UNKNOWN_SERVER_ERROR.
 int16_t kafka_code_of(const caf::error& e);
 
+/// The local partition actor of topic/partition in `out`, or the error to
+/// answer: UNKNOWN_TOPIC_OR_PARTITION (3), LEADER_NOT_AVAILABLE (the
+/// metadata log names no owner), NOT_LEADER_OR_FOLLOWER (6, owned by
+/// another broker).
+int16_t kafka_locate(const kafka_context& ctx, const topic_map& topics, const std::string& topic, int32_t partition,
+                     partition_actor& out);
+
 }  // namespace moonmq::transport

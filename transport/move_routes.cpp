@@ -226,11 +226,15 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
     return;
   }
   auto expected = body["log_end_offset"].get<int64_t>();
+  // The source's log start (DeleteRecords); absent from a confirm sent in
+  // the source's place, which leaves the copy's own.
+  const int64_t log_start = is_int(body, "log_start_offset") ? body["log_start_offset"].get<int64_t>() : -1;
   auto from = is_str(body, "from") ? body["from"].get<std::string>() : std::string{};
   auto topic = req.params["topic"];
   auto [partition, part] = *local;
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-             [ctx, respond, topic, partition = partition, part = part, expected, from](int64_t at, const std::string&) {
+             [ctx, respond, topic, partition = partition, part = part, expected, log_start, from](int64_t at,
+                                                                                                  const std::string&) {
     auto fail = fail_with(respond);
     // This broker is owner since the cutover's entry. Not yet applied here:
     // retry. Another owner: the partition moved on after an earlier try of
@@ -248,12 +252,7 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
                                      + " now; this move has ended"));
       return;
     }
-    ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, expected, at, fail](int64_t& end) {
-      if (end != expected) {
-        respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the source's is "
-                                       + std::to_string(expected)));
-        return;
-      }
+    auto take_ownership = [ctx, respond, topic, partition, part, at, fail](int64_t end) {
       auto unseal = [ctx, respond, topic, partition, part, end, fail](bool&) {
         ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, end](int64_t&) {
           log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={}", topic, partition, end);
@@ -287,6 +286,22 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
                                                    + " now; this move has ended"));
                 },
                 owner_atom::value, topic, partition, ctx.broker_id, at, epoch);
+    };
+    ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, part, expected, log_start, take_ownership,
+                                                  fail](int64_t& end) {
+      if (end != expected) {
+        respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the source's is "
+                                       + std::to_string(expected)));
+        return;
+      }
+      if (log_start < 0) {
+        take_ownership(end);
+        return;
+      }
+      // Durable before ownership is taken: the copy never serves what the
+      // source deleted.
+      ask<int64_t>(*ctx.system, part, ctx.timeout, [take_ownership, end](int64_t&) { take_ownership(end); }, fail,
+                   delete_records_atom::value, log_start, true);
     }, fail, copy_atom::value, std::string{}, true);
   });
 }

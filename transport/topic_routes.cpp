@@ -1,6 +1,8 @@
-// GET /v1/topics/{topic} and PATCH /v1/topics/{topic}/config (docs/client-api.md
+// GET /v1/topics/{topic}, PATCH /v1/topics/{topic}/config and POST
+// /v1/topics/{topic}/partitions/{p}/delete-records (docs/client-api.md
 // "Topic administration"): a topic's partitions with their owners and
-// bounds, and its config, described and changed with Kafka's names. The
+// bounds, its config, described and changed with Kafka's names, and
+// Kafka's DeleteRecords. The
 // config rules are dataplane/topic_config.hpp's; a change goes through the
 // metadata log in a cluster (an `alter` topic entry, docs/metadata.md
 // "Topic configuration"), to this broker's broker actor without one.
@@ -113,10 +115,37 @@ void change_config(const client_context& ctx, http_request& req, const responder
 
 }  // namespace
 
+/// POST /v1/topics/{topic}/partitions/{partition}/delete-records
+/// {"before_offset":N}: Kafka's DeleteRecords for one partition, on its
+/// owner (partition_actor delete_records_atom).
+void delete_records(const client_context& ctx, http_request& req, const responder& respond) {
+  auto body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("before_offset")
+      || !body["before_offset"].is_number_integer() || body["before_offset"].get<int64_t>() < -1) {
+    respond(http_response::error(400, "invalid_request",
+                                 "body must be {\"before_offset\":N}, N >= 0 or -1 for the log end"));
+    return;
+  }
+  auto part = owned_partition(ctx, req, respond);
+  if (!part)
+    return;
+  auto topic = req.params["topic"];
+  auto partition = std::stoi(req.params["partition"]);
+  ask<int64_t>(
+    *ctx.system, *part, ctx.timeout,
+    [respond, topic, partition](int64_t& start) {
+      respond(http_response::json(
+        200, json{{"topic", topic}, {"partition", partition}, {"log_start_offset", start}}.dump()));
+    },
+    fail_with(respond), delete_records_atom::value, body["before_offset"].get<int64_t>(), false);
+}
+
 void add_topic_routes(router& r, const client_context& ctx) {
   r.add("GET", "/v1/topics/{topic}", [ctx](http_request& req, responder respond) { describe_topic(ctx, req, respond); });
   r.add("PATCH", "/v1/topics/{topic}/config",
         [ctx](http_request& req, responder respond) { change_config(ctx, req, respond); });
+  r.add("POST", "/v1/topics/{topic}/partitions/{partition}/delete-records",
+        [ctx](http_request& req, responder respond) { delete_records(ctx, req, respond); });
 }
 
 }  // namespace moonmq::transport

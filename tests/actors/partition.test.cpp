@@ -257,6 +257,45 @@ TEST_CASE("reading outside the log is offset_out_of_range with both bounds", "[p
   CHECK(hi == 3);
 }
 
+TEST_CASE("delete records advances the log start durably; out of range, sealed and bad offsets are refused",
+          "[partition][delete_records]") {
+  fixture f;
+  auto p = f.spawn("dr");
+  f.ask_int(p, append_atom::value, batch_of(3, "a"), false);  // 0..2, acks=none: not synced yet
+  f.ask_int(p, append_atom::value, batch_of(3, "b"), false);  // 3..5
+  auto refused = [&](int64_t before, bool sealed_ok) {
+    caf::error err;
+    f.self->request(p, 10s, delete_records_atom::value, before, sealed_ok)
+      .receive([](int64_t) { FAIL("accepted"); }, [&](caf::error& e) { err = e; });
+    return err;
+  };
+  int64_t lo = -1, hi = -1;
+  REQUIRE(out_of_range_bounds(refused(7, false), lo, hi));
+  CHECK(lo == 0);
+  CHECK(hi == 6);
+  CHECK(error_code_of(refused(-2, false)) == "invalid_request");
+  CHECK(f.ask_int(p, delete_records_atom::value, int64_t{4}, false) == 4);  // inside the second batch
+  CHECK(f.ask_int(p, delete_records_atom::value, int64_t{1}, false) == 4);  // below: unchanged
+  CHECK(std::get<1>(f.read(p, 4)) == 4);
+  caf::error below;
+  f.self->request(p, 10s, read_atom::value, int64_t{3}, int32_t{100})
+    .receive([](std::string&, int64_t, int64_t) {}, [&](caf::error& e) { below = e; });
+  REQUIRE(out_of_range_bounds(below, lo, hi));
+  CHECK(lo == 4);
+  // A sealed partition refuses a client's request, not a move's confirm.
+  CHECK(f.ask_int(p, seal_atom::value, true) == 6);
+  CHECK(error_code_of(refused(5, false)) == "partition_moved");
+  CHECK(f.ask_int(p, delete_records_atom::value, int64_t{5}, true) == 5);
+  CHECK(f.ask_int(p, seal_atom::value, false) == 6);
+  // The log start survives a restart of the partition.
+  f.self->send_exit(p, caf::exit_reason::user_shutdown);
+  f.self->wait_for(p);
+  p = f.spawn("dr");
+  CHECK(std::get<1>(f.read(p, 5)) == 5);
+  CHECK(f.ask_int(p, delete_records_atom::value, int64_t{-1}, false) == 6);
+  CHECK(f.ask_int(p, append_atom::value, batch_of(1, "c"), true) == 6);
+}
+
 TEST_CASE("partitions sharing one I/O worker all get their durable appends answered, and keep them across a restart",
           "[partition][io_worker]") {
   fixture f;
@@ -462,6 +501,7 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
       [](time_lookup_atom, int64_t) { return caf::make_result(int64_t{-1}, int64_t{-1}); },
       [](delete_atom) { return true; },
       [](repair_atom) { return std::string{}; },
+      [](delete_records_atom, int64_t, bool) { return int64_t{0}; },
       [](config_atom, int64_t, int64_t, int64_t) { return true; },
       [](status_atom) { return std::string{"{}"}; },
     };

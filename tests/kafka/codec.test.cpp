@@ -19,7 +19,7 @@ version_range range_of(api_key key) { return *supported_range(static_cast<int16_
 }  // namespace
 
 TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]") {
-  REQUIRE(supported_apis().size() == 24);
+  REQUIRE(supported_apis().size() == 25);
   auto check = [](api_key k, int16_t lo, int16_t hi) {
     auto r = range_of(k);
     CHECK(r.min_version == lo);
@@ -49,11 +49,13 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::offset_delete, 0, 0);
   check(api_key::incremental_alter_configs, 0, 1);
   check(api_key::describe_cluster, 0, 0);
+  check(api_key::delete_records, 0, 2);
   for (const auto& r : supported_apis())
     for (int16_t v = r.min_version; v <= r.max_version; ++v)
       CHECK(is_flexible(r.key, v) == ((r.key == api_key::api_versions && v == 3)
                                       || (r.key == api_key::incremental_alter_configs && v == 1)
-                                      || r.key == api_key::describe_cluster));
+                                      || r.key == api_key::describe_cluster
+                                      || (r.key == api_key::delete_records && v == 2)));
   CHECK(request_header_version(api_key::describe_cluster, 0) == 2);
   CHECK(response_header_version(api_key::describe_cluster, 0) == 1);
   CHECK(response_header_version(api_key::incremental_alter_configs, 0) == 0);
@@ -253,12 +255,12 @@ TEST_CASE("kafka codec: an unsupported ApiVersions version gets error 35 in v0 l
   auto frame = error_response_frame(req.err());
   REQUIRE(frame);
   CHECK(*frame == unsupported_api_versions_frame(3));
-  // size, correlation id (header v0), error 35, 24 entries of 6 bytes.
-  CHECK(frame->substr(0, 14) == unhex("0000009a 00000003 0023 00000018"));
-  CHECK(frame->size() == 4 + 4 + 2 + 4 + 24 * 6);
+  // size, correlation id (header v0), error 35, 25 entries of 6 bytes.
+  CHECK(frame->substr(0, 14) == unhex("000000a0 00000003 0023 00000019"));
+  CHECK(frame->size() == 4 + 4 + 2 + 4 + 25 * 6);
   auto body = decode_body<api_versions_response>(frame->substr(8), 0).value();
   CHECK(body.error_code == error_code::unsupported_version);
-  REQUIRE(body.api_keys.size() == 24);
+  REQUIRE(body.api_keys.size() == 25);
   CHECK(body.api_keys[13].api == 18);
   CHECK(body.api_keys[13].max_version == 3);
 }

@@ -298,6 +298,36 @@ TEST_CASE("kafka golden: DescribeCluster v0 (flexible) request and response (KIP
   CHECK(hex(encode_response(5, 0, r).value()) == hex(v0));
 }
 
+TEST_CASE("kafka golden: DeleteRecords v1 and v2 (flexible) requests and responses (KIP-107)", "[kafka][golden]") {
+  // v1, header v1: api 21, corr 8, client "k" | topics [1]: "t", partitions
+  // [1]: (2, offset 5) | timeout 1000.
+  auto v1 = decode_request(unhex("0015 0001 00000008 0001 6b"
+                                 " 00000001 0001 74 00000001 00000002 0000000000000005 000003e8"));
+  REQUIRE(v1.ok());
+  const auto& b1 = std::get<delete_records_request>(v1->body);
+  REQUIRE(b1.topics.size() == 1);
+  CHECK(b1.topics[0].name == "t");
+  REQUIRE(b1.topics[0].partitions.size() == 1);
+  CHECK(b1.topics[0].partitions[0].partition_index == 2);
+  CHECK(b1.topics[0].partitions[0].offset == 5);
+  CHECK(b1.timeout_ms == 1000);
+  // v2, header v2 (tags 0): compact arrays and strings, offset -1, tags.
+  auto v2 = decode_request(unhex("0015 0002 00000009 0001 6b 00"
+                                 " 02 02 74 02 00000000 ffffffffffffffff 00 00 000003e8 00"));
+  REQUIRE(v2.ok());
+  const auto& b2 = std::get<delete_records_request>(v2->body);
+  CHECK(b2.topics[0].partitions[0].offset == -1);
+  delete_records_response r;
+  r.topics = {{"t", {{2, 5, 0}}}};
+  // Response v1 (header v0): size 33 | corr 8 | throttle 0 | topics [1]: "t",
+  // partitions [1]: (2, low watermark 5, error 0).
+  CHECK(hex(encode_response(8, 1, r).value())
+        == hex(unhex("00000021 00000008 00000000 00000001 0001 74 00000001 00000002 0000000000000005 0000")));
+  // Response v2 (header v1: tags 0): compact forms and tag sections.
+  CHECK(hex(encode_response(9, 2, r).value())
+        == hex(unhex("0000001e 00000009 00 00000000 02 02 74 02 00000002 0000000000000005 0000 00 00 00")));
+}
+
 TEST_CASE("kafka golden: IncrementalAlterConfigs v0 and v1 (flexible) requests", "[kafka][golden]") {
   // v1, header v2: topic "t": SET retention.ms=1000; validate_only 0.
   auto v1 = decode_request(unhex("002c 0001 00000006 0001 6b 00"

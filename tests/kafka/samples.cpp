@@ -211,6 +211,11 @@ std::vector<request_body> sample_requests() {
   describe_cluster.include_cluster_authorized_operations = true;
   out.emplace_back(describe_cluster);
 
+  delete_records_request delete_records;
+  delete_records.topics = {{"orders", {{0, 42}, {3, -1}}}, {"audit", {{1, 7}}}};
+  delete_records.timeout_ms = 30000;
+  out.emplace_back(delete_records);
+
   offset_delete_request offset_delete;
   offset_delete.group_id = "g";
   offset_delete.topics = {{"orders", {0, 2}}, {"audit", {1}}};
@@ -395,6 +400,11 @@ std::vector<response_body> sample_responses() {
   incremental.responses = {{0, std::nullopt, config_resource::topic, "orders"},
                            {error_code::invalid_config, std::string("config.x: unknown"), config_resource::broker, ""}};
   out.emplace_back(incremental);
+
+  delete_records_response delete_records;
+  delete_records.throttle_time_ms = 25;
+  delete_records.topics = {{"orders", {{0, 42, 0}, {3, -1, error_code::offset_out_of_range}}}};
+  out.emplace_back(delete_records);
 
   describe_cluster_response describe_cluster;
   describe_cluster.throttle_time_ms = 24;

@@ -1,7 +1,8 @@
 // Kafka DescribeCluster (60) and IncrementalAlterConfigs (44) on moonmq
 // brokers with the metadata log, through raw frames (neither kafkajs 2.2.4
 // nor librdkafka 2.0.2 sends them) and checked with the clients' own
-// DescribeConfigs. Label scenario.
+// DescribeConfigs; DeleteRecords (21) through kafkajs and raw frames.
+// Label scenario.
 
 #include <catch2/catch.hpp>
 
@@ -235,4 +236,118 @@ TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone bro
   CHECK(cluster.controller_id == metadata_controller(port));
   REQUIRE(cluster.brokers.size() == 1);
   CHECK(cluster.brokers[0].port == port);
+}
+
+TEST_CASE("kafka DeleteRecords: kafkajs deleteTopicRecords moves the log start, kept across a restart; errors by "
+          "raw frames",
+          "[kafka_cluster][delete_records]") {
+  temp_dir dir{"moonmq-kafka-delrec"};
+  const auto port = reserve_port();
+  const std::vector<std::string> settings{"Kafka.Enabled=true", "Kafka.Port=" + std::to_string(port)};
+  auto node = std::make_unique<node_process>(dir, settings);
+  REQUIRE(node->wait_ready(20s));
+  auto client = *node->client_port();
+  REQUIRE(call(client, "POST", "/v1/topics", json{{"name", "dr"}, {"partitions", 1}}.dump()).status == 201);
+  fill(client, "dr", 0, 10, 5, 50, "dr");  // batches [0, 5) and [5, 10)
+  const auto broker = "127.0.0.1:" + std::to_string(port);
+  auto [rc, out] = kafkajs_admin(
+    broker,
+    "await a.fetchTopicMetadata({topics:['dr']});"  // kafkajs deletes only in topics it has metadata of
+    "await a.deleteTopicRecords({topic:'dr',partitions:[{partition:0,offset:'7'}]});"
+    "const o=await a.fetchTopicOffsets('dr');console.log('low='+o[0].low+' high='+o[0].high);");
+  INFO("kafkajs: " << out);
+  CHECK(rc == 0);
+  CHECK(out.find("low=7 high=10") != std::string::npos);
+  // A consumer from the earliest offset starts at 7.
+  auto page = call(client, "GET", "/v1/topics/dr/partitions/0/records");
+  REQUIRE(page.status == 200);
+  CHECK(page.body["log_start_offset"] == 7);
+  CHECK(page.body["records"][0]["offset"] == 7);
+
+  auto delete_records = [&](int16_t version, const std::string& topic, int64_t offset) {
+    kafka::delete_records_request req;
+    req.topics = {{topic, {{0, offset}}}};
+    req.timeout_ms = 5000;
+    auto r = answer_of<kafka::delete_records_response>(kafka_exchange(port, request_frame(req, version), 10s),
+                                                       version);
+    REQUIRE(r.ok());
+    REQUIRE(r->topics.size() == 1);
+    REQUIRE(r->topics[0].partitions.size() == 1);
+    return r->topics[0].partitions[0];
+  };
+  namespace ec = kafka::error_code;
+  for (int16_t v : {0, 1, 2}) {
+    INFO("v" << v);
+    CHECK(delete_records(v, "dr", 11).error_code == ec::offset_out_of_range);
+    CHECK(delete_records(v, "dr", -2).error_code == ec::offset_out_of_range);
+    CHECK(delete_records(v, "nope", 1).error_code == ec::unknown_topic_or_partition);
+    auto below = delete_records(v, "dr", 3);  // at or below: unchanged
+    CHECK(below.error_code == 0);
+    CHECK(below.low_watermark == 7);
+  }
+  auto at_end = delete_records(2, "dr", 8);
+  CHECK(at_end.error_code == 0);
+  CHECK(at_end.low_watermark == 8);
+
+  node.reset();  // the process ends
+  node = std::make_unique<node_process>(dir, settings);
+  REQUIRE(node->wait_ready(20s));
+  auto [rc2, out2] = kafkajs_admin(broker, "const o=await a.fetchTopicOffsets('dr');"
+                                           "console.log('low='+o[0].low+' high='+o[0].high);");
+  INFO("kafkajs after restart: " << out2);
+  CHECK(rc2 == 0);
+  CHECK(out2.find("low=8 high=10") != std::string::npos);
+}
+
+TEST_CASE("kafka DeleteRecords on three Raft brokers: the owner answers through any bootstrap broker, the others "
+          "NOT_LEADER_OR_FOLLOWER",
+          "[kafka_cluster][delete_records]") {
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft());
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "dr3"}, {"partitions", 1}}.dump()).status == 201);
+  std::string owner;
+  REQUIRE(wait_until(
+    [&] {
+      auto d = call(c.client(0), "GET", "/v1/topics/dr3");
+      if (d.status != 200 || !d.body["partitions"][0]["owner"].is_string())
+        return false;
+      owner = d.body["partitions"][0]["owner"].get<std::string>();
+      return true;
+    },
+    10s));
+  size_t own = 0;
+  while (c.id(own) != owner)
+    ++own;
+  const size_t other = (own + 1) % 3;
+  fill(c.client(own), "dr3", 0, 12, 4, 50, "dr3");  // batches of 4
+  // kafkajs bootstrapped on a broker that does not own the partition.
+  auto [rc, out] = kafkajs_admin(
+    "127.0.0.1:" + std::to_string(c.kafka(other)),
+    "await a.fetchTopicMetadata({topics:['dr3']});"
+    "await a.deleteTopicRecords({topic:'dr3',partitions:[{partition:0,offset:'6'}]});"
+    "const o=await a.fetchTopicOffsets('dr3');console.log('low='+o[0].low+' high='+o[0].high);");
+  INFO("kafkajs: " << out);
+  CHECK(rc == 0);
+  CHECK(out.find("low=6 high=12") != std::string::npos);
+  // A raw request at a broker that does not own it.
+  kafka::delete_records_request req;
+  req.topics = {{"dr3", {{0, 8}}}};
+  req.timeout_ms = 5000;
+  auto r = answer_of<kafka::delete_records_response>(kafka_exchange(c.kafka(other), request_frame(req, 2), 10s), 2);
+  REQUIRE(r.ok());
+  REQUIRE(r->topics.size() == 1);
+  CHECK(r->topics[0].partitions[0].error_code == kafka::error_code::not_leader_or_follower);
+  auto page = call(c.client(own), "GET", "/v1/topics/dr3/partitions/0/records");
+  REQUIRE(page.status == 200);
+  CHECK(page.body["records"][0]["offset"] == 6);
+  // Kept when the owner is killed and restarted.
+  c.kill(own);
+  c.restart(own);
+  auto [rc2, out2] = kafkajs_admin("127.0.0.1:" + std::to_string(c.kafka(own)),
+                                   "const o=await a.fetchTopicOffsets('dr3');"
+                                   "console.log('low='+o[0].low+' high='+o[0].high);");
+  INFO("kafkajs after restart: " << out2);
+  CHECK(rc2 == 0);
+  CHECK(out2.find("low=6 high=12") != std::string::npos);
 }

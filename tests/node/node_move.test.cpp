@@ -3,7 +3,8 @@
 // the cases where every broker stays up:
 //  - a move under live produce and a consuming group loses, duplicates and
 //    renumbers nothing, and the group resumes on the new owner;
-//  - a log start above zero survives the move;
+//  - a log start above zero survives the move, also one DeleteRecords put
+//    inside a batch;
 //  - a plan of several moves runs MaxConcurrentMoves at a time and each lands
 //    whole;
 //  - the cluster listener refuses unauthenticated and stale requests, a move
@@ -342,6 +343,93 @@ TEST_CASE("a partition whose log start is above zero keeps its log start and off
   auto via_b2 = fill(c.client(1), "ret", 0, 1, 1, 50, "after-b2");
   CHECK(via_b1.begin()->first == before.log_end);
   CHECK(via_b2.begin()->first == before.log_end + 1);
+}
+
+TEST_CASE("delete-records moves the log start inside a batch on the owner only, and a move carries it",
+          "[node][move][delete_records][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.start(0);
+  c.start(1);
+  create_topic(c.client(0), "dr", 1);
+  // Five records per request: batches [0, 5), [5, 10), ...
+  fill(c.client(0), "dr", 0, 40, 5, 100, "dr");
+  const std::string route = "/v1/topics/dr/partitions/0/delete-records";
+  auto bad = call(c.client(0), "POST", route, R"({"before_offset":"7"})");
+  CHECK(bad.status == 400);
+  CHECK(bad.body["error"] == "invalid_request");
+  auto above = call(c.client(0), "POST", route, R"({"before_offset":41})");
+  CHECK(above.status == 400);
+  CHECK(above.body["error"] == "offset_out_of_range");
+  CHECK(above.body["log_end_offset"] == 40);
+  auto elsewhere = call(c.client(1), "POST", route, R"({"before_offset":7})");
+  CHECK(elsewhere.status == 421);
+  CHECK(elsewhere.body["owner"] == "b1");
+  CHECK(call(c.client(0), "POST", "/v1/topics/nope/partitions/0/delete-records", R"({"before_offset":1})").status
+        == 404);
+  auto done = call(c.client(0), "POST", route, R"({"before_offset":7})");
+  INFO(done.raw);
+  REQUIRE(done.status == 200);
+  CHECK(done.body == json{{"topic", "dr"}, {"partition", 0}, {"log_start_offset", 7}});
+  auto lower = call(c.client(0), "POST", route, R"({"before_offset":3})");
+  CHECK(lower.body["log_start_offset"] == 7);
+  auto before = read_partition(c.client(0), "dr", 0);
+  REQUIRE(before.log_start == 7);
+  REQUIRE(before.records.begin()->first == 7);
+
+  // The move copies from the batch [5, 10); the destination keeps 7.
+  auto sub = submit_move(c.admin(0), "dr", 0, "b2");
+  INFO(sub.dump());
+  REQUIRE(sub["accepted"].size() == 1);
+  auto row = wait_terminal(c, 0, "dr", 0, "b1", 30s);
+  INFO(row.dump() << log_tails(c));
+  REQUIRE(row["state"] == "done");
+  auto check_b2 = [&] {
+    auto after = read_partition(c.client(1), "dr", 0);
+    CHECK(after.log_start == 7);
+    CHECK(after.log_end == 40);
+    check_same_records(before.records, after);
+    CHECK(after.records.size() == before.records.size());
+    auto below = call(c.client(1), "GET", "/v1/topics/dr/partitions/0/records?offset=6");
+    CHECK(below.status == 400);
+    CHECK(below.body["log_start_offset"] == 7);
+  };
+  check_b2();
+  c.kill(1);  // no clean close: the log start must have been durable
+  c.restart(1);
+  check_b2();
+  // The new owner answers the next one; the old one names it.
+  CHECK(call(c.client(0), "POST", route, R"({"before_offset":12})").status == 421);
+  auto at_end = call(c.client(1), "POST", route, R"({"before_offset":-1})");
+  CHECK(at_end.body["log_start_offset"] == 40);
+}
+
+TEST_CASE("delete-records on the source during a move's copy reaches the destination with the confirm",
+          "[node][move][delete_records][scenario]") {
+  move_cluster c{{"b1", "b2"}};
+  c.start(0, {"Cluster.MoveThrottleBytesPerSec=200000"});  // ~0.5 MB: ~2.5 s of copying
+  c.start(1);
+  create_topic(c.client(0), "drc", 1);
+  fill(c.client(0), "drc", 0, 500, 5, 1000, "drc");
+  auto sub = submit_move(c.admin(0), "drc", 0, "b2");
+  REQUIRE(sub["accepted"].size() == 1);
+  auto copying = wait_copied(c, 0, "drc", 0, "b1", 100000, 20s);
+  // Below what was copied already (the destination holds it from before).
+  const int64_t before_offset = copying["copy_position"].get<int64_t>() - 3;
+  REQUIRE(before_offset > 0);
+  auto done = call(c.client(0), "POST", "/v1/topics/drc/partitions/0/delete-records",
+                   json{{"before_offset", before_offset}}.dump());
+  INFO(done.raw);
+  REQUIRE(done.status == 200);
+  CHECK(done.body["log_start_offset"] == before_offset);
+  auto before = read_partition(c.client(0), "drc", 0);
+  auto row = wait_terminal(c, 0, "drc", 0, "b1", 60s);
+  INFO(row.dump() << log_tails(c));
+  REQUIRE(row["state"] == "done");
+  auto after = read_partition(c.client(1), "drc", 0);
+  CHECK(after.log_start == before_offset);
+  CHECK(after.log_end == 500);
+  CHECK(after.records.size() == before.records.size());
+  check_same_records(before.records, after);
 }
 
 TEST_CASE("a plan moving several partitions to two brokers runs MaxConcurrentMoves at a time and each lands whole",

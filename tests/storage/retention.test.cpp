@@ -9,12 +9,7 @@ using namespace moonmq::storage::test;
 
 namespace {
 
-log_config cfg() {
-  log_config c;
-  c.segment_bytes = 1024;
-  c.index_interval_bytes = 256;
-  return c;
-}
+log_config cfg() { return one_kib_segments(); }
 
 // Appends `n` batches of 2 records with timestamps ts, ts+1.
 void fill(partition_log& lg, int n, int64_t ts) {

@@ -68,6 +68,15 @@ inline std::string make_batch(int n, int seed, size_t pad = 0, int64_t ts = 1000
   return encode_batch(make_records(n, seed, pad, ts)).value();
 }
 
+/// Small segments (1 KiB) with an index entry every 256 bytes, so a few
+/// batches fill a segment.
+inline log_config one_kib_segments() {
+  log_config c;
+  c.segment_bytes = 1024;
+  c.index_interval_bytes = 256;
+  return c;
+}
+
 /// Every record value readable from `lg` starting at log-start, in order,
 /// with its offset; reads with `max_bytes` per call.
 inline std::vector<std::pair<int64_t, std::string>> read_all(partition_log& lg,

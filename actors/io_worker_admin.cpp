@@ -1,0 +1,126 @@
+// The operations on one partition's log an operator or a move asks for,
+// beside appends and reads (actors/io_worker_impl.hpp): repair of a corrupt
+// log, sealing for a move, and DeleteRecords.
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/io_worker_impl.hpp"
+#include "util/atomic_file.hpp"
+
+namespace moonmq::io_worker_detail {
+
+/// Repairs a log that open refused as corrupt and brings it online;
+/// replies what was cut.
+caf::result<std::string> repair(worker_ptr self, hosted& p) {
+  const auto name = p.name();
+  if (p.log)
+    return make_coded_error(409, "not_corrupt", "partition " + name + " is online: nothing to repair");
+  if (!p.damage)
+    return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
+                                                  + p.open_error + "); restart the node instead");
+  storage::repair_result report;
+  auto fixed = storage::partition_log::repair(dir_of(p.settings), log_config_of(self, p.settings), report);
+  if (!fixed) {
+    log::get("broker")->error("partition.repair_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                              p.settings.partition, fixed.err().message);
+    return storage_failure(fixed.err());
+  }
+  p.log.emplace(std::move(fixed.value()));
+  {
+    // A move's destination copy stays sealed through a repair too.
+    std::error_code ec;
+    p.durable_seal = std::filesystem::exists(seal_marker(p.log->dir()), ec);
+    p.sealed = p.sealed || p.durable_seal;
+  }
+  p.damage.reset();
+  p.open_error.clear();
+  p.set_offline(false);
+  nlohmann::json cuts = nlohmann::json::array();
+  for (const auto& c : report.cuts)
+    cuts.push_back({{"file", c.path},
+                    {"position", c.position},
+                    {"first_offset", c.first.value},
+                    {"end_offset", c.end.value},
+                    {"records", c.records},
+                    {"bytes", c.bytes},
+                    {"reason", c.reason}});
+  log::get("broker")->warn("partition.repaired topic={} partition={} records_removed={} bytes_removed={} cuts={} "
+                           "log_end={}",
+                           p.settings.topic, p.settings.partition, report.records, report.bytes, report.cuts.size(),
+                           p.log->log_end().value);
+  return nlohmann::json{{"topic", p.settings.topic},
+                        {"partition", p.settings.partition},
+                        {"records_removed", report.records},
+                        {"bytes_removed", report.bytes},
+                        {"cuts", cuts},
+                        {"log_start_offset", p.log->log_start().value},
+                        {"log_end_offset", p.log->log_end().value},
+                        {"online", true}}
+    .dump();
+}
+
+/// Seals or unseals; a durable seal writes the marker (fsynced) before it is
+/// reported, and any unseal removes it. Appends already taken are made
+/// durable first, so the log end returned is final while sealed.
+caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable) {
+  if (!p.log)
+    return offline(p);
+  // Everything appended, and a new log's own directory (which must survive
+  // a crash before a marker inside it means anything), is synced first.
+  if (sealed && durable)  // a log never written has no directory yet to hold the marker
+    if (auto made = p.log->materialize(); !made)
+      return make_error(errc::storage_error, "cannot create " + p.log->dir() + ": " + made.err().message);
+  flush_one(self, p);
+  if (!p.log)
+    return offline(p);
+  auto marker = seal_marker(p.log->dir());
+  std::error_code ec;
+  if (sealed && durable) {
+    if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
+      return make_error(errc::storage_error, "cannot write " + marker + ": " + werr.message());
+  } else if (!sealed && std::filesystem::exists(marker, ec)) {
+    std::filesystem::remove(marker, ec);
+    if (!ec)
+      ec = util::fsync_dir(p.log->dir());
+    if (ec)
+      return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
+  }
+  p.sealed = sealed;
+  p.durable_seal = sealed && (durable || p.durable_seal);
+  return p.log->log_end().value;
+}
+
+caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok) {
+  if (!p.log)
+    return offline(p);
+  if (before < -1)
+    return make_error(errc::invalid_request, "delete records: the offset must be >= -1 (-1: the log end)");
+  if (p.sealed && !sealed_ok)
+    return make_error(errc::partition_moved, "partition " + p.name() + " is sealed for a move; retry at its owner");
+  const auto end = p.log->log_end().value;
+  if (before > end)
+    return make_out_of_range(before, p.log->log_start().value, end);
+  // Everything below the new log start is made durable first, through the
+  // worker (a failed sync takes the partition offline and answers the
+  // appends waiting for it).
+  const auto target = before == -1 ? end : before;
+  if (target > p.log->log_start().value && target > p.log->durable_offset().value) {
+    flush_one(self, p);
+    if (!p.log)
+      return offline(p);
+  }
+  auto r = p.log->advance_log_start(storage::offset{before});
+  if (!r) {
+    if (r.err().code == storage::errc::offset_out_of_range)
+      return make_out_of_range(before, r.err().log_start.value, r.err().log_end.value);
+    return storage_failure(r.err());
+  }
+  log::get("broker")->info("partition.records_deleted topic={} partition={} log_start={}", p.settings.topic,
+                           p.settings.partition, r->value);
+  return r->value;
+}
+
+}  // namespace moonmq::io_worker_detail
