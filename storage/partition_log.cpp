@@ -688,6 +688,11 @@ result<offset> partition_log::advance_log_start(offset before) {
     if (!synced)
       return synced.err();
   }
+  // The recovery point reaches it too: a repair never cuts below a log
+  // start, so the offsets below it are never handed out again.
+  if (checkpointed_ < before)
+    if (auto st = write_checkpoint(durable_, false); !st)
+      return st.err();
   if (auto st = write_log_start(dir_, before); !st)
     return st.err();
   stored_log_start_ = before;

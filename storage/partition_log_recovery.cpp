@@ -263,10 +263,19 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
   if (stored_start->state == loaded_checkpoint::kind::valid)
     lg.stored_log_start_ = stored_start->value;
   lg.log_start_ = lg.settled_log_start();
-  if (lg.stored_log_start_ > lg.log_end())
+  if (lg.stored_log_start_ > lg.log_end()) {
+    // A crash in reset/create/a copy's start below its log start, or a cut
+    // below it: the log starts at its end. That is made durable before any
+    // append, or the old value would come back once the log grew past it
+    // (a later open or retention) and hide acknowledged records.
     log::get("storage")->warn("log_start.above_log_end dir={} stored={} log_end={} msg=\"the log starts at its "
                               "end\"",
                               dir, lg.stored_log_start_.value, lg.log_end().value);
+    if (auto st = write_log_start(dir, lg.log_end()); !st)
+      return st.err();
+    lg.stored_log_start_ = lg.log_end();
+    lg.log_start_ = lg.settled_log_start();
+  }
   lg.durable_ = lg.log_end();  // recover fsynced the kept bytes
   lg.checkpointed_ = point.value_or(offset{0});
   lg.clean_on_disk_ = clean;

@@ -162,11 +162,39 @@ TEST_CASE("an unreadable log-start file is ignored and one above the log end is 
     CHECK(lg.log_end() == offset{20});
     CHECK(read_all(lg).size() == 20);
   }
-  // Stored above the end (records lost below it): the log starts at its end.
+  // Stored above the end (records lost below it): the log starts at its
+  // end, durably: records appended past the old value stay readable after
+  // a reopen and after retention.
   write_text(path, encode_log_start(offset{500}));
+  {
+    auto lg = partition_log::open(dir, cfg()).value();
+    CHECK(lg.log_start() == offset{20});
+    CHECK(lg.log_end() == offset{20});
+  }
+  write_text(path, encode_log_start(offset{25}));
+  {
+    auto lg = partition_log::open(dir, cfg()).value();
+    CHECK(lg.log_start() == offset{20});
+    fill(lg, 30);  // 30 batches of 2: offsets 20..79, past the old 25
+    REQUIRE(lg.apply_retention(-1, -1, 0).ok());
+    CHECK(lg.log_start() == offset{20});
+    REQUIRE(lg.close().ok());
+  }
   auto lg = partition_log::open(dir, cfg()).value();
   CHECK(lg.log_start() == offset{20});
-  CHECK(lg.log_end() == offset{20});
+  CHECK(read_all(lg).size() == 60);
+}
+
+TEST_CASE("advancing the log start moves the recovery point up to it", "[storage][log_start]") {
+  temp_dir tmp;
+  const auto dir = tmp.sub("t-0");
+  auto lg = partition_log::open(dir, cfg()).value();
+  fill(lg, 10);
+  REQUIRE(lg.advance_log_start(offset{7}).ok());
+  auto point = read_recovery_checkpoint(dir);
+  REQUIRE(point.ok());
+  REQUIRE(point->state == loaded_checkpoint::kind::valid);
+  CHECK(point->value.point >= offset{7});
 }
 
 TEST_CASE("reset and create forget a stored log start", "[storage][log_start]") {
