@@ -184,14 +184,17 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
       // the log reaches every copy this way), read from the image as it is
       // now when there is one. What this build cannot read of it (a newer
       // version's keys) is skipped, the rest applied.
+      // Keys the topic does not set take the cluster's defaults.
       std::string config_text = config_json;
+      dataplane::topic_config defaults;
       if (st.settings.image) {
         auto image = st.settings.image->topics();
         if (auto t = image->find(name); t != image->end() && t->second.created_at == created_at)
           config_text = t->second.config;
+        defaults = st.settings.image->topic_defaults().values;
       }
       dataplane::topic_config cfg;
-      if (auto skipped = dataplane::read_topic_config_lenient(config_text, cfg); !skipped.empty())
+      if (auto skipped = dataplane::read_topic_config_lenient(config_text, cfg, defaults); !skipped.empty())
         log::get("broker")->error("topic.config_unreadable topic={} skipped=\"{}\" msg=\"the other keys apply\"", name,
                                   skipped);
       if (it != st.topics.end()
@@ -306,9 +309,10 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
 }  // namespace
 
 void sync_local_topics(const broker_actor& broker, const catalog_view& local, const topic_image& topics,
-                       const deleted_topic_map& deleted, const group_actor* groups) {
+                       const deleted_topic_map& deleted, const dataplane::topic_config& defaults,
+                       const group_actor* groups) {
   auto copies = local_copies(*local.get());
-  auto plan = cluster::plan_topic_sync(copies, log_copies(topics), deleted);
+  auto plan = cluster::plan_topic_sync(copies, log_copies(topics, defaults), deleted);
   for (const auto& [name, created_at] : plan.remove) {
     caf::anon_send(broker, delete_atom::value, name, created_at);
     if (groups)

@@ -83,9 +83,12 @@ struct broker_settings {
 /// idempotent (a deletion names the stamp it removes); messages sent by one
 /// caller arrive in order, so a copy goes before its name is adopted again.
 /// `groups` (when given) is told to forget the committed offsets of every
-/// copy deleted (Kafka drops a deleted topic's offsets too).
+/// copy deleted (Kafka drops a deleted topic's offsets too). `defaults`:
+/// the cluster's topic defaults the log's configs are read over (a copy
+/// whose config differs from the result is adopted again).
 void sync_local_topics(const broker_actor& broker, const catalog_view& local, const topic_image& topics,
-                       const deleted_topic_map& deleted, const group_actor* groups);
+                       const deleted_topic_map& deleted, const dataplane::topic_config& defaults,
+                       const group_actor* groups);
 
 /// Spawns the broker with an already loaded catalogue: it spawns (and
 /// enrolls) one partition actor per partition, then publishes `view`.

@@ -83,7 +83,8 @@ void adopt_local(self_ptr self, const std::string& name, std::function<void(int3
   // first, in this actor's message order, so the adopt below never takes it
   // for the topic's own or stamps it.
   if (st.catalog)
-    sync_local_topics(*st.broker, *st.catalog, *topics, *deleted, st.groups ? &*st.groups : nullptr);
+    sync_local_topics(*st.broker, *st.catalog, *topics, *deleted, st.view->topic_defaults().values,
+                      st.groups ? &*st.groups : nullptr);
   self->request(*st.broker, std::chrono::seconds(60), adopt_atom::value, name, it->second.partitions, it->second.config,
                 it->second.created_at)
     .then([done](int32_t n) { done(n); }, [fail](caf::error& e) { fail(e); });
@@ -329,7 +330,8 @@ void import_local_topics(self_ptr self) {
   // Only copies the log never held: not a copy of a deleted topic, nor one
   // stamped by an earlier creation (cluster/topic_sync.hpp).
   auto [topics, deleted] = st.view->topics_and_deleted();
-  auto plan = cluster::plan_topic_sync(local_copies(*local), log_copies(*topics), *deleted);
+  auto plan = cluster::plan_topic_sync(local_copies(*local), log_copies(*topics, st.view->topic_defaults().values),
+                                       *deleted);
   bool missing = !plan.import.empty();
   for (const auto& name : plan.import) {
     const auto& t = local->at(name);
@@ -338,7 +340,9 @@ void import_local_topics(self_ptr self) {
     st.importing.insert(name);
     auto n = static_cast<int32_t>(t.partitions.size());
     log::get("node")->info("topic.importing topic={} partitions={}", name, n);
-    propose_topic(self, name, n, dataplane::topic_config_text(t.config), false,
+    // The keys that differ from the built-in defaults, as a standalone
+    // broker describes them: the others follow the cluster's defaults.
+    propose_topic(self, name, n, dataplane::topic_config_overrides(t.config), false,
                   [self, name](int64_t index) {
                     self->state.importing.erase(name);
                     log::get("node")->info("topic.imported topic={} raft_index={}", name, index);

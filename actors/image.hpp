@@ -40,17 +40,19 @@ struct topic_info {
 /// Immutable snapshot of the topics of the metadata log (empty without Raft).
 using topic_image = std::map<std::string, topic_info>;
 
-/// The log's topics as cluster::plan_topic_sync reads them.
-/// A config is read as the broker's adopt reads it (what this build cannot
-/// read is skipped), so a copy that took it compares equal.
-inline std::map<std::string, cluster::topic_copy> log_copies(const topic_image& topics) {
-  static const std::string defaults = dataplane::topic_config_text({});
+/// The log's topics as cluster::plan_topic_sync reads them, each config
+/// over `defaults` (the cluster's topic defaults, dataplane::topic_defaults_of
+/// the image's dynamic settings). A config is read as the broker's adopt
+/// reads it (what this build cannot read is skipped), so a copy that took it
+/// compares equal, and a change of a cluster default makes every copy that
+/// inherits it differ: the sync adopts them again, which applies it.
+inline std::map<std::string, cluster::topic_copy> log_copies(const topic_image& topics,
+                                                             const dataplane::topic_config& defaults) {
   std::map<std::string, cluster::topic_copy> out;
   for (const auto& [name, t] : topics) {
     dataplane::topic_config c;
-    if (!t.config.empty())
-      (void)dataplane::read_topic_config_lenient(t.config, c);
-    out[name] = {t.partitions, t.created_at, t.config.empty() ? defaults : dataplane::topic_config_text(c)};
+    (void)dataplane::read_topic_config_lenient(t.config, c, defaults);
+    out[name] = {t.partitions, t.created_at, dataplane::topic_config_text(c)};
   }
   return out;
 }
@@ -253,6 +255,10 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     return balancer_;
   }
+
+  /// The cluster's topic defaults: dataplane::topic_defaults_of the
+  /// dynamic settings (the built-in defaults without Raft).
+  dataplane::topic_defaults topic_defaults() const { return dataplane::topic_defaults_of(*balancer()); }
 
 private:
   mutable std::mutex mtx_;

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dataplane/topic_config.hpp"
+
 namespace moonmq::config {
 
 using nlohmann::json;
@@ -86,12 +88,18 @@ std::string check_balancer_patch(const json& patch) {
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     const auto& key = it.key();
     const auto& v = it.value();
+    const dataplane::topic_default_key* topic_default = nullptr;
+    for (const auto& k : dataplane::topic_default_keys())
+      if (key == k.setting)
+        topic_default = &k;
     if (v.is_null() && (key == "Enabled" || key == "DryRun" || key == "IntervalSeconds" || key == "MaxActionsPerDetect"
                         || key == "ExcludedTopics" || key == "ExcludedBrokers" || key == "MoveThrottleBytesPerSec"
-                        || key == "Goals" || key == "NumPartitions"))
+                        || key == "Goals" || key == "NumPartitions" || topic_default))
       continue;
     std::string why;
-    if (key == "Enabled" || key == "DryRun")
+    if (topic_default)
+      why = dataplane::check_topic_default(*topic_default, v, key);
+    else if (key == "Enabled" || key == "DryRun")
       why = v.is_boolean() ? "" : key + " must be true or false";
     else if (key == "IntervalSeconds")
       why = check_int(v, key, 1, 86400);
@@ -108,7 +116,7 @@ std::string check_balancer_patch(const json& patch) {
     else
       why = "unknown setting " + key
             + " (Enabled, DryRun, IntervalSeconds, MaxActionsPerDetect, ExcludedTopics, ExcludedBrokers, "
-              "MoveThrottleBytesPerSec, Goals, NumPartitions)";
+              "MoveThrottleBytesPerSec, Goals, NumPartitions, LogSegmentBytes, LogRetentionBytes, LogRetentionMs)";
     if (!why.empty())
       return why;
   }

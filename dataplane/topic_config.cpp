@@ -58,15 +58,54 @@ std::string change_topic_config(const std::string& current, const std::vector<to
   return {};
 }
 
-std::vector<topic_config_entry> describe_topic_config(const std::string& config) {
+const std::array<topic_default_key, 3>& topic_default_keys() {
+  static const std::array<topic_default_key, 3> keys{{{"segment.bytes", "log.segment.bytes", "LogSegmentBytes"},
+                                                      {"retention.bytes", "log.retention.bytes", "LogRetentionBytes"},
+                                                      {"retention.ms", "log.retention.ms", "LogRetentionMs"}}};
+  return keys;
+}
+
+std::string check_topic_default(const topic_default_key& key, const json& value, const std::string& shown) {
+  if (!value.is_number_integer())
+    return shown + ": expected an integer";
   topic_config c;
+  auto why = parse_topic_config(json{{key.topic, value}}.dump(), c);
+  if (why.empty())
+    return {};
+  // "config.segment.bytes: must be at least 1024" -> "<shown>: must be at least 1024"
+  auto colon = why.find(": ");
+  return shown + (colon == std::string::npos ? ": " + why : why.substr(colon));
+}
+
+topic_defaults topic_defaults_of(const json& settings) {
+  topic_defaults d;
+  if (!settings.is_object())
+    return d;
+  for (const auto& k : topic_default_keys()) {
+    auto it = settings.find(k.setting);
+    if (it == settings.end() || !check_topic_default(k, *it, k.setting).empty())
+      continue;
+    (void)parse_topic_config(json{{k.topic, *it}}.dump(), d.values);
+    d.cluster.insert(k.topic);
+  }
+  return d;
+}
+
+topic_defaults topic_defaults_of(const std::string& settings_text) {
+  return topic_defaults_of(json::parse(settings_text, nullptr, false));
+}
+
+std::vector<topic_config_entry> describe_topic_config(const std::string& config, const topic_defaults& defaults) {
+  topic_config c = defaults.values;
   json set = parse_object(config);
   if (!parse_topic_config(set.dump(), c).empty()) {
-    c = {};
+    c = defaults.values;
     set = json::object();
   }
   auto row = [&](const char* name, int64_t v) {
-    return topic_config_entry{name, std::to_string(v), !set.contains(name) || set[name].is_null(), false};
+    bool inherited = !set.contains(name) || set[name].is_null();
+    return topic_config_entry{name, std::to_string(v), inherited, false,
+                              inherited && defaults.cluster.count(name) != 0};
   };
   return {topic_config_entry{cleanup_policy, "delete", true, true}, row("retention.bytes", c.retention_bytes),
           row("retention.ms", c.retention_ms), row("segment.bytes", c.segment_bytes)};
@@ -86,8 +125,8 @@ std::string topic_config_patch(const std::vector<topic_config_change>& changes, 
   return {};
 }
 
-std::string read_topic_config_lenient(const std::string& text, topic_config& out) {
-  out = {};
+std::string read_topic_config_lenient(const std::string& text, topic_config& out, const topic_config& defaults) {
+  out = defaults;
   if (text.empty())
     return {};
   auto j = json::parse(text, nullptr, false);

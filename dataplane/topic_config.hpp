@@ -6,11 +6,18 @@
 // the keys set on the topic ("" = every key at its default), so that a
 // description can tell a value set on the topic from a default, as Kafka's
 // config source does (DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG vs
-// DEFAULT_CONFIG).
+// DEFAULT_CONFIG). A key not set on the topic takes the cluster's default
+// when the metadata log's dynamic settings set one (Kafka's dynamic
+// cluster-wide broker configs log.segment.bytes, log.retention.bytes,
+// log.retention.ms: DYNAMIC_DEFAULT_BROKER_CONFIG), else the built-in one.
 
+#include <array>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "dataplane/topic_catalog.hpp"
 
@@ -27,9 +34,44 @@ struct topic_config_change {
 struct topic_config_entry {
   std::string name;
   std::string value;
-  bool is_default = true;  ///< not set on the topic
-  bool read_only = false;  ///< cannot be changed (cleanup.policy: only delete)
+  bool is_default = true;        ///< not set on the topic
+  bool read_only = false;        ///< cannot be changed (cleanup.policy: only delete)
+  bool cluster_default = false;  ///< not set on the topic; the value is the cluster's default
 };
+
+/// A topic key whose default a cluster can set: the topic config name, the
+/// name of Kafka's broker config that defaults it, and the key of the
+/// metadata log's dynamic settings that holds it (config/dynamic.hpp).
+struct topic_default_key {
+  const char* topic;    ///< "retention.ms"
+  const char* broker;   ///< "log.retention.ms"
+  const char* setting;  ///< "LogRetentionMs"
+};
+
+/// segment.bytes, retention.bytes and retention.ms, with their broker and
+/// setting names (log.segment.bytes / LogSegmentBytes, ...).
+const std::array<topic_default_key, 3>& topic_default_keys();
+
+/// The defaults a topic of the metadata log starts from: the built-in ones
+/// (topic_config{}) with the cluster's on top.
+struct topic_defaults {
+  topic_config values;
+  std::set<std::string> cluster;  ///< topic keys ("retention.ms") whose default the cluster sets
+};
+
+/// The topic defaults of the dynamic settings object `settings` (its
+/// LogSegmentBytes, LogRetentionBytes, LogRetentionMs). A value this build
+/// cannot read, or one out of its key's range, is skipped: the built-in
+/// default applies. Anything but an object gives the built-in defaults.
+topic_defaults topic_defaults_of(const nlohmann::json& settings);
+
+/// The same, from the settings' JSON object text.
+topic_defaults topic_defaults_of(const std::string& settings_text);
+
+/// Checks a value for the topic default of `key` (one of topic_default_keys,
+/// by topic name), with the ranges change_topic_config applies to the topic
+/// key: "" when valid, else why, naming `shown` (the name the caller was given).
+std::string check_topic_default(const topic_default_key& key, const nlohmann::json& value, const std::string& shown);
 
 /// Applies `changes` to `current` (a topic's config JSON text, "" =
 /// defaults) and writes the result to `out` (JSON object text of the keys
@@ -47,9 +89,9 @@ std::string change_topic_config(const std::string& current, const std::vector<to
 
 /// Every topic config moonmq knows, in name order (cleanup.policy,
 /// retention.bytes, retention.ms, segment.bytes), with the values `config`
-/// (JSON text as above) gives them. A config text that does not parse is
-/// described as defaults.
-std::vector<topic_config_entry> describe_topic_config(const std::string& config);
+/// (JSON text as above) gives them over `defaults`. A config text that does
+/// not parse is described as defaults.
+std::vector<topic_config_entry> describe_topic_config(const std::string& config, const topic_defaults& defaults = {});
 
 /// True for a key change_topic_config knows (cleanup.policy,
 /// retention.bytes, retention.ms, segment.bytes).
@@ -64,8 +106,10 @@ std::string topic_config_patch(const std::vector<topic_config_change>& changes, 
 /// Reads what it can of a config text a broker did not write itself (the
 /// metadata log's): every known key with a valid value; unknown keys (a
 /// newer version's) and bad values are skipped and named in the answer
-/// ("" when nothing was skipped). Unreadable text reads as the defaults.
-std::string read_topic_config_lenient(const std::string& text, topic_config& out);
+/// ("" when nothing was skipped). Keys the text does not set keep their
+/// values of `defaults`; unreadable text reads as `defaults`.
+std::string read_topic_config_lenient(const std::string& text, topic_config& out,
+                                      const topic_config& defaults = {});
 
 /// The keys of `c` that differ from the defaults, as config JSON text
 /// ("" when none): what a standalone broker, which keeps whole configs,

@@ -136,52 +136,101 @@ void create_partitions(const std::shared_ptr<kafka_context>& ctx, kafka::create_
 // --- DescribeConfigs ------------------------------------------------------------
 
 /// Adds a row unless the request names keys and not this one (null or an
-/// empty list = every key, as Kafka and kafkajs read it).
+/// empty list = every key, as Kafka and kafkajs read it). `chain`: where
+/// the value could come from, in Kafka's order of precedence, the first
+/// being where it does (its value and source are the row's); the whole
+/// chain is the row's synonyms when asked for (v1+, include_synonyms).
 void add_config(kafka::describe_configs_result& out, const kafka::describe_configs_resource& res, int16_t version,
-                bool synonyms, std::string name, std::string value, bool read_only, int8_t source) {
+                bool synonyms, std::string name, bool read_only, std::vector<kafka::describe_configs_synonym> chain) {
   const auto& keys = res.configuration_keys;
   if (keys && !keys->empty() && std::find(keys->begin(), keys->end(), name) == keys->end())
     return;
   kafka::describe_configs_entry e;
   e.name = std::move(name);
-  e.value = std::move(value);
+  e.value = chain.front().value;
   e.read_only = read_only;
+  auto source = chain.front().source;
   e.is_default = source == kafka::config_source::default_config;
   if (version >= 1) {
     e.config_source = source;
     if (synonyms)
-      e.synonyms.push_back({e.name, e.value, source});
+      e.synonyms = std::move(chain);
   }
   out.configs.push_back(std::move(e));
 }
 
+/// The cluster's topic defaults (none on a standalone broker).
+dataplane::topic_defaults cluster_topic_defaults(const kafka_context& ctx) {
+  return ctx.owners && ctx.metadata ? ctx.owners->topic_defaults() : dataplane::topic_defaults{};
+}
+
+/// The built-in value of a topic key, as text.
+std::string built_in_value(const std::string& topic_key) {
+  for (const auto& r : dataplane::describe_topic_config(""))
+    if (r.name == topic_key)
+      return r.value;
+  return {};
+}
+
 void describe_topic(const kafka_context& ctx, const kafka::describe_configs_resource& res, int16_t version,
                     bool synonyms, kafka::describe_configs_result& out) {
+  namespace src = kafka::config_source;
   auto config = topic_config_of(ctx, res.resource_name);
   if (!config) {
     out.error_code = ec::unknown_topic_or_partition;
     out.error_message = "unknown topic " + res.resource_name;
     return;
   }
-  for (auto& row : dataplane::describe_topic_config(*config))
-    add_config(out, res, version, synonyms, row.name, row.value, row.read_only,
-               row.is_default ? kafka::config_source::default_config : kafka::config_source::dynamic_topic);
+  auto defaults = cluster_topic_defaults(ctx);
+  auto cluster_rows = dataplane::describe_topic_config("", defaults);
+  for (auto& row : dataplane::describe_topic_config(*config, defaults)) {
+    // Kafka's chain: the topic's own value, the dynamic cluster-wide
+    // default (log.*), the built-in default.
+    const char* broker_name = nullptr;
+    for (const auto& k : dataplane::topic_default_keys())
+      if (row.name == k.topic)
+        broker_name = k.broker;
+    std::vector<kafka::describe_configs_synonym> chain;
+    if (!row.is_default)
+      chain.push_back({row.name, row.value, src::dynamic_topic});
+    if (broker_name && defaults.cluster.count(row.name) != 0)
+      for (const auto& c : cluster_rows)
+        if (c.name == row.name)
+          chain.push_back({broker_name, c.value, src::dynamic_default_broker});
+    chain.push_back({broker_name ? broker_name : row.name, built_in_value(row.name), src::default_config});
+    add_config(out, res, version, synonyms, row.name, row.read_only, std::move(chain));
+  }
 }
 
 /// A broker resource: "" (the cluster default) or a broker's Kafka node id.
-/// num.partitions is the cluster's dynamic default (docs/metadata.md
-/// "Dynamic settings"); auto.create.topics.enable is always on.
+/// num.partitions and the topic defaults log.segment.bytes,
+/// log.retention.bytes and log.retention.ms are the cluster's dynamic
+/// defaults (docs/metadata.md "Dynamic settings");
+/// auto.create.topics.enable is always on.
 void describe_broker(const kafka_context& ctx, const kafka::describe_configs_resource& res, int16_t version,
                      bool synonyms, kafka::describe_configs_result& out) {
+  namespace src = kafka::config_source;
   bool dynamic = false;
   if (ctx.owners) {
     auto settings = nlohmann::json::parse(*ctx.owners->balancer(), nullptr, false);
     dynamic = settings.is_object() && settings.contains("NumPartitions") && !settings["NumPartitions"].is_null();
   }
-  add_config(out, res, version, synonyms, "num.partitions", std::to_string(kafka_num_partitions(ctx)), false,
-             dynamic ? kafka::config_source::dynamic_default_broker : kafka::config_source::static_broker);
-  add_config(out, res, version, synonyms, "auto.create.topics.enable", "true", true,
-             kafka::config_source::default_config);
+  add_config(out, res, version, synonyms, "num.partitions", false,
+             {{"num.partitions", std::to_string(kafka_num_partitions(ctx)),
+               dynamic ? src::dynamic_default_broker : src::static_broker}});
+  add_config(out, res, version, synonyms, "auto.create.topics.enable", true,
+             {{"auto.create.topics.enable", std::string("true"), src::default_config}});
+  auto defaults = cluster_topic_defaults(ctx);
+  auto rows = dataplane::describe_topic_config("", defaults);
+  for (const auto& k : dataplane::topic_default_keys())
+    for (const auto& r : rows)
+      if (r.name == k.topic) {
+        std::vector<kafka::describe_configs_synonym> chain;
+        if (r.cluster_default)
+          chain.push_back({k.broker, r.value, src::dynamic_default_broker});
+        chain.push_back({k.broker, built_in_value(k.topic), src::default_config});
+        add_config(out, res, version, synonyms, k.broker, false, std::move(chain));
+      }
 }
 
 /// A broker resource name: "" or a decimal node id.
@@ -228,18 +277,29 @@ struct config_alteration {
   std::string why;
 };
 
-/// The cluster default num.partitions as a balancer settings patch
-/// (config/dynamic.hpp), or why not. `replace` (AlterConfigs): a request
-/// without the key resets it; otherwise it stays as it is.
+/// The cluster defaults num.partitions, log.segment.bytes,
+/// log.retention.bytes and log.retention.ms as a dynamic settings patch
+/// (config/dynamic.hpp: NumPartitions, LogSegmentBytes, ...), or why not.
+/// `replace` (AlterConfigs): a key the request leaves out is reset (back
+/// to the configured or built-in value); otherwise it stays as it is.
 std::string broker_patch(const config_alteration& res, bool replace, std::string& patch) {
   if (!res.resource_name.empty())
     return "broker configs are cluster-wide in moonmq: alter the cluster default (resource name \"\")";
+  std::vector<std::pair<std::string, std::string>> names{{"num.partitions", "NumPartitions"}};  // Kafka's, setting
+  for (const auto& k : dataplane::topic_default_keys())
+    names.emplace_back(k.broker, k.setting);
   nlohmann::json p = nlohmann::json::object();
+  if (replace)
+    for (const auto& [kafka_name, setting] : names)
+      p[setting] = nullptr;
   for (const auto& c : res.changes) {
-    if (c.name != "num.partitions")
-      return "config." + c.name + ": not a dynamic broker config (known: num.partitions)";
+    auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == c.name; });
+    if (it == names.end())
+      return "config." + c.name
+             + ": not a dynamic broker config (known: num.partitions, log.segment.bytes, log.retention.bytes, "
+               "log.retention.ms)";
     if (!c.value) {
-      p["NumPartitions"] = nullptr;
+      p[it->second] = nullptr;
       continue;
     }
     size_t used = 0;
@@ -249,13 +309,17 @@ std::string broker_patch(const config_alteration& res, bool replace, std::string
     } catch (...) {
       used = 0;
     }
-    if (used == 0 || used != c.value->size() || n < 1 || n > config::max_num_partitions)
+    if (used == 0 || used != c.value->size())
+      return "config." + c.name + ": expected an integer, got '" + *c.value + "'";
+    if (it->second == "NumPartitions" && (n < 1 || n > config::max_num_partitions))
       return "config.num.partitions: expected an integer in [1, " + std::to_string(config::max_num_partitions)
              + "], got '" + *c.value + "'";
-    p["NumPartitions"] = n;
+    for (const auto& k : dataplane::topic_default_keys())
+      if (it->second == k.setting)
+        if (auto why = dataplane::check_topic_default(k, n, "config." + c.name); !why.empty())
+          return why;
+    p[it->second] = n;
   }
-  if (replace && !p.contains("NumPartitions"))
-    p["NumPartitions"] = nullptr;
   patch = p.dump();
   return {};
 }
@@ -264,7 +328,7 @@ std::string broker_patch(const config_alteration& res, bool replace, std::string
 /// topic's whole config (keys left out return to their defaults); otherwise
 /// (IncrementalAlterConfigs, PATCH /v1/topics/{t}/config) they are merged
 /// as a patch through the metadata log, and untouched keys keep their
-/// values. Broker resources: the cluster default num.partitions. Per
+/// values. Broker resources: the cluster defaults (broker_patch). Per
 /// resource: the alteration's own refusal, 3 unknown topic, 40 a bad or
 /// unknown key (named in the message), 42 a resource named twice or of
 /// another type, 7 the metadata log unavailable. `done` gets one answer
@@ -303,8 +367,8 @@ void change_configs(const std::shared_ptr<kafka_context>& ctx, std::vector<confi
       if (auto why = broker_patch(res, replace, patch); !why.empty())
         refuse(ec::invalid_config, why);
       else if (!ctx->metadata)
-        refuse(ec::invalid_request, "num.partitions is dynamic only in a cluster (the metadata log); set "
-                                    "Cluster.NumPartitions");
+        refuse(ec::invalid_request, "cluster defaults are dynamic only in a cluster (the metadata log); set "
+                                    "Cluster.NumPartitions, and each topic's config");
       else if (!validate_only)
         brokers.emplace_back(i, std::move(patch));
     } else {

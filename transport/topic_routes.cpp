@@ -35,10 +35,22 @@ std::string config_of(const client_context& ctx, const std::string& topic) {
   return it == local->end() ? std::string{} : dataplane::topic_config_overrides(it->second.config);
 }
 
-json describe_config(const std::string& text) {
+/// The cluster's topic defaults (none on a standalone broker).
+dataplane::topic_defaults defaults_of(const client_context& ctx) {
+  return ctx.owners && ctx.metadata ? ctx.owners->topic_defaults() : dataplane::topic_defaults{};
+}
+
+/// The config rows: "default" true when the topic does not set the key,
+/// "source" where the value comes from ("topic", "cluster": the cluster's
+/// dynamic default, "default": built in).
+json describe_config(const dataplane::topic_defaults& defaults, const std::string& text) {
   json rows = json::array();
-  for (const auto& r : dataplane::describe_topic_config(text))
-    rows.push_back({{"name", r.name}, {"value", r.value}, {"default", r.is_default}, {"read_only", r.read_only}});
+  for (const auto& r : dataplane::describe_topic_config(text, defaults))
+    rows.push_back({{"name", r.name},
+                    {"value", r.value},
+                    {"default", r.is_default},
+                    {"source", !r.is_default ? "topic" : r.cluster_default ? "cluster" : "default"},
+                    {"read_only", r.read_only}});
   return rows;
 }
 
@@ -52,7 +64,7 @@ void describe_topic(const client_context& ctx, http_request& req, const responde
   std::vector<cluster::topic_partition> parts;
   for (int32_t p = 0; p < *count; ++p)
     parts.push_back({name, p});
-  auto config = describe_config(config_of(ctx, name));
+  auto config = describe_config(defaults_of(ctx), config_of(ctx, name));
   gather_bounds(ctx, parts, [respond, name, config](std::vector<partition_bounds> bounds) {
     json rows = json::array();
     int64_t size = 0;
@@ -99,10 +111,10 @@ void change_config(const client_context& ctx, http_request& req, const responder
     }
   }
   auto name = req.params["topic"];
-  auto ok = [respond, name](std::string& text) {
+  auto ok = [respond, name, defaults = defaults_of(ctx)](std::string& text) {
     respond(http_response::json(
       200, json{{"name", name}, {"config", text.empty() ? json::object() : json::parse(text)},
-                {"configs", describe_config(text)}}
+                {"configs", describe_config(defaults, text)}}
              .dump()));
   };
   if (ctx.metadata)

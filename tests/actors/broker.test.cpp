@@ -2,6 +2,8 @@
 // (docs/metadata.md "Topic configuration"): an adopt takes the config of
 // the image as it is when the adopt runs, so an adopt sent from an older
 // image never undoes a newer change, and every partition gets the config.
+// Keys a topic does not set take the cluster's topic defaults (the image's
+// dynamic settings), and a change of one reaches every copy through the sync.
 
 #include <catch2/catch.hpp>
 
@@ -9,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/broker.hpp"
+#include "actors/catalog_view.hpp"
 #include "actors/registry.hpp"
 #include "actors/system.hpp"
 #include "dataplane/topic_catalog.hpp"
@@ -37,12 +40,20 @@ struct broker_fixture {
     caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
   }
 
-  /// The image holds topic "t" created at index 5 with `config`.
-  void image_holds(const std::string& config) {
+  /// The image holds topic "t" created at index 5 with `config`, and the
+  /// dynamic settings `settings`.
+  void image_holds(const std::string& config, const std::string& settings = "{}") {
     auto topics = std::make_shared<topic_image>();
     (*topics)["t"] = topic_info{2, config, 5};
-    image->set(std::make_shared<owner_map>(), topics, std::make_shared<const std::string>("{}"),
+    image->set(std::make_shared<owner_map>(), topics, std::make_shared<const std::string>(settings),
                std::make_shared<const broker_standing>());
+  }
+  /// What the sync would adopt now (the topics whose copy differs).
+  std::vector<std::string> stale() const {
+    return cluster::plan_topic_sync(local_copies(*view->get()), log_copies(*image->topics(),
+                                                                           image->topic_defaults().values),
+                                    {})
+      .adopt;
   }
   void adopt(const std::string& config) {
     self->request(broker, 10s, adopt_atom::value, std::string{"t"}, int32_t{2}, config, int64_t{5})
@@ -98,4 +109,40 @@ TEST_CASE("a config this build cannot wholly read applies what it can", "[broker
   f.adopt("");
   CHECK(f.retention_ms() == 300);
   CHECK(f.view->get()->at("t").config.segment_bytes == dataplane::topic_config{}.segment_bytes);
+}
+
+TEST_CASE("keys a topic does not set follow the cluster's topic defaults, and a changed default reaches the copy "
+          "through the sync",
+          "[broker][metadata]") {
+  broker_fixture f;
+  f.image_holds(R"({"retention.ms":100})", R"({"LogRetentionMs":9,"LogRetentionBytes":2048,"LogSegmentBytes":4096})");
+  f.adopt(R"({"retention.ms":100})");
+  const auto& t = [&]() -> const dataplane::topic_config& { return f.view->get()->at("t").config; };
+  CHECK(t().retention_ms == 100);  // the topic's own key wins
+  CHECK(t().retention_bytes == 2048);
+  CHECK(t().segment_bytes == 4096);
+  CHECK(f.partition_config(1)["retention.bytes"] == 2048);
+  CHECK(f.stale().empty());
+
+  // The cluster changes its defaults (LogSegmentBytes removed: built-in
+  // again): the copy differs, and the sync adopts it again.
+  f.image_holds(R"({"retention.ms":100})", R"({"LogRetentionBytes":8192})");
+  CHECK(f.stale() == std::vector<std::string>{"t"});
+  sync_local_topics(f.broker, *f.view, *f.image->topics(), {}, f.image->topic_defaults().values, nullptr);
+  CHECK(moonmq::test::wait_until([&] { return t().retention_bytes == 8192; }, 10s));
+  CHECK(t().segment_bytes == dataplane::topic_config{}.segment_bytes);
+  CHECK(t().retention_ms == 100);
+  CHECK(f.partition_config(0)["retention.bytes"] == 8192);
+  CHECK(f.stale().empty());
+  std::string error;
+  auto reloaded = dataplane::topic_catalog::load(f.dir.path(), error);
+  REQUIRE(reloaded);
+  CHECK(reloaded->find("t")->config.retention_bytes == 8192);
+
+  // A value this build cannot read is skipped: the built-in default applies.
+  f.image_holds("", R"({"LogRetentionBytes":"lots","LogSegmentBytes":12})");
+  sync_local_topics(f.broker, *f.view, *f.image->topics(), {}, f.image->topic_defaults().values, nullptr);
+  CHECK(moonmq::test::wait_until([&] { return t().retention_ms == -1; }, 10s));
+  CHECK(t().retention_bytes == -1);
+  CHECK(t().segment_bytes == dataplane::topic_config{}.segment_bytes);
 }

@@ -163,7 +163,7 @@ TEST_CASE("moonmqctl topic and group commands administer a broker in rpk's shape
   REQUIRE(ctl(dir, n.client, "topic describe orders --format json", "", out) == 0);
   auto j = nlohmann::json::parse(text());
   CHECK(j["config"][1] == nlohmann::json{{"name", "retention.bytes"}, {"value", "1048576"}, {"default", false},
-                                         {"read_only", false}});
+                                         {"source", "topic"}, {"read_only", false}});
   CHECK(j["config"][2]["default"] == true);
   CHECK(ctl(dir, n.client, "topic alter-config orders --set nope=1", "", out) == 1);
   REQUIRE(ctl(dir, n.client, "topic add-partitions orders -n 2", "", out) == 0);

@@ -92,3 +92,16 @@ TEST_CASE("NumPartitions is Kafka's num.partitions: checked, and the log's value
   CHECK(num_partitions_with(2, json::parse(R"({})")) == 2);
   CHECK(num_partitions_with(5, json(nullptr)) == 5);
 }
+
+TEST_CASE("the topic defaults LogSegmentBytes, LogRetentionBytes and LogRetentionMs are checked with the ranges of "
+          "the topic keys they default, naming the key",
+          "[config][dynamic]") {
+  CHECK(check_balancer_patch(json::parse(R"({"LogSegmentBytes":1024,"LogRetentionBytes":-1,"LogRetentionMs":0})"))
+        == "");
+  CHECK(check_balancer_patch(json::parse(R"({"LogRetentionMs":null})")) == "");
+  CHECK(check_balancer_patch(json::parse(R"({"LogSegmentBytes":100})")) == "LogSegmentBytes: must be at least 1024");
+  CHECK(check_balancer_patch(json::parse(R"({"LogSegmentBytes":4294967296})")) == "LogSegmentBytes: must be below 2 GiB");
+  CHECK(check_balancer_patch(json::parse(R"({"LogRetentionBytes":-5})")) == "LogRetentionBytes: must be at least -1");
+  CHECK(check_balancer_patch(json::parse(R"({"LogRetentionMs":"1d"})")) == "LogRetentionMs: expected an integer");
+  CHECK(check_balancer_patch(json::parse(R"({"LogRetentionHours":1})")).find("LogRetentionMs") != std::string::npos);
+}

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "dataplane/topic_config.hpp"
@@ -109,4 +111,51 @@ TEST_CASE("a config read leniently keeps every valid known key and names the res
   CHECK(read_topic_config_lenient("", c).empty());
   CHECK(c.retention_ms == -1);
   CHECK_FALSE(read_topic_config_lenient("[1]", c).empty());
+}
+
+TEST_CASE("the cluster's topic defaults: read from the dynamic settings, checked by range, and described as the "
+          "cluster's",
+          "[dataplane][topic_config]") {
+  auto d = topic_defaults_of(std::string(R"({"LogRetentionMs":60000,"LogSegmentBytes":2048,"NumPartitions":3})"));
+  CHECK(d.values.retention_ms == 60000);
+  CHECK(d.values.segment_bytes == 2048);
+  CHECK(d.values.retention_bytes == -1);  // built in
+  CHECK(d.cluster == std::set<std::string>{"retention.ms", "segment.bytes"});
+  // Unreadable or out of range: skipped (built in), the rest read.
+  auto bad = topic_defaults_of(std::string(R"({"LogRetentionMs":"soon","LogSegmentBytes":12,"LogRetentionBytes":5})"));
+  CHECK(bad.values.retention_ms == -1);
+  CHECK(bad.values.segment_bytes == topic_config{}.segment_bytes);
+  CHECK(bad.values.retention_bytes == 5);
+  CHECK(bad.cluster == std::set<std::string>{"retention.bytes"});
+  CHECK(topic_defaults_of(std::string("[1]")).cluster.empty());
+  CHECK(topic_defaults_of(std::string("")).cluster.empty());
+
+  const auto& keys = topic_default_keys();
+  REQUIRE(keys.size() == 3);
+  CHECK(std::string(keys[0].broker) == "log.segment.bytes");
+  CHECK(check_topic_default(keys[0], json(1024), "LogSegmentBytes").empty());
+  CHECK(check_topic_default(keys[0], json(1023), "LogSegmentBytes") == "LogSegmentBytes: must be at least 1024");
+  CHECK(check_topic_default(keys[0], json(int64_t{1} << 31), "x") == "x: must be below 2 GiB");
+  CHECK(check_topic_default(keys[2], json("60000"), "LogRetentionMs") == "LogRetentionMs: expected an integer");
+  CHECK(check_topic_default(keys[1], json(-2), "config.log.retention.bytes")
+        == "config.log.retention.bytes: must be at least -1");
+
+  // A description: the topic's key, then the cluster's default, then built in.
+  auto rows = describe_topic_config(R"({"retention.ms":5})", d);
+  CHECK(row(rows, "retention.ms").value == "5");
+  CHECK_FALSE(row(rows, "retention.ms").is_default);
+  CHECK_FALSE(row(rows, "retention.ms").cluster_default);  // set on the topic
+  CHECK(row(rows, "segment.bytes").value == "2048");
+  CHECK(row(rows, "segment.bytes").is_default);
+  CHECK(row(rows, "segment.bytes").cluster_default);
+  CHECK(row(rows, "retention.bytes").value == "-1");
+  CHECK_FALSE(row(rows, "retention.bytes").cluster_default);
+
+  // A config read over the defaults keeps the keys it does not set.
+  topic_config c;
+  CHECK(read_topic_config_lenient(R"({"retention.ms":7})", c, d.values).empty());
+  CHECK(c.retention_ms == 7);
+  CHECK(c.segment_bytes == 2048);
+  CHECK(read_topic_config_lenient("", c, d.values).empty());
+  CHECK(c.retention_ms == 60000);
 }

@@ -1,12 +1,16 @@
 // Kafka DescribeCluster (60) and IncrementalAlterConfigs (44) on moonmq
 // brokers with the metadata log, through raw frames (neither kafkajs 2.2.4
 // nor librdkafka 2.0.2 sends them) and checked with the clients' own
-// DescribeConfigs; DeleteRecords (21) through kafkajs and raw frames.
+// DescribeConfigs; the cluster's topic defaults (log.segment.bytes,
+// log.retention.bytes, log.retention.ms) through IncrementalAlterConfigs;
+// DeleteRecords (21) through kafkajs and raw frames.
 // Label scenario.
 
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
+#include <thread>
 #include <set>
 
 #include "tests/kafka_node/kafka_client.hpp"
@@ -205,6 +209,154 @@ TEST_CASE("kafka IncrementalAlterConfigs: SET and DELETE merge into a topic's co
   CHECK(entry.value == std::string("1"));
 }
 
+/// DescribeConfigs v1 of one resource with synonyms: its entries by name.
+std::map<std::string, kafka::describe_configs_entry> described(uint16_t port, int8_t type, const std::string& name) {
+  kafka::describe_configs_request req;
+  req.resources = {{type, name, std::nullopt}};
+  req.include_synonyms = true;
+  auto r = answer_of<kafka::describe_configs_response>(kafka_exchange(port, request_frame(req, 1), 5s), 1);
+  std::map<std::string, kafka::describe_configs_entry> out;
+  if (r.ok() && r->results.size() == 1)
+    for (const auto& e : r->results[0].configs)
+      out[e.name] = e;
+  return out;
+}
+
+TEST_CASE("kafka topic defaults log.segment.bytes, log.retention.bytes and log.retention.ms are dynamic cluster "
+          "config: every copy that does not set a key follows it at runtime, a broker that was down catches up, "
+          "and the retention is enforced",
+          "[kafka_cluster][metadata]") {
+  // The defaults are keys of the metadata log's dynamic settings
+  // (LogSegmentBytes, ...; docs/metadata.md "Dynamic settings"); a broker
+  // reads a topic's config over them, so a change re-adopts every copy.
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft({"Storage.RetentionCheckMs=200"}));
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  namespace op = kafka::config_op;
+  namespace src = kafka::config_source;
+  const auto broker = kafka::config_resource::broker;
+  const auto topic = kafka::config_resource::topic;
+  auto catalogue_config = [&](size_t i, const std::string& name) {
+    std::ifstream in(c.data_dir(i) + "/topics.json");
+    auto j = json::parse(in, nullptr, false);
+    if (j.is_object())
+      for (const auto& t : j["topics"])
+        if (t["name"] == name)
+          return t["config"];
+    return json{};
+  };
+  REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "kdef"}, {"partitions", 1}}.dump()).status == 201);
+  // kown sets retention.bytes itself, to the built-in value: it keeps it.
+  REQUIRE(call(c.client(0), "POST", "/v1/topics",
+               json{{"name", "kown"}, {"partitions", 1}, {"config", {{"retention.bytes", -1}}}}.dump())
+            .status == 201);
+  for (size_t i = 0; i < 3; ++i)
+    REQUIRE(wait_until([&] { return catalogue_config(i, "kown")["retention.bytes"] == -1; }, 10s));
+
+  // Refused by name: a value out of the topic key's range, a key that is
+  // not a dynamic default.
+  auto small = incremental(c.kafka(1), 1, broker, "", {{"log.segment.bytes", op::set, std::string("100")}});
+  CHECK(small.error_code == kafka::error_code::invalid_config);
+  CHECK(small.error_message.value_or("") == "config.log.segment.bytes: must be at least 1024");
+  auto unknown = incremental(c.kafka(1), 1, broker, "", {{"log.retention.hours", op::set, std::string("1")}});
+  CHECK(unknown.error_code == kafka::error_code::invalid_config);
+  CHECK(unknown.error_message.value_or("").find("log.retention.hours") != std::string::npos);
+
+  // SET at b2: segments of about one record, 2048 bytes kept.
+  auto set = incremental(c.kafka(1), 1, broker, "",
+                         {{"log.segment.bytes", op::set, std::string("1024")},
+                          {"log.retention.bytes", op::set, std::string("2048")}});
+  INFO(set.error_message.value_or(""));
+  REQUIRE(set.error_code == 0);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(wait_until([&] { return catalogue_config(i, "kdef")["retention.bytes"] == 2048; }, 10s));
+    CHECK(catalogue_config(i, "kdef")["segment.bytes"] == 1024);
+    CHECK(wait_until([&] { return catalogue_config(i, "kown")["segment.bytes"] == 1024; }, 10s));
+    CHECK(catalogue_config(i, "kown")["retention.bytes"] == -1);  // its own key wins
+  }
+
+  // Enforced by the owner's partitions: kdef drops its oldest segments,
+  // kown keeps every record.
+  std::string value(600, 'd');
+  for (const char* name : {"kdef", "kown"})
+    for (int n = 0; n < 12; ++n)
+      REQUIRE(call(c.client(0), "POST", std::string("/v1/topics/") + name + "/records",
+                   json{{"records", json::array({json{{"value", value}, {"partition", 0}}})}}.dump())
+                .status == 200);
+  auto log_start = [&](const char* name) {
+    auto a = call(c.client(0), "GET", std::string("/v1/topics/") + name + "/partitions/0/records?max_records=1");
+    return a.status == 200 ? a.body["log_start_offset"].get<int64_t>() : -1;
+  };
+  CHECK(wait_until([&] { return log_start("kdef") >= 6; }, 10s));
+  std::this_thread::sleep_for(600ms);  // three more retention checks
+  CHECK(log_start("kown") == 0);
+
+  // DescribeConfigs at b3, with synonyms in Kafka's order of precedence.
+  auto kdef = described(c.kafka(2), topic, "kdef");
+  REQUIRE(kdef.count("retention.bytes") == 1);
+  const auto& rb = kdef["retention.bytes"];
+  CHECK(rb.value == std::string("2048"));
+  CHECK(rb.config_source == src::dynamic_default_broker);
+  REQUIRE(rb.synonyms.size() == 2);
+  CHECK(rb.synonyms[0].name == "log.retention.bytes");
+  CHECK(rb.synonyms[0].value == std::string("2048"));
+  CHECK(rb.synonyms[1].source == src::default_config);
+  CHECK(rb.synonyms[1].value == std::string("-1"));
+  CHECK(kdef["retention.ms"].config_source == src::default_config);
+  auto kown = described(c.kafka(2), topic, "kown");
+  REQUIRE(kown["retention.bytes"].synonyms.size() == 3);
+  CHECK(kown["retention.bytes"].config_source == src::dynamic_topic);
+  CHECK(kown["retention.bytes"].synonyms[1].value == std::string("2048"));
+  auto cluster = described(c.kafka(2), broker, "");
+  CHECK(cluster["log.segment.bytes"].value == std::string("1024"));
+  CHECK(cluster["log.segment.bytes"].config_source == src::dynamic_default_broker);
+  CHECK(cluster["log.retention.ms"].value == std::string("-1"));
+  CHECK(cluster["log.retention.ms"].config_source == src::default_config);
+
+  // librdkafka 2.0.2 sees the same at b1.
+  std::string py = "from confluent_kafka.admin import AdminClient, ConfigResource\n"
+                   "a = AdminClient({'bootstrap.servers': '127.0.0.1:" + std::to_string(c.kafka(0)) + "'})\n"
+                   "r = ConfigResource('topic', 'kdef')\n"
+                   "for e in sorted(a.describe_configs([r], request_timeout=20)[r].result().values(), "
+                   "key=lambda e: e.name):\n"
+                   "    print(e.name, e.value, e.is_default, e.source)\n";
+  auto [prc, pout] = python_script(c.data_dir(0), "defaults.py", py);
+  INFO("confluent-kafka: " << pout);
+  CHECK(prc == 0);
+  CHECK(pout.find("retention.bytes 2048 False 3") != std::string::npos);  // DYNAMIC_DEFAULT_BROKER_CONFIG
+  CHECK(pout.find("segment.bytes 1024 False 3") != std::string::npos);
+  CHECK(pout.find("retention.ms -1 True 5") != std::string::npos);
+
+  // Over HTTP: the source of each value, and the settings object.
+  auto d = call(c.client(1), "GET", "/v1/topics/kdef");
+  REQUIRE(d.status == 200);
+  CHECK(d.body["config"][1] == json{{"name", "retention.bytes"}, {"value", "2048"}, {"default", true},
+                                     {"source", "cluster"}, {"read_only", false}});
+  auto settings = call(c.admin(1), "GET", "/admin/balancer");
+  CHECK(settings.body["dynamic"]["LogRetentionBytes"] == 2048);
+
+  // A topic created now takes the defaults too.
+  REQUIRE(call(c.client(2), "POST", "/v1/topics", json{{"name", "klate"}, {"partitions", 1}}.dump()).status == 201);
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(wait_until([&] { return catalogue_config(i, "klate")["segment.bytes"] == 1024; }, 10s));
+
+  // b3 is down while the retention default goes back to built in; it
+  // catches up when it returns.
+  c.stop(2);
+  REQUIRE(wait_until(
+    [&] {
+      return incremental(c.kafka(0), 0, broker, "", {{"log.retention.bytes", op::remove, {}}}).error_code == 0;
+    },
+    15s));
+  for (size_t i = 0; i < 2; ++i)
+    CHECK(wait_until([&] { return catalogue_config(i, "kdef")["retention.bytes"] == -1; }, 10s));
+  CHECK(catalogue_config(2, "kdef")["retention.bytes"] == 2048);
+  c.start(2);
+  CHECK(wait_until([&] { return catalogue_config(2, "kdef")["retention.bytes"] == -1; }, 20s));
+  CHECK(catalogue_config(2, "kdef")["segment.bytes"] == 1024);  // still the cluster's
+}
+
 TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone broker (no metadata log)",
           "[kafka_cluster][metadata]") {
   // Without a Cluster section the broker actor keeps whole configs; the
@@ -228,9 +380,9 @@ TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone bro
   REQUIRE(d.status == 200);
   INFO(d.raw);
   CHECK(d.body["config"][1] == json{{"name", "retention.bytes"}, {"value", "4096"}, {"default", false},
-                                     {"read_only", false}});
+                                     {"source", "topic"}, {"read_only", false}});
   CHECK(d.body["config"][2] == json{{"name", "retention.ms"}, {"value", "600000"}, {"default", false},
-                                     {"read_only", false}});
+                                     {"source", "topic"}, {"read_only", false}});
   auto cluster = describe_cluster(port);
   CHECK(cluster.controller_id == 1);
   CHECK(cluster.controller_id == metadata_controller(port));

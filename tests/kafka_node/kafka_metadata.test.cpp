@@ -684,7 +684,7 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
   CHECK(d.body["partitions"][0]["log_start_offset"].get<int64_t>() >= 6);
   CHECK(d.body["size_bytes"].get<int64_t>() > 0);
   CHECK(d.body["config"][2] == json{{"name", "retention.ms"}, {"value", "86400000"}, {"default", false},
-                                     {"read_only", false}});
+                                     {"source", "topic"}, {"read_only", false}});
   auto patched = call(c.client(2), "PATCH", "/v1/topics/kadm/config",
                       json{{"retention.ms", nullptr}, {"retention.bytes", "4096"}}.dump());
   CHECK(patched.status == 200);

@@ -174,7 +174,7 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   // A deleted topic's committed offsets go with it (Kafka drops them too).
   rs.on_topics = [broker, catalog, groups](const owner_view& image) {
     auto [topics, deleted] = image.topics_and_deleted();
-    sync_local_topics(broker, *catalog, *topics, *deleted, &groups);
+    sync_local_topics(broker, *catalog, *topics, *deleted, image.topic_defaults().values, &groups);
   };
   rs.broker_id = cfg.broker_id();
   rs.election_timeout_ms = cfg.cluster->raft.election_timeout_ms;

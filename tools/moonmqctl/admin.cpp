@@ -111,8 +111,7 @@ int topic_describe(const endpoint& ep, const admin_options& o) {
   for (const auto& c : j->value("config", json::array()))
     configs.add({c.value("name", ""), c.value("value", ""),
                  c.value("read_only", false) ? "read-only"
-                 : c.value("default", true)  ? "default"
-                                             : "topic"});
+                                             : c.value("source", c.value("default", true) ? "default" : "topic")});
   configs.print(std::cout);
   std::cout << "\nPARTITIONS\n";
   table rows{{"PARTITION", "OWNER", "LOG-START", "LOG-END", "SIZE"}};
