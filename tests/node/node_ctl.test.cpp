@@ -125,5 +125,19 @@ TEST_CASE("moonmqctl cluster info, broker list, balancer status and dry-run, and
     REQUIRE(rows.size() == 1);
     CHECK(rows[0]["state"] == "done");
     CHECK(rows[0]["to"] == "b2");
+
+    // --wait --format json: one document, the submission with the moves
+    // as they ended.
+    std::ofstream(plan_file) << R"({"version":1,"partitions":[{"topic":"skew","partition":0,"replicas":["b1"]}]})";
+    auto [brc, back] = moonmqctl(c.admin(1), "reassign execute --plan " + plan_file
+                                                 + " --wait --interval-ms 200 --format json");
+    INFO(back);
+    CHECK(brc == 0);
+    auto doc = json::parse(back, nullptr, false);
+    REQUIRE(doc.is_object());
+    CHECK(doc["accepted"].size() == 1);
+    REQUIRE(doc["reassignments"].size() == 1);
+    CHECK(doc["reassignments"][0]["state"] == "done");
+    CHECK(doc["reassignments"][0]["to"] == "b1");
   }
 }

@@ -49,7 +49,10 @@ using partition_set = std::set<std::pair<std::string, int32_t>>;
 void print_submission(const json& accepted, const json& rejected);
 /// The moves of `only` (every partition when null), each partition's newest
 /// move a line, until they have ended with `o.wait`; exit 1 when one failed.
-int follow_moves(const admin_endpoint& ep, const reassign_options& o, const partition_set* only);
+/// With --format json one document is printed: `submission` (when given,
+/// the execute's answer) with "reassignments" added.
+int follow_moves(const admin_endpoint& ep, const reassign_options& o, const partition_set* only,
+                 const json* submission = nullptr);
 
 }  // namespace
 
@@ -156,17 +159,17 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
   auto accepted = list("accepted");
   auto rejected = list("rejected");
   int rc = rejected.empty() ? 0 : 1;
-  if (o.format == "json") {
-    std::cout << doc->dump(2) << "\n";
-  } else {
+  const bool follow = o.wait && !accepted.empty();
+  if (o.format != "json")
     print_submission(accepted, rejected);
-  }
-  if (!o.wait || accepted.empty())
+  else if (!follow)
+    std::cout << doc->dump(2) << "\n";  // with --wait, one document once the moves ended
+  if (!follow)
     return rc;
   partition_set only;
   for (const auto& a : accepted)
     only.insert({str_field(a, "topic"), static_cast<int32_t>(int_field(a, "partition"))});
-  return std::max(rc, follow_moves(ep, o, &only));
+  return std::max(rc, follow_moves(ep, o, &only, &*doc));
 }
 
 namespace {
@@ -195,7 +198,8 @@ int reassign_verify(const admin_endpoint& ep, const reassign_options& o) { retur
 
 namespace {
 
-int follow_moves(const admin_endpoint& ep, const reassign_options& o, const partition_set* only) {
+int follow_moves(const admin_endpoint& ep, const reassign_options& o, const partition_set* only,
+                 const json* submission) {
   // With --wait on a terminal the block is redrawn in place; otherwise a
   // block is printed only when it changed.
   const bool redraw = o.wait && ::isatty(STDOUT_FILENO);
@@ -258,7 +262,9 @@ int follow_moves(const admin_endpoint& ep, const reassign_options& o, const part
     if (o.format == "json") {
       // One document: now, or with --wait once every move has ended.
       if (!o.wait || all_ended) {
-        std::cout << json{{"reassignments", current}}.dump(2) << "\n";
+        auto out = submission && submission->is_object() ? *submission : json::object();
+        out["reassignments"] = current;
+        std::cout << out.dump(2) << "\n";
         return any_failed ? 1 : 0;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
