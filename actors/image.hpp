@@ -81,6 +81,7 @@ struct move_info {
   std::string state;   ///< queued, copying, cutover, offsets, rolling_back, done, failed, cancelled
   std::string error;
   int64_t end = -1;    ///< the source's sealed log end, once its offsets step recorded it
+  int64_t log_start = -1;  ///< the sealed source's log start, recorded with `end` (-1 = not recorded)
   int64_t epoch = 0;   ///< the partition's owner epoch right after the cutover (0 before it)
   int64_t updated_at = 0;  ///< index of the entry that last changed it
 };

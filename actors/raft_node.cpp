@@ -54,8 +54,9 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
     (*epochs)[cluster::topic_partition{tp.topic, tp.partition}] = static_cast<int64_t>(epoch);
   auto moves = std::make_shared<move_image>();
   for (const auto& [id, m] : table.moves())
-    (*moves)[id] = move_info{{m.topic, m.partition}, m.from.str(), m.to.str(), m.state, m.error, m.end,
-                             static_cast<int64_t>(m.epoch), static_cast<int64_t>(m.updated_at.value)};
+    (*moves)[id] = move_info{{m.topic, m.partition}, m.from.str(), m.to.str(), m.state,
+                             m.error, m.end, m.log_start, static_cast<int64_t>(m.epoch),
+                             static_cast<int64_t>(m.updated_at.value)};
   auto deleted = std::make_shared<deleted_topic_map>();
   for (const auto& [name, at] : table.deleted_topics())
     (*deleted)[name] = static_cast<int64_t>(at.value);

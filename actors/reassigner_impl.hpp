@@ -63,6 +63,7 @@ struct move_run {
   int64_t bytes_total = 0;
   int64_t initial_total = 0;       ///< size of the partition when the copy began
   int64_t final_end = -1;          ///< source log end once sealed (cutover)
+  int64_t final_log_start = -1;    ///< source log start once sealed, read at `offsets` (-1 = not read)
   int64_t copy_started_ms = 0;
   int64_t copied_this_run = 0;     ///< bytes sent since copy_started_ms (throttle)
   int64_t rate = -1;               ///< throttle the current window runs at (-1 = none yet)
@@ -147,21 +148,25 @@ constexpr milliseconds reconcile_every{500};
 constexpr int64_t reconcile_retry_ms = 2000;
 /// The JSON payload of a `move` entry: step `state` of move `id`, applied
 /// only from one of `expect` (empty = create) and, with `expect_epoch`,
-/// while the partition is at that owner epoch.
+/// while the partition is at that owner epoch. `end` and `log_start`
+/// (-1 = none): the sealed source's log end and log start, which the
+/// `offsets` step records.
 std::string move_payload(const std::string& id, const cluster::topic_partition& tp, const std::string& from,
                          const std::string& to, const std::string& state, const std::vector<std::string>& expect,
-                         const std::string& error, int64_t end = -1, int64_t expect_epoch = 0);
+                         const std::string& error, int64_t end = -1, int64_t expect_epoch = 0,
+                         int64_t log_start = -1);
 /// The same for a move of this broker's journal.
 std::string step_payload(self_ptr self, const std::string& id, const std::string& state,
                          const std::vector<std::string>& expect, const std::string& error = {}, int64_t end = -1,
-                         int64_t expect_epoch = 0);
+                         int64_t expect_epoch = 0, int64_t log_start = -1);
 /// Proposes `payload` through the cluster state; `then(nullptr)` once
 /// applied here, else `then(&error)` (409 move_state_changed: a no-op).
 void propose_step(self_ptr self, std::string payload, std::function<void(const caf::error*)> then);
 /// Proposes a step the move does not wait for; a refusal because the log
 /// has ended the move hands over to adopt(), other failures to reconcile().
 void log_step_async(self_ptr self, const std::string& id, const std::string& state,
-                    const std::vector<std::string>& expect, const std::string& error = {}, int64_t end = -1);
+                    const std::vector<std::string>& expect, const std::string& error = {}, int64_t end = -1,
+                    int64_t log_start = -1);
 /// Proposes the creation of journaled move `id` in the log. Applied: the
 /// move may start. Refused: the move fails, unless the partition's unfinished
 /// move in the log is one this journal has ended (its end is proposed and

@@ -16,7 +16,7 @@ namespace moonmq::reassigner_detail {
 
 std::string move_payload(const std::string& id, const cluster::topic_partition& tp, const std::string& from,
                          const std::string& to, const std::string& state, const std::vector<std::string>& expect,
-                         const std::string& error, int64_t end, int64_t expect_epoch) {
+                         const std::string& error, int64_t end, int64_t expect_epoch, int64_t log_start) {
   raft::move_entry m;
   m.id = id;
   m.topic = tp.topic;
@@ -27,15 +27,17 @@ std::string move_payload(const std::string& id, const cluster::topic_partition& 
   m.expect = expect;
   m.error = error;
   m.end = end;
+  m.log_start = log_start;
   m.expect_epoch = static_cast<uint64_t>(std::max<int64_t>(expect_epoch, 0));
   return raft::to_json(raft::entry_payload{std::move(m)}).dump();
 }
 
 std::string step_payload(self_ptr self, const std::string& id, const std::string& state,
                          const std::vector<std::string>& expect, const std::string& error, int64_t end,
-                         int64_t expect_epoch) {
+                         int64_t expect_epoch, int64_t log_start) {
   const auto* row = row_of(self, id);
-  return move_payload(id, row->tp, row->from.value, row->to.value, state, expect, error, end, expect_epoch);
+  return move_payload(id, row->tp, row->from.value, row->to.value, state, expect, error, end, expect_epoch,
+                      log_start);
 }
 
 void propose_step(self_ptr self, std::string payload, std::function<void(const caf::error*)> then) {
@@ -44,20 +46,22 @@ void propose_step(self_ptr self, std::string payload, std::function<void(const c
 }
 
 void log_step_async(self_ptr self, const std::string& id, const std::string& state,
-                    const std::vector<std::string>& expect, const std::string& error, int64_t end) {
+                    const std::vector<std::string>& expect, const std::string& error, int64_t end,
+                    int64_t log_start) {
   if (!row_of(self, id))
     return;
-  propose_step(self, step_payload(self, id, state, expect, error, end), [self, id, state](const caf::error* e) {
-    if (!e)
-      return;
-    if (error_code_of(*e) == "move_state_changed") {
-      auto m = logged_move(self, id);
-      if (m && raft::finished_move_state(m->state) && m->state != state)
-        adopt(self, id);
-      return;
-    }
-    logger()->warn("move.log_step_failed move={} state={} error=\"{}\"", id, state, message_of(*e));
-  });
+  propose_step(self, step_payload(self, id, state, expect, error, end, 0, log_start),
+               [self, id, state](const caf::error* e) {
+                 if (!e)
+                   return;
+                 if (error_code_of(*e) == "move_state_changed") {
+                   auto m = logged_move(self, id);
+                   if (m && raft::finished_move_state(m->state) && m->state != state)
+                     adopt(self, id);
+                   return;
+                 }
+                 logger()->warn("move.log_step_failed move={} state={} error=\"{}\"", id, state, message_of(*e));
+               });
 }
 
 void propose_create(self_ptr self, const std::string& id) {
@@ -178,13 +182,15 @@ void log_journal_progress(self_ptr self, const std::string& id, const cluster::m
     propose_once(self, id, step_payload(self, id, "copying", {"queued"}), "journal copying");
   else if (m.state == "cutover" && row.state == move_state::offsets)
     if (const auto* run = run_of(self, id); run && run->final_end >= 0)
-      propose_once(self, id, step_payload(self, id, "offsets", {"cutover"}, {}, run->final_end), "journal offsets");
+      propose_once(self, id, step_payload(self, id, "offsets", {"cutover"}, {}, run->final_end, 0, run->final_log_start),
+                   "journal offsets");
 }
 
 /// The destination's confirm (transport/move_routes.cpp `confirm`) when
 /// the Raft leader driving an orphaned move is its destination: fsync, check
-/// the log end is the sealed end E, take the partition by a conditional
-/// owner entry at the epoch it holds it at, unseal.
+/// the log end is the sealed end E, take the source's sealed log start when
+/// the log recorded it (durably, before ownership), take the partition by a
+/// conditional owner entry at the epoch it holds it at, unseal.
 void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
   auto part = local_partition(self, m.tp);
   auto [owner, epoch] = self->state.owners->owner_and_epoch(m.tp);
@@ -198,23 +204,33 @@ void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
   };
   auto tp = m.tp;
   auto end = m.end;
+  auto log_start = m.log_start;
   auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
-  logger()->info("move.orphan_confirm move={} to={} log_end={}", id, self->state.settings.broker_id, end);
+  logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, self->state.settings.broker_id, end,
+                 log_start);
+  auto take = [self, tp, at, epoch = epoch, part = *part, done] {
+    self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
+                  self->state.settings.broker_id, at, epoch)
+      .then(
+        [self, part, done](bool) {
+          self->request(part, local_timeout, seal_atom::value, false)
+            .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
+        },
+        [done](caf::error& e) { done(message_of(e)); });
+  };
   self->request(*part, local_timeout, copy_atom::value, std::string{}, true)
     .then(
-      [self, id, tp, end, at, epoch = epoch, part = *part, done](int64_t log_end) {
+      [self, end, log_start, part = *part, take, done](int64_t log_end) {
         if (log_end != end) {
           done("log end is " + std::to_string(log_end) + ", the sealed end " + std::to_string(end));
           return;
         }
-        self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
-                      self->state.settings.broker_id, at, epoch)
-          .then(
-            [self, part, done](bool) {
-              self->request(part, local_timeout, seal_atom::value, false)
-                .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
-            },
-            [done](caf::error& e) { done(message_of(e)); });
+        if (log_start < 0) {  // not recorded (an earlier version's entry): the copy's own stays
+          take();
+          return;
+        }
+        self->request(part, local_timeout, delete_records_atom::value, log_start, true)
+          .then([take](int64_t) { take(); }, [done](caf::error& e) { done(caf::to_string(e)); });
       },
       [done](caf::error& e) { done(caf::to_string(e)); });
 }
@@ -294,9 +310,11 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   o.in_flight = true;
   auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
   auto handle = caf::actor_cast<reassigner_actor>(self);
-  logger()->info("move.orphan_confirm move={} to={} log_end={}", id, m.to, m.end);
-  transport::call_peer(*peer, "POST", tp_path(m.tp) + "/confirm",
-                       json{{"from", m.from}, {"log_end_offset", m.end}}.dump(), status.term, status.leader,
+  logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
+  json confirm{{"from", m.from}, {"log_end_offset", m.end}};
+  if (m.log_start >= 0)  // the source's sealed log start: records it deleted during the copy stay deleted
+    confirm["log_start_offset"] = m.log_start;
+  transport::call_peer(*peer, "POST", tp_path(m.tp) + "/confirm", confirm.dump(), status.term, status.leader,
                        st.settings.peer_timeout, [handle, id](int code, json, std::string error) {
                          // Whatever the answer, the next tick decides again from the image.
                          caf::anon_send(handle, step_atom::value, id, int64_t{-1}, static_cast<int32_t>(code),

@@ -206,7 +206,7 @@ bool ownership_state::apply_move(const move_entry& m, log_index at) {
     // A new move: of the partition's owner, one unfinished move at a time.
     if (m.state != "queued" || moves_.count(m.id) || active_move(tp) || owner_of(tp) != std::optional{m.from})
       return false;
-    moves_[m.id] = move_record{m.topic, m.partition, m.from, m.to, "queued", m.error, -1, 0, at};
+    moves_[m.id] = move_record{m.topic, m.partition, m.from, m.to, "queued", m.error, -1, -1, 0, at};
   } else {
     auto it = moves_.find(m.id);
     if (it == moves_.end())
@@ -242,6 +242,8 @@ bool ownership_state::apply_move(const move_entry& m, log_index at) {
       rec.error = m.error;
     if (m.end >= 0)
       rec.end = m.end;
+    if (m.log_start >= 0)
+      rec.log_start = m.log_start;
     rec.updated_at = at;
   }
   // Finished moves beyond the kept number go, oldest first (by the entry

@@ -186,6 +186,8 @@ json to_json(const entry_payload& p) {
     j["error"] = m->error;
     if (m->end >= 0)
       j["end"] = m->end;
+    if (m->log_start >= 0)
+      j["log_start"] = m->log_start;
     if (m->expect_epoch != 0)
       j["expect_epoch"] = m->expect_epoch;
   } else if (auto* b = std::get_if<broker_entry>(&p)) {
@@ -331,6 +333,12 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
         r.fail("end", "expected an offset");
       m.end = static_cast<int64_t>(end);
     }
+    if (r.ok() && r.has("log_start")) {  // absent in entries of earlier versions
+      auto start = r.u64("log_start");
+      if (r.ok() && start > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        r.fail("log_start", "expected an offset");
+      m.log_start = static_cast<int64_t>(start);
+    }
     if (r.ok() && r.has("expect_epoch"))
       m.expect_epoch = r.u64("expect_epoch");
     if (r.ok() && m.from == m.to)
@@ -422,8 +430,8 @@ json to_json(const snapshot& s) {
   for (const auto& [id, m] : s.moves)
     moves.push_back(json{{"id", id},           {"topic", m.topic},   {"partition", m.partition},
                          {"from", m.from.str()}, {"to", m.to.str()}, {"state", m.state},
-                         {"error", m.error},   {"end", m.end},       {"epoch", m.epoch},
-                         {"updated_at", m.updated_at.value}});
+                         {"error", m.error},   {"end", m.end},       {"log_start", m.log_start},
+                         {"epoch", m.epoch},   {"updated_at", m.updated_at.value}});
   json deleted = json::array();
   for (const auto& [name, at] : s.deleted_topics)
     deleted.push_back(json{{"topic", name}, {"deleted_at", at.value}});
@@ -589,6 +597,13 @@ result<snapshot> snapshot_from_json(const json& j) {
           m.end = row["end"].get<int64_t>();
         else if (rm.ok())
           rm.fail("end", "expected an offset or -1");
+        // Absent in snapshots of earlier versions: not recorded.
+        if (rm.ok() && row.contains("log_start")) {
+          if (row["log_start"].is_number_integer() && row["log_start"].get<int64_t>() >= -1)
+            m.log_start = row["log_start"].get<int64_t>();
+          else
+            rm.fail("log_start", "expected an offset or -1");
+        }
         m.epoch = rm.u64("epoch");
         m.updated_at = log_index{rm.u64("updated_at")};
         if (rm.ok() && m.from == m.to)

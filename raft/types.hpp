@@ -234,11 +234,14 @@ struct move_entry {
   std::vector<std::string> expect;
   std::string error;
   int64_t end = -1;           ///< offsets: the source's sealed log end
+  /// offsets: the source's log start once sealed (final: DeleteRecords is
+  /// refused on a sealed partition); -1 = not recorded (JSON absent).
+  int64_t log_start = -1;
   uint64_t expect_epoch = 0;  ///< 0 = no owner epoch condition
   friend bool operator==(const move_entry& a, const move_entry& b) {
     return a.id == b.id && a.topic == b.topic && a.partition == b.partition && a.from == b.from && a.to == b.to &&
            a.state == b.state && a.expect == b.expect && a.error == b.error && a.end == b.end &&
-           a.expect_epoch == b.expect_epoch;
+           a.log_start == b.log_start && a.expect_epoch == b.expect_epoch;
   }
 };
 
@@ -251,12 +254,13 @@ struct move_record {
   std::string state;
   std::string error;
   int64_t end = -1;        ///< the sealed log end, once an offsets step recorded it
+  int64_t log_start = -1;  ///< the sealed source's log start, with `end` (-1 = not recorded)
   uint64_t epoch = 0;      ///< the partition's owner epoch right after the cutover (0 before it)
   log_index updated_at;    ///< index of the entry that last changed it
   friend bool operator==(const move_record& a, const move_record& b) {
     return a.topic == b.topic && a.partition == b.partition && a.from == b.from && a.to == b.to &&
-           a.state == b.state && a.error == b.error && a.end == b.end && a.epoch == b.epoch &&
-           a.updated_at == b.updated_at;
+           a.state == b.state && a.error == b.error && a.end == b.end && a.log_start == b.log_start &&
+           a.epoch == b.epoch && a.updated_at == b.updated_at;
   }
 };
 

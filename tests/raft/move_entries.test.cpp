@@ -133,7 +133,10 @@ TEST_CASE("moves survive a snapshot and the wire; finished ones beyond the kept 
   REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
   REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
   REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued"})));
-  REQUIRE(f.apply(log_fixture::step("m1", "offsets", {"cutover"}, 0, 77)));
+  auto offsets = log_fixture::step("m1", "offsets", {"cutover"}, 0, 77);
+  offsets.log_start = 20;  // the sealed source's log start, recorded with its end
+  REQUIRE(f.apply(offsets));
+  CHECK(f.s.moves().at("m1").log_start == 20);
   auto snap = f.s.to_snapshot();
   auto parsed = snapshot_from_json(to_json(snap));
   REQUIRE(parsed.ok());
@@ -142,6 +145,15 @@ TEST_CASE("moves survive a snapshot and the wire; finished ones beyond the kept 
   copy.load(*parsed);
   CHECK(copy == f.s);
   CHECK(copy.moves().at("m1").end == 77);
+  CHECK(copy.moves().at("m1").log_start == 20);
+  // A snapshot row of an earlier version has no log start: not recorded.
+  auto older = to_json(snap);
+  older["moves"][0].erase("log_start");
+  REQUIRE(snapshot_from_json(older).ok());
+  CHECK(snapshot_from_json(older)->moves.at("m1").log_start == -1);
+  auto bad_start = to_json(snap);
+  bad_start["moves"][0]["log_start"] = "x";
+  CHECK_FALSE(snapshot_from_json(bad_start).ok());
   // An older snapshot has no moves.
   auto j = to_json(snap);
   j.erase("moves");
@@ -153,6 +165,11 @@ TEST_CASE("moves survive a snapshot and the wire; finished ones beyond the kept 
   auto wire = entry_from_json(to_json(log_entry{term{2}, log_index{5}, e}));
   REQUIRE(wire.ok());
   CHECK(std::get<move_entry>(wire->payload) == e);
+  CHECK_FALSE(to_json(log_entry{term{2}, log_index{5}, e}).contains("log_start"));  // -1: left out
+  e.log_start = 3;
+  wire = entry_from_json(to_json(log_entry{term{2}, log_index{5}, e}));
+  REQUIRE(wire.ok());
+  CHECK(std::get<move_entry>(wire->payload).log_start == 3);
   auto bad = to_json(log_entry{term{2}, log_index{5}, e});
   bad["state"] = "draining";  // the log's `cutover` covers the source's drain
   CHECK_FALSE(entry_from_json(bad).ok());
