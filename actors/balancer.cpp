@@ -14,6 +14,7 @@
 #include "goals/detector.hpp"
 #include "goals/load_model.hpp"
 #include "goals/model_json.hpp"
+#include "goals/move_history.hpp"
 #include "plugins/goal_loader.hpp"
 #include "util/clock.hpp"
 #include "util/logging.hpp"
@@ -25,9 +26,6 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::milliseconds;
 
-/// A partition whose move finished within this many intervals does not
-/// move again yet: its rates on the new owner need a window first.
-constexpr int64_t cooldown_intervals = 3;
 constexpr milliseconds local_timeout{5000};
 /// How often a loop that is off looks at the metadata log's settings again.
 constexpr milliseconds settings_poll{1000};
@@ -185,22 +183,6 @@ void read_counters(const json& body, std::map<std::pair<std::string, goals::topi
     goals::topic_partition tp{row["topic"].get<std::string>(), row["partition"].get<int32_t>()};
     out[{reporter, tp}] = {row["bytes_in"].get<uint64_t>(), row["bytes_out"].get<uint64_t>()};
   }
-}
-
-/// How long a partition stays still after a move that ended `done`: three
-/// intervals after the balancer's own moves; after an operator's, the
-/// longer of that and Autobalance.ManualMoveCooldownSeconds, so that the
-/// balancer does not undo a hand move (docs/balancer.md "Stability rules").
-int64_t cooldown_ms(const config::autobalance_config& cfg, const std::string& origin) {
-  int64_t own = cooldown_intervals * cfg.interval_seconds * int64_t{1000};
-  if (origin == "operator")
-    return std::max(own, cfg.manual_move_cooldown_seconds * int64_t{1000});
-  return own;
-}
-
-bool unfinished(const json& row) {
-  auto s = row.value("state", std::string{});
-  return s != "done" && s != "failed" && s != "cancelled";
 }
 
 /// The resource a built-in distribution goal balances (for the stddev metric).
@@ -391,18 +373,21 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   std::set<std::string> known;
   for (const auto& b : model.brokers)
     known.insert(b.id);
-  for (const auto& row : in["moves"]) {
-    goals::topic_partition tp{row.value("topic", std::string{}), row.value("partition", 0)};
-    if (unfinished(row) && known.count(row.value("to", std::string{})))
-      model.in_flight.push_back({tp, row.value("to", std::string{})});
-    else if (row.value("state", std::string{}) == "done"
-             && row.value("updated_ms", int64_t{0}) > now - cooldown_ms(cfg, row.value("origin", std::string{})))
-      model.cooldown.push_back(tp);
-  }
   // Replicas whose owner is not a broker of the cluster cannot be modelled.
   model.replicas.erase(std::remove_if(model.replicas.begin(), model.replicas.end(),
                                       [&](const goals::replica_spec& r) { return !known.count(r.owner); }),
                        model.replicas.end());
+  // The journal: running moves count at their destination; a move that
+  // ended holds its partition still and keeps it off the broker it left or
+  // failed to reach (goals/move_history.hpp, docs/balancer.md "Stability rules").
+  std::vector<goals::journal_move> journal;
+  for (const auto& row : in["moves"])
+    if (auto m = goals::journal_move_from_json(row))
+      journal.push_back(std::move(*m));
+  goals::add_move_history(model, journal,
+                          goals::make_stability_windows(cfg.interval_seconds, cfg.manual_move_cooldown_seconds,
+                                                        cfg.avoid_broker_seconds),
+                          now);
   json broker_list = json::array();
   for (const auto& b : model.brokers)
     broker_list.push_back({{"id", b.id},
@@ -412,6 +397,8 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
                            {"incomplete_window", incomplete.count(b.id) > 0}});
   pass["brokers"] = broker_list;
   pass["in_flight"] = model.in_flight.size();
+  pass["cooldown"] = model.cooldown.size();
+  pass["avoid"] = model.avoid.size();
   auto loaded = st.goals ? st.goals->current() : plugins::load_report{};
   std::vector<const goals::goal*> goal_list;
   // With the balancer off, a pass runs only for a drain: the hard goals

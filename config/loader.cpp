@@ -345,6 +345,7 @@ void read_autobalance(reader& server, autobalance_config& a) {
   r.get_strings("ExcludedTopics", a.excluded_topics);
   r.get_strings("ExcludedBrokers", a.excluded_brokers);
   r.get_int("ManualMoveCooldownSeconds", a.manual_move_cooldown_seconds, 0, 31LL * 86400);
+  r.get_int("AvoidBrokerSeconds", a.avoid_broker_seconds, 0, 31LL * 86400);
   if (a.min_valid > a.window)
     r.error("MinValid", "must not exceed Window (" + std::to_string(a.window) + ")");
   r.finish();

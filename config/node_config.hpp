@@ -105,6 +105,10 @@ struct autobalance_config {
   /// How long the balancer leaves a partition an operator moved where it
   /// is (seconds; at least three intervals either way).
   int64_t manual_move_cooldown_seconds = 3600;
+  /// How long the balancer keeps a partition off the broker a move took it
+  /// from and off the destination of its failed or cancelled move (seconds;
+  /// never less than that move's cooldown).
+  int64_t avoid_broker_seconds = 1800;
 };
 
 /// Settings of the HTTP server shared by every listener.

@@ -54,8 +54,12 @@ class detector_context final : public optimize_context {
     if (a.replica.value >= s_.replica_count()) return false;
     if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return false;
     if (!s_.movable(a.replica) || s_.owner(a.replica) != a.from) return false;
+    // A partition never goes where it recently failed to go or came from
+    // (docs/balancer.md "Stability rules").
+    if (s_.avoided(a.replica, a.to)) return false;
     if (a.type == action_type::swap) {
       if (a.other.value >= s_.replica_count() || !s_.movable(a.other) || s_.owner(a.other) != a.to) return false;
+      if (s_.avoided(a.other, a.from)) return false;
     }
     return true;
   }
@@ -95,7 +99,7 @@ std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding
   std::vector<broker_index> targets;
   for (std::uint32_t b = 0; b < s.broker_count(); ++b)
     if (s.drain_target(broker_index{b})) targets.push_back(broker_index{b});
-  std::size_t internal = 0, refused = 0, capped = 0;
+  std::size_t internal = 0, refused = 0, capped = 0, onto_avoided = 0;
   for (std::uint32_t r = 0; r < s.replica_count(); ++r) {
     const replica_index ri{r};
     const broker_index from = s.owner(ri);
@@ -108,9 +112,12 @@ std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding
       ++capped;
       continue;
     }
-    // Fewest partitions, then least NW_IN, then broker order.
+    // Not avoided first (an avoided target is the last resort: a drain must
+    // end), then fewest partitions, then least NW_IN, then broker order.
     std::vector<broker_index> order = targets;
     std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
+      const bool ax = s.avoided(ri, x), ay = s.avoided(ri, y);
+      if (ax != ay) return ay;
       const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
       if (px != py) return px < py;
       return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
@@ -127,6 +134,7 @@ std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding
       if (accepted && s.apply(a)) {
         moved.push_back(ri);
         placed = true;
+        if (s.avoided(ri, to)) ++onto_avoided;
         break;
       }
     }
@@ -140,6 +148,9 @@ std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding
   if (capped) text += "; " + std::to_string(capped) + " wait for a later pass (MaxActionsPerDetect)";
   if (refused) text += "; " + std::to_string(refused) + " have no destination every hard goal accepts";
   if (internal) text += "; " + std::to_string(internal) + " are moving already or internal";
+  if (onto_avoided)
+    text += "; " + std::to_string(onto_avoided) +
+            " go to a broker they recently left or failed to reach (no other target accepts them)";
   report.explanation = text;
   return moved;
 }

@@ -91,8 +91,10 @@ std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
 /// which is left in the planned state. At most `max_actions` partitions move.
 /// Draining brokers are emptied first: each drainable partition of one goes
 /// to the drain target with the fewest partitions (then the least NW_IN
-/// load, then the first in broker order) that every hard goal accepts; the
-/// goals then run with the draining brokers ineligible. This is the order of
+/// load, then the first in broker order) that every hard goal accepts,
+/// a target the partition avoids (cluster_model::avoid) only when no other
+/// one accepts it; the goals then run with the draining brokers ineligible
+/// and never move a partition to a broker it avoids. This is the order of
 /// Cruise Control's remove_broker, which relocates the removed brokers'
 /// replicas ahead of optimizing its goals.
 plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size_t max_actions);

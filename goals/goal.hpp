@@ -50,7 +50,8 @@ class optimize_context {
   virtual ~optimize_context() = default;
   /// Proposes `a` (not yet applied) on behalf of the running goal. The
   /// detector applies it to the snapshot and returns true only when: source
-  /// and destination are eligible brokers, the replica(s) are movable, the
+  /// and destination are eligible brokers, the replica(s) are movable and
+  /// the destination is not one they avoid (snapshot::avoided), the
   /// plan stays within max_actions moved partitions, no hard goal vetoes, and
   /// no other goal reports it makes it worse (goals optimized earlier, the
   /// running goal, and goals still to run, so that no goal ends worse).

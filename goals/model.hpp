@@ -49,6 +49,16 @@ struct in_flight_move {
   std::string to;
 };
 
+/// A broker that one partition must not move to in this plan
+/// (docs/balancer.md "Stability rules"): the destination of its recent
+/// failed or cancelled move, or a broker a recent move took it from. Goals
+/// never choose it; a drain chooses it only when no other drain target
+/// accepts the partition.
+struct avoided_destination {
+  topic_partition tp;
+  std::string broker;
+};
+
 /// Everything one planning pass needs.
 struct cluster_model {
   std::vector<broker_spec> brokers;
@@ -64,6 +74,9 @@ struct cluster_model {
   std::vector<topic_partition> cooldown;
   /// Moves still running; applied to the model before planning.
   std::vector<in_flight_move> in_flight;
+  /// Per-partition brokers not to move to. Entries naming an unknown
+  /// partition or broker (deleted or removed since) are ignored.
+  std::vector<avoided_destination> avoid;
 };
 
 /// Checks the references inside a model: unique non-empty broker ids, owners

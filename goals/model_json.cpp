@@ -176,6 +176,16 @@ outcome<cluster_model> model_from_json(const json& j) {
       m.in_flight.push_back(std::move(mv));
     }
   }
+  if (auto av = j.find("avoid"); av != j.end() && !av->is_null()) {
+    if (!av->is_array()) return result::failure("avoid: expected an array");
+    for (std::size_t i = 0; i < av->size(); ++i) {
+      const std::string path = "avoid[" + std::to_string(i) + "]";
+      avoided_destination a;
+      if (!read_tp((*av)[i], path, a.tp) || !rd.string_at((*av)[i], "broker", path, a.broker, true))
+        return result::failure(rd.error);
+      m.avoid.push_back(std::move(a));
+    }
+  }
   if (auto err = validate(m); !err.empty()) return result::failure(err);
   return m;
 }
@@ -228,6 +238,12 @@ json model_to_json(const cluster_model& m) {
     json inf = json::array();
     for (const auto& mv : m.in_flight) inf.push_back({{"topic", mv.tp.topic}, {"partition", mv.tp.partition}, {"to", mv.to}});
     out["in_flight"] = inf;
+  }
+  if (!m.avoid.empty()) {
+    json av = json::array();
+    for (const auto& a : m.avoid)
+      av.push_back({{"topic", a.tp.topic}, {"partition", a.tp.partition}, {"broker", a.broker}});
+    out["avoid"] = av;
   }
   return out;
 }

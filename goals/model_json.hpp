@@ -1,9 +1,11 @@
 #pragma once
 // JSON conversion of the model and the plan, exactly as CONTRACT §6.
 // Model extensions accepted (optional): "cooldown": [{"topic","partition"}],
-// "in_flight": [{"topic","partition","to"}]. Plan extensions: goals[].basis,
-// goals[].hard, goals[].priority, goals[].cost_before, goals[].cost_after, "summary",
-// "moves_lower_bound" and "moves_to_lower_bound" (docs/balancer.md "Detector").
+// "in_flight": [{"topic","partition","to"}], "avoid":
+// [{"topic","partition","broker"}] (a model without them plans as before).
+// Plan extensions: goals[].basis, goals[].hard, goals[].priority,
+// goals[].cost_before, goals[].cost_after, "summary", "moves_lower_bound"
+// and "moves_to_lower_bound" (docs/balancer.md "Detector").
 
 #include <string>
 #include <string_view>

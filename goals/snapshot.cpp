@@ -1,5 +1,6 @@
 #include "goals/snapshot.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -8,6 +9,10 @@ namespace {
 
 std::uint64_t replica_key(std::uint32_t topic, std::int32_t partition) {
   return (static_cast<std::uint64_t>(topic) << 32) | static_cast<std::uint32_t>(partition);
+}
+
+std::uint64_t avoid_key(std::uint32_t replica, std::uint32_t broker) {
+  return (static_cast<std::uint64_t>(replica) << 32) | broker;
 }
 
 // Amounts above 1e18 (an exabyte, or an exabyte per second) are refused so
@@ -119,6 +124,14 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     // Unknown cooldown partitions are harmless (deleted since): ignored.
     if (auto r = s.find_replica(tp.topic, tp.partition)) s.movable_[r->value] = 0;
   }
+  for (const auto& a : model.avoid) {
+    // Like cooldown: a partition deleted or a broker removed since is moot.
+    auto r = s.find_replica(a.tp.topic, a.tp.partition);
+    auto b = s.find_broker(a.broker);
+    if (r && b) s.avoided_.push_back(avoid_key(r->value, b->value));
+  }
+  std::sort(s.avoided_.begin(), s.avoided_.end());
+  s.avoided_.erase(std::unique(s.avoided_.begin(), s.avoided_.end()), s.avoided_.end());
   s.origin_ = s.owner_;
 
   for (std::size_t i = 0; i < nr; ++i) {
@@ -174,6 +187,11 @@ std::optional<replica_index> snapshot::find_replica(std::string_view topic, std:
   auto it = replica_by_key_.find(replica_key(t->second, partition));
   if (it == replica_by_key_.end()) return std::nullopt;
   return replica_index{it->second};
+}
+
+bool snapshot::avoided(replica_index r, broker_index b) const {
+  if (avoided_.empty()) return false;
+  return std::binary_search(avoided_.begin(), avoided_.end(), avoid_key(r.value, b.value));
 }
 
 void snapshot::move_replica(std::uint32_t r, std::uint32_t to) {

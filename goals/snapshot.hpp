@@ -22,7 +22,7 @@ class snapshot {
   /// Validates and freezes `model`: in-flight moves are applied (and become
   /// the partitions' starting owner), cooldown and in-flight partitions,
   /// internal (`__`) and excluded topics and untrusted replicas are marked
-  /// immovable. Errors name the offending element
+  /// immovable, and `model.avoid` is indexed for avoided(). Errors name the offending element
   /// (e.g. "partitions[3].owner: unknown broker \"b9\"").
   static outcome<snapshot> freeze(const cluster_model& model);
 
@@ -71,6 +71,9 @@ class snapshot {
   const std::string& topic(replica_index r) const { return topics_[topic_[r.value]]; }
   std::int32_t partition(replica_index r) const { return partition_[r.value]; }
   std::optional<replica_index> find_replica(std::string_view topic, std::int32_t partition) const;
+  /// True when `b` is an avoided destination of `r` (cluster_model::avoid).
+  /// O(log k) in the number k of avoided pairs.
+  bool avoided(replica_index r, broker_index b) const;
   /// Replicas whose owner differs from their origin.
   std::size_t moved_count() const { return moved_count_; }
 
@@ -111,6 +114,7 @@ class snapshot {
   std::vector<std::string> topics_;
   std::unordered_map<std::string, std::uint32_t> topic_by_name_;
   std::unordered_map<std::uint64_t, std::uint32_t> replica_by_key_;
+  std::vector<std::uint64_t> avoided_;  // sorted (replica << 32 | broker)
 
   std::size_t eligible_count_ = 0;
   std::array<double, kResourceCount> eligible_total_{};

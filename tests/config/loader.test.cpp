@@ -97,6 +97,17 @@ TEST_CASE("wrong types and out-of-range values are errors naming the key path", 
   CHECK(has_error_naming(r, "Server.Autobalance.Window"));
 }
 
+TEST_CASE("Autobalance.AvoidBrokerSeconds defaults to 1800 s, is read, and is refused out of range", "[config]") {
+  CHECK(load("", "", {}).config.autobalance.avoid_broker_seconds == 1800);
+  auto r = load_text(R"({"Server": {"Autobalance": {"AvoidBrokerSeconds": 600}}})", "t.json");
+  REQUIRE(r.ok());
+  CHECK(r.config.autobalance.avoid_broker_seconds == 600);
+  CHECK(has_error_naming(load_text(R"({"Server": {"Autobalance": {"AvoidBrokerSeconds": -1}}})", "t.json"),
+                         "Server.Autobalance.AvoidBrokerSeconds"));
+  CHECK(has_error_naming(load_text(R"({"Server": {"Autobalance": {"AvoidBrokerSeconds": 2678401}}})", "t.json"),
+                         "Server.Autobalance.AvoidBrokerSeconds"));
+}
+
 TEST_CASE("a port above 65535 is refused", "[config]") {
   auto r = load_text(R"({"Server": {"Admin": {"Port": 70000}}})", "t.json");
   CHECK(has_error_naming(r, "Server.Admin.Port"));

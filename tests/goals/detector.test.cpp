@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include "goals/builtin_goals.hpp"
 #include "goals/detector.hpp"
@@ -12,6 +13,7 @@
 #include "tests/goals/model_builder.hpp"
 
 using namespace moonmq::goals;
+using moonmq::test::avoid;
 using moonmq::test::broker;
 using moonmq::test::replica;
 
@@ -162,6 +164,53 @@ TEST_CASE("cooldown and in-flight partitions do not move again", "[detector]") {
   CHECK(g.accepted == std::vector<bool>{false, false, true});
   // the in-flight move already counts on b3
   CHECK(p->brokers_before[2][index_of(resource::partition_count)] == 1.0);
+}
+
+TEST_CASE("a partition never moves to a broker it avoids, whichever goal proposes it", "[detector][churn]") {
+  auto m = four_brokers();
+  m.avoid = {avoid("t", 0, "b2"), avoid("t", 2, "b3")};
+  // t-0 may go to b3 but not b2; t-1 avoids nothing; t-2 may stop on b2 but not go on to b3.
+  scripted_goal g("S", {{"t", 0, "b2"}, {"t", 0, "b3"}, {"t", 1, "b2"}, {"t", 2, "b2"}, {"t", 2, "b3"}}, 1);
+  auto p = make_plan(m, {&g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{false, true, true, true, false});
+  REQUIRE(p->actions.size() == 3);
+  for (const auto& a : p->actions) {
+    CHECK_FALSE((a.partition == 0 && a.to == "b2"));
+    CHECK_FALSE((a.partition == 2 && a.to == "b3"));
+  }
+  CHECK(p->goals[0].rejected == 2);
+}
+
+TEST_CASE("the built-in goals balance around avoided destinations and replan empty", "[detector][churn]") {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3")};
+  for (int p = 0; p < 9; ++p) {
+    m.replicas.push_back(replica("t", p, "b1", 1e6, 1e6, 1e8));
+    if (p % 2 == 0) m.avoid.push_back(avoid("t", p, "b2"));  // half of them may not go to b2
+  }
+  const auto ptrs = moonmq::test::builtin_goals();
+  auto p = make_plan(m, ptrs);
+  REQUIRE(p.ok());
+  std::map<std::string, int> count{{"b1", 9}};
+  for (const auto& a : p->actions) {
+    CHECK_FALSE((a.partition % 2 == 0 && a.to == "b2"));
+    --count[a.from];
+    ++count[a.to];
+  }
+  CHECK(count["b1"] == 3);
+  CHECK(count["b2"] == 3);
+  CHECK(count["b3"] == 3);
+  // The plan applied (its moves then avoid their sources too): nothing left to do.
+  auto after = m;
+  for (const auto& a : p->actions) {
+    for (auto& r : after.replicas)
+      if (r.partition == a.partition) r.owner = a.to;
+    after.avoid.push_back(avoid(a.topic, a.partition, a.from));
+  }
+  auto replan = make_plan(after, ptrs);
+  REQUIRE(replan.ok());
+  CHECK(replan->actions.empty());
 }
 
 TEST_CASE("goals run in priority order, disabled goals not at all", "[detector]") {
@@ -322,4 +371,12 @@ TEST_CASE("an accepted SWAP appears as two MOVEs; immovable partners refuse it",
   CHECK(p->actions[1].topic == "b");
   CHECK(p->actions[1].to == "b1");
   CHECK(p->brokers_after[0][index_of(resource::nw_in)] == 5.0);  // c 3 + b 2
+
+  // Either half of a SWAP going to a broker its partition avoids refuses the whole swap.
+  m.avoid = {avoid("b", 0, "b1")};
+  swap_goal again(std::vector<std::pair<std::string, std::string>>{{"a", "b"}});
+  auto q = make_plan(m, {&again});
+  REQUIRE(q.ok());
+  CHECK(again.accepted == std::vector<bool>{false});
+  CHECK(q->actions.empty());
 }

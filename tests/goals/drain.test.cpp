@@ -81,7 +81,7 @@ TEST_CASE("drain ignores cooldown, excluded topics and incomplete windows, but n
   m.replicas[1].trusted = false;
   m.excluded_topics = {"x"};
   m.cooldown = {{"t", 0}};
-  m.in_flight = {{{"t", 2}, "b1"}};
+  m.in_flight = {moonmq::test::moving("t", 2, "b1")};
   auto p = plan_of(m);
   REQUIRE(p.drain);
   CHECK(p.drain->moved == 3);  // t-0 (cooldown), t-1 (untrusted), x-0 (excluded topic)
@@ -131,6 +131,30 @@ TEST_CASE("drain respects hard goals: a broker over its capacity takes nothing",
   CHECK(q.drain->moved == 0);
   CHECK(q.drain->left == 2);
   CHECK(q.drain->explanation.find("hard goal") != std::string::npos);
+}
+
+TEST_CASE("a drain avoids a partition's avoided targets while another one takes it, and uses them as the last "
+          "resort",
+          "[goals][drain][churn]") {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), draining("b3")};
+  for (int p = 0; p < 4; ++p) m.replicas.push_back(replica("t", p, "b3", 100.0));
+  for (int p = 0; p < 3; ++p) m.avoid.push_back(moonmq::test::avoid("t", p, "b1"));
+  auto p = plan_of(m);
+  REQUIRE(p.drain);
+  CHECK(p.drain->moved == 4);
+  CHECK(p.drain->left == 0);
+  for (const auto& a : p.actions)
+    if (a.partition < 3) CHECK(a.to == "b2");  // b2 fills up, yet b1 is never chosen for them
+  CHECK(p.drain->explanation.find("recently left") == std::string::npos);
+
+  // The only other target avoided: the drain still ends, and says so.
+  m.brokers = {broker("b1"), draining("b3")};
+  p = plan_of(m);
+  REQUIRE(p.drain);
+  CHECK(p.drain->moved == 4);
+  CHECK(p.drain->left == 0);
+  CHECK(p.drain->explanation.find("3 go to a broker they recently left or failed to reach") != std::string::npos);
 }
 
 TEST_CASE("the plan JSON carries the drain and the model JSON reads draining and warming", "[goals][drain][json]") {

@@ -2,7 +2,9 @@
 // Small helpers to build cluster models in tests.
 
 #include <string>
+#include <vector>
 
+#include "goals/builtin_goals.hpp"
 #include "goals/model.hpp"
 
 namespace moonmq::test {
@@ -23,6 +25,32 @@ inline goals::replica_spec replica(std::string topic, int partition, std::string
   r.owner = std::move(owner);
   r.load = {nw_in, nw_out, disk};
   return r;
+}
+
+// Built field by field: GCC 12 warns maybe-uninitialized on braced lists
+// of these nested structs.
+inline goals::in_flight_move moving(std::string topic, int partition, std::string to) {
+  goals::in_flight_move m;
+  m.tp.topic = std::move(topic);
+  m.tp.partition = partition;
+  m.to = std::move(to);
+  return m;
+}
+
+inline goals::avoided_destination avoid(std::string topic, int partition, std::string broker) {
+  goals::avoided_destination a;
+  a.tp.topic = std::move(topic);
+  a.tp.partition = partition;
+  a.broker = std::move(broker);
+  return a;
+}
+
+/// The built-in goals, made once, as make_plan takes them.
+inline std::vector<const goals::goal*> builtin_goals() {
+  static const auto made = goals::make_builtin_goals();
+  std::vector<const goals::goal*> out;
+  for (const auto& g : made) out.push_back(g.get());
+  return out;
 }
 
 }  // namespace moonmq::test

@@ -18,7 +18,8 @@ json small_model() {
                         "CapacityThreshold": 0.5}},
     "max_actions": 9,
     "cooldown": [{"topic":"t","partition":1}],
-    "in_flight": [{"topic":"t","partition":0,"to":"b2"}]
+    "in_flight": [{"topic":"t","partition":0,"to":"b2"}],
+    "avoid": [{"topic":"t","partition":1,"broker":"b1"}]
   })");
 }
 
@@ -48,6 +49,16 @@ TEST_CASE("model JSON is read with every field of CONTRACT section 6", "[json]")
   CHECK(m->max_actions == 9);
   CHECK(m->cooldown.size() == 1);
   CHECK(m->in_flight[0].to == "b2");
+  REQUIRE(m->avoid.size() == 1);
+  CHECK(m->avoid[0].tp == topic_partition{"t", 1});
+  CHECK(m->avoid[0].broker == "b1");
+  // A model file without "avoid" (written before it existed) reads as before.
+  json older = small_model();
+  older.erase("avoid");
+  auto o = model_from_json(older);
+  REQUIRE(o.ok());
+  CHECK(o->avoid.empty());
+  CHECK_FALSE(model_to_json(o.value()).contains("avoid"));
 }
 
 TEST_CASE("model JSON round-trips through model_to_json", "[json]") {
@@ -82,6 +93,12 @@ TEST_CASE("invalid model JSON gives an error naming the key path", "[json]") {
   j = small_model();
   j["brokers"][0].erase("id");
   CHECK(error_of(j) == "brokers[0].id: missing (expected a string)");
+  j = small_model();
+  j["avoid"][0].erase("broker");
+  CHECK(error_of(j) == "avoid[0].broker: missing (expected a string)");
+  j = small_model();
+  j["avoid"] = json::object();
+  CHECK(error_of(j) == "avoid: expected an array");
   auto bad = model_from_text("{\"brokers\": [");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().rfind("malformed JSON", 0) == 0);

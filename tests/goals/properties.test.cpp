@@ -1,8 +1,10 @@
 // Property tests on seeded random clusters, in the spirit of Cruise
 // Control's optimization verifier: whatever the cluster, a plan never makes
 // a goal worse, never adds a hard-goal violation, never sends load to a dead
-// or excluded broker, never moves an immovable partition, moves each
-// partition at most once, keeps total load, and a satisfied plan replans empty.
+// or excluded broker, never moves an immovable partition or a partition to a
+// broker it avoids, moves each partition at most once, keeps total load, a
+// satisfied plan replans empty, and the plan executed and journaled never
+// brings a partition back where it was.
 
 #include <catch2/catch.hpp>
 
@@ -10,10 +12,12 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "goals/builtin_goals.hpp"
 #include "goals/detector.hpp"
 #include "goals/model_json.hpp"
+#include "goals/move_history.hpp"
 #include "tests/goals/case_check.hpp"
 #include "tests/goals/model_builder.hpp"
 
@@ -61,6 +65,10 @@ cluster_model random_model(std::uint64_t seed, const profile& pf) {
     const auto& rep = m.replicas[static_cast<std::size_t>(pick(0, static_cast<int>(m.replicas.size()) - 1))];
     m.in_flight.push_back({{rep.topic, rep.partition}, "b" + std::to_string(pick(0, nb - 1))});
   }
+  for (const auto& rep : m.replicas) {
+    if (pick(0, 6) == 0)
+      m.avoid.push_back(moonmq::test::avoid(rep.topic, rep.partition, "b" + std::to_string(pick(0, nb - 1))));
+  }
   for (const char* g : {"NW_IN", "NW_OUT", "DISK", "PARTITION_COUNT"}) {
     goal_overrides o;
     o.avg_deviation = uni(0.05, 0.35);
@@ -75,13 +83,6 @@ cluster_model random_model(std::uint64_t seed, const profile& pf) {
   }
   m.max_actions = pf.small_cap ? static_cast<std::size_t>(pick(0, 5)) : 10000;
   return m;
-}
-
-std::vector<const goal*> builtin_ptrs() {
-  static const auto goals = make_builtin_goals();
-  std::vector<const goal*> out;
-  for (const auto& g : goals) out.push_back(g.get());
-  return out;
 }
 
 cluster_model applied(cluster_model m, const plan& p) {
@@ -99,7 +100,7 @@ void check_properties(std::uint64_t seed, const profile& pf) {
   const cluster_model m = random_model(seed, pf);
   INFO("seed " << seed);
   REQUIRE(validate(m).empty());
-  auto res = make_plan(m, builtin_ptrs());
+  auto res = make_plan(m, moonmq::test::builtin_goals());
   REQUIRE(res.ok());
   const plan& p = res.value();
   auto frozen = snapshot::freeze(m);
@@ -112,6 +113,8 @@ void check_properties(std::uint64_t seed, const profile& pf) {
   std::set<std::pair<std::string, int>> pinned;
   for (const auto& tp : m.cooldown) pinned.insert({tp.topic, tp.partition});
   for (const auto& mv : m.in_flight) pinned.insert({mv.tp.topic, mv.tp.partition});
+  std::set<std::tuple<std::string, int, std::string>> avoided;
+  for (const auto& a : m.avoid) avoided.insert({a.tp.topic, a.tp.partition, a.broker});
   for (const auto& a : p.actions) {
     CHECK(seen.insert({a.topic, a.partition}).second);
     const auto to = *s0.find_broker(a.to);
@@ -123,6 +126,7 @@ void check_properties(std::uint64_t seed, const profile& pf) {
     CHECK(excluded.count(a.topic) == 0);
     CHECK(a.topic.rfind("__", 0) != 0);
     CHECK(pinned.count({a.topic, a.partition}) == 0);
+    CHECK(avoided.count({a.topic, a.partition, a.to}) == 0);
     CHECK_FALSE(a.goal.empty());
     CHECK_FALSE(a.reason.empty());
   }
@@ -155,15 +159,40 @@ void check_properties(std::uint64_t seed, const profile& pf) {
   const auto j = plan_to_json(p);
   CHECK(moonmq::test::all_finite(j));
   // Deterministic.
-  auto again = make_plan(m, builtin_ptrs());
+  auto again = make_plan(m, moonmq::test::builtin_goals());
   REQUIRE(again.ok());
   CHECK(plan_to_json(again.value()) == j);
   // A plan that satisfied every goal leaves nothing for the next pass.
   if (all_satisfied) {
-    auto replan = make_plan(after_model, builtin_ptrs());
+    auto replan = make_plan(after_model, moonmq::test::builtin_goals());
     REQUIRE(replan.ok());
     CHECK(replan->actions.empty());
   }
+  // The plan executed and journaled done, replanned once its cooldown is
+  // over: no partition goes back where it was, and a plan that satisfied
+  // every goal still replans empty.
+  auto next = after_model;
+  std::vector<journal_move> journal;
+  for (const auto& a : p.actions) {
+    journal_move done;
+    done.tp = {a.topic, a.partition};
+    done.from = a.from;
+    done.to = a.to;
+    done.state = "done";
+    done.updated_ms = 0;
+    journal.push_back(done);
+  }
+  const auto windows = make_stability_windows(60, 3600, 1800);
+  add_move_history(next, journal, windows, windows.cooldown_ms);
+  auto replan = make_plan(next, moonmq::test::builtin_goals());
+  REQUIRE(replan.ok());
+  std::map<std::pair<std::string, int>, std::string> left;
+  for (const auto& a : p.actions) left[{a.topic, a.partition}] = a.from;
+  for (const auto& a : replan->actions) {
+    auto it = left.find({a.topic, a.partition});
+    if (it != left.end()) CHECK(a.to != it->second);
+  }
+  if (all_satisfied) CHECK(replan->actions.empty());
 }
 
 }  // namespace
@@ -206,7 +235,7 @@ TEST_CASE("random skewed clusters with small partitions end balanced", "[propert
       m.goals[g] = o;
     }
     m.max_actions = 10000;
-    auto p = make_plan(m, builtin_ptrs());
+    auto p = make_plan(m, moonmq::test::builtin_goals());
     REQUIRE(p.ok());
     for (const auto& g : p->goals) {
       if (g.name != active || g.before.violators.empty()) continue;

@@ -97,6 +97,25 @@ TEST_CASE("freeze applies in-flight moves and marks them and cooldown immovable"
   CHECK_FALSE(s->movable(*s->find_replica("t", 1)));
 }
 
+TEST_CASE("freeze indexes avoided destinations and ignores unknown partitions and brokers", "[snapshot]") {
+  auto m = three_brokers();
+  using moonmq::test::avoid;
+  m.avoid = {avoid("t", 0, "b2"), avoid("t", 0, "b2"), avoid("t", 1, "b9"), avoid("gone", 3, "b1"),
+             avoid("u", 0, "b1")};
+  auto s = snapshot::freeze(m);
+  REQUIRE(s.ok());
+  const auto b1 = *s->find_broker("b1"), b2 = *s->find_broker("b2"), b3 = *s->find_broker("b3");
+  const auto t0 = *s->find_replica("t", 0), t1 = *s->find_replica("t", 1), u0 = *s->find_replica("u", 0);
+  CHECK(s->avoided(t0, b2));
+  CHECK_FALSE(s->avoided(t0, b1));
+  CHECK_FALSE(s->avoided(t0, b3));
+  CHECK_FALSE(s->avoided(t1, b1));
+  CHECK_FALSE(s->avoided(t1, b2));
+  CHECK(s->avoided(u0, b1));
+  CHECK_FALSE(s->avoided(u0, b2));
+  CHECK(s->movable(t0));  // avoiding a broker does not pin the partition
+}
+
 TEST_CASE("freeze refuses inconsistent models with a precise error", "[snapshot]") {
   auto m = three_brokers();
   m.replicas[2].owner = "b9";

@@ -98,7 +98,9 @@ void print_pass(const json& pass) {
     brokers.add({b.value("id", ""), b.value("alive", false) ? "yes" : "no", b.value("excluded", false) ? "yes" : "no",
                  b.value("draining", false) ? "yes" : "no",
                  b.value("incomplete_window", false) ? "incomplete" : "complete"});
-  std::cout << "IN-FLIGHT     " << pass.value("in_flight", 0) << " move(s)\n\n";
+  std::cout << "IN-FLIGHT     " << pass.value("in_flight", 0) << " move(s)\n";
+  std::cout << "COOLDOWN      " << pass.value("cooldown", 0) << " partition(s) held still, " << pass.value("avoid", 0)
+            << " destination(s) avoided (docs/balancer.md \"Stability rules\")\n\n";
   brokers.print(std::cout);
   std::cout << "\n";
   if (pass.contains("plan") && pass["plan"].is_object())
