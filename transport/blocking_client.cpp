@@ -36,7 +36,7 @@ void exchange(beast::tcp_stream& stream, beast::flat_buffer& buf, const std::str
   http::read(stream, buf, parser);
   auto& res = parser.get();
   out.status = static_cast<int>(res.result_int());
-  out.body = res.body();
+  out.body = std::move(res.body());
   out.headers.clear();
   for (const auto& f : res) {
     std::string name(f.name_string());
@@ -101,7 +101,7 @@ http_connection::http_connection(std::string host, uint16_t port) : impl_(std::m
 http_connection::~http_connection() = default;
 
 http_result http_connection::call(const std::string& method, const std::string& target, const std::string& body,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, const header_list& headers) {
   http_result out;
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool fresh = !impl_->stream;
@@ -113,7 +113,7 @@ http_result http_connection::call(const std::string& method, const std::string& 
         impl_->stream->expires_after(timeout);
         impl_->stream->connect(resolver.resolve(impl_->host, std::to_string(impl_->port)));
       }
-      exchange(*impl_->stream, impl_->buf, impl_->host, method, target, body, {}, true, timeout, out);
+      exchange(*impl_->stream, impl_->buf, impl_->host, method, target, body, headers, true, timeout, out);
       if (out.headers.count("connection") && out.headers["connection"] == "close")
         impl_->stream.reset();
       return out;

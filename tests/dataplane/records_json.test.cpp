@@ -5,6 +5,7 @@
 #include "dataplane/partitioner.hpp"
 #include "dataplane/records_json.hpp"
 
+using namespace moonmq;
 using namespace moonmq::dataplane;
 using nlohmann::json;
 
@@ -88,4 +89,45 @@ TEST_CASE("records_to_json renders from an offset inside a batch and honours max
   json limited = json::array();
   CHECK(records_to_json(*batch, 10, 2, limited) == 12);
   CHECK(limited.size() == 2);
+}
+
+TEST_CASE("offsets_json writes the produce answer a JSON tree would", "[records]") {
+  std::vector<std::pair<int32_t, int32_t>> placement{{2, 0}, {0, 0}, {2, 1}, {0, 1}};
+  std::map<int32_t, int64_t> base_of{{0, 0}, {2, 9007199254740993}};
+  json want = json::array();
+  for (const auto& [p, idx] : placement)
+    want.push_back(json{{"partition", p}, {"offset", base_of[p] + idx}});
+  CHECK(offsets_json(placement, base_of) == json{{"offsets", want}}.dump());
+  CHECK(offsets_json({}, {}) == R"({"offsets":[]})");
+}
+
+TEST_CASE("fetch_answer_json writes the bytes of the JSON tree it replaces", "[records]") {
+  std::string ascii;
+  for (int c = 0; c < 128; ++c)
+    ascii += static_cast<char>(c);
+  std::vector<storage::record> recs(6);
+  recs[0].value = ascii;                                  // every escape
+  recs[0].key = "quote \" backslash \\ slash /";
+  recs[1].value = "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80";  // UTF-8 as is
+  recs[1].headers = {{"h1", std::string("v")}, {"h2", std::nullopt}, {"\xff", std::string("\xfe")}};
+  recs[2].value = std::string("\0\xff", 2);               // base64
+  recs[2].key = std::string("\x80", 1);
+  recs[3].value = "";
+  recs[3].key = "";
+  recs[4].value = "last but one";
+  recs[5].value = "last";
+  for (size_t i = 0; i < recs.size(); ++i)
+    recs[i].timestamp_ms = 1700000000000 + static_cast<int64_t>(i);
+  storage::batch_options opts;
+  opts.base_offset = storage::offset{40};
+  auto batch = storage::encode_batch(recs, opts);
+  REQUIRE(batch);
+  for (auto [from, max] : {std::pair<int64_t, size_t>{40, 100}, {41, 3}, {46, 10}}) {
+    json tree = json::array();
+    auto next = records_to_json(*batch, from, max, tree);
+    json want{{"records", tree}, {"next_offset", next}, {"log_start_offset", 7}, {"log_end_offset", 46}};
+    std::string text;
+    CHECK(fetch_answer_json(*batch, from, max, 7, 46, text) == next);
+    CHECK(text == want.dump());
+  }
 }

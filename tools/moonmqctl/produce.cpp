@@ -2,10 +2,13 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "dataplane/records_binary.hpp"
 #include "dataplane/records_json.hpp"
 #include "tools/moonmqctl/commands.hpp"
 #include "transport/blocking_client.hpp"
@@ -15,41 +18,65 @@ namespace {
 
 using json = nlohmann::json;
 
+/// A line split into key and value at the first separator (no key without
+/// a separator, or when the line has none).
+struct split_line {
+  std::optional<std::string_view> key;
+  std::string_view value;
+};
+
+split_line split(std::string_view line, const produce_options& o) {
+  if (!o.key_separator.empty())
+    if (auto at = line.find(o.key_separator); at != std::string_view::npos)
+      return {line.substr(0, at), line.substr(at + o.key_separator.size())};
+  return {std::nullopt, line};
+}
+
 json record_of(const std::string& line, const produce_options& o) {
   json r = json::object();
-  std::string key, value = line;
-  bool keyed = false;
-  if (!o.key_separator.empty()) {
-    auto at = line.find(o.key_separator);
-    if (at != std::string::npos) {
-      key = line.substr(0, at);
-      value = line.substr(at + o.key_separator.size());
-      keyed = true;
-    }
-  }
-  auto put = [&](const char* name, const std::string& bytes) {
+  auto parts = split(line, o);
+  auto put = [&](const char* name, std::string_view bytes) {
     if (dataplane::is_utf8(bytes))
-      r[name] = bytes;
+      r[name] = std::string(bytes);
     else
       r[std::string(name) + "_base64"] = dataplane::base64_encode(bytes);
   };
-  if (keyed)
-    put("key", key);
-  put("value", value);
+  if (parts.key)
+    put("key", *parts.key);
+  put("value", parts.value);
   if (o.partition >= 0)
     r["partition"] = o.partition;
   return r;
+}
+
+/// The request body for `lines` in the form of `o`, and its Content-Type.
+std::string body_of(const std::vector<std::string>& lines, const produce_options& o, transport::header_list& headers) {
+  if (o.form == "json") {
+    json records = json::array();
+    for (const auto& l : lines)
+      records.push_back(record_of(l, o));
+    headers = {{"Content-Type", "application/json"}};
+    return json{{"records", records}}.dump();
+  }
+  std::string body;
+  dataplane::produce_body_writer w{body};
+  for (const auto& l : lines) {
+    auto parts = split(l, o);
+    w.add(o.partition, parts.key, parts.value);
+  }
+  w.finish();
+  headers = {{"Content-Type", std::string(dataplane::records_binary_type)}};
+  return body;
 }
 
 /// Sends `lines`; prints offsets when asked. false on failure (printed).
 bool send(transport::http_connection& conn, const produce_options& o, std::vector<std::string>& lines) {
   if (lines.empty())
     return true;
-  json records = json::array();
-  for (const auto& l : lines)
-    records.push_back(record_of(l, o));
-  auto res = conn.call("POST", "/v1/topics/" + o.topic + "/records?acks=" + o.acks,
-                       json{{"records", records}}.dump(), std::chrono::seconds(30));
+  transport::header_list headers;
+  auto body = body_of(lines, o, headers);
+  auto res = conn.call("POST", "/v1/topics/" + o.topic + "/records?acks=" + o.acks, body, std::chrono::seconds(30),
+                       headers);
   if (res.status != 200) {
     std::cerr << "moonmqctl: produce failed: " << (res.status ? std::to_string(res.status) + " " + res.body : res.error)
               << "\n";
