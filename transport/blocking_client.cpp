@@ -20,11 +20,12 @@ namespace {
 void exchange(beast::tcp_stream& stream, beast::flat_buffer& buf, const std::string& host, const std::string& method,
               const std::string& target, const std::string& body, const header_list& headers, bool keep_alive,
               std::chrono::milliseconds timeout, http_result& out) {
-  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  // The body is sent from the caller's string, not copied into the request.
+  http::request<http::span_body<const char>> req{http::string_to_verb(method), target, 11};
   req.set(http::field::host, host);
   for (const auto& [k, v] : headers)
     req.set(k, v);
-  req.body() = body;
+  req.body() = {body.data(), body.size()};
   if (!body.empty() && req.find(http::field::content_type) == req.end())
     req.set(http::field::content_type, "application/json");
   req.keep_alive(keep_alive);
