@@ -34,10 +34,23 @@ void exchange(beast::tcp_stream& stream, beast::flat_buffer& buf, const std::str
   http::write(stream, req);
   http::response_parser<http::string_body> parser;
   parser.body_limit(1ULL << 32);
-  http::read(stream, buf, parser);
+  http::read_header(stream, buf, parser);
+  auto length = parser.content_length();
+  if (!parser.is_done() && length && !parser.chunked()) {
+    // A body of known length goes straight into its string in reads of
+    // what the socket has (Beast's parser would read it 64 KiB at a time
+    // and copy it once more).
+    out.body.assign(static_cast<size_t>(*length), '\0');
+    auto have = net::buffer_copy(net::buffer(out.body), buf.data());
+    buf.consume(have);
+    if (have < out.body.size())
+      net::read(stream, net::buffer(out.body.data() + have, out.body.size() - have));
+  } else {
+    http::read(stream, buf, parser);
+    out.body = std::move(parser.get().body());
+  }
   auto& res = parser.get();
   out.status = static_cast<int>(res.result_int());
-  out.body = std::move(res.body());
   out.headers.clear();
   for (const auto& f : res) {
     std::string name(f.name_string());

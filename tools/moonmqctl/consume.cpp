@@ -53,7 +53,9 @@ json call(transport::http_connection& conn, const std::string& method, const std
   return json::parse(res.body, nullptr, false);
 }
 
-void print(const json& rec, int partition, const std::string& format) {
+/// Appends a record of a JSON fetch answer to `out` as one line in
+/// `format` (value, kv or json).
+void print(const json& rec, int partition, const std::string& format, std::string& out) {
   auto text = [](const json& r, const char* name) -> std::string {
     if (r.contains(name) && r[name].is_string())
       return r[name].get<std::string>();
@@ -61,43 +63,47 @@ void print(const json& rec, int partition, const std::string& format) {
     return r.contains(b64) ? "base64:" + r[b64].get<std::string>() : std::string{};
   };
   if (format == "json") {
-    json out = rec;
-    out["partition"] = partition;
-    std::cout << out.dump() << '\n';
+    json line = rec;
+    line["partition"] = partition;
+    out += line.dump();
   } else if (format == "kv") {
-    std::cout << text(rec, "key") << '\t' << text(rec, "value") << '\n';
+    out += text(rec, "key");
+    out += '\t';
+    out += text(rec, "value");
   } else {
-    std::cout << text(rec, "value") << '\n';
+    out += text(rec, "value");
   }
+  out += '\n';
 }
 
-/// Prints a key or value as print() prints it from the JSON form: the
+/// Appends a key or value as print() prints it from the JSON form: the
 /// text when it is UTF-8, else "base64:<base64>"; nothing when null.
-void put_text(std::optional<std::string_view> bytes) {
+void put_text(std::optional<std::string_view> bytes, std::string& out) {
   if (!bytes)
     return;
-  if (dataplane::is_utf8(*bytes))
-    std::cout.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  else
-    std::cout << "base64:" << dataplane::base64_encode(*bytes);
+  if (dataplane::is_utf8(*bytes)) {
+    out += *bytes;
+  } else {
+    out += "base64:";
+    out += dataplane::base64_encode(*bytes);
+  }
 }
 
-/// Prints a record of a binary fetch answer exactly as print() prints the
-/// same record fetched as JSON.
-void print(const storage::record_view& rec, int partition, const std::string& format) {
+/// Appends a record of a binary fetch answer exactly as print() appends
+/// the same record fetched as JSON.
+void print(const storage::record_view& rec, int partition, const std::string& format, std::string& out) {
   if (format == "json") {
-    auto out = dataplane::record_json(rec);
-    out["partition"] = partition;
-    std::cout << out.dump() << '\n';
+    auto line = dataplane::record_json(rec);
+    line["partition"] = partition;
+    out += line.dump();
   } else if (format == "kv") {
-    put_text(rec.key);
-    std::cout << '\t';
-    put_text(rec.value);
-    std::cout << '\n';
+    put_text(rec.key, out);
+    out += '\t';
+    put_text(rec.value, out);
   } else {
-    put_text(rec.value);
-    std::cout << '\n';
+    put_text(rec.value, out);
   }
+  out += '\n';
 }
 
 struct group_session {
@@ -158,9 +164,6 @@ private:
 }  // namespace
 
 int consume(const endpoint& ep, const consume_options& o) {
-  // Nothing of this command prints through stdio: unsynchronised streams
-  // buffer the output (one write per buffer, not per record).
-  std::ios::sync_with_stdio(false);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   transport::http_connection conn{ep.host, ep.port};
@@ -210,6 +213,7 @@ int consume(const endpoint& ep, const consume_options& o) {
   if (binary)
     accept = {{"Accept", std::string(dataplane::records_binary_type)}};
   dataplane::fetched_page page;
+  std::string lines;  // the current page's output
   int64_t printed = 0;
   auto last_beat = clock_type::now();
   auto last_record = clock_type::now();
@@ -260,7 +264,7 @@ int consume(const endpoint& ep, const consume_options& o) {
         for (const auto& rec : page.records) {
           if (o.count >= 0 && printed >= o.count)
             break;
-          print(rec, p, o.format);
+          print(rec, p, o.format, lines);
           ++printed;
           any = true;
           next = rec.off.value + 1;
@@ -272,7 +276,7 @@ int consume(const endpoint& ep, const consume_options& o) {
         for (const auto& rec : j["records"]) {
           if (o.count >= 0 && printed >= o.count)
             break;
-          print(rec, p, o.format);
+          print(rec, p, o.format, lines);
           ++printed;
           any = true;
           next = rec["offset"].get<int64_t>() + 1;
@@ -286,6 +290,9 @@ int consume(const endpoint& ep, const consume_options& o) {
       // A partition not read from yet (-1: "from the log start") has nothing to commit.
       if (next >= 0)
         commit.push_back(json{{"topic", o.topic}, {"partition", p}, {"offset", next}});
+      // One write per fetched page, not one per record.
+      std::cout.write(lines.data(), static_cast<std::streamsize>(lines.size()));
+      lines.clear();
     }
     std::cout.flush();
     if (!o.group.empty() && any) {
