@@ -37,13 +37,16 @@ struct produce_plan {
 /// for a keyed record, else `sticky_partition`.
 int32_t default_partition(const std::optional<std::string>& key, int32_t partitions, int32_t sticky_partition);
 
-/// Parses a produce body for a topic with `partitions` partitions. Keyed
-/// records without a partition go by Kafka's murmur2 partitioner; unkeyed
-/// ones all go to `sticky_partition` (one batch per request, like Kafka's
-/// sticky partitioner). Every record gets `now_ms` as its timestamp.
-/// Returns "" or the reason the body is invalid (naming records[i].field).
-std::string parse_produce(const nlohmann::json& body, int32_t partitions, int32_t sticky_partition,
-                          int64_t now_ms, produce_plan& out);
+/// Parses a produce body (JSON text) for a topic with `partitions`
+/// partitions. Keyed records without a partition go by Kafka's murmur2
+/// partitioner; unkeyed ones all go to `sticky_partition` (one batch per
+/// request, like Kafka's sticky partitioner). Every record gets `now_ms`
+/// as its timestamp. Returns "" or why the body is refused: not JSON at all
+/// (`malformed` set; RFC 8259, UTF-8 checked throughout, simdjson's DOM
+/// parser), or not a valid produce body (naming records[i].field). Of
+/// duplicate keys in an object the last counts, as in nlohmann::json.
+std::string parse_produce(std::string_view text, int32_t partitions, int32_t sticky_partition, int64_t now_ms,
+                          produce_plan& out, bool& malformed);
 
 /// The produce answer {"offsets":[{"offset","partition"}, ...]}: for each
 /// request record in order (`placement`, as in produce_plan), its

@@ -357,12 +357,15 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
       return;
     }
   } else {
-    json body;
-    if (!parse_body(req, respond, body))
+    bool malformed = false;
+    auto why = dataplane::parse_produce(req.body, n, sticky_partition, util::wall_ms(), plan, malformed);
+    if (malformed) {
+      respond(http_response::error(400, "malformed_json", why));
       return;
+    }
     if (ctx.sessions)
       ctx.sessions->produced(client, req.body.size());
-    if (auto why = dataplane::parse_produce(body, n, sticky_partition, util::wall_ms(), plan); !why.empty()) {
+    if (!why.empty()) {
       respond(http_response::error(400, "invalid_request", why));
       return;
     }
