@@ -32,11 +32,12 @@ void exchange(beast::tcp_stream& stream, beast::flat_buffer& buf, const std::str
   req.prepare_payload();
   stream.expires_after(timeout);
   http::write(stream, req);
+  constexpr uint64_t body_limit = 1ULL << 32;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(1ULL << 32);
+  parser.body_limit(body_limit);
   http::read_header(stream, buf, parser);
   auto length = parser.content_length();
-  if (!parser.is_done() && length && !parser.chunked()) {
+  if (!parser.is_done() && length && *length <= body_limit && !parser.chunked()) {
     // A body of known length goes straight into its string in reads of
     // what the socket has (Beast's parser would read it 64 KiB at a time
     // and copy it once more).

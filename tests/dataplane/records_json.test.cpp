@@ -81,7 +81,7 @@ TEST_CASE("produce bodies are placed by partition, key, then sticky choice", "[r
   CHECK_FALSE(at(5).key);
 }
 
-TEST_CASE("produce bodies with duplicate keys take the last, as a JSON object does", "[records]") {
+TEST_CASE("produce bodies with duplicate keys take the last; headers keep their order", "[records]") {
   produce_plan plan;
   bool malformed = false;
   REQUIRE(parse_produce(R"({"records":[{"value":"a"}],"records":[{"value":"b","value":"c","partition":0,"partition":1}]})",
@@ -90,6 +90,16 @@ TEST_CASE("produce bodies with duplicate keys take the last, as a JSON object do
   REQUIRE(plan.placement.size() == 1);
   CHECK(plan.placement[0].first == 1);
   CHECK(plan.by_partition[1][0].value == "c");
+  // Headers keep the body's order in the object form too, repeated names included.
+  plan = {};
+  REQUIRE(parse_produce(R"({"records":[{"value":"v","headers":{"b":"1","a":"2","b":"3"}}]})", 2, 0, 0, plan,
+                        malformed)
+            .empty());
+  const auto& headers = plan.by_partition[0][0].headers;
+  REQUIRE(headers.size() == 3);
+  CHECK(headers[0].key == "b");
+  CHECK(headers[1].key == "a");
+  CHECK(headers[2].value == std::optional<std::string>("3"));
 }
 
 TEST_CASE("bad produce bodies name the offending record and field", "[records]") {

@@ -21,8 +21,9 @@
 //
 // produce reads lines from stdin (one record each); consume prints records,
 // one per line; both use the binary records form by default (`--form json`
-// for the JSON one; the output is the same); reassign drives partition moves over the admin API
-// (CONTRACT §4). Exit: 0 success, 1 a request failed, 2 bad usage.
+// for the JSON one; the output is the same); reassign drives partition
+// moves over the admin API (CONTRACT §4). Exit: 0 success, 1 a request
+// failed, 2 bad usage.
 
 #include <iostream>
 
