@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libboost-dev libboost-filesystem-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev catch2 libssl-dev openssl libcli11-dev
+  libsimdjson-dev               # the produce route's JSON parser (dataplane/records_json.cpp)
   libbenchmark-dev prometheus curl python3
   kcat python3-confluent-kafka  # the Kafka listener's tests (librdkafka 2.0.2 through kcat and Python)
   chromium                      # the web console's test (headless, through puppeteer-core)

@@ -20,23 +20,38 @@ namespace {
 void exchange(beast::tcp_stream& stream, beast::flat_buffer& buf, const std::string& host, const std::string& method,
               const std::string& target, const std::string& body, const header_list& headers, bool keep_alive,
               std::chrono::milliseconds timeout, http_result& out) {
-  http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+  // The body is sent from the caller's string, not copied into the request.
+  http::request<http::span_body<const char>> req{http::string_to_verb(method), target, 11};
   req.set(http::field::host, host);
   for (const auto& [k, v] : headers)
     req.set(k, v);
-  req.body() = body;
+  req.body() = {body.data(), body.size()};
   if (!body.empty() && req.find(http::field::content_type) == req.end())
     req.set(http::field::content_type, "application/json");
   req.keep_alive(keep_alive);
   req.prepare_payload();
   stream.expires_after(timeout);
   http::write(stream, req);
+  constexpr uint64_t body_limit = 1ULL << 32;
   http::response_parser<http::string_body> parser;
-  parser.body_limit(1ULL << 32);
-  http::read(stream, buf, parser);
+  parser.body_limit(body_limit);
+  http::read_header(stream, buf, parser);
+  auto length = parser.content_length();
+  if (!parser.is_done() && length && *length <= body_limit && !parser.chunked()) {
+    // A body of known length goes straight into its string in reads of
+    // what the socket has (Beast's parser would read it 64 KiB at a time
+    // and copy it once more).
+    out.body.assign(static_cast<size_t>(*length), '\0');
+    auto have = net::buffer_copy(net::buffer(out.body), buf.data());
+    buf.consume(have);
+    if (have < out.body.size())
+      net::read(stream, net::buffer(out.body.data() + have, out.body.size() - have));
+  } else {
+    http::read(stream, buf, parser);
+    out.body = std::move(parser.get().body());
+  }
   auto& res = parser.get();
   out.status = static_cast<int>(res.result_int());
-  out.body = res.body();
   out.headers.clear();
   for (const auto& f : res) {
     std::string name(f.name_string());
@@ -101,7 +116,7 @@ http_connection::http_connection(std::string host, uint16_t port) : impl_(std::m
 http_connection::~http_connection() = default;
 
 http_result http_connection::call(const std::string& method, const std::string& target, const std::string& body,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout, const header_list& headers) {
   http_result out;
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool fresh = !impl_->stream;
@@ -113,7 +128,7 @@ http_result http_connection::call(const std::string& method, const std::string& 
         impl_->stream->expires_after(timeout);
         impl_->stream->connect(resolver.resolve(impl_->host, std::to_string(impl_->port)));
       }
-      exchange(*impl_->stream, impl_->buf, impl_->host, method, target, body, {}, true, timeout, out);
+      exchange(*impl_->stream, impl_->buf, impl_->host, method, target, body, headers, true, timeout, out);
       if (out.headers.count("connection") && out.headers["connection"] == "close")
         impl_->stream.reset();
       return out;

@@ -45,8 +45,10 @@ public:
   ~http_connection();
   http_connection(const http_connection&) = delete;
   http_connection& operator=(const http_connection&) = delete;
+  /// One request; `headers` are sent as given (a body without a
+  /// Content-Type among them is sent as application/json).
   http_result call(const std::string& method, const std::string& target, const std::string& body = {},
-                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                   std::chrono::milliseconds timeout = std::chrono::seconds(10), const header_list& headers = {});
 
 private:
   struct impl;

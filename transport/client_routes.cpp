@@ -14,6 +14,7 @@
 #include "actors/errors.hpp"
 #include "actors/session_probe.hpp"
 #include "cluster/forwarded_produce.hpp"
+#include "dataplane/records_binary.hpp"
 #include "dataplane/records_json.hpp"
 #include "dataplane/topic_name.hpp"
 #include "storage/record_batch.hpp"
@@ -344,17 +345,30 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
   std::string client;
   if (!session_client(req, respond, client))
     return;
-  json body;
-  if (!parse_body(req, respond, body))
-    return;
-  if (ctx.sessions)
-    ctx.sessions->produced(client, req.body.size());
   auto n = *count;
   dataplane::produce_plan plan;
   auto sticky_partition = static_cast<int32_t>(sticky.fetch_add(1) % static_cast<uint32_t>(n));
-  if (auto why = dataplane::parse_produce(body, n, sticky_partition, util::wall_ms(), plan); !why.empty()) {
-    respond(http_response::error(400, "invalid_request", why));
-    return;
+  if (const auto* type = req.header("content-type"); type && dataplane::names_records_binary(*type)) {
+    if (ctx.sessions)
+      ctx.sessions->produced(client, req.body.size());
+    if (auto e = dataplane::parse_produce_binary(req.body, n, sticky_partition, util::wall_ms(), plan)) {
+      json why{{"error", "invalid_request"}, {"message", e.to_string()}, {"position", e.position}};
+      respond(http_response::json(400, why.dump()));
+      return;
+    }
+  } else {
+    bool malformed = false;
+    auto why = dataplane::parse_produce(req.body, n, sticky_partition, util::wall_ms(), plan, malformed);
+    if (malformed) {
+      respond(http_response::error(400, "malformed_json", why));
+      return;
+    }
+    if (ctx.sessions)
+      ctx.sessions->produced(client, req.body.size());
+    if (!why.empty()) {
+      respond(http_response::error(400, "invalid_request", why));
+      return;
+    }
   }
   auto gather = std::make_shared<produce_gather>();
   gather->respond = respond;
@@ -384,10 +398,7 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
     std::map<int32_t, int64_t> base_of;
     for (size_t i = 0; i < order.size(); ++i)
       base_of[order[i]] = bases[i];
-    json offsets = json::array();
-    for (const auto& [p, idx] : placement)
-      offsets.push_back(json{{"partition", p}, {"offset", base_of[p] + idx}});
-    respond(http_response::json(200, json{{"offsets", offsets}}.dump()));
+    respond(http_response::json(200, dataplane::offsets_json(placement, base_of)));
   };
   std::vector<direct_append> local;
   forwards remote;
@@ -424,16 +435,21 @@ struct fetch_job {
   responder respond;
   std::shared_ptr<session_probe> sessions;  ///< null = not metered
   std::string client;
+  bool binary = false;  ///< answer in the binary form (Accept names it)
 };
 
 void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int64_t log_start, int64_t log_end) {
-  json records = json::array();
-  auto next = dataplane::records_to_json(batches, from, static_cast<size_t>(job.max_records), records);
-  json j{{"records", std::move(records)},
-         {"next_offset", next},
-         {"log_start_offset", log_start},
-         {"log_end_offset", log_end}};
-  auto text = j.dump();
+  if (job.binary) {
+    http_response res;
+    res.content_type = std::string(dataplane::records_binary_type);
+    dataplane::records_to_binary(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, res.body);
+    if (job.sessions)
+      job.sessions->fetched(job.client, res.body.size());
+    job.respond(std::move(res));
+    return;
+  }
+  std::string text;
+  dataplane::fetch_answer_json(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, text);
   if (job.sessions)
     job.sessions->fetched(job.client, text.size());
   job.respond(http_response::json(200, std::move(text)));
@@ -511,6 +527,8 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
   if (!session_client(req, respond, job->client))
     return;
   job->sessions = ctx.sessions;
+  if (const auto* accept = req.header("accept"))
+    job->binary = dataplane::names_records_binary(*accept, true);
   ctx.system->spawn(fetch_actor, job);
 }
 

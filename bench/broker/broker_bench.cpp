@@ -12,6 +12,10 @@
 //    requests share one fsync, so the ratio can exceed 1.
 // 2. fetch: the same connections read every partition from offset 0 with
 //    `--records` records per fetch (answers come from the page cache).
+// Both run once per body form of `--forms` (default json,binary; topic
+// bench-<form>): JSON bodies and answers, or application/vnd.moonmq.records.v1
+// (docs/client-api.md "Binary records"), with the binary/JSON ratios of
+// the same run.
 // 3. idle RSS: a fresh node, VmRSS and thread count before and after
 //    creating `--idle-topics` x `--idle-partitions` partitions.
 //
@@ -20,7 +24,7 @@
 //
 // Usage: broker_bench [--node PATH] [--dir D] [--connections C] [--partitions P]
 //                     [--requests N] [--records R] [--value-bytes V]
-//                     [--idle-topics T] [--idle-partitions Q]
+//                     [--idle-topics T] [--idle-partitions Q] [--forms json,binary]
 
 #include <unistd.h>
 
@@ -31,6 +35,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +46,7 @@
 #include "bench/common/node_child.hpp"
 #include "bench/common/node_options.hpp"
 #include "bench/common/raw_disk.hpp"
+#include "dataplane/records_binary.hpp"
 #include "transport/blocking_client.hpp"
 
 namespace fs = std::filesystem;
@@ -58,12 +64,14 @@ struct options : moonmq::bench::node_options, moonmq::bench::produce_load {
   int requests = 200;
   int idle_topics = 10;
   int idle_partitions = 100;
+  std::string forms = "json,binary";  ///< body forms to run, in order
+  std::vector<std::string> form_list;
 };
 
 constexpr const char* usage =
   "usage: broker_bench [--node PATH] [--dir D] [--connections C] [--partitions P]\n"
   "                    [--requests N] [--records R] [--value-bytes V]\n"
-  "                    [--idle-topics T] [--idle-partitions Q]\n";
+  "                    [--idle-topics T] [--idle-partitions Q] [--forms json,binary]\n";
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -109,14 +117,144 @@ long fsyncs_of(uint16_t admin, const std::string& topic) {
   return total;
 }
 
+/// One body form's run: its topic and figures.
+struct form_run {
+  std::string form;  ///< json | binary
+  std::string topic;
+  double produce_s = 0;
+  double log_bytes = 0;
+  long fsyncs = -1;
+  double fetch_s = 0;
+  int64_t fetched = 0;
+  int64_t fetched_bytes = 0;  ///< answer bodies
+};
+
+/// The produce bodies of each connection in the run's form.
+std::vector<std::string> bodies_of(const options& o, const std::string& form) {
+  std::vector<std::string> bodies;
+  for (int c = 0; c < o.connections; ++c) {
+    if (form == "json") {
+      bodies.push_back(moonmq::bench::records_body(o, c));
+      continue;
+    }
+    std::string body;
+    moonmq::dataplane::produce_body_writer w{body};
+    for (const auto& v : moonmq::bench::request_values(o, c))
+      w.add(-1, std::nullopt, v);
+    w.finish();
+    bodies.push_back(std::move(body));
+  }
+  return bodies;
+}
+
+/// Posts `o.requests` requests over `o.connections` connections to the
+/// run's topic; returns the seconds taken. Throws when a request fails.
+double produce(uint16_t port, const options& o, const form_run& run) {
+  auto bodies = bodies_of(o, run.form);
+  moonmq::transport::header_list headers{
+    {"Content-Type", run.form == "json" ? "application/json" : std::string(moonmq::dataplane::records_binary_type)}};
+  std::atomic<int> next_request{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  auto t0 = clock_type::now();
+  for (int c = 0; c < o.connections; ++c)
+    threads.emplace_back([&, c] {
+      http_connection conn{"127.0.0.1", port};
+      while (next_request.fetch_add(1) < o.requests) {
+        auto res = conn.call("POST", "/v1/topics/" + run.topic + "/records?acks=leader",
+                             bodies[static_cast<size_t>(c)], std::chrono::seconds(60), headers);
+        if (res.status != 200 && failures++ == 0)
+          std::fprintf(stderr, "produce failed: %d %s %s\n", res.status, res.body.c_str(), res.error.c_str());
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  double seconds = seconds_since(t0);
+  if (failures > 0)
+    throw std::runtime_error(std::to_string(failures.load()) + " produce requests failed");
+  return seconds;
+}
+
+/// Fetch: partitions shared out over the connections; each connection
+/// reads its partitions from 0 to the end, repeatedly, until `target`
+/// records were read. Fills the run's fetch figures; throws on a failure.
+void fetch(uint16_t port, const options& o, form_run& run, int64_t target) {
+  const bool binary = run.form == "binary";
+  moonmq::transport::header_list accept;
+  if (binary)
+    accept = {{"Accept", std::string(moonmq::dataplane::records_binary_type)}};
+  std::atomic<int64_t> read_records{0};
+  std::atomic<int64_t> read_bytes{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  auto tf = clock_type::now();
+  for (int c = 0; c < o.connections; ++c)
+    threads.emplace_back([&, c] {
+      http_connection conn{"127.0.0.1", port};
+      int p = c % o.partitions;
+      // Each connection starts at its own place so they do not read the same pages in lock step.
+      auto offset = target / o.partitions * c / o.connections;
+      moonmq::dataplane::fetched_page page;
+      while (read_records.load() < target) {
+        auto res = conn.call("GET", "/v1/topics/" + run.topic + "/partitions/" + std::to_string(p) + "/records?offset="
+                                      + std::to_string(offset) + "&max_records=" + std::to_string(o.records),
+                             {}, std::chrono::seconds(60), accept);
+        if (res.status != 200) {
+          if (failures++ == 0)
+            std::fprintf(stderr, "fetch failed: %d %s %s\n", res.status, res.body.c_str(), res.error.c_str());
+          return;
+        }
+        int64_t n = 0, log_end = 0;
+        if (binary) {
+          if (auto e = moonmq::dataplane::decode_fetch_binary(res.body, page)) {
+            if (failures++ == 0)
+              std::fprintf(stderr, "malformed fetch answer: %s\n", e.to_string().c_str());
+            return;
+          }
+          n = static_cast<int64_t>(page.records.size());
+          offset = page.next_offset;
+          log_end = page.log_end_offset;
+        } else {
+          auto j = json::parse(res.body);
+          n = static_cast<int64_t>(j["records"].size());
+          offset = j["next_offset"].get<int64_t>();
+          log_end = j["log_end_offset"].get<int64_t>();
+        }
+        read_records += n;
+        read_bytes += static_cast<int64_t>(res.body.size());
+        if (offset >= log_end) {
+          p = (p + 1) % o.partitions;
+          offset = 0;
+        }
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  run.fetch_s = seconds_since(tf);
+  if (failures > 0)
+    throw std::runtime_error("fetch failed");
+  run.fetched = read_records.load();
+  run.fetched_bytes = read_bytes.load();
+}
+
 int parse_args(int argc, char** argv, options& o) {
   if (int rc = moonmq::bench::parse_node_options(
         argc, argv, usage, o,
         {{"--connections", &o.connections}, {"--partitions", &o.partitions}, {"--requests", &o.requests},
          {"--records", &o.records}, {"--value-bytes", &o.value_bytes}, {"--idle-topics", &o.idle_topics},
-         {"--idle-partitions", &o.idle_partitions}});
+         {"--idle-partitions", &o.idle_partitions}, {"--forms", &o.forms}});
       rc != 0)
     return rc;
+  for (size_t at = 0; at <= o.forms.size();) {
+    auto comma = std::min(o.forms.find(',', at), o.forms.size());
+    auto form = o.forms.substr(at, comma - at);
+    if (form != "json" && form != "binary") {
+      std::fprintf(stderr, "--forms: '%s' is neither json nor binary\n", form.c_str());
+      return 2;
+    }
+    o.form_list.push_back(form);
+    at = comma + 1;
+  }
   if (o.connections <= 0 || o.partitions <= 0 || o.requests <= 0 || o.records <= 0 || o.idle_topics < 0
       || o.idle_partitions <= 0) {
     std::fprintf(stderr, "counts must be positive\n");
@@ -133,105 +271,66 @@ int main(int argc, char** argv) {
     return rc;
   std::string work = o.dir + "/moonmq-broker-bench-" + std::to_string(::getpid());
   fs::create_directories(work);
-  std::printf("broker_bench node=%s dir=%s connections=%d partitions=%d requests=%d records=%d value_bytes=%zu\n",
-              o.node.c_str(), o.dir.c_str(), o.connections, o.partitions, o.requests, o.records, o.value_bytes);
+  std::printf("broker_bench node=%s dir=%s connections=%d partitions=%d requests=%d records=%d value_bytes=%zu "
+              "forms=%s\n",
+              o.node.c_str(), o.dir.c_str(), o.connections, o.partitions, o.requests, o.records, o.value_bytes,
+              o.forms.c_str());
   int rc = 0;
   try {
     // --- produce and fetch --------------------------------------------------------
     {
       node_child node{o.node, work + "/run"};
-      auto created = moonmq::transport::http_call(
-        node.client_port, "POST", "/v1/topics", json{{"name", "bench"}, {"partitions", o.partitions}}.dump());
-      if (created.status != 201)
-        throw std::runtime_error("create topic: " + std::to_string(created.status) + " " + created.body);
-      std::vector<std::string> bodies;
-      for (int c = 0; c < o.connections; ++c)
-        bodies.push_back(moonmq::bench::records_body(o, c));
       auto data_dir = work + "/run/data";
-      auto bytes_before = dir_bytes(data_dir);
-      std::atomic<int> next_request{0};
-      std::atomic<int> failures{0};
-      std::vector<std::thread> threads;
-      auto t0 = clock_type::now();
-      for (int c = 0; c < o.connections; ++c)
-        threads.emplace_back([&, c] {
-          http_connection conn{"127.0.0.1", node.client_port};
-          while (next_request.fetch_add(1) < o.requests) {
-            auto res = conn.call("POST", "/v1/topics/bench/records?acks=leader", bodies[static_cast<size_t>(c)],
-                                 std::chrono::seconds(60));
-            if (res.status != 200) {
-              if (failures++ == 0)
-                std::fprintf(stderr, "produce failed: %d %s %s\n", res.status, res.body.c_str(), res.error.c_str());
-            }
-          }
-        });
-      for (auto& t : threads)
-        t.join();
-      double produce_s = seconds_since(t0);
-      threads.clear();
-      if (failures > 0)
-        throw std::runtime_error(std::to_string(failures.load()) + " produce requests failed");
-      auto log_bytes = static_cast<double>(dir_bytes(data_dir) - bytes_before);
-      long fsyncs = fsyncs_of(node.admin_port, "bench");
+      std::vector<form_run> runs;
+      for (const auto& form : o.form_list) {
+        form_run run;
+        run.form = form;
+        run.topic = "bench-" + form;
+        auto created = moonmq::transport::http_call(
+          node.client_port, "POST", "/v1/topics", json{{"name", run.topic}, {"partitions", o.partitions}}.dump());
+        if (created.status != 201)
+          throw std::runtime_error("create topic: " + std::to_string(created.status) + " " + created.body);
+        auto bytes_before = dir_bytes(data_dir);
+        run.produce_s = produce(node.client_port, o, run);
+        run.log_bytes = static_cast<double>(dir_bytes(data_dir) - bytes_before);
+        run.fsyncs = fsyncs_of(node.admin_port, run.topic);
+        runs.push_back(run);
+      }
       const double records = static_cast<double>(o.requests) * o.records;
       const double value_mb = records * static_cast<double>(o.value_bytes) / 1e6;
       // The same bytes, in request-sized chunks, fdatasync after each.
-      auto chunk = static_cast<size_t>(log_bytes / o.requests);
+      auto chunk = static_cast<size_t>(runs.front().log_bytes / o.requests);
       double raw_s = raw_write(work + "/raw.bin", chunk, o.requests);
       if (raw_s < 0)
         throw std::runtime_error("raw write failed in " + work);
+      for (auto& run : runs)
+        fetch(node.client_port, o, run, static_cast<int64_t>(records));
 
-      std::printf("produce acks=leader : %10.0f records/s %8.1f MB/s values %8.1f MB/s log  (%d requests in %.2f s",
-                  records / produce_s, value_mb / produce_s, log_bytes / produce_s / 1e6, o.requests, produce_s);
-      if (fsyncs > 0)
-        std::printf(", %ld fsyncs = %.2f requests/fsync", fsyncs, o.requests / static_cast<double>(fsyncs));
-      std::printf(")\n");
-      std::printf("raw write+fdatasync : %10.0f records/s %8.1f MB/s log  (%d chunks of %zu bytes in %.2f s)\n",
-                  records / raw_s, log_bytes / raw_s / 1e6, o.requests, chunk, raw_s);
-      std::printf("ratio broker/raw    : %10.2f\n", raw_s / produce_s);
-
-      // Fetch: partitions shared out over the connections; each connection
-      // reads its partitions from 0 to the end, repeatedly, until the same
-      // number of records as produced was read.
-      std::atomic<int64_t> read_records{0};
-      std::atomic<int64_t> read_bytes{0};
-      auto target_records = static_cast<int64_t>(records);
-      auto tf = clock_type::now();
-      for (int c = 0; c < o.connections; ++c)
-        threads.emplace_back([&, c] {
-          http_connection conn{"127.0.0.1", node.client_port};
-          int p = c % o.partitions;
-          // Each connection starts at its own place so they do not read the same pages in lock step.
-          auto offset = static_cast<int64_t>(records / o.partitions) * c / o.connections;
-          while (read_records.load() < target_records) {
-            auto res = conn.call("GET", "/v1/topics/bench/partitions/" + std::to_string(p) + "/records?offset="
-                                          + std::to_string(offset) + "&max_records=" + std::to_string(o.records),
-                                 {}, std::chrono::seconds(60));
-            if (res.status != 200) {
-              if (failures++ == 0)
-                std::fprintf(stderr, "fetch failed: %d %s %s\n", res.status, res.body.c_str(), res.error.c_str());
-              return;
-            }
-            auto j = json::parse(res.body);
-            auto n = static_cast<int64_t>(j["records"].size());
-            read_records += n;
-            read_bytes += static_cast<int64_t>(res.body.size());
-            offset = j["next_offset"].get<int64_t>();
-            if (offset >= j["log_end_offset"].get<int64_t>()) {
-              p = (p + 1) % o.partitions;
-              offset = 0;
-            }
-          }
-        });
-      for (auto& t : threads)
-        t.join();
-      double fetch_s = seconds_since(tf);
-      if (failures > 0)
-        throw std::runtime_error("fetch failed");
-      auto fetched = static_cast<double>(read_records.load());
-      std::printf("fetch               : %10.0f records/s %8.1f MB/s values %8.1f MB/s JSON  (%.0f records in %.2f s)\n",
-                  fetched / fetch_s, fetched * static_cast<double>(o.value_bytes) / fetch_s / 1e6,
-                  static_cast<double>(read_bytes.load()) / fetch_s / 1e6, fetched, fetch_s);
+      for (const auto& run : runs) {
+        std::printf("produce %-6s acks=leader : %10.0f records/s %8.1f MB/s values %8.1f MB/s log  (%d requests in "
+                    "%.2f s",
+                    run.form.c_str(), records / run.produce_s, value_mb / run.produce_s,
+                    run.log_bytes / run.produce_s / 1e6, o.requests, run.produce_s);
+        if (run.fsyncs > 0)
+          std::printf(", %ld fsyncs = %.2f requests/fsync", run.fsyncs, o.requests / static_cast<double>(run.fsyncs));
+        std::printf(")\n");
+      }
+      std::printf("raw write+fdatasync        : %10.0f records/s %8.1f MB/s log  (%d chunks of %zu bytes in %.2f s)\n",
+                  records / raw_s, runs.front().log_bytes / raw_s / 1e6, o.requests, chunk, raw_s);
+      for (const auto& run : runs)
+        std::printf("ratio %-6s broker/raw   : %10.2f\n", run.form.c_str(), raw_s / run.produce_s);
+      for (const auto& run : runs) {
+        auto fetched = static_cast<double>(run.fetched);
+        std::printf("fetch %-6s              : %10.0f records/s %8.1f MB/s values %8.1f MB/s answers  (%.0f records "
+                    "in %.2f s)\n",
+                    run.form.c_str(), fetched / run.fetch_s, fetched * static_cast<double>(o.value_bytes) / run.fetch_s / 1e6,
+                    static_cast<double>(run.fetched_bytes) / run.fetch_s / 1e6, fetched, run.fetch_s);
+      }
+      if (runs.size() == 2)
+        std::printf("%s/%s records/s          : produce %.2f, fetch %.2f\n", runs[1].form.c_str(), runs[0].form.c_str(),
+                    runs[0].produce_s / runs[1].produce_s,
+                    (static_cast<double>(runs[1].fetched) / runs[1].fetch_s)
+                      / (static_cast<double>(runs[0].fetched) / runs[0].fetch_s));
     }
     fs::remove_all(work + "/run");
 

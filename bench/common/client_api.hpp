@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,12 +21,11 @@ struct produce_load {
   size_t value_bytes = 1024;
 };
 
-/// A produce body `{"records":[{"value":...}, ...]}` of `load.records` values
-/// of `load.value_bytes` lowercase letters each, from an xorshift64 stream
-/// seeded by `salt` (the same salt gives the same body). With `partition` >= 0
-/// each record also names that partition; otherwise the node picks one.
-inline std::string records_body(const produce_load& load, int salt, int partition = -1) {
-  auto list = nlohmann::json::array();
+/// The `load.records` values of one request: `load.value_bytes` lowercase
+/// letters each, from an xorshift64 stream seeded by `salt` (the same salt
+/// gives the same values).
+inline std::vector<std::string> request_values(const produce_load& load, int salt) {
+  std::vector<std::string> out;
   std::string value(load.value_bytes, 'a');
   uint64_t x = 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(salt);
   for (int i = 0; i < load.records; ++i) {
@@ -35,7 +35,18 @@ inline std::string records_body(const produce_load& load, int salt, int partitio
       x ^= x << 17;
       c = static_cast<char>('a' + x % 26);
     }
-    nlohmann::json record{{"value", value}};
+    out.push_back(value);
+  }
+  return out;
+}
+
+/// A produce body `{"records":[{"value":...}, ...]}` of request_values(load,
+/// salt). With `partition` >= 0 each record also names that partition;
+/// otherwise the node picks one.
+inline std::string records_body(const produce_load& load, int salt, int partition = -1) {
+  auto list = nlohmann::json::array();
+  for (auto& value : request_values(load, salt)) {
+    nlohmann::json record{{"value", std::move(value)}};
     if (partition >= 0)
       record["partition"] = partition;
     list.push_back(std::move(record));

@@ -10,8 +10,13 @@
 #                     batch.num.messages=10000
 #   3. http produce : the same N values to topic "bench-http" (1 partition)
 #                     with moonmqctl produce: one keep-alive connection,
-#                     POST /v1/topics/bench-http/records?acks=leader, 500 per request
-#   4. kafka fetch  : kcat -C of topic "bench" from the beginning to the end
+#                     POST /v1/topics/bench-http/records?acks=leader, 500 per request,
+#                     in the binary records form (moonmqctl's default); then
+#                     again to "bench-json" with --form json
+#   4. kafka fetch  : kcat -C of topic "bench" from the beginning to the end;
+#                     http fetch: moonmqctl consume of "bench-http" (binary
+#                     form) and of "bench-json" (--form json), 1000 records
+#                     per request, into wc -lc
 #   5. kafka spread : the same N values with kcat -P to topic "wide" of W
 #                     partitions (no -p, sticky.partitioning.linger.ms=0: every
 #                     record to a random partition), as step 2 otherwise; the
@@ -141,7 +146,7 @@ http() {  # METHOD PATH [BODY]: prints the body, fails on a non-2xx status
   curl -sS --fail-with-body --max-time 30 -X "$1" -H 'Content-Type: application/json' \
     ${3:+--data "$3"} "http://$client$2"
 }
-for t in bench bench-http latency; do
+for t in bench bench-http bench-json latency; do
   http POST /v1/topics "{\"name\":\"$t\",\"partitions\":1}" >/dev/null || die "cannot create topic $t"
 done
 log_end() {  # TOPIC: log end offset of partition 0
@@ -213,6 +218,13 @@ t1=$(now)
 http_produce_s=$(secs "$t0" "$t1")
 end=$(log_end bench-http)
 [ "$end" = "$records" ] || die "topic bench-http: log end offset $end after moonmqctl produce, expected $records"
+t0=$(now)
+"$bin_dir/moonmqctl" -u "$client" produce bench-json -p 0 --batch 500 --acks leader --form json \
+  <"$values" >/dev/null 2>"$dir/json-produce.err" || { cat "$dir/json-produce.err" >&2; die "moonmqctl produce --form json failed"; }
+t1=$(now)
+json_produce_s=$(secs "$t0" "$t1")
+end=$(log_end bench-json)
+[ "$end" = "$records" ] || die "topic bench-json: log end offset $end after moonmqctl produce --form json, expected $records"
 
 # --- 4. kafka fetch -----------------------------------------------------------
 t0=$(now)
@@ -224,6 +236,21 @@ read -r got_records got_bytes <<<"$counts"
 [ "$got_records" = "$records" ] || die "kcat -C consumed $got_records records, expected $records"
 [ "$got_bytes" = $((records * (value_bytes + 1))) ] ||
   die "kcat -C consumed $got_bytes bytes with newlines, expected $((records * (value_bytes + 1)))"
+
+http_fetch() {  # TOPIC FORM: moonmqctl consume of partition 0 into wc -lc; prints seconds, checks the counts
+  local t0 t1 counts got_records got_bytes
+  t0=$(now)
+  counts=$("$bin_dir/moonmqctl" -u "$client" consume "$1" -p 0 --form "$2" 2>"$dir/consume-$2.err" | wc -lc) ||
+    { cat "$dir/consume-$2.err" >&2; die "moonmqctl consume --form $2 failed"; }
+  t1=$(now)
+  read -r got_records got_bytes <<<"$counts"
+  [ "$got_records" = "$records" ] || die "moonmqctl consume $1 --form $2 printed $got_records records, expected $records"
+  [ "$got_bytes" = $((records * (value_bytes + 1))) ] ||
+    die "moonmqctl consume $1 --form $2 printed $got_bytes bytes with newlines, expected $((records * (value_bytes + 1)))"
+  secs "$t0" "$t1"
+}
+http_fetch_s=$(http_fetch bench-http binary)
+json_fetch_s=$(http_fetch bench-json json)
 
 # --- 5. kafka spread -----------------------------------------------------------
 # Created only now, so that its logs do not open during steps 1-4; every
@@ -270,16 +297,20 @@ fi
 frac() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 row() {  # NAME SECONDS [raw fraction?]
   local m; m=$(mbs "$value_total" "$2")
-  printf '%-14s %10s %12s %9s %9s\n' "$1" "$2" "$(rate "$records" "$2")" "$m" "${3:+$(frac "$m" "$raw_mbs")}"
+  printf '%-16s %10s %12s %9s %9s\n' "$1" "$2" "$(rate "$records" "$2")" "$m" "${3:+$(frac "$m" "$raw_mbs")}"
 }
 echo "kafka_bench: $records records x $value_bytes B values ($(mbs "$value_total" 1) MB), 1 partition, node $bin_dir/moonmq-node"
-printf '%-14s %10s %12s %9s %9s\n' "" "seconds" "records/s" "MB/s" "of raw"
+printf '%-16s %10s %12s %9s %9s\n' "" "seconds" "records/s" "MB/s" "of raw"
 row "kafka produce" "$kafka_produce_s" raw
 row "http produce" "$http_produce_s" raw
+row "http json" "$json_produce_s" raw
 row "kafka fetch" "$kafka_fetch_s"
+row "http fetch" "$http_fetch_s"
+row "http fetch json" "$json_fetch_s"
 row "kafka spread" "$kafka_spread_s" raw
-printf '%-14s %10.3f %12s %9s\n' "raw fsync" "$raw_s" "-" "$raw_mbs"
+printf '%-16s %10.3f %12s %9s\n' "raw fsync" "$raw_s" "-" "$raw_mbs"
 echo "(MB = 10^6 bytes of values; raw fsync: $raw_bytes bytes in 256 KiB chunks, fdatasync after each; verified: both log end offsets and kcat -C = $records records)"
+echo "http (binary) / http json, same run: produce $(frac "$json_produce_s" "$http_produce_s"), fetch $(frac "$json_fetch_s" "$http_fetch_s"); http fetch / kafka fetch: binary $(frac "$kafka_fetch_s" "$http_fetch_s"), json $(frac "$kafka_fetch_s" "$json_fetch_s") (records/s ratios; verified: moonmqctl consume printed $records records of each)"
 echo "kafka spread over $wide partitions / kafka produce to 1: $(frac "$kafka_produce_s" "$kafka_spread_s") (records/s ratio, same run; verified: log end offsets of wide sum to $records)"
 [ -z "$latency_out" ] || printf '%s\n' "$latency_out"
 ok=1

@@ -26,6 +26,7 @@ struct produce_options {
   int batch = 500;            ///< lines per request at most
   std::string acks = "leader";
   bool print_offsets = false;  ///< print "partition<TAB>offset<TAB>line" per acknowledged record
+  std::string form = "binary";  ///< request bodies: binary (application/vnd.moonmq.records.v1) | json
 };
 
 struct consume_options {
@@ -37,6 +38,7 @@ struct consume_options {
   int64_t count = -1;       ///< stop after this many records
   std::string format = "value";  ///< value | json | kv (key<TAB>value)
   int idle_exit_ms = 0;     ///< with --follow: exit after this long without records (0 = never)
+  std::string form = "binary";  ///< fetch answers: binary (application/vnd.moonmq.records.v1) | json
 };
 
 int produce(const endpoint& ep, const produce_options& o);

@@ -7,10 +7,14 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "dataplane/records_binary.hpp"
+#include "dataplane/records_json.hpp"
 #include "tools/moonmqctl/commands.hpp"
 #include "transport/blocking_client.hpp"
 
@@ -49,7 +53,9 @@ json call(transport::http_connection& conn, const std::string& method, const std
   return json::parse(res.body, nullptr, false);
 }
 
-void print(const json& rec, int partition, const std::string& format) {
+/// Appends a record of a JSON fetch answer to `out` as one line in
+/// `format` (value, kv or json).
+void print(const json& rec, int partition, const std::string& format, std::string& out) {
   auto text = [](const json& r, const char* name) -> std::string {
     if (r.contains(name) && r[name].is_string())
       return r[name].get<std::string>();
@@ -57,14 +63,47 @@ void print(const json& rec, int partition, const std::string& format) {
     return r.contains(b64) ? "base64:" + r[b64].get<std::string>() : std::string{};
   };
   if (format == "json") {
-    json out = rec;
-    out["partition"] = partition;
-    std::cout << out.dump() << '\n';
+    json line = rec;
+    line["partition"] = partition;
+    out += line.dump();
   } else if (format == "kv") {
-    std::cout << text(rec, "key") << '\t' << text(rec, "value") << '\n';
+    out += text(rec, "key");
+    out += '\t';
+    out += text(rec, "value");
   } else {
-    std::cout << text(rec, "value") << '\n';
+    out += text(rec, "value");
   }
+  out += '\n';
+}
+
+/// Appends a key or value as print() prints it from the JSON form: the
+/// text when it is UTF-8, else "base64:<base64>"; nothing when null.
+void put_text(std::optional<std::string_view> bytes, std::string& out) {
+  if (!bytes)
+    return;
+  if (dataplane::is_utf8(*bytes)) {
+    out += *bytes;
+  } else {
+    out += "base64:";
+    out += dataplane::base64_encode(*bytes);
+  }
+}
+
+/// Appends a record of a binary fetch answer exactly as print() appends
+/// the same record fetched as JSON.
+void print(const storage::record_view& rec, int partition, const std::string& format, std::string& out) {
+  if (format == "json") {
+    auto line = dataplane::record_json(rec);
+    line["partition"] = partition;
+    out += line.dump();
+  } else if (format == "kv") {
+    put_text(rec.key, out);
+    out += '\t';
+    put_text(rec.value, out);
+  } else {
+    put_text(rec.value, out);
+  }
+  out += '\n';
 }
 
 struct group_session {
@@ -169,6 +208,12 @@ int consume(const endpoint& ep, const consume_options& o) {
       all.push_back(p);
     assign(all);
   }
+  const bool binary = o.form == "binary";
+  transport::header_list accept;
+  if (binary)
+    accept = {{"Accept", std::string(dataplane::records_binary_type)}};
+  dataplane::fetched_page page;
+  std::string lines;  // the current page's output
   int64_t printed = 0;
   auto last_beat = clock_type::now();
   auto last_record = clock_type::now();
@@ -180,44 +225,74 @@ int consume(const endpoint& ep, const consume_options& o) {
       std::string target = "/v1/topics/" + o.topic + "/partitions/" + std::to_string(p) + "/records?max_records=1000";
       if (next >= 0)
         target += "&offset=" + std::to_string(next);
-      auto res = brokers.get(served_by[p]).call("GET", target);
-      auto j = json::parse(res.body, nullptr, false);
+      auto res = brokers.get(served_by[p]).call("GET", target, {}, std::chrono::seconds(10), accept);
+      // A binary answer is not JSON; errors always are.
+      auto j = binary && res.status == 200 ? json{} : json::parse(res.body, nullptr, false);
       // Owned elsewhere (a move, or a partition that lives on another
       // broker): fetch from the owner the 421 names, at most 3 hops.
       for (int hop = 0; hop < 3 && res.status == 421 && !j.is_discarded() && j.value("error", "") == "not_owner"
                         && j.contains("url") && j["url"].is_string();
            ++hop) {
         served_by[p] = authority_of(j["url"].get<std::string>());
-        res = brokers.get(served_by[p]).call("GET", target);
-        j = json::parse(res.body, nullptr, false);
+        res = brokers.get(served_by[p]).call("GET", target, {}, std::chrono::seconds(10), accept);
+        j = binary && res.status == 200 ? json{} : json::parse(res.body, nullptr, false);
       }
       if (res.status == 400 && !j.is_discarded() && j.value("error", "") == "offset_out_of_range") {
         // Retention moved the log start past us: resume at the log start.
         next = j.value("log_start_offset", int64_t{0});
         continue;
       }
-      if (res.status != 200 || j.is_discarded()) {
-        std::cerr << "moonmqctl: fetch failed: " << (res.status ? std::to_string(res.status) + " " + res.body : res.error)
+      std::string malformed;
+      if (res.status == 200 && binary) {
+        if (auto e = dataplane::decode_fetch_binary(res.body, page))
+          malformed = "malformed answer: " + e.to_string();
+      } else if (res.status == 200 && j.is_discarded()) {
+        malformed = "malformed answer: not JSON";
+      }
+      if (res.status != 200 || !malformed.empty()) {
+        std::cerr << "moonmqctl: fetch failed: "
+                  << (!malformed.empty() ? malformed
+                      : res.status       ? std::to_string(res.status) + " " + res.body
+                                         : res.error)
                   << "\n";
         rc = 1;
         stopping = true;
         break;
       }
-      for (const auto& rec : j["records"]) {
-        if (o.count >= 0 && printed >= o.count)
-          break;
-        print(rec, p, o.format);
-        ++printed;
-        any = true;
-        next = rec["offset"].get<int64_t>() + 1;
+      int64_t log_end = 0;
+      if (binary) {
+        for (const auto& rec : page.records) {
+          if (o.count >= 0 && printed >= o.count)
+            break;
+          print(rec, p, o.format, lines);
+          ++printed;
+          any = true;
+          next = rec.off.value + 1;
+        }
+        if (page.records.empty())
+          next = page.next_offset;
+        log_end = page.log_end_offset;
+      } else {
+        for (const auto& rec : j["records"]) {
+          if (o.count >= 0 && printed >= o.count)
+            break;
+          print(rec, p, o.format, lines);
+          ++printed;
+          any = true;
+          next = rec["offset"].get<int64_t>() + 1;
+        }
+        if (j["records"].empty())
+          next = j["next_offset"].get<int64_t>();
+        log_end = j["log_end_offset"].get<int64_t>();
       }
-      if (j["records"].empty())
-        next = j["next_offset"].get<int64_t>();
-      if (next < j["log_end_offset"].get<int64_t>())
+      if (next < log_end)
         all_caught_up = false;
       // A partition not read from yet (-1: "from the log start") has nothing to commit.
       if (next >= 0)
         commit.push_back(json{{"topic", o.topic}, {"partition", p}, {"offset", next}});
+      // One write per fetched page, not one per record.
+      std::cout.write(lines.data(), static_cast<std::streamsize>(lines.size()));
+      lines.clear();
     }
     std::cout.flush();
     if (!o.group.empty() && any) {

@@ -1,7 +1,9 @@
 // moonmqctl: operator CLI over the client API (CONTRACT.md §1, §3).
 //
 //   moonmqctl [--url HOST:PORT] produce TOPIC [-K SEP] [-p N] [--batch N] [--acks leader|none] [--print-offsets]
+//             [--form binary|json]
 //   moonmqctl [--url HOST:PORT] consume TOPIC [-p N] [-o OFFSET] [-g GROUP] [-f] [-c COUNT] [--format value|json|kv]
+//             [--form binary|json]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign generate --topics t1,t2 --brokers b1,b2,b3
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign execute --plan FILE [--wait] [--interval-ms N]
 //   moonmqctl [--admin-url HOST:PORT] [--token T] reassign verify [--wait] [--interval-ms N]
@@ -18,8 +20,10 @@
 // numbers, or the API's answer.
 //
 // produce reads lines from stdin (one record each); consume prints records,
-// one per line; reassign drives partition moves over the admin API
-// (CONTRACT §4). Exit: 0 success, 1 a request failed, 2 bad usage.
+// one per line; both use the binary records form by default (`--form json`
+// for the JSON one; the output is the same); reassign drives partition
+// moves over the admin API (CONTRACT §4). Exit: 0 success, 1 a request
+// failed, 2 bad usage.
 
 #include <iostream>
 
@@ -44,6 +48,8 @@ int main(int argc, char** argv) {
   prod->add_option("--acks", po.acks, "leader (after fsync) or none")->capture_default_str()->check(
     CLI::IsMember({"leader", "none"}));
   prod->add_flag("--print-offsets", po.print_offsets, "print partition, offset and line of every acknowledged record");
+  prod->add_option("--form", po.form, "request body: binary (application/vnd.moonmq.records.v1) or json")
+    ->capture_default_str()->check(CLI::IsMember({"binary", "json"}));
 
   consume_options co;
   auto* cons = app.add_subcommand("consume", "print records, one per line");
@@ -56,6 +62,8 @@ int main(int argc, char** argv) {
   cons->add_option("--format", co.format, "value, json or kv")->capture_default_str()->check(
     CLI::IsMember({"value", "json", "kv"}));
   cons->add_option("--idle-exit-ms", co.idle_exit_ms, "with --follow: exit after this long without records");
+  cons->add_option("--form", co.form, "fetch answers: binary (application/vnd.moonmq.records.v1) or json")
+    ->capture_default_str()->check(CLI::IsMember({"binary", "json"}));
 
   std::string admin_url = "127.0.0.1:9644";
   admin_endpoint admin;
