@@ -43,6 +43,15 @@ caf::error invalid(std::string msg) {
   return make_error(errc::invalid_request, std::move(msg));
 }
 
+/// Gives every partition of local topic `t` config `cfg` (saved in the
+/// catalogue already).
+void apply_config(topic_handles& t, const dataplane::topic_config& cfg) {
+  t.config = cfg;
+  for (const auto& p : t.partitions)
+    caf::anon_send(p, config_atom::value, cfg.segment_bytes, cfg.retention_bytes, cfg.retention_ms);
+  log::get("broker")->info("topic.config_changed topic={} config={}", t.name, dataplane::topic_config_text(cfg));
+}
+
 /// Gives local topic `t` config `cfg`: the catalogue first (durably), then
 /// every partition. "" on success, else why the catalogue was not saved
 /// (nothing changed then).
@@ -56,12 +65,47 @@ std::string set_config(self_ptr self, topic_handles& t, const dataplane::topic_c
     st.catalog->put(before);
     return "cannot save the topic catalogue: " + why;
   }
-  t.config = cfg;
-  for (const auto& p : t.partitions)
-    caf::anon_send(p, config_atom::value, cfg.segment_bytes, cfg.retention_bytes, cfg.retention_ms);
+  apply_config(t, cfg);
   publish(self);
-  log::get("broker")->info("topic.config_changed topic={} config={}", t.name, dataplane::topic_config_text(cfg));
   return {};
+}
+
+/// The config_atom batch of broker_actor: the image's configs of `names`
+/// over the cluster's defaults, saved at once, then applied.
+void reapply_configs(self_ptr self, const std::vector<std::string>& names) {
+  auto& st = self->state;
+  if (!st.settings.image)
+    return;
+  auto image = st.settings.image->topics();
+  auto defaults = st.settings.image->topic_defaults().values;
+  std::vector<dataplane::topic_entry> before;
+  std::vector<std::pair<topic_handles*, dataplane::topic_config>> changed;
+  for (const auto& name : names) {
+    auto it = st.topics.find(name);
+    auto t = image->find(name);
+    if (it == st.topics.end() || t == image->end() || it->second.created_at != t->second.created_at)
+      continue;
+    dataplane::topic_config cfg;
+    (void)dataplane::read_topic_config_lenient(t->second.config, cfg, defaults);  // the adopt logs what it skips
+    if (dataplane::topic_config_text(it->second.config) == dataplane::topic_config_text(cfg))
+      continue;
+    auto entry = *st.catalog->find(name);
+    before.push_back(entry);
+    entry.config = cfg;
+    st.catalog->put(entry);
+    changed.emplace_back(&it->second, cfg);
+  }
+  if (changed.empty())
+    return;
+  if (auto why = st.catalog->save(); !why.empty()) {
+    for (auto& e : before)
+      st.catalog->put(std::move(e));
+    log::get("broker")->error("topic.config_save_failed topics={} error=\"{}\"", changed.size(), why);
+    return;
+  }
+  for (auto& [t, cfg] : changed)
+    apply_config(*t, cfg);
+  publish(self);
 }
 
 /// Finishes a deletion the catalogue marks `deleting` (no partition actor of
@@ -243,6 +287,7 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
         return make_error(errc::storage_error, why);
       return text;
     },
+    [self](config_atom, std::vector<std::string>& names) { reapply_configs(self, names); },
     [self](delete_atom, std::string& name, int64_t created_at) -> caf::result<bool> {
       auto& st = self->state;
       auto it = st.topics.find(name);
@@ -318,10 +363,21 @@ void sync_local_topics(const broker_actor& broker, const catalog_view& local, co
     if (groups)
       caf::anon_send(*groups, delete_atom::value, name, copies.at(name).partitions);
   }
+  // Copies that lack nothing but their config (a change of a cluster
+  // default reaches every copy that inherits it) take it in one message,
+  // with one catalogue save; the others are adopted one by one.
+  std::vector<std::string> reconfigure;
   for (const auto& name : plan.adopt) {
     const auto& t = topics.at(name);
-    caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config, t.created_at);
+    auto c = copies.find(name);
+    if (c != copies.end() && c->second.created_at != 0 && c->second.created_at == t.created_at
+        && c->second.partitions >= t.partitions)
+      reconfigure.push_back(name);
+    else
+      caf::anon_send(broker, adopt_atom::value, name, t.partitions, t.config, t.created_at);
   }
+  if (!reconfigure.empty())
+    caf::anon_send(broker, config_atom::value, std::move(reconfigure));
 }
 
 broker_actor spawn_broker(caf::actor_system& sys, broker_settings settings, dataplane::topic_catalog catalog,

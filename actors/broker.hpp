@@ -48,6 +48,14 @@ using broker_actor = caf::typed_actor<
   // broker's. Replies the new config (JSON text of the keys set); errors:
   // unknown_topic, invalid_request (naming the key), storage_error.
   caf::replies_to<config_atom, std::string, dataplane::topic_config_changes, bool>::with<std::string>,
+  // Re-reads the configs of local copies (names) from the image, each over
+  // the cluster's topic defaults, and applies those that differ with one
+  // catalogue save: what a change of a cluster default needs for every copy
+  // that inherits it (sync_local_topics sends it for copies that lack
+  // nothing but their config). A copy of another creation, or a name the
+  // image lacks, is left to the per-topic adopt. A failed save changes
+  // nothing (logged; the next sync tries again).
+  caf::reacts_to<config_atom, std::vector<std::string>>,
   // Deletes the local copy of a topic (docs/metadata.md "Deleting a
   // topic"): name, and the created_at the copy must have (-1 = any; a copy
   // with another is kept: it belongs to a later creation). The catalogue

@@ -340,9 +340,11 @@ void import_local_topics(self_ptr self) {
     st.importing.insert(name);
     auto n = static_cast<int32_t>(t.partitions.size());
     log::get("node")->info("topic.importing topic={} partitions={}", name, n);
-    // The keys that differ from the built-in defaults, as a standalone
-    // broker describes them: the others follow the cluster's defaults.
-    propose_topic(self, name, n, dataplane::topic_config_overrides(t.config), false,
+    // The whole config the copy holds: its catalogue keeps resolved values
+    // only, so a key set on the topic to the built-in value (retention.ms
+    // -1: keep forever) cannot be told from a default, and a cluster default
+    // must never shorten what such a topic keeps.
+    propose_topic(self, name, n, dataplane::topic_config_text(t.config), false,
                   [self, name](int64_t index) {
                     self->state.importing.erase(name);
                     log::get("node")->info("topic.imported topic={} raft_index={}", name, index);

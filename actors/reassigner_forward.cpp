@@ -286,11 +286,26 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
   auto seq = ++run->seq;
   self->request(*part, local_timeout, seal_atom::value, true)
     .then(
-      [self, id, seq, then, flip](int64_t log_end) {
+      [self, id, seq, then, flip, part = *part](int64_t log_end) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
         run->final_end = log_end;
+        // The sealed log start, for the `offsets` entry: DeleteRecords
+        // refuses a sealed partition, so it can only rise by retention
+        // from here, and a start recorded too low loses nothing. Read
+        // beside the flip, not before it (the cutover window stays short).
+        self->request(part, local_timeout, bounds_atom::value)
+          .then(
+            [self, id](int64_t log_start, int64_t, int64_t) {
+              if (auto* run = run_of(self, id))
+                run->final_log_start = log_start;
+            },
+            [id](caf::error& e) {
+              // Recorded without it: a controller confirming in this
+              // broker's place keeps the destination's own log start.
+              logger()->warn("move.log_start_unread move={} error=\"{}\"", id, caf::to_string(e));
+            });
         if (!flip) {
           then();
           return;
@@ -379,29 +394,10 @@ void push_offsets(self_ptr self, const std::string& id) {
     return;
   if (auto* run = run_of(self, id)) {
     run->offsets_since_ms = util::wall_ms();
-    // The sealed end and log start, for a controller that confirms in the
-    // source's place should this broker be fenced (docs/cluster.md "Moves
-    // in the log"). Both are final: the source is sealed, and DeleteRecords
-    // refuses a sealed partition.
-    if (auto part = local_partition(self, row_of(self, id)->tp))
-      self->request(*part, local_timeout, bounds_atom::value)
-        .then(
-          [self, id](int64_t log_start, int64_t, int64_t) {
-            auto* run = run_of(self, id);
-            if (!run)
-              return;
-            run->final_log_start = log_start;
-            log_step_async(self, id, "offsets", {"cutover"}, {}, run->final_end, log_start);
-          },
-          [self, id](caf::error& e) {
-            // Recorded without the log start: a controller confirming in
-            // this broker's place keeps the destination's own.
-            logger()->warn("move.log_start_unread move={} error=\"{}\"", id, caf::to_string(e));
-            if (auto* run = run_of(self, id))
-              log_step_async(self, id, "offsets", {"cutover"}, {}, run->final_end);
-          });
-    else
-      log_step_async(self, id, "offsets", {"cutover"}, {}, run->final_end);
+    // The sealed end and log start (read at the seal), for a controller
+    // that confirms in the source's place should this broker be fenced
+    // (docs/cluster.md "Moves in the log").
+    log_step_async(self, id, "offsets", {"cutover"}, {}, run->final_end, run->final_log_start);
   }
   send_offsets(self, id);
 }

@@ -135,9 +135,11 @@ public:
     return true;
   }
 
-  /// The current record's headers: count, then name (never null, UTF-8)
-  /// and value pairs.
-  bool headers(std::vector<std::pair<std::string_view, std::optional<std::string_view>>>& out) {
+  /// The current record's headers: count, then name (never null; UTF-8
+  /// when `utf8_names`: a produce's, while a fetch answer carries names as
+  /// stored, any bytes a Kafka client wrote) and value pairs.
+  bool headers(std::vector<std::pair<std::string_view, std::optional<std::string_view>>>& out,
+               bool utf8_names = true) {
     int32_t n = 0;
     if (!count(n, "header_count", 0, 8))
       return false;
@@ -147,7 +149,7 @@ public:
       std::optional<std::string_view> key, value;
       if (!bytes(key, "name", false))
         return false;
-      if (!is_utf8(*key))
+      if (utf8_names && !is_utf8(*key))
         return fail(at, "name", "not UTF-8");
       if (!bytes(value, "value"))
         return false;
@@ -325,7 +327,7 @@ binary_error decode_fetch_binary(std::string_view body, fetched_page& out) {
   for (in.record = 0; in.record < n; ++in.record) {
     auto& r = out.records[static_cast<size_t>(in.record)];
     if (!in.i64(r.off.value, "offset") || !in.i64(r.timestamp_ms, "timestamp") || !in.bytes(r.key, "key")
-        || !in.bytes(r.value, "value") || !in.headers(r.headers))
+        || !in.bytes(r.value, "value") || !in.headers(r.headers, false))
       return in.error();
   }
   in.end(n);

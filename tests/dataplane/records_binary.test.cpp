@@ -143,6 +143,24 @@ TEST_CASE("binary fetch records carry null values (Kafka tombstones)", "[records
   CHECK(page.records[0].off.value == 7);
 }
 
+TEST_CASE("binary fetch answers carry header names as stored, UTF-8 or not", "[records][binary]") {
+  // A Kafka client may write any bytes as a header name; a produce in the
+  // binary form may not, a fetch answer shows what is stored.
+  std::string answer;
+  records_to_binary({}, 3, 4, 0, 3, answer);
+  answer[27] = 1;
+  storage::record_view r;
+  r.off = storage::offset{3};
+  r.value = std::string_view("v");
+  r.headers.emplace_back(std::string_view("\xff\xfe"), std::string_view("x"));
+  append_fetched_record(answer, r);
+  fetched_page page;
+  REQUIRE_FALSE(decode_fetch_binary(answer, page));
+  REQUIRE(page.records.size() == 1);
+  REQUIRE(page.records[0].headers.size() == 1);
+  CHECK(page.records[0].headers[0].first == "\xff\xfe");
+}
+
 TEST_CASE("malformed binary produce bodies are refused naming the byte position", "[records][binary]") {
   produce_plan plan;
   auto refuse = [&](const std::string& body, int32_t partitions = 4) {

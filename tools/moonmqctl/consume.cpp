@@ -226,8 +226,15 @@ int consume(const endpoint& ep, const consume_options& o) {
       if (next >= 0)
         target += "&offset=" + std::to_string(next);
       auto res = brokers.get(served_by[p]).call("GET", target, {}, std::chrono::seconds(10), accept);
-      // A binary answer is not JSON; errors always are.
-      auto j = binary && res.status == 200 ? json{} : json::parse(res.body, nullptr, false);
+      // A binary answer says so in its Content-Type; errors, and every
+      // answer of a broker without the binary form, are JSON.
+      auto binary_answer = [&] {
+        auto ct = res.headers.find("content-type");
+        return binary && res.status == 200 && ct != res.headers.end()
+               && dataplane::names_records_binary(ct->second);
+      };
+      bool got_binary = binary_answer();
+      auto j = got_binary ? json{} : json::parse(res.body, nullptr, false);
       // Owned elsewhere (a move, or a partition that lives on another
       // broker): fetch from the owner the 421 names, at most 3 hops.
       for (int hop = 0; hop < 3 && res.status == 421 && !j.is_discarded() && j.value("error", "") == "not_owner"
@@ -235,7 +242,8 @@ int consume(const endpoint& ep, const consume_options& o) {
            ++hop) {
         served_by[p] = authority_of(j["url"].get<std::string>());
         res = brokers.get(served_by[p]).call("GET", target, {}, std::chrono::seconds(10), accept);
-        j = binary && res.status == 200 ? json{} : json::parse(res.body, nullptr, false);
+        got_binary = binary_answer();
+        j = got_binary ? json{} : json::parse(res.body, nullptr, false);
       }
       if (res.status == 400 && !j.is_discarded() && j.value("error", "") == "offset_out_of_range") {
         // Retention moved the log start past us: resume at the log start.
@@ -243,7 +251,7 @@ int consume(const endpoint& ep, const consume_options& o) {
         continue;
       }
       std::string malformed;
-      if (res.status == 200 && binary) {
+      if (got_binary) {
         if (auto e = dataplane::decode_fetch_binary(res.body, page))
           malformed = "malformed answer: " + e.to_string();
       } else if (res.status == 200 && j.is_discarded()) {
@@ -260,7 +268,7 @@ int consume(const endpoint& ep, const consume_options& o) {
         break;
       }
       int64_t log_end = 0;
-      if (binary) {
+      if (got_binary) {
         for (const auto& rec : page.records) {
           if (o.count >= 0 && printed >= o.count)
             break;

@@ -72,15 +72,24 @@ void body_of(const std::vector<std::string_view>& lines, const produce_options& 
 }
 
 /// Sends `lines` in `body` (reused from request to request); prints
-/// offsets when asked. false on failure (printed).
-bool send(transport::http_connection& conn, const produce_options& o, const std::vector<std::string_view>& lines,
+/// offsets when asked. false on failure (printed). A broker without the
+/// binary form reads its body as JSON and refuses it (400 malformed_json,
+/// nothing written): `o.form` turns to json and the lines are sent again.
+bool send(transport::http_connection& conn, produce_options& o, const std::vector<std::string_view>& lines,
           std::string& body) {
   if (lines.empty())
     return true;
   transport::header_list headers;
   body_of(lines, o, body, headers);
-  auto res = conn.call("POST", "/v1/topics/" + o.topic + "/records?acks=" + o.acks, body, std::chrono::seconds(30),
-                       headers);
+  auto target = "/v1/topics/" + o.topic + "/records?acks=" + o.acks;
+  auto res = conn.call("POST", target, body, std::chrono::seconds(30), headers);
+  auto refused = res.status == 400 ? json::parse(res.body, nullptr, false) : json{};
+  if (o.form == "binary" && refused.is_object() && refused.value("error", std::string{}) == "malformed_json") {
+    std::cerr << "moonmqctl: the broker does not take the binary form; producing in JSON\n";
+    o.form = "json";
+    body_of(lines, o, body, headers);
+    res = conn.call("POST", target, body, std::chrono::seconds(30), headers);
+  }
   if (res.status != 200) {
     std::cerr << "moonmqctl: produce failed: " << (res.status ? std::to_string(res.status) + " " + res.body : res.error)
               << "\n";
@@ -106,7 +115,8 @@ constexpr size_t read_bytes = 1 << 20;
 
 }  // namespace
 
-int produce(const endpoint& ep, const produce_options& o) {
+int produce(const endpoint& ep, const produce_options& options) {
+  auto o = options;  // the form may fall back to json (send)
   transport::http_connection conn{ep.host, ep.port};
   // stdin bytes in `buffer`: [0, consumed) sent, [consumed, line_start)
   // split into the lines of `spans` (offset, length) not sent yet,
