@@ -208,8 +208,8 @@ namespace {
 // join them: the register after A then B is the register after A advanced
 // over len(B) zero bytes, xor the register of B started at 0 (CRCs are
 // linear). The advance is a 32x32 matrix over GF(2), applied a byte of the
-// register at a time through tables. Source: Mark Adler, crc32c.c
-// (zlib-style, 2013, stackoverflow.com/a/17646775), after Intel's "Fast CRC
+// register at a time through tables (zlib's crc32_combine matrices).
+// Source: Mark Adler's crc32c.c (2013), after Intel's "Fast CRC
 // Computation for iSCSI Polynomial Using CRC32 Instruction" (2011).
 
 constexpr uint32_t crc32c_reflected_poly = 0x82F63B78u;

@@ -15,8 +15,8 @@
 //         random with a short linger sends them.
 // Each runs `--seconds`; every answer is decoded and must carry error 0 for
 // every partition. Printed: records/s of each, the ratio wide/one of the
-// same run, and the broker's CPU (utime+stime of the node) per 1,000
-// records and per MB (10^6 bytes of record values). Then the disk's own
+// same run, and the broker's CPU (utime+stime of the node) per record and
+// per MB (10^6 bytes of record values). Then the disk's own
 // floor, in the same directory: `--wide` files with one record appended to
 // each and one syncfs, against one file
 // with the same bytes appended and one fdatasync (20 rounds each, median),
@@ -501,10 +501,10 @@ int main(int argc, char** argv) {
       std::printf("kafka_spread_bench: ProduceRequest v7, acks=-1, %d connections x %d in flight, %d records of %zu B"
                   " per request, %d s each\n",
                   o.connections, o.depth, o.records, o.value_bytes, o.seconds);
-      std::printf("  one partition       : %10.0f records/s   broker CPU %.3f s per 1,000 records, %.1f ms per MB\n",
-                  one.records_per_s, one.broker_cpu_per_1000, one.broker_cpu_per_mb * 1e3);
-      std::printf("  %5d partitions     : %10.0f records/s   broker CPU %.3f s per 1,000 records, %.1f ms per MB\n",
-                  o.wide, wide.records_per_s, wide.broker_cpu_per_1000, wide.broker_cpu_per_mb * 1e3);
+      std::printf("  one partition       : %10.0f records/s   broker CPU %5.2f µs per record, %5.2f ms per MB\n",
+                  one.records_per_s, one.broker_cpu_per_1000 * 1e3, one.broker_cpu_per_mb * 1e3);
+      std::printf("  %5d partitions     : %10.0f records/s   broker CPU %5.2f µs per record, %5.2f ms per MB\n",
+                  o.wide, wide.records_per_s, wide.broker_cpu_per_1000 * 1e3, wide.broker_cpu_per_mb * 1e3);
       std::printf("  ratio wide/one      : %10.2f\n", wide.records_per_s / one.records_per_s);
       if (!produce.empty()) {
         auto d = percentiles(disk);

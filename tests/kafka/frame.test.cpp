@@ -20,6 +20,17 @@ std::string api_versions_v0_frame(int32_t correlation_id) {
   h.client_id = "c";
   return encode_request(h, api_versions_request{}).value();
 }
+
+/// Appends every complete frame `d` holds to `out`.
+void drain(frame_decoder& d, std::vector<std::string>& out) {
+  for (;;) {
+    auto f = d.next_view();
+    REQUIRE(f.ok());
+    if (!*f)
+      return;
+    out.emplace_back(**f);
+  }
+}
 }  // namespace
 
 TEST_CASE("kafka frame: frames arrive whole from chunks of any size", "[kafka][frame]") {
@@ -31,13 +42,7 @@ TEST_CASE("kafka frame: frames arrive whole from chunks of any size", "[kafka][f
     std::vector<std::string> frames;
     for (size_t pos = 0; pos < stream.size(); pos += chunk) {
       d.feed(std::string_view(stream).substr(pos, chunk));
-      for (;;) {
-        auto f = d.next();
-        REQUIRE(f.ok());
-        if (!*f)
-          break;
-        frames.push_back(**f);
-      }
+      drain(d, frames);
     }
     REQUIRE(frames.size() == 5);
     CHECK(d.buffered() == 0);
@@ -75,13 +80,7 @@ TEST_CASE("kafka frame: bytes read straight into prepare's room arrive as the sa
       std::memcpy(room.first, stream.data() + pos, n);
       d.commit(n);
       pos += n;
-      for (;;) {
-        auto f = d.next_view();
-        REQUIRE(f.ok());
-        if (!*f)
-          break;
-        got.emplace_back(**f);
-      }
+      drain(d, got);
     }
     CHECK(got == sent);
     CHECK(d.buffered() == 0);
