@@ -64,6 +64,17 @@ std::vector<std::string> write_with_wal(const std::string& data_dir, const std::
   return out;
 }
 
+/// Replaces the one WAL file in `data_dir` with entries of `format` for
+/// `batches` of partition t-0.
+void rewrite_wal(const std::string& data_dir, const std::vector<std::string>& batches, wal_format format) {
+  auto files = files_in(wal_dir(data_dir));
+  REQUIRE(files.size() == 1);
+  std::string file{wal_header(format)};
+  for (const auto& b : batches)
+    encode_wal_entry(file, "t", 0, b, format);
+  REQUIRE(!moonmq::util::write_file_atomic(wal_dir(data_dir) + "/" + files[0], file));
+}
+
 }  // namespace
 
 TEST_CASE("WAL entries decode as they were encoded; a cut tail is torn, a bad CRC before more bytes is damage",
@@ -173,12 +184,7 @@ TEST_CASE("replay reads a MOONWAL1 file as earlier builds wrote it", "[storage][
   temp_dir dir;
   auto batches = write_with_wal(dir.path(), "t", 0, 3);
   const auto where = partition_dir(dir.path(), "t", 0);
-  auto files = files_in(wal_dir(dir.path()));
-  REQUIRE(files.size() == 1);
-  std::string v1{wal_header(wal_format::v1)};
-  for (const auto& b : batches)
-    encode_wal_entry(v1, "t", 0, b, wal_format::v1);
-  REQUIRE(!moonmq::util::write_file_atomic(wal_dir(dir.path()) + "/" + files[0], v1));
+  rewrite_wal(dir.path(), batches, wal_format::v1);
   REQUIRE(::truncate(last_segment(where).c_str(), 0) == 0);
 
   auto report = replay_wal(dir.path());
@@ -255,12 +261,8 @@ TEST_CASE("entries that do not continue a log are kept for the operator, never a
   const auto where = partition_dir(dir.path(), "t", 0);
   // A WAL that lost its first two entries (only the later ones are there):
   // rewrite the file with entries 2 and 3 only.
-  auto files = files_in(wal_dir(dir.path()));
-  REQUIRE(files.size() == 1);
-  std::string only_later{wal_header(wal_format::v2)};
-  encode_wal_entry(only_later, "t", 0, batches[2]);
-  encode_wal_entry(only_later, "t", 0, batches[3]);
-  REQUIRE(!moonmq::util::write_file_atomic(wal_dir(dir.path()) + "/" + files[0], only_later));
+  const auto files = files_in(wal_dir(dir.path()));
+  rewrite_wal(dir.path(), {batches[2], batches[3]}, wal_format::v2);
   REQUIRE(::truncate(last_segment(where).c_str(), static_cast<off_t>(batches[0].size())) == 0);
 
   auto report = replay_wal(dir.path());
