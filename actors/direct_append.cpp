@@ -133,7 +133,7 @@ void append_direct(caf::actor_system& sys, std::vector<direct_append> appends, s
       continue;
     }
     group_of(groups, found[i]->worker).items.push_back(detail::direct_item{
-      found[i]->id, std::move(a.batch), a.durable,
+      found[i]->id, std::move(a.batch), a.durable, a.check,
       std::make_unique<detail::direct_reply>(std::move(a.ok), std::move(a.fail))});
   }
   for (auto& [worker, group] : groups)

@@ -29,6 +29,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/partition.hpp"
+#include "storage/record_batch.hpp"
 
 namespace moonmq {
 
@@ -42,6 +43,11 @@ struct direct_append {
   /// sec::request_receiver_down when the partition or its worker stopped
   /// before the append was answered (it was not acknowledged).
   std::function<void(const caf::error&)> fail;
+  /// verified: `batch` passed batch_view::parse(batch, true) (as
+  /// kafka::validate_produce_records checks it); the worker then checks its
+  /// framing only (storage::batch_check). An append without a route (see
+  /// append_direct) is checked in full.
+  storage::batch_check check = storage::batch_check::full;
 };
 
 /// Sends every append in `appends` to the I/O worker holding its partition:

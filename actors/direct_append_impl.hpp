@@ -43,6 +43,7 @@ struct direct_item {
   uint64_t id = 0;
   std::string batch;
   bool durable = true;
+  storage::batch_check check = storage::batch_check::full;
   std::unique_ptr<direct_reply> reply;
 };
 

@@ -300,13 +300,14 @@ struct append_outcome {
 /// on, adds it to the WAL's next commit: every append of a partition since
 /// the last checkpoint is in the WAL, acks=none included, so that replay
 /// can continue its log from wherever a crash cut its segment.
-append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool durable) {
+append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool durable,
+                          storage::batch_check check = storage::batch_check::full) {
   if (!p.log)
     return {0, offline(p)};
   if (p.sealed)
     return {0, make_error(errc::partition_moved, "partition " + p.name() + " is being moved; retry at its owner")};
   auto size = batch.size();
-  auto base = p.log->append(batch);
+  auto base = p.log->append(batch, check);
   if (!base && base.err().code == storage::errc::duplicate_sequence) {
     // A producer's resend: answered with the first append's offset once
     // that is durable, and nothing is appended.
@@ -368,7 +369,7 @@ void append_group(worker_ptr self, detail::direct_group& group) {
       continue;
     }
     auto& p = *it->second;
-    auto out = try_append(self, p, a.batch, a.durable);
+    auto out = try_append(self, p, a.batch, a.durable, a.check);
     if (out.error)
       a.reply->deliver(out.error);
     else if (!out.wait)

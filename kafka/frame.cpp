@@ -1,31 +1,88 @@
 #include "kafka/frame.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "kafka/api.hpp"
 
 namespace moonmq::kafka {
 
+namespace {
+
+/// A buffer larger than this is released once it holds nothing (a
+/// connection that sent one large request does not keep its memory).
+constexpr size_t keep_idle_bytes = 4 * 1024 * 1024;
+
+}  // namespace
+
 frame_decoder::frame_decoder(size_t max_request_bytes) : max_(max_request_bytes) {}
 
-void frame_decoder::feed(std::string_view bytes) {
+void frame_decoder::reserve_tail(size_t n) {
+  if (pos_ == end_) {
+    pos_ = end_ = 0;  // nothing unread: start over at the front
+    if (cap_ > keep_idle_bytes && n <= keep_idle_bytes) {
+      buf_.reset();
+      cap_ = 0;
+    }
+  }
+  if (cap_ - end_ >= n)
+    return;
+  const size_t live = end_ - pos_;
+  if (live + n <= cap_) {
+    // The unread bytes (the start of a frame) go to the front: they are
+    // never more than one frame.
+    std::memmove(buf_.get(), buf_.get() + pos_, live);
+  } else {
+    const size_t cap = std::max(live + n, 2 * cap_);
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    if (live > 0)
+      std::memcpy(bigger.get(), buf_.get() + pos_, live);
+    buf_ = std::move(bigger);
+    cap_ = cap;
+  }
+  pos_ = 0;
+  end_ = live;
+}
+
+std::pair<char*, size_t> frame_decoder::prepare(size_t n) {
+  // The whole frame being received fits without moving it again.
+  const size_t frame_rest = want_ > end_ - pos_ ? want_ - (end_ - pos_) : 0;
+  reserve_tail(std::max(n, frame_rest));
+  return {buf_.get() + end_, cap_ - end_};
+}
+
+void frame_decoder::commit(size_t n) {
   if (failure_)
     return;
-  // Drop consumed bytes once they are the larger part of the buffer.
-  if (pos_ > 0 && pos_ >= buf_.size() / 2) {
-    buf_.erase(0, pos_);
-    pos_ = 0;
-  }
-  buf_.append(bytes);
+  end_ += std::min(n, cap_ - end_);
+}
+
+void frame_decoder::feed(std::string_view bytes) {
+  if (failure_ || bytes.empty())
+    return;
+  auto room = prepare(bytes.size());
+  std::memcpy(room.first, bytes.data(), bytes.size());
+  commit(bytes.size());
 }
 
 result<std::optional<std::string>> frame_decoder::next() {
+  auto f = next_view();
+  if (!f)
+    return f.err();
+  if (!*f)
+    return std::optional<std::string>{};
+  return std::optional<std::string>(std::string(**f));
+}
+
+result<std::optional<std::string_view>> frame_decoder::next_view() {
   if (failure_)
     return *failure_;
+  want_ = 0;
   if (buffered() < 4)
-    return std::optional<std::string>{};
-  reader r(std::string_view(buf_).substr(pos_, 4));
+    return std::optional<std::string_view>{};
+  const std::string_view unread(buf_.get() + pos_, end_ - pos_);
+  reader r(unread.substr(0, 4));
   int32_t size = 0;
   (void)r.i32(size);  // 4 bytes are present
   if (size < 0)
@@ -43,16 +100,11 @@ result<std::optional<std::string>> frame_decoder::next() {
     return *failure_;
   const auto need = static_cast<size_t>(size);
   if (buffered() - 4 < need) {
-    buf_.reserve(pos_ + 4 + need);
-    return std::optional<std::string>{};
+    want_ = 4 + need;
+    return std::optional<std::string_view>{};
   }
-  std::string frame = buf_.substr(pos_ + 4, need);
   pos_ += 4 + need;
-  if (pos_ == buf_.size()) {
-    buf_.clear();
-    pos_ = 0;
-  }
-  return std::optional<std::string>(std::move(frame));
+  return std::optional<std::string_view>(unread.substr(4, need));
 }
 
 result<parsed_header> parse_request_header(std::string_view frame) {

@@ -8,9 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "kafka/errors.hpp"
 #include "kafka/wire.hpp"
@@ -33,24 +35,52 @@ class frame_decoder {
   /// `max_request_bytes` bounds the size prefix (excluding its own 4 bytes).
   explicit frame_decoder(size_t max_request_bytes = default_max_request_bytes);
 
-  /// Appends received bytes. Ignored after an error.
+  frame_decoder(const frame_decoder&) = delete;
+  frame_decoder& operator=(const frame_decoder&) = delete;
+
+  /// Appends received bytes (a copy; see prepare). Ignored after an error.
   void feed(std::string_view bytes);
+
+  /// Room for a read to write received bytes into directly, without the
+  /// copy of feed: at least `n` bytes, more when the frame being received
+  /// needs them (its size prefix is known), and whatever the buffer has
+  /// free. Call commit with the bytes written. Only prepare and feed move
+  /// or reallocate the buffer, so a read may be in progress into this room
+  /// while next or next_view run; the room is valid until the next
+  /// prepare or feed.
+  std::pair<char*, size_t> prepare(size_t n);
+  /// Takes `n` bytes written at the start of the room of the last prepare
+  /// as received. Ignored after an error.
+  void commit(size_t n);
 
   /// The next complete frame (the bytes after the size prefix: header and
   /// body), nullopt when more bytes are needed. Errors: negative_size,
   /// frame_too_small (< min_request_bytes), frame_too_large; each is returned
   /// as soon as the 4-byte prefix is in, before the body arrives.
+  /// The view points into the buffer and is valid until the next prepare or
+  /// feed.
+  result<std::optional<std::string_view>> next_view();
+  /// next_view, copied.
   result<std::optional<std::string>> next();
 
   /// Bytes fed but not yet returned as frames.
-  size_t buffered() const { return buf_.size() - pos_; }
+  size_t buffered() const { return end_ - pos_; }
+  /// Bytes the buffer holds room for (tests: how it grows and shrinks).
+  size_t capacity() const { return cap_; }
   /// True after next() returned an error.
   bool failed() const { return failure_.has_value(); }
 
  private:
+  /// Makes room for `n` bytes after end_: moves the unread bytes to the
+  /// front, or into a larger buffer.
+  void reserve_tail(size_t n);
+
   size_t max_;
-  std::string buf_;
-  size_t pos_ = 0;
+  std::unique_ptr<char[]> buf_;  ///< not zeroed: only [pos_, end_) is ever read
+  size_t cap_ = 0;
+  size_t pos_ = 0;   ///< first byte not returned as a frame
+  size_t end_ = 0;   ///< end of the bytes received
+  size_t want_ = 0;  ///< bytes of the frame at pos_ (prefix included) once its prefix is in, else 0
   std::optional<error> failure_;
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "storage/producer_state.hpp"
+#include "storage/record_batch.hpp"
 #include "storage/segment.hpp"
 #include "storage/types.hpp"
 
@@ -134,7 +135,8 @@ class partition_log {
   partition_log& operator=(const partition_log&) = delete;
   ~partition_log() = default;
 
-  /// Validates `batch` (exactly one v2 batch, CRC, records if uncompressed),
+  /// Validates `batch` (exactly one v2 batch, CRC, records if uncompressed;
+  /// with batch_check::verified the framing only, see batch_check),
   /// writes baseOffset = LEO into it in place and appends it, rolling the
   /// segment first when it would exceed segment.bytes. Returns the base
   /// offset. Not durable until flush(). An idempotent batch (producerId and
@@ -144,7 +146,7 @@ class partition_log {
   /// io_error; duplicate_sequence (nothing appended; error::original is the
   /// first append's base offset), out_of_order_sequence,
   /// invalid_producer_epoch.
-  result<offset> append(std::string& batch);
+  result<offset> append(std::string& batch, batch_check check = batch_check::full);
 
   /// Appends a batch whose offsets are already assigned (partition copy);
   /// its baseOffset must equal LEO, else base_offset_mismatch carrying the

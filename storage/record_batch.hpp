@@ -107,6 +107,20 @@ class batch_view {
   std::string_view bytes_;
 };
 
+/// How much of a batch an appender checks (partition_log::append).
+enum class batch_check : uint8_t {
+  /// batch_view::parse(bytes, true): CRC32C, counts, and the records of an
+  /// uncompressed batch.
+  full,
+  /// The framing only (peek_batch_header: magic 2, batchLength equal to the
+  /// buffer, counts): the caller ran batch_view::parse(bytes, true) on these
+  /// bytes, which changed since at most in baseOffset (which the CRC does
+  /// not cover). kafka::validate_produce_records does, for a Produce
+  /// request's records, so its batch is CRC-checked once on its way to the
+  /// log (docs/storage.md "CRC32C: once per batch").
+  verified,
+};
+
 /// Size of the batch at the start of `bytes` read from its batchLength
 /// (12 + batchLength), or an error if fewer than 12 bytes are present or the
 /// length is below the 61-byte header. Does not check magic or CRC.

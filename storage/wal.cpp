@@ -25,7 +25,9 @@ namespace moonmq::storage {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view header = "MOONWAL1";
+constexpr std::string_view header_v1 = "MOONWAL1";
+constexpr std::string_view header_v2 = "MOONWAL2";
+constexpr size_t header_bytes = 8;
 constexpr size_t frame_bytes = 12;  // length, its complement, CRC
 
 void put_u32(std::string& out, uint32_t v) {
@@ -119,7 +121,10 @@ status drop_wal_entries(const std::string& data_dir, const std::string& topic, i
   return sync_dir(dir);
 }
 
-void encode_wal_entry(std::string& out, std::string_view topic, int32_t partition, std::string_view batch) {
+std::string_view wal_header(wal_format format) { return format == wal_format::v1 ? header_v1 : header_v2; }
+
+void encode_wal_entry(std::string& out, std::string_view topic, int32_t partition, std::string_view batch,
+                      wal_format format) {
   const auto body = static_cast<uint32_t>(2 + topic.size() + 4 + batch.size());
   const auto at = out.size();
   put_u32(out, body);
@@ -129,22 +134,27 @@ void encode_wal_entry(std::string& out, std::string_view topic, int32_t partitio
   out.push_back(static_cast<char>(topic.size()));
   out.append(topic);
   put_u32(out, static_cast<uint32_t>(partition));
+  // v2: the batch's own CRC32C covers it from batch_attributes_offset on.
+  const size_t covered = 2 + topic.size() + 4
+                         + (format == wal_format::v1 ? batch.size() : std::min(batch.size(), batch_attributes_offset));
   out.append(batch);
-  auto crc = crc32c(std::string_view(out).substr(at + frame_bytes));
+  auto crc = crc32c(std::string_view(out).substr(at + frame_bytes, covered));
   for (int i = 0; i < 4; ++i)
     out[at + 8 + i] = static_cast<char>(crc >> (24 - 8 * i));
 }
 
 wal_scan decode_wal(std::string_view bytes) {
   wal_scan scan;
-  if (bytes.size() < header.size() || bytes.substr(0, header.size()) != header) {
+  const auto head = bytes.substr(0, std::min(bytes.size(), header_bytes));
+  if (head != header_v1 && head != header_v2) {
     // A file cut before its header was written (and synced) holds nothing.
-    scan.torn_tail = bytes.size() < header.size() && all_zero(bytes);
+    scan.torn_tail = bytes.size() < header_bytes && all_zero(bytes);
     scan.damaged = !scan.torn_tail && !bytes.empty();
     scan.reason = bytes.empty() ? "" : "no WAL header";
     return scan;
   }
-  size_t at = header.size();
+  const bool v2 = head == header_v2;
+  size_t at = header_bytes;
   scan.valid_bytes = at;
   while (at < bytes.size()) {
     auto rest = bytes.substr(at);
@@ -173,20 +183,42 @@ wal_scan decode_wal(std::string_view bytes) {
       return scan;
     }
     auto body = rest.substr(frame_bytes, len);
-    if (crc32c(body) != get_u32(rest, 8)) {
+    const size_t topic_len = (static_cast<size_t>(static_cast<unsigned char>(body[0])) << 8)
+                             | static_cast<unsigned char>(body[1]);
+    const bool topic_fits = 2 + topic_len + 4 + batch_header_size <= body.size();
+    auto topic_too_long = [&] { return "entry topic length " + std::to_string(topic_len) + " exceeds the entry"; };
+    // v2 reads the topic length before its CRC is checked: a damaged one
+    // fails here or moves the covered range, which the CRC then refuses.
+    if (v2 && !topic_fits) {
+      invalid(topic_too_long(), false);
+      return scan;
+    }
+    const auto covered = v2 ? body.substr(0, 2 + topic_len + 4 + batch_attributes_offset) : body;
+    if (crc32c(covered) != get_u32(rest, 8)) {
       invalid("entry CRC mismatch", false);
       return scan;
     }
-    const size_t topic_len = (static_cast<size_t>(static_cast<unsigned char>(body[0])) << 8)
-                             | static_cast<unsigned char>(body[1]);
-    if (2 + topic_len + 4 + 61 > body.size()) {
-      invalid("entry topic length " + std::to_string(topic_len) + " exceeds the entry", false);
+    if (!topic_fits) {
+      invalid(topic_too_long(), false);
       return scan;
+    }
+    const auto batch = body.substr(2 + topic_len + 4);
+    if (v2) {
+      // The batch's own CRC covers what the entry's does not.
+      auto size = peek_batch_size(batch);
+      if (!size || *size != batch.size()) {
+        invalid("entry batch length does not match the entry", false);
+        return scan;
+      }
+      if (crc32c(batch.substr(batch_attributes_offset)) != get_u32(batch, batch_crc_offset)) {
+        invalid("entry batch CRC mismatch", false);
+        return scan;
+      }
     }
     wal_entry e;
     e.topic = std::string(body.substr(2, topic_len));
     e.partition = static_cast<int32_t>(get_u32(body, 2 + topic_len));
-    e.batch = std::string(body.substr(2 + topic_len + 4));
+    e.batch = std::string(batch);
     scan.entries.push_back(std::move(e));
     at += frame_bytes + len;
     scan.valid_bytes = at;
@@ -221,7 +253,7 @@ status wal_writer::start_file() {
   auto fd = open_file(path, O_RDWR | O_CREAT | O_TRUNC);
   if (!fd)
     return fd.err();
-  if (auto st = pwrite_all(fd->get(), 0, header, path); !st)
+  if (auto st = pwrite_all(fd->get(), 0, header_v2, path); !st)
     return st;
   if (::fdatasync(fd->get()) != 0)
     return io_error("fdatasync", path);
@@ -231,7 +263,7 @@ status wal_writer::start_file() {
     older_.push_back(path_);
   path_ = std::move(path);
   fd_ = std::move(*fd);
-  file_bytes_ = header.size();
+  file_bytes_ = header_v2.size();
   return {};
 }
 

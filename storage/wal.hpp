@@ -11,14 +11,19 @@
 // stored again in the partition's own files later), on a local disk.
 //
 // File `<data_dir>/.wal/<worker>-<seq>.wal` (seq: 20 decimal digits):
-//   header: 8 bytes "MOONWAL1"
+//   header: 8 bytes "MOONWAL2" (written now) or "MOONWAL1" (read only)
 //   entries, each: uint32 BE length L of what follows the CRC,
 //                  uint32 BE ~L (a damaged length is never taken for a
 //                  write a crash cut short),
-//                  uint32 BE CRC32C of those L bytes,
+//                  uint32 BE CRC32C: MOONWAL2, of the topic length, topic,
+//                  partition and the batch's first 21 bytes (baseOffset,
+//                  batchLength, partitionLeaderEpoch, magic, crc), the
+//                  batch's own CRC32C covering the rest of it; MOONWAL1, of
+//                  all L bytes,
 //                  uint16 BE topic length, topic bytes,
 //                  int32 BE partition,
 //                  one v2 record batch with its offsets assigned.
+// docs/storage.md "CRC32C: once per batch" says why MOONWAL2 is as safe.
 // Entries of one partition are in the order they were appended; one worker
 // holds each partition for the whole run, so no two files of a run hold the
 // same partition's entries.
@@ -44,8 +49,20 @@ struct wal_entry {
   std::string batch;
 };
 
-/// Appends the framing of one entry to `out`.
-void encode_wal_entry(std::string& out, std::string_view topic, int32_t partition, std::string_view batch);
+/// Entry formats, named by a file's 8-byte header.
+enum class wal_format : uint8_t {
+  v1 = 1,  ///< "MOONWAL1": the entry CRC covers every byte after it (earlier builds wrote it)
+  v2 = 2,  ///< "MOONWAL2": the entry CRC covers the entry's header and the batch's first 21 bytes
+};
+
+/// The 8-byte file header of `format` ("MOONWAL1", "MOONWAL2").
+std::string_view wal_header(wal_format format);
+
+/// Appends one entry of `format` to `out`. For v2, `batch` must be a valid
+/// v2 batch (its crc field right for its bytes from 21 on, as every
+/// appended batch's is): the entry's CRC leaves those bytes to it.
+void encode_wal_entry(std::string& out, std::string_view topic, int32_t partition, std::string_view batch,
+                      wal_format format = wal_format::v2);
 
 /// What decode_wal found in one file's bytes.
 struct wal_scan {
@@ -61,7 +78,9 @@ struct wal_scan {
   std::string reason;  ///< why the bytes at valid_bytes are invalid (empty when the file ends there)
 };
 
-/// Decodes a whole WAL file. A file without the header is damaged at 0.
+/// Decodes a whole WAL file of either format. In a v2 file an entry is
+/// valid only when its batch's batchLength fills the entry and its CRC32C
+/// matches too. A file without a known header is damaged at 0.
 wal_scan decode_wal(std::string_view bytes);
 
 /// Appends entries to the current WAL file of one worker. Single-threaded.

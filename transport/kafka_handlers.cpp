@@ -522,7 +522,10 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
         slot->error_code = kafka_code_of(e);
         g->one();
       };
-      appends.push_back(direct_append{actor, std::move(*p.records), acks != 0, ok, fail});
+      // validate_produce_records parsed the batch in full (CRC included):
+      // the worker checks its framing only.
+      appends.push_back(
+        direct_append{actor, std::move(*p.records), acks != 0, ok, fail, storage::batch_check::verified});
     }
   }
   append_direct(*ctx->system, std::move(appends), ctx->timeout);

@@ -1,6 +1,5 @@
 #include "transport/kafka_listener.hpp"
 
-#include <array>
 #include <deque>
 #include <optional>
 #include <variant>
@@ -96,16 +95,20 @@ private:
   void read() {
     if (closed_)
       return;
-    socket_.async_read_some(net::buffer(buf_), net::bind_executor(strand_, [self = shared_from_this()](
-                                                                             boost::system::error_code ec, size_t n) {
-                                if (ec) {
-                                  self->shutdown("");
-                                  return;
-                                }
-                                self->decoder_.feed(std::string_view(self->buf_.data(), n));
-                                self->reading_ = false;
-                                self->pump();
-                              }));
+    // Straight into the decoder's buffer: a frame's bytes are copied once,
+    // from the socket, before the request is decoded from them in place.
+    auto room = decoder_.prepare(read_bytes);
+    socket_.async_read_some(net::buffer(room.first, room.second),
+                            net::bind_executor(strand_, [self = shared_from_this()](boost::system::error_code ec,
+                                                                                    size_t n) {
+                              if (ec) {
+                                self->shutdown("");
+                                return;
+                              }
+                              self->decoder_.commit(n);
+                              self->reading_ = false;
+                              self->pump();
+                            }));
     reading_ = true;
   }
 
@@ -120,6 +123,8 @@ private:
   /// Produce requests handled at once on one connection (librdkafka keeps
   /// up to 5 in flight when idempotent, a million otherwise).
   static constexpr size_t max_in_flight = 64;
+  /// Room offered to each read at least (more when a frame needs it).
+  static constexpr size_t read_bytes = 64 * 1024;
 
   /// Starts every buffered request it may (see the class comment), else
   /// reads more. Requests in flight hold at most about one request limit of
@@ -129,7 +134,9 @@ private:
     while (!closed_ && !exclusive_ && in_flight_.size() < max_in_flight
            && (in_flight_.empty() || in_flight_bytes_ < owner_->opts.max_request_bytes)) {
       if (!held_) {
-        auto f = decoder_.next();
+        // The view is valid until the next read: decode_request copies what
+        // the request keeps.
+        auto f = decoder_.next_view();
         if (!f) {
           malformed(f.err());
           return;
@@ -272,8 +279,7 @@ private:
   std::string client_host_;  ///< "/<address>" of the client (DescribeGroups)
   net::strand<net::io_context::executor_type> strand_;
   std::shared_ptr<kafka_listener::impl> owner_;
-  kafka::frame_decoder decoder_;
-  std::array<char, 64 * 1024> buf_{};
+  kafka::frame_decoder decoder_;  ///< a read in progress writes into its buffer (prepare)
   std::deque<std::string> writes_;
   bool reading_ = false;
   bool closed_ = false;

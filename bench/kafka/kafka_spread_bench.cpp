@@ -15,9 +15,10 @@
 //         random with a short linger sends them.
 // Each runs `--seconds`; every answer is decoded and must carry error 0 for
 // every partition. Printed: records/s of each, the ratio wide/one of the
-// same run, and the broker's CPU (utime+stime of the node) per 1,000
-// records. Then the disk's own floor, in the same directory: `--wide`
-// files with one record appended to each and one syncfs, against one file
+// same run, and the broker's CPU (utime+stime of the node) per record and
+// per MB (10^6 bytes of record values). Then the disk's own
+// floor, in the same directory: `--wide` files with one record appended to
+// each and one syncfs, against one file
 // with the same bytes appended and one fdatasync (20 rounds each, median),
 // as records/s: what a sync round costs when each of its partitions holds
 // one new record, whatever the broker does around it.
@@ -217,6 +218,7 @@ double cpu_seconds(pid_t pid) {
 struct run_result {
   double records_per_s = 0;
   double broker_cpu_per_1000 = 0;  ///< seconds
+  double broker_cpu_per_mb = 0;    ///< seconds per 10^6 bytes of record values
 };
 
 run_result run(const options& o, const moonmq::bench::node_child& node, const std::string& topic, int partitions) {
@@ -263,7 +265,8 @@ run_result run(const options& o, const moonmq::bench::node_child& node, const st
   if (failures > 0)
     throw std::runtime_error("produce to " + topic + ": " + first_failure);
   double records = static_cast<double>(answered.load()) * o.records;
-  return {records / s, cpu / records * 1000.0};
+  double mb = records * static_cast<double>(o.value_bytes) / 1e6;
+  return {records / s, cpu / records * 1000.0, cpu / mb};
 }
 
 /// Median seconds of `rounds` rounds of `write_round` then `sync`.
@@ -498,10 +501,10 @@ int main(int argc, char** argv) {
       std::printf("kafka_spread_bench: ProduceRequest v7, acks=-1, %d connections x %d in flight, %d records of %zu B"
                   " per request, %d s each\n",
                   o.connections, o.depth, o.records, o.value_bytes, o.seconds);
-      std::printf("  one partition       : %10.0f records/s   broker CPU %.3f s per 1,000 records\n",
-                  one.records_per_s, one.broker_cpu_per_1000);
-      std::printf("  %5d partitions     : %10.0f records/s   broker CPU %.3f s per 1,000 records\n", o.wide,
-                  wide.records_per_s, wide.broker_cpu_per_1000);
+      std::printf("  one partition       : %10.0f records/s   broker CPU %5.2f µs per record, %5.2f ms per MB\n",
+                  one.records_per_s, one.broker_cpu_per_1000 * 1e3, one.broker_cpu_per_mb * 1e3);
+      std::printf("  %5d partitions     : %10.0f records/s   broker CPU %5.2f µs per record, %5.2f ms per MB\n",
+                  o.wide, wide.records_per_s, wide.broker_cpu_per_1000 * 1e3, wide.broker_cpu_per_mb * 1e3);
       std::printf("  ratio wide/one      : %10.2f\n", wide.records_per_s / one.records_per_s);
       if (!produce.empty()) {
         auto d = percentiles(disk);

@@ -2,6 +2,9 @@
 // oversized), sticky errors, request header v1/v2 parsing.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstring>
+
 #include "kafka/codec.hpp"
 #include "kafka/frame.hpp"
 #include "samples.hpp"
@@ -17,6 +20,17 @@ std::string api_versions_v0_frame(int32_t correlation_id) {
   h.client_id = "c";
   return encode_request(h, api_versions_request{}).value();
 }
+
+/// Appends every complete frame `d` holds to `out`.
+void drain(frame_decoder& d, std::vector<std::string>& out) {
+  for (;;) {
+    auto f = d.next_view();
+    REQUIRE(f.ok());
+    if (!*f)
+      return;
+    out.emplace_back(**f);
+  }
+}
 }  // namespace
 
 TEST_CASE("kafka frame: frames arrive whole from chunks of any size", "[kafka][frame]") {
@@ -28,13 +42,7 @@ TEST_CASE("kafka frame: frames arrive whole from chunks of any size", "[kafka][f
     std::vector<std::string> frames;
     for (size_t pos = 0; pos < stream.size(); pos += chunk) {
       d.feed(std::string_view(stream).substr(pos, chunk));
-      for (;;) {
-        auto f = d.next();
-        REQUIRE(f.ok());
-        if (!*f)
-          break;
-        frames.push_back(**f);
-      }
+      drain(d, frames);
     }
     REQUIRE(frames.size() == 5);
     CHECK(d.buffered() == 0);
@@ -45,6 +53,71 @@ TEST_CASE("kafka frame: frames arrive whole from chunks of any size", "[kafka][f
       CHECK(req->header.client_id == std::string("c"));
     }
   }
+}
+
+TEST_CASE("kafka frame: bytes read straight into prepare's room arrive as the same frames, viewed in place",
+          "[kafka][frame]") {
+  // Frames of 30 bytes to 300 KB, as a socket would deliver them.
+  std::string stream;
+  std::vector<std::string> sent;
+  for (size_t body : {size_t{20}, size_t{300000}, size_t{70000}, size_t{10}, size_t{150000}}) {
+    std::string f(body, '\0');
+    for (size_t i = 0; i < body; ++i)
+      f[i] = static_cast<char>('a' + (i * 7 + body) % 26);
+    sent.push_back(f);
+    stream += std::string{static_cast<char>(body >> 24), static_cast<char>(body >> 16), static_cast<char>(body >> 8),
+                          static_cast<char>(body)}
+              + f;
+  }
+  for (size_t chunk : {size_t{1000}, size_t{65536}, size_t{1} << 20}) {
+    frame_decoder d;
+    std::vector<std::string> got;
+    size_t pos = 0;
+    while (pos < stream.size()) {
+      auto room = d.prepare(4096);
+      REQUIRE(room.second >= 4096);
+      const size_t n = std::min({chunk, room.second, stream.size() - pos});
+      std::memcpy(room.first, stream.data() + pos, n);
+      d.commit(n);
+      pos += n;
+      drain(d, got);
+    }
+    CHECK(got == sent);
+    CHECK(d.buffered() == 0);
+  }
+}
+
+TEST_CASE("kafka frame: a view stays valid while more bytes are read into the room prepared before it",
+          "[kafka][frame]") {
+  frame_decoder d;
+  d.feed(api_versions_v0_frame(1) + api_versions_v0_frame(2).substr(0, 6));
+  auto room = d.prepare(100);  // a read in progress, as the listener's
+  auto first = d.next_view();
+  REQUIRE(first.ok());
+  REQUIRE(*first);
+  auto copy = std::string(**first);
+  auto rest = api_versions_v0_frame(2).substr(6);
+  std::memcpy(room.first, rest.data(), rest.size());
+  d.commit(rest.size());
+  CHECK(std::string(**first) == copy);  // next_view moved nothing
+  auto second = d.next_view();
+  REQUIRE(second.ok());
+  REQUIRE(*second);
+  CHECK(decode_request(**first)->header.correlation_id == 1);
+  CHECK(decode_request(**second)->header.correlation_id == 2);
+}
+
+TEST_CASE("kafka frame: a large buffer is released once it holds nothing", "[kafka][frame]") {
+  frame_decoder d(16 * 1024 * 1024);
+  std::string big(8 * 1024 * 1024, 'x');
+  d.feed(std::string("\x00\x80\x00\x00", 4) + big);
+  CHECK(d.capacity() >= big.size());
+  auto f = d.next_view();
+  REQUIRE(f.ok());
+  REQUIRE(*f);
+  CHECK((*f)->size() == big.size());
+  d.prepare(4096);
+  CHECK(d.capacity() < big.size());
 }
 
 TEST_CASE("kafka frame: a partial size prefix or body waits for more bytes", "[kafka][frame]") {

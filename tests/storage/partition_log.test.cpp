@@ -88,6 +88,34 @@ TEST_CASE("append refuses invalid or multi-batch buffers without changing the lo
   CHECK(lg.size_bytes() == 0);
 }
 
+TEST_CASE("append of a verified batch checks its framing only, and the stored batch keeps its CRC",
+          "[storage][log]") {
+  temp_dir tmp;
+  auto lg = partition_log::open(tmp.sub("t-0")).value();
+  auto b = make_batch(3, 1);
+  REQUIRE(batch_view::parse(b, true).ok());  // what the caller of verified did
+  CHECK(lg.append(b, batch_check::verified).value() == offset{0});
+  auto stored = lg.read(offset{0}, 1 << 20);
+  REQUIRE(stored.ok());
+  auto view = batch_view::parse(stored->batches, true);  // the CRC still holds with offsets assigned
+  REQUIRE(view.ok());
+  CHECK(view->base_offset() == offset{0});
+  // The framing is still checked: trailing bytes, a short buffer, a wrong magic.
+  auto two = make_batch(1, 1) + make_batch(1, 2);
+  CHECK(lg.append(two, batch_check::verified).err().code == errc::bad_length);
+  auto cut = make_batch(2, 2).substr(0, 40);
+  CHECK(lg.append(cut, batch_check::verified).err().code == errc::short_buffer);
+  auto magic = make_batch(2, 2);
+  magic[16] = 1;
+  CHECK(lg.append(magic, batch_check::verified).err().code == errc::bad_magic);
+  // The CRC is not: verified is the caller's word that it was checked.
+  auto unchecked = make_batch(2, 3);
+  unchecked[unchecked.size() - 1] ^= 0x55;
+  CHECK(lg.append(unchecked).err().code == errc::bad_crc);
+  CHECK(lg.append(unchecked, batch_check::verified).value() == offset{3});
+  CHECK(lg.log_end() == offset{5});
+}
+
 TEST_CASE("log rolls segments and reads every offset across them", "[storage][log]") {
   temp_dir tmp;
   auto lg = partition_log::open(tmp.sub("t-1"), small_segments()).value();

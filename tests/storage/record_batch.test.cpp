@@ -37,6 +37,15 @@ TEST_CASE("crc32c matches the Castagnoli check value", "[storage][batch]") {
     for (size_t len : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{63}, size_t{4090}})
       CHECK(crc32c(std::string_view(data).substr(start, len)) ==
             crc32c_portable(std::string_view(data).substr(start, len)));
+  // Lengths around the three-stream blocks (3 x 256 and 3 x 8192 bytes).
+  auto big = pseudo_bytes(3 * 3 * 8192 + 3 * 256 + 100, 12);
+  for (size_t len : {size_t{767}, size_t{768}, size_t{769}, size_t{1543}, size_t{24575}, size_t{24576},
+                     size_t{24577}, size_t{24576 + 768 + 7}, size_t{100000}, big.size()})
+    for (size_t start : {size_t{0}, size_t{3}}) {
+      CAPTURE(len, start);
+      const auto part = std::string_view(big).substr(start, std::min(len, big.size() - start));
+      CHECK(crc32c(part) == crc32c_portable(part));
+    }
 }
 
 TEST_CASE("batch round trip keeps keys, values, headers and timestamps", "[storage][batch]") {

@@ -64,17 +64,30 @@ std::vector<std::string> write_with_wal(const std::string& data_dir, const std::
   return out;
 }
 
+/// Replaces the one WAL file in `data_dir` with entries of `format` for
+/// `batches` of partition t-0.
+void rewrite_wal(const std::string& data_dir, const std::vector<std::string>& batches, wal_format format) {
+  auto files = files_in(wal_dir(data_dir));
+  REQUIRE(files.size() == 1);
+  std::string file{wal_header(format)};
+  for (const auto& b : batches)
+    encode_wal_entry(file, "t", 0, b, format);
+  REQUIRE(!moonmq::util::write_file_atomic(wal_dir(data_dir) + "/" + files[0], file));
+}
+
 }  // namespace
 
 TEST_CASE("WAL entries decode as they were encoded; a cut tail is torn, a bad CRC before more bytes is damage",
           "[storage][wal]") {
-  std::string file = "MOONWAL1";
+  // Both formats: v1 as earlier builds wrote it, v2 as this one does.
+  const auto format = GENERATE(wal_format::v1, wal_format::v2);
+  std::string file{wal_header(format)};
   auto a = make_batch(2, 1), b = make_batch(3, 2, 50), c = make_batch(1, 3);
-  encode_wal_entry(file, "orders", 7, a);
+  encode_wal_entry(file, "orders", 7, a, format);
   const auto after_a = file.size();
-  encode_wal_entry(file, "t", 0, b);
+  encode_wal_entry(file, "t", 0, b, format);
   const auto after_b = file.size();
-  encode_wal_entry(file, std::string(300, 'x'), 1 << 30, c);
+  encode_wal_entry(file, std::string(300, 'x'), 1 << 30, c, format);
 
   auto all = decode_wal(file);
   REQUIRE(all.entries.size() == 3);
@@ -120,6 +133,69 @@ TEST_CASE("WAL entries decode as they were encoded; a cut tail is torn, a bad CR
     CHECK(empty.entries.empty());
     CHECK_FALSE(empty.damaged);
   }
+}
+
+TEST_CASE("a v2 entry's batch is covered by its own CRC: a flipped byte anywhere in an entry is damage",
+          "[storage][wal]") {
+  std::string file{wal_header(wal_format::v2)};
+  auto a = make_batch(2, 1), b = make_batch(3, 2, 50), c = make_batch(1, 3);
+  encode_wal_entry(file, "orders", 7, a);
+  const auto after_a = file.size();
+  encode_wal_entry(file, "t", 0, b);
+  encode_wal_entry(file, "t", 0, c);
+  const auto b_batch = after_a + 12 + 2 + 1 + 4;  // frame, topic length, "t", partition
+  // Each position: the entry header, the batch's first 21 bytes (the entry
+  // CRC's), and the bytes from attributes on (the batch CRC's).
+  const std::vector<std::pair<size_t, std::string>> flips = {
+    {after_a + 12, "entry topic length"},               // topic length, high byte: 8193
+    {after_a + 13, "entry CRC"},                        // topic length, low byte: 33
+    {after_a + 15, "entry CRC"},                        // partition
+    {b_batch + 3, "entry CRC"},                         // baseOffset
+    {b_batch + 11, "entry CRC"},                        // batchLength
+    {b_batch + 18, "entry CRC"},                        // the batch's crc field
+    {b_batch + 21, "entry batch CRC"},                  // attributes: first byte the batch CRC covers
+    {b_batch + b.size() - 5, "entry batch CRC"},        // a record's value
+  };
+  for (const auto& [at, reason] : flips) {
+    CAPTURE(at - b_batch);
+    auto bad = file;
+    bad[at] ^= 0x20;
+    auto scan = decode_wal(bad);
+    CHECK(scan.entries.size() == 1);
+    CHECK(scan.valid_bytes == after_a);
+    CHECK(scan.damaged);
+    CHECK_FALSE(scan.torn_tail);
+    CHECK(scan.reason.rfind(reason, 0) == 0);
+  }
+
+  SECTION("a batch whose batchLength does not fill its entry is damage") {
+    std::string odd{wal_header(wal_format::v2)};
+    encode_wal_entry(odd, "t", 0, a);
+    encode_wal_entry(odd, "t", 0, b + "x");  // one byte more than its batchLength says
+    encode_wal_entry(odd, "t", 0, c);
+    auto scan = decode_wal(odd);
+    CHECK(scan.entries.size() == 1);
+    CHECK(scan.damaged);
+    CHECK(scan.reason == "entry batch length does not match the entry");
+  }
+}
+
+TEST_CASE("replay reads a MOONWAL1 file as earlier builds wrote it", "[storage][wal]") {
+  temp_dir dir;
+  auto batches = write_with_wal(dir.path(), "t", 0, 3);
+  const auto where = partition_dir(dir.path(), "t", 0);
+  rewrite_wal(dir.path(), batches, wal_format::v1);
+  REQUIRE(::truncate(last_segment(where).c_str(), 0) == 0);
+
+  auto report = replay_wal(dir.path());
+  CHECK(report.problems.empty());
+  CHECK(report.entries == 3);
+  CHECK(report.batches_applied == 3);
+  CHECK(files_in(wal_dir(dir.path())).empty());
+  auto lg = partition_log::open(where);
+  REQUIRE(lg.ok());
+  CHECK(lg->log_end().value == 12);
+  CHECK(read_all(*lg).size() == 12);
 }
 
 TEST_CASE("replay puts back what a crash cut from a segment, and deletes the WAL", "[storage][wal]") {
@@ -185,12 +261,8 @@ TEST_CASE("entries that do not continue a log are kept for the operator, never a
   const auto where = partition_dir(dir.path(), "t", 0);
   // A WAL that lost its first two entries (only the later ones are there):
   // rewrite the file with entries 2 and 3 only.
-  auto files = files_in(wal_dir(dir.path()));
-  REQUIRE(files.size() == 1);
-  std::string only_later = "MOONWAL1";
-  encode_wal_entry(only_later, "t", 0, batches[2]);
-  encode_wal_entry(only_later, "t", 0, batches[3]);
-  REQUIRE(!moonmq::util::write_file_atomic(wal_dir(dir.path()) + "/" + files[0], only_later));
+  const auto files = files_in(wal_dir(dir.path()));
+  rewrite_wal(dir.path(), {batches[2], batches[3]}, wal_format::v2);
   REQUIRE(::truncate(last_segment(where).c_str(), static_cast<off_t>(batches[0].size())) == 0);
 
   auto report = replay_wal(dir.path());
@@ -288,7 +360,7 @@ TEST_CASE("entries of a partition dropped while the WAL was stopped are never re
 
 TEST_CASE("a damaged entry length is damage, never a torn tail; so is a cut entry in a file its worker followed",
           "[storage][wal]") {
-  std::string file = "MOONWAL1";
+  std::string file{wal_header(wal_format::v2)};
   encode_wal_entry(file, "t", 0, make_batch(2, 1));
   const auto after_a = file.size();
   encode_wal_entry(file, "t", 0, make_batch(2, 2));
@@ -317,15 +389,20 @@ TEST_CASE("a damaged WAL file applies the entries before the damage and is kept"
   const auto where = partition_dir(dir.path(), "t", 0);
   auto path = wal_dir(dir.path()) + "/" + files_in(wal_dir(dir.path()))[0];
   auto bytes = read_bytes(path);
-  // Damage the second entry (past its length and CRC), with the third after it.
-  // header, frame, topic length, "t", partition, batch, frame, 20 bytes in
-  bytes[8 + 12 + 2 + 1 + 4 + batches[0].size() + 12 + 20] ^= 0x01;
+  // Damage the second entry (past its length and CRC), with the third after
+  // it: 20 bytes into its body (the first batch bytes, under the entry's
+  // CRC), or a record byte near its end (under the batch's own CRC only).
+  const auto second = 8 + 12 + 2 + 1 + 4 + batches[0].size() + 12;  // header, entry 1, frame of entry 2
+  const auto [at, reason] = GENERATE_COPY(
+    std::make_pair(second + 20, std::string("entry CRC mismatch")),
+    std::make_pair(second + 2 + 1 + 4 + batches[1].size() - 10, std::string("entry batch CRC mismatch")));
+  bytes[at] ^= 0x01;
   REQUIRE(!moonmq::util::write_file_atomic(path, bytes));
   REQUIRE(::truncate(last_segment(where).c_str(), 0) == 0);
 
   auto report = replay_wal(dir.path());
   REQUIRE(report.problems.size() == 1);
-  CHECK(report.problems[0].find("CRC") != std::string::npos);
+  CHECK(report.problems[0].find(reason) != std::string::npos);
   CHECK(report.batches_applied == 1);
   CHECK_FALSE(report.retained_in.empty());
   auto lg = partition_log::open(where);
