@@ -112,8 +112,9 @@ enum class batch_check : uint8_t {
   /// batch_view::parse(bytes, true): CRC32C, counts, and the records of an
   /// uncompressed batch.
   full,
-  /// The framing only (peek_batch_header: magic 2, batchLength equal to the
-  /// buffer, counts): the caller ran batch_view::parse(bytes, true) on these
+  /// The framing (peek_batch_header: magic 2, batchLength equal to the
+  /// buffer, lastOffsetDelta and baseOffset in range) and the CRC32C, no
+  /// record parse: the caller ran batch_view::parse(bytes, true) on these
   /// bytes, which changed since at most in baseOffset (which the CRC does
   /// not cover). kafka::validate_produce_records does, for a Produce
   /// request's records, so its batch is CRC-checked once on its way to the
