@@ -236,22 +236,15 @@ TEST_CASE("kafka topic defaults log.segment.bytes, log.retention.bytes and log.r
   namespace src = kafka::config_source;
   const auto broker = kafka::config_resource::broker;
   const auto topic = kafka::config_resource::topic;
-  auto catalogue_config = [&](size_t i, const std::string& name) {
-    std::ifstream in(c.data_dir(i) + "/topics.json");
-    auto j = json::parse(in, nullptr, false);
-    if (j.is_object())
-      for (const auto& t : j["topics"])
-        if (t["name"] == name)
-          return t["config"];
-    return json{};
-  };
+  // The config a broker's own copy holds (its durable topic catalogue).
+  auto catalogue = [&](size_t i, const std::string& name) { return catalogue_config(c.data_dir(i), name); };
   REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "kdef"}, {"partitions", 1}}.dump()).status == 201);
   // kown sets retention.bytes itself, to the built-in value: it keeps it.
   REQUIRE(call(c.client(0), "POST", "/v1/topics",
                json{{"name", "kown"}, {"partitions", 1}, {"config", {{"retention.bytes", -1}}}}.dump())
             .status == 201);
   for (size_t i = 0; i < 3; ++i)
-    REQUIRE(wait_until([&] { return catalogue_config(i, "kown")["retention.bytes"] == -1; }, 10s));
+    REQUIRE(wait_until([&] { return catalogue(i, "kown")["retention.bytes"] == -1; }, 10s));
 
   // Refused by name: a value out of the topic key's range, a key that is
   // not a dynamic default.
@@ -270,10 +263,10 @@ TEST_CASE("kafka topic defaults log.segment.bytes, log.retention.bytes and log.r
   REQUIRE(set.error_code == 0);
   for (size_t i = 0; i < 3; ++i) {
     INFO(c.id(i));
-    CHECK(wait_until([&] { return catalogue_config(i, "kdef")["retention.bytes"] == 2048; }, 10s));
-    CHECK(catalogue_config(i, "kdef")["segment.bytes"] == 1024);
-    CHECK(wait_until([&] { return catalogue_config(i, "kown")["segment.bytes"] == 1024; }, 10s));
-    CHECK(catalogue_config(i, "kown")["retention.bytes"] == -1);  // its own key wins
+    CHECK(wait_until([&] { return catalogue(i, "kdef")["retention.bytes"] == 2048; }, 10s));
+    CHECK(catalogue(i, "kdef")["segment.bytes"] == 1024);
+    CHECK(wait_until([&] { return catalogue(i, "kown")["segment.bytes"] == 1024; }, 10s));
+    CHECK(catalogue(i, "kown")["retention.bytes"] == -1);  // its own key wins
   }
 
   // Enforced by the owner's partitions: kdef drops its oldest segments,
@@ -339,7 +332,7 @@ TEST_CASE("kafka topic defaults log.segment.bytes, log.retention.bytes and log.r
   // A topic created now takes the defaults too.
   REQUIRE(call(c.client(2), "POST", "/v1/topics", json{{"name", "klate"}, {"partitions", 1}}.dump()).status == 201);
   for (size_t i = 0; i < 3; ++i)
-    CHECK(wait_until([&] { return catalogue_config(i, "klate")["segment.bytes"] == 1024; }, 10s));
+    CHECK(wait_until([&] { return catalogue(i, "klate")["segment.bytes"] == 1024; }, 10s));
 
   // b3 is down while the retention default goes back to built in; it
   // catches up when it returns.
@@ -350,11 +343,11 @@ TEST_CASE("kafka topic defaults log.segment.bytes, log.retention.bytes and log.r
     },
     15s));
   for (size_t i = 0; i < 2; ++i)
-    CHECK(wait_until([&] { return catalogue_config(i, "kdef")["retention.bytes"] == -1; }, 10s));
-  CHECK(catalogue_config(2, "kdef")["retention.bytes"] == 2048);
+    CHECK(wait_until([&] { return catalogue(i, "kdef")["retention.bytes"] == -1; }, 10s));
+  CHECK(catalogue(2, "kdef")["retention.bytes"] == 2048);
   c.start(2);
-  CHECK(wait_until([&] { return catalogue_config(2, "kdef")["retention.bytes"] == -1; }, 20s));
-  CHECK(catalogue_config(2, "kdef")["segment.bytes"] == 1024);  // still the cluster's
+  CHECK(wait_until([&] { return catalogue(2, "kdef")["retention.bytes"] == -1; }, 20s));
+  CHECK(catalogue(2, "kdef")["segment.bytes"] == 1024);  // still the cluster's
 }
 
 TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone broker (no metadata log)",

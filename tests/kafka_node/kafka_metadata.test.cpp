@@ -567,15 +567,7 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
     return -1;
   };
   // The config a broker's own copy holds (its durable topic catalogue).
-  auto catalogue_config = [&](size_t i, const std::string& topic) {
-    std::ifstream in(c.data_dir(i) + "/topics.json");
-    auto j = json::parse(in, nullptr, false);
-    if (j.is_object())
-      for (const auto& t : j["topics"])
-        if (t["name"] == topic)
-          return t["config"];
-    return json{};
-  };
+  auto catalogue = [&](size_t i, const std::string& topic) { return catalogue_config(c.data_dir(i), topic); };
   REQUIRE(call(c.client(0), "POST", "/v1/topics", json{{"name", "kadm"}, {"partitions", 2}}.dump()).status == 201);
 
   // kafkajs 2.2.4: grow to 4, describe, alter, describe again; a count at
@@ -618,8 +610,8 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
   for (size_t i = 0; i < 3; ++i) {
     INFO(c.id(i));
     CHECK(wait_until([&] { return count_on(i, "kadm") == 4; }, 10s));
-    CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.bytes"] == 2048; }, 10s));
-    CHECK(catalogue_config(i, "kadm")["segment.bytes"] == 1024);
+    CHECK(wait_until([&] { return catalogue(i, "kadm")["retention.bytes"] == 2048; }, 10s));
+    CHECK(catalogue(i, "kadm")["segment.bytes"] == 1024);
   }
 
   // The partitions enforce it: segments of about one batch, and the oldest
@@ -662,8 +654,8 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
   for (size_t i = 0; i < 3; ++i) {
     INFO(c.id(i));
     CHECK(wait_until([&] { return count_on(i, "kadm") == 6; }, 10s));
-    CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.ms"] == 86400000; }, 10s));
-    CHECK(catalogue_config(i, "kadm")["retention.bytes"] == -1);
+    CHECK(wait_until([&] { return catalogue(i, "kadm")["retention.ms"] == 86400000; }, 10s));
+    CHECK(catalogue(i, "kadm")["retention.bytes"] == -1);
   }
 
   // Over HTTP at b3: the description gathers every partition's bounds from
@@ -696,8 +688,8 @@ TEST_CASE("kafka listener with the metadata log: CreatePartitions, AlterConfigs 
   CHECK(call(c.client(2), "PATCH", "/v1/topics/never/config", "{}").status == 404);
   for (size_t i = 0; i < 3; ++i) {
     INFO(c.id(i));
-    CHECK(wait_until([&] { return catalogue_config(i, "kadm")["retention.bytes"] == 4096; }, 10s));
-    CHECK(catalogue_config(i, "kadm")["retention.ms"] == -1);
+    CHECK(wait_until([&] { return catalogue(i, "kadm")["retention.bytes"] == 4096; }, 10s));
+    CHECK(catalogue(i, "kadm")["retention.ms"] == -1);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "tests/kafka_node/raft_kafka.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "tests/kafka_node/kafka_client.hpp"
@@ -53,6 +54,16 @@ std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::
                 + broker + "'],logLevel:logLevel.NOTHING}).admin();await a.connect();" + calls
                 + "await a.disconnect();})().then(()=>process.exit(0),(e)=>{console.error(String(e));process.exit(1);});";
   return sh("NODE_PATH='" + modules + "' timeout 60 node -e \"" + script + "\" 2>&1");
+}
+
+nlohmann::json catalogue_config(const std::string& data_dir, const std::string& topic) {
+  std::ifstream in(data_dir + "/topics.json");
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object() && j.contains("topics") && j["topics"].is_array())
+    for (const auto& t : j["topics"])
+      if (t.is_object() && t.value("name", "") == topic && t.contains("config"))
+        return t["config"];
+  return nullptr;
 }
 
 }  // namespace moonmq::test

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/node/move_cluster.hpp"
 
 namespace moonmq::test {
@@ -27,5 +29,10 @@ std::optional<size_t> raft_leader(move::move_cluster& c);
 /// Runs a kafkajs admin client on `broker` (host:port) doing `calls` (JS
 /// statements on `a`, connected; no double quotes): (exit code, output).
 std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::string& calls);
+
+/// The config object topic `topic` has in the durable topic catalogue of
+/// the broker whose data dir is `data_dir` (`topics.json`); null when the
+/// catalogue does not hold it.
+nlohmann::json catalogue_config(const std::string& data_dir, const std::string& topic);
 
 }  // namespace moonmq::test
