@@ -129,6 +129,7 @@ std::unique_ptr<hosted> take_out(worker_ptr self, uint64_t id) {
     return nullptr;
   auto owned = std::move(it->second);
   st.parts.erase(it);
+  drop_held_copies(*owned, make_error(errc::not_ready, "the partition " + owned->name() + " closed"));
   if (owned->in_lru) {
     st.lru.erase(owned->lru_pos);
     owned->in_lru = false;
@@ -380,35 +381,6 @@ void append_group(worker_ptr self, detail::direct_group& group) {
   }
 }
 
-caf::result<int64_t> copy_batches(worker_ptr self, hosted& p, std::string& batches, bool durable) {
-  if (!p.log)
-    return offline(p);
-  // Only a sealed copy (a move's destination, sealed by its ensure) takes
-  // batches with their offsets: a copy that serves producers never does.
-  if (!batches.empty() && !p.durable_seal)
-    return make_error(errc::invalid_request, "copy: " + p.settings.topic + "/" + std::to_string(p.settings.partition)
-                                               + " is not sealed: it serves producers and takes no copied batches");
-  std::string_view rest = batches;
-  while (!rest.empty()) {
-    auto size = storage::peek_batch_size(rest);
-    if (!size || *size > rest.size())
-      return make_error(errc::invalid_request,
-                        "copy: truncated batch at byte " + std::to_string(batches.size() - rest.size()));
-    auto r = p.log->append_with_offsets(rest.substr(0, *size));
-    if (!r)
-      return make_error(errc::invalid_request,
-                        std::string("copy: ") + storage::to_string(r.err().code) + ": " + r.err().message);
-    rest.remove_prefix(*size);
-  }
-  note_held(self, p);
-  if (durable) {
-    ++self->state.fdatasyncs;
-    if (auto synced = p.log->flush(); !synced)
-      return take_offline(self, p, synced.err());
-  }
-  return p.log->log_end().value;
-}
-
 caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
   auto owned = take_out(self, id);
   if (!owned)
@@ -608,7 +580,15 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     },
     [self](append_atom, std::shared_ptr<detail::direct_group>& group) { append_group(self, *group); },
     [self](copy_atom, uint64_t id, std::string& batches, bool durable) -> caf::result<int64_t> {
-      return with_partition(self, id, [&](hosted& p) { return copy_batches(self, p, batches, durable); });
+      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
+        auto r = copy_batches(self, p, batches, durable);
+        if (!r)
+          return r.error();
+        return *r;
+      });
+    },
+    [self](copy_atom, uint64_t id, int64_t expected, std::string& batches, bool durable) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return copy_at(self, p, expected, batches, durable); });
     },
     [self](reset_atom, uint64_t id, int64_t start) -> caf::result<int64_t> {
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
@@ -622,6 +602,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
                                                    + "; restart the node first");
         if (auto r = p.log->reset(storage::offset{start}); !r)
           return storage_failure(r.err());
+        drop_held_copies(p, make_out_of_range(start, start, start));
         log::get("broker")->info("partition.reset topic={} partition={} start={}", p.settings.topic,
                                  p.settings.partition, start);
         return p.log->log_end().value;

@@ -90,6 +90,8 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
   }
   p.sealed = sealed;
   p.durable_seal = sealed && (durable || p.durable_seal);
+  if (!p.durable_seal)
+    drop_held_copies(p, make_error(errc::invalid_request, "copy: " + p.name() + " is no longer a move's sealed copy"));
   return p.log->log_end().value;
 }
 
@@ -121,6 +123,113 @@ caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, 
   log::get("broker")->info("partition.records_deleted topic={} partition={} log_start={}", p.settings.topic,
                            p.settings.partition, r->value);
   return r->value;
+}
+
+// --- a move's copied batches ------------------------------------------------
+
+caf::expected<int64_t> copy_batches(worker_ptr self, hosted& p, std::string& batches, bool durable) {
+  if (!p.log)
+    return offline(p);
+  // Only a sealed copy (a move's destination, sealed by its ensure) takes
+  // batches with their offsets: a copy that serves producers never does.
+  if (!batches.empty() && !p.durable_seal)
+    return make_error(errc::invalid_request, "copy: " + p.settings.topic + "/" + std::to_string(p.settings.partition)
+                                               + " is not sealed: it serves producers and takes no copied batches");
+  std::string_view rest = batches;
+  while (!rest.empty()) {
+    auto size = storage::peek_batch_size(rest);
+    if (!size || *size > rest.size())
+      return make_error(errc::invalid_request,
+                        "copy: truncated batch at byte " + std::to_string(batches.size() - rest.size()));
+    auto r = p.log->append_with_offsets(rest.substr(0, *size));
+    if (!r)
+      return make_error(errc::invalid_request,
+                        std::string("copy: ") + storage::to_string(r.err().code) + ": " + r.err().message);
+    rest.remove_prefix(*size);
+  }
+  note_held(self, p);
+  p.copied_since_writeback += static_cast<int64_t>(batches.size());
+  if (durable) {
+    ++self->state.fdatasyncs;
+    p.copied_since_writeback = 0;
+    if (auto synced = p.log->flush(); !synced)
+      return take_offline(self, p, synced.err());
+  } else if (p.copied_since_writeback >= copy_writeback_bytes) {
+    p.copied_since_writeback = 0;
+    if (auto started = p.log->start_writeback(); !started)
+      log::get("storage")->warn("copy.writeback_failed topic={} partition={} error=\"{}\" msg=\"the bytes stay dirty; "
+                                "the sync before cutover writes them\"",
+                                p.settings.topic, p.settings.partition, started.err().message);
+  }
+  return p.log->log_end().value;
+}
+
+namespace {
+
+caf::error not_at_end(const hosted& p, int64_t expected) {
+  return make_out_of_range(expected, p.log->log_start().value, p.log->log_end().value);
+}
+
+void deliver(caf::typed_response_promise<int64_t>& promise, caf::expected<int64_t>&& r) {
+  if (r)
+    promise.deliver(*r);
+  else
+    promise.deliver(std::move(r.error()));
+}
+
+/// Applies the held copies whose turn has come, in offset order, and refuses
+/// those the log end has passed.
+void release_held(worker_ptr self, hosted& p) {
+  while (!p.held_copies.empty()) {
+    auto it = p.held_copies.begin();
+    if (!p.log) {
+      drop_held_copies(p, offline(p));
+      return;
+    }
+    const auto end = p.log->log_end().value;
+    if (it->first > end)
+      return;
+    auto expected = it->first;
+    auto held = std::move(it->second);
+    p.held_copies.erase(it);
+    if (expected < end)
+      held.promise.deliver(not_at_end(p, expected));
+    else
+      deliver(held.promise, copy_batches(self, p, held.batches, held.durable));
+  }
+}
+
+}  // namespace
+
+caf::result<int64_t> copy_at(worker_ptr self, hosted& p, int64_t expected, std::string& batches, bool durable) {
+  if (!p.log)
+    return offline(p);
+  const auto end = p.log->log_end().value;
+  if (expected > end) {
+    // Ahead of its turn: an earlier window's batch is still on its way.
+    // Only batches wait, within the bound; anything else is answered now.
+    if (batches.empty() || !p.durable_seal || p.held_copies.size() >= max_held_copies
+        || p.held_copies.count(expected))
+      return not_at_end(p, expected);
+    auto promise = self->make_response_promise<int64_t>();
+    p.held_copies.emplace(expected, held_copy{std::move(batches), durable, promise});
+    return promise;
+  }
+  if (expected < end)
+    return not_at_end(p, expected);
+  auto r = copy_batches(self, p, batches, durable);
+  if (!r)
+    return r.error();
+  auto out = *r;
+  release_held(self, p);
+  return out;
+}
+
+void drop_held_copies(hosted& p, const caf::error& why) {
+  auto held = std::move(p.held_copies);
+  p.held_copies.clear();
+  for (auto& [expected, h] : held)
+    h.promise.deliver(why);
 }
 
 }  // namespace moonmq::io_worker_detail

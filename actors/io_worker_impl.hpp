@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -74,6 +75,24 @@ metrics::gauge& opening_gauge();
 
 /// One partition held by a worker: its log and everything the partition
 /// answers from.
+/// A copied batch list waiting for the log end to reach its offset.
+struct held_copy {
+  std::string batches;
+  bool durable = false;
+  caf::typed_response_promise<int64_t> promise;
+};
+
+/// How many copied batch lists one partition holds ahead of its log end:
+/// the source's window (actors/reassigner_forward.cpp copy_window) with
+/// room to spare. One more is refused as not at the log end.
+constexpr size_t max_held_copies = 16;
+
+/// A move's destination starts the writeback of its copy every this many
+/// bytes (partition_log::start_writeback), so the page cache never holds a
+/// large unsynced copy whose writeback would stall the disk, and every
+/// produce fsync on it, at cutover; the copy never waits for an fsync.
+constexpr int64_t copy_writeback_bytes = 4LL << 20;
+
 struct hosted {
   uint64_t id = 0;
   partition_settings settings;
@@ -110,6 +129,13 @@ struct hosted {
   /// offset below it survives a crash, whatever its segments hold.
   int64_t wal_durable_end = 0;
   int64_t wal_added_end = 0;  ///< log end after its last entry added to the WAL
+  /// A move's copied batches that reached this destination ahead of their
+  /// turn (the source keeps a window of appends in flight over several
+  /// connections), by the offset they start at; applied once the log end
+  /// reaches it (copy_at).
+  std::map<int64_t, held_copy> held_copies;
+  /// Bytes copied into this partition since its writeback was last started.
+  int64_t copied_since_writeback = 0;
 
   hosted() = default;
   hosted(const hosted&) = delete;
@@ -248,6 +274,16 @@ std::string dir_of(const partition_settings& s);
 caf::result<std::string> repair(worker_ptr self, hosted& p);
 /// Seals or unseals `p` (see partition_actor's seal_atom); replies the log end.
 caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable);
+/// Appends batches that keep their offsets to a sealed copy (a move's
+/// destination); `durable` fsyncs first. Replies the new log end.
+caf::expected<int64_t> copy_batches(worker_ptr self, hosted& p, std::string& batches, bool durable);
+/// The same at exactly `expected`: now when it is the log end; held (and
+/// answered once applied) when it is ahead and the partition holds fewer
+/// than max_held_copies; otherwise offset_out_of_range with the bounds.
+caf::result<int64_t> copy_at(worker_ptr self, hosted& p, int64_t expected, std::string& batches, bool durable);
+/// Answers every held copy of `p` with `why` (the log was reset, unsealed,
+/// closed or deleted).
+void drop_held_copies(hosted& p, const caf::error& why);
 /// DeleteRecords on `p` (see partition_actor's delete_records_atom);
 /// replies the log start after the call.
 caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok);

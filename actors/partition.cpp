@@ -72,6 +72,9 @@ partition_actor::behavior_type partition_fn(fwd_ptr self, std::shared_ptr<io_poo
     [self](copy_atom a, std::string& batches, bool durable) {
       return forward<int64_t>(self, a, std::move(batches), durable);
     },
+    [self](copy_atom a, int64_t expected, std::string& batches, bool durable) {
+      return forward<int64_t>(self, a, expected, std::move(batches), durable);
+    },
     [self](reset_atom a, int64_t start) { return forward<int64_t>(self, a, start); },
     [self](seal_atom a, bool sealed) { return forward<int64_t>(self, a, sealed, false); },
     [self](seal_atom a, bool sealed, bool durable) { return forward<int64_t>(self, a, sealed, durable); },

@@ -40,6 +40,12 @@ using partition_actor = caf::typed_actor<
   // appended so far before the reply (an empty list with true is a flush).
   // Replies the new log end; errors: invalid_request (offset gap or bad batch).
   caf::replies_to<copy_atom, std::string, bool>::with<int64_t>,
+  // The same at exactly `expected` (a move's copy, whose source keeps
+  // several appends in flight): applied when `expected` is the log end;
+  // held until it is when it lies ahead (up to 16 held; an empty list
+  // never waits); otherwise offset_out_of_range carrying the bounds.
+  // Held lists are refused when the log is reset, unsealed or closed.
+  caf::replies_to<copy_atom, int64_t, std::string, bool>::with<int64_t>,
   // Discards every record and restarts the log empty at `start` (a move's
   // destination, or discarding a partial copy). Replies the new log end.
   caf::replies_to<reset_atom, int64_t>::with<int64_t>,

@@ -434,6 +434,9 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         parsed = nullptr;
       next(status, parsed, error);
     },
+    [self](copy_atom, std::string& id, int64_t gen) { copy_throttle_over(self, id, gen); },
+    [self](copy_atom, std::string& id, int64_t gen, int64_t from, int32_t status, std::string& body,
+           std::string& error) { copy_answer(self, id, gen, from, status, body, error); },
     [self](tick_atom) {
       reconcile(self);
       self->delayed_send(self, reconcile_every, tick_atom::value);
@@ -444,6 +447,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
              {"running", st.running.size()},
              {"max_concurrent", st.settings.max_concurrent},
              {"batch_bytes", st.settings.batch_bytes},
+             {"copy_window", st.settings.copy_window},
              {"throttle_bytes_per_sec", effective_throttle(self)}};
       if (!st.journal) {
         j["error"] = st.open_error;

@@ -54,6 +54,11 @@ using reassigner_actor = caf::typed_actor<
   // Internal: a peer's answer to a move's request (move_id, sequence,
   // HTTP status or 0, body, error text).
   caf::reacts_to<step_atom, std::string, int64_t, int32_t, std::string, std::string>,
+  // Internal: the copy's throttle wait is over (move_id, window generation).
+  caf::reacts_to<copy_atom, std::string, int64_t>,
+  // Internal: the destination's answer to one append of the copy's window
+  // (move_id, window generation, first offset, HTTP status or 0, body, error).
+  caf::reacts_to<copy_atom, std::string, int64_t, int64_t, int32_t, std::string, std::string>,
   // Internal: compare the journal with the metadata log (every 500 ms).
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
@@ -62,6 +67,9 @@ struct reassigner_settings {
   std::string data_dir;
   std::string broker_id;
   int64_t batch_bytes = 262144;            ///< Cluster.BatchBytes: bytes per copy request
+  /// Cluster.MoveWindow: copy requests of one move in flight at once; the
+  /// destination applies them in offset order (at most 16 wait there).
+  int copy_window = 4;
   int64_t throttle_bytes_per_sec = 0;      ///< Cluster.MoveThrottleBytesPerSec; 0 = unlimited
   int max_concurrent = 2;                  ///< Cluster.MaxConcurrentMoves
   std::chrono::milliseconds peer_timeout{5000};  ///< Cluster.PeerTimeout, per request

@@ -15,19 +15,9 @@
 namespace moonmq::reassigner_detail {
 namespace {
 
-/// Batches copied beyond the partition's size at the start before cutting
-/// over anyway: a producer faster than the copy must not keep a move in
-/// `copying` forever; the drain (source sealed) then takes the rest.
-constexpr int64_t max_extra_batches = 64;
-/// The destination fsyncs its copy every this many bytes: the page cache
-/// never holds a large unsynced copy whose writeback would stall the disk
-/// (and every produce fsync on it) at cutover.
-constexpr int64_t sync_every_bytes = 16LL << 20;
-
 }  // namespace
 
 // Steps of this file that are called above their definition.
-void copy_next(self_ptr self, const std::string& id);
 void cutover(self_ptr self, const std::string& id);
 void push_offsets(self_ptr self, const std::string& id);
 
@@ -198,55 +188,6 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
         else
           fail(self, id, "reading the partition failed: " + caf::to_string(e));
       });
-}
-
-/// Makes the destination fsync the copy so far (an empty synced append),
-/// then cuts over: the confirm inside the cutover window then only syncs the
-/// drained tail, which keeps the produce stall short.
-void sync_then_cutover(self_ptr self, const std::string& id) {
-  auto* run = run_of(self, id);
-  const auto* row = row_of(self, id);
-  call(self, *run, row->to.value, "POST",
-       tp_path(row->tp) + "/append?expected_offset=" + std::to_string(run->position) + "&sync=true", {}, false,
-       [self, id](int status, json& answer, const std::string& error) {
-         if (status != 200) {
-           fail(self, id, "syncing the destination's copy failed: " + answer_error(status, answer, error));
-           return;
-         }
-         cutover(self, id);
-       });
-}
-
-void copy_next(self_ptr self, const std::string& id) {
-  send_batch(self, id, [self, id](int64_t sent_end, int64_t log_end) {
-    auto* run = run_of(self, id);
-    if (sent_end < 0) {  // nothing left at the moment of the read: caught up
-      sync_then_cutover(self, id);
-      return;
-    }
-    save_progress(self, *run, false);
-    if (run->bytes_copied >= run->initial_total)
-      ++run->extra_batches;
-    if (sent_end >= log_end || run->extra_batches > max_extra_batches) {
-      sync_then_cutover(self, id);
-      return;
-    }
-    int64_t delay = 0;
-    // The throttle in force now (PATCH /admin/balancer changes it through the
-    // metadata log); a new rate starts a new window, so it holds exactly
-    // from the change on.
-    auto rate = effective_throttle(self);
-    if (rate != run->rate) {
-      run->rate = rate;
-      run->copy_started_ms = util::wall_ms();
-      run->copied_this_run = 0;
-    }
-    if (rate > 0) {
-      auto due = run->copy_started_ms + run->copied_this_run * 1000 / rate;
-      delay = due - util::wall_ms();
-    }
-    schedule(self, *run, delay, [self, id] { copy_next(self, id); });
-  });
 }
 
 // --- step 3: cutover ------------------------------------------------------------

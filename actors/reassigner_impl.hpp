@@ -49,6 +49,33 @@ constexpr int flip_attempts = 5;
 
 using answer_fn = std::function<void(int status, json& body, const std::string& error)>;
 
+/// The destination fsyncs a move's copy every this many bytes: the page
+/// cache never holds a large unsynced copy whose writeback would stall the
+/// disk (and every produce fsync on it) at cutover.
+constexpr int64_t sync_every_bytes = 16LL << 20;
+/// Batch lists copied beyond the partition's size at the start before
+/// cutting over anyway: a producer faster than the copy must not keep a
+/// move in `copying` forever; the drain (source sealed) then takes the rest.
+constexpr int64_t max_extra_batches = 64;
+
+/// Step 2's window of appends in flight (reassigner_copy.cpp).
+struct copy_window_state {
+  int64_t gen = 0;           ///< answers and reads of another generation are stale (0 = not opened)
+  int64_t read_pos = 0;      ///< next source offset to read
+  bool reading = false;      ///< a read of the source is pending
+  bool throttled = false;    ///< waiting for the throttle's next slot
+  bool caught_up = false;    ///< nothing more to send before the cutover
+  int64_t largest_append = 0;  ///< bytes of the largest append sent (sizes the reads)
+  std::map<int64_t, int64_t> in_flight;  ///< appends sent, not answered: first offset -> bytes
+
+  int64_t bytes_in_flight() const {
+    int64_t n = 0;
+    for (const auto& [from, bytes] : in_flight)
+      n += bytes;
+    return n;
+  }
+};
+
 /// The in-memory side of an unfinished move this actor is driving.
 struct move_run {
   std::string id;
@@ -70,6 +97,7 @@ struct move_run {
   int64_t last_progress_ms = 0;
   int64_t extra_batches = 0;
   int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
+  copy_window_state window;        ///< step 2 (copy)
   int64_t backoff_ms = finish_backoff_min_ms;
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
@@ -218,6 +246,19 @@ void complete(self_ptr self, const std::string& id, const std::string& note);
 /// harmless), retried up to offsets_push_attempts times, then finish().
 /// Recovery in `offsets` calls it too: a push the crash cut off is redone.
 void send_offsets(self_ptr self, const std::string& id);
+
+// Defined in reassigner_copy.cpp: step 2 with a window of appends in flight.
+
+/// Reads and sends the next batch lists while the window has room, the
+/// throttle allows and the copy has not caught up; once it has and every
+/// append is answered, syncs the destination and cuts over.
+void copy_next(self_ptr self, const std::string& id);
+/// The throttle's wait of window generation `gen` is over.
+void copy_throttle_over(self_ptr self, const std::string& id, int64_t gen);
+/// The destination's answer to the append of window generation `gen` that
+/// starts at `from`.
+void copy_answer(self_ptr self, const std::string& id, int64_t gen, int64_t from, int32_t status,
+                 const std::string& body, const std::string& error);
 
 // Defined in reassigner_recovery.cpp: failure, cancel, rollback, restart.
 

@@ -244,6 +244,7 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get("Token", c.token);
   r.get_int("PeerTimeout", c.peer_timeout_seconds, 1, 3600);
   r.get_int("BatchBytes", c.batch_bytes, 1024, 1LL << 30);
+  r.get_int("MoveWindow", c.move_window, 1, 16);
   r.get_int("MoveThrottleBytesPerSec", c.move_throttle_bytes_per_sec, 0, 1LL << 40);
   r.get_int("MaxConcurrentMoves", c.max_concurrent_moves, 1, 64);
   r.get_int("NumPartitions", c.num_partitions, 1, max_num_partitions);

@@ -62,6 +62,8 @@ struct cluster_config : listener_config {
   std::string token;
   int peer_timeout_seconds = 5;  ///< CONTRACT key Cluster.PeerTimeout, seconds
   int64_t batch_bytes = 262144;  ///< copy batch size of a partition move
+  /// Cluster.MoveWindow: appends of one move's copy in flight at once (1-16).
+  int move_window = 4;
   /// Cluster.MoveThrottleBytesPerSec: copy rate limit of one move, bytes/s; 0 = none.
   int64_t move_throttle_bytes_per_sec = 0;
   /// Cluster.MaxConcurrentMoves: moves this broker runs as a source at once; more wait queued.

@@ -410,6 +410,12 @@ result<offset> partition_log::flush() {
   return after_sync(true);
 }
 
+status partition_log::start_writeback() {
+  if (failed_ || !on_disk_ || !dirty_)
+    return {};
+  return active_.start_writeback();
+}
+
 status partition_log::sync_fresh_dir() {
   if (!unsynced_dir_)
     return {};

@@ -168,6 +168,13 @@ class partition_log {
   /// true). Errors: io_error (the fdatasync failed).
   result<offset> flush();
 
+  /// Starts writing the active segment's dirty pages to disk without
+  /// waiting (active_segment::start_writeback): a move's destination calls
+  /// it as the copy goes, so that the fsync before cutover finds little
+  /// left to write, without stalling the copy on an fsync. Makes nothing
+  /// durable. Errors: io_error (nothing is lost: the bytes stay dirty).
+  status start_writeback();
+
   /// Offset below which everything is durable (cheap; for group commit: a
   /// caller waiting for offset X needs a flush only if X >= durable_offset()).
   offset durable_offset() const { return durable_; }

@@ -434,6 +434,16 @@ status active_segment::sync() {
   return {};
 }
 
+status active_segment::start_writeback() {
+  if (auto st = write_out(); !st)
+    return st;
+  if (auto opened = ensure_open(); !opened)
+    return opened;
+  if (::sync_file_range(fd_.get(), 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
+    return io_error("sync_file_range", path_);
+  return {};
+}
+
 status active_segment::seal() {
   if (auto st = write_out(); !st)
     return st;

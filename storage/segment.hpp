@@ -144,6 +144,12 @@ class active_segment {
   /// write_out, then fdatasync of the log file.
   status sync();
 
+  /// write_out, then starts the writeback of the file's dirty pages without
+  /// waiting for it (sync_file_range(2) SYNC_FILE_RANGE_WRITE). Durability
+  /// still needs sync(); this only keeps a later sync short. Errors:
+  /// io_error.
+  status start_writeback();
+
   /// Makes the segment immutable: writes out held bytes, fsyncs the log and writes `<base>.index`
   /// atomically. The fd stays open until the object goes, so a failed roll
   /// after it leaves the segment usable.

@@ -178,17 +178,18 @@ void append(const move_context& ctx, http_request& req, const responder& respond
   }
   auto expected = std::stoll(e->second);
   bool sync = req.query.count("sync") && req.query["sync"] == "true";
-  auto part = local->second;
-  auto batches = std::make_shared<std::string>(std::move(req.body));
-  ask_bounds(ctx, part, [ctx, respond, part, expected, sync, batches](int64_t, int64_t end, int64_t) {
-    if (end != expected) {
-      respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", not " + std::to_string(expected)));
-      return;
-    }
-    ask<int64_t>(*ctx.system, part, ctx.timeout,
-                 [respond](int64_t& new_end) { respond(http_response::json(200, json{{"log_end_offset", new_end}}.dump())); },
-                 fail_with(respond), copy_atom::value, std::move(*batches), sync);
-  }, fail_with(respond));
+  // The partition applies it at exactly `expected`, holding it while an
+  // earlier batch of the source's window is still on its way.
+  ask<int64_t>(*ctx.system, local->second, ctx.timeout,
+               [respond](int64_t& new_end) { respond(http_response::json(200, json{{"log_end_offset", new_end}}.dump())); },
+               [respond, expected](const caf::error& err) {
+                 int64_t start = 0, end = 0;
+                 if (out_of_range_bounds(err, start, end))
+                   respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", not " + std::to_string(expected)));
+                 else
+                   fail_with(respond)(err);
+               },
+               copy_atom::value, static_cast<int64_t>(expected), std::move(req.body), sync);
 }
 
 /// Step 5 on the destination: group offsets pushed by the source, higher wins.

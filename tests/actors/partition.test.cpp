@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -198,6 +199,69 @@ TEST_CASE("a copy keeps offsets: reset to the source's log start, then append it
   CHECK(error_code_of(plain) == "invalid_request");
   CHECK(f.ask_int(dst, seal_atom::value, false) == 20);
   CHECK(f.ask_int(dst, append_atom::value, batch_of(1, "new"), true) == 20);
+}
+
+TEST_CASE("a copy at an expected offset is applied in offset order: one that arrives ahead waits for its turn",
+          "[partition]") {
+  fixture f;
+  auto src = f.spawn("src");
+  for (int i = 0; i < 4; ++i)
+    f.ask_int(src, append_atom::value, batch_of(5, "r" + std::to_string(i) + "-"), true);
+  // The four batches one by one (a read returns at least one whole batch).
+  std::vector<std::string> b;
+  for (int64_t at = 0; at < 20; at += 5) {
+    std::string one;
+    f.self->request(src, 10s, read_atom::value, at, int32_t{1})
+      .receive([&](std::string& bytes, int64_t, int64_t) { one = std::move(bytes); },
+               [&](caf::error& e) { FAIL("read failed: " << caf::to_string(e)); });
+    b.push_back(one);
+  }
+  auto dst = f.spawn("dst");
+  CHECK(f.ask_int(dst, seal_atom::value, true, true) == 0);
+  auto error_of = [&](const partition_actor& to, int64_t expected, const std::string& bytes) {
+    caf::error err;
+    f.self->request(to, 10s, copy_atom::value, expected, bytes, false)
+      .receive([](int64_t) { FAIL("applied"); }, [&](caf::error& e) { err = e; });
+    return err;
+  };
+  // Batches 2 and 1 arrive first (sent, not awaited): both are held.
+  f.self->send(dst, copy_atom::value, int64_t{10}, b[2], false);
+  f.self->send(dst, copy_atom::value, int64_t{5}, b[1], false);
+  // An empty list never waits, and nothing is held twice at one offset.
+  int64_t lo = -1, hi = -1;
+  CHECK(out_of_range_bounds(error_of(dst, 12, ""), lo, hi));
+  CHECK(hi == 0);
+  CHECK(out_of_range_bounds(error_of(dst, 10, b[2]), lo, hi));
+  CHECK(std::get<2>(f.read(src, 0)) == 20);
+  // Batch 0 lands at the log end; the held ones follow it in offset order.
+  CHECK(f.ask_int(dst, copy_atom::value, int64_t{0}, b[0], true) == 5);
+  std::vector<int64_t> answered;
+  for (int i = 0; i < 2; ++i)
+    f.self->receive([&](int64_t end) { answered.push_back(end); },
+                    [&](caf::error& e) { FAIL("held copy failed: " << caf::to_string(e)); });
+  std::sort(answered.begin(), answered.end());
+  CHECK(answered == std::vector<int64_t>{10, 15});
+  CHECK(f.ask_int(dst, copy_atom::value, int64_t{15}, b[3], true) == 20);
+  // Sent again (a retry after a lost answer): behind the log end, refused
+  // with the bounds, and the copy reads back exactly as the source.
+  CHECK(out_of_range_bounds(error_of(dst, 15, b[3]), lo, hi));
+  CHECK(hi == 20);
+  CHECK(f.ask_int(dst, seal_atom::value, false) == 20);
+  CHECK(std::get<0>(f.read(dst, 0)) == std::get<0>(f.read(src, 0)));
+
+  // A held list whose gap never fills is answered when the copy is reset.
+  auto again = f.spawn("again");
+  CHECK(f.ask_int(again, seal_atom::value, true, true) == 0);
+  f.self->send(again, copy_atom::value, int64_t{5}, b[1], false);
+  CHECK(f.ask_int(again, reset_atom::value, int64_t{0}) == 0);
+  bool refused = false;
+  f.self->receive([](int64_t) { FAIL("a held copy was applied after a reset"); },
+                  [&](caf::error& e) { refused = out_of_range_bounds(e, lo, hi); });
+  CHECK(refused);
+  // At most 16 wait; the next is refused at once.
+  for (int64_t k = 1; k <= 16; ++k)
+    f.self->send(again, copy_atom::value, 100 * k, b[1], false);
+  CHECK(out_of_range_bounds(error_of(again, 5000, b[1]), lo, hi));
 }
 
 TEST_CASE("a durable seal survives a restart of the partition; a plain seal and an unseal do not", "[partition]") {
@@ -492,6 +556,7 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
     return {
       [](append_atom, std::string&, bool) -> int64_t { return 42; },
       [](copy_atom, std::string&, bool) -> int64_t { return 0; },
+      [](copy_atom, int64_t, std::string&, bool) -> int64_t { return 0; },
       [](reset_atom, int64_t) -> int64_t { return 0; },
       [](seal_atom, bool) -> int64_t { return 0; },
       [](seal_atom, bool, bool) -> int64_t { return 0; },

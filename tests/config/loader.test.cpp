@@ -47,6 +47,7 @@ TEST_CASE("a file with comments is read and every section is bound", "[config]")
       "Kafka": { "Enabled": false, "Port": 19092, "AdvertisedHost": "kafka.local",
                  "GroupInitialRebalanceDelayMs": 0 },
       "Cluster": { "BrokerId": "b1", "Port": 9095, "Token": "t", "PeerTimeout": 7, "BatchBytes": 65536,
+                   "MoveWindow": 8,
                    "Peers": [ { "Id": "b2", "Address": "127.0.0.1:9096", "ClientAddress": "127.0.0.1:8082" } ],
                    "Raft": { "Enabled": true, "ElectionTimeoutMs": 800, "HeartbeatMs": 100, "MaxLogEntries": 64 } },
       "Autobalance": { "Enabled": true, "IntervalSeconds": 5, "DryRun": false, "Window": 10, "MinValid": 2,
@@ -70,6 +71,7 @@ TEST_CASE("a file with comments is read and every section is bound", "[config]")
   CHECK(c.broker_id() == "b1");
   CHECK(c.cluster->peer_timeout_seconds == 7);
   CHECK(c.cluster->batch_bytes == 65536);
+  CHECK(c.cluster->move_window == 8);
   REQUIRE(c.cluster->peers.size() == 1);
   CHECK(c.cluster->peers[0].client_address == "127.0.0.1:8082");
   CHECK(c.cluster->raft.enabled);
@@ -95,6 +97,18 @@ TEST_CASE("wrong types and out-of-range values are errors naming the key path", 
   CHECK(has_error_naming(r, "Server.Kafka.GroupInitialRebalanceDelayMs"));
   CHECK(has_error_naming(r, "Server.Autobalance.Percentile"));
   CHECK(has_error_naming(r, "Server.Autobalance.Window"));
+}
+
+TEST_CASE("Cluster.MoveWindow defaults to 4 and is refused outside 1-16", "[config]") {
+  auto ok = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.cluster->move_window == 4);
+  for (const char* bad : {"0", "17"}) {
+    auto r = load_text(std::string(R"({"Server": {"Cluster": {"BrokerId": "b1", "MoveWindow": )") + bad + "}}}",
+                       "t.json");
+    CHECK_FALSE(r.ok());
+    CHECK(has_error_naming(r, "Server.Cluster.MoveWindow: must be"));
+  }
 }
 
 TEST_CASE("Autobalance.AvoidBrokerSeconds defaults to 1800 s, is read, and is refused out of range", "[config]") {

@@ -75,6 +75,26 @@ TEST_CASE("append assigns base offsets in place and reads return whole batches",
   CHECK(at_end->batches.empty());
 }
 
+TEST_CASE("start_writeback writes nothing durable: the log still needs its sync and reads the same",
+          "[storage][log]") {
+  temp_dir tmp;
+  auto lg = partition_log::open(tmp.sub("t-0"));
+  REQUIRE(lg.ok());
+  CHECK(lg->start_writeback().ok());  // nothing written yet: nothing to do
+  auto b1 = make_batch(3, 1);
+  auto b2 = make_batch(2, 2);
+  REQUIRE(lg->append(b1).ok());
+  REQUIRE(lg->append(b2).ok());
+  const auto durable = lg->durable_offset();
+  REQUIRE(lg->start_writeback().ok());
+  CHECK(lg->needs_sync());
+  CHECK(lg->durable_offset() == durable);
+  CHECK(lg->read(offset{0}, 1 << 20)->batches == b1 + b2);
+  REQUIRE(lg->flush().ok());
+  CHECK(lg->durable_offset() == offset{5});
+  CHECK_FALSE(lg->needs_sync());
+}
+
 TEST_CASE("append refuses invalid or multi-batch buffers without changing the log",
           "[storage][log]") {
   temp_dir tmp;
