@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include "actors/balancer.hpp"
@@ -61,6 +62,23 @@
 namespace {
 
 using namespace moonmq;
+
+/// Pins glibc malloc's mmap threshold at 32 MiB and its trim threshold at
+/// 64 MiB: the values its dynamic adjustment reaches after the first freed
+/// 32 MiB block (mallopt(3)), set from the start. Batch lists, request
+/// bodies and fetch answers of 128 KiB to a few MiB are then reused from
+/// the heap instead of being mapped and unmapped each time: every fresh
+/// page is a page fault, which made the source read and the destination
+/// append of a move copy each cost several ms per MiB on a virtual machine,
+/// and a window of appends gained nothing (bench/move/README.md). Freed
+/// memory is kept for reuse, up to 64 MiB at the top of each arena. The
+/// environment's MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ win.
+void tune_malloc() {
+  if (!std::getenv("MALLOC_MMAP_THRESHOLD_"))
+    ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (!std::getenv("MALLOC_TRIM_THRESHOLD_"))
+    ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
 
 /// Checks that `dir` exists (creating it) and is writable; "" on success,
 /// else the reason.
@@ -423,6 +441,7 @@ int run(const config::load_result& loaded) {
     rs.data_dir = cfg.data_dir;
     rs.broker_id = cfg.broker_id();
     rs.batch_bytes = cfg.cluster->batch_bytes;
+    rs.copy_window = cfg.cluster->move_window;
     rs.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
     rs.max_concurrent = cfg.cluster->max_concurrent_moves;
     rs.confirm_timeout = std::chrono::seconds(cfg.cluster->move_confirm_timeout_seconds);
@@ -633,6 +652,7 @@ int run(const config::load_result& loaded) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tune_malloc();
   auto signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   CLI::App app{"moonmq-node: one moonmq broker (client API, admin endpoint, cluster member)"};
