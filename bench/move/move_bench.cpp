@@ -76,13 +76,15 @@ struct options : moonmq::bench::node_options, moonmq::bench::produce_load {
   int64_t batch_bytes = 262144;
   double latency_seconds = 5;
   int64_t throttle = 0;
+  int64_t window = 4;         ///< Cluster.MoveWindow of b1 (the measured move's source)
+  int64_t return_window = 0;  ///< > 0: move the partition back with b2 at this window
   bool keep = false;  ///< keep the data dirs and node logs
 };
 
 constexpr const char* usage =
   "usage: move_bench [--node PATH] [--dir D] [--bytes N] [--batch-bytes B] [--value-bytes V]\n"
   "                  [--records R] [--connections C] [--latency-seconds S] [--throttle B/s]\n"
-  "                  [--keep]\n";
+  "                  [--window W] [--return-window W] [--keep]\n";
 
 double seconds_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -93,12 +95,14 @@ int parse_args(int argc, char** argv, options& o) {
         argc, argv, usage, o,
         {{"--bytes", &o.bytes}, {"--batch-bytes", &o.batch_bytes}, {"--value-bytes", &o.value_bytes},
          {"--records", &o.records}, {"--connections", &o.connections}, {"--latency-seconds", &o.latency_seconds},
-         {"--throttle", &o.throttle}, {"--keep", &o.keep}});
+         {"--throttle", &o.throttle}, {"--window", &o.window}, {"--return-window", &o.return_window},
+         {"--keep", &o.keep}});
       rc != 0)
     return rc;
   if (o.bytes <= 0 || o.batch_bytes < 1024 || o.value_bytes == 0 || o.records <= 0 || o.connections <= 0
-      || o.latency_seconds <= 0 || o.throttle < 0) {
-    std::fprintf(stderr, "sizes and counts must be positive (--batch-bytes at least 1024)\n");
+      || o.latency_seconds <= 0 || o.throttle < 0 || o.window < 1 || o.window > 16 || o.return_window < 0
+      || o.return_window > 16) {
+    std::fprintf(stderr, "sizes and counts must be positive (--batch-bytes at least 1024, windows 1-16)\n");
     return 2;
   }
   return 0;
@@ -336,14 +340,15 @@ int main(int argc, char** argv) {
   std::string work = o.dir + "/moonmq-move-bench-" + std::to_string(::getpid());
   fs::create_directories(work);
   std::printf("move_bench node=%s dir=%s bytes=%lld batch_bytes=%lld value_bytes=%zu records=%d connections=%d "
-              "throttle=%lld\n",
+              "throttle=%lld window=%lld return_window=%lld\n",
               o.node.c_str(), o.dir.c_str(), static_cast<long long>(o.bytes), static_cast<long long>(o.batch_bytes),
-              o.value_bytes, o.records, o.connections, static_cast<long long>(o.throttle));
+              o.value_bytes, o.records, o.connections, static_cast<long long>(o.throttle),
+              static_cast<long long>(o.window), static_cast<long long>(o.return_window));
   int rc = 0;
   try {
     auto p1 = moonmq::test::reserve_port(), p2 = moonmq::test::reserve_port(), c1 = moonmq::test::reserve_port(), c2 = moonmq::test::reserve_port();
     auto member = [&](const std::string& id, uint16_t port, uint16_t client, const std::string& peer, uint16_t peer_port,
-                      uint16_t peer_client) {
+                      uint16_t peer_client, int64_t window) {
       json peers = json::array({{{"Id", peer},
                                  {"Address", "127.0.0.1:" + std::to_string(peer_port)},
                                  {"ClientAddress", "127.0.0.1:" + std::to_string(peer_client)}}});
@@ -352,11 +357,13 @@ int main(int argc, char** argv) {
                                       "Cluster.Token=" + std::string(token),
                                       "Cluster.BatchBytes=" + std::to_string(o.batch_bytes),
                                       "Cluster.MoveThrottleBytesPerSec=" + std::to_string(o.throttle),
+                                      "Cluster.MoveWindow=" + std::to_string(window),
                                       "Port=" + std::to_string(client),
                                       "Cluster.Peers=" + peers.dump()};
     };
-    node_child b1{o.node, work + "/b1", member("b1", p1, c1, "b2", p2, c2)};
-    node_child b2{o.node, work + "/b2", member("b2", p2, c2, "b1", p1, c1)};
+    node_child b1{o.node, work + "/b1", member("b1", p1, c1, "b2", p2, c2, o.window)};
+    node_child b2{o.node, work + "/b2",
+                  member("b2", p2, c2, "b1", p1, c1, o.return_window > 0 ? o.return_window : o.window)};
     auto created = http_call(b1.client_port, "POST", "/v1/topics", R"({"name":"bench","partitions":1})");
     if (created.status != 201)
       throw std::runtime_error("create topic: " + std::to_string(created.status) + " " + created.body);
@@ -483,6 +490,40 @@ int main(int argc, char** argv) {
     std::printf("stall around cutover: %8.2f ms  (longest of %zu produces in flight from 250 ms before cutover to 250 "
                 "ms after done, %zu failed)\n",
                 stall, in_window, failed_in_window);
+
+    // (e) the same partition moved back by b2 at --return-window: a
+    // same-run comparison of two windows on the same bytes and disk.
+    if (o.return_window > 0) {
+      auto back = http_call(b2.admin_port, "POST", "/admin/reassignments",
+                            R"({"version":1,"partitions":[{"topic":"bench","partition":0,"replicas":["b1"]}]})");
+      if (back.status != 202)
+        throw std::runtime_error("the move back was refused: " + std::to_string(back.status) + " " + back.body);
+      json back_row;
+      for (auto until = clock_type::now() + std::chrono::minutes(30); clock_type::now() < until;) {
+        auto j = json::parse(http_call(b2.admin_port, "GET", "/admin/reassignments").body, nullptr, false);
+        if (j.is_object())
+          for (auto& x : j["reassignments"])
+            if (x.value("topic", "") == "bench" && x.value("from", "") == "b2")
+              back_row = x;
+        auto state = back_row.is_object() ? back_row.value("state", "") : "";
+        if (state == "failed" || state == "cancelled")
+          throw std::runtime_error("the move back ended " + state + ": " + back_row.dump());
+        if (state == "done")
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      auto log2 = b2.log();
+      auto back_copy = log_stamp_ms(log2, "move.copying");
+      auto back_cut = log_stamp_ms(log2, "move.cutover");
+      if (!back_row.is_object() || back_row.value("state", "") != "done" || !back_copy || !back_cut)
+        throw std::runtime_error("the move back did not finish: " + back_row.dump());
+      double back_s = static_cast<double>((*back_cut - *back_copy + 86400000) % 86400000) / 1000;
+      double back_mbs = static_cast<double>(back_row["bytes_total"].get<int64_t>()) / back_s / 1e6;
+      std::printf("move back copy      : %8.1f MB/s  (window %lld, b2 -> b1, %.3f s from b2's log lines)\n", back_mbs,
+                  static_cast<long long>(o.return_window), back_s);
+      std::printf("ratio window %lld/%lld   : %8.2f  (move copy / move back copy)\n", static_cast<long long>(o.window),
+                  static_cast<long long>(o.return_window), copy_mbs / back_mbs);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "move_bench: %s\n", e.what());
     rc = 1;
