@@ -1,6 +1,6 @@
 // Planner benchmark: seeded random clusters, full plan (no action cap).
 //
-//   bench_goals [BROKERSxPARTITIONS ...] [--json] [--seed N]
+//   bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N]
 //   default: 20x100000 200x1000000
 //
 // Placement: every partition on a random broker among the first three
@@ -9,7 +9,12 @@
 // topic; all seven built-in goals with their defaults. Prints, per size:
 // freeze (model -> snapshot) time, planning time, actions, balancedness,
 // the count goal's lower bound on moves and the plan's ratio to it, and the
-// process peak RSS so far. --json also times model_to_json + parse.
+// process peak RSS so far. --json also times model_to_json and reading the
+// text back two ways in the same run: the nlohmann DOM reader
+// (json::parse + model_from_json, the reader before simdjson) and
+// model_from_text (simdjson On-Demand), with their ratio; both must give the
+// same model. --write-models DIR writes each model as DIR/model-BxP.json
+// (e.g. for `/usr/bin/time -v moonmq-plan --model ...`).
 // Targets (docs/balancer.md): 20x100k plan ≤ 0.3 s, 200x1M ≤ 10 s (Release).
 
 #include <sys/resource.h>
@@ -17,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,21 +66,52 @@ cluster_model make_model(std::size_t brokers, std::size_t partitions, std::uint6
   return m;
 }
 
-void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool with_json) {
+/// Same brokers and partitions, field by field (the parts a large model has).
+bool same_model(const cluster_model& a, const cluster_model& b) {
+  if (a.brokers.size() != b.brokers.size() || a.replicas.size() != b.replicas.size()) return false;
+  for (std::size_t i = 0; i < a.brokers.size(); ++i)
+    if (a.brokers[i].id != b.brokers[i].id || a.brokers[i].capacity != b.brokers[i].capacity) return false;
+  for (std::size_t i = 0; i < a.replicas.size(); ++i) {
+    const auto &x = a.replicas[i], &y = b.replicas[i];
+    if (x.topic != y.topic || x.partition != y.partition || x.owner != y.owner || x.load != y.load) return false;
+  }
+  return true;
+}
+
+/// Reads `text` with the nlohmann DOM reader, then with model_from_text,
+/// and prints both times (each includes validate()) and their ratio.
+void compare_readers(const std::string& text) {
+  auto t0 = clock_type::now();
+  auto dom = model_from_json(nlohmann::json::parse(text));
+  const double dom_s = seconds_since(t0);
+  t0 = clock_type::now();
+  auto fast = model_from_text(text);
+  const double fast_s = seconds_since(t0);
+  const bool same = dom.ok() && fast.ok() && same_model(dom.value(), fast.value());
+  std::printf("  read: nlohmann DOM %.3f s, model_from_text (simdjson On-Demand) %.3f s, %.1fx faster, %s\n", dom_s,
+              fast_s, dom_s / fast_s, same ? "same model" : "MODELS DIFFER");
+  if (!same) std::exit(1);
+}
+
+void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool with_json,
+         const std::string& write_dir) {
   const auto goals = make_builtin_goals();
   std::vector<const goal*> ptrs;
   for (const auto& g : goals) ptrs.push_back(g.get());
   cluster_model model = make_model(brokers, partitions, seed);
 
-  if (with_json) {
+  if (with_json || !write_dir.empty()) {
     auto t0 = clock_type::now();
     const std::string text = model_to_json(model).dump();
     const double dump_s = seconds_since(t0);
-    t0 = clock_type::now();
-    auto parsed = model_from_text(text);
-    const double parse_s = seconds_since(t0);
-    std::printf("%zux%zu json: %.1f MiB, dump %.3f s, parse+validate %.3f s (%s)\n", brokers, partitions,
-                static_cast<double>(text.size()) / 1048576.0, dump_s, parse_s, parsed.ok() ? "ok" : "error");
+    std::printf("%zux%zu json: %.1f MiB, dump %.3f s\n", brokers, partitions,
+                static_cast<double>(text.size()) / 1048576.0, dump_s);
+    if (!write_dir.empty()) {
+      const std::string path = write_dir + "/model-" + std::to_string(brokers) + "x" + std::to_string(partitions) + ".json";
+      std::ofstream(path, std::ios::binary) << text;
+      std::printf("  wrote %s\n", path.c_str());
+    }
+    if (with_json) compare_readers(text);
   }
 
   auto t0 = clock_type::now();
@@ -109,22 +146,25 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
 int main(int argc, char** argv) {
   std::vector<std::pair<std::size_t, std::size_t>> sizes;
   bool with_json = false;
+  std::string write_dir;
   std::uint64_t seed = 42;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json") {
       with_json = true;
+    } else if (a == "--write-models" && i + 1 < argc) {
+      write_dir = argv[++i];
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (auto x = a.find('x'); x != std::string::npos) {
       sizes.emplace_back(std::strtoull(a.substr(0, x).c_str(), nullptr, 10),
                          std::strtoull(a.substr(x + 1).c_str(), nullptr, 10));
     } else {
-      std::fprintf(stderr, "usage: bench_goals [BROKERSxPARTITIONS ...] [--json] [--seed N]\n");
+      std::fprintf(stderr, "usage: bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N]\n");
       return 2;
     }
   }
   if (sizes.empty()) sizes = {{20, 100000}, {200, 1000000}};
-  for (const auto& [b, p] : sizes) run(b, p, seed, with_json);
+  for (const auto& [b, p] : sizes) run(b, p, seed, with_json, write_dir);
   return 0;
 }
