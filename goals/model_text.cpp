@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "goals/model_json.hpp"
@@ -154,12 +155,20 @@ bool read_replica(od::value v, replica_spec& spec) {
 /// into `rest`, parsed by nlohmann. False when the text is not one the
 /// On-Demand reader takes (see the file comment); m and rest are then
 /// partly filled and to be dropped.
-bool read_on_demand(std::string_view text, cluster_model& m, json& rest) {
-  const simdjson::padded_string padded(text.data(), text.size());
+bool read_on_demand(std::string_view text, std::size_t readable_after, cluster_model& m, json& rest) {
+  static_assert(kModelTextPadding >= simdjson::SIMDJSON_PADDING);
+  std::optional<simdjson::padded_string> copy;
+  simdjson::padded_string_view input;
+  if (readable_after >= kModelTextPadding) {
+    input = simdjson::padded_string_view(text.data(), text.size(), text.size() + readable_after);
+  } else {
+    copy.emplace(text.data(), text.size());
+    input = *copy;
+  }
   od::parser parser;
   od::document doc;
   od::object root;
-  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS || doc.get_object().get(root) != simdjson::SUCCESS)
+  if (parser.iterate(input).get(doc) != simdjson::SUCCESS || doc.get_object().get(root) != simdjson::SUCCESS)
     return false;
   bool partitions = false;
   for (auto f : root) {
@@ -196,10 +205,10 @@ bool read_on_demand(std::string_view text, cluster_model& m, json& rest) {
 
 }  // namespace
 
-outcome<cluster_model> model_from_text(std::string_view text) {
+outcome<cluster_model> model_from_text(std::string_view text, std::size_t readable_after) {
   cluster_model m;
   json rest = json::object();
-  if (!read_on_demand(text, m, rest)) return detail::model_from_dom_text(text);
+  if (!read_on_demand(text, readable_after, m, rest)) return detail::model_from_dom_text(text);
   // The partitions were read without an error, so the first error (if any)
   // is in the same place model_from_json finds it.
   std::string err = detail::read_brokers(rest, m);

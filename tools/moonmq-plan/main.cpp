@@ -7,10 +7,13 @@
 // are reported on stderr and skipped.
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -45,6 +48,27 @@ std::string default_goals_dir() {
   return (exe.parent_path() / "plugins").string();
 }
 
+/// The file's bytes followed by kModelTextPadding spaces. A regular file is
+/// read straight into `out` (no second copy of a model that may be over
+/// 100 MiB); anything else (a pipe) is read to its end. False when unreadable.
+bool read_padded(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return false;
+    out.assign(size + moonmq::goals::kModelTextPadding, ' ');
+    const auto want = static_cast<std::streamsize>(size);
+    return in.read(out.data(), want).gcount() == want;
+  }
+  std::ostringstream all;
+  all << in.rdbuf();
+  out = all.str();
+  out.append(moonmq::goals::kModelTextPadding, ' ');
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,16 +97,16 @@ int main(int argc, char** argv) {
   if (model_path.empty()) return invalid("--model FILE is required\n" + std::string(kUsage));
   if (goals_dir.empty()) goals_dir = default_goals_dir();
 
-  std::ifstream in(model_path, std::ios::binary);
-  if (!in) return invalid("cannot read model file \"" + model_path + "\"");
-  std::ostringstream text;
-  text << in.rdbuf();
-  // A planner case file holds the model under "model".
-  auto doc = nlohmann::json::parse(text.str(), nullptr, false);
-  auto model_text = doc.is_object() && !doc.contains("brokers") && doc.contains("model") && doc["model"].is_object()
-                      ? doc["model"].dump()
-                      : text.str();
-  auto model = moonmq::goals::model_from_text(model_text);
+  std::string text;
+  if (!read_padded(model_path, text)) return invalid("cannot read model file \"" + model_path + "\"");
+  const std::string_view model_text(text.data(), text.size() - moonmq::goals::kModelTextPadding);
+  auto model = moonmq::goals::model_from_text(model_text, moonmq::goals::kModelTextPadding);
+  if (!model) {
+    // A planner case file holds the model under "model".
+    auto doc = nlohmann::json::parse(model_text, nullptr, false);
+    if (doc.is_object() && !doc.contains("brokers") && doc.contains("model") && doc["model"].is_object())
+      model = moonmq::goals::model_from_text(doc["model"].dump());
+  }
   if (!model) return invalid("invalid model \"" + model_path + "\": " + model.error());
 
   const auto loaded = moonmq::plugins::load_goal_dir(goals_dir);
