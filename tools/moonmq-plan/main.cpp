@@ -6,14 +6,17 @@
 // goals directory) with a message on stderr. Plugin files that fail to load
 // are reported on stderr and skipped.
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -48,25 +51,80 @@ std::string default_goals_dir() {
   return (exe.parent_path() / "plugins").string();
 }
 
-/// The file's bytes followed by kModelTextPadding spaces. A regular file is
-/// read straight into `out` (no second copy of a model that may be over
-/// 100 MiB); anything else (a pipe) is read to its end. False when unreadable.
-bool read_padded(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) {
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) return false;
-    out.assign(size + moonmq::goals::kModelTextPadding, ' ');
-    const auto want = static_cast<std::streamsize>(size);
-    return in.read(out.data(), want).gcount() == want;
+/// A model file's bytes followed by kModelTextPadding readable bytes (what
+/// model_from_text needs to read it without a copy). A regular file is read
+/// straight into an anonymous mapping populated up front: one batch of page
+/// allocations instead of a fault per 4 KiB page of a model that may be over
+/// 100 MiB. Anything else (a pipe) is read into a string.
+class model_buffer {
+ public:
+  model_buffer() = default;
+  model_buffer(const model_buffer&) = delete;
+  model_buffer& operator=(const model_buffer&) = delete;
+  ~model_buffer() {
+    if (map_ != MAP_FAILED) munmap(map_, mapped_);
   }
-  std::ostringstream all;
-  all << in.rdbuf();
-  out = all.str();
-  out.append(moonmq::goals::kModelTextPadding, ' ');
-  return true;
+
+  /// False when the file cannot be read.
+  bool read(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st {};
+    const bool ok = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) ? read_regular(fd, st) : read_stream(fd));
+    close(fd);
+    return ok;
+  }
+  /// The file's bytes; kModelTextPadding more bytes are readable after them.
+  std::string_view text() const {
+    return map_ != MAP_FAILED ? std::string_view(static_cast<const char*>(map_), size_)
+                              : std::string_view(copy_.data(), size_);
+  }
+
+ private:
+  bool read_regular(int fd, const struct stat& st) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    size_ = static_cast<std::size_t>(st.st_size);
+    mapped_ = (size_ + moonmq::goals::kModelTextPadding + page - 1) / page * page;
+    map_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (map_ == MAP_FAILED) return false;
+    for (std::size_t done = 0; done < size_;) {
+      const ssize_t n = ::read(fd, static_cast<char*>(map_) + done, size_ - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;  // an error, or the file shrank while being read
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  bool read_stream(int fd) {
+    char chunk[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      if (n == 0) break;
+      copy_.append(chunk, static_cast<std::size_t>(n));
+    }
+    size_ = copy_.size();
+    copy_.append(moonmq::goals::kModelTextPadding, ' ');
+    return true;
+  }
+
+  void* map_ = MAP_FAILED;
+  std::size_t mapped_ = 0;
+  std::size_t size_ = 0;
+  std::string copy_;
+};
+
+/// The model in `text`: a cluster model, or a planner case file's "model".
+moonmq::goals::outcome<moonmq::goals::cluster_model> read_model(std::string_view text) {
+  auto model = moonmq::goals::model_from_text(text, moonmq::goals::kModelTextPadding);
+  if (!model) {
+    // A planner case file holds the model under "model".
+    auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (doc.is_object() && !doc.contains("brokers") && doc.contains("model") && doc["model"].is_object())
+      model = moonmq::goals::model_from_text(doc["model"].dump());
+  }
+  return model;
 }
 
 }  // namespace
@@ -97,17 +155,14 @@ int main(int argc, char** argv) {
   if (model_path.empty()) return invalid("--model FILE is required\n" + std::string(kUsage));
   if (goals_dir.empty()) goals_dir = default_goals_dir();
 
-  std::string text;
-  if (!read_padded(model_path, text)) return invalid("cannot read model file \"" + model_path + "\"");
-  const std::string_view model_text(text.data(), text.size() - moonmq::goals::kModelTextPadding);
-  auto model = moonmq::goals::model_from_text(model_text, moonmq::goals::kModelTextPadding);
-  if (!model) {
-    // A planner case file holds the model under "model".
-    auto doc = nlohmann::json::parse(model_text, nullptr, false);
-    if (doc.is_object() && !doc.contains("brokers") && doc.contains("model") && doc["model"].is_object())
-      model = moonmq::goals::model_from_text(doc["model"].dump());
+  std::optional<moonmq::goals::outcome<moonmq::goals::cluster_model>> model;
+  {  // the file's text is released before planning
+    model_buffer buffer;
+    if (!buffer.read(model_path)) return invalid("cannot read model file \"" + model_path + "\"");
+    model = read_model(buffer.text());
   }
-  if (!model) return invalid("invalid model \"" + model_path + "\": " + model.error());
+  if (!model->ok()) return invalid("invalid model \"" + model_path + "\": " + model->error());
+  const moonmq::goals::cluster_model& cluster = model->value();
 
   const auto loaded = moonmq::plugins::load_goal_dir(goals_dir);
   for (const auto& e : loaded.errors) {
@@ -117,13 +172,13 @@ int main(int argc, char** argv) {
   if (loaded.goals.empty()) std::cerr << "moonmq-plan: warning: no goal plugin loaded from " << goals_dir << "\n";
   std::vector<const moonmq::goals::goal*> goals;
   for (const auto& g : loaded.goals) goals.push_back(g.goal.get());
-  for (const auto& [name, o] : model->goals) {
+  for (const auto& [name, o] : cluster.goals) {
     bool known = false;
     for (const auto& g : loaded.goals) known = known || g.name == name;
     if (!known && o.enabled.value_or(true))
       std::cerr << "moonmq-plan: warning: goal \"" << name << "\" is configured but no plugin provides it\n";
   }
-  auto plan = moonmq::goals::make_plan(model.value(), goals);
+  auto plan = moonmq::goals::make_plan(cluster, goals);
   if (!plan) return invalid("invalid model \"" + model_path + "\": " + plan.error());
   std::cout << (format == "reassignment" ? moonmq::goals::plan_to_reassignment(plan.value())
                                           : moonmq::goals::plan_to_json(plan.value()))
