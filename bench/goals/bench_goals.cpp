@@ -12,14 +12,18 @@
 // process peak RSS so far. --json also times model_to_json and reading the
 // text back two ways in the same run: the nlohmann DOM reader
 // (json::parse + model_from_json, the reader before simdjson) and
-// model_from_text (simdjson On-Demand), with their ratio; both must give the
-// same model. --write-models DIR writes each model as DIR/model-BxP.json
-// (e.g. for `/usr/bin/time -v moonmq-plan --model ...`).
+// model_from_text (simdjson On-Demand), each in a fresh child process and
+// twice in this one, with their ratios (wall and processor time); every
+// reader must give the same model. --write-models DIR writes each model as
+// DIR/model-BxP.json (e.g. for `/usr/bin/time -v moonmq-plan --model ...`).
 // Targets (docs/balancer.md): 20x100k plan ≤ 0.3 s, 200x1M ≤ 10 s (Release).
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +84,19 @@ bool same_model(const cluster_model& a, const cluster_model& b) {
   return true;
 }
 
+/// Reads exactly `size` bytes from `fd`; false on an error or an early end.
+bool read_all(int fd, void* out, std::size_t size) {
+  auto* p = static_cast<char*>(out);
+  while (size > 0) {
+    const ssize_t n = read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 /// Processor time (user + system) of this process, seconds: unlike wall
 /// time, it does not grow when other processes share the cores.
 double cpu_seconds() {
@@ -88,7 +105,7 @@ double cpu_seconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
-/// Wall and processor seconds of one call of `f`, printed as "W s wall, C s cpu".
+/// Wall and processor seconds of one call of `f`.
 struct timed {
   double wall = 0.0, cpu = 0.0;
   template <class F>
@@ -101,32 +118,68 @@ struct timed {
   }
 };
 
-/// Reads `text` with the nlohmann DOM reader (json::parse +
-/// model_from_json), then with model_from_text from a buffer with
-/// kModelTextPadding bytes after the text (as moonmq-plan reads a file) and
-/// from the bare text (which it copies first); twice, since the first round
-/// pays for fresh memory pages (as a one-shot moonmq-plan does) and the
-/// second reuses the allocator's. Prints the times (each includes
-/// validate()) and the ratios; exits 1 if the models differ.
+/// Runs `read` in a forked child and returns its wall and processor time:
+/// the child starts with none of the pages this process has touched, as a
+/// one-shot moonmq-plan does (this process built and dumped the model, so
+/// its allocator holds much faulted-in free memory that a read here would
+/// reuse). Exits when the child fails or its model is invalid.
+template <class Read>
+timed in_child(const char* what, Read&& read) {
+  int fds[2];
+  if (pipe(fds) != 0) std::exit(1);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    bool ok = false;
+    timed t([&] { ok = read(); });
+    const double out[2] = {t.wall, t.cpu};
+    _exit(ok && write(fds[1], out, sizeof out) == static_cast<ssize_t>(sizeof out) ? 0 : 1);
+  }
+  close(fds[1]);
+  double in[2] = {0.0, 0.0};
+  const bool got = pid > 0 && read_all(fds[0], in, sizeof in);
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::printf("  %s failed in the child process\n", what);
+    std::exit(1);
+  }
+  timed t([] {});
+  t.wall = in[0];
+  t.cpu = in[1];
+  return t;
+}
+
+void print_ratio(const char* what, const timed& dom, const timed& text) {
+  std::printf("  %s: nlohmann DOM %6.3f s wall %6.3f s cpu; model_from_text %6.3f s wall %6.3f s cpu: "
+              "%.1fx faster (wall), %.1fx (cpu)\n",
+              what, dom.wall, dom.cpu, text.wall, text.cpu, dom.wall / text.wall, dom.cpu / text.cpu);
+}
+
+/// Times the nlohmann DOM reader (json::parse + model_from_json, the reader
+/// before simdjson) against model_from_text (from a buffer with
+/// kModelTextPadding bytes after the text, as moonmq-plan reads a file),
+/// each including validate(): first each in a fresh child process (what a
+/// one-shot moonmq-plan pays, fresh pages included), then twice in this
+/// process (the second round reuses the allocator's pages), where it also
+/// checks that both readers, and model_from_text on the bare text (which it
+/// copies first), give the same model; exits 1 if not.
 void compare_readers(const std::string& text) {
   const std::string padded = text + std::string(kModelTextPadding, ' ');
+  const std::string_view view(padded.data(), text.size());
+  print_ratio("read, fresh process", in_child("nlohmann DOM", [&] { return model_from_json(nlohmann::json::parse(text)).ok(); }),
+              in_child("model_from_text", [&] { return model_from_text(view, kModelTextPadding).ok(); }));
   for (int round = 1; round <= 2; ++round) {
     std::optional<outcome<cluster_model>> dom, fast, copied;
     const timed dom_t([&] { dom = model_from_json(nlohmann::json::parse(text)); });
-    const timed fast_t(
-      [&] { fast = model_from_text(std::string_view(padded.data(), text.size()), kModelTextPadding); });
+    const timed fast_t([&] { fast = model_from_text(view, kModelTextPadding); });
     const timed copied_t([&] { copied = model_from_text(text); });
-    const bool same = dom->ok() && fast->ok() && copied->ok() && same_model(dom->value(), fast->value()) &&
-                      same_model(dom->value(), copied->value());
-    std::printf("  read round %d, nlohmann DOM:                    %6.3f s wall %6.3f s cpu\n", round, dom_t.wall,
-                dom_t.cpu);
-    std::printf("  read round %d, model_from_text (padded buffer): %6.3f s wall %6.3f s cpu: %.1fx faster (wall), "
-                "%.1fx (cpu)\n",
-                round, fast_t.wall, fast_t.cpu, dom_t.wall / fast_t.wall, dom_t.cpu / fast_t.cpu);
-    std::printf("  read round %d, model_from_text (copies text):   %6.3f s wall %6.3f s cpu: %.1fx faster (wall), "
-                "%.1fx (cpu)\n",
-                round, copied_t.wall, copied_t.cpu, dom_t.wall / copied_t.wall, dom_t.cpu / copied_t.cpu);
-    if (!same) {
+    const std::string what = "read, this process, round " + std::to_string(round);
+    print_ratio(what.c_str(), dom_t, fast_t);
+    print_ratio((what + ", copying the text").c_str(), dom_t, copied_t);
+    if (!dom->ok() || !fast->ok() || !copied->ok() || !same_model(dom->value(), fast->value()) ||
+        !same_model(dom->value(), copied->value())) {
       std::printf("  MODELS DIFFER\n");
       std::exit(1);
     }

@@ -119,6 +119,32 @@ TEST_CASE("moonmq-plan exits 2 with a clear message on invalid input", "[moonmq-
   CHECK(r.out.empty());
 }
 
+TEST_CASE("moonmq-plan reads a model from a pipe as from a file, with the same errors", "[moonmq-plan]") {
+  temp_dir d;
+  const auto model = d.write(
+      "m.json", R"({"brokers":[{"id":"b1"},{"id":"b2"}],
+                   "partitions":[{"topic":"t","partition":0,"owner":"b1"},{"topic":"t","partition":1,"owner":"b1"}]})");
+  const auto from_file = run_plan("--model " + model);
+  const auto from_pipe = run_plan("--model /dev/stdin < " + model);
+  REQUIRE(from_file.exit_code == 0);
+  CHECK(from_pipe.exit_code == 0);
+  CHECK(from_pipe.out == from_file.out);
+
+  const auto load = d.write("load.json", R"({"brokers":[{"id":"b1"}],
+      "partitions":[{"topic":"t","partition":0,"owner":"b1","load":{"nw_in":"fast"}}]})");
+  for (const auto& args : {"--model " + load, "--model /dev/stdin < " + load}) {
+    const auto r = run_plan(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("partitions[0].load.nw_in: expected a number >= 0") != std::string::npos);
+  }
+  const auto empty = run_plan("--model " + d.write("empty.json", ""));
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err.find("malformed JSON") != std::string::npos);
+  const auto directory = run_plan("--model " + d.path.string());
+  CHECK(directory.exit_code == 2);
+  CHECK(directory.err.find("cannot read model file") != std::string::npos);
+}
+
 TEST_CASE("moonmq-plan reads goals from --goals-dir and warns about unloadable files", "[moonmq-plan]") {
   temp_dir d;
   fs::create_directories(d.path / "goals");
