@@ -187,7 +187,8 @@ bool read_on_demand(std::string_view text, std::size_t readable_after, cluster_m
   for (auto f : root) {
     od::field field;
     std::string_view key;
-    if (std::move(f).get(field) != simdjson::SUCCESS || field.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+    if (std::move(f).get(field) != simdjson::SUCCESS || field.unescaped_key().get(key) != simdjson::SUCCESS)
+      return false;
     if (key == "partitions") {
       od::array list;
       std::size_t count = 0;

@@ -168,8 +168,10 @@ void print_ratio(const char* what, const timed& dom, const timed& text) {
 void compare_readers(const std::string& text) {
   const std::string padded = text + std::string(kModelTextPadding, ' ');
   const std::string_view view(padded.data(), text.size());
-  print_ratio("read, fresh process", in_child("nlohmann DOM", [&] { return model_from_json(nlohmann::json::parse(text)).ok(); }),
-              in_child("model_from_text", [&] { return model_from_text(view, kModelTextPadding).ok(); }));
+  const timed dom_child =
+    in_child("nlohmann DOM", [&] { return model_from_json(nlohmann::json::parse(text)).ok(); });
+  const timed text_child = in_child("model_from_text", [&] { return model_from_text(view, kModelTextPadding).ok(); });
+  print_ratio("read, fresh process", dom_child, text_child);
   for (int round = 1; round <= 2; ++round) {
     std::optional<outcome<cluster_model>> dom, fast, copied;
     const timed dom_t([&] { dom = model_from_json(nlohmann::json::parse(text)); });
@@ -201,7 +203,8 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
     std::printf("%zux%zu json: %.1f MiB, dump %.3f s\n", brokers, partitions,
                 static_cast<double>(text.size()) / 1048576.0, dump_s);
     if (!write_dir.empty()) {
-      const std::string path = write_dir + "/model-" + std::to_string(brokers) + "x" + std::to_string(partitions) + ".json";
+      const std::string path =
+        write_dir + "/model-" + std::to_string(brokers) + "x" + std::to_string(partitions) + ".json";
       std::ofstream(path, std::ios::binary) << text;
       std::printf("  wrote %s\n", path.c_str());
     }

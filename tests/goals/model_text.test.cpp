@@ -111,11 +111,13 @@ TEST_CASE("a truncated or malformed model file gives the nlohmann reader's synta
     CHECK(error == read_dom(cut));
     CHECK(error.rfind("error: malformed JSON: [json.exception.parse_error.101]", 0) == 0);
   }
-  for (const char* bad : {R"({"brokers":[],"partitions":[]} {})", R"({"brokers":[],"partitions":[]}})",
-                          R"({"brokers":[],"partitions":[{"topic":"t" "partition":0}]})",
-                          R"({"brokers":[{"id":"b1"}],"partitions":[{"topic":"t","partition":0,"owner":"b1","x":nul}]})",
-                          R"({"brokers":[{"id":"b1"}],"partitions":[{"topic":"t","partition":01,"owner":"b1"}]})",
-                          "{\"brokers\":[{\"id\":\"b1\"}],\"partitions\":[{\"topic\":\"t\x01\",\"partition\":0,\"owner\":\"b1\"}]}"}) {
+  const std::string b1 = R"({"brokers":[{"id":"b1"}],"partitions":[)";
+  for (const std::string& bad : {std::string(R"({"brokers":[],"partitions":[]} {})"),
+                                 std::string(R"({"brokers":[],"partitions":[]}})"),
+                                 std::string(R"({"brokers":[],"partitions":[{"topic":"t" "partition":0}]})"),
+                                 b1 + R"({"topic":"t","partition":0,"owner":"b1","x":nul}]})",
+                                 b1 + R"({"topic":"t","partition":01,"owner":"b1"}]})",
+                                 b1 + "{\"topic\":\"t\x01\",\"partition\":0,\"owner\":\"b1\"}]}"}) {
     INFO(bad);
     CHECK(read_fast(bad) == read_dom(bad));
     CHECK(read_fast(bad).rfind("error: malformed JSON", 0) == 0);
