@@ -82,7 +82,7 @@ TEST_CASE("model_from_text gives the nlohmann reader's error for a bad partition
     {R"({"topic":"t","partition":1})", "partitions[1].owner: missing (expected a string)"},
     {R"({"topic":"t","owner":"b2"})", "partitions[1].partition: expected an integer >= 0"},
     {R"({"topic":7,"partition":1,"owner":"b2"})", "partitions[1].topic: expected a string"},
-    {R"({"topic":"t","partition":0,"owner":"b2"})", "partitions[1]: duplicate partition t/0"},
+    {R"({"topic":"t","partition":0,"owner":"b2"})", "partitions[1]: duplicate partition t-0"},
     {R"("t-1")", "partitions[1]: expected an object"},
   };
   for (const auto& [partition, error] : cases) {
@@ -91,7 +91,7 @@ TEST_CASE("model_from_text gives the nlohmann reader's error for a bad partition
     CHECK(read_fast(text) == read_dom(text));
     auto m = model_from_text(text);
     REQUIRE_FALSE(m.ok());
-    if (error.find("duplicate") == std::string::npos) CHECK(m.error() == error);
+    CHECK(m.error() == error);
   }
   CHECK(read_fast(R"({"brokers":[],"partitions":{}})") == "error: partitions: missing or not an array");
   CHECK(read_fast(R"({"brokers":[{"id":"b1"}]})") == "error: partitions: missing or not an array");
