@@ -60,10 +60,8 @@ json ids_json(const plan& p, const std::vector<broker_index>& v) {
   return out;
 }
 
-}  // namespace
-
-namespace detail {
-
+/// Reads `j["brokers"]` into m.brokers; "" or the first error, worded
+/// "brokers[1].alive: expected true or false".
 std::string read_brokers(const json& j, cluster_model& m) {
   reader rd;
   auto brokers = j.find("brokers");
@@ -90,6 +88,7 @@ std::string read_brokers(const json& j, cluster_model& m) {
   return {};
 }
 
+/// Reads `j["partitions"]` into m.replicas; "" or the first error.
 std::string read_partitions(const json& j, cluster_model& m) {
   reader rd;
   auto parts = j.find("partitions");
@@ -121,6 +120,8 @@ std::string read_partitions(const json& j, cluster_model& m) {
   return {};
 }
 
+/// Reads the optional top-level fields (excluded_topics, goals, max_actions,
+/// cooldown, in_flight, avoid) into m; "" or the first error.
 std::string read_extensions(const json& j, cluster_model& m) {
   reader rd;
   if (auto ex = j.find("excluded_topics"); ex != j.end() && !ex->is_null()) {
@@ -198,6 +199,19 @@ std::string read_extensions(const json& j, cluster_model& m) {
   return {};
 }
 
+}  // namespace
+
+namespace detail {
+
+outcome<cluster_model> read_model_fields(const json& j, cluster_model m, partitions_source partitions) {
+  std::string err = read_brokers(j, m);
+  if (err.empty() && partitions == partitions_source::json) err = read_partitions(j, m);
+  if (err.empty()) err = read_extensions(j, m);
+  if (err.empty()) err = validate(m);
+  if (!err.empty()) return outcome<cluster_model>::failure(std::move(err));
+  return m;
+}
+
 outcome<cluster_model> model_from_dom_text(std::string_view text) {
   json j;
   try {
@@ -211,15 +225,8 @@ outcome<cluster_model> model_from_dom_text(std::string_view text) {
 }  // namespace detail
 
 outcome<cluster_model> model_from_json(const json& j) {
-  using result = outcome<cluster_model>;
-  if (!j.is_object()) return result::failure("model: expected a JSON object");
-  cluster_model m;
-  std::string err = detail::read_brokers(j, m);
-  if (err.empty()) err = detail::read_partitions(j, m);
-  if (err.empty()) err = detail::read_extensions(j, m);
-  if (err.empty()) err = validate(m);
-  if (!err.empty()) return result::failure(std::move(err));
-  return m;
+  if (!j.is_object()) return outcome<cluster_model>::failure("model: expected a JSON object");
+  return detail::read_model_fields(j, cluster_model{}, detail::partitions_source::json);
 }
 
 json model_to_json(const cluster_model& m) {

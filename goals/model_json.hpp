@@ -30,12 +30,13 @@ inline constexpr std::size_t kModelTextPadding = 64;
 /// model_from_json(nlohmann::json::parse(text)); syntax errors are
 /// "malformed JSON: " + nlohmann's message (with the byte position).
 /// The partitions array is read with simdjson On-Demand, the other fields
-/// with nlohmann; text the On-Demand reader does not take exactly as
-/// nlohmann would (any error, a duplicate or escaped key, -0) is read again
-/// with nlohmann (goals/model_text.cpp). `readable_after`: how many bytes
-/// after text.end() belong to the caller's buffer and may be read (their
-/// content does not matter); with fewer than kModelTextPadding the text is
-/// first copied into a padded buffer (one more copy of its size in memory).
+/// with nlohmann. The whole text is read again with nlohmann on any error,
+/// a -0, a duplicate or escaped known key inside a partition, or a second
+/// "partitions" (goals/model_text.cpp; docs/balancer.md "Reading a model
+/// file"). `readable_after`: how many bytes after text.end() belong to the
+/// caller's buffer and may be read (their content does not matter); with
+/// fewer than kModelTextPadding the text is first copied into a padded
+/// buffer (one more copy of its size in memory).
 outcome<cluster_model> model_from_text(std::string_view text, std::size_t readable_after = 0);
 /// The model as CONTRACT §6 JSON (round-trips through model_from_json).
 nlohmann::json model_to_json(const cluster_model& m);

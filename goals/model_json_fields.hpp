@@ -13,14 +13,15 @@
 
 namespace moonmq::goals::detail {
 
-/// Reads `j["brokers"]` into m.brokers; "" or the first error, worded as
-/// model_from_json words it ("brokers[1].alive: expected true or false").
-std::string read_brokers(const nlohmann::json& j, cluster_model& m);
-/// Reads `j["partitions"]` into m.replicas; "" or the first error.
-std::string read_partitions(const nlohmann::json& j, cluster_model& m);
-/// Reads the optional top-level fields (excluded_topics, goals, max_actions,
-/// cooldown, in_flight, avoid) into m; "" or the first error.
-std::string read_extensions(const nlohmann::json& j, cluster_model& m);
+/// Where read_model_fields takes the partitions from.
+enum class partitions_source {
+  json,          ///< `j["partitions"]` (model_from_json)
+  already_read,  ///< m.replicas, read by the caller (model_from_text)
+};
+/// Reads brokers, then (from `partitions`) the partitions, then the
+/// extensions of `j` into m, then validate(m): the model, or the first
+/// error, in the order model_from_json finds them.
+outcome<cluster_model> read_model_fields(const nlohmann::json& j, cluster_model m, partitions_source partitions);
 /// The reference reader: nlohmann::json::parse of the whole text, then
 /// model_from_json. Syntax errors are "malformed JSON: " + nlohmann's
 /// message (with the byte position).

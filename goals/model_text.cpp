@@ -2,10 +2,14 @@
 // with simdjson's On-Demand API, straight from the text into replica_specs;
 // every other top-level field is handed to nlohmann and read by the same
 // code as model_from_json (model_json_fields.hpp). The On-Demand reader
-// takes only text it can read exactly as nlohmann would; on anything else
-// (a syntax error, a wrong type, a duplicate key, an escaped key, -0) it
-// gives up and the whole text is read again by the nlohmann reader, so that
-// accepted models and error messages are exactly model_from_json's.
+// takes only text it can read exactly as nlohmann would. It gives up, and
+// the whole text is read again by the nlohmann reader, on any error (syntax,
+// a wrong type, a missing field), a -0 load amount, a duplicate or
+// escaped known key inside a partition (topic, partition, owner, load; in
+// "load": nw_in, nw_out, disk) or a second "partitions"; so accepted models
+// and error messages are exactly model_from_json's. Unknown keys and other
+// top-level keys may repeat or be escaped: nlohmann keeps the last value,
+// and so does this reader.
 
 #include <simdjson.h>
 
@@ -223,11 +227,7 @@ outcome<cluster_model> model_from_text(std::string_view text, std::size_t readab
   if (!read_on_demand(text, readable_after, m, rest)) return detail::model_from_dom_text(text);
   // The partitions were read without an error, so the first error (if any)
   // is in the same place model_from_json finds it.
-  std::string err = detail::read_brokers(rest, m);
-  if (err.empty()) err = detail::read_extensions(rest, m);
-  if (err.empty()) err = validate(m);
-  if (!err.empty()) return outcome<cluster_model>::failure(std::move(err));
-  return m;
+  return detail::read_model_fields(rest, std::move(m), detail::partitions_source::already_read);
 }
 
 }  // namespace moonmq::goals
