@@ -51,11 +51,22 @@ std::string default_goals_dir() {
   return (exe.parent_path() / "plugins").string();
 }
 
+/// read(2), repeated when a signal interrupts it: bytes read, 0 at end of
+/// file, -1 on an error.
+ssize_t read_some(int fd, char* out, std::size_t size) {
+  for (;;) {
+    const ssize_t n = ::read(fd, out, size);
+    if (n >= 0 || errno != EINTR) return n;
+  }
+}
+
 /// A model file's bytes followed by kModelTextPadding readable bytes (what
 /// model_from_text needs to read it without a copy). A regular file is read
 /// straight into an anonymous mapping populated up front: one batch of page
 /// allocations instead of a fault per 4 KiB page of a model that may be over
-/// 100 MiB. Anything else (a pipe) is read into a string.
+/// 100 MiB. Anything else (a pipe), a file whose size fstat gives as 0
+/// (procfs) and the rest of a file that grew past that size while being
+/// read are read into a string, up to end of file.
 class model_buffer {
  public:
   model_buffer() = default;
@@ -65,12 +76,13 @@ class model_buffer {
     if (map_ != MAP_FAILED) munmap(map_, mapped_);
   }
 
-  /// False when the file cannot be read.
+  /// False when the file cannot be read (a directory cannot).
   bool read(const std::string& path) {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat st {};
-    const bool ok = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) ? read_regular(fd, st) : read_stream(fd));
+    const bool ok = fstat(fd, &st) == 0 &&
+                    (S_ISREG(st.st_mode) && st.st_size > 0 ? read_regular(fd, st) : read_stream(fd));
     close(fd);
     return ok;
   }
@@ -87,19 +99,32 @@ class model_buffer {
     mapped_ = (size_ + moonmq::goals::kModelTextPadding + page - 1) / page * page;
     map_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (map_ == MAP_FAILED) return false;
+    char* const bytes = static_cast<char*>(map_);
     for (std::size_t done = 0; done < size_;) {
-      const ssize_t n = ::read(fd, static_cast<char*>(map_) + done, size_ - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;  // an error, or the file shrank while being read
+      const ssize_t n = read_some(fd, bytes + done, size_ - done);
+      if (n < 0) return false;
+      if (n == 0) {  // the file shrank while being read: its text ends here
+        size_ = done;
+        return true;
+      }
       done += static_cast<std::size_t>(n);
     }
-    return true;
+    // End of file where fstat said? If the file grew, the rest goes with
+    // what was read into a string.
+    char next = 0;
+    const ssize_t more = read_some(fd, &next, 1);
+    if (more <= 0) return more == 0;
+    copy_.assign(bytes, size_);
+    copy_.push_back(next);
+    munmap(map_, mapped_);
+    map_ = MAP_FAILED;
+    return read_stream(fd);
   }
+  /// Appends the rest of the file to copy_, then the padding.
   bool read_stream(int fd) {
     char chunk[65536];
     for (;;) {
-      const ssize_t n = ::read(fd, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
+      const ssize_t n = read_some(fd, chunk, sizeof chunk);
       if (n < 0) return false;
       if (n == 0) break;
       copy_.append(chunk, static_cast<std::size_t>(n));
@@ -118,8 +143,9 @@ class model_buffer {
 /// The model in `text`: a cluster model, or a planner case file's "model".
 moonmq::goals::outcome<moonmq::goals::cluster_model> read_model(std::string_view text) {
   auto model = moonmq::goals::model_from_text(text, moonmq::goals::kModelTextPadding);
-  if (!model) {
-    // A planner case file holds the model under "model".
+  // A planner case file holds the model under "model", so it has no
+  // "brokers": only then is the text parsed again to look for it.
+  if (!model && model.error() == "brokers: missing or not an array") {
     auto doc = nlohmann::json::parse(text, nullptr, false);
     if (doc.is_object() && !doc.contains("brokers") && doc.contains("model") && doc["model"].is_object())
       model = moonmq::goals::model_from_text(doc["model"].dump());
