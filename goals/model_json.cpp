@@ -1,5 +1,7 @@
 #include "goals/model_json.hpp"
 
+#include "goals/model_json_fields.hpp"
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -58,94 +60,103 @@ json ids_json(const plan& p, const std::vector<broker_index>& v) {
   return out;
 }
 
-}  // namespace
-
-outcome<cluster_model> model_from_json(const json& j) {
-  using result = outcome<cluster_model>;
+/// Reads `j["brokers"]` into m.brokers; "" or the first error, worded
+/// "brokers[1].alive: expected true or false".
+std::string read_brokers(const json& j, cluster_model& m) {
   reader rd;
-  cluster_model m;
-  if (!j.is_object()) return result::failure("model: expected a JSON object");
   auto brokers = j.find("brokers");
-  if (brokers == j.end() || !brokers->is_array()) return result::failure("brokers: missing or not an array");
+  if (brokers == j.end() || !brokers->is_array()) return "brokers: missing or not an array";
   m.brokers.reserve(brokers->size());
   for (std::size_t i = 0; i < brokers->size(); ++i) {
     const json& b = (*brokers)[i];
     const std::string path = "brokers[" + std::to_string(i) + "]";
-    if (!b.is_object()) return result::failure(path + ": expected an object");
+    if (!b.is_object()) return path + ": expected an object";
     broker_spec spec;
     if (!rd.string_at(b, "id", path, spec.id, true) || !rd.string_at(b, "rack", path, spec.rack, false) ||
         !rd.bool_at(b, "alive", path, spec.alive) || !rd.bool_at(b, "excluded", path, spec.excluded) ||
         !rd.bool_at(b, "warming", path, spec.warming) || !rd.bool_at(b, "draining", path, spec.draining))
-      return result::failure(rd.error);
+      return rd.error;
     if (auto cap = b.find("capacity"); cap != b.end() && !cap->is_null()) {
-      if (!cap->is_object()) return result::failure(path + ".capacity: expected an object");
+      if (!cap->is_object()) return path + ".capacity: expected an object";
       for (std::size_t r = 0; r < kMeasuredResources; ++r) {
         const std::string key(resource_key(static_cast<resource>(r)));
-        if (!rd.opt_number(*cap, key.c_str(), path + ".capacity", spec.capacity[r])) return result::failure(rd.error);
+        if (!rd.opt_number(*cap, key.c_str(), path + ".capacity", spec.capacity[r])) return rd.error;
       }
     }
     m.brokers.push_back(std::move(spec));
   }
+  return {};
+}
+
+/// Reads `j["partitions"]` into m.replicas; "" or the first error.
+std::string read_partitions(const json& j, cluster_model& m) {
+  reader rd;
   auto parts = j.find("partitions");
-  if (parts == j.end() || !parts->is_array()) return result::failure("partitions: missing or not an array");
+  if (parts == j.end() || !parts->is_array()) return "partitions: missing or not an array";
   m.replicas.reserve(parts->size());
   for (std::size_t i = 0; i < parts->size(); ++i) {
     const json& p = (*parts)[i];
     const std::string path = "partitions[" + std::to_string(i) + "]";
-    if (!p.is_object()) return result::failure(path + ": expected an object");
+    if (!p.is_object()) return path + ": expected an object";
     replica_spec spec;
     if (!rd.string_at(p, "topic", path, spec.topic, true) || !rd.string_at(p, "owner", path, spec.owner, true))
-      return result::failure(rd.error);
+      return rd.error;
     auto part = p.find("partition");
     if (part == p.end() || !part->is_number_integer() || part->get<long long>() < 0 ||
         part->get<long long>() > std::numeric_limits<std::int32_t>::max())
-      return result::failure(path + ".partition: expected an integer >= 0");
+      return path + ".partition: expected an integer >= 0";
     spec.partition = static_cast<std::int32_t>(part->get<long long>());
     if (auto load = p.find("load"); load != p.end() && !load->is_null()) {
-      if (!load->is_object()) return result::failure(path + ".load: expected an object");
+      if (!load->is_object()) return path + ".load: expected an object";
       for (std::size_t r = 0; r < kMeasuredResources; ++r) {
         std::optional<double> v;
         const std::string key(resource_key(static_cast<resource>(r)));
-        if (!rd.opt_number(*load, key.c_str(), path + ".load", v)) return result::failure(rd.error);
+        if (!rd.opt_number(*load, key.c_str(), path + ".load", v)) return rd.error;
         spec.load[r] = v.value_or(0.0);
       }
     }
     m.replicas.push_back(std::move(spec));
   }
+  return {};
+}
+
+/// Reads the optional top-level fields (excluded_topics, goals, max_actions,
+/// cooldown, in_flight, avoid) into m; "" or the first error.
+std::string read_extensions(const json& j, cluster_model& m) {
+  reader rd;
   if (auto ex = j.find("excluded_topics"); ex != j.end() && !ex->is_null()) {
-    if (!ex->is_array()) return result::failure("excluded_topics: expected an array of strings");
+    if (!ex->is_array()) return "excluded_topics: expected an array of strings";
     for (std::size_t i = 0; i < ex->size(); ++i) {
-      if (!(*ex)[i].is_string()) return result::failure("excluded_topics[" + std::to_string(i) + "]: expected a string");
+      if (!(*ex)[i].is_string()) return "excluded_topics[" + std::to_string(i) + "]: expected a string";
       m.excluded_topics.push_back((*ex)[i].get<std::string>());
     }
   }
   if (auto goals = j.find("goals"); goals != j.end() && !goals->is_null()) {
-    if (!goals->is_object()) return result::failure("goals: expected an object");
+    if (!goals->is_object()) return "goals: expected an object";
     for (auto it = goals->begin(); it != goals->end(); ++it) {
       const std::string path = "goals." + it.key();
-      if (!it->is_object()) return result::failure(path + ": expected an object");
+      if (!it->is_object()) return path + ": expected an object";
       goal_overrides o;
       const json& g = *it;
       if (auto e = g.find("Enabled"); e != g.end()) {
-        if (!e->is_boolean()) return result::failure(path + ".Enabled: expected true or false");
+        if (!e->is_boolean()) return path + ".Enabled: expected true or false";
         o.enabled = e->get<bool>();
       }
       if (!rd.opt_number(g, "AvgDeviation", path, o.avg_deviation) ||
           !rd.opt_number(g, "DetectThreshold", path, o.detect_threshold) ||
           !rd.opt_number(g, "CapacityThreshold", path, o.capacity_threshold))
-        return result::failure(rd.error);
+        return rd.error;
       if (auto pr = g.find("Priority"); pr != g.end()) {
         if (!pr->is_number_integer() || pr->get<long long>() < std::numeric_limits<int>::min() ||
             pr->get<long long>() > std::numeric_limits<int>::max())
-          return result::failure(path + ".Priority: expected an integer");
+          return path + ".Priority: expected an integer";
         o.priority = static_cast<int>(pr->get<long long>());
       }
       m.goals[it.key()] = o;
     }
   }
   if (auto ma = j.find("max_actions"); ma != j.end() && !ma->is_null()) {
-    if (!ma->is_number_integer() || ma->get<long long>() < 0)
-      return result::failure("max_actions: expected an integer >= 0");
+    if (!ma->is_number_integer() || ma->get<long long>() < 0) return "max_actions: expected an integer >= 0";
     m.max_actions = static_cast<std::size_t>(ma->get<long long>());
   }
   auto read_tp = [&](const json& e, const std::string& path, topic_partition& tp) -> bool {
@@ -159,38 +170,49 @@ outcome<cluster_model> model_from_json(const json& j) {
     return true;
   };
   if (auto cd = j.find("cooldown"); cd != j.end() && !cd->is_null()) {
-    if (!cd->is_array()) return result::failure("cooldown: expected an array");
+    if (!cd->is_array()) return "cooldown: expected an array";
     for (std::size_t i = 0; i < cd->size(); ++i) {
       topic_partition tp;
-      if (!read_tp((*cd)[i], "cooldown[" + std::to_string(i) + "]", tp)) return result::failure(rd.error);
+      if (!read_tp((*cd)[i], "cooldown[" + std::to_string(i) + "]", tp)) return rd.error;
       m.cooldown.push_back(std::move(tp));
     }
   }
   if (auto inf = j.find("in_flight"); inf != j.end() && !inf->is_null()) {
-    if (!inf->is_array()) return result::failure("in_flight: expected an array");
+    if (!inf->is_array()) return "in_flight: expected an array";
     for (std::size_t i = 0; i < inf->size(); ++i) {
       const std::string path = "in_flight[" + std::to_string(i) + "]";
       in_flight_move mv;
-      if (!read_tp((*inf)[i], path, mv.tp) || !rd.string_at((*inf)[i], "to", path, mv.to, true))
-        return result::failure(rd.error);
+      if (!read_tp((*inf)[i], path, mv.tp) || !rd.string_at((*inf)[i], "to", path, mv.to, true)) return rd.error;
       m.in_flight.push_back(std::move(mv));
     }
   }
   if (auto av = j.find("avoid"); av != j.end() && !av->is_null()) {
-    if (!av->is_array()) return result::failure("avoid: expected an array");
+    if (!av->is_array()) return "avoid: expected an array";
     for (std::size_t i = 0; i < av->size(); ++i) {
       const std::string path = "avoid[" + std::to_string(i) + "]";
       avoided_destination a;
       if (!read_tp((*av)[i], path, a.tp) || !rd.string_at((*av)[i], "broker", path, a.broker, true))
-        return result::failure(rd.error);
+        return rd.error;
       m.avoid.push_back(std::move(a));
     }
   }
-  if (auto err = validate(m); !err.empty()) return result::failure(err);
+  return {};
+}
+
+}  // namespace
+
+namespace detail {
+
+outcome<cluster_model> read_model_fields(const json& j, cluster_model m, partitions_source partitions) {
+  std::string err = read_brokers(j, m);
+  if (err.empty() && partitions == partitions_source::json) err = read_partitions(j, m);
+  if (err.empty()) err = read_extensions(j, m);
+  if (err.empty()) err = validate(m);
+  if (!err.empty()) return outcome<cluster_model>::failure(std::move(err));
   return m;
 }
 
-outcome<cluster_model> model_from_text(std::string_view text) {
+outcome<cluster_model> model_from_dom_text(std::string_view text) {
   json j;
   try {
     j = json::parse(text.begin(), text.end());
@@ -198,6 +220,13 @@ outcome<cluster_model> model_from_text(std::string_view text) {
     return outcome<cluster_model>::failure(std::string("malformed JSON: ") + e.what());
   }
   return model_from_json(j);
+}
+
+}  // namespace detail
+
+outcome<cluster_model> model_from_json(const json& j) {
+  if (!j.is_object()) return outcome<cluster_model>::failure("model: expected a JSON object");
+  return detail::read_model_fields(j, cluster_model{}, detail::partitions_source::json);
 }
 
 json model_to_json(const cluster_model& m) {

@@ -79,25 +79,28 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
   std::vector<std::uint8_t> topic_internal;
   for (std::size_t i = 0; i < nr; ++i) {
     const auto& p = model.replicas[i];
-    const std::string where = "partitions[" + std::to_string(i) + "]";
-    if (p.topic.empty()) return result::failure(where + ".topic: must be a non-empty string");
-    if (p.partition < 0) return result::failure(where + ".partition: must be >= 0");
+    // Built only for an error: a million replicas would each pay an allocation.
+    const auto where = [i] { return "partitions[" + std::to_string(i) + "]"; };
+    if (p.topic.empty()) return result::failure(where() + ".topic: must be a non-empty string");
+    if (p.partition < 0) return result::failure(where() + ".partition: must be >= 0");
     auto owner = s.broker_by_id_.find(p.owner);
     if (owner == s.broker_by_id_.end())
-      return result::failure(where + ".owner: unknown broker " + quoted(p.owner));
-    auto [t, fresh] = s.topic_by_name_.emplace(p.topic, static_cast<std::uint32_t>(s.topics_.size()));
-    if (fresh) {
+      return result::failure(where() + ".owner: unknown broker " + quoted(p.owner));
+    // find first: emplace would build (and drop) a node for every replica of a known topic.
+    auto t = s.topic_by_name_.find(p.topic);
+    if (t == s.topic_by_name_.end()) {
+      t = s.topic_by_name_.emplace(p.topic, static_cast<std::uint32_t>(s.topics_.size())).first;
       s.topics_.push_back(p.topic);
       const bool internal = p.topic.size() >= 2 && p.topic[0] == '_' && p.topic[1] == '_';
       topic_movable.push_back(internal || excluded_topics.count(p.topic) ? 0 : 1);
       topic_internal.push_back(internal ? 1 : 0);
     }
     if (!s.replica_by_key_.emplace(replica_key(t->second, p.partition), static_cast<std::uint32_t>(i)).second)
-      return result::failure(where + ": duplicate partition " + p.topic + "-" + std::to_string(p.partition));
+      return result::failure(where() + ": duplicate partition " + p.topic + "-" + std::to_string(p.partition));
     std::array<double, kMeasuredResources> load{};
     for (std::size_t r = 0; r < kMeasuredResources; ++r) {
       if (!good_amount(p.load[r]))
-        return result::failure(where + ".load." + std::string(resource_key(static_cast<resource>(r))) +
+        return result::failure(where() + ".load." + std::string(resource_key(static_cast<resource>(r))) +
                                ": must be a number in [0, 1e18]");
       load[r] = p.trusted ? p.load[r] : 0.0;
     }

@@ -40,10 +40,13 @@ struct temp_dir {
   }
 };
 
-run_result run_plan(const std::string& args) {
+/// moonmq-plan with `args`, through the shell; `input`, when given, is a
+/// shell command whose output is piped into its stdin ("cat m.json").
+run_result run_plan(const std::string& args, const std::string& input = "") {
   temp_dir d;
   const std::string err_file = (d.path / "stderr").string();
-  const std::string cmd = std::string(MOONMQ_PLAN_BIN) + " " + args + " 2>" + err_file;
+  const std::string cmd =
+    (input.empty() ? "" : input + " | ") + std::string(MOONMQ_PLAN_BIN) + " " + args + " 2>" + err_file;
   run_result r;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -117,6 +120,49 @@ TEST_CASE("moonmq-plan exits 2 with a clear message on invalid input", "[moonmq-
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("unknown argument \"--frobnicate\"") != std::string::npos);
   CHECK(r.out.empty());
+}
+
+TEST_CASE("moonmq-plan reads a model from a pipe as from a file, with the same errors", "[moonmq-plan]") {
+  temp_dir d;
+  const auto model = d.write(
+      "m.json", R"({"brokers":[{"id":"b1"},{"id":"b2"}],
+                   "partitions":[{"topic":"t","partition":0,"owner":"b1"},{"topic":"t","partition":1,"owner":"b1"}]})");
+  // A model larger than a pipe's buffer and the reader's 64 KiB chunk.
+  json big{{"brokers", json::array({{{"id", "b1"}}, {{"id", "b2"}}})}, {"partitions", json::array()}};
+  for (int p = 0; p < 1200; ++p)
+    big["partitions"].push_back({{"topic", "topic-with-a-long-name-to-fill-the-pipe"}, {"partition", p},
+                                 {"owner", "b1"}, {"load", {{"nw_in", p}, {"disk", 1000 + p}}}});
+  const auto large = d.write("large.json", big.dump());
+  REQUIRE(fs::file_size(large) > 2 * 65536);
+  for (const auto& path : {model, large}) {
+    INFO(path);
+    const auto from_file = run_plan("--model " + path);
+    const auto from_pipe = run_plan("--model /dev/stdin", "cat " + path);
+    INFO(from_pipe.err);
+    REQUIRE(from_file.exit_code == 0);
+    CHECK(from_pipe.exit_code == 0);
+    CHECK(from_pipe.out == from_file.out);
+  }
+
+  const auto load = d.write("load.json", R"({"brokers":[{"id":"b1"}],
+      "partitions":[{"topic":"t","partition":0,"owner":"b1","load":{"nw_in":"fast"}}]})");
+  for (const auto& input : {std::string(), "cat " + load}) {
+    const auto r = run_plan("--model " + (input.empty() ? load : "/dev/stdin"), input);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("partitions[0].load.nw_in: expected a number >= 0") != std::string::npos);
+  }
+  const auto empty = run_plan("--model " + d.write("empty.json", ""));
+  CHECK(empty.exit_code == 2);
+  CHECK(empty.err.find("malformed JSON") != std::string::npos);
+  // procfs gives its files' size as 0: the text is read all the same.
+  const auto proc = run_plan("--model /proc/self/status");
+  CHECK(proc.exit_code == 2);
+  CHECK(proc.err.find("malformed JSON") != std::string::npos);
+  CHECK(proc.err.find("last read: 'N'") != std::string::npos);  // "Name:", its first line
+  CHECK(proc.err.find("end of input") == std::string::npos);
+  const auto directory = run_plan("--model " + d.path.string());
+  CHECK(directory.exit_code == 2);
+  CHECK(directory.err.find("cannot read model file") != std::string::npos);
 }
 
 TEST_CASE("moonmq-plan reads goals from --goals-dir and warns about unloadable files", "[moonmq-plan]") {
