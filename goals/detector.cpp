@@ -10,8 +10,8 @@ namespace {
 struct move_record {
   std::size_t goal = 0;
   std::string reason;
-  /// The partner partition of a SWAP.
-  std::optional<replica_index> other;
+  /// The two partitions of a SWAP.
+  std::optional<std::pair<replica_index, replica_index>> swap;
 };
 
 /// Why proposals touching one broker were refused, by rule: a goal's name,
@@ -48,7 +48,7 @@ class detector_context final : public optimize_context {
     }
     if (!s_.apply(a)) return reject(a, "not movable", "not movable");
     move_record rec{current_, std::string(reason), std::nullopt};
-    if (a.type == action_type::swap) rec.other = a.other;
+    if (a.type == action_type::swap) rec.swap = std::make_pair(a.replica, a.other);
     records_.push_back(std::move(rec));
     note(a.replica);
     if (a.type == action_type::swap) note(a.other);
@@ -324,9 +324,13 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     // Still a SWAP when both halves end where that swap put them: the partner
     // was last moved by the same swap and neither went back home.
     std::optional<replica_index> partner;
-    if (rec.other && !was_drained[rec.other->value] && &ctx.record_of(*rec.other) == &rec &&
-        s.owner(*rec.other) != s.origin(*rec.other))
-      partner = rec.other;
+    if (rec.swap) {
+      const replica_index other = rec.swap->first == replica_index{r} ? rec.swap->second : rec.swap->first;
+      // The two ended exactly exchanged: each is where the other started.
+      if (!was_drained[other.value] && &ctx.record_of(other) == &rec && s.owner(other) == s.origin(replica_index{r}) &&
+          s.owner(replica_index{r}) == s.origin(other))
+        partner = other;
+    }
     emit(replica_index{r}, p.goals[rec.goal].name, rec.reason, partner);
   }
   p.brokers_after = loads_of(s);

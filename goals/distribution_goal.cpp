@@ -103,8 +103,9 @@ class distribution_goal final : public goal {
                  bool shedding, pair_view& pv) const;
   /// Accepts a net shift `x` (raw units) from src to dst: improves the pair,
   /// is not trivial, and leaves the partner inside the detection band. Sets
-  /// `rank` to the pair's relative improvement for min(x, target): a shift
-  /// beyond the target earns no more, so the other goals' score decides.
+  /// `rank` to the pair's relative improvement for a shift as far below the
+  /// target as `x` is from it: the nearer the target, the better, whichever
+  /// side (the other goals' score then decides between near ones).
   bool improves(const band& det, const pair_view& pv, double x, double& rank) const;
   /// Smallest raw amount that is not trivial for the pair.
   double floor_of(const pair_view& pv) const { return pv.trivial / std::max(pv.ss, pv.sd); }
@@ -168,7 +169,7 @@ bool distribution_goal::improves(const band& det, const pair_view& pv, double x,
   // Never create a new violation on the partner broker.
   if (pv.shedding && pv.nd + x * pv.sd > det.upper + det.eps) return false;
   if (!pv.shedding && pv.ns - x * pv.ss < det.lower - det.eps) return false;
-  rank = (pv.f0 - f(std::min(x, pv.target))) / (pv.m * pv.m);
+  rank = (pv.f0 - f(pv.target - std::fabs(x - pv.target))) / (pv.m * pv.m);
   return true;
 }
 
