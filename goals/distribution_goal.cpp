@@ -19,6 +19,11 @@ constexpr std::size_t kCandidatesPerPair = 16;
 constexpr std::size_t kSwapPartners = 8;
 constexpr std::size_t kSwapCandidatesEach = 4;
 constexpr int kMaxRounds = 3;
+/// Candidates (best by the goal's own rank) that the other goals' score re-ranks.
+constexpr std::size_t kRankedByAllGoals = 4;
+/// Proposals per pair, best ranked first: when these are all refused, the
+/// rest are likely refused for the same reason (a goal at its band's edge).
+constexpr std::size_t kProposalsPerPair = 8;
 
 /// A candidate action with its rank: the running goal's own relative
 /// improvement plus the other goals' weighted score (optimize_context::others_score).
@@ -175,10 +180,16 @@ bool distribution_goal::improves(const band& det, const pair_view& pv, double x,
 
 bool distribution_goal::propose_best(optimize_context& ctx, replica_load_index& idx, std::vector<candidate>& cands,
                                      const std::string& why) {
-  if (cands.size() > 1)
-    for (auto& c : cands) c.rank += ctx.others_score(c.a);
-  std::stable_sort(cands.begin(), cands.end(), [](const candidate& x, const candidate& y) { return x.rank > y.rank; });
-  for (const auto& c : cands) {
+  auto by_rank = [](const candidate& x, const candidate& y) { return x.rank > y.rank; };
+  // The other goals' score decides among the best few by the goal's own rank.
+  std::stable_sort(cands.begin(), cands.end(), by_rank);
+  if (cands.size() > 1) {
+    const std::size_t ranked = std::min(cands.size(), kRankedByAllGoals);
+    for (std::size_t i = 0; i < ranked; ++i) cands[i].rank += ctx.others_score(cands[i].a);
+    std::stable_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(ranked), by_rank);
+  }
+  for (std::size_t i = 0; i < cands.size() && i < kProposalsPerPair; ++i) {
+    const candidate& c = cands[i];
     if (!ctx.propose(c.a, why)) continue;
     idx.on_move(c.a.replica, c.a.from, c.a.to);
     if (c.a.type == action_type::swap) idx.on_move(c.a.other, c.a.to, c.a.from);
@@ -290,10 +301,10 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
           if (done || ctx.full()) break;
         }
         // Every single move refused or overshooting: exchange partitions
-        // instead (Cruise Control swaps when its moves are vetoed). A swap
-        // of PARTITION_COUNT changes nothing.
-        // Only for a broker outside the detection band: between the two
-        // bands a broker is already fine for the next pass.
+        // instead (Cruise Control swaps when its moves are vetoed), for a
+        // broker outside the detection band only (between the two bands it
+        // is already fine for the next pass). A swap of PARTITION_COUNT
+        // changes nothing.
         if (!done && res_ != resource::partition_count && !ctx.full() && det.outside(det.norm(s, v)) > 0.0) {
           std::vector<broker_index> partners{first};
           for (const auto& [key, b] : order) partners.push_back(broker_index{b});

@@ -113,6 +113,8 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
         for (const broker_index v : g.after.violators)
           std::printf(" %s %.2fx", p.broker_ids[v.value].c_str(), p.brokers_after[v.value][r] / g.after.mean);
     std::printf("\n");
+    for (std::size_t i = 0; i < g.still_outside.size() && i < 3; ++i)
+      std::printf("    %s: %s\n", p.broker_ids[g.still_outside[i].broker.value].c_str(), g.still_outside[i].why.c_str());
   }
   std::fflush(stdout);
 }

@@ -67,6 +67,10 @@ void print_plan(const json& plan) {
                goal_amount(g, "lower") + " .. " + goal_amount(g, "upper"), cell(g.value("violations_before", json())),
                cell(g.value("violations_after", json())), g.value("explanation", "")});
   goals.print(std::cout);
+  for (const auto& g : plan.value("goals", json::array()))
+    for (const auto& o : g.value("still_outside", json::array()))
+      std::cout << "OUTSIDE       " << g.value("name", "") << " " << o.value("broker", "") << ": " << o.value("why", "")
+                << "\n";
   if (plan.contains("drain") && plan["drain"].is_object())
     std::cout << "\nDRAIN  " << cell(plan["drain"].value("brokers", json())) << ": "
               << plan["drain"].value("explanation", "") << "\n";
