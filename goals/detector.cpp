@@ -7,6 +7,12 @@
 namespace moonmq::goals {
 namespace {
 
+/// Balancedness weight of the goal ranked `rank` of `n`: 1.1^(n − 1 − rank),
+/// ×1.5 when hard (Cruise Control's priority and strictness weights).
+double goal_weight(std::size_t rank, std::size_t n, bool hard) {
+  return std::pow(1.1, static_cast<double>(n - 1 - rank)) * (hard ? 1.5 : 1.0);
+}
+
 struct move_record {
   std::size_t goal = 0;
   std::string reason;
@@ -15,7 +21,8 @@ struct move_record {
 };
 
 /// Why proposals touching one broker were refused, by rule: a goal's name,
-/// "max_actions", "avoided destination", "not movable".
+/// "max_actions", "avoided destination", "not movable", "broker not
+/// eligible", "invalid action".
 struct refusals {
   std::map<std::string, std::size_t> by_rule;
   std::map<std::string, std::string> example;  // one refusal text per rule
@@ -27,9 +34,7 @@ class detector_context final : public optimize_context {
                    std::size_t max_actions)
       : s_(s), goals_(goals), reports_(reports), max_actions_(max_actions),
         last_record_(s.replica_count(), -1), refused_(goals.size()) {
-    const std::size_t n = goals.size();
-    for (std::size_t i = 0; i < n; ++i)
-      weights_.push_back(std::pow(1.1, static_cast<double>(n - 1 - i)) * (goals[i].impl->hard() ? 1.5 : 1.0));
+    for (std::size_t i = 0; i < goals.size(); ++i) weights_.push_back(goal_weight(i, goals.size(), goals[i].impl->hard()));
   }
 
   void set_current(std::size_t g) { current_ = g; }
@@ -87,9 +92,9 @@ class detector_context final : public optimize_context {
   }
   /// nullptr when `a` passes the detector's own rules, else the rule it breaks.
   const char* inadmissible(const action& a) const {
-    if (a.from.value >= s_.broker_count() || a.to.value >= s_.broker_count()) return "not movable";
-    if (a.replica.value >= s_.replica_count()) return "not movable";
-    if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return "not movable";
+    if (a.from.value >= s_.broker_count() || a.to.value >= s_.broker_count()) return "invalid action";
+    if (a.replica.value >= s_.replica_count()) return "invalid action";
+    if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return "broker not eligible";
     if (!s_.movable(a.replica) || s_.owner(a.replica) != a.from) return "not movable";
     // A partition never goes where it recently failed to go or came from
     // (docs/balancer.md "Stability rules").
@@ -130,8 +135,8 @@ class detector_context final : public optimize_context {
   std::vector<double> weights_;                              // balancedness weight per goal
 };
 
-/// "b0: 592 proposal(s) moving partitions off or onto it refused: NW_IN 580 (…), max_actions 12"
-/// or why nothing was proposed.
+/// "592 proposal(s) moving partitions off or onto it refused: NW_IN 580 (…); max_actions 12 (…)",
+/// or that nothing was proposed.
 std::string why_outside(const refusals* r) {
   if (!r) return "no move or swap was proposed: every movable partition of it and its partners would overshoot the "
                  "band, push the partner out of it, or not improve the pair";
@@ -237,7 +242,7 @@ double balancedness(const snapshot& s, const std::vector<goal_binding>& goals) {
   const std::size_t n = goals.size();
   for (std::size_t i = 0; i < n; ++i) {
     const auto& g = goals[i];
-    const double w = std::pow(1.1, static_cast<double>(n - 1 - i)) * (g.impl->hard() ? 1.5 : 1.0);
+    const double w = goal_weight(i, n, g.impl->hard());
     const goal_stats st = g.impl->stats(s, g.config);
     const double ok = st.idle ? 1.0
                               : 1.0 - static_cast<double>(st.violators.size()) / static_cast<double>(s.eligible_count());
