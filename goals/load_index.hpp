@@ -3,7 +3,8 @@
 // by goals to find "the replica whose load is closest to x" in O(log n).
 // Built once per goal run (O(R log(R/B))). Moves are recorded lazily: a
 // replica that left a broker stays in its list as a tombstone (skipped, the
-// list compacted once half of it is dead) and arrivals wait in a pending
+// list compacted once half of it is dead or a search stepped over more than
+// 64 of them) and arrivals wait in a pending
 // list merged in when the broker is next searched, so a move costs O(1)
 // instead of shifting thousands of entries.
 
