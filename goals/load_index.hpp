@@ -29,8 +29,9 @@ class replica_load_index {
   /// |load − target|, at most `limit` of them, until `visit` returns true
   /// (then returns true). Returns false when no call returned true.
   /// Only replicas currently owned by `b` with load ≥ `min_load` are
-  /// visited (a caller that cannot use lighter ones would otherwise spend
-  /// its limit on them when the stretch around the target is gone).
+  /// visited, whatever the target (a caller that cannot use lighter ones
+  /// would otherwise spend its limit on them; with a target below
+  /// `min_load` the search starts at the lightest replica ≥ `min_load`).
   template <class Visit>
   bool nearest(broker_index b, double target, std::size_t limit, Visit&& visit, double min_load = -1.0);
 
@@ -82,9 +83,12 @@ template <class Visit>
 bool replica_load_index::nearest(broker_index b, double target, std::size_t limit, Visit&& visit, double min_load) {
   if (!pending_[b.value].empty() || crowded_[b.value] || 2 * dead_[b.value] > lists_[b.value].size()) compact(b.value);
   const auto& list = lists_[b.value];
-  std::size_t hi = first_at_least(list, target, list.size());
-  std::size_t lo = hi;  // entries [0, lo) are below target, visited downwards
-  const std::size_t floor = first_at_least(list, min_load, hi);  // [0, floor) are lighter than min_load
+  // [0, floor) are lighter than min_load. A target below min_load starts at
+  // the floor: the entries between the two would all be skipped by the
+  // caller and use up `limit`.
+  const std::size_t floor = first_at_least(list, min_load, list.size());
+  std::size_t hi = std::max(first_at_least(list, target, list.size()), floor);
+  std::size_t lo = hi;  // entries [floor, lo) are below target, visited downwards
   std::size_t visited = 0, skipped = 0;
   bool hit = false;
   while (visited < limit && (lo > floor || hi < list.size())) {
