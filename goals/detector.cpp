@@ -51,6 +51,19 @@ class detector_context final : public optimize_context {
       auto v = goals_[j].impl->check(s_, goals_[j].config, a);
       if (!v.accept) return reject(a, reports_[j].name, v.reason);
     }
+    if (a.type == action_type::swap) {
+      // The balance loop moves the two partitions of a swap independently,
+      // so either may end up done without the other (docs/balancer.md
+      // "Detector"): each half alone must keep every hard goal.
+      const action halves[] = {{action_type::move, a.replica, a.from, a.to, {}},
+                               {action_type::move, a.other, a.to, a.from, {}}};
+      for (const action& half : halves)
+        for (std::size_t j = 0; j < goals_.size(); ++j) {
+          if (!goals_[j].impl->hard()) continue;
+          auto v = goals_[j].impl->check(s_, goals_[j].config, half);
+          if (!v.accept) return reject(a, reports_[j].name, v.reason + " (one half of the swap alone)");
+        }
+    }
     if (!s_.apply(a)) return reject(a, "not movable", "not movable");
     move_record rec{current_, std::string(reason), std::nullopt};
     if (a.type == action_type::swap) rec.swap = std::make_pair(a.replica, a.other);
@@ -135,11 +148,27 @@ class detector_context final : public optimize_context {
   std::vector<double> weights_;                              // balancedness weight per goal
 };
 
-/// "592 proposal(s) moving partitions off or onto it refused: NW_IN 580 (…); max_actions 12 (…)",
-/// or that nothing was proposed.
-std::string why_outside(const refusals* r) {
-  if (!r) return "no move or swap was proposed: every movable partition of it and its partners would overshoot the "
-                 "band, push the partner out of it, or not improve the pair";
+/// True for the built-in distribution goals (named after their resource),
+/// whose search the "nothing proposed" reason of why_outside describes.
+bool is_distribution_goal(const goal& g) {
+  if (g.hard()) return false;
+  for (std::size_t r = 0; r < kResourceCount; ++r)
+    if (g.name() == resource_name(static_cast<resource>(r))) return true;
+  return false;
+}
+
+/// Why a broker is still outside a goal's band after the plan: the refusals
+/// of that goal's proposals touching it, as "592 proposal(s) moving
+/// partitions off or onto it refused: NW_IN 580 (…); max_actions 12 (…)";
+/// else, when the plan was full as the goal ended (`capped`), that
+/// max_actions stopped the goal first; else that nothing was proposed, with
+/// the distribution goals' search as the cause when `distribution`.
+std::string why_outside(const refusals* r, bool capped, bool distribution) {
+  if (!r && capped) return "max_actions reached before this broker was handled";
+  if (!r && distribution)
+    return "no move or swap was proposed: every movable partition of it and its partners would overshoot the "
+           "band, push the partner out of it, or not improve the pair";
+  if (!r) return "no action moving a partition off or onto it was proposed";
   std::size_t total = 0;
   for (const auto& [rule, n] : r->by_rule) total += n;
   std::string out = std::to_string(total) + " proposal(s) moving partitions off or onto it refused:";
@@ -148,6 +177,7 @@ std::string why_outside(const refusals* r) {
     out += (first ? " " : "; ") + rule + " " + std::to_string(n) + " (" + r->example.at(rule) + ")";
     first = false;
   }
+  if (capped) out += "; then max_actions was reached";
   return out;
 }
 
@@ -285,14 +315,18 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     drained = run_drain(s, goals, max_actions, *p.drain);
   }
   detector_context ctx(s, goals, p.goals, max_actions);
+  std::vector<std::uint8_t> capped(goals.size(), 0);  // the plan was full when the goal ended
   for (std::size_t i = 0; i < goals.size(); ++i) {
     ctx.set_current(i);
     p.goals[i].explanation = goals[i].impl->optimize(s, goals[i].config, ctx);
+    capped[i] = ctx.full();
   }
   for (std::size_t i = 0; i < goals.size(); ++i) {
     auto& r = p.goals[i];
     r.after = goals[i].impl->stats(s, goals[i].config);
-    for (broker_index v : r.after.violators) r.still_outside.push_back({v, why_outside(ctx.refused(i, v))});
+    const bool distribution = is_distribution_goal(*goals[i].impl);
+    for (broker_index v : r.after.violators)
+      r.still_outside.push_back({v, why_outside(ctx.refused(i, v), capped[i] != 0, distribution)});
   }
 
   auto emit = [&](replica_index ri, std::string goal, std::string reason, std::optional<replica_index> partner) {

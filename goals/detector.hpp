@@ -59,8 +59,11 @@ struct goal_report {
   std::size_t rejected = 0;  // proposals refused by a rule or another goal
   /// Per broker still outside after the plan (after.violators, same order):
   /// why, from the refusals of this goal's proposals that moved a partition
-  /// off or onto it (by goal or rule, with one refusal's text), or that no
-  /// move or swap was proposed at all.
+  /// off or onto it (by goal or rule, with one refusal's text; "then
+  /// max_actions was reached" added when the plan was full as the goal
+  /// ended); with no refusal, "max_actions reached before this broker was
+  /// handled" when the plan was full, else that nothing was proposed (for a
+  /// built-in distribution goal, why its search found nothing).
   struct outside { broker_index broker; std::string why; };
   std::vector<outside> still_outside;
 };

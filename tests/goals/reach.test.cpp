@@ -266,3 +266,103 @@ TEST_CASE("small instances of NW_IN, DISK and PARTITION_COUNT: whenever some pla
   CHECK(t.solvable > 140);
   CHECK(t.reached == t.solvable);
 }
+
+TEST_CASE("a swap one of whose halves alone would break a capacity limit is not made", "[reach][swap]") {
+  // The swap case above, with an NW_IN capacity on b2 alone (so NW_IN keeps
+  // its load basis). Exchanging a (10) for c (4) leaves b2 at 16, but the
+  // balance loop runs the halves as two moves: a arriving first puts b2 at
+  // 20. Limit 18 (22.5 × 0.8): refused; limit 20 (25 × 0.8): made.
+  auto with_limit = [](double capacity) {
+    cluster_model m;
+    m.brokers = {broker("b1"), broker("b2")};
+    m.brokers[1].capacity[index_of(resource::nw_in)] = capacity;
+    m.replicas = {replica("a", 0, "b1", 10), replica("b", 0, "b1", 10), replica("c", 0, "b2", 4),
+                  replica("d", 0, "b2", 6)};
+    m.goals["NW_IN"].detect_threshold = 0.0;
+    return m;
+  };
+  auto refused = make_plan(with_limit(22.5), moonmq::test::builtin_goals());
+  REQUIRE(refused.ok());
+  CHECK(refused->actions.empty());
+  CHECK(outside_after(refused.value()) == std::vector<std::string>{"NW_IN"});
+  const goal_report* nw_in = nullptr;
+  for (const auto& g : refused->goals)
+    if (g.name == "NW_IN") nw_in = &g;
+  REQUIRE(nw_in);
+  REQUIRE_FALSE(nw_in->still_outside.empty());
+  const std::string& why = nw_in->still_outside[0].why;
+  CHECK(why.find("NW_IN_CAPACITY would put b2 at 20 above limit 18 (one half of the swap alone)") !=
+        std::string::npos);
+
+  auto made = make_plan(with_limit(25.0), moonmq::test::builtin_goals());
+  REQUIRE(made.ok());
+  REQUIRE(made->actions.size() == 2);
+  CHECK(made->actions[0].type == action_type::swap);
+  CHECK(outside_after(made.value()).empty());
+}
+
+TEST_CASE("brokers left outside when max_actions stops the plan, or by a capacity goal, get that reason",
+          "[reach]") {
+  // b1 holds six partitions of 10 (NW_IN mean 20, band [16, 24]); one move
+  // is allowed: NW_IN makes it and every broker stays outside NW_IN and
+  // PARTITION_COUNT, with max_actions as the reason, not the search's.
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3")};
+  for (int p = 0; p < 6; ++p) m.replicas.push_back(replica("t", p, "b1", 10));
+  m.goals["NW_IN"].detect_threshold = 0.0;
+  m.max_actions = 1;
+  auto p = make_plan(m, moonmq::test::builtin_goals());
+  REQUIRE(p.ok());
+  REQUIRE(p->actions.size() == 1);
+  for (const auto& g : p->goals) {
+    if (g.name != "NW_IN" && g.name != "PARTITION_COUNT") continue;
+    INFO(g.name);
+    CHECK(g.after.violators.size() == 3);
+    REQUIRE(g.still_outside.size() == g.after.violators.size());
+    for (const auto& o : g.still_outside) CHECK(o.why == "max_actions reached before this broker was handled");
+  }
+
+  // Both brokers over their NW_IN limit (8) and none with room: the capacity
+  // goal proposes nothing, and says only that.
+  cluster_model full;
+  full.brokers = {broker("b1"), broker("b2")};
+  for (auto& b : full.brokers) b.capacity[index_of(resource::nw_in)] = 10.0;
+  full.replicas = {replica("a", 0, "b1", 20), replica("c", 0, "b2", 20)};
+  auto q = make_plan(full, moonmq::test::builtin_goals());
+  REQUIRE(q.ok());
+  const goal_report* cap = nullptr;
+  for (const auto& g : q->goals)
+    if (g.name == "NW_IN_CAPACITY") cap = &g;
+  REQUIRE(cap);
+  REQUIRE(cap->still_outside.size() == 2);
+  for (const auto& o : cap->still_outside) CHECK(o.why == "no action moving a partition off or onto it was proposed");
+}
+
+TEST_CASE("a broker over the band with thousands of near-idle partitions still sheds load", "[reach]") {
+  // b1: ten partitions of 100, one of 40 and 4,000 near-idle ones (0.15 · (i
+  // + 0.5) / 4000); b2: ten of 100. NW_IN (AvgDeviation 0.02) has b1 at
+  // 1340 against a mean of 1170 with ~2,000 surplus partitions, so each
+  // move aims at about 0.085, below the trivial amount (0.01% of the mean,
+  // 0.117): the search must start at the lightest non-trivial partition,
+  // not spend its 16 candidates on idle ones between the two.
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2")};
+  for (int p = 0; p < 10; ++p) {
+    m.replicas.push_back(replica("hot", p, "b1", 100));
+    m.replicas.push_back(replica("other", p, "b2", 100));
+  }
+  m.replicas.push_back(replica("warm", 0, "b1", 40));
+  constexpr int kIdle = 4000;
+  for (int p = 0; p < kIdle; ++p) m.replicas.push_back(replica("idle", p, "b1", 0.15 * (p + 0.5) / kIdle));
+  m.goals["NW_IN"].detect_threshold = 0.0;
+  m.goals["NW_IN"].avg_deviation = 0.02;
+  m.goals["PARTITION_COUNT"].enabled = false;
+  m.max_actions = 10000;
+  auto p = make_plan(m, moonmq::test::builtin_goals());
+  REQUIRE(p.ok());
+  std::size_t nw_in_moves = 0;
+  for (const auto& a : p->actions)
+    if (a.goal == "NW_IN" && a.type == action_type::move) ++nw_in_moves;
+  CHECK(nw_in_moves > 0);
+  CHECK(outside_after(p.value()).empty());
+}

@@ -115,10 +115,16 @@ void print_pass(const json& pass) {
     acted = acted || e.value("result", "") == "sent";
   if (acted) {
     std::cout << "\nEXECUTED\n";
-    table rows{{"TOPIC", "PARTITION", "FROM", "TO", "GOAL", "RESULT"}};
-    for (const auto& e : executed)
-      rows.add({e.value("topic", ""), cell(e.value("partition", json())), e.value("from", ""), e.value("to", ""),
+    // A SWAP's halves run as two moves: each names its partner, so one done
+    // without the other is visible here.
+    table rows{{"TYPE", "TOPIC", "PARTITION", "FROM", "TO", "GOAL", "RESULT"}};
+    for (const auto& e : executed) {
+      std::string type = e.value("type", "MOVE");
+      if (const auto w = e.value("swap_with", json()); w.is_object())
+        type += " with " + w.value("topic", "") + "/" + cell(w.value("partition", json()));
+      rows.add({type, e.value("topic", ""), cell(e.value("partition", json())), e.value("from", ""), e.value("to", ""),
                 e.value("goal", ""), e.value("result", "")});
+    }
     rows.print(std::cout);
   }
   for (const auto& e : pass.value("errors", json::array()))
