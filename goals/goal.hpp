@@ -52,7 +52,8 @@ class optimize_context {
   /// detector applies it to the snapshot and returns true only when: source
   /// and destination are eligible brokers, the replica(s) are movable and
   /// the destination is not one they avoid (snapshot::avoided), the
-  /// plan stays within max_actions moved partitions, no hard goal vetoes, and
+  /// plan stays within max_actions moved partitions, no hard goal vetoes
+  /// (for a SWAP, neither the pair nor either half applied alone), and
   /// no other goal reports it makes it worse (goals optimized earlier, the
   /// running goal, and goals still to run, so that no goal ends worse).
   /// `reason` becomes the action's reason text. Returns false otherwise and

