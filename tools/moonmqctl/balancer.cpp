@@ -111,8 +111,11 @@ void print_pass(const json& pass) {
     print_plan(pass["plan"]);
   auto executed = pass.value("executed", json::array());
   bool acted = false;
-  for (const auto& e : executed)
-    acted = acted || e.value("result", "") == "sent";
+  // "sent" until the owner answers, then "queued" or "refused".
+  for (const auto& e : executed) {
+    const auto result = e.value("result", "");
+    acted = acted || (result != "dry_run" && result != "plan_only");
+  }
   if (acted) {
     std::cout << "\nEXECUTED\n";
     // A SWAP's halves run as two moves: each names its partner, so one done
