@@ -424,8 +424,14 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     for (const auto& a : plan.value().actions) {
       bool go = a.goal == "drain" ? claimed : act_goals;
       act = act || go;
-      pass["executed"].push_back({{"topic", a.topic}, {"partition", a.partition}, {"from", a.from}, {"to", a.to},
-                                  {"goal", a.goal}, {"result", go ? "sent" : (execute ? "dry_run" : "plan_only")}});
+      // A SWAP's halves are sent as two independent moves; each names the
+      // other so that one half done without the other shows in the pass.
+      json row{{"type", a.type == goals::action_type::swap ? "SWAP" : "MOVE"},
+               {"topic", a.topic}, {"partition", a.partition}, {"from", a.from}, {"to", a.to},
+               {"goal", a.goal}, {"result", go ? "sent" : (execute ? "dry_run" : "plan_only")}};
+      if (a.swap_with)
+        row["swap_with"] = {{"topic", a.swap_with->topic}, {"partition", a.swap_with->partition}};
+      pass["executed"].push_back(std::move(row));
       if (go)
         execute_move(self, a);
     }

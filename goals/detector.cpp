@@ -2,13 +2,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace moonmq::goals {
 namespace {
 
+/// Balancedness weight of the goal ranked `rank` of `n`: 1.1^(n − 1 − rank),
+/// ×1.5 when hard (Cruise Control's priority and strictness weights).
+double goal_weight(std::size_t rank, std::size_t n, bool hard) {
+  return std::pow(1.1, static_cast<double>(n - 1 - rank)) * (hard ? 1.5 : 1.0);
+}
+
 struct move_record {
   std::size_t goal = 0;
   std::string reason;
+  /// The two partitions of a SWAP.
+  std::optional<std::pair<replica_index, replica_index>> swap;
+};
+
+/// Why proposals touching one broker were refused, by rule: a goal's name,
+/// "max_actions", "avoided destination", "not movable", "broker not
+/// eligible", "invalid action".
+struct refusals {
+  std::map<std::string, std::size_t> by_rule;
+  std::map<std::string, std::string> example;  // one refusal text per rule
 };
 
 class detector_context final : public optimize_context {
@@ -16,26 +33,58 @@ class detector_context final : public optimize_context {
   detector_context(snapshot& s, const std::vector<goal_binding>& goals, std::vector<goal_report>& reports,
                    std::size_t max_actions)
       : s_(s), goals_(goals), reports_(reports), max_actions_(max_actions),
-        last_record_(s.replica_count(), -1) {}
+        last_record_(s.replica_count(), -1), refused_(goals.size()) {
+    for (std::size_t i = 0; i < goals.size(); ++i) weights_.push_back(goal_weight(i, goals.size(), goals[i].impl->hard()));
+  }
 
   void set_current(std::size_t g) { current_ = g; }
 
   bool full() const override { return s_.moved_count() >= max_actions_; }
 
   bool propose(const action& a, std::string_view reason) override {
-    if (!admissible(a) || !within_cap(a)) return reject();
+    if (const char* why = inadmissible(a)) return reject(a, why, why);
+    if (!within_cap(a)) return reject(a, "max_actions", "the plan would move more than max_actions partitions");
     for (std::size_t j = 0; j < goals_.size(); ++j) {
       // Every goal: hard goals veto; soft goals optimized earlier must not get
       // worse (DESIGN §4); later soft goals are protected too, so that no goal
       // ends a plan worse than it started.
-      if (!goals_[j].impl->check(s_, goals_[j].config, a).accept) return reject();
+      auto v = goals_[j].impl->check(s_, goals_[j].config, a);
+      if (!v.accept) return reject(a, reports_[j].name, v.reason);
     }
-    if (!s_.apply(a)) return reject();
-    records_.push_back(move_record{current_, std::string(reason)});
+    if (a.type == action_type::swap) {
+      // The balance loop moves the two partitions of a swap independently,
+      // so either may end up done without the other (docs/balancer.md
+      // "Detector"): each half alone must keep every hard goal.
+      const action halves[] = {{action_type::move, a.replica, a.from, a.to, {}},
+                               {action_type::move, a.other, a.to, a.from, {}}};
+      for (const action& half : halves)
+        for (std::size_t j = 0; j < goals_.size(); ++j) {
+          if (!goals_[j].impl->hard()) continue;
+          auto v = goals_[j].impl->check(s_, goals_[j].config, half);
+          if (!v.accept) return reject(a, reports_[j].name, v.reason + " (one half of the swap alone)");
+        }
+    }
+    if (!s_.apply(a)) return reject(a, "not movable", "not movable");
+    move_record rec{current_, std::string(reason), std::nullopt};
+    if (a.type == action_type::swap) rec.swap = std::make_pair(a.replica, a.other);
+    records_.push_back(std::move(rec));
     note(a.replica);
     if (a.type == action_type::swap) note(a.other);
     ++reports_[current_].accepted;
     return true;
+  }
+
+  double others_score(const action& a) const override {
+    double sum = 0.0;
+    for (std::size_t j = 0; j < goals_.size(); ++j)
+      if (j != current_) sum += weights_[j] * goals_[j].impl->score(s_, goals_[j].config, a);
+    return sum;
+  }
+
+  /// Refusals of goal `g`'s proposals that moved a partition off or onto `b`.
+  const refusals* refused(std::size_t g, broker_index b) const {
+    auto it = refused_[g].find(b.value);
+    return it == refused_[g].end() ? nullptr : &it->second;
   }
 
   /// Replicas in the order they were first moved, with their last record.
@@ -45,23 +94,30 @@ class detector_context final : public optimize_context {
   }
 
  private:
-  bool reject() {
+  bool reject(const action& a, const std::string& rule, const std::string& text) {
     ++reports_[current_].rejected;
+    for (broker_index b : {a.from, a.to}) {
+      if (b.value >= s_.broker_count()) continue;
+      auto& r = refused_[current_][b.value];
+      if (r.by_rule[rule]++ == 0) r.example[rule] = text;
+    }
     return false;
   }
-  bool admissible(const action& a) const {
-    if (a.from.value >= s_.broker_count() || a.to.value >= s_.broker_count()) return false;
-    if (a.replica.value >= s_.replica_count()) return false;
-    if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return false;
-    if (!s_.movable(a.replica) || s_.owner(a.replica) != a.from) return false;
+  /// nullptr when `a` passes the detector's own rules, else the rule it breaks.
+  const char* inadmissible(const action& a) const {
+    if (a.from.value >= s_.broker_count() || a.to.value >= s_.broker_count()) return "invalid action";
+    if (a.replica.value >= s_.replica_count()) return "invalid action";
+    if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return "broker not eligible";
+    if (!s_.movable(a.replica) || s_.owner(a.replica) != a.from) return "not movable";
     // A partition never goes where it recently failed to go or came from
     // (docs/balancer.md "Stability rules").
-    if (s_.avoided(a.replica, a.to)) return false;
+    if (s_.avoided(a.replica, a.to)) return "avoided destination";
     if (a.type == action_type::swap) {
-      if (a.other.value >= s_.replica_count() || !s_.movable(a.other) || s_.owner(a.other) != a.to) return false;
-      if (s_.avoided(a.other, a.from)) return false;
+      if (a.other.value >= s_.replica_count() || !s_.movable(a.other) || s_.owner(a.other) != a.to)
+        return "not movable";
+      if (s_.avoided(a.other, a.from)) return "avoided destination";
     }
-    return true;
+    return nullptr;
   }
   // Number of moved partitions after `a`, compared with the cap.
   bool within_cap(const action& a) const {
@@ -88,7 +144,42 @@ class detector_context final : public optimize_context {
   std::vector<std::int64_t> last_record_;
   std::vector<std::uint32_t> touched_;
   std::vector<move_record> records_;
+  std::vector<std::map<std::uint32_t, refusals>> refused_;  // per goal, per broker
+  std::vector<double> weights_;                              // balancedness weight per goal
 };
+
+/// True for the built-in distribution goals (named after their resource),
+/// whose search the "nothing proposed" reason of why_outside describes.
+bool is_distribution_goal(const goal& g) {
+  if (g.hard()) return false;
+  for (std::size_t r = 0; r < kResourceCount; ++r)
+    if (g.name() == resource_name(static_cast<resource>(r))) return true;
+  return false;
+}
+
+/// Why a broker is still outside a goal's band after the plan: the refusals
+/// of that goal's proposals touching it, as "592 proposal(s) moving
+/// partitions off or onto it refused: NW_IN 580 (…); max_actions 12 (…)";
+/// else, when the plan was full as the goal ended (`capped`), that
+/// max_actions stopped the goal first; else that nothing was proposed, with
+/// the distribution goals' search as the cause when `distribution`.
+std::string why_outside(const refusals* r, bool capped, bool distribution) {
+  if (!r && capped) return "max_actions reached before this broker was handled";
+  if (!r && distribution)
+    return "no move or swap was proposed: every movable partition of it and its partners would overshoot the "
+           "band, push the partner out of it, or not improve the pair";
+  if (!r) return "no action moving a partition off or onto it was proposed";
+  std::size_t total = 0;
+  for (const auto& [rule, n] : r->by_rule) total += n;
+  std::string out = std::to_string(total) + " proposal(s) moving partitions off or onto it refused:";
+  bool first = true;
+  for (const auto& [rule, n] : r->by_rule) {
+    out += (first ? " " : "; ") + rule + " " + std::to_string(n) + " (" + r->example.at(rule) + ")";
+    first = false;
+  }
+  if (capped) out += "; then max_actions was reached";
+  return out;
+}
 
 /// The drain phase (see run_detector): the replicas it moved, in order.
 std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding>& goals, std::size_t max_actions,
@@ -181,7 +272,7 @@ double balancedness(const snapshot& s, const std::vector<goal_binding>& goals) {
   const std::size_t n = goals.size();
   for (std::size_t i = 0; i < n; ++i) {
     const auto& g = goals[i];
-    const double w = std::pow(1.1, static_cast<double>(n - 1 - i)) * (g.impl->hard() ? 1.5 : 1.0);
+    const double w = goal_weight(i, n, g.impl->hard());
     const goal_stats st = g.impl->stats(s, g.config);
     const double ok = st.idle ? 1.0
                               : 1.0 - static_cast<double>(st.violators.size()) / static_cast<double>(s.eligible_count());
@@ -206,12 +297,16 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     r.priority = goals[i].config.priority;
     r.before = goals[i].impl->stats(s, goals[i].config);
     if (r.name == resource_name(resource::partition_count) && !r.before.idle && r.before.basis == "load") {
-      std::size_t bound = 0;
+      // Each move takes one partition off one broker and onto one other: it
+      // lowers the total surplus above the band by at most 1 and the total
+      // shortfall below it by at most 1, so either total bounds the moves.
+      std::size_t surplus = 0, shortfall = 0;
       for (broker_index v : r.before.violators) {
-        const double over = s.load(v, resource::partition_count) - r.before.upper;
-        if (over > 1e-9) bound += static_cast<std::size_t>(std::ceil(over - 1e-9));
+        const double count = s.load(v, resource::partition_count);
+        if (count - r.before.upper > 1e-9) surplus += static_cast<std::size_t>(std::ceil(count - r.before.upper - 1e-9));
+        if (r.before.lower - count > 1e-9) shortfall += static_cast<std::size_t>(std::ceil(r.before.lower - count - 1e-9));
       }
-      p.count_moves_lower_bound = bound;
+      p.count_moves_lower_bound = std::max(surplus, shortfall);
     }
   }
   std::vector<replica_index> drained;
@@ -220,16 +315,28 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     drained = run_drain(s, goals, max_actions, *p.drain);
   }
   detector_context ctx(s, goals, p.goals, max_actions);
+  std::vector<std::uint8_t> capped(goals.size(), 0);  // the plan was full when the goal ended
   for (std::size_t i = 0; i < goals.size(); ++i) {
     ctx.set_current(i);
     p.goals[i].explanation = goals[i].impl->optimize(s, goals[i].config, ctx);
+    capped[i] = ctx.full();
   }
-  for (std::size_t i = 0; i < goals.size(); ++i) p.goals[i].after = goals[i].impl->stats(s, goals[i].config);
+  for (std::size_t i = 0; i < goals.size(); ++i) {
+    auto& r = p.goals[i];
+    r.after = goals[i].impl->stats(s, goals[i].config);
+    const bool distribution = is_distribution_goal(*goals[i].impl);
+    for (broker_index v : r.after.violators)
+      r.still_outside.push_back({v, why_outside(ctx.refused(i, v), capped[i] != 0, distribution)});
+  }
 
-  auto emit = [&](replica_index ri, std::string goal, std::string reason) {
+  auto emit = [&](replica_index ri, std::string goal, std::string reason, std::optional<replica_index> partner) {
     if (s.owner(ri) == s.origin(ri)) return;  // moved back where it started
     plan_action a;
     a.type = action_type::move;
+    if (partner) {
+      a.type = action_type::swap;
+      a.swap_with = topic_partition{s.topic(*partner), s.partition(*partner)};
+    }
     a.topic = s.topic(ri);
     a.partition = s.partition(ri);
     a.replica = ri;
@@ -248,12 +355,22 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
   for (replica_index ri : drained) was_drained[ri.value] = 1;
   for (replica_index ri : drained) {
     std::string reason = "broker " + s.broker_id(s.origin(ri)) + " is draining";
-    emit(ri, "drain", std::move(reason));
+    emit(ri, "drain", std::move(reason), std::nullopt);
   }
   for (std::uint32_t r : ctx.touched()) {
     if (was_drained[r]) continue;
     const auto& rec = ctx.record_of(replica_index{r});
-    emit(replica_index{r}, p.goals[rec.goal].name, rec.reason);
+    // Still a SWAP when both halves end where that swap put them: the partner
+    // was last moved by the same swap and neither went back home.
+    std::optional<replica_index> partner;
+    if (rec.swap) {
+      const replica_index other = rec.swap->first == replica_index{r} ? rec.swap->second : rec.swap->first;
+      // The two ended exactly exchanged: each is where the other started.
+      if (!was_drained[other.value] && &ctx.record_of(other) == &rec && s.owner(other) == s.origin(replica_index{r}) &&
+          s.owner(replica_index{r}) == s.origin(other))
+        partner = other;
+    }
+    emit(replica_index{r}, p.goals[rec.goal].name, rec.reason, partner);
   }
   p.brokers_after = loads_of(s);
   p.balancedness_after = balancedness(s, goals);

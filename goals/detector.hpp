@@ -26,9 +26,15 @@ struct goal_binding {
 /// One step of the plan. Actions are merged per partition: the plan holds at
 /// most one action per partition, from its starting owner to its final owner
 /// (A→B then B→C becomes A→C; A→B→A disappears). `goal`/`reason` come from
-/// the last goal that moved it. An accepted SWAP appears as two MOVEs.
+/// the last goal that moved it. An accepted SWAP appears as two actions of
+/// type SWAP, one per partition, each naming the other in `swap_with`; each
+/// is executed as a move of its own partition (from → to), like a MOVE. A
+/// half whose partner was moved on by a later action, or went back to its
+/// starting owner, is a MOVE.
 struct plan_action {
   action_type type = action_type::move;
+  /// SWAP: the partition going the other way (from `to` to `from`).
+  std::optional<topic_partition> swap_with;
   std::string topic;
   std::int32_t partition = 0;
   std::string from;
@@ -51,6 +57,15 @@ struct goal_report {
   std::string explanation;
   std::size_t accepted = 0;  // proposals of this goal that were applied
   std::size_t rejected = 0;  // proposals refused by a rule or another goal
+  /// Per broker still outside after the plan (after.violators, same order):
+  /// why, from the refusals of this goal's proposals that moved a partition
+  /// off or onto it (by goal or rule, with one refusal's text; "then
+  /// max_actions was reached" added when the plan was full as the goal
+  /// ended); with no refusal, "max_actions reached before this broker was
+  /// handled" when the plan was full, else that nothing was proposed (for a
+  /// built-in distribution goal, why its search found nothing).
+  struct outside { broker_index broker; std::string why; };
+  std::vector<outside> still_outside;
 };
 
 /// Per-broker figures: loads indexed by resource (nw_in, nw_out, disk, partitions).
@@ -77,10 +92,11 @@ struct plan {
   double balancedness_after = 100.0;
   /// One sentence; says why nothing moved when the plan is empty.
   std::string summary;
-  /// Fewest moves any plan needs to bring PARTITION_COUNT in band:
-  /// Σ over eligible brokers of max(0, count − upper) in whole partitions,
-  /// on the snapshot before the plan. Unset when that goal is not run or
-  /// is idle.
+  /// Fewest moves any plan needs to bring PARTITION_COUNT in band: the
+  /// larger of Σ max(0, count − upper) and Σ max(0, lower − count) over
+  /// eligible brokers, in whole partitions, on the snapshot before the plan
+  /// (a move lowers each sum by at most one). Unset when that goal is not
+  /// run or is idle.
   std::optional<std::size_t> count_moves_lower_bound;
 };
 

@@ -14,7 +14,23 @@ namespace moonmq::goals {
 namespace {
 
 constexpr std::size_t kCandidatesPerPair = 16;
+/// SWAP search per pair: partitions of the partner sampled across its list,
+/// and for each the source's partitions nearest to (its load + the amount).
+constexpr std::size_t kSwapPartners = 8;
+constexpr std::size_t kSwapCandidatesEach = 4;
 constexpr int kMaxRounds = 3;
+/// Candidates (best by the goal's own rank) that the other goals' score re-ranks.
+constexpr std::size_t kRankedByAllGoals = 4;
+/// Proposals per pair, best ranked first: when these are all refused, the
+/// rest are likely refused for the same reason (a goal at its band's edge).
+constexpr std::size_t kProposalsPerPair = 8;
+
+/// A candidate action with its rank: the running goal's own relative
+/// improvement plus the other goals' weighted score (optimize_context::others_score).
+struct candidate {
+  action a;
+  double rank = 0.0;
+};
 
 std::vector<broker_index> violators_of(const snapshot& s, const band& b) {
   std::vector<broker_index> out;
@@ -62,47 +78,167 @@ class distribution_goal final : public goal {
     return verdict::yes();
   }
 
+  double score(const snapshot& s, const goal_config& cfg, const action& a) const override {
+    const band b = make_band(s, res_, cfg.avg_deviation, cfg.detect_threshold);
+    if (b.idle) return 0.0;
+    double sc = 0.0;
+    for (broker_index x : {a.from, a.to}) {
+      if (!s.eligible(x)) continue;
+      const double n0 = b.norm(s, x), n1 = load_after(s, a, x, res_) * b.scale(s, x);
+      const double d0 = (n0 - b.mean) / b.mean, d1 = (n1 - b.mean) / b.mean;
+      const double o0 = b.outside(n0) / b.mean, o1 = b.outside(n1) / b.mean;
+      sc += d0 * d0 - d1 * d1 + (o0 - o1);
+      if (o0 <= 0.0 && o1 > 0.0) sc -= 1.0;  // leaves the band
+    }
+    return sc;
+  }
+
   std::string optimize(snapshot& s, const goal_config& cfg, optimize_context& ctx) const override;
 
  private:
+  /// What a (source, destination) pair needs: scales, normalized loads, the
+  /// best amount x* and the amount per move to aim at.
+  struct pair_view {
+    broker_index src, dst;
+    bool shedding = true;
+    double ss = 1.0, sd = 1.0, ns = 0.0, nd = 0.0, m = 0.0, best = 0.0, target = 0.0, f0 = 0.0, trivial = 0.0;
+    std::string why;
+  };
+  bool view_pair(const snapshot& s, const band& det, const band& tgt, broker_index src, broker_index dst,
+                 bool shedding, pair_view& pv) const;
+  /// Accepts a net shift `x` (raw units) from src to dst: improves the pair,
+  /// is not trivial, and leaves the partner inside the detection band. Sets
+  /// `rank` to the pair's relative improvement for a shift as far below the
+  /// target as `x` is from it: the nearer the target, the better, whichever
+  /// side (the other goals' score then decides between near ones).
+  bool improves(const band& det, const pair_view& pv, double x, double& rank) const;
+  /// Smallest raw amount that is not trivial for the pair.
+  double floor_of(const pair_view& pv) const { return pv.trivial / std::max(pv.ss, pv.sd); }
+  /// Proposes the candidates best rank first; true at the first accepted one.
+  static bool propose_best(optimize_context& ctx, replica_load_index& idx, std::vector<candidate>& cands,
+                           const std::string& why);
   bool try_pair(snapshot& s, optimize_context& ctx, replica_load_index& idx, const band& det,
+                const band& tgt, broker_index src, broker_index dst, bool shedding) const;
+  bool try_swap(snapshot& s, optimize_context& ctx, replica_load_index& idx, const band& det,
                 const band& tgt, broker_index src, broker_index dst, bool shedding) const;
 
   resource res_;
 };
 
-bool distribution_goal::try_pair(snapshot& s, optimize_context& ctx, replica_load_index& idx,
-                                 const band& det, const band& tgt, broker_index src, broker_index dst,
-                                 bool shedding) const {
-  const double ss = det.scale(s, src), sd = det.scale(s, dst);
-  const double ns = det.norm(s, src), nd = det.norm(s, dst);
-  const double m = det.mean;
-  const double denom = ss * ss + sd * sd;
+bool distribution_goal::view_pair(const snapshot& s, const band& det, const band& tgt, broker_index src,
+                                  broker_index dst, bool shedding, pair_view& pv) const {
+  pv.src = src;
+  pv.dst = dst;
+  pv.shedding = shedding;
+  pv.ss = det.scale(s, src);
+  pv.sd = det.scale(s, dst);
+  pv.ns = det.norm(s, src);
+  pv.nd = det.norm(s, dst);
+  pv.m = det.mean;
+  const double denom = pv.ss * pv.ss + pv.sd * pv.sd;
   if (!(denom > 0.0)) return false;
   // x* minimizes (ns − x·ss − m)² + (nd + x·sd − m)²: the raw amount that
   // brings both brokers closest to the mean.
-  const double best = (ss * (ns - m) - sd * (nd - m)) / denom;
-  if (!(best > 0.0) || !std::isfinite(best)) return false;
-  const double trivial = res_ == resource::partition_count ? 0.0 : kTrivialFraction * det.mean;
-  const double f0 = (ns - m) * (ns - m) + (nd - m) * (nd - m);
-  const std::string why = std::string(resource_name(res_)) + ": " + s.broker_id(shedding ? src : dst) + " at " +
-                          format_amount(shedding ? ns : nd) + (shedding ? " above " : " below ") +
-                          format_amount(shedding ? tgt.upper : tgt.lower) + " (mean " + format_amount(m) +
-                          "); " + (shedding ? "shed to " + s.broker_id(dst) : "filled from " + s.broker_id(src));
-  return idx.nearest(src, best, kCandidatesPerPair, [&](replica_index r, double x) {
-    if (std::fabs(x - best) >= best) return false;  // no longer improving; nearer ones were tried
-    if (x * std::max(ss, sd) <= trivial || x <= 0.0) return false;
-    const double ns2 = ns - x * ss, nd2 = nd + x * sd;
-    const double f1 = (ns2 - m) * (ns2 - m) + (nd2 - m) * (nd2 - m);
-    if (!(f1 < f0 - det.eps * det.eps)) return false;
-    // Never create a new violation on the partner broker.
-    if (shedding && nd2 > det.upper + det.eps) return false;
-    if (!shedding && ns2 < det.lower - det.eps) return false;
-    const action a{action_type::move, r, src, dst, {}};
-    if (!ctx.propose(a, why)) return false;
-    idx.on_move(r, src, dst);
+  pv.best = (pv.ss * (pv.ns - pv.m) - pv.sd * (pv.nd - pv.m)) / denom;
+  if (!(pv.best > 0.0) || !std::isfinite(pv.best)) return false;
+  pv.target = pv.best;
+  if (res_ != resource::partition_count && s.eligible_count() > 0) {
+    // Whole partitions: a broker above (below) the mean in partitions too
+    // should end near the mean in both, so each move carries about its
+    // surplus (shortfall) divided by its surplus (shortfall) of partitions,
+    // not the hottest partition: shedding the hottest first leaves the cold
+    // ones behind, and the count goal could then only drain the broker
+    // below this goal's band, which this goal vetoes.
+    const double cm = s.eligible_total(resource::partition_count) / static_cast<double>(s.eligible_count());
+    const double spare = shedding ? s.load(src, resource::partition_count) - cm
+                                  : cm - s.load(dst, resource::partition_count);
+    const double amount = shedding ? (pv.ns - pv.m) / pv.ss : (pv.m - pv.nd) / pv.sd;
+    if (spare >= 1.0 && amount > 0.0 && std::isfinite(amount)) pv.target = std::min(pv.best, amount / spare);
+  }
+  pv.trivial = res_ == resource::partition_count ? 0.0 : kTrivialFraction * det.mean;
+  pv.f0 = (pv.ns - pv.m) * (pv.ns - pv.m) + (pv.nd - pv.m) * (pv.nd - pv.m);
+  pv.why = std::string(resource_name(res_)) + ": " + s.broker_id(shedding ? src : dst) + " at " +
+           format_amount(shedding ? pv.ns : pv.nd) + (shedding ? " above " : " below ") +
+           format_amount(shedding ? tgt.upper : tgt.lower) + " (mean " + format_amount(pv.m) + "); " +
+           (shedding ? "shed to " + s.broker_id(dst) : "filled from " + s.broker_id(src));
+  return true;
+}
+
+bool distribution_goal::improves(const band& det, const pair_view& pv, double x, double& rank) const {
+  if (x * std::max(pv.ss, pv.sd) <= pv.trivial || x <= 0.0) return false;
+  auto f = [&](double shift) {
+    const double ns2 = pv.ns - shift * pv.ss, nd2 = pv.nd + shift * pv.sd;
+    return (ns2 - pv.m) * (ns2 - pv.m) + (nd2 - pv.m) * (nd2 - pv.m);
+  };
+  if (!(f(x) < pv.f0 - det.eps * det.eps)) return false;
+  // Never create a new violation on the partner broker.
+  if (pv.shedding && pv.nd + x * pv.sd > det.upper + det.eps) return false;
+  if (!pv.shedding && pv.ns - x * pv.ss < det.lower - det.eps) return false;
+  rank = (pv.f0 - f(pv.target - std::fabs(x - pv.target))) / (pv.m * pv.m);
+  return true;
+}
+
+bool distribution_goal::propose_best(optimize_context& ctx, replica_load_index& idx, std::vector<candidate>& cands,
+                                     const std::string& why) {
+  auto by_rank = [](const candidate& x, const candidate& y) { return x.rank > y.rank; };
+  // The other goals' score decides among the best few by the goal's own rank.
+  std::stable_sort(cands.begin(), cands.end(), by_rank);
+  if (cands.size() > 1) {
+    const std::size_t ranked = std::min(cands.size(), kRankedByAllGoals);
+    for (std::size_t i = 0; i < ranked; ++i) cands[i].rank += ctx.others_score(cands[i].a);
+    std::stable_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(ranked), by_rank);
+  }
+  for (std::size_t i = 0; i < cands.size() && i < kProposalsPerPair; ++i) {
+    const candidate& c = cands[i];
+    if (!ctx.propose(c.a, why)) continue;
+    idx.on_move(c.a.replica, c.a.from, c.a.to);
+    if (c.a.type == action_type::swap) idx.on_move(c.a.other, c.a.to, c.a.from);
     return true;
+  }
+  return false;
+}
+
+bool distribution_goal::try_pair(snapshot& s, optimize_context& ctx, replica_load_index& idx, const band& det,
+                                 const band& tgt, broker_index src, broker_index dst, bool shedding) const {
+  pair_view pv;
+  if (!view_pair(s, det, tgt, src, dst, shedding, pv)) return false;
+  std::vector<candidate> cands;
+  auto consider = [&](replica_index r, double x) {
+    double rank = 0.0;
+    if (s.avoided(r, dst) || !improves(det, pv, x, rank)) return false;
+    for (const auto& c : cands)
+      if (c.a.replica == r) return false;
+    cands.push_back({action{action_type::move, r, src, dst, {}}, rank});
+    return false;  // keep collecting
+  };
+  idx.nearest(src, pv.target, kCandidatesPerPair, consider, floor_of(pv));
+  // Every partition weighs 1 for PARTITION_COUNT: the nearest ones are just
+  // the lightest, so partitions of every size are ranked too.
+  if (res_ == resource::partition_count) idx.spread(src, kCandidatesPerPair, consider);
+  return propose_best(ctx, idx, cands, pv.why);
+}
+
+bool distribution_goal::try_swap(snapshot& s, optimize_context& ctx, replica_load_index& idx, const band& det,
+                                 const band& tgt, broker_index src, broker_index dst, bool shedding) const {
+  pair_view pv;
+  if (!view_pair(s, det, tgt, src, dst, shedding, pv)) return false;
+  // Exchange q (on dst) for r (on src) with load(r) − load(q) near the amount:
+  // the partition counts stay, so a goal whose single moves are all vetoed
+  // (an earlier goal at its band's edge) may still get there.
+  std::vector<std::pair<replica_index, double>> partners;
+  idx.spread(dst, kSwapPartners, [&](replica_index q, double xq) {
+    if (!s.avoided(q, src)) partners.emplace_back(q, xq);
+    return false;
   });
+  std::vector<candidate> cands;
+  for (const auto& [q, xq] : partners)
+    idx.nearest(src, xq + pv.target, kSwapCandidatesEach, [&](replica_index r, double xr) {
+      double rank = 0.0;
+      if (!s.avoided(r, dst) && improves(det, pv, xr - xq, rank))
+        cands.push_back({action{action_type::swap, r, src, dst, q}, rank});
+      return false;
+    });
+  return propose_best(ctx, idx, cands, pv.why + " (swap)");
 }
 
 std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, optimize_context& ctx) const {
@@ -123,7 +259,7 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
   for (std::uint32_t i = 0; i < s.broker_count(); ++i)
     if (s.eligible(broker_index{i})) eligible.push_back(broker_index{i});
 
-  std::size_t moved = 0;
+  std::size_t moved = 0, swapped = 0;
   bool capped = false;
   for (int round = 0; round < kMaxRounds; ++round) {
     std::size_t moved_this_round = 0;
@@ -164,6 +300,20 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
           done = above ? try_pair(s, ctx, idx, det, tgt, v, p, true) : try_pair(s, ctx, idx, det, tgt, p, v, false);
           if (done || ctx.full()) break;
         }
+        // Every single move refused or overshooting: exchange partitions
+        // instead (Cruise Control swaps when its moves are vetoed), for a
+        // broker outside the detection band only (between the two bands it
+        // is already fine for the next pass). A swap of PARTITION_COUNT
+        // changes nothing.
+        if (!done && res_ != resource::partition_count && !ctx.full() && det.outside(det.norm(s, v)) > 0.0) {
+          std::vector<broker_index> partners{first};
+          for (const auto& [key, b] : order) partners.push_back(broker_index{b});
+          for (broker_index p : partners) {
+            done = above ? try_swap(s, ctx, idx, det, tgt, v, p, true) : try_swap(s, ctx, idx, det, tgt, p, v, false);
+            if (done) { ++swapped; break; }
+            if (ctx.full()) break;
+          }
+        }
       }
       if (done) { ++moved; ++moved_this_round; }
       else stuck[v.value] = 1;
@@ -171,13 +321,12 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
     if (capped || moved_this_round == 0) break;
   }
   const auto remaining = violators_of(s, det);
-  std::string out = "moved " + std::to_string(moved) + " partition(s) for " + n + "; band [" +
-                    format_amount(det.lower) + ", " + format_amount(det.upper) + "]";
+  std::string out = "moved " + std::to_string(moved - swapped) + " partition(s)" +
+                    (swapped ? " and swapped " + std::to_string(swapped) + " pair(s)" : std::string()) + " for " + n +
+                    "; band [" + format_amount(det.lower) + ", " + format_amount(det.upper) + "]";
   if (capped) out += "; stopped at max_actions";
   if (!remaining.empty())
-    out += "; still outside: " + format_brokers(s, remaining) +
-           (moved == 0 && !capped ? " (no acceptable move: vetoed, would worsen an earlier goal, or no movable partition fits)"
-                       : "");
+    out += "; still outside: " + format_brokers(s, remaining) + " (why: goals[].still_outside)";
   return out;
 }
 

@@ -52,7 +52,8 @@ class optimize_context {
   /// detector applies it to the snapshot and returns true only when: source
   /// and destination are eligible brokers, the replica(s) are movable and
   /// the destination is not one they avoid (snapshot::avoided), the
-  /// plan stays within max_actions moved partitions, no hard goal vetoes, and
+  /// plan stays within max_actions moved partitions, no hard goal vetoes
+  /// (for a SWAP, neither the pair nor either half applied alone), and
   /// no other goal reports it makes it worse (goals optimized earlier, the
   /// running goal, and goals still to run, so that no goal ends worse).
   /// `reason` becomes the action's reason text. Returns false otherwise and
@@ -60,6 +61,16 @@ class optimize_context {
   virtual bool propose(const action& a, std::string_view reason) = 0;
   /// True once the plan already moves max_actions partitions.
   virtual bool full() const = 0;
+  /// What `a` (not yet applied) does to every enabled goal other than the
+  /// running one: Σ goal::score, each weighted by its rank as in
+  /// balancedness() (1.1^(n − 1 − rank), hard ×1.5). > 0 helps them
+  /// overall, < 0 hurts; a goal ranks its own candidates by it (AutoMQ's
+  /// AutoBalancer scores every candidate action over all goals). Does not
+  /// apply `a` and does not check admissibility. O(number of goals).
+  virtual double others_score(const action& a) const {
+    (void)a;
+    return 0.0;
+  }
 };
 
 class goal {
@@ -76,6 +87,18 @@ class goal {
   /// Would `a` (not yet applied to `s`) make this goal worse (soft goal) or
   /// break it (hard goal)? Must be cheap: O(1) in the cluster size.
   virtual verdict check(const snapshot& s, const goal_config& cfg, const action& a) const = 0;
+  /// How `a` (not yet applied to `s`) changes this goal, unitless and
+  /// comparable across goals: > 0 it helps, < 0 it hurts, 0 neutral, idle or
+  /// not applicable (the default). The built-in distribution goals answer
+  /// the relative change of the two brokers' squared distance to the mean
+  /// plus the relative change of their distance outside the band, and −1 for
+  /// each broker the action takes out of the band. Must be O(1).
+  virtual double score(const snapshot& s, const goal_config& cfg, const action& a) const {
+    (void)s;
+    (void)cfg;
+    (void)a;
+    return 0.0;
+  }
   /// Improves the goal by proposing actions through `ctx`; `s` reflects every
   /// accepted action. Returns one sentence: what was done or why nothing.
   virtual std::string optimize(snapshot& s, const goal_config& cfg, optimize_context& ctx) const = 0;

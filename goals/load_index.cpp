@@ -12,7 +12,8 @@ replica_load_index::entry replica_load_index::make_entry(std::uint32_t r) const 
 }
 
 replica_load_index::replica_load_index(const snapshot& s, resource r)
-    : s_(&s), res_(r), lists_(s.broker_count()), pending_(s.broker_count()), dead_(s.broker_count(), 0) {
+    : s_(&s), res_(r), lists_(s.broker_count()), pending_(s.broker_count()), dead_(s.broker_count(), 0),
+      crowded_(s.broker_count(), 0) {
   std::vector<std::size_t> counts(s.broker_count(), 0);
   for (std::uint32_t i = 0; i < s.replica_count(); ++i) {
     const replica_index ri{i};
@@ -52,6 +53,7 @@ void replica_load_index::compact(std::uint32_t b) {
              list.end());
   pending.clear();
   dead_[b] = 0;
+  crowded_[b] = 0;
 }
 
 }  // namespace moonmq::goals

@@ -300,17 +300,23 @@ json plan_to_reassignment(const plan& p) {
 
 json plan_to_json(const plan& p) {
   json actions = json::array();
-  for (const auto& a : p.actions)
-    actions.push_back({{"type", a.type == action_type::swap ? "SWAP" : "MOVE"}, {"topic", a.topic},
-                       {"partition", a.partition}, {"from", a.from}, {"to", a.to}, {"goal", a.goal},
-                       {"reason", a.reason}});
+  for (const auto& a : p.actions) {
+    json o{{"type", a.type == action_type::swap ? "SWAP" : "MOVE"}, {"topic", a.topic}, {"partition", a.partition},
+           {"from", a.from}, {"to", a.to}, {"goal", a.goal}, {"reason", a.reason}};
+    if (a.swap_with) o["swap_with"] = {{"topic", a.swap_with->topic}, {"partition", a.swap_with->partition}};
+    actions.push_back(std::move(o));
+  }
   json goals = json::array();
-  for (const auto& g : p.goals)
+  for (const auto& g : p.goals) {
+    json outside = json::array();
+    for (const auto& o : g.still_outside) outside.push_back({{"broker", p.broker_ids[o.broker.value]}, {"why", o.why}});
     goals.push_back({{"name", g.name}, {"hard", g.hard}, {"priority", g.priority}, {"basis", g.before.basis},
                      {"mean", amount(g.before.mean)}, {"lower", amount(g.before.lower)},
                      {"upper", amount(g.before.upper)}, {"violations_before", ids_json(p, g.before.violators)},
                      {"violations_after", ids_json(p, g.after.violators)}, {"cost_before", amount(g.before.cost)},
-                     {"cost_after", amount(g.after.cost)}, {"explanation", g.explanation}});
+                     {"cost_after", amount(g.after.cost)}, {"explanation", g.explanation},
+                     {"still_outside", std::move(outside)}});
+  }
   json before = json::object(), after = json::object();
   for (std::size_t b = 0; b < p.broker_ids.size(); ++b) {
     before[p.broker_ids[b]] = loads_json(p.brokers_before[b]);

@@ -26,8 +26,9 @@
 
 #include "goals/goal.hpp"
 
-/// ABI version of this header (2: goal interface with stats/check/optimize).
-#define MOONMQ_GOAL_ABI_VERSION 2u
+/// ABI version of this header (3: goal interface with stats/check/score/optimize,
+/// optimize_context with others_score).
+#define MOONMQ_GOAL_ABI_VERSION 3u
 
 #define MOONMQ_PLUGIN_EXPORT __attribute__((visibility("default")))
 

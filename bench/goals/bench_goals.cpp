@@ -1,10 +1,13 @@
 // Planner benchmark: seeded random clusters, full plan (no action cap).
 //
-//   bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N]
+//   bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N] [--skew]
 //   default: 20x100000 200x1000000
 //
 // Placement: every partition on a random broker among the first three
-// quarters of the brokers (the last quarter joined empty); loads uniform in
+// quarters of the brokers (the last quarter joined empty); with --skew,
+// on broker floor(B·u²) for u uniform in [0, 1) instead (owners skewed
+// towards low ids: b0 gets 22% of 20 brokers' partitions, b19 2.5%, the
+// shape of issue 19's measurements); loads uniform in
 // 0–1 MiB/s for nw_in and nw_out and 0–1 GiB for disk; 1000 partitions per
 // topic; all seven built-in goals with their defaults. Prints, per size:
 // freeze (model -> snapshot) time, planning time, actions, balancedness,
@@ -52,9 +55,9 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
 }
 
-cluster_model make_model(std::size_t brokers, std::size_t partitions, std::uint64_t seed) {
+cluster_model make_model(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool skew) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> rate(0.0, 1048576.0), size(0.0, 1073741824.0);
+  std::uniform_real_distribution<double> rate(0.0, 1048576.0), size(0.0, 1073741824.0), unit(0.0, 1.0);
   const std::size_t populated = std::max<std::size_t>(1, brokers * 3 / 4);
   std::uniform_int_distribution<std::size_t> owner(0, populated - 1);
   cluster_model m;
@@ -65,7 +68,10 @@ cluster_model make_model(std::size_t brokers, std::size_t partitions, std::uint6
     auto& r = m.replicas[p];
     r.topic = "topic-" + std::to_string(p / 1000);
     r.partition = static_cast<std::int32_t>(p % 1000);
-    r.owner = m.brokers[owner(rng)].id;
+    const double u = skew ? unit(rng) : 0.0;
+    const std::size_t o = skew ? std::min(brokers - 1, static_cast<std::size_t>(static_cast<double>(brokers) * u * u))
+                               : owner(rng);
+    r.owner = m.brokers[o].id;
     r.load = {rate(rng), rate(rng), size(rng)};
   }
   m.max_actions = partitions;
@@ -190,11 +196,11 @@ void compare_readers(const std::string& text) {
 }
 
 void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool with_json,
-         const std::string& write_dir) {
+         const std::string& write_dir, bool skew) {
   const auto goals = make_builtin_goals();
   std::vector<const goal*> ptrs;
   for (const auto& g : goals) ptrs.push_back(g.get());
-  cluster_model model = make_model(brokers, partitions, seed);
+  cluster_model model = make_model(brokers, partitions, seed, skew);
 
   if (with_json || !write_dir.empty()) {
     auto t0 = clock_type::now();
@@ -232,9 +238,18 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
     std::printf("  moves %zu, PARTITION_COUNT lower bound %zu, ratio %.3f\n", p.actions.size(),
                 *p.count_moves_lower_bound,
                 static_cast<double>(p.actions.size()) / static_cast<double>(*p.count_moves_lower_bound));
-  for (const auto& g : p.goals)
-    std::printf("  %-16s accepted %zu rejected %zu violators %zu -> %zu\n", g.name.c_str(), g.accepted, g.rejected,
+  for (const auto& g : p.goals) {
+    std::printf("  %-16s accepted %zu rejected %zu violators %zu -> %zu", g.name.c_str(), g.accepted, g.rejected,
                 g.before.violators.size(), g.after.violators.size());
+    // How far out the brokers still outside a distribution goal's band are (× its mean).
+    for (std::size_t r = 0; r < kResourceCount; ++r)
+      if (g.name == resource_name(static_cast<resource>(r)) && g.after.mean > 0.0 && g.after.basis == "load")
+        for (const broker_index v : g.after.violators)
+          std::printf(" %s %.2fx", p.broker_ids[v.value].c_str(), p.brokers_after[v.value][r] / g.after.mean);
+    std::printf("\n");
+    for (std::size_t i = 0; i < g.still_outside.size() && i < 3; ++i)
+      std::printf("    %s: %s\n", p.broker_ids[g.still_outside[i].broker.value].c_str(), g.still_outside[i].why.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -242,7 +257,7 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
 
 int main(int argc, char** argv) {
   std::vector<std::pair<std::size_t, std::size_t>> sizes;
-  bool with_json = false;
+  bool with_json = false, skew = false;
   std::string write_dir;
   std::uint64_t seed = 42;
   for (int i = 1; i < argc; ++i) {
@@ -251,17 +266,20 @@ int main(int argc, char** argv) {
       with_json = true;
     } else if (a == "--write-models" && i + 1 < argc) {
       write_dir = argv[++i];
+    } else if (a == "--skew") {
+      skew = true;
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (auto x = a.find('x'); x != std::string::npos) {
       sizes.emplace_back(std::strtoull(a.substr(0, x).c_str(), nullptr, 10),
                          std::strtoull(a.substr(x + 1).c_str(), nullptr, 10));
     } else {
-      std::fprintf(stderr, "usage: bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N]\n");
+      std::fprintf(stderr, "usage: bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N] "
+                   "[--skew]\n");
       return 2;
     }
   }
   if (sizes.empty()) sizes = {{20, 100000}, {200, 1000000}};
-  for (const auto& [b, p] : sizes) run(b, p, seed, with_json, write_dir);
+  for (const auto& [b, p] : sizes) run(b, p, seed, with_json, write_dir, skew);
   return 0;
 }

@@ -356,7 +356,8 @@ class swap_goal final : public goal {
 
 }  // namespace
 
-TEST_CASE("an accepted SWAP appears as two MOVEs; immovable partners refuse it", "[detector]") {
+TEST_CASE("an accepted SWAP appears as two SWAP actions naming each other; immovable partners refuse it",
+          "[detector][swap]") {
   cluster_model m;
   m.brokers = {broker("b1"), broker("b2")};
   m.replicas = {replica("a", 0, "b1", 1), replica("b", 0, "b2", 2), replica("c", 0, "b1", 3), replica("keep", 0, "b2")};
@@ -371,6 +372,17 @@ TEST_CASE("an accepted SWAP appears as two MOVEs; immovable partners refuse it",
   CHECK(p->actions[1].topic == "b");
   CHECK(p->actions[1].to == "b1");
   CHECK(p->brokers_after[0][index_of(resource::nw_in)] == 5.0);  // c 3 + b 2
+  // Each half is executed as the move of its own partition; both say SWAP.
+  CHECK(p->actions[0].type == action_type::swap);
+  CHECK(p->actions[1].type == action_type::swap);
+  REQUIRE(p->actions[0].swap_with);
+  CHECK(p->actions[0].swap_with->topic == "b");
+  REQUIRE(p->actions[1].swap_with);
+  CHECK(p->actions[1].swap_with->topic == "a");
+  const auto j = plan_to_json(p.value());
+  CHECK(j["actions"][0]["type"] == "SWAP");
+  CHECK(j["actions"][0]["swap_with"] == nlohmann::json{{"topic", "b"}, {"partition", 0}});
+  CHECK(plan_to_reassignment(p.value())["partitions"].size() == 2);
 
   // Either half of a SWAP going to a broker its partition avoids refuses the whole swap.
   m.avoid = {avoid("b", 0, "b1")};

@@ -238,8 +238,11 @@ TEST_CASE("a DryRun balance loop plans moves off the loaded broker and moves not
     CHECK(pass["errors"].empty());
     auto actions = actions_of(pass);
     REQUIRE(pass["executed"].size() == actions.size());
-    for (const auto& e : pass["executed"])
+    for (const auto& e : pass["executed"]) {
       CHECK(e["result"] == "dry_run");
+      CHECK(e["type"] == "MOVE");
+      CHECK_FALSE(e.contains("swap_with"));
+    }
     for (const auto& a : actions) {
       CHECK(a["from"] == "b1");
       CHECK((a["to"] == "b2" || a["to"] == "b3"));

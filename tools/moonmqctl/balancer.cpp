@@ -67,6 +67,10 @@ void print_plan(const json& plan) {
                goal_amount(g, "lower") + " .. " + goal_amount(g, "upper"), cell(g.value("violations_before", json())),
                cell(g.value("violations_after", json())), g.value("explanation", "")});
   goals.print(std::cout);
+  for (const auto& g : plan.value("goals", json::array()))
+    for (const auto& o : g.value("still_outside", json::array()))
+      std::cout << "OUTSIDE       " << g.value("name", "") << " " << o.value("broker", "") << ": " << o.value("why", "")
+                << "\n";
   if (plan.contains("drain") && plan["drain"].is_object())
     std::cout << "\nDRAIN  " << cell(plan["drain"].value("brokers", json())) << ": "
               << plan["drain"].value("explanation", "") << "\n";
@@ -107,14 +111,23 @@ void print_pass(const json& pass) {
     print_plan(pass["plan"]);
   auto executed = pass.value("executed", json::array());
   bool acted = false;
-  for (const auto& e : executed)
-    acted = acted || e.value("result", "") == "sent";
+  // "sent" until the owner answers, then "queued" or "refused".
+  for (const auto& e : executed) {
+    const auto result = e.value("result", "");
+    acted = acted || (result != "dry_run" && result != "plan_only");
+  }
   if (acted) {
     std::cout << "\nEXECUTED\n";
-    table rows{{"TOPIC", "PARTITION", "FROM", "TO", "GOAL", "RESULT"}};
-    for (const auto& e : executed)
-      rows.add({e.value("topic", ""), cell(e.value("partition", json())), e.value("from", ""), e.value("to", ""),
+    // A SWAP's halves run as two moves: each names its partner, so one done
+    // without the other is visible here.
+    table rows{{"TYPE", "TOPIC", "PARTITION", "FROM", "TO", "GOAL", "RESULT"}};
+    for (const auto& e : executed) {
+      std::string type = e.value("type", "MOVE");
+      if (const auto w = e.value("swap_with", json()); w.is_object())
+        type += " with " + w.value("topic", "") + "/" + cell(w.value("partition", json()));
+      rows.add({type, e.value("topic", ""), cell(e.value("partition", json())), e.value("from", ""), e.value("to", ""),
                 e.value("goal", ""), e.value("result", "")});
+    }
     rows.print(std::cout);
   }
   for (const auto& e : pass.value("errors", json::array()))
