@@ -202,8 +202,10 @@ void release_held(worker_ptr self, hosted& p) {
 }  // namespace
 
 caf::result<int64_t> copy_at(worker_ptr self, hosted& p, int64_t expected, std::string& batches, bool durable) {
-  if (!p.log)
+  if (!p.log) {
+    drop_held_copies(p, offline(p));
     return offline(p);
+  }
   const auto end = p.log->log_end().value;
   if (expected > end) {
     // Ahead of its turn: an earlier window's batch is still on its way.

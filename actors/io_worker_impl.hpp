@@ -73,8 +73,6 @@ metrics::gauge& offline_gauge();
 /// Partitions handed to a worker whose log is not open yet (moonmq_partitions_opening).
 metrics::gauge& opening_gauge();
 
-/// One partition held by a worker: its log and everything the partition
-/// answers from.
 /// A copied batch list waiting for the log end to reach its offset.
 struct held_copy {
   std::string batches;
@@ -83,8 +81,9 @@ struct held_copy {
 };
 
 /// How many copied batch lists one partition holds ahead of its log end:
-/// the source's window (actors/reassigner_forward.cpp copy_window) with
-/// room to spare. One more is refused as not at the log end.
+/// the source's window (Cluster.MoveWindow, at most 16; actors/
+/// reassigner_copy.cpp) less the one at the log end, with room to spare.
+/// One more is refused as not at the log end.
 constexpr size_t max_held_copies = 16;
 
 /// A move's destination starts the writeback of its copy every this many
@@ -93,6 +92,8 @@ constexpr size_t max_held_copies = 16;
 /// produce fsync on it, at cutover; the copy never waits for an fsync.
 constexpr int64_t copy_writeback_bytes = 4LL << 20;
 
+/// One partition held by a worker: its log and everything the partition
+/// answers from.
 struct hosted {
   uint64_t id = 0;
   partition_settings settings;

@@ -86,7 +86,8 @@ move_run* copying_run(self_ptr self, const std::string& id, int64_t gen) {
 /// Ends the window (late answers are then ignored) and fails the move.
 void fail_copy(self_ptr self, move_run& run, const std::string& why) {
   ++run.window.gen;
-  fail(self, run.id, why);
+  const std::string id = run.id;  // fail() may erase the run
+  fail(self, id, why);
 }
 
 /// Makes the destination fsync the copy so far (an empty synced append),
@@ -176,16 +177,17 @@ void copy_next(self_ptr self, const std::string& id) {
   auto gen = w.gen;
   auto from = w.read_pos;
   // One read fills the window's free room (a read waits behind the source
-  // partition's fsyncs, so fewer, larger reads keep the window full); it is
-  // sent as appends of about BatchBytes each. Under a throttle, one at a time.
+  // partition's fsyncs, so fewer, larger reads keep the window full), sent
+  // as at most `room` appends. The room is counted in the largest append
+  // seen so far (a batch larger than BatchBytes goes alone). Under a
+  // throttle, one append of BatchBytes (or one larger batch) at a time.
   const int64_t room = rate > 0 ? 1 : window_size(self) - static_cast<int64_t>(w.in_flight.size());
-  // A batch larger than BatchBytes is an append of its own, so the room is
-  // counted in the largest append seen so far.
-  const auto per_append = std::max(self->state.settings.batch_bytes, w.largest_append);
+  const auto per_append = rate > 0 ? self->state.settings.batch_bytes
+                                   : std::max(self->state.settings.batch_bytes, w.largest_append);
   auto max_bytes = static_cast<int32_t>(std::min<int64_t>(per_append * room, 1LL << 30));
   self->request(*part, local_timeout, read_atom::value, from, max_bytes, false)
     .then(
-      [self, id, gen, from](std::string& batches, int64_t, int64_t log_end) {
+      [self, id, gen, from, room](std::string& batches, int64_t, int64_t log_end) {
         auto* run = copying_run(self, id, gen);
         if (!run)
           return;
@@ -196,7 +198,10 @@ void copy_next(self_ptr self, const std::string& id) {
           copy_next(self, id);
           return;
         }
-        auto pieces = split_read(batches, from, static_cast<size_t>(self->state.settings.batch_bytes));
+        // Pieces of at least 1/room of the read: never more than `room`.
+        const auto target = std::max<size_t>(static_cast<size_t>(self->state.settings.batch_bytes),
+                                             (batches.size() + static_cast<size_t>(room) - 1) / static_cast<size_t>(room));
+        auto pieces = split_read(batches, from, target);
         if (pieces.empty()) {
           fail_copy(self, *run, "reading the partition at " + std::to_string(from) + " gave a broken batch list");
           return;
@@ -205,7 +210,7 @@ void copy_next(self_ptr self, const std::string& id) {
         w.read_pos = end;
         for (const auto& one : pieces) {
           w.largest_append = std::max(w.largest_append, static_cast<int64_t>(one.size));
-          if (run->bytes_copied + w.bytes_in_flight() >= run->initial_total)
+          if (run->bytes_copied + w.bytes_in_flight() + static_cast<int64_t>(one.size) > run->initial_total)
             ++run->extra_batches;
           send_window_append(self, *run, one.from,
                              pieces.size() == 1 ? std::move(batches) : batches.substr(one.pos, one.size));

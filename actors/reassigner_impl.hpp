@@ -49,9 +49,9 @@ constexpr int flip_attempts = 5;
 
 using answer_fn = std::function<void(int status, json& body, const std::string& error)>;
 
-/// The destination fsyncs a move's copy every this many bytes: the page
-/// cache never holds a large unsynced copy whose writeback would stall the
-/// disk (and every produce fsync on it) at cutover.
+/// The drain (step 4, one append at a time) asks the destination to fsync
+/// every this many bytes. The copy (step 2) never does: the destination
+/// starts its writeback as it goes (io_worker_impl.hpp copy_writeback_bytes).
 constexpr int64_t sync_every_bytes = 16LL << 20;
 /// Batch lists copied beyond the partition's size at the start before
 /// cutting over anyway: a producer faster than the copy must not keep a
@@ -96,7 +96,7 @@ struct move_run {
   int64_t rate = -1;               ///< throttle the current window runs at (-1 = none yet)
   int64_t last_progress_ms = 0;
   int64_t extra_batches = 0;
-  int64_t unsynced_bytes = 0;      ///< sent since the destination last fsynced
+  int64_t unsynced_bytes = 0;      ///< drained since the destination last fsynced
   copy_window_state window;        ///< step 2 (copy)
   int64_t backoff_ms = finish_backoff_min_ms;
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
@@ -226,7 +226,7 @@ bool topic_gone(self_ptr self, const move_info& m);
 /// (on the Raft leader) drives the moves of fenced sources.
 void reconcile(self_ptr self);
 
-// Defined in reassigner_forward.cpp: ensure, copy, cutover, drain, offsets, confirm.
+// Defined in reassigner_forward.cpp: ensure, cutover, drain, offsets, confirm.
 
 void begin_copy(self_ptr self, const std::string& id);
 /// Seals the source, then (with `flip`) records the destination as owner.

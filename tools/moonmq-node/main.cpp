@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -71,12 +72,18 @@ using namespace moonmq;
 /// page is a page fault, which made the source read and the destination
 /// append of a move copy each cost several ms per MiB on a virtual machine,
 /// and a window of appends gained nothing (bench/move/README.md). Freed
-/// memory is kept for reuse, up to 64 MiB at the top of each arena. The
-/// environment's MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ win.
+/// memory is kept for reuse (trimmed only past 64 MiB at the top of each
+/// arena). The environment's MALLOC_MMAP_THRESHOLD_ /
+/// MALLOC_TRIM_THRESHOLD_, or the same glibc.malloc tunables in
+/// GLIBC_TUNABLES, win.
 void tune_malloc() {
-  if (!std::getenv("MALLOC_MMAP_THRESHOLD_"))
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  auto tuned = [tunables](const char* env, const char* tunable) {
+    return std::getenv(env) != nullptr || (tunables && std::strstr(tunables, tunable));
+  };
+  if (!tuned("MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold"))
     ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  if (!std::getenv("MALLOC_TRIM_THRESHOLD_"))
+  if (!tuned("MALLOC_TRIM_THRESHOLD_", "glibc.malloc.trim_threshold"))
     ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
@@ -385,13 +392,19 @@ int run(const config::load_result& loaded) {
     cctx.default_partitions = cfg.cluster->num_partitions;
     cactx.probe_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(cfg.cluster->peer_timeout_seconds),
                                                               std::chrono::seconds(2));
-    auto peer_client = [&io, peer_tls, timeout = cfg.cluster->peer_timeout_seconds](
+    // A held copy keeps its connection until the destination applies it,
+    // so each move's window needs a connection per append in flight, beside
+    // the control-plane calls (docs/cluster.md "How a move runs").
+    const int peer_connections =
+      std::min(64, std::max(4, cfg.cluster->move_window * cfg.cluster->max_concurrent_moves + 2));
+    auto peer_client = [&io, peer_tls, timeout = cfg.cluster->peer_timeout_seconds, peer_connections](
                          const std::string& id, const std::string& address) -> std::shared_ptr<transport::http_client> {
       transport::http_client_options o;
       o.name = id;
       if (!transport::split_host_port(address, o.host, o.port))
         return nullptr;
       o.timeout = std::chrono::seconds(timeout);
+      o.max_connections = peer_connections;
       o.tls = peer_tls;
       return std::make_shared<transport::http_client>(io, o);
     };
