@@ -264,7 +264,7 @@ TEST_CASE("a copy at an expected offset is applied in offset order: one that arr
   CHECK(out_of_range_bounds(error_of(again, 5000, b[1]), lo, hi));
 }
 
-TEST_CASE("a durable seal survives a restart of the partition; a plain seal and an unseal do not", "[partition]") {
+TEST_CASE("a durable seal survives a restart of the partition, a plain seal and an unseal do not", "[partition]") {
   fixture f;
   auto p = f.spawn("d");
   f.ask_int(p, append_atom::value, batch_of(2, "a"), true);
@@ -286,7 +286,7 @@ TEST_CASE("a durable seal survives a restart of the partition; a plain seal and 
   CHECK(f.ask_int(p, append_atom::value, batch_of(1, "e"), true) == 3);
 }
 
-TEST_CASE("a sealed partition refuses produce but serves reads; unsealing resumes", "[partition]") {
+TEST_CASE("a sealed partition refuses produce but serves reads, unsealing resumes", "[partition]") {
   fixture f;
   auto p = f.spawn("s");
   f.ask_int(p, append_atom::value, batch_of(2, "a"), true);
@@ -321,7 +321,7 @@ TEST_CASE("reading outside the log is offset_out_of_range with both bounds", "[p
   CHECK(hi == 3);
 }
 
-TEST_CASE("delete records advances the log start durably; out of range, sealed and bad offsets are refused",
+TEST_CASE("delete records advances the log start durably, out of range, sealed and bad offsets are refused",
           "[partition][delete_records]") {
   fixture f;
   auto p = f.spawn("dr");
@@ -578,7 +578,7 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
   caf::anon_send_exit(fake, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("a direct append callback that throws does not stop its worker; a null destination fails at once",
+TEST_CASE("a direct append callback that throws does not stop its worker, a null destination fails at once",
           "[partition][direct_append]") {
   fixture f;
   auto p = f.spawn("throws", -1, 0);
@@ -696,7 +696,7 @@ TEST_CASE("with the WAL, acknowledged appends are durable through the WAL while 
   }
 }
 
-TEST_CASE("a WAL past its checkpoint size syncs the segments and starts again empty; a deleted partition leaves it",
+TEST_CASE("a WAL past its checkpoint size syncs the segments and starts again empty, a deleted partition leaves it",
           "[partition][io_worker][wal]") {
   fixture f;
   f.io = spawn_io_pool(f.sys, with_wal(f.dir.path(), 64 << 10));

@@ -227,7 +227,7 @@ TEST_CASE("binary produce comes back equal from JSON and binary fetches", "[brok
   n.stop();
 }
 
-TEST_CASE("malformed binary produce bodies are answered 400 naming the byte position; too large ones 413",
+TEST_CASE("malformed binary produce bodies are answered 400 naming the byte position, too large ones 413",
           "[broker][records][binary]") {
   temp_dir dir;
   auto n = running_node::start(dir, {"Http.MaxBodyBytes=4096"});

@@ -141,7 +141,7 @@ TEST_CASE("failed, cancelled and rolling_back need an error text", "[cluster][jo
   CHECK(is_terminal(j.find("m-1")->state));
 }
 
-TEST_CASE("one unfinished move per partition; ids are unique", "[cluster][journal]") {
+TEST_CASE("one unfinished move per partition, ids are unique", "[cluster][journal]") {
   temp_dir dir;
   auto j = move_journal::open(dir.path());
   REQUIRE(j.ok());
@@ -327,7 +327,7 @@ TEST_CASE("a torn temp journal is ignored", "[cluster][journal]") {
   CHECK(j->find("m-1")->state == m::copying);
 }
 
-TEST_CASE("a move's origin is journaled and read back; rows without one load with none", "[cluster][journal]") {
+TEST_CASE("a move's origin is journaled and read back, rows without one load with none", "[cluster][journal]") {
   temp_dir dir;
   {
     auto j = move_journal::open(dir.path());
@@ -375,7 +375,7 @@ TEST_CASE("a take-back is proposed only at the cutover's epoch and never overrul
   CHECK(take_back_decision(e, "b1", 3, false) == a::rollback);
 }
 
-TEST_CASE("a row's owner epoch is written with its transition and read back; older rows read 0",
+TEST_CASE("a row's owner epoch is written with its transition and read back, older rows read 0",
           "[cluster][journal]") {
   moonmq::test::temp_dir dir;
   auto j = move_journal::open(dir.path());

@@ -48,7 +48,7 @@ TEST_CASE("set_owner is durable and survives reopen with its epoch", "[cluster][
   CHECK(t->snapshot().size() == 2);
 }
 
-TEST_CASE("a change with a lower epoch than the entry is refused as stale; equal epochs pass",
+TEST_CASE("a change with a lower epoch than the entry is refused as stale, equal epochs pass",
           "[cluster][ownership]") {
   temp_dir dir;
   auto t = ownership_table::open(dir.path());

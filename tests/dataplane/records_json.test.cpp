@@ -81,7 +81,7 @@ TEST_CASE("produce bodies are placed by partition, key, then sticky choice", "[r
   CHECK_FALSE(at(5).key);
 }
 
-TEST_CASE("produce bodies with duplicate keys take the last; headers keep their order", "[records]") {
+TEST_CASE("produce bodies with duplicate keys take the last, headers keep their order", "[records]") {
   produce_plan plan;
   bool malformed = false;
   REQUIRE(parse_produce(R"({"records":[{"value":"a"}],"records":[{"value":"b","value":"c","partition":0,"partition":1}]})",

@@ -7,7 +7,7 @@
 
 using namespace moonmq::dataplane;
 
-TEST_CASE("a missing catalogue is empty; saved entries load back", "[catalog]") {
+TEST_CASE("a missing catalogue is empty, saved entries load back", "[catalog]") {
   moonmq::test::temp_dir dir;
   std::string err;
   auto cat = topic_catalog::load(dir.path(), err);

@@ -143,7 +143,7 @@ TEST_CASE("an action that makes an earlier goal worse is refused", "[detector]")
   CHECK(report.rejected == 1);
 }
 
-TEST_CASE("dead and excluded brokers never receive; immovable topics never move", "[detector]") {
+TEST_CASE("dead and excluded brokers never receive, immovable topics never move", "[detector]") {
   scripted_goal g("S", {{"t", 0, "dead"}, {"t", 1, "ex"}, {"keep", 0, "b2"}, {"__sys", 0, "b2"}, {"t", 2, "b2"}}, 1);
   auto p = make_plan(four_brokers(), {&g});
   REQUIRE(p.ok());
@@ -356,7 +356,7 @@ class swap_goal final : public goal {
 
 }  // namespace
 
-TEST_CASE("an accepted SWAP appears as two SWAP actions naming each other; immovable partners refuse it",
+TEST_CASE("an accepted SWAP appears as two SWAP actions naming each other, immovable partners refuse it",
           "[detector][swap]") {
   cluster_model m;
   m.brokers = {broker("b1"), broker("b2")};

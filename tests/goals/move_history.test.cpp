@@ -83,7 +83,7 @@ TEST_CASE("running moves are in flight at their destination, a rollback at its s
   CHECK(m.avoid.empty());
 }
 
-TEST_CASE("a running move to an unknown broker holds the partition still; one of an unknown partition is "
+TEST_CASE("a running move to an unknown broker holds the partition still, one of an unknown partition is "
           "left out",
           "[move_history]") {
   auto m = with({row(0, "copying", 5, "balancer", "b1", "b9"), row(7, "copying", 5)});
@@ -140,7 +140,7 @@ TEST_CASE("every broker a partition recently left is avoided, once, and unknown 
   CHECK(m.cooldown == std::vector<topic_partition>{{"t", 1}, {"t", 2}});
 }
 
-TEST_CASE("rows stamped ahead of the clock count as just ended; extreme stamps do not overflow",
+TEST_CASE("rows stamped ahead of the clock count as just ended, extreme stamps do not overflow",
           "[move_history]") {
   auto r1 = row(0, "done", 0);
   r1.updated_ms = kNow + 5000;
@@ -152,7 +152,7 @@ TEST_CASE("rows stamped ahead of the clock count as just ended; extreme stamps d
   CHECK(m.cooldown == std::vector<topic_partition>{{"t", 0}, {"t", 2}});
 }
 
-TEST_CASE("journal rows are read from JSON; malformed ones are skipped, not guessed", "[move_history]") {
+TEST_CASE("journal rows are read from JSON, malformed ones are skipped, not guessed", "[move_history]") {
   using nlohmann::json;
   auto ok = journal_move_from_json(json{{"topic", "t"}, {"partition", 2}, {"from", "b1"}, {"to", "b2"},
                                         {"state", "failed"}, {"origin", "operator"}, {"updated_ms", 1234},

@@ -77,7 +77,7 @@ TEST_CASE("members subscribed to different topics share only their own topics", 
   CHECK(a2.count("orders") == 0);
 }
 
-TEST_CASE("a rejoin with the same topics keeps the generation; a changed subscription bumps it", "[groups]") {
+TEST_CASE("a rejoin with the same topics keeps the generation, a changed subscription bumps it", "[groups]") {
   auto g = make_group();
   auto m1 = join_new(g, {"orders"}, 0);
   auto same = g.join(m1, {"orders", "orders"}, 5);

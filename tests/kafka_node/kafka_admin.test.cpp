@@ -383,7 +383,7 @@ TEST_CASE("kafka IncrementalAlterConfigs and DescribeCluster on a standalone bro
   CHECK(cluster.brokers[0].port == port);
 }
 
-TEST_CASE("kafka DeleteRecords: kafkajs deleteTopicRecords moves the log start, kept across a restart; errors by "
+TEST_CASE("kafka DeleteRecords: kafkajs deleteTopicRecords moves the log start, kept across a restart, errors by "
           "raw frames",
           "[kafka_cluster][delete_records]") {
   temp_dir dir{"moonmq-kafka-delrec"};

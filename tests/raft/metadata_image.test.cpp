@@ -117,7 +117,7 @@ TEST_CASE("snapshots keep topics, and a snapshot without them still loads", "[ra
                 .ok());
 }
 
-TEST_CASE("config entries merge the dynamic balancer settings key by key; null removes a key",
+TEST_CASE("config entries merge the dynamic balancer settings key by key, null removes a key",
           "[raft][metadata]") {
   ownership_state s;
   CHECK(s.balancer() == "{}");
@@ -138,7 +138,7 @@ TEST_CASE("config entries merge the dynamic balancer settings key by key; null r
   CHECK_FALSE(entry_from_json(json::parse(R"({"term":1,"index":4,"type":"config","balancer":{}})")).ok());
 }
 
-TEST_CASE("broker entries fence and unfence; the fenced set is in snapshots", "[raft][metadata]") {
+TEST_CASE("broker entries fence and unfence, the fenced set is in snapshots", "[raft][metadata]") {
   ownership_state s;
   REQUIRE(s.apply(log_entry{term{1}, log_index{1}, broker_entry{id("b2"), broker_change::fence, {}}}).ok());
   REQUIRE(s.apply(log_entry{term{1}, log_index{2}, broker_entry{id("b3"), broker_change::fence, {}}}).ok());
@@ -196,7 +196,7 @@ TEST_CASE("a drained broker is removed only once it owns nothing, decided in log
   CHECK(loaded == s);
 }
 
-TEST_CASE("broker entries name their change; old fenced-only entries still decode", "[raft][wire][metadata]") {
+TEST_CASE("broker entries name their change, old fenced-only entries still decode", "[raft][wire][metadata]") {
   json j = to_json(log_entry{term{2}, log_index{7}, broker_entry{id("b3"), broker_change::drain, {}, false}});
   CHECK(j == json::parse(R"({"term":2,"index":7,"type":"broker","id":"b3","change":"drain"})"));
   json f = to_json(log_entry{term{2}, log_index{8}, broker_entry{id("b3"), broker_change::fence, {}, false}});
@@ -222,7 +222,7 @@ TEST_CASE("broker entries name their change; old fenced-only entries still decod
                 .ok());
 }
 
-TEST_CASE("a snapshot holds owners per topic as broker indexes; older snapshots with owner rows still load",
+TEST_CASE("a snapshot holds owners per topic as broker indexes, older snapshots with owner rows still load",
           "[raft][snapshot][metadata]") {
   snapshot s;
   s.last_index = log_index{9};
@@ -343,7 +343,7 @@ TEST_CASE("a joined broker's Kafka node id is given at its first registration an
   CHECK_FALSE(snapshot_from_json(twice).ok());
 }
 
-TEST_CASE("owner epochs: 1 at creation, bumped by each owner change; a conditional change applies only at its epoch",
+TEST_CASE("owner epochs: 1 at creation, bumped by each owner change, a conditional change applies only at its epoch",
           "[raft][metadata]") {
   ownership_state s;
   uint64_t i = 0;
@@ -396,7 +396,7 @@ TEST_CASE("owner epochs: 1 at creation, bumped by each owner change; a condition
   CHECK(std::get<owner_entry>(wire->payload).expect_epoch == 7);
 }
 
-TEST_CASE("a deletion drops the topic, its owners and epochs, and records the name; a create afterwards starts anew",
+TEST_CASE("a deletion drops the topic, its owners and epochs, and records the name, a create afterwards starts anew",
           "[raft][metadata]") {
   ownership_state s;
   uint64_t i = 0;

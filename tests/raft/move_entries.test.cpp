@@ -127,7 +127,7 @@ TEST_CASE("a controller's verdict on a fenced source's move: failed past cutover
   CHECK_FALSE(f.apply(log_fixture::step("m2", "done", {"cutover"})));
 }
 
-TEST_CASE("moves survive a snapshot and the wire; finished ones beyond the kept number go oldest first",
+TEST_CASE("moves survive a snapshot and the wire, finished ones beyond the kept number go oldest first",
           "[raft][metadata][move][wire]") {
   log_fixture f;
   REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));

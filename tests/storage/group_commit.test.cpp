@@ -85,7 +85,7 @@ TEST_CASE("a log opened on a new directory touches no disk until written, and it
   CHECK_FALSE(again->needs_sync());  // an existing directory opens durable
 }
 
-TEST_CASE("a never-written log reset to an offset starts there; segments that appeared since open are never cut",
+TEST_CASE("a never-written log reset to an offset starts there, segments that appeared since open are never cut",
           "[storage][group_commit]") {
   temp_dir dir;
   auto where = partition_dir(dir.path(), "r", 0);
@@ -111,7 +111,7 @@ TEST_CASE("a never-written log reset to an offset starts there; segments that ap
   CHECK(partition_log::open(shared).value().log_end().value == 3);
 }
 
-TEST_CASE("one round makes the appends of many logs durable with a single syncfs; one log gets an fdatasync",
+TEST_CASE("one round makes the appends of many logs durable with a single syncfs, one log gets an fdatasync",
           "[storage][group_commit]") {
   temp_dir dir;
   auto logs = open_logs(dir, 5);

@@ -77,7 +77,7 @@ void rewrite_wal(const std::string& data_dir, const std::vector<std::string>& ba
 
 }  // namespace
 
-TEST_CASE("WAL entries decode as they were encoded; a cut tail is torn, a bad CRC before more bytes is damage",
+TEST_CASE("WAL entries decode as they were encoded, a cut tail is torn, a bad CRC before more bytes is damage",
           "[storage][wal]") {
   // Both formats: v1 as earlier builds wrote it, v2 as this one does.
   const auto format = GENERATE(wal_format::v1, wal_format::v2);
@@ -358,7 +358,7 @@ TEST_CASE("entries of a partition dropped while the WAL was stopped are never re
   CHECK_FALSE(fs::exists(wal_dir(dir.path()) + "/dropped"));
 }
 
-TEST_CASE("a damaged entry length is damage, never a torn tail; so is a cut entry in a file its worker followed",
+TEST_CASE("a damaged entry length is damage, never a torn tail, so is a cut entry in a file its worker followed",
           "[storage][wal]") {
   std::string file{wal_header(wal_format::v2)};
   encode_wal_entry(file, "t", 0, make_batch(2, 1));

@@ -127,7 +127,7 @@ TEST_CASE("GET /metrics is Prometheus text with build info and process metrics",
   CHECK(res.body.find("moonmq_http_requests_total{code=\"200\",listener=\"http\"}") != std::string::npos);
 }
 
-TEST_CASE("with a token, admin routes need the bearer token; /health stays open", "[admin]") {
+TEST_CASE("with a token, admin routes need the bearer token, /health stays open", "[admin]") {
   admin_fixture f{"s3cret"};
   CHECK(http_call(f.port(), "GET", "/health").status == 200);
   auto denied = http_call(f.port(), "GET", "/admin/actors");

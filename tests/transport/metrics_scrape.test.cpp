@@ -77,7 +77,7 @@ TEST_CASE("moves are counted by state with every state listed", "[metrics]") {
   CHECK(value(fams, "moonmq_reassignments_in_progress", {}) == 3.0);
 }
 
-TEST_CASE("brokers are counted by standing; a removed broker is neither active nor fenced", "[metrics]") {
+TEST_CASE("brokers are counted by standing, a removed broker is neither active nor fenced", "[metrics]") {
   auto standing = std::make_shared<broker_standing>();
   standing->draining = {"b2"};
   standing->removed = {"b3"};
