@@ -17,6 +17,10 @@ constexpr std::size_t kCandidatesPerPair = 16;
 constexpr std::size_t kProposalsPerPair = 4;
 /// Destinations tried for one source before the pair is set aside.
 constexpr std::size_t kDestinationsPerSource = 8;
+/// Passes over the topics outside their band while a pass still moves
+/// something: a move another goal refused (a broker at its band's edge) may
+/// be accepted once another topic's moves have shifted load back.
+constexpr int kMaxRounds = 8;
 
 /// Band of one topic in whole partitions per eligible broker.
 struct topic_band {
@@ -252,9 +256,14 @@ std::string topic_spread_goal::optimize(snapshot& s, const goal_config& cfg, opt
     if (s.eligible(broker_index{i})) eligible.push_back(broker_index{i});
   std::size_t moved = 0;
   bool capped = false;
-  for (const auto& [cost, t] : work) {
-    moved += spread_topic(s, cfg, ctx, t, eligible, capped);
-    if (capped) break;
+  for (int round = 0; round < kMaxRounds && !capped; ++round) {
+    std::size_t moved_this_round = 0;
+    for (const auto& [cost, t] : work) {
+      moved_this_round += spread_topic(s, cfg, ctx, t, eligible, capped);
+      if (capped) break;
+    }
+    moved += moved_this_round;
+    if (moved_this_round == 0) break;
   }
   std::size_t left = 0;
   for (const auto& [cost, t] : work) {
