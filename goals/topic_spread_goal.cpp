@@ -17,6 +17,10 @@ constexpr std::size_t kCandidatesPerPair = 16;
 constexpr std::size_t kProposalsPerPair = 4;
 /// Destinations tried for one source before the pair is set aside.
 constexpr std::size_t kDestinationsPerSource = 8;
+/// Candidates whose score by the other goals is below this are not proposed:
+/// a broker leaving a goal's band scores at most −1 (times that goal's weight,
+/// at least 1), and such a move is almost always refused by that goal's check.
+constexpr double kOthersScoreFloor = -0.5;
 /// Passes over the topics outside their band while a pass still moves
 /// something: a move another goal refused (a broker at its band's edge) may
 /// be accepted once another topic's moves have shifted load back.
@@ -216,8 +220,11 @@ std::size_t topic_spread_goal::spread_topic(snapshot& s, const goal_config& cfg,
     for (const auto& [c, d] : dests) {
       const broker_index to{d};
       std::vector<std::pair<double, replica_index>> ranked;
-      for (replica_index r : picked)
-        if (!s.avoided(r, to)) ranked.emplace_back(-ctx.others_score(action{action_type::move, r, src, to, {}}), r);
+      for (replica_index r : picked) {
+        if (s.avoided(r, to)) continue;
+        const double others = ctx.others_score(action{action_type::move, r, src, to, {}});
+        if (others >= kOthersScoreFloor) ranked.emplace_back(-others, r);
+      }
       std::stable_sort(ranked.begin(), ranked.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
       const std::string why = name() + ": topic " + s.topic_name(t) + " has " + std::to_string(hi) + " partition(s) on " +
