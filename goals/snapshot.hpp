@@ -132,13 +132,6 @@ class snapshot {
   std::vector<std::uint8_t> drainable_;
   std::vector<std::string> topics_;
   std::unordered_map<std::string, std::uint32_t> topic_by_name_;
-  std::vector<std::uint8_t> topic_movable_;
-  std::vector<std::uint32_t> topic_start_;    // topic t's replicas: topic_members_[start[t], start[t+1])
-  std::vector<std::uint32_t> topic_members_;
-  std::vector<std::uint32_t> topic_eligible_;
-  std::vector<std::uint32_t> topic_row_;      // offset of t's per-broker counts in topic_counts_, or kNoRow
-  std::vector<std::uint32_t> topic_counts_;
-  static constexpr std::uint32_t kNoRow = 0xffffffffu;
   std::unordered_map<std::uint64_t, std::uint32_t> replica_by_key_;
   std::vector<std::uint64_t> avoided_;  // sorted (replica << 32 | broker)
 
@@ -147,6 +140,15 @@ class snapshot {
   std::array<double, kResourceCount> eligible_capacity_{};
   std::array<bool, kResourceCount> all_capacity_{};
   std::size_t moved_count_ = 0;
+  // Topic index, last so that the members above keep their offsets for
+  // goal plugins built against the earlier header (same ABI version).
+  std::vector<std::uint8_t> topic_movable_;
+  std::vector<std::uint32_t> topic_start_;    // topic t's replicas: topic_members_[start[t], start[t+1])
+  std::vector<std::uint32_t> topic_members_;
+  std::vector<std::uint32_t> topic_eligible_;
+  std::vector<std::uint32_t> topic_row_;      // offset of t's per-broker counts in topic_counts_, or kNoRow
+  std::vector<std::uint32_t> topic_counts_;
+  static constexpr std::uint32_t kNoRow = 0xffffffffu;
 };
 
 }  // namespace moonmq::goals
