@@ -8,6 +8,10 @@
 // included); idle while the mean raw load is below DetectThreshold.
 // Capacity goals DISK_CAPACITY, NW_IN_CAPACITY, NW_OUT_CAPACITY (hard):
 // load ≤ capacity × CapacityThreshold on every broker that declares a capacity.
+// Topic spread goal TOPIC_SPREAD (soft): every eligible broker holds between
+// floor(m·(1 − AvgDeviation)) and ceil(m·(1 + AvgDeviation)) of each topic's
+// partitions, m = the topic's partitions on eligible brokers / eligible
+// brokers (Cruise Control's TopicReplicaDistributionGoal).
 // Defaults are listed in docs/balancer.md.
 
 #include <memory>
@@ -26,12 +30,19 @@ goal_config default_distribution_config(resource r);
 /// DISK_CAPACITY 100, NW_IN_CAPACITY 95, NW_OUT_CAPACITY 90.
 goal_config default_capacity_config(resource r);
 
+/// Default config of TOPIC_SPREAD: AvgDeviation 0.2; DetectThreshold 0 (a
+/// topic whose mean partitions per eligible broker is below it is not
+/// checked); Priority 10, below every distribution goal.
+goal_config default_topic_spread_config();
+
 /// Distribution goal for any resource; named resource_name(r).
 std::unique_ptr<goal> make_distribution_goal(resource r);
 /// Capacity goal for a measured resource (not PARTITION_COUNT); named
 /// resource_name(r) + "_CAPACITY". Returns nullptr for PARTITION_COUNT.
 std::unique_ptr<goal> make_capacity_goal(resource r);
-/// All seven built-in goals.
+/// The topic spread goal, named "TOPIC_SPREAD" (docs/balancer.md "Topic spread").
+std::unique_ptr<goal> make_topic_spread_goal();
+/// All eight built-in goals.
 std::vector<std::unique_ptr<goal>> make_builtin_goals();
 
 }  // namespace moonmq::goals

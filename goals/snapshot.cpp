@@ -75,7 +75,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
   s.partition_.reserve(nr);
   s.movable_.reserve(nr);
   s.replica_by_key_.reserve(nr);
-  std::vector<std::uint8_t> topic_movable;
+  std::vector<std::uint8_t> movable_topic;
   std::vector<std::uint8_t> topic_internal;
   for (std::size_t i = 0; i < nr; ++i) {
     const auto& p = model.replicas[i];
@@ -92,7 +92,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
       t = s.topic_by_name_.emplace(p.topic, static_cast<std::uint32_t>(s.topics_.size())).first;
       s.topics_.push_back(p.topic);
       const bool internal = p.topic.size() >= 2 && p.topic[0] == '_' && p.topic[1] == '_';
-      topic_movable.push_back(internal || excluded_topics.count(p.topic) ? 0 : 1);
+      movable_topic.push_back(internal || excluded_topics.count(p.topic) ? 0 : 1);
       topic_internal.push_back(internal ? 1 : 0);
     }
     if (!s.replica_by_key_.emplace(replica_key(t->second, p.partition), static_cast<std::uint32_t>(i)).second)
@@ -108,7 +108,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     s.replica_load_.push_back(load);
     s.topic_.push_back(t->second);
     s.partition_.push_back(p.partition);
-    s.movable_.push_back(p.trusted && topic_movable[t->second] ? 1 : 0);
+    s.movable_.push_back(p.trusted && movable_topic[t->second] ? 1 : 0);
     s.drainable_.push_back(topic_internal[t->second] ? 0 : 1);
   }
 
@@ -142,6 +142,7 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     for (std::size_t r = 0; r < kMeasuredResources; ++r) bl[r] += s.replica_load_[i][r];
     bl[index_of(resource::partition_count)] += 1.0;
   }
+  s.index_topics(movable_topic);
   for (std::size_t r = 0; r < kResourceCount; ++r) s.all_capacity_[r] = r < kMeasuredResources;
   for (std::size_t b = 0; b < nb; ++b) {
     if (!s.eligible(broker_index{static_cast<std::uint32_t>(b)})) continue;
@@ -163,6 +164,37 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     }
   }
   return s;
+}
+
+void snapshot::index_topics(const std::vector<std::uint8_t>& movable) {
+  const std::size_t nt = topics_.size(), nb = ids_.size();
+  topic_movable_ = movable;
+  topic_start_.assign(nt + 1, 0);
+  for (std::uint32_t t : topic_) ++topic_start_[t + 1];
+  for (std::size_t t = 0; t < nt; ++t) topic_start_[t + 1] += topic_start_[t];
+  topic_members_.resize(topic_.size());
+  std::vector<std::uint32_t> next(topic_start_.begin(), topic_start_.end() - 1);
+  for (std::size_t i = 0; i < topic_.size(); ++i) topic_members_[next[topic_[i]]++] = static_cast<std::uint32_t>(i);
+  // A count row per topic with at least as many partitions as brokers: the
+  // rows hold at most as many entries as there are partitions.
+  topic_row_.assign(nt, kNoRow);
+  topic_eligible_.assign(nt, 0);
+  std::size_t rows = 0;
+  for (std::size_t t = 0; t < nt; ++t)
+    if (nb > 0 && topic_start_[t + 1] - topic_start_[t] >= nb) topic_row_[t] = static_cast<std::uint32_t>(nb * rows++);
+  topic_counts_.assign(nb * rows, 0);
+  for (std::size_t i = 0; i < topic_.size(); ++i) {
+    const std::uint32_t t = topic_[i];
+    if (topic_row_[t] != kNoRow) ++topic_counts_[topic_row_[t] + owner_[i]];
+    if (eligible_[owner_[i]]) ++topic_eligible_[t];
+  }
+}
+
+std::uint32_t snapshot::topic_partitions_on(std::uint32_t t, broker_index b) const {
+  if (topic_row_[t] != kNoRow) return topic_counts_[topic_row_[t] + b.value];
+  std::uint32_t n = 0;
+  for (const std::uint32_t* r = topic_replicas_begin(t); r != topic_replicas_end(t); ++r) n += owner_[*r] == b.value;
+  return n;
 }
 
 std::optional<broker_index> snapshot::find_broker(std::string_view id) const {
@@ -208,6 +240,12 @@ void snapshot::move_replica(std::uint32_t r, std::uint32_t to) {
     if (from_eligible) eligible_total_[k] -= x;
     if (to_eligible) eligible_total_[k] += x;
   }
+  const std::uint32_t t = topic_[r];
+  if (topic_row_[t] != kNoRow) {
+    --topic_counts_[topic_row_[t] + from];
+    ++topic_counts_[topic_row_[t] + to];
+  }
+  topic_eligible_[t] = topic_eligible_[t] - (from_eligible ? 1u : 0u) + (to_eligible ? 1u : 0u);
   if (owner_[r] != origin_[r]) --moved_count_;
   owner_[r] = to;
   if (owner_[r] != origin_[r]) ++moved_count_;

@@ -74,6 +74,23 @@ class snapshot {
   /// True when `b` is an avoided destination of `r` (cluster_model::avoid).
   /// O(log k) in the number k of avoided pairs.
   bool avoided(replica_index r, broker_index b) const;
+  // --- topics (docs/balancer.md "Topic spread") -------------------------------
+  /// Topics are numbered 0 .. topic_count()-1 in order of first appearance.
+  std::size_t topic_count() const { return topics_.size(); }
+  std::uint32_t topic_id(replica_index r) const { return topic_[r.value]; }
+  const std::string& topic_name(std::uint32_t t) const { return topics_[t]; }
+  /// False for internal (`__`) and excluded topics: none of their partitions moves.
+  bool topic_movable(std::uint32_t t) const { return topic_movable_[t] != 0; }
+  /// The replicas of topic `t`, in replica index order: [first, last).
+  const std::uint32_t* topic_replicas_begin(std::uint32_t t) const { return topic_members_.data() + topic_start_[t]; }
+  const std::uint32_t* topic_replicas_end(std::uint32_t t) const { return topic_members_.data() + topic_start_[t + 1]; }
+  /// Partitions of topic `t` on eligible brokers (kept by apply/undo).
+  std::uint32_t topic_eligible_partitions(std::uint32_t t) const { return topic_eligible_[t]; }
+  /// Partitions of topic `t` owned by `b`: O(1) for a topic with at least as
+  /// many partitions as there are brokers (a count per broker is kept), else
+  /// O(partitions of t) < O(brokers), so memory stays O(partitions).
+  std::uint32_t topic_partitions_on(std::uint32_t t, broker_index b) const;
+
   /// Replicas whose owner differs from their origin.
   std::size_t moved_count() const { return moved_count_; }
 
@@ -92,6 +109,8 @@ class snapshot {
   bool valid_broker(broker_index b) const { return b.value < ids_.size(); }
   bool valid_replica(replica_index r) const { return r.value < owner_.size(); }
   void move_replica(std::uint32_t r, std::uint32_t to);
+  /// Builds the per-topic replica lists, count rows and eligible counts from owner_.
+  void index_topics(const std::vector<std::uint8_t>& movable);
 
   std::vector<std::string> ids_;
   std::vector<std::uint8_t> alive_;
@@ -121,6 +140,15 @@ class snapshot {
   std::array<double, kResourceCount> eligible_capacity_{};
   std::array<bool, kResourceCount> all_capacity_{};
   std::size_t moved_count_ = 0;
+  // Topic index, last so that the members above keep their offsets for
+  // goal plugins built against the earlier header (same ABI version).
+  std::vector<std::uint8_t> topic_movable_;
+  std::vector<std::uint32_t> topic_start_;    // topic t's replicas: topic_members_[start[t], start[t+1])
+  std::vector<std::uint32_t> topic_members_;
+  std::vector<std::uint32_t> topic_eligible_;
+  std::vector<std::uint32_t> topic_row_;      // offset of t's per-broker counts in topic_counts_, or kNoRow
+  std::vector<std::uint32_t> topic_counts_;
+  static constexpr std::uint32_t kNoRow = 0xffffffffu;
 };
 
 }  // namespace moonmq::goals

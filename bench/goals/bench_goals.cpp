@@ -1,6 +1,6 @@
 // Planner benchmark: seeded random clusters, full plan (no action cap).
 //
-//   bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N] [--skew]
+//   bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N] [--skew] [--topic-spread]
 //   default: 20x100000 200x1000000
 //
 // Placement: every partition on a random broker among the first three
@@ -9,7 +9,9 @@
 // towards low ids: b0 gets 22% of 20 brokers' partitions, b19 2.5%, the
 // shape of issue 19's measurements); loads uniform in
 // 0–1 MiB/s for nw_in and nw_out and 0–1 GiB for disk; 1000 partitions per
-// topic; all seven built-in goals with their defaults. Prints, per size:
+// topic; all eight built-in goals with their defaults (TOPIC_SPREAD off);
+// --topic-spread plans the same model again with TOPIC_SPREAD on, in the
+// same run, printing both. Prints, per size and plan:
 // freeze (model -> snapshot) time, planning time, actions, balancedness,
 // the count goal's lower bound on moves and the plan's ratio to it, and the
 // process peak RSS so far. --json also times model_to_json and reading the
@@ -195,28 +197,10 @@ void compare_readers(const std::string& text) {
   std::printf("  same model from every reader\n");
 }
 
-void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool with_json,
-         const std::string& write_dir, bool skew) {
-  const auto goals = make_builtin_goals();
-  std::vector<const goal*> ptrs;
-  for (const auto& g : goals) ptrs.push_back(g.get());
-  cluster_model model = make_model(brokers, partitions, seed, skew);
-
-  if (with_json || !write_dir.empty()) {
-    auto t0 = clock_type::now();
-    const std::string text = model_to_json(model).dump();
-    const double dump_s = seconds_since(t0);
-    std::printf("%zux%zu json: %.1f MiB, dump %.3f s\n", brokers, partitions,
-                static_cast<double>(text.size()) / 1048576.0, dump_s);
-    if (!write_dir.empty()) {
-      const std::string path =
-        write_dir + "/model-" + std::to_string(brokers) + "x" + std::to_string(partitions) + ".json";
-      std::ofstream(path, std::ios::binary) << text;
-      std::printf("  wrote %s\n", path.c_str());
-    }
-    if (with_json) compare_readers(text);
-  }
-
+/// Freezes `model`, plans it with `ptrs` (defaults with the model's
+/// overrides, no action cap) and prints the figures, `label` after the size.
+void plan_and_print(const cluster_model& model, const std::vector<const goal*>& ptrs, std::size_t brokers,
+                    std::size_t partitions, const char* label) {
   auto t0 = clock_type::now();
   auto frozen = snapshot::freeze(model);
   const double freeze_s = seconds_since(t0);
@@ -225,14 +209,18 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
     std::exit(1);
   }
   std::vector<goal_binding> bound;
-  for (const goal* g : ptrs) bound.push_back({g, g->default_config()});
+  for (const goal* g : ptrs) {
+    goal_config cfg = g->default_config();
+    if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
+    bound.push_back({g, cfg});
+  }
   bound = order_goals(std::move(bound));
   t0 = clock_type::now();
   const plan p = run_detector(frozen.value(), bound, model.max_actions);
   const double plan_s = seconds_since(t0);
-  std::printf("%zux%zu: model load (freeze) %.3f s, plan %.3f s, actions %zu, balancedness %.1f -> %.1f, "
+  std::printf("%zux%zu%s: model load (freeze) %.3f s, plan %.3f s, actions %zu, balancedness %.1f -> %.1f, "
               "peak RSS %.0f MiB\n",
-              brokers, partitions, freeze_s, plan_s, p.actions.size(), p.balancedness_before, p.balancedness_after,
+              brokers, partitions, label, freeze_s, plan_s, p.actions.size(), p.balancedness_before, p.balancedness_after,
               peak_rss_mib());
   if (p.count_moves_lower_bound && *p.count_moves_lower_bound > 0)
     std::printf("  moves %zu, PARTITION_COUNT lower bound %zu, ratio %.3f\n", p.actions.size(),
@@ -253,11 +241,41 @@ void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool w
   std::fflush(stdout);
 }
 
+void run(std::size_t brokers, std::size_t partitions, std::uint64_t seed, bool with_json,
+         const std::string& write_dir, bool skew, bool topic_spread) {
+  const auto goals = make_builtin_goals();
+  std::vector<const goal*> ptrs;
+  for (const auto& g : goals) ptrs.push_back(g.get());
+  cluster_model model = make_model(brokers, partitions, seed, skew);
+
+  if (with_json || !write_dir.empty()) {
+    auto t0 = clock_type::now();
+    const std::string text = model_to_json(model).dump();
+    const double dump_s = seconds_since(t0);
+    std::printf("%zux%zu json: %.1f MiB, dump %.3f s\n", brokers, partitions,
+                static_cast<double>(text.size()) / 1048576.0, dump_s);
+    if (!write_dir.empty()) {
+      const std::string path =
+        write_dir + "/model-" + std::to_string(brokers) + "x" + std::to_string(partitions) + ".json";
+      std::ofstream(path, std::ios::binary) << text;
+      std::printf("  wrote %s\n", path.c_str());
+    }
+    if (with_json) compare_readers(text);
+  }
+
+  plan_and_print(model, ptrs, brokers, partitions, "");
+  if (topic_spread) {
+    model.goals["TOPIC_SPREAD"].enabled = true;
+    plan_and_print(model, ptrs, brokers, partitions, " with TOPIC_SPREAD on");
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::pair<std::size_t, std::size_t>> sizes;
-  bool with_json = false, skew = false;
+  bool with_json = false, skew = false, topic_spread = false;
   std::string write_dir;
   std::uint64_t seed = 42;
   for (int i = 1; i < argc; ++i) {
@@ -268,6 +286,8 @@ int main(int argc, char** argv) {
       write_dir = argv[++i];
     } else if (a == "--skew") {
       skew = true;
+    } else if (a == "--topic-spread") {
+      topic_spread = true;
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (auto x = a.find('x'); x != std::string::npos) {
@@ -275,11 +295,11 @@ int main(int argc, char** argv) {
                          std::strtoull(a.substr(x + 1).c_str(), nullptr, 10));
     } else {
       std::fprintf(stderr, "usage: bench_goals [BROKERSxPARTITIONS ...] [--json] [--write-models DIR] [--seed N] "
-                   "[--skew]\n");
+                   "[--skew] [--topic-spread]\n");
       return 2;
     }
   }
   if (sizes.empty()) sizes = {{20, 100000}, {200, 1000000}};
-  for (const auto& [b, p] : sizes) run(b, p, seed, with_json, write_dir, skew);
+  for (const auto& [b, p] : sizes) run(b, p, seed, with_json, write_dir, skew, topic_spread);
   return 0;
 }
