@@ -199,13 +199,16 @@ std::size_t topic_spread_goal::spread_topic(snapshot& s, const goal_config& cfg,
     for (broker_index x : eligible) lo = std::min(lo, count[x.value]);
     // A move from hi to lo helps only when one of them is outside the band
     // and they differ by two or more (else it only swaps their places).
-    if (hi < lo + 2 || (hi <= b.upper && lo >= b.lower)) break;
+    // With src inside the band, a destination below it gains only if src
+    // stays in (hi > lower): else both end below and the distance is kept.
+    if (hi < lo + 2 || (hi <= b.upper && (lo >= b.lower || hi <= b.lower))) break;
     // Destinations that end inside the band's top and closer to the mean:
     // below the lower edge when src is inside the band; least loaded first.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> dests;
     for (broker_index x : eligible) {
       const std::uint32_t c = count[x.value];
-      if (x != src && c + 2 <= hi && c + 1 <= b.upper && (hi > b.upper || c < b.lower)) dests.emplace_back(c, x.value);
+      if (x != src && c + 2 <= hi && c + 1 <= b.upper && (hi > b.upper || (c < b.lower && hi > b.lower)))
+        dests.emplace_back(c, x.value);
     }
     std::sort(dests.begin(), dests.end());
     if (dests.size() > kDestinationsPerSource) dests.resize(kDestinationsPerSource);

@@ -32,8 +32,9 @@ load_report load_goal_file(const std::string& path) {
   auto& entry = lib->get<const moonmq_goal_plugin_info*()>(kGoalPluginEntry);
   const moonmq_goal_plugin_info* info = entry();
   if (info == nullptr) return single_error(path, "entry point returned no plugin info");
-  if (info->abi_version != MOONMQ_GOAL_ABI_VERSION)
+  if (info->abi_version < MOONMQ_GOAL_ABI_MIN_VERSION || info->abi_version > MOONMQ_GOAL_ABI_VERSION)
     return single_error(path, "ABI version " + std::to_string(info->abi_version) + ", host expects " +
+                                  std::to_string(MOONMQ_GOAL_ABI_MIN_VERSION) + " to " +
                                   std::to_string(MOONMQ_GOAL_ABI_VERSION));
   if (info->name == nullptr || info->name[0] == '\0' || info->create == nullptr || info->destroy == nullptr)
     return single_error(path, "incomplete plugin info (name, create and destroy are required)");

@@ -28,7 +28,7 @@ struct loaded_goal {
 /// Why one file was refused.
 struct load_error {
   std::string path;
-  std::string message;  // names the path, e.g. "...: ABI version 2, host expects 3"
+  std::string message;  // names the path, e.g. "...: ABI version 2, host expects 3 to 4"
 };
 
 /// Result of scanning a directory: goals sorted by name, errors by path.

@@ -5,8 +5,8 @@
 // A plugin exports one `extern "C"` function, kGoalPluginEntry
 // ("moonmq_goal_plugin"), returning a pointer to a static
 // moonmq_goal_plugin_info. The host reads `abi_version` first and refuses
-// the plugin unless it equals MOONMQ_GOAL_ABI_VERSION; only then are the
-// other fields used.
+// the plugin unless it lies in [MOONMQ_GOAL_ABI_MIN_VERSION,
+// MOONMQ_GOAL_ABI_VERSION]; only then are the other fields used.
 //
 // Ownership and lifetime:
 // - `name` and `version` are static NUL-terminated strings owned by the plugin.
@@ -16,7 +16,9 @@
 //   host keeps the library loaded while any object it created is alive.
 // - The goal object is a C++ moonmq::goals::goal (goals/goal.hpp): plugins
 //   are built with the host's compiler, standard library and SDK headers.
-//   Bump MOONMQ_GOAL_ABI_VERSION whenever goals/goal.hpp or this struct change.
+//   Bump MOONMQ_GOAL_ABI_VERSION whenever goals/goal.hpp, goals/snapshot.hpp
+//   or this struct change; raise MOONMQ_GOAL_ABI_MIN_VERSION too unless a
+//   plugin built for the older version still runs correctly in this host.
 // - No exception crosses the boundary: MOONMQ_DEFINE_GOAL_PLUGIN catches.
 
 #include <cstddef>
@@ -27,8 +29,16 @@
 #include "goals/goal.hpp"
 
 /// ABI version of this header (3: goal interface with stats/check/score/optimize,
-/// optimize_context with others_score).
-#define MOONMQ_GOAL_ABI_VERSION 3u
+/// optimize_context with others_score; 4: the snapshot's per-topic counts,
+/// snapshot::topic_partitions_on and friends, appended after its other
+/// members).
+#define MOONMQ_GOAL_ABI_VERSION 4u
+/// The oldest ABI this host loads. A version 3 plugin reads every snapshot
+/// member it knows at the same offset, and changes the snapshot only
+/// through optimize_context::propose, so it runs unchanged; a version 4
+/// plugin is refused by a version 3 host, whose snapshots lack the
+/// per-topic counts.
+#define MOONMQ_GOAL_ABI_MIN_VERSION 3u
 
 #define MOONMQ_PLUGIN_EXPORT __attribute__((visibility("default")))
 

@@ -96,7 +96,18 @@ TEST_CASE("a plugin built for another ABI version is refused naming the path and
   REQUIRE(e != nullptr);
   CHECK(contains(e->message, (d.path / "wrong_abi.so").string()));
   CHECK(contains(e->message, "ABI version 999"));
-  CHECK(contains(e->message, "host expects " + std::to_string(MOONMQ_GOAL_ABI_VERSION)));
+  CHECK(contains(e->message, "host expects " + std::to_string(MOONMQ_GOAL_ABI_MIN_VERSION) + " to " +
+                                 std::to_string(MOONMQ_GOAL_ABI_VERSION)));
+}
+
+TEST_CASE("a plugin built for the oldest ABI version the host accepts loads and runs", "[plugins]") {
+  temp_dir d;
+  d.add("older_abi");
+  const auto r = load_goal_dir(d.str());
+  REQUIRE(r.errors.empty());
+  REQUIRE(r.goals.size() == 1);
+  CHECK(r.goals[0].abi == MOONMQ_GOAL_ABI_MIN_VERSION);
+  CHECK(r.goals[0].goal->name() == "OLDER_ABI");
 }
 
 TEST_CASE("a library without the entry point is refused", "[plugins]") {
