@@ -588,9 +588,16 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
     [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, std::string& message) {
       auto& st = self->state;
       auto& reg = metrics::registry::global();
+      // The action this move carried out: a half of a SWAP counts as "swap".
+      json* executed = nullptr;
+      if (st.last_pass.is_object() && st.last_pass.contains("executed"))
+        for (auto& e : st.last_pass["executed"])
+          if (e["topic"] == topic && e["partition"] == partition && e["to"] == to)
+            executed = &e;
+      const bool swap_half = executed && executed->value("type", "") == "SWAP";
       if (status == 202 || status == 200)
         reg.get_counter("moonmq_autobalancer_actions_total", "Moves the balance loop sent to a reassigner",
-                        {{"type", "move"}})
+                        {{"type", swap_half ? "swap" : "move"}})
           .inc();
       else if (status == 409 && (message.find("stale_epoch") != std::string::npos
                                  || message.find("epoch_conflict") != std::string::npos))
@@ -598,14 +605,12 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       if (status != 202)
         logger()->warn("balancer.move_refused topic={} partition={} to={} status={} error=\"{}\"", topic, partition,
                        to, status, message);
-      if (st.last_pass.is_object() && st.last_pass.contains("executed"))
-        for (auto& e : st.last_pass["executed"])
-          if (e["topic"] == topic && e["partition"] == partition && e["to"] == to) {
-            e["result"] = status == 202 ? "queued" : "refused";
-            e["status"] = status;
-            if (status != 202)
-              e["error"] = message;
-          }
+      if (executed) {
+        (*executed)["result"] = status == 202 ? "queued" : "refused";
+        (*executed)["status"] = status;
+        if (status != 202)
+          (*executed)["error"] = message;
+      }
     },
     [self](get_atom) -> std::string { return status_json(self).dump(); },
     [self](plan_atom) -> caf::result<std::string> {
