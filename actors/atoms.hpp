@@ -47,5 +47,6 @@ using config_atom = caf::atom_constant<caf::atom("config")>;  ///< change the dy
 using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a Raft log entry
 using broker_atom = caf::atom_constant<caf::atom("broker")>;  ///< read or change a broker's standing (drain, remove)
 using register_atom = caf::atom_constant<caf::atom("register")>;  ///< register a joining broker's endpoints
+using txn_atom = caf::atom_constant<caf::atom("txn")>;        ///< a transaction's coordinator state or request
 
 }  // namespace moonmq

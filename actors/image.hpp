@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cluster/topic_sync.hpp"
+#include "cluster/txn_record.hpp"
 #include "cluster/types.hpp"
 #include "dataplane/topic_config.hpp"
 
@@ -87,6 +88,10 @@ struct move_info {
 };
 /// Moves by id.
 using move_image = std::map<std::string, move_info>;
+
+/// Transactional ids and their state, as the metadata log holds them
+/// (docs/transactions.md "Coordinator state").
+using txn_image = std::map<std::string, cluster::txn_record>;
 
 /// Where a request for one partition goes, as the image says.
 struct partition_route {
@@ -171,6 +176,17 @@ public:
   std::shared_ptr<const deleted_topic_map> deleted_topics() const {
     std::lock_guard<std::mutex> g{mtx_};
     return deleted_;
+  }
+  /// Replaces the transactions of the image (published with the rest of an
+  /// applied batch, right after it).
+  void set_transactions(std::shared_ptr<const txn_image> txns) {
+    std::lock_guard<std::mutex> g{mtx_};
+    txns_ = std::move(txns);
+  }
+  /// The transactional ids of the metadata log and their state (empty without Raft).
+  std::shared_ptr<const txn_image> transactions() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return txns_;
   }
   /// The moves of the metadata log, by id.
   std::shared_ptr<const move_image> moves() const {
@@ -269,6 +285,7 @@ private:
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
   std::shared_ptr<const move_image> moves_ = std::make_shared<const move_image>();
+  std::shared_ptr<const txn_image> txns_ = std::make_shared<const txn_image>();
   std::shared_ptr<const deleted_topic_map> deleted_ = std::make_shared<const deleted_topic_map>();
   std::vector<std::string> voters_;  ///< sorted
   std::string self_;                 ///< this broker when it is a learner

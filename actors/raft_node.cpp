@@ -62,6 +62,8 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
     (*deleted)[name] = static_cast<int64_t>(at.value);
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
            std::move(standing), std::move(epochs), std::move(moves), std::move(deleted));
+  if (auto current = view.transactions(); *current != table.transactions())
+    view.set_transactions(std::make_shared<const txn_image>(table.transactions()));
 }
 
 namespace {
@@ -138,6 +140,7 @@ void settle_waiters(self_ptr self) {
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
     const auto* step = std::get_if<raft::move_entry>(&w.entry);
+    const auto* txn = std::get_if<raft::txn_entry>(&w.entry);
     const auto* removal = std::get_if<raft::topic_entry>(&w.entry);
     const auto* alter = removal && removal->alter ? removal : nullptr;
     if (removal && !removal->remove)
@@ -153,6 +156,16 @@ void settle_waiters(self_ptr self) {
         w.rp.deliver(coded(503, "proposal_outcome_unknown",
                            "the deletion of " + removal->topic
                              + " was applied through a snapshot; read the image to learn its outcome"));
+    } else if (txn && !t)
+      w.rp.deliver(coded(503, "proposal_outcome_unknown",
+                         "the txn entry " + raft::describe(w.entry)
+                           + " was applied through a snapshot; read the image to learn its outcome"));
+    else if (txn && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+      auto it = core.state().transactions().find(txn->transactional_id);
+      w.rp.deliver(coded(409, "txn_state_changed",
+                         "transactional id " + txn->transactional_id + " is at version "
+                           + std::to_string(it == core.state().transactions().end() ? 0 : it->second.version)
+                           + ", not " + std::to_string(txn->expect_version) + ": the change was not applied"));
     } else if (step && !t)
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the move entry " + raft::describe(w.entry)
@@ -587,6 +600,15 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
       if (!parsed || !std::holds_alternative<raft::move_entry>(*parsed))
         return coded(400, "invalid_request", "a move proposal is a move entry: "
+                                               + (parsed ? std::string{"another entry type"} : parsed.err().message));
+      return propose(self, std::move(*parsed), forward_to_leader);
+    },
+    [self](propose_atom, txn_atom, std::string& payload, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
+      if (!parsed || !std::holds_alternative<raft::txn_entry>(*parsed))
+        return coded(400, "invalid_request", "a txn proposal is a txn entry: "
                                                + (parsed ? std::string{"another entry type"} : parsed.err().message));
       return propose(self, std::move(*parsed), forward_to_leader);
     },

@@ -128,6 +128,13 @@ using raft_actor = caf::typed_actor<
   // proposal_outcome_unknown when it was compacted before it was settled
   // here (read the image); then as above.
   caf::replies_to<propose_atom, move_atom, std::string, bool>::with<int64_t, int64_t>,
+  // Proposes a `txn` entry (raft::txn_entry as its JSON payload text,
+  // docs/transactions.md "Coordinator state"), forward. Errors: 400
+  // invalid_request for a payload that is not a txn entry; 409
+  // txn_state_changed when it committed as a no-op (the id's record was
+  // not at the version it expected); 503 proposal_outcome_unknown when it
+  // was compacted before it was settled here (read the image); then as above.
+  caf::replies_to<propose_atom, txn_atom, std::string, bool>::with<int64_t, int64_t>,
   // This broker's own endpoints (cluster, client, Kafka host:port), sent once
   // its listeners are bound. A broker that is not a voter registers them
   // through the voters until its register entry is applied here, and again

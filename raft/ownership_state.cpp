@@ -52,6 +52,19 @@ status ownership_state::apply(const log_entry& e) {
     } else {
       set_owner(tp, o->owner);
     }
+  } else if (auto* x = std::get_if<txn_entry>(&e.payload)) {
+    // Compare-and-set on the id's version (docs/transactions.md "Coordinator state").
+    auto it = txns_.find(x->transactional_id);
+    uint64_t current = it == txns_.end() ? 0 : it->second.version;
+    if (current != x->expect_version) {
+      refused_.insert(e.index.value);
+      while (refused_.size() > max_refused_kept)
+        refused_.erase(refused_.begin());
+    } else {
+      auto& rec = txns_[x->transactional_id];
+      rec = x->record;
+      rec.version = e.index.value;
+    }
   } else if (auto* m = std::get_if<move_entry>(&e.payload)) {
     if (!apply_move(*m, e.index)) {
       refused_.insert(e.index.value);
@@ -275,6 +288,7 @@ void ownership_state::load(const snapshot& s) {
   epochs_ = s.epochs;
   moves_ = s.moves;
   deleted_topics_ = s.deleted_topics;
+  txns_ = s.transactions;
   refused_.clear();
   controller_ = s.controller;
   applied_index_ = s.last_index;
@@ -297,6 +311,7 @@ snapshot ownership_state::to_snapshot() const {
   s.epochs = epochs_;
   s.moves = moves_;
   s.deleted_topics = deleted_topics_;
+  s.transactions = txns_;
   return s;
 }
 

@@ -41,8 +41,9 @@ class ownership_state {
   /// True when the entry at index `i` was a no-op the log refused: a
   /// conditional owner entry whose expected epoch had moved on, an owner
   /// entry for a deleted topic, a move step or a topic deletion whose
-  /// condition did not hold. Remembered for the last max_refused_kept such
-  /// entries since the last load().
+  /// condition did not hold, a txn entry whose expected version had moved
+  /// on. Remembered for the last max_refused_kept such entries since the
+  /// last load().
   bool refused(log_index i) const { return refused_.count(i.value) != 0; }
   static constexpr std::size_t max_refused_kept = 4096;
   /// Every topic a `topic` entry created, by name.
@@ -75,6 +76,8 @@ class ownership_state {
   /// and the last max_finished_moves_kept finished ones.
   const std::map<std::string, move_record>& moves() const { return moves_; }
   static constexpr std::size_t max_finished_moves_kept = 1000;
+  /// Transactional ids and their state (docs/transactions.md), by id.
+  const std::map<std::string, cluster::txn_record>& transactions() const { return txns_; }
   /// The unfinished move of `tp`, if any (its id).
   std::optional<std::string> active_move(const topic_partition& tp) const;
   /// Partitions the table names `b` owner of.
@@ -90,7 +93,7 @@ class ownership_state {
            a.balancer_ == b.balancer_ && a.fenced_ == b.fenced_ && a.draining_ == b.draining_ &&
            a.removed_ == b.removed_ && a.registered_ == b.registered_ &&
            a.kafka_node_ids_ == b.kafka_node_ids_ && a.epochs_ == b.epochs_ && a.moves_ == b.moves_ &&
-           a.deleted_topics_ == b.deleted_topics_;
+           a.deleted_topics_ == b.deleted_topics_ && a.txns_ == b.txns_;
   }
 
  private:
@@ -105,6 +108,7 @@ class ownership_state {
   std::map<std::string, move_record> moves_;
   std::map<std::string, topic_record> topics_;
   std::map<std::string, log_index> deleted_topics_;
+  std::map<std::string, cluster::txn_record> txns_;
   std::string balancer_ = "{}";
   std::set<node_id> fenced_;
   std::set<node_id> draining_;

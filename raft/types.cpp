@@ -203,6 +203,11 @@ json to_json(const entry_payload& p) {
       if (b->assign_node_id)
         j["assign_node_id"] = true;
     }
+  } else if (auto* x = std::get_if<txn_entry>(&p)) {
+    j["type"] = "txn";
+    j["transactional_id"] = x->transactional_id;
+    j["expect_version"] = x->expect_version;
+    detail::write_txn_record(j, x->record);
   } else {
     const auto& t = std::get<topic_entry>(p);
     j["type"] = "topic";
@@ -344,8 +349,16 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     if (r.ok() && m.from == m.to)
       r.fail("to", "a move's destination differs from its source");
     out = std::move(m);
+  } else if (type == "txn") {
+    txn_entry x;
+    x.transactional_id = r.string("transactional_id");
+    if (r.ok() && !detail::valid_transactional_id(x.transactional_id))
+      r.fail("transactional_id", "expected 1.." + std::to_string(cluster::max_transactional_id_bytes) + " bytes");
+    x.expect_version = r.u64("expect_version");
+    x.record = detail::read_txn_record(r);
+    out = std::move(x);
   } else {
-    r.fail("type", "expected \"controller\", \"owner\", \"topic\", \"config\", \"broker\" or \"move\"");
+    r.fail("type", "expected \"controller\", \"owner\", \"topic\", \"config\", \"broker\", \"move\" or \"txn\"");
   }
 }
 
@@ -455,7 +468,8 @@ json to_json(const snapshot& s) {
               {"registered", std::move(registered)},
               {"epochs", std::move(epochs)},
               {"moves", std::move(moves)},
-              {"deleted_topics", std::move(deleted)}};
+              {"deleted_topics", std::move(deleted)},
+              {"transactions", detail::txn_rows(s.transactions)}};
 }
 
 result<snapshot> snapshot_from_json(const json& j) {
@@ -630,6 +644,12 @@ result<snapshot> snapshot_from_json(const json& j) {
           return error{errc::malformed, "snapshot.deleted_topics: duplicate topic", {}, 0};
       }
   }
+  if (r.ok() && j.contains("transactions")) {  // absent in snapshots of earlier versions
+    auto txns = detail::read_txn_rows(j["transactions"]);
+    if (!txns)
+      return txns.err();
+    s.transactions = std::move(*txns);
+  }
   if (r.ok() && j.contains("balancer")) {
     s.balancer = r.string("balancer");
     if (r.ok() && !json::parse(s.balancer, nullptr, false).is_object())
@@ -691,6 +711,10 @@ std::string describe(const entry_payload& p) {
   if (auto* b = std::get_if<broker_entry>(&p))
     return std::string(to_string(b->change)) + " " + b->id.str()
            + (b->change == broker_change::register_broker ? " at " + b->endpoints.cluster : std::string{});
+  if (auto* x = std::get_if<txn_entry>(&p))
+    return "txn " + x->transactional_id + " pid " + std::to_string(x->record.producer_id) + "/"
+           + std::to_string(x->record.producer_epoch) + " " + cluster::to_string(x->record.state) + " @v"
+           + std::to_string(x->expect_version);
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.remove ? "delete " : t.grow ? "grow " : t.alter ? "alter " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();

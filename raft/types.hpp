@@ -16,6 +16,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "cluster/txn_record.hpp"
 #include "raft/result.hpp"
 
 namespace moonmq::raft {
@@ -264,7 +265,31 @@ struct move_record {
   }
 };
 
-using entry_payload = std::variant<controller_entry, owner_entry, topic_entry, config_entry, broker_entry, move_entry>;
+/// Payload of a `txn` entry (docs/transactions.md "Coordinator state"): the
+/// whole new state of one transactional id, written by its coordinator as a
+/// compare-and-set in log order: applied only when the id's record is still
+/// at `expect_version` (the index of the entry that last wrote it; 0 = the
+/// id must be unknown), so two brokers that both believe they coordinate an
+/// id never both change it. Refused entries change nothing and are
+/// remembered (ownership_state::refused). The applied record's version is
+/// the entry's index.
+/// JSON: {"type":"txn","transactional_id":"app-1","expect_version":41,
+///        "producer_id":7,"producer_epoch":2,"state":"ongoing","timeout_ms":60000,
+///        "started_ms":1733356800000,"partitions":[{"topic":"orders","partition":3}],
+///        "groups":["g"],"offsets":[{"group":"g","topic":"in","partition":0,"offset":42,"metadata":""}]}
+struct txn_entry {
+  std::string transactional_id;
+  cluster::txn_record record;  ///< record.version is ignored (set from the entry's index)
+  uint64_t expect_version = 0;
+  friend bool operator==(const txn_entry& a, const txn_entry& b) {
+    auto ra = a.record, rb = b.record;
+    ra.version = rb.version = 0;
+    return a.transactional_id == b.transactional_id && ra == rb && a.expect_version == b.expect_version;
+  }
+};
+
+using entry_payload =
+  std::variant<controller_entry, owner_entry, topic_entry, config_entry, broker_entry, move_entry, txn_entry>;
 
 /// One log entry. JSON: {"term":3,"index":7,<payload fields>}.
 struct log_entry {
@@ -359,12 +384,16 @@ struct snapshot {
   /// Deleted topics: name -> index of the entry that deleted it (absent in
   /// older snapshots: none). JSON: "deleted_topics":[{"topic":"orders","deleted_at":90}].
   std::map<std::string, log_index> deleted_topics;
+  /// Transactional ids and their state (absent in older snapshots: none).
+  /// JSON: "transactions":[{"transactional_id":"app-1","version":41,<the
+  /// record's fields as in a txn entry>}].
+  std::map<std::string, cluster::txn_record> transactions;
   friend bool operator==(const snapshot& a, const snapshot& b) {
     return a.last_index == b.last_index && a.last_term == b.last_term && a.controller == b.controller &&
            a.owners == b.owners && a.topics == b.topics && a.balancer == b.balancer && a.fenced == b.fenced &&
            a.draining == b.draining && a.removed == b.removed && a.registered == b.registered &&
            a.kafka_node_ids == b.kafka_node_ids && a.epochs == b.epochs && a.moves == b.moves &&
-           a.deleted_topics == b.deleted_topics;
+           a.deleted_topics == b.deleted_topics && a.transactions == b.transactions;
   }
 };
 
@@ -379,6 +408,19 @@ nlohmann::json to_json(const hard_state& h);
 result<hard_state> hard_state_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const snapshot& s);
 result<snapshot> snapshot_from_json(const nlohmann::json& j);
+
+namespace detail {
+class json_reader;
+/// The fields of a txn entry's record (docs/transactions.md), shared by the
+/// entry and the snapshot row; raft/txn_json.cpp.
+void write_txn_record(nlohmann::json& j, const cluster::txn_record& r);
+cluster::txn_record read_txn_record(json_reader& r);
+/// True for a valid transactional id: 1..max_transactional_id_bytes bytes.
+bool valid_transactional_id(const std::string& id);
+/// Snapshot rows of the transactional ids, and back (errc::malformed naming the row).
+nlohmann::json txn_rows(const std::map<std::string, cluster::txn_record>& txns);
+result<std::map<std::string, cluster::txn_record>> read_txn_rows(const nlohmann::json& rows);
+}  // namespace detail
 
 /// Human-readable one-line form of an entry ("3/7 owner orders-3=b2"), for logs and test output.
 std::string describe(const log_entry& e);

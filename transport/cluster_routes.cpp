@@ -251,6 +251,58 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     append_direct(*ctx.system, std::move(one), ctx.timeout);
   });
 
+  // A transaction marker (docs/transactions.md "Markers"), sent by the
+  // transaction's coordinator to the partition's owner: body {"topic",
+  // "partition","producer_id","producer_epoch","commit","coordinator_epoch"};
+  // 200 {"offset"} once durable; 421 naming the owner elsewhere, 503 with
+  // no owner or when the partition is sealed for a move (the coordinator
+  // retries), 409 invalid_producer_epoch for an epoch older than the
+  // partition's, 404 for a partition not held here.
+  r.add("POST", "/cluster/txn/markers", [ctx](http_request& req, responder respond) {
+    auto body = json::parse(req.body, nullptr, false);
+    auto field = [&](const char* key) { return body.is_object() && body.contains(key) ? &body[key] : nullptr; };
+    const auto* topic = field("topic");
+    const auto* partition = field("partition");
+    const auto* pid = field("producer_id");
+    const auto* epoch = field("producer_epoch");
+    const auto* commit = field("commit");
+    if (!topic || !topic->is_string() || !partition || !partition->is_number_integer() || !pid
+        || !pid->is_number_integer() || !epoch || !epoch->is_number_integer() || !commit || !commit->is_boolean()
+        || epoch->get<int64_t>() < 0 || epoch->get<int64_t>() > 32767) {
+      respond(http_response::error(400, "invalid_request",
+                                   "body must be {\"topic\",\"partition\",\"producer_id\",\"producer_epoch\" "
+                                   "(0..32767),\"commit\":bool,\"coordinator_epoch\"}"));
+      return;
+    }
+    const auto name = topic->get<std::string>();
+    const auto index = partition->get<int32_t>();
+    auto route = ctx.owners->route(ctx.broker_id, cluster::topic_partition{name, index});
+    if (route.where == partition_route::kind::remote) {
+      respond(http_response::json(421, json{{"error", "not_owner"}, {"owner", route.owner},
+                                            {"message", "a marker reached a broker that does not own the partition"}}
+                                           .dump()));
+      return;
+    }
+    if (route.where == partition_route::kind::unowned) {
+      respond(http_response::error(503, "partition_offline", "the metadata log names no owner for " + name + "/"
+                                                               + std::to_string(index)));
+      return;
+    }
+    auto topics = ctx.catalog->get();
+    auto t = topics->find(name);
+    if (t == topics->end() || index < 0 || static_cast<size_t>(index) >= t->second.partitions.size()) {
+      respond(http_response::error(404, "unknown_partition", name + "/" + std::to_string(index) + " is not held here"));
+      return;
+    }
+    const auto* cepoch = field("coordinator_epoch");
+    const int64_t coordinator_epoch = cepoch && cepoch->is_number_integer() ? cepoch->get<int64_t>() : 0;
+    ask<int64_t>(
+      *ctx.system, t->second.partitions[static_cast<size_t>(index)], ctx.timeout,
+      [respond](int64_t& offset) { respond(http_response::json(200, json{{"offset", offset}}.dump())); },
+      fail_with(respond), marker_atom::value, pid->get<int64_t>(), static_cast<int16_t>(epoch->get<int64_t>()),
+      commit->get<bool>(), static_cast<int32_t>(coordinator_epoch));
+  });
+
   // The same for several partitions of one topic in one request (the body
   // of cluster/forwarded_produce.hpp): what a broker sends for a client's
   // produce whose parts another broker owns.

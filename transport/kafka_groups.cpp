@@ -56,8 +56,15 @@ int16_t commit_code_of(const caf::error& e) {
 /// group_coordinator actor's offset store, each other owner's part to its
 /// POST /cluster/groups/{g}/offsets.
 void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, kafka_done done) {
-  auto resp = std::make_shared<kafka::offset_commit_response>();
   auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.group_instance_id, req.generation_id);
+  commit_at_owners(ctx, std::move(req), fence, std::move(done));
+}
+
+}  // namespace
+
+void commit_at_owners(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, int16_t fence,
+                      kafka_done done) {
+  auto resp = std::make_shared<kafka::offset_commit_response>();
   std::map<std::string, json> parts;  // owner -> offsets
   std::map<std::string, std::vector<kafka::offset_commit_partition_response*>> slots;
   auto topics = ctx->catalog->get();
@@ -134,6 +141,8 @@ void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_comm
     });
   }
 }
+
+namespace {
 
 /// The committed offsets of a group, gathered like GET /v1/groups/{g}/offsets:
 /// this broker's store for partitions it owns, and every peer's

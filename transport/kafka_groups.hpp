@@ -30,6 +30,16 @@ namespace moonmq::transport {
 /// Handles FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 /// ListGroups, DescribeGroups, DeleteGroups, OffsetCommit and OffsetFetch
 /// (`done` exactly once, from any thread).
+/// OffsetCommit's storing half (docs/groups.md): `req`'s offsets split by
+/// partition owner, this broker's part to the group actor's offset store,
+/// each other owner's part to its POST /cluster/groups/{g}/offsets; every
+/// partition answered `fence` instead when it is not 0 (the Kafka group's
+/// generation check, which a committing transaction does not make: its
+/// offsets were fenced by the producer epoch). `done` gets the
+/// OffsetCommit response and its error count.
+void commit_at_owners(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, int16_t fence,
+                      kafka_done done);
+
 void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
 
 /// The Kafka groups' membership state machine. Callbacks are called

@@ -21,6 +21,7 @@
 #include "transport/http_client.hpp"
 #include "transport/kafka_admin.hpp"
 #include "transport/kafka_groups.hpp"
+#include "transport/kafka_txn.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::transport {
@@ -722,6 +723,8 @@ std::optional<std::string> kafka_remote_owner(const kafka_context& ctx, const st
 
 void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done) {
   auto version = req.header.api_version;
+  if (handle_kafka_txn_request(ctx, req, done))
+    return;
   if (std::holds_alternative<kafka::api_versions_request>(req.body)) {
     done(kafka::make_api_versions_response(), 0);
   } else if (auto* md = std::get_if<kafka::metadata_request>(&req.body)) {
@@ -737,13 +740,8 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
   } else if (auto* dt = std::get_if<kafka::delete_topics_request>(&req.body)) {
     delete_topics(ctx, std::move(*dt), std::move(done));
   } else if (auto* ip = std::get_if<kafka::init_producer_id_request>(&req.body)) {
-    auto& r = *ip;
+    (void)ip;  // with a transactional id: handle_kafka_txn_request
     kafka::init_producer_id_response resp;
-    if (r.transactional_id) {
-      resp.error_code = ec::invalid_request;  // no transactions (docs/kafka.md)
-      done(resp, 1);
-      return;
-    }
     resp.producer_id = ctx->producers->allocate();
     resp.producer_epoch = 0;
     done(resp, 0);

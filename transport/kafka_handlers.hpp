@@ -24,6 +24,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
+#include "actors/txn_coordinator.hpp"
 #include "kafka/codec.hpp"
 #include "transport/peer_directory.hpp"
 
@@ -66,6 +67,9 @@ struct kafka_context {
   /// With the metadata log: the Raft status (Metadata names its leader as
   /// the controller).
   std::shared_ptr<raft_view> raft;
+  /// With the metadata log: the transaction coordinator (transport/kafka_txn.hpp);
+  /// unset = transactional requests answer COORDINATOR_NOT_AVAILABLE.
+  std::optional<txn_actor> txns;
 };
 
 /// Calls `finish` once `left` parts reported (from any thread); the

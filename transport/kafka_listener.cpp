@@ -404,6 +404,7 @@ void kafka_listener::release_actors() {
   c.broker = broker_actor{};
   c.groups = group_actor{};
   c.catalog.reset();
+  c.txns.reset();
 }
 
 std::shared_ptr<kafka_listener_stats> kafka_listener::stats() const {

@@ -94,6 +94,11 @@ void add_raft_routes(router& r, const raft_context& ctx) {
                                  move_atom::value, raft::to_json(*payload).dump(), false);
       return;
     }
+    if (std::holds_alternative<raft::txn_entry>(*payload)) {
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 txn_atom::value, raft::to_json(*payload).dump(), false);
+      return;
+    }
     if (const auto* c = std::get_if<raft::config_entry>(&*payload)) {
       if (auto why = config::check_balancer_patch(json::parse(c->balancer, nullptr, false)); !why.empty()) {
         respond(http_response::error(400, "invalid_request", "config entry: " + why));

@@ -57,6 +57,7 @@
 #include "transport/http_server.hpp"
 #include "transport/kafka_groups.hpp"
 #include "transport/kafka_listener.hpp"
+#include "transport/kafka_txn.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -607,6 +608,9 @@ int run(const config::load_result& loaded) {
     kx->advertised_host = cfg.kafka.advertised_host;
     kx->peers = directory;
     kx->group_table = cctx.kafka_groups;
+    // Transactions keep their coordinator state in the metadata log (docs/transactions.md).
+    if (rctx.node)
+      children.push_back(caf::actor_cast<caf::actor>(transport::spawn_kafka_txn_coordinator(kx, *rctx.node, registry)));
     kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
     if (auto ec = kafka->start()) {
       for (auto& other : listeners)

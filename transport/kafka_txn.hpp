@@ -1,0 +1,33 @@
+#pragma once
+// The Kafka listener's transactional requests (KIP-98, docs/transactions.md):
+// InitProducerId with a transactional id, AddPartitionsToTxn,
+// AddOffsetsToTxn, EndTxn (on the id's coordinator) and TxnOffsetCommit (on
+// the group's coordinator), each decoded here, run by the transaction
+// coordinator actor, and its answer mapped to Kafka error codes. Also the
+// coordinator's effects over this listener's context: a marker written at
+// the partition's owner (locally, or POST /cluster/txn/markers), and the
+// offsets of a committed transaction stored as OffsetCommit stores them.
+
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "actors/txn_coordinator.hpp"
+#include "transport/kafka_handlers.hpp"
+
+namespace moonmq::transport {
+
+/// Spawns the transaction coordinator of this broker with effects over
+/// `ctx` (held weakly) and sets ctx->txns. Needs the metadata log.
+txn_actor spawn_kafka_txn_coordinator(const std::shared_ptr<kafka_context>& ctx, raft_actor raft,
+                                      registry_actor reg);
+
+/// Handles `req` when it is a transactional request and returns true; false
+/// for any other request (left untouched).
+bool handle_kafka_txn_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done& done);
+
+/// The Kafka error code of a coordinator error, at the request's API and
+/// version (47 or 90 for a fenced epoch: kafka::producer_fenced_code).
+int16_t kafka_txn_code(cluster::txn_error e, kafka::api_key key, int16_t version);
+
+}  // namespace moonmq::transport
