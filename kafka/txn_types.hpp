@@ -2,10 +2,10 @@
 // Wire structs of the transaction APIs (KIP-98): AddPartitionsToTxn (24)
 // v0-1, AddOffsetsToTxn (25) v0-1, EndTxn (26) v0-1, TxnOffsetCommit (28)
 // v0-2. Field names follow Kafka's message schemas
-// (clients/src/main/resources/common/message/*.json, Kafka 3.8) in
-// snake_case; a comment gives the first version carrying a field (older
-// versions neither read nor write it) and Kafka's name where ours differs.
-// Durations are ms.
+// (clients/src/main/resources/common/message/*.json as of October 2024;
+// v0-2 have not changed since they appeared) in snake_case; a comment gives
+// the first version carrying a field (older versions neither read nor write
+// it) and Kafka's name where ours differs. Durations are ms.
 //
 // Versions (from the schemas): v1 of 24/25/26 and 28 is v0 with the
 // response sent before throttling; TxnOffsetCommit v2 adds
