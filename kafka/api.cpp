@@ -3,7 +3,8 @@
 namespace moonmq::kafka {
 
 const std::array<version_range, supported_api_count>& supported_apis() {
-  // min/max from KAFKA.md "Versions to advertise"; flexible_from from the
+  // min/max from KAFKA.md "Versions to advertise" (the transaction APIs
+  // 24-28: their non-flexible versions, KIP-98); flexible_from from the
   // Kafka 3.8 message schemas.
   static const std::array<version_range, supported_api_count> table{{
       {api_key::produce, 3, 7, 9},
@@ -24,6 +25,10 @@ const std::array<version_range, supported_api_count>& supported_apis() {
       {api_key::delete_topics, 0, 3, 4},
       {api_key::delete_records, 0, 2, 2},
       {api_key::init_producer_id, 0, 1, 2},
+      {api_key::add_partitions_to_txn, 0, 1, 3},
+      {api_key::add_offsets_to_txn, 0, 1, 3},
+      {api_key::end_txn, 0, 1, 3},
+      {api_key::txn_offset_commit, 0, 2, 3},
       {api_key::describe_configs, 0, 2, 4},
       {api_key::alter_configs, 0, 1, 2},
       {api_key::create_partitions, 0, 1, 2},
@@ -86,6 +91,10 @@ const char* api_name(int16_t key) {
     case api_key::create_topics: return "CreateTopics";
     case api_key::delete_topics: return "DeleteTopics";
     case api_key::init_producer_id: return "InitProducerId";
+    case api_key::add_partitions_to_txn: return "AddPartitionsToTxn";
+    case api_key::add_offsets_to_txn: return "AddOffsetsToTxn";
+    case api_key::end_txn: return "EndTxn";
+    case api_key::txn_offset_commit: return "TxnOffsetCommit";
     case api_key::describe_configs: return "DescribeConfigs";
     case api_key::alter_configs: return "AlterConfigs";
     case api_key::create_partitions: return "CreatePartitions";

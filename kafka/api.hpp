@@ -30,6 +30,10 @@ enum class api_key : int16_t {
   delete_topics = 20,
   delete_records = 21,
   init_producer_id = 22,
+  add_partitions_to_txn = 24,
+  add_offsets_to_txn = 25,
+  end_txn = 26,
+  txn_offset_commit = 28,
   describe_configs = 32,
   alter_configs = 33,
   create_partitions = 37,
@@ -49,7 +53,7 @@ struct version_range {
 };
 
 /// Number of supported APIs.
-inline constexpr size_t supported_api_count = 25;
+inline constexpr size_t supported_api_count = 29;
 
 /// The ApiVersions table moonmq advertises, ordered by key (KAFKA.md).
 const std::array<version_range, supported_api_count>& supported_apis();

@@ -30,6 +30,7 @@
 #include "kafka/admin_types.hpp"
 #include "kafka/group_types.hpp"
 #include "kafka/meta_types.hpp"
+#include "kafka/txn_types.hpp"
 #include "kafka/wire.hpp"
 
 namespace moonmq::kafka {
@@ -40,7 +41,9 @@ using request_body =
                  offset_commit_request, offset_fetch_request, find_coordinator_request,
                  join_group_request, heartbeat_request, leave_group_request, sync_group_request,
                  describe_groups_request, list_groups_request, api_versions_request, create_topics_request, delete_topics_request,
-                 init_producer_id_request, describe_configs_request, alter_configs_request,
+                 init_producer_id_request, add_partitions_to_txn_request,
+                 add_offsets_to_txn_request, end_txn_request, txn_offset_commit_request,
+                 describe_configs_request, alter_configs_request,
                  create_partitions_request, delete_groups_request, offset_delete_request,
                  incremental_alter_configs_request, describe_cluster_request, delete_records_request>;
 
@@ -50,7 +53,9 @@ using response_body =
                  offset_commit_response, offset_fetch_response, find_coordinator_response,
                  join_group_response, heartbeat_response, leave_group_response,
                  sync_group_response, describe_groups_response, list_groups_response, api_versions_response, create_topics_response,
-                 delete_topics_response, init_producer_id_response, describe_configs_response,
+                 delete_topics_response, init_producer_id_response, add_partitions_to_txn_response,
+                 add_offsets_to_txn_response, end_txn_response, txn_offset_commit_response,
+                 describe_configs_response,
                  alter_configs_response, create_partitions_response, delete_groups_response,
                  offset_delete_response, incremental_alter_configs_response, describe_cluster_response,
                  delete_records_response>;

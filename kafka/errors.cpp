@@ -37,6 +37,12 @@ const char* error_code_name(int16_t code) {
     case error_code::out_of_order_sequence_number: return "OUT_OF_ORDER_SEQUENCE_NUMBER";
     case error_code::duplicate_sequence_number: return "DUPLICATE_SEQUENCE_NUMBER";
     case error_code::invalid_producer_epoch: return "INVALID_PRODUCER_EPOCH";
+    case error_code::invalid_txn_state: return "INVALID_TXN_STATE";
+    case error_code::invalid_producer_id_mapping: return "INVALID_PRODUCER_ID_MAPPING";
+    case error_code::invalid_transaction_timeout: return "INVALID_TRANSACTION_TIMEOUT";
+    case error_code::concurrent_transactions: return "CONCURRENT_TRANSACTIONS";
+    case error_code::transaction_coordinator_fenced: return "TRANSACTION_COORDINATOR_FENCED";
+    case error_code::transactional_id_authorization_failed: return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
     case error_code::unknown_producer_id: return "UNKNOWN_PRODUCER_ID";
     case error_code::reassignment_in_progress: return "REASSIGNMENT_IN_PROGRESS";
     case error_code::non_empty_group: return "NON_EMPTY_GROUP";
@@ -45,6 +51,7 @@ const char* error_code_name(int16_t code) {
     case error_code::member_id_required: return "MEMBER_ID_REQUIRED";
     case error_code::fenced_instance_id: return "FENCED_INSTANCE_ID";
     case error_code::invalid_record: return "INVALID_RECORD";
+    case error_code::producer_fenced: return "PRODUCER_FENCED";
     default: return "UNKNOWN";
   }
 }

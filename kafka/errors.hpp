@@ -27,9 +27,9 @@ inline constexpr int16_t not_leader_or_follower = 6;
 inline constexpr int16_t request_timed_out = 7;
 inline constexpr int16_t message_too_large = 10;
 inline constexpr int16_t offset_metadata_too_large = 12;
-inline constexpr int16_t coordinator_load_in_progress = 14;
-inline constexpr int16_t coordinator_not_available = 15;
-inline constexpr int16_t not_coordinator = 16;
+inline constexpr int16_t coordinator_load_in_progress = 14;  ///< retriable
+inline constexpr int16_t coordinator_not_available = 15;     ///< retriable
+inline constexpr int16_t not_coordinator = 16;               ///< retriable
 inline constexpr int16_t invalid_topic_exception = 17;
 inline constexpr int16_t record_list_too_large = 18;
 inline constexpr int16_t not_enough_replicas = 19;
@@ -51,6 +51,14 @@ inline constexpr int16_t invalid_request = 42;
 inline constexpr int16_t out_of_order_sequence_number = 45;
 inline constexpr int16_t duplicate_sequence_number = 46;
 inline constexpr int16_t invalid_producer_epoch = 47;
+// Transactions (KIP-98). Only concurrent_transactions is retriable (Kafka's
+// RetriableException); the others end the transaction or the producer.
+inline constexpr int16_t invalid_txn_state = 48;
+inline constexpr int16_t invalid_producer_id_mapping = 49;
+inline constexpr int16_t invalid_transaction_timeout = 50;
+inline constexpr int16_t concurrent_transactions = 51;  ///< retriable
+inline constexpr int16_t transaction_coordinator_fenced = 52;
+inline constexpr int16_t transactional_id_authorization_failed = 53;  ///< listed only: no ACLs
 inline constexpr int16_t unknown_producer_id = 59;
 inline constexpr int16_t reassignment_in_progress = 60;
 inline constexpr int16_t non_empty_group = 68;
@@ -60,6 +68,11 @@ inline constexpr int16_t member_id_required = 79;
 inline constexpr int16_t fenced_instance_id = 82;
 inline constexpr int16_t group_subscribed_to_topic = 86;
 inline constexpr int16_t invalid_record = 87;
+/// A newer producer has the same transactional id. Only InitProducerId v4+
+/// and AddPartitionsToTxn / AddOffsetsToTxn / EndTxn v2+ know it; older
+/// versions get invalid_producer_epoch instead (producer_fenced_code in
+/// txn_types.hpp), as Kafka's broker answers.
+inline constexpr int16_t producer_fenced = 90;
 }  // namespace error_code
 
 /// Kafka's upper-case name of `code` ("UNSUPPORTED_VERSION"), or "UNKNOWN"

@@ -19,7 +19,7 @@ version_range range_of(api_key key) { return *supported_range(static_cast<int16_
 }  // namespace
 
 TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]") {
-  REQUIRE(supported_apis().size() == 25);
+  REQUIRE(supported_apis().size() == 29);
   auto check = [](api_key k, int16_t lo, int16_t hi) {
     auto r = range_of(k);
     CHECK(r.min_version == lo);
@@ -42,6 +42,10 @@ TEST_CASE("kafka codec: the advertised table matches KAFKA.md", "[kafka][codec]"
   check(api_key::create_topics, 0, 4);
   check(api_key::delete_topics, 0, 3);
   check(api_key::init_producer_id, 0, 1);
+  check(api_key::add_partitions_to_txn, 0, 1);
+  check(api_key::add_offsets_to_txn, 0, 1);
+  check(api_key::end_txn, 0, 1);
+  check(api_key::txn_offset_commit, 0, 2);
   check(api_key::describe_configs, 0, 2);
   check(api_key::alter_configs, 0, 1);
   check(api_key::create_partitions, 0, 1);
@@ -255,12 +259,12 @@ TEST_CASE("kafka codec: an unsupported ApiVersions version gets error 35 in v0 l
   auto frame = error_response_frame(req.err());
   REQUIRE(frame);
   CHECK(*frame == unsupported_api_versions_frame(3));
-  // size, correlation id (header v0), error 35, 25 entries of 6 bytes.
-  CHECK(frame->substr(0, 14) == unhex("000000a0 00000003 0023 00000019"));
-  CHECK(frame->size() == 4 + 4 + 2 + 4 + 25 * 6);
+  // size, correlation id (header v0), error 35, 29 entries of 6 bytes.
+  CHECK(frame->substr(0, 14) == unhex("000000b8 00000003 0023 0000001d"));
+  CHECK(frame->size() == 4 + 4 + 2 + 4 + 29 * 6);
   auto body = decode_body<api_versions_response>(frame->substr(8), 0).value();
   CHECK(body.error_code == error_code::unsupported_version);
-  REQUIRE(body.api_keys.size() == 25);
+  REQUIRE(body.api_keys.size() == 29);
   CHECK(body.api_keys[13].api == 18);
   CHECK(body.api_keys[13].max_version == 3);
 }
@@ -290,11 +294,22 @@ TEST_CASE("kafka codec: error codes have Kafka's numbers and names", "[kafka][co
   CHECK(error_code::out_of_order_sequence_number == 45);
   CHECK(error_code::duplicate_sequence_number == 46);
   CHECK(error_code::invalid_producer_epoch == 47);
+  CHECK(error_code::invalid_txn_state == 48);
+  CHECK(error_code::invalid_producer_id_mapping == 49);
+  CHECK(error_code::invalid_transaction_timeout == 50);
+  CHECK(error_code::concurrent_transactions == 51);
+  CHECK(error_code::transaction_coordinator_fenced == 52);
+  CHECK(error_code::transactional_id_authorization_failed == 53);
+  CHECK(error_code::coordinator_load_in_progress == 14);
   CHECK(error_code::unknown_producer_id == 59);
   CHECK(error_code::unsupported_compression_type == 76);
   CHECK(error_code::invalid_record == 87);
+  CHECK(error_code::producer_fenced == 90);
   CHECK(std::string(error_code_name(35)) == "UNSUPPORTED_VERSION");
   CHECK(std::string(error_code_name(87)) == "INVALID_RECORD");
+  CHECK(std::string(error_code_name(48)) == "INVALID_TXN_STATE");
+  CHECK(std::string(error_code_name(53)) == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED");
+  CHECK(std::string(error_code_name(90)) == "PRODUCER_FENCED");
   CHECK(std::string(error_code_name(12345)) == "UNKNOWN");
   CHECK(std::string(to_string(errc::frame_too_large)) == "frame_too_large");
 }

@@ -176,6 +176,35 @@ std::vector<request_body> sample_requests() {
   init.transaction_timeout_ms = 60000;
   out.emplace_back(init);
 
+  add_partitions_to_txn_request add_partitions;
+  add_partitions.transactional_id = "tx-1";
+  add_partitions.producer_id = 1234567890123;
+  add_partitions.producer_epoch = 3;
+  add_partitions.topics = {{"orders", {0, 2}}, {"audit", {}}};
+  out.emplace_back(add_partitions);
+
+  add_offsets_to_txn_request add_offsets;
+  add_offsets.transactional_id = "tx-1";
+  add_offsets.producer_id = 1234567890123;
+  add_offsets.producer_epoch = 3;
+  add_offsets.group_id = "g";
+  out.emplace_back(add_offsets);
+
+  end_txn_request end;
+  end.transactional_id = "tx-1";
+  end.producer_id = 1234567890123;
+  end.producer_epoch = 3;
+  end.committed = true;
+  out.emplace_back(end);
+
+  txn_offset_commit_request txn_commit;
+  txn_commit.transactional_id = "tx-1";
+  txn_commit.group_id = "g";
+  txn_commit.producer_id = 1234567890123;
+  txn_commit.producer_epoch = 3;
+  txn_commit.topics = {{"orders", {{0, 100, 5, std::string("meta")}, {1, 7, -1, std::nullopt}}}};
+  out.emplace_back(txn_commit);
+
   describe_configs_request describe_configs;
   describe_configs.resources = {{config_resource::topic, "orders", std::nullopt},
                                 {config_resource::broker, "", std::vector<std::string>{"num.partitions"}}};
@@ -351,6 +380,26 @@ std::vector<response_body> sample_responses() {
   init.producer_id = 1234567890123;
   init.producer_epoch = 2;
   out.emplace_back(init);
+
+  add_partitions_to_txn_response add_partitions;
+  add_partitions.throttle_time_ms = 26;
+  add_partitions.results = {{"orders", {{0, 0}, {2, error_code::concurrent_transactions}}}, {"audit", {}}};
+  out.emplace_back(add_partitions);
+
+  add_offsets_to_txn_response add_offsets;
+  add_offsets.throttle_time_ms = 27;
+  add_offsets.error_code = error_code::not_coordinator;
+  out.emplace_back(add_offsets);
+
+  end_txn_response end;
+  end.throttle_time_ms = 28;
+  end.error_code = error_code::invalid_txn_state;
+  out.emplace_back(end);
+
+  txn_offset_commit_response txn_commit;
+  txn_commit.throttle_time_ms = 29;
+  txn_commit.topics = {{"orders", {{0, 0}, {1, error_code::invalid_producer_epoch}}}};
+  out.emplace_back(txn_commit);
 
   describe_configs_response describe_configs;
   describe_configs.throttle_time_ms = 19;
