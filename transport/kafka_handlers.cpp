@@ -130,36 +130,22 @@ void create_topic(const kafka_context& ctx, const std::string& name, int32_t par
               partitions, std::move(config));
 }
 
-/// Asks for a three-value reply (read, bounds).
-template <class A, class B, class C, class... Ts>
-void ask3_actor(caf::event_based_actor* self, partition_actor dest, milliseconds timeout,
-                std::function<void(A&, B&, C&)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
-  self->request(dest, timeout, std::move(xs)...)
-    .then([ok](A& a, B& b, C& c) { ok(a, b, c); }, [fail](caf::error& e) { fail(e); });
-}
-template <class A, class B, class C, class... Ts>
-void ask3(caf::actor_system& sys, const partition_actor& dest, milliseconds timeout,
-          std::function<void(A&, B&, C&)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
-  sys.spawn(ask3_actor<A, B, C, Ts...>, dest, timeout, std::move(ok), std::move(fail), std::move(xs)...);
-}
-
-using isolated_reply = std::function<void(std::string&, int64_t&, int64_t&, int64_t&, std::vector<int64_t>&)>;
-
-/// A fetch's read with an isolation level (partition_actor's five-element
-/// read_atom).
-void isolated_read_actor(caf::event_based_actor* self, partition_actor dest, milliseconds timeout,
-                         isolated_reply ok, std::function<void(const caf::error&)> fail, int64_t from,
-                         int32_t max_bytes, bool committed) {
-  self->request(dest, timeout, read_atom::value, from, max_bytes, true, committed)
-    .then([ok](std::string& b, int64_t& lo, int64_t& hw, int64_t& lso,
-               std::vector<int64_t>& aborted) { ok(b, lo, hw, lso, aborted); },
-          [fail](caf::error& e) { fail(e); });
-}
-void spawn_isolated_read(caf::actor_system& sys, const partition_actor& dest, milliseconds timeout, isolated_reply ok,
-                         std::function<void(const caf::error&)> fail, int64_t from, int32_t max_bytes,
-                         bool committed) {
-  sys.spawn(isolated_read_actor, dest, timeout, std::move(ok), std::move(fail), from, max_bytes, committed);
-}
+/// Asks a partition for a reply of the values `Rs` (reads, bounds, the LSO).
+template <class... Rs>
+struct partition_ask {
+  template <class... Ts>
+  static void run(caf::event_based_actor* self, partition_actor dest, milliseconds timeout,
+                  std::function<void(Rs&...)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
+    self->request(dest, timeout, std::move(xs)...)
+      .then([ok](Rs&... rs) { ok(rs...); }, [fail](caf::error& e) { fail(e); });
+  }
+  template <class... Ts>
+  static void call(caf::actor_system& sys, const partition_actor& dest, milliseconds timeout,
+                   std::function<void(Rs&...)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
+    sys.spawn(run<Ts...>, dest, timeout, std::move(ok), std::move(fail), std::move(xs)...);
+  }
+};
+using ask3 = partition_ask<int64_t, int64_t, int64_t>;
 
 // --- ApiVersions, Metadata, CreateTopics, InitProducerId -------------------
 
@@ -595,7 +581,7 @@ struct fetch_job : std::enable_shared_from_this<fetch_job> {
         // lists the aborted transactions of what it returns; both levels
         // answer the real LSO (docs/transactions.md).
         const bool committed = req.isolation_level == 1;
-        spawn_isolated_read(
+        partition_ask<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>>::call(
           *ctx->system, actor, ctx->timeout,
           [g, slot, committed](std::string& batches, int64_t& lo, int64_t& hw, int64_t& lso,
                                std::vector<int64_t>& aborted) {
@@ -620,7 +606,7 @@ struct fetch_job : std::enable_shared_from_this<fetch_job> {
             }
             g->one();
           },
-          p.fetch_offset, max, committed);
+          read_atom::value, p.fetch_offset, max, true, committed);
       }
     }
   }
@@ -712,7 +698,7 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
       }
       if (req.isolation_level == 1 && ts != kafka::earliest_timestamp) {
         // read_committed: latest is the last stable offset.
-        ask3<int64_t, int64_t, int64_t>(
+        ask3::call(
           *ctx->system, actor, ctx->timeout,
           [g, slot](int64_t&, int64_t&, int64_t& lso) {
             slot->offset = lso;
@@ -722,7 +708,7 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
           std::move(fail), lso_atom::value);
         continue;
       }
-      ask3<int64_t, int64_t, int64_t>(
+      ask3::call(
         *ctx->system, actor, ctx->timeout,
         [g, slot, ts](int64_t& lo, int64_t& hi, int64_t&) {
           // earliest (-2) = log start; latest (-1), and any other negative
