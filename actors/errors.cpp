@@ -28,6 +28,8 @@ std::string to_string(errc x) {
       return "partition_moved";
     case errc::coded:
       return "error";
+    case errc::invalid_producer_epoch:
+      return "invalid_producer_epoch";
   }
   return "unknown";
 }
@@ -86,6 +88,8 @@ int http_status_of(const caf::error& e) {
         return 404;
       case errc::storage_error:
         return 500;
+      case errc::invalid_producer_epoch:
+        return 409;
       case errc::coded:
         return e.context().match_elements<std::string, int32_t, std::string>() ? e.context().get_as<int32_t>(1)
                                                                                : 500;

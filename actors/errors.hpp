@@ -19,6 +19,9 @@ enum class errc : uint8_t {
   partition_offline,  ///< the partition's log could not be opened (503)
   partition_moved,    ///< the partition is sealed for a move (503, retry at the owner)
   coded,              ///< context: (message, http status, error code string)
+  /// A producer's batch or transaction marker of an epoch older than the
+  /// partition knows for it (409; Kafka INVALID_PRODUCER_EPOCH, 47).
+  invalid_producer_epoch,
 };
 
 /// An error with its own HTTP status and machine code (for errors of pure

@@ -194,6 +194,8 @@ std::string summary(const hosted& p, int worker) {
   j["segments"] = p.log->segment_count();
   j["file_open"] = p.log->holds_fd();
   j["idempotent_producers"] = p.log->producers().producer_count();
+  j["open_transactions"] = p.log->txn().open().size();
+  j["last_stable_offset"] = p.log->last_stable_offset().value;
   j["pending_acks"] = p.pending.size();
   j["held_bytes"] = p.log->held_bytes();
   j["bytes_in"] = p.c.bytes_in;
@@ -207,9 +209,10 @@ std::string summary(const hosted& p, int worker) {
   return j.dump();
 }
 
-/// Whole batches from `from`; `fetch` counts them as consumer traffic
-/// (a move's copy reads are not client load).
-caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from, int32_t max_bytes, bool fetch) {
+}  // namespace
+
+caf::expected<storage::read_result> read_log(hosted& p, int64_t from, int32_t max_bytes, bool fetch,
+                                             int64_t below) {
   if (!p.log)
     return offline(p);
   if (fetch && p.durable_seal)
@@ -221,21 +224,36 @@ caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from,
       return make_out_of_range(from, r.err().log_start.value, r.err().log_end.value);
     return storage_failure(r.err());
   }
-  if (!fetch)
-    return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
   std::string_view rest = r->batches;
+  size_t kept = 0;
   uint64_t records = 0;
   while (!rest.empty()) {
     auto h = storage::peek_batch_header(rest);
-    if (!h)
+    if (!h || (below >= 0 && h->base.value >= below))
       break;
     records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
     rest.remove_prefix(h->size);
+    kept += h->size;
   }
-  p.c.bytes_out += r->batches.size();
-  p.c.records_out += records;
-  p.m_bytes_out->inc(static_cast<double>(r->batches.size()));
-  p.m_records_out->inc(static_cast<double>(records));
+  if (below >= 0)
+    r->batches.resize(kept);
+  if (fetch) {
+    p.c.bytes_out += r->batches.size();
+    p.c.records_out += records;
+    p.m_bytes_out->inc(static_cast<double>(r->batches.size()));
+    p.m_records_out->inc(static_cast<double>(records));
+  }
+  return std::move(*r);
+}
+
+namespace {
+
+/// Whole batches from `from`; `fetch` counts them as consumer traffic
+/// (a move's copy reads are not client load).
+caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from, int32_t max_bytes, bool fetch) {
+  auto r = read_log(p, from, max_bytes, fetch);
+  if (!r)
+    return r.error();
   return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
 }
 
@@ -319,7 +337,9 @@ append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool d
     auto code = base.err().code;
     if (code == storage::errc::io_error)
       return {0, storage_failure(base.err())};
-    if (code == storage::errc::out_of_order_sequence || code == storage::errc::invalid_producer_epoch)
+    if (code == storage::errc::invalid_producer_epoch)
+      return {0, make_error(errc::invalid_producer_epoch, base.err().message)};
+    if (code == storage::errc::out_of_order_sequence)
       return {0, make_coded_error(409, storage::to_string(code), base.err().message)};
     return {0, make_error(errc::invalid_request,
                           std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message)};
@@ -351,6 +371,8 @@ append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool d
   return {base->value, {}, durable};
 }
 
+}  // namespace
+
 caf::result<int64_t> append_batch(worker_ptr self, hosted& p, std::string& batch, bool durable) {
   auto out = try_append(self, p, batch, durable);
   if (out.error)
@@ -359,6 +381,8 @@ caf::result<int64_t> append_batch(worker_ptr self, hosted& p, std::string& batch
     return out.base;
   return ack_when_durable(self, p, out.base);
 }
+
+namespace {
 
 /// A direct group (append_direct): each append as append_batch would, its
 /// answer through its callbacks.
@@ -614,6 +638,19 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     [self](read_atom, uint64_t id, int64_t from, int32_t max_bytes,
            bool fetch) -> caf::result<std::string, int64_t, int64_t> {
       return with_partition(self, id, [&](hosted& p) { return read_batches(p, from, max_bytes, fetch); });
+    },
+    [self](read_atom, uint64_t id, int64_t from, int32_t max_bytes, bool fetch,
+           bool committed) -> caf::result<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>> {
+      return with_partition(self, id, [&](hosted& p) { return read_isolated(p, from, max_bytes, fetch, committed); });
+    },
+    [self](lso_atom, uint64_t id) -> caf::result<int64_t, int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return stable_bounds(p); });
+    },
+    [self](marker_atom, uint64_t id, int64_t producer_id, int16_t producer_epoch, bool commit,
+           int32_t coordinator_epoch) -> caf::result<int64_t> {
+      return with_partition(self, id, [&](hosted& p) {
+        return write_marker(self, p, producer_id, producer_epoch, commit, coordinator_epoch);
+      });
     },
     [self](bounds_atom, uint64_t id) -> caf::result<int64_t, int64_t, int64_t> {
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t, int64_t> {

@@ -10,6 +10,8 @@
 //                    log and its checkpoints, write-behind
 // io_worker_admin.cpp  operations on one log besides appends and reads:
 //                    repair, seal, DeleteRecords
+// io_worker_txn.cpp  transactions: markers, reads with an isolation level,
+//                    the last stable offset
 // partition.cpp      the pool of workers and the partition actors
 
 #include <atomic>
@@ -288,6 +290,34 @@ void drop_held_copies(hosted& p, const caf::error& why);
 /// DeleteRecords on `p` (see partition_actor's delete_records_atom);
 /// replies the log start after the call.
 caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok);
+
+// --- io_worker.cpp, shared with io_worker_txn.cpp ----------------------------
+
+/// Reads whole batches of `p` from `from` (partition_log::read), cut before
+/// the first batch whose base offset is >= `below` when `below` >= 0;
+/// `fetch` counts them as consumer traffic and refuses a move's unconfirmed
+/// copy. Errors: partition_offline, partition_moved, offset_out_of_range
+/// with the bounds, storage_error.
+caf::expected<storage::read_result> read_log(hosted& p, int64_t from, int32_t max_bytes, bool fetch,
+                                             int64_t below = -1);
+/// Appends a batch to `p` (offsets assigned, WAL, write-behind) and
+/// replies its base offset; `durable` after its sync round.
+caf::result<int64_t> append_batch(worker_ptr self, hosted& p, std::string& batch, bool durable);
+
+// --- io_worker_txn.cpp --------------------------------------------------------
+
+/// Writes a transaction marker to `p` (see partition_actor's marker_atom),
+/// durably; replies its offset.
+caf::result<int64_t> write_marker(worker_ptr self, hosted& p, int64_t producer_id, int16_t producer_epoch, bool commit,
+                                  int32_t coordinator_epoch);
+/// A read with an isolation level (see partition_actor's five-element
+/// read_atom): (batches, log_start, high watermark, last stable offset,
+/// aborted transactions as [producer id, first offset] pairs).
+caf::result<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>> read_isolated(hosted& p, int64_t from,
+                                                                                       int32_t max_bytes, bool fetch,
+                                                                                       bool committed);
+/// (log_start, high watermark, last stable offset) of `p`.
+caf::result<int64_t, int64_t, int64_t> stable_bounds(hosted& p);
 
 /// The behaviour of I/O worker `index` (io_worker.cpp).
 caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,

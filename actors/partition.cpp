@@ -84,6 +84,14 @@ partition_actor::behavior_type partition_fn(fwd_ptr self, std::shared_ptr<io_poo
     [self](read_atom a, int64_t from, int32_t max_bytes, bool fetch) {
       return forward<std::string, int64_t, int64_t>(self, a, from, max_bytes, fetch);
     },
+    [self](read_atom a, int64_t from, int32_t max_bytes, bool fetch, bool committed) {
+      return forward<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>>(self, a, from, max_bytes, fetch,
+                                                                                   committed);
+    },
+    [self](lso_atom a) { return forward<int64_t, int64_t, int64_t>(self, a); },
+    [self](marker_atom a, int64_t producer_id, int16_t producer_epoch, bool commit, int32_t coordinator_epoch) {
+      return forward<int64_t>(self, a, producer_id, producer_epoch, commit, coordinator_epoch);
+    },
     [self](bounds_atom a) { return forward<int64_t, int64_t, int64_t>(self, a); },
     [self](time_lookup_atom a, int64_t timestamp) { return forward<int64_t, int64_t>(self, a, timestamp); },
     [self](delete_atom a) {

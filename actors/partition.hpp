@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
@@ -62,6 +63,35 @@ using partition_actor = caf::typed_actor<
   // The same; `fetch` false = not client traffic (a move's copy), so the
   // partition's fetch counters, and its NW_OUT load, leave it out.
   caf::replies_to<read_atom, int64_t, int32_t, bool>::with<std::string, int64_t, int64_t>,
+  // A read with an isolation level (Kafka Fetch v4+, the HTTP read's
+  // `isolation`): (from, max_bytes, fetch, committed). Replies (batches,
+  // log_start, high_watermark, last_stable_offset, aborted): the high
+  // watermark is the log end, the last stable offset (LSO) the first offset
+  // of the oldest open transaction, or the high watermark when none is open
+  // (never above it, never below the log start). `committed`
+  // (read_committed) returns only whole batches below the LSO (none when
+  // `from` >= LSO) and `aborted` lists the aborted transactions overlapping
+  // [from, last offset returned] as flattened pairs [producer_id,
+  // first_offset, ...] (storage::txn_state::aborted_between); with
+  // `committed` false the batches are those of the three-element read and
+  // `aborted` is empty. Errors as the three-element read.
+  caf::replies_to<read_atom, int64_t, int32_t, bool, bool>::with<std::string, int64_t, int64_t, int64_t,
+                                                                 std::vector<int64_t>>,
+  // (log_start, high_watermark, last_stable_offset): ListOffsets LATEST
+  // with read_committed answers the LSO. Errors: partition_offline.
+  caf::replies_to<lso_atom>::with<int64_t, int64_t, int64_t>,
+  // Writes a transaction marker (KIP-98 WriteTxnMarkers on this partition):
+  // (producer_id, producer_epoch, commit, coordinator_epoch) appends a
+  // COMMIT (true) or ABORT control batch (storage::make_control_batch)
+  // and replies its offset once it is durable (as an acks=leader append:
+  // group commit round, WAL). The marker closes the producer's open
+  // transaction (an ABORT adds it to the aborted index; with none open it
+  // is written and records nothing) and sets the producer's epoch. Errors:
+  // invalid_producer_epoch (an epoch older than the partition knows for
+  // the producer; nothing written), partition_moved (sealed for a move:
+  // retry at the new owner), partition_offline, storage_error,
+  // invalid_request (producer_id < 0).
+  caf::replies_to<marker_atom, int64_t, int16_t, bool, int32_t>::with<int64_t>,
   // (log_start, log_end, size_bytes).
   caf::replies_to<bounds_atom>::with<int64_t, int64_t, int64_t>,
   // Time lookup (ListOffsets by timestamp, see partition_log::

@@ -298,7 +298,7 @@ void append_fetched_record(std::string& out, const storage::record_view& r) {
 }
 
 int64_t records_to_binary(std::string_view batches, int64_t from, size_t max_records, int64_t log_start_offset,
-                          int64_t log_end_offset, std::string& out) {
+                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed) {
   out.clear();
   // The records take about what their batches take; the envelope is filled in last.
   out.reserve(fetch_envelope + batches.size());
@@ -310,7 +310,7 @@ int64_t records_to_binary(std::string_view batches, int64_t from, size_t max_rec
   auto next = for_each_fetched(batches, from, max_records, [&](const storage::record_view& r) {
     append_fetched_record(out, r);
     ++count;
-  });
+  }, committed);
   patch_i64(out, 0, next);
   patch_i32(out, 24, count);
   return next;

@@ -85,10 +85,11 @@ binary_error parse_produce_binary(std::string_view body, int32_t partitions, int
 /// Writes the fetch answer for `batches` (whole v2 batches, as a partition
 /// read returns them): the records with offset >= `from`, at most
 /// `max_records`, selected as records_to_json selects them (compressed
-/// batches skipped with their offsets), with the envelope fields. Returns
-/// the next offset (also written into the answer).
+/// batches skipped with their offsets; control batches and, with
+/// `committed`, aborted transactions' batches too), with the envelope
+/// fields. Returns the next offset (also written into the answer).
 int64_t records_to_binary(std::string_view batches, int64_t from, size_t max_records, int64_t log_start_offset,
-                          int64_t log_end_offset, std::string& out);
+                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed = nullptr);
 
 /// Appends one fetched record (offset, timestamp, key, value, headers) in
 /// the fetch answer's record layout.

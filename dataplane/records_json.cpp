@@ -306,7 +306,8 @@ std::string offsets_json(const std::vector<std::pair<int32_t, int32_t>>& placeme
 }
 
 int64_t for_each_fetched(std::string_view batches, int64_t from, size_t max_records,
-                         const std::function<void(const storage::record_view&)>& fn) {
+                         const std::function<void(const storage::record_view&)>& fn,
+                         storage::committed_filter* committed) {
   int64_t next = from;
   size_t passed = 0;
   while (!batches.empty() && passed < max_records) {
@@ -314,7 +315,16 @@ int64_t for_each_fetched(std::string_view batches, int64_t from, size_t max_reco
     if (!view)
       break;
     auto size = view->size();
-    if (view->last_offset().value >= next) {
+    // Every batch goes through the filter, in offset order, so that it
+    // sees each aborted transaction's marker.
+    bool skip = view->is_control();
+    if (committed) {
+      auto head = storage::peek_batch_header(view->bytes());
+      skip = !head || committed->skip(*head) || skip;
+    }
+    if (view->last_offset().value >= next && skip) {
+      next = view->last_offset().value + 1;  // markers, aborted records: never client records
+    } else if (view->last_offset().value >= next) {
       auto records = storage::decode_records(*view);
       if (!records) {
         next = view->last_offset().value + 1;  // compressed: not representable as records here
@@ -415,7 +425,7 @@ void put_bytes_text(std::string& out, std::string_view name, std::optional<std::
 }  // namespace
 
 int64_t fetch_answer_json(std::string_view batches, int64_t from, size_t max_records, int64_t log_start_offset,
-                          int64_t log_end_offset, std::string& out) {
+                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed) {
   // The records go first into their own buffer: next_offset, known only
   // after them, comes before "records" in key order.
   std::string records;
@@ -443,7 +453,7 @@ int64_t fetch_answer_json(std::string_view batches, int64_t from, size_t max_rec
     records += ',';
     put_bytes_text(records, "value", r.value);
     records += '}';
-  });
+  }, committed);
   out.clear();
   out.reserve(records.size() + 100);
   out += "{\"log_end_offset\":";

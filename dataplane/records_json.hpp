@@ -19,6 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "storage/record_batch.hpp"
+#include "storage/txn_state.hpp"
 
 namespace moonmq::dataplane {
 
@@ -59,9 +60,13 @@ std::string offsets_json(const std::vector<std::pair<int32_t, int32_t>>& placeme
 /// Calls `fn` for every record of `batches` (whole v2 batches) with offset
 /// >= `from`, at most `max_records`, in offset order. Returns the offset
 /// after the last record passed (or `from` when none was). Compressed
-/// batches (from Kafka clients) are skipped with their offsets counted.
+/// batches (from Kafka clients) and control batches (transaction markers:
+/// never client records) are skipped with their offsets counted; so are
+/// the batches `committed` leaves out when given (a read_committed read:
+/// the records of aborted transactions, docs/transactions.md).
 int64_t for_each_fetched(std::string_view batches, int64_t from, size_t max_records,
-                         const std::function<void(const storage::record_view&)>& fn);
+                         const std::function<void(const storage::record_view&)>& fn,
+                         storage::committed_filter* committed = nullptr);
 
 /// One fetched record as the JSON form gives it: {"offset","timestamp",
 /// "key"|"key_base64","value"|"value_base64","headers"?}.
@@ -79,9 +84,9 @@ int64_t records_to_json(std::string_view batches, int64_t from, size_t max_recor
 /// without a JSON tree: the same bytes as records_to_json's records in
 /// that object dumped by nlohmann::json (keys sorted, UTF-8 unescaped,
 /// control characters as \b \t \n \f \r or \u00XX). Returns the next
-/// offset.
+/// offset. `committed` as for for_each_fetched.
 int64_t fetch_answer_json(std::string_view batches, int64_t from, size_t max_records, int64_t log_start_offset,
-                          int64_t log_end_offset, std::string& out);
+                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed = nullptr);
 
 /// Base64 (RFC 4648, padded) via OpenSSL.
 std::string base64_encode(std::string_view bytes);

@@ -41,7 +41,7 @@ struct produce_batch_info {
   int16_t producer_epoch = -1;
   int32_t base_sequence = -1;  ///< sequence of the first record, -1 without idempotence
   compression codec = compression::none;
-  bool transactional = false;  ///< attributes bit 4; moonmq has no transactions
+  bool transactional = false;  ///< attributes bit 4: a batch of a transaction (docs/transactions.md)
   int64_t max_timestamp = -1;  ///< ms since epoch
 };
 

@@ -299,9 +299,15 @@ result<offset> partition_log::append(std::string& batch, batch_check check) {
     if (verdict.kind == producer_verdict::stale_epoch)
       return make_error(errc::invalid_producer_epoch, verdict.reason);
   }
+  if (producer_state::is_marker(*head)) {
+    if (auto verdict = producers_.check_marker(*head); verdict.kind == producer_verdict::stale_epoch)
+      return make_error(errc::invalid_producer_epoch, "transaction marker: " + verdict.reason);
+  }
   auto r = append_validated(batch, base, head->last, head->max_timestamp, config_.write_behind_bytes);
-  if (r && idempotent)
+  if (r) {
     producers_.record(*head);
+    txn_.record(*head);
+  }
   return r;
 }
 
@@ -330,8 +336,10 @@ result<offset> partition_log::append_with_offsets(std::string_view batch) {
   }
   auto r = append_validated(batch, view->base_offset(), view->last_offset(), view->max_timestamp(), 0);
   if (r) {
-    if (auto head = peek_batch_header(batch))
+    if (auto head = peek_batch_header(batch)) {
       producers_.record(*head);
+      txn_.record(*head);
+    }
   }
   return r;
 }
@@ -577,6 +585,7 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
     res.bytes_deleted += seg_bytes;
     closed_.erase(closed_.begin());
     log_start_ = settled_log_start();
+    txn_.trim(log_start_);
   }
   if (res.segments_deleted > 0) {
     if (auto st = sync_dir(dir_); !st)
@@ -640,6 +649,7 @@ status partition_log::reset(offset start) {
   dirty_ = false;
   written_since_fdatasync_ = false;  // the new segment file is empty
   producers_.clear();
+  txn_.clear();
   // Last: until it goes, open clamps a stored log start to the new log's
   // end (`start`), while the old segments it hid are already retired.
   if (auto st = remove_log_start(dir_); !st)
@@ -719,6 +729,7 @@ result<offset> partition_log::advance_log_start(offset before) {
     return st.err();
   stored_log_start_ = before;
   log_start_ = before;
+  txn_.trim(log_start_);
   log::get("storage")->info("log.start_advanced dir={} log_start={}", dir_, before.value);
   auto removed = apply_retention(-1, -1, 0);  // only the segments wholly below it
   if (!removed)

@@ -6,6 +6,7 @@
 // active segment's log file is open (sealed segments are opened per read),
 // and the owner may release that fd while the log is idle (release_fd).
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "storage/producer_state.hpp"
 #include "storage/record_batch.hpp"
 #include "storage/segment.hpp"
+#include "storage/txn_state.hpp"
 #include "storage/types.hpp"
 
 namespace moonmq::storage {
@@ -141,11 +143,15 @@ class partition_log {
   /// segment first when it would exceed segment.bytes. Returns the base
   /// offset. Not durable until flush(). An idempotent batch (producerId and
   /// baseSequence >= 0) is first judged by the producer state (see
-  /// producer_state::check) and, when accepted, recorded in it. Errors: the
+  /// producer_state::check) and, when accepted, recorded in it; a
+  /// transaction marker (make_control_batch) is judged by its epoch
+  /// (producer_state::check_marker). Every appended batch is recorded in
+  /// the transaction state (txn()). Clients' control batches are refused
+  /// before they get here (kafka::validate_produce_records). Errors: the
   /// batch_view::parse errors, bad_length (trailing bytes), batch_too_large,
   /// io_error; duplicate_sequence (nothing appended; error::original is the
   /// first append's base offset), out_of_order_sequence,
-  /// invalid_producer_epoch.
+  /// invalid_producer_epoch (a data batch or a marker of an older epoch).
   result<offset> append(std::string& batch, batch_check check = batch_check::full);
 
   /// Appends a batch whose offsets are already assigned (partition copy);
@@ -319,6 +325,17 @@ class partition_log {
   /// producer.id.expiration.ms); the partition calls it on its retention
   /// timer whether or not retention is configured.
   size_t expire_producers(int64_t now_ms) { return producers_.expire(now_ms); }
+  /// Open transactions and the aborted index (txn_state), recorded as
+  /// producers() is: every append, every copied batch, rebuilt from the
+  /// batch headers on open (after a recovery or repair cut too), cleared by
+  /// reset, its aborted index trimmed as the log start advances.
+  const txn_state& txn() const { return txn_; }
+  /// The last stable offset with the log end as high watermark
+  /// (txn_state::last_stable_offset), never below log_start(): an open
+  /// transaction whose first batches retention removed holds it there.
+  offset last_stable_offset() const {
+    return std::max(log_start_, txn_.last_stable_offset(log_end()));
+  }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -361,6 +378,7 @@ class partition_log {
   error failure_;
   uint64_t device_ = 0;
   producer_state producers_;
+  txn_state txn_;
   offset checkpointed_{0};     ///< recovery point last written to disk
   bool clean_on_disk_ = false; ///< the checkpoint on disk carries the clean flag
   std::chrono::steady_clock::time_point checkpointed_at_ = std::chrono::steady_clock::now();

@@ -34,10 +34,10 @@ error with_range(error e, offset end, std::optional<offset> point) {
 }
 
 /// Walks the batch headers of a sealed segment: records its idempotent
-/// producers and checks the framing and offsets (contiguous from the base,
+/// producers and transactions and checks the framing and offsets (contiguous from the base,
 /// the last batch ending at the end of the file). A sealed segment was
 /// fsynced, so a walk that stops early is damage (corrupt_log).
-status walk_sealed(const std::string& dir, const closed_segment& seg, producer_state& producers) {
+status walk_sealed(const std::string& dir, const closed_segment& seg, producer_state& producers, txn_state& txns) {
   auto path = dir + "/" + segment_log_name(seg.base);
   offset expect = seg.base;
   uint64_t end_pos = 0;
@@ -49,6 +49,7 @@ status walk_sealed(const std::string& dir, const closed_segment& seg, producer_s
       return false;
     }
     producers.record(h);
+    txns.record(h);
     expect = offset{h.last.value + 1};
     end_pos = pos + h.size;
     return true;
@@ -203,6 +204,7 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
 
   std::vector<closed_segment> closed;
   producer_state producers;
+  txn_state txns;
   for (size_t i = 0; i + 1 < bases->size(); ++i) {
     closed_segment seg;
     seg.base = (*bases)[i];
@@ -211,7 +213,7 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
       return with_range(checked.err(), (*bases)[i + 1], point);
     if (!checked)
       return checked.err();
-    if (auto st = walk_sealed(dir, seg, producers); !st)
+    if (auto st = walk_sealed(dir, seg, producers, txns); !st)
       return st.err().code == errc::corrupt_log ? with_range(st.err(), (*bases)[i + 1], point) : st.err();
     closed.push_back(seg);
   }
@@ -253,6 +255,7 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
   // just validated every byte.
   if (auto st = walk_segment_headers(active->path(), active->size(), [&](const batch_header_info& h, uint64_t) {
         producers.record(h);
+        txns.record(h);
         return true;
       });
       !st)
@@ -260,6 +263,7 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
   partition_log lg(dir, config, std::move(*active));
   lg.closed_ = std::move(closed);
   lg.producers_ = std::move(producers);
+  lg.txn_ = std::move(txns);
   if (stored_start->state == loaded_checkpoint::kind::valid)
     lg.stored_log_start_ = stored_start->value;
   lg.log_start_ = lg.settled_log_start();
@@ -276,6 +280,7 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
     lg.stored_log_start_ = lg.log_end();
     lg.log_start_ = lg.settled_log_start();
   }
+  lg.txn_.trim(lg.log_start_);
   lg.durable_ = lg.log_end();  // recover fsynced the kept bytes
   lg.checkpointed_ = point.value_or(offset{0});
   lg.clean_on_disk_ = clean;

@@ -18,6 +18,11 @@ int32_t increment(int32_t seq, int64_t n) {
   return static_cast<int32_t>(seq + n);
 }
 
+std::string stale_reason(const batch_header_info& h, int16_t current) {
+  return "producer " + std::to_string(h.producer_id) + " epoch " + std::to_string(h.producer_epoch)
+         + " is older than the current epoch " + std::to_string(current);
+}
+
 int32_t last_sequence(const batch_header_info& h) {
   return increment(h.base_sequence, h.last.value - h.base.value);
 }
@@ -31,15 +36,16 @@ bool producer_state::is_idempotent(const batch_header_info& h) {
 producer_verdict producer_state::check(const batch_header_info& h) const {
   producer_verdict v;
   auto it = producers_.find(h.producer_id);
-  if (it == producers_.end() || it->second.count == 0)
+  if (it == producers_.end())
     return v;
   const auto& e = it->second;
   if (h.producer_epoch < e.epoch) {
     v.kind = producer_verdict::stale_epoch;
-    v.reason = "producer " + std::to_string(h.producer_id) + " epoch " + std::to_string(h.producer_epoch)
-               + " is older than the current epoch " + std::to_string(e.epoch);
+    v.reason = stale_reason(h, e.epoch);
     return v;
   }
+  if (e.count == 0)
+    return v;  // known by a marker only: any sequence starts it
   if (h.producer_epoch > e.epoch) {
     if (h.base_sequence != 0) {
       v.kind = producer_verdict::out_of_order;
@@ -65,7 +71,35 @@ producer_verdict producer_state::check(const batch_header_info& h) const {
   return v;
 }
 
+bool producer_state::is_marker(const batch_header_info& h) {
+  return h.producer_id >= 0 && (h.attributes & attr_control) != 0;
+}
+
+producer_verdict producer_state::check_marker(const batch_header_info& h) const {
+  producer_verdict v;
+  auto it = producers_.find(h.producer_id);
+  if (it != producers_.end() && h.producer_epoch < it->second.epoch) {
+    v.kind = producer_verdict::stale_epoch;
+    v.reason = stale_reason(h, it->second.epoch);
+  }
+  return v;
+}
+
+int16_t producer_state::epoch_of(int64_t producer_id) const {
+  auto it = producers_.find(producer_id);
+  return it == producers_.end() ? int16_t{-1} : it->second.epoch;
+}
+
 void producer_state::record(const batch_header_info& h) {
+  if (is_marker(h)) {
+    auto& e = producers_[h.producer_id];
+    if (h.producer_epoch > e.epoch) {
+      e.epoch = h.producer_epoch;
+      e.count = 0;
+    }
+    e.last_timestamp = std::max(e.last_timestamp, h.max_timestamp);
+    return;
+  }
   if (!is_idempotent(h))
     return;
   auto& e = producers_[h.producer_id];

@@ -38,16 +38,32 @@ public:
   static bool is_idempotent(const batch_header_info& h);
 
   /// Judges the idempotent batch `h` (Kafka's ProducerAppendInfo rules):
-  /// an unknown producer is accepted at any sequence; an older epoch is
+  /// an unknown producer (or one known by a marker only) is accepted at
+  /// sequence 0 of a newer epoch or any sequence of its epoch; an older
+  /// epoch is
   /// stale_epoch; a newer epoch must start at sequence 0; at the same epoch a
   /// batch equal to one of the last five (first and last sequence) is a
   /// duplicate, and anything but last sequence + 1 (wrapping at INT32_MAX)
   /// is out_of_order.
   producer_verdict check(const batch_header_info& h) const;
 
+  /// True when the header names a transaction marker: a control batch
+  /// carrying a producer id.
+  static bool is_marker(const batch_header_info& h);
+
+  /// Judges the transaction marker `h` (Kafka's ProducerAppendInfo.
+  /// appendEndTxnMarker, checkProducerEpoch): an epoch older than the
+  /// producer's current one is stale_epoch; any other is accepted.
+  producer_verdict check_marker(const batch_header_info& h) const;
+
   /// Remembers an appended idempotent batch; a new epoch forgets the old
-  /// one's batches. Non-idempotent headers are ignored.
+  /// one's batches. A transaction marker sets the producer's epoch (a newer
+  /// one fences every batch of an older epoch, and forgets its batches).
+  /// Other headers are ignored.
   void record(const batch_header_info& h);
+
+  /// The current epoch of producer `producer_id`, -1 when unknown.
+  int16_t epoch_of(int64_t producer_id) const;
 
   /// Forgets producers whose newest batch timestamp is older than
   /// `now_ms - max_age_ms`. Returns how many were forgotten.

@@ -132,6 +132,19 @@ class reader {
   size_t pos_ = 0;
 };
 
+/// The key of the first record in `records` (the bytes after a batch
+/// header), nullopt when they do not reach its end or it is null.
+std::optional<std::string_view> first_key(std::string_view records) {
+  reader r(records);
+  int32_t len = 0, off_delta = 0;
+  int8_t attrs = 0;
+  int64_t ts_delta = 0;
+  std::optional<std::string_view> key;
+  if (!r.varint(len) || !r.i8(attrs) || !r.varlong(ts_delta) || !r.varint(off_delta) || !r.nullable_bytes(key))
+    return std::nullopt;
+  return key;
+}
+
 error record_error(int32_t index, const char* what) {
   return make_error(errc::bad_record,
                     "record " + std::to_string(index) + ": " + what);
@@ -413,7 +426,66 @@ result<batch_header_info> peek_batch_header(std::string_view bytes) {
   info.producer_id = static_cast<int64_t>(load_be(bytes, pos_producer_id, 8));
   info.producer_epoch = static_cast<int16_t>(load_be(bytes, pos_producer_epoch, 2));
   info.base_sequence = static_cast<int32_t>(load_be(bytes, pos_base_seq, 4));
+  if ((info.attributes & attr_control) != 0) {
+    const auto within = std::min(bytes.size(), info.size);
+    if (auto key = first_key(bytes.substr(batch_header_size, within - batch_header_size)); key && key->size() == 4
+        && load_be(*key, 0, 2) == 0)
+      info.control_type = static_cast<int16_t>(load_be(*key, 2, 2));
+  }
   return info;
+}
+
+result<std::string> make_control_batch(int64_t producer_id, int16_t producer_epoch, int16_t type,
+                                       int32_t coordinator_epoch, int64_t timestamp_ms) {
+  if (type != control_abort && type != control_commit)
+    return make_error(errc::invalid_argument, "control type " + std::to_string(type) + " is not a transaction marker");
+  if (producer_id < 0)
+    return make_error(errc::invalid_argument, "a transaction marker needs a producer id");
+  std::string key, value;
+  put_be(key, 0, 2);  // ControlRecordType key version
+  put_be(key, static_cast<uint16_t>(type), 2);
+  put_be(value, 0, 2);  // EndTransactionMarker value version
+  put_be(value, static_cast<uint32_t>(coordinator_epoch), 4);
+  batch_options o;
+  o.producer_id = producer_id;
+  o.producer_epoch = producer_epoch;
+  o.base_sequence = -1;
+  o.attributes = static_cast<int16_t>(attr_transactional | attr_control);
+  return encode_batch({record{std::move(key), std::move(value), {}, timestamp_ms}}, o);
+}
+
+namespace {
+
+/// The first record of a control batch, decoded.
+result<record_view> first_control_record(const batch_view& batch) {
+  if (!batch.is_control())
+    return make_error(errc::invalid_argument, "not a control batch");
+  auto records = decode_records(batch);
+  if (!records)
+    return records.err();
+  if (records->empty())
+    return make_error(errc::bad_record, "control batch without a record");
+  return records->front();
+}
+
+}  // namespace
+
+result<int16_t> control_type_of(const batch_view& batch) {
+  auto r = first_control_record(batch);
+  if (!r)
+    return r.err();
+  if (!r->key || r->key->size() != 4 || load_be(*r->key, 0, 2) != 0)
+    return make_error(errc::bad_record, "control record key is not [version 0][type]");
+  return static_cast<int16_t>(load_be(*r->key, 2, 2));
+}
+
+result<int32_t> marker_coordinator_epoch(const batch_view& batch) {
+  auto r = first_control_record(batch);
+  if (!r)
+    return r.err();
+  if (!r->value || r->value->size() < 6 || load_be(*r->value, 0, 2) != 0)
+    return make_error(errc::bad_record, "transaction marker value is not [version 0][coordinator epoch]");
+  return static_cast<int32_t>(load_be(*r->value, 2, 4));
 }
 
 result<batch_view> batch_view::parse(std::string_view bytes, bool deep) {

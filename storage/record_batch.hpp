@@ -137,14 +137,49 @@ struct batch_header_info {
   int64_t producer_id = -1;     ///< -1: not an idempotent batch
   int16_t producer_epoch = -1;
   int32_t base_sequence = -1;
+  /// Control batches only: the marker type of the first record's key
+  /// (control_abort, control_commit), read when the bytes given hold that
+  /// key; -1 otherwise (not a control batch, or its key not in the bytes).
+  int16_t control_type = -1;
 };
 
 /// Reads base/last offset, size, maxTimestamp, attributes and the producer
-/// fields from the 61-byte header at
+/// fields (and, for a control batch whose first record key lies within
+/// `bytes` and the batch, its control_type) from the 61-byte header at
 /// the start of `bytes`; checks magic 2, batchLength >= 49 and
 /// lastOffsetDelta >= 0 but not the CRC (cheap walk over stored segments).
 /// Errors: short_buffer, bad_length, bad_magic, bad_count.
 result<batch_header_info> peek_batch_header(std::string_view bytes);
+
+/// Control record types (Kafka's ControlRecordType): the key of a control
+/// record is [version i16 = 0][type i16]. ABORT and COMMIT are the
+/// transaction markers (EndTransactionMarker).
+inline constexpr int16_t control_abort = 0;
+inline constexpr int16_t control_commit = 1;
+/// Bytes after the batch header that always hold a marker's record up to
+/// the end of its key (length, attributes, timestampDelta, offsetDelta and
+/// keyLength varints at most 5 + 1 + 10 + 5 + 5 bytes, then the 4-byte key).
+inline constexpr size_t control_key_reach = 30;
+
+/// A transaction marker batch (Kafka's EndTransactionMarker as written by
+/// the partition leader): RecordBatch v2, attributes transactional|control
+/// (0x30), producerId/producerEpoch of the transaction, baseSequence -1,
+/// one record at offset delta 0 with timestamp `timestamp_ms`, key
+/// [i16 version 0][i16 `type`] and value [i16 version 0][i32
+/// `coordinator_epoch`], no headers; baseOffset 0 (assigned on append).
+/// Errors: invalid_argument when `type` is not control_abort/control_commit
+/// or `producer_id` < 0.
+result<std::string> make_control_batch(int64_t producer_id, int16_t producer_epoch, int16_t type,
+                                       int32_t coordinator_epoch, int64_t timestamp_ms);
+
+/// The control type (key [version][type]) of the first record of the
+/// control batch `batch`. Errors: invalid_argument (not a control batch),
+/// bad_record (no record, or its key is not 4 bytes of version 0).
+result<int16_t> control_type_of(const batch_view& batch);
+
+/// The coordinator epoch of the transaction marker `batch` (value
+/// [i16 version 0][i32 coordinatorEpoch]). Errors as control_type_of.
+result<int32_t> marker_coordinator_epoch(const batch_view& batch);
 
 /// Rewrites baseOffset of the batch at the start of `bytes` in place. The CRC
 /// does not cover the field, so the batch stays valid. Errors: short_buffer.

@@ -220,7 +220,9 @@ result<std::string> read_segment(int fd, const std::string& path, uint64_t size,
     if (pos >= size)
       return make_error(errc::offset_out_of_range,
                         "offset " + std::to_string(target.value) + " not in " + path);
-    size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size, size - pos));
+    // The header, and the first record key of a control batch (its marker
+    // type) when the batch reaches that far.
+    size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size + control_key_reach, size - pos));
     auto st = pread_exact(fd, pos, n, head, path);
     if (!st)
       return st.err().code == errc::io_error ? st.err() : corrupt(path, pos, st.err());
@@ -568,7 +570,9 @@ status walk_segment_headers(const std::string& path, uint64_t size,
   uint64_t window_pos = 0;
   uint64_t pos = 0;
   while (pos < size) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size, size - pos));
+    // The header, and the first record key of a control batch (its marker
+    // type) when the batch reaches that far.
+    size_t n = static_cast<size_t>(std::min<uint64_t>(batch_header_size + control_key_reach, size - pos));
     if (pos < window_pos || pos + n > window_pos + window.size()) {
       window_pos = pos;
       auto st = pread_exact(fd->get(), pos, static_cast<size_t>(std::min(window_bytes, size - pos)), window, path);

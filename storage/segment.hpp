@@ -238,6 +238,7 @@ error damage_error(const std::string& path, uint64_t position, offset first, con
 
 /// Walks the batch headers (no CRC) of the segment log at `path`, `size`
 /// bytes long, from position 0, calling `visit(header, position)` for each
+/// (a control batch's header carries its control_type)
 /// batch until it returns false. A header that does not parse or runs past
 /// `size` ends the walk quietly (a corrupt tail: the valid prefix decides).
 /// Errors: io_error; corrupt_segment when the file is shorter than `size`.

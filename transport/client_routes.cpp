@@ -436,20 +436,26 @@ struct fetch_job {
   std::shared_ptr<session_probe> sessions;  ///< null = not metered
   std::string client;
   bool binary = false;  ///< answer in the binary form (Accept names it)
+  /// `isolation=read_committed`: read up to the last stable offset, leave
+  /// out the records of aborted transactions (docs/transactions.md).
+  bool committed = false;
 };
 
-void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int64_t log_start, int64_t log_end) {
+void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int64_t log_start, int64_t log_end,
+                  storage::committed_filter* committed = nullptr) {
   if (job.binary) {
     http_response res;
     res.content_type = std::string(dataplane::records_binary_type);
-    dataplane::records_to_binary(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, res.body);
+    dataplane::records_to_binary(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, res.body,
+                                 committed);
     if (job.sessions)
       job.sessions->fetched(job.client, res.body.size());
     job.respond(std::move(res));
     return;
   }
   std::string text;
-  dataplane::fetch_answer_json(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, text);
+  dataplane::fetch_answer_json(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, text,
+                               committed);
   if (job.sessions)
     job.sessions->fetched(job.client, text.size());
   job.respond(http_response::json(200, std::move(text)));
@@ -457,6 +463,19 @@ void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int6
 
 void fetch_actor(caf::event_based_actor* self, std::shared_ptr<fetch_job> job) {
   auto read = [self, job](int64_t from) {
+    if (job->committed) {
+      self->request(job->partition, job->timeout, read_atom::value, from, job->max_bytes, true, true)
+        .then(
+          [job, from](std::string& batches, int64_t lo, int64_t hi, int64_t, std::vector<int64_t>& aborted) {
+            std::vector<storage::aborted_range> ranges;
+            for (size_t i = 0; i + 1 < aborted.size(); i += 2)
+              ranges.push_back({aborted[i], storage::offset{aborted[i + 1]}});
+            storage::committed_filter filter(std::move(ranges));
+            answer_fetch(*job, from, batches, lo, hi, &filter);
+          },
+          [job](caf::error& e) { job->respond(error_response(e)); });
+      return;
+    }
     self->request(job->partition, job->timeout, read_atom::value, from, job->max_bytes)
       .then([job, from](std::string& batches, int64_t lo, int64_t hi) { answer_fetch(*job, from, batches, lo, hi); },
             [job](caf::error& e) { job->respond(error_response(e)); });
@@ -521,6 +540,14 @@ void fetch(const client_context& ctx, http_request& req, const responder& respon
   if (bad)
     return;
   job->max_records = std::clamp<int64_t>(max_records.value_or(500), 1, 10000);
+  if (auto it = req.query.find("isolation"); it != req.query.end()) {
+    if (it->second != "read_committed" && it->second != "read_uncommitted") {
+      respond(http_response::error(400, "invalid_request",
+                                   "isolation must be read_committed or read_uncommitted, not '" + it->second + "'"));
+      return;
+    }
+    job->committed = it->second == "read_committed";
+  }
   job->max_bytes = ctx.max_fetch_bytes;
   job->timeout = ctx.timeout;
   job->respond = respond;

@@ -95,6 +95,8 @@ int16_t kafka_code_of(const caf::error& e) {
         return ec::invalid_producer_epoch;
       return ec::unknown_server_error;
     }
+    case errc::invalid_producer_epoch:
+      return ec::invalid_producer_epoch;
     case errc::partition_moved:
       return ec::not_leader_or_follower;
     case errc::offset_out_of_range:
@@ -129,18 +131,22 @@ void create_topic(const kafka_context& ctx, const std::string& name, int32_t par
               partitions, std::move(config));
 }
 
-/// Asks for a three-value reply (read, bounds).
-template <class A, class B, class C, class... Ts>
-void ask3_actor(caf::event_based_actor* self, partition_actor dest, milliseconds timeout,
-                std::function<void(A&, B&, C&)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
-  self->request(dest, timeout, std::move(xs)...)
-    .then([ok](A& a, B& b, C& c) { ok(a, b, c); }, [fail](caf::error& e) { fail(e); });
-}
-template <class A, class B, class C, class... Ts>
-void ask3(caf::actor_system& sys, const partition_actor& dest, milliseconds timeout,
-          std::function<void(A&, B&, C&)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
-  sys.spawn(ask3_actor<A, B, C, Ts...>, dest, timeout, std::move(ok), std::move(fail), std::move(xs)...);
-}
+/// Asks a partition for a reply of the values `Rs` (reads, bounds, the LSO).
+template <class... Rs>
+struct partition_ask {
+  template <class... Ts>
+  static void run(caf::event_based_actor* self, partition_actor dest, milliseconds timeout,
+                  std::function<void(Rs&...)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
+    self->request(dest, timeout, std::move(xs)...)
+      .then([ok](Rs&... rs) { ok(rs...); }, [fail](caf::error& e) { fail(e); });
+  }
+  template <class... Ts>
+  static void call(caf::actor_system& sys, const partition_actor& dest, milliseconds timeout,
+                   std::function<void(Rs&...)> ok, std::function<void(const caf::error&)> fail, Ts... xs) {
+    sys.spawn(run<Ts...>, dest, timeout, std::move(ok), std::move(fail), std::move(xs)...);
+  }
+};
+using ask3 = partition_ask<int64_t, int64_t, int64_t>;
 
 // --- ApiVersions, Metadata, CreateTopics, InitProducerId -------------------
 
@@ -508,13 +514,15 @@ void produce(const std::shared_ptr<kafka_context>& ctx, int16_t version, kafka::
         continue;
       }
       const auto info = batches->front();  // single_batch: exactly one
-      if (info.transactional) {
-        slot->error_code = ec::invalid_record;  // no transactions here
+      if (info.transactional && (info.producer_id < 0 || info.base_sequence < 0)) {
+        slot->error_code = ec::invalid_record;  // a transaction's batch names its producer
         g->one();
         continue;
       }
-      // The partition judges idempotent batches (sequence, epoch, resends)
-      // against the producer state kept with its log.
+      // The partition judges idempotent and transactional batches
+      // (sequence, epoch, resends) against the producer state kept with
+      // its log, and records the transactions they open
+      // (docs/transactions.md).
       auto ok = [g, slot](int64_t base) {
         slot->base_offset = base;
         g->one();
@@ -570,13 +578,23 @@ struct fetch_job : std::enable_shared_from_this<fetch_job> {
           continue;
         }
         auto max = std::max<int32_t>(p.partition_max_bytes, 1);
-        ask3<std::string, int64_t, int64_t>(
+        // read_committed (isolation 1) stops at the last stable offset and
+        // lists the aborted transactions of what it returns; both levels
+        // answer the real LSO (docs/transactions.md).
+        const bool committed = req.isolation_level == 1;
+        partition_ask<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>>::call(
           *ctx->system, actor, ctx->timeout,
-          [g, slot](std::string& batches, int64_t& lo, int64_t& hi) {
+          [g, slot, committed](std::string& batches, int64_t& lo, int64_t& hw, int64_t& lso,
+                               std::vector<int64_t>& aborted) {
             slot->records = std::move(batches);
-            slot->high_watermark = hi;
-            slot->last_stable_offset = hi;
+            slot->high_watermark = hw;
+            slot->last_stable_offset = lso;
             slot->log_start_offset = lo;
+            if (committed) {
+              slot->aborted_transactions.emplace();
+              for (size_t i = 0; i + 1 < aborted.size(); i += 2)
+                slot->aborted_transactions->push_back({aborted[i], aborted[i + 1]});
+            }
             g->one();
           },
           [g, slot](const caf::error& e) {
@@ -589,7 +607,7 @@ struct fetch_job : std::enable_shared_from_this<fetch_job> {
             }
             g->one();
           },
-          read_atom::value, p.fetch_offset, max, true);
+          read_atom::value, p.fetch_offset, max, true, committed);
       }
     }
   }
@@ -679,7 +697,19 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
           std::move(fail), time_lookup_atom::value, ts);
         continue;
       }
-      ask3<int64_t, int64_t, int64_t>(
+      if (req.isolation_level == 1 && ts != kafka::earliest_timestamp) {
+        // read_committed: latest is the last stable offset.
+        ask3::call(
+          *ctx->system, actor, ctx->timeout,
+          [g, slot](int64_t&, int64_t&, int64_t& lso) {
+            slot->offset = lso;
+            slot->timestamp = -1;
+            g->one();
+          },
+          std::move(fail), lso_atom::value);
+        continue;
+      }
+      ask3::call(
         *ctx->system, actor, ctx->timeout,
         [g, slot, ts](int64_t& lo, int64_t& hi, int64_t&) {
           // earliest (-2) = log start; latest (-1), and any other negative

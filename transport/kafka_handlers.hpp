@@ -170,7 +170,8 @@ private:
 /// clients retry after refreshing metadata (Kafka's answer once a partition
 /// left the broker); unknown topic or partition → UNKNOWN_TOPIC_OR_PARTITION;
 /// offline or storage errors → KAFKA_STORAGE_ERROR; not_ready →
-/// LEADER_NOT_AVAILABLE; out_of_order_sequence / invalid_producer_epoch →
+/// LEADER_NOT_AVAILABLE; out_of_order_sequence and invalid_producer_epoch
+/// (coded, or errc::invalid_producer_epoch: a stale epoch) →
 /// theirs; offset_out_of_range → OFFSET_OUT_OF_RANGE; invalid_request →
 /// INVALID_RECORD; anything else UNKNOWN_SERVER_ERROR.
 int16_t kafka_code_of(const caf::error& e);

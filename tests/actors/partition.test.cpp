@@ -562,6 +562,11 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
       [](seal_atom, bool, bool) -> int64_t { return 0; },
       [](read_atom, int64_t, int32_t) { return caf::make_result(std::string{}, int64_t{0}, int64_t{0}); },
       [](read_atom, int64_t, int32_t, bool) { return caf::make_result(std::string{}, int64_t{0}, int64_t{0}); },
+      [](read_atom, int64_t, int32_t, bool, bool) {
+        return caf::make_result(std::string{}, int64_t{0}, int64_t{0}, int64_t{0}, std::vector<int64_t>{});
+      },
+      [](lso_atom) { return caf::make_result(int64_t{0}, int64_t{0}, int64_t{0}); },
+      [](marker_atom, int64_t, int16_t, bool, int32_t) { return int64_t{0}; },
       [](bounds_atom) { return caf::make_result(int64_t{0}, int64_t{0}, int64_t{0}); },
       [](time_lookup_atom, int64_t) { return caf::make_result(int64_t{-1}, int64_t{-1}); },
       [](delete_atom) { return true; },

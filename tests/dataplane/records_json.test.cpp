@@ -204,3 +204,44 @@ TEST_CASE("fetch_answer_json writes the bytes of the JSON tree it replaces", "[r
     CHECK(text == want.dump());
   }
 }
+
+TEST_CASE("fetch answers leave out control batches, and with a committed filter aborted transactions' records",
+          "[records][txn]") {
+  // Offsets: 0 plain "a"; 1 pid 5 "x" (aborted); 2 pid 6 "y" (committed);
+  // 3 ABORT of 5; 4 COMMIT of 6; 5 plain "b".
+  auto batch = [](int64_t base, const std::string& value, int64_t pid) {
+    storage::batch_options o;
+    o.base_offset = storage::offset{base};
+    if (pid >= 0) {
+      o.producer_id = pid;
+      o.producer_epoch = 0;
+      o.base_sequence = 0;
+      o.attributes = storage::attr_transactional;
+    }
+    return storage::encode_batch({storage::record{std::nullopt, value, {}, 1000}}, o).value();
+  };
+  auto marker = [](int64_t base, int64_t pid, int16_t type) {
+    auto m = storage::make_control_batch(pid, 0, type, 0, 1000).value();
+    REQUIRE(storage::set_base_offset(m, storage::offset{base}));
+    return m;
+  };
+  const auto batches = batch(0, "a", -1) + batch(1, "x", 5) + batch(2, "y", 6)
+                       + marker(3, 5, storage::control_abort) + marker(4, 6, storage::control_commit)
+                       + batch(5, "b", -1);
+  auto values = [&](storage::committed_filter* f) {
+    std::vector<std::string> out;
+    auto next = for_each_fetched(
+      batches, 0, 100, [&](const storage::record_view& r) { out.emplace_back(*r.value); }, f);
+    CHECK(next == 6);
+    return out;
+  };
+  // read_uncommitted: every data record, never a marker.
+  CHECK(values(nullptr) == std::vector<std::string>{"a", "x", "y", "b"});
+  storage::committed_filter f({{5, storage::offset{1}}});
+  CHECK(values(&f) == std::vector<std::string>{"a", "y", "b"});
+  // A page of aborted records and markers only still moves next_offset on.
+  std::string text;
+  storage::committed_filter g({{5, storage::offset{1}}});
+  CHECK(fetch_answer_json(batch(1, "x", 5) + marker(3, 5, storage::control_abort), 1, 10, 0, 6, text, &g) == 4);
+  CHECK(json::parse(text)["records"].empty());
+}

@@ -558,3 +558,81 @@ TEST_CASE("kafka listener: a standalone broker creates topics with configs, grow
   CHECK(cfg1["config"]["retention.ms"] == 7200000);
   CHECK(cfg1["config"]["retention.bytes"] == 1048576);
 }
+
+TEST_CASE("kafka listener: transactional produce, read_committed Fetch and ListOffsets stop at an open "
+          "transaction",
+          "[kafka_node][txn]") {
+  kafka_node n;
+  REQUIRE(http(n.client, "POST", "/v1/topics", R"({"name":"T","partitions":1})").status == 201);
+  auto txn_batch = [](int64_t pid, int16_t epoch, int32_t seq, const std::string& value) {
+    std::vector<storage::record> records(1);
+    records[0].value = value;
+    storage::batch_options o;
+    o.producer_id = pid;
+    o.producer_epoch = epoch;
+    o.base_sequence = seq;
+    o.attributes = storage::attr_transactional;
+    return storage::encode_batch(records, o).value();
+  };
+  auto produce = [&](std::string batch) { return produce_result(kafka_exchange(n.kafka, produce_frame("T", std::move(batch)), 5s)); };
+  CHECK(produce(one_record_batch("plain")) == std::pair<int, int64_t>{0, 0});
+  CHECK(produce(txn_batch(4000, 1, 0, "t0")) == std::pair<int, int64_t>{0, 1});  // opens a transaction at 1
+  CHECK(produce(one_record_batch("after")) == std::pair<int, int64_t>{0, 2});
+  CHECK(produce(txn_batch(4000, 1, 1, "t1")) == std::pair<int, int64_t>{0, 3});
+  CHECK(produce(txn_batch(4000, 1, 1, "t1")) == std::pair<int, int64_t>{0, 3});  // a resend: its first offset
+  CHECK(produce(txn_batch(4000, 0, 2, "old")).first == 47);                       // INVALID_PRODUCER_EPOCH
+  CHECK(produce(txn_batch(-1, 0, 0, "no producer")).first == 87);                  // INVALID_RECORD
+
+  auto fetch = [&](int8_t isolation) {
+    kafka::fetch_request f;
+    f.max_wait_ms = 0;
+    f.min_bytes = 0;
+    f.isolation_level = isolation;
+    f.topics.push_back({"T", {{0, -1, 0, -1, 1 << 20}}});
+    auto raw = kafka_exchange(n.kafka, request_frame(f, 11), 5s);
+    REQUIRE(raw.size() > 8);
+    auto resp = kafka::decode_response(kafka::api_key::fetch, 11, std::string_view(raw).substr(8));
+    REQUIRE(resp);
+    return std::get<kafka::fetch_response>(*resp).topics.at(0).partitions.at(0);
+  };
+  auto bases = [](const kafka::fetch_partition_response& p) {
+    std::vector<int64_t> out;
+    std::string_view rest = *p.records;
+    while (!rest.empty()) {
+      auto h = storage::peek_batch_header(rest).value();
+      out.push_back(h.base.value);
+      rest.remove_prefix(h.size);
+    }
+    return out;
+  };
+  auto committed = fetch(1);
+  CHECK(committed.error_code == 0);
+  CHECK(committed.high_watermark == 4);
+  CHECK(committed.last_stable_offset == 1);  // the open transaction's first offset
+  CHECK(bases(committed) == std::vector<int64_t>{0});
+  REQUIRE(committed.aborted_transactions);
+  CHECK(committed.aborted_transactions->empty());
+  auto uncommitted = fetch(0);
+  CHECK(uncommitted.last_stable_offset == 1);
+  CHECK(bases(uncommitted) == std::vector<int64_t>{0, 1, 2, 3});
+
+  auto latest = [&](int8_t isolation) {
+    kafka::list_offsets_request l;
+    l.isolation_level = isolation;
+    l.topics.push_back({"T", {{0, kafka::latest_timestamp}}});
+    auto raw = kafka_exchange(n.kafka, request_frame(l, 2), 5s);
+    REQUIRE(raw.size() > 8);
+    auto resp = kafka::decode_response(kafka::api_key::list_offsets, 2, std::string_view(raw).substr(8));
+    REQUIRE(resp);
+    return std::get<kafka::list_offsets_response>(*resp).topics.at(0).partitions.at(0).offset;
+  };
+  CHECK(latest(1) == 1);
+  CHECK(latest(0) == 4);
+  // The HTTP read with isolation=read_committed stops there too.
+  auto r = http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0&isolation=read_committed");
+  REQUIRE(r.status == 200);
+  auto body = json::parse(r.body);
+  CHECK(body["records"].size() == 1);
+  CHECK(body["next_offset"] == 1);
+  CHECK(http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0&isolation=serializable").status == 400);
+}
