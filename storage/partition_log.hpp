@@ -322,9 +322,13 @@ class partition_log {
   /// Idempotent producers remembered (rebuilt from the batch headers on open).
   const producer_state& producers() const { return producers_; }
   /// Forgets producers silent for producer_expiration_ms (Kafka's
-  /// producer.id.expiration.ms); the partition calls it on its retention
+  /// producer.id.expiration.ms), but not one with an open transaction (its
+  /// epoch still fences); the partition calls it on its retention
   /// timer whether or not retention is configured.
-  size_t expire_producers(int64_t now_ms) { return producers_.expire(now_ms); }
+  size_t expire_producers(int64_t now_ms) {
+    return producers_.expire(now_ms, producer_expiration_ms,
+                             [this](int64_t pid) { return txn_.open().count(pid) != 0; });
+  }
   /// Open transactions and the aborted index (txn_state), recorded as
   /// producers() is: every append, every copied batch, rebuilt from the
   /// batch headers on open (after a recovery or repair cut too), cleared by

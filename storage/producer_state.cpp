@@ -115,10 +115,11 @@ void producer_state::record(const batch_header_info& h) {
   e.last_timestamp = std::max(e.last_timestamp, h.max_timestamp);
 }
 
-size_t producer_state::expire(int64_t now_ms, int64_t max_age_ms) {
+size_t producer_state::expire(int64_t now_ms, int64_t max_age_ms, const std::function<bool(int64_t)>& keep) {
   size_t n = 0;
   for (auto it = producers_.begin(); it != producers_.end();) {
-    if (it->second.last_timestamp >= 0 && it->second.last_timestamp < now_ms - max_age_ms) {
+    if (it->second.last_timestamp >= 0 && it->second.last_timestamp < now_ms - max_age_ms
+        && !(keep && keep(it->first))) {
       it = producers_.erase(it);
       ++n;
     } else {

@@ -7,6 +7,7 @@
 // it opens, so it survives restarts and moves with the partition.
 #include <cstdint>
 #include <array>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -66,8 +67,10 @@ public:
   int16_t epoch_of(int64_t producer_id) const;
 
   /// Forgets producers whose newest batch timestamp is older than
-  /// `now_ms - max_age_ms`. Returns how many were forgotten.
-  size_t expire(int64_t now_ms, int64_t max_age_ms = producer_expiration_ms);
+  /// `now_ms - max_age_ms`, but those `keep` names (Kafka keeps a producer
+  /// with an ongoing transaction). Returns how many were forgotten.
+  size_t expire(int64_t now_ms, int64_t max_age_ms = producer_expiration_ms,
+                const std::function<bool(int64_t)>& keep = {});
 
   void clear() { producers_.clear(); }
   size_t producer_count() const { return producers_.size(); }

@@ -273,3 +273,15 @@ TEST_CASE("partition log: reset forgets transactions, the log start trims the ab
   CHECK(lg.txn().open().empty());
   CHECK(lg.last_stable_offset() == offset{10});
 }
+
+TEST_CASE("partition log: a producer with an open transaction is not expired", "[txn_state][producer_state]") {
+  temp_dir d;
+  auto lg = partition_log::open(d.sub("p")).value();
+  REQUIRE(append(lg, txn_batch(1, 0, 0, 1, 1)));  // open, timestamps 1000
+  REQUIRE(append(lg, txn_batch(2, 0, 0, 1, 2)));
+  REQUIRE(append_marker(lg, 2, 0, control_commit));  // closed, marker timestamp 5000
+  CHECK(lg.expire_producers(5000 + producer_expiration_ms + 1) == 1);
+  CHECK(lg.producers().producer_count() == 1);
+  CHECK(lg.producers().epoch_of(1) == 0);
+  CHECK(lg.producers().epoch_of(2) == -1);
+}
