@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -18,28 +19,42 @@ namespace {
 
 using json = nlohmann::json;
 using cluster::txn_answer;
+using cluster::txn_decision;
 using cluster::txn_error;
 using cluster::txn_record;
 using cluster::txn_request;
 
 /// Proposals of one request that lose their compare-and-set to another
-/// writer are decided again against the newer record this many times.
-constexpr int max_attempts = 4;
+/// writer are decided again (after 25 ms × attempts, so that the image
+/// catches up with the entry that won) this many times.
+constexpr int max_attempts = 8;
+
+using promise = caf::typed_response_promise<txn_answer>;
 
 struct pending {
   txn_request req;
-  caf::typed_response_promise<txn_answer> rp;
+  std::optional<promise> rp;  ///< none for the coordinator's own (expire)
+  uint64_t seq = 0;           ///< callbacks act only on the front they were made for
   int attempts = 0;
+  bool in_flight = false;     ///< a proposal of it is under way
 };
 
-/// An ending under way: markers (and, on commit, offsets) being written.
+/// An ending round under way: markers (and, on commit, offsets) being written.
 struct ending {
   txn_record rec;
   size_t left = 0;
   std::string failed;  ///< the first error of this round
   /// EndTxn requests answered once the ending completes (or at end_wait).
-  std::vector<caf::typed_response_promise<txn_answer>> waiters;
-  int64_t round = 0;  ///< tokens of an earlier round are ignored
+  std::vector<promise> waiters;
+  int64_t round = 0;
+};
+
+/// The effects of an ending that succeeded, kept across rounds so that a
+/// retry writes only what failed (a second marker or offset commit of the
+/// same transaction is never sent once one succeeded).
+struct effects_done {
+  uint64_t version = 0;  ///< of the prepared record
+  std::set<std::string> keys;
 };
 
 struct txn_state_t {
@@ -47,11 +62,12 @@ struct txn_state_t {
   txn_effects effects;
   std::map<std::string, std::deque<pending>> queues;  ///< per id; the front runs
   std::map<std::string, ending> endings;
-  std::map<int64_t, std::string> tokens;  ///< effect token -> id
-  int64_t next_token = 1;
+  std::map<std::string, effects_done> done;
+  uint64_t next_seq = 1;
+  int64_t next_round = 1;
   uint64_t endings_finished = 0;
   uint64_t timeouts_aborted = 0;
-  uint64_t markers_failed = 0;
+  uint64_t rounds_failed = 0;
   static inline const char* name = "txn_coordinator";
 };
 
@@ -77,8 +93,12 @@ txn_answer answer_of(txn_error e, std::string why) {
   return a;
 }
 
+txn_answer success_of(const txn_record& r) {
+  return txn_answer{txn_error::none, r.producer_id, r.producer_epoch, {}};
+}
+
 void run(self_ptr self, const std::string& id);
-void start_ending(self_ptr self, const std::string& id, txn_record rec);
+void start_ending(self_ptr self, const std::string& id, const txn_record& rec);
 
 /// Proposes `rec` for `id` at version `expect`; `ok` gets the applied record
 /// (its version set), `refused` is told of a lost compare-and-set, `failed`
@@ -106,14 +126,53 @@ void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expe
       });
 }
 
-/// The front request of `id` is answered; the next one runs.
-void finish_front(self_ptr self, const std::string& id, txn_answer a) {
-  auto& q = self->state.queues[id];
-  if (!q.empty()) {
-    q.front().rp.deliver(std::move(a));
-    q.pop_front();
+/// The front of `id`'s queue when it is still the request `seq`.
+pending* front_of(self_ptr self, const std::string& id, uint64_t seq) {
+  auto q = self->state.queues.find(id);
+  if (q == self->state.queues.end() || q->second.empty() || q->second.front().seq != seq)
+    return nullptr;
+  return &q->second.front();
+}
+
+/// Answers the front request `seq` of `id` (when still there); the next runs.
+void finish_front(self_ptr self, const std::string& id, uint64_t seq, const txn_answer& a) {
+  if (auto* p = front_of(self, id, seq)) {
+    if (p->rp)
+      p->rp->deliver(a);
+    self->state.queues[id].pop_front();
   }
   run(self, id);
+}
+
+/// The front request `seq` lost a compare-and-set: decided again shortly.
+void retry_front(self_ptr self, const std::string& id, uint64_t seq) {
+  auto* p = front_of(self, id, seq);
+  if (!p)
+    return;
+  p->in_flight = false;
+  if (++p->attempts >= max_attempts) {
+    finish_front(self, id, seq,
+                 answer_of(txn_error::concurrent_transactions, "the record of " + id + " kept changing; retry"));
+    return;
+  }
+  self->delayed_send(self, std::chrono::milliseconds(25 * p->attempts), txn_atom::value, id);
+}
+
+/// Whether an answer decided without a write must first be confirmed
+/// against the metadata log: an error a lagging image could cause (an
+/// AddOffsetsToTxn or InitProducerId applied elsewhere and not here yet),
+/// or an EndTxn taken for a retry of the last one. Confirmed by writing
+/// the record unchanged at its version: applied, the image was current.
+bool needs_confirmation(const txn_request& req, const txn_decision& d, const std::optional<txn_record>& current) {
+  if (d.write || !current || req.what == txn_request::kind::expire)
+    return false;
+  switch (d.answer.error) {
+    case txn_error::invalid_txn_state:
+    case txn_error::invalid_producer_epoch:
+    case txn_error::invalid_producer_id_mapping: return true;
+    case txn_error::none: return req.what == txn_request::kind::end;
+    default: return false;
+  }
 }
 
 void run(self_ptr self, const std::string& id) {
@@ -125,47 +184,49 @@ void run(self_ptr self, const std::string& id) {
     st.queues.erase(qit);
     return;
   }
-  if (st.endings.count(id))
-    return;  // the ending runs first; its end runs the queue again
+  if (st.endings.count(id) || qit->second.front().in_flight)
+    return;  // the ending (or the proposal) runs first, and runs the queue again
   auto& p = qit->second.front();
+  const auto seq = p.seq;
   auto current = record_of(self, id);
-  auto d = cluster::decide(p.req, current, wall_ms(), st.effects.new_producer_id(), st.settings.max_timeout_ms);
-  if (!d.write) {
-    finish_front(self, id, std::move(d.answer));
+  const auto new_pid = p.req.what == txn_request::kind::init ? st.effects.new_producer_id() : int64_t{-1};
+  auto d = cluster::decide(p.req, current, wall_ms(), new_pid, st.settings.max_timeout_ms);
+  bool confirm = needs_confirmation(p.req, d, current);
+  if (!d.write && !confirm) {
+    finish_front(self, id, seq, d.answer);
     return;
   }
-  auto expect = current ? current->version : 0;
-  bool is_end = p.req.what == txn_request::kind::end;
+  p.in_flight = true;
+  const bool is_end = p.req.what == txn_request::kind::end;
+  const bool is_expire = p.req.what == txn_request::kind::expire;
+  auto write = confirm ? *current : std::move(*d.write);
   propose(
-    self, id, std::move(*d.write), expect,
-    [self, id, d, is_end](txn_record applied) {
-      auto& q = self->state.queues[id];
+    self, id, std::move(write), current ? current->version : 0,
+    [self, id, seq, d, is_end, is_expire](txn_record applied) {
+      auto* front = front_of(self, id, seq);
+      if (!front)
+        return;
+      front->in_flight = false;
       if (d.ends) {
+        if (is_expire) {
+          ++self->state.timeouts_aborted;
+          log::get("broker")->info("txn.timed_out id=\"{}\" producer_id={} epoch={}", id, applied.producer_id,
+                                   applied.producer_epoch);
+        }
         start_ending(self, id, applied);
-        if (is_end && !q.empty()) {
+        if (is_end && front->rp) {
           // Answered when the markers are written (or at end_wait).
-          self->state.endings[id].waiters.push_back(q.front().rp);
-          q.pop_front();
-          run(self, id);
-          return;
+          self->state.endings[id].waiters.push_back(*front->rp);
+          front->rp.reset();
         }
       }
-      finish_front(self, id, d.answer);
+      finish_front(self, id, seq, d.answer);
     },
-    [self, id] {
-      auto& q = self->state.queues[id];
-      if (q.empty())
-        return;
-      if (++q.front().attempts >= max_attempts) {
-        finish_front(self, id, answer_of(txn_error::concurrent_transactions,
-                                         "the record of " + id + " kept changing under this request; retry"));
-        return;
-      }
-      run(self, id);  // decided again against the newer record
-    },
-    [self, id](std::string why) {
-      finish_front(self, id, answer_of(txn_error::coordinator_not_available,
-                                       "the metadata log did not take the change of " + id + ": " + why));
+    [self, id, seq] { retry_front(self, id, seq); },
+    [self, id, seq](std::string why) {
+      finish_front(self, id, seq,
+                   answer_of(txn_error::coordinator_not_available,
+                             "the metadata log did not take the change of " + id + ": " + why));
     });
 }
 
@@ -175,94 +236,80 @@ void answer_waiters(ending& e, const txn_answer& a) {
   e.waiters.clear();
 }
 
-/// Writes every marker (and the committed offsets) of the ending of `id`.
-void write_round(self_ptr self, const std::string& id) {
+/// Marker and offset effects' keys: "m<topic>/<partition>", "g<group>".
+std::string marker_key(const cluster::txn_partition& p) {
+  return "m" + p.topic + "/" + std::to_string(p.partition);
+}
+
+void complete(self_ptr self, const std::string& id);
+
+/// Starts a round of the ending of `id` (prepared record `rec`): every
+/// marker and offset commit not yet done for this prepared version.
+void start_ending(self_ptr self, const std::string& id, const txn_record& rec) {
   auto& st = self->state;
+  if (st.endings.count(id))
+    return;
   auto& e = st.endings[id];
-  e.round = st.next_token;
-  e.failed.clear();
+  e.rec = rec;
+  e.round = st.next_round++;
+  auto& done = st.done[id];
+  if (done.version != rec.version)
+    done = effects_done{rec.version, {}};
   std::map<std::string, std::vector<cluster::txn_offset>> by_group;
-  if (e.rec.state == cluster::txn_state::prepare_commit)
-    for (const auto& o : e.rec.offsets)
-      by_group[o.group].push_back(o);
-  e.left = e.rec.partitions.size() + by_group.size();
-  auto me = caf::actor_cast<txn_actor>(self);
-  auto done_fn = [me, self, id]() {
-    auto token = self->state.next_token++;
-    self->state.tokens[token] = id;
-    return [me, token](std::string err) { caf::anon_send(me, txn_atom::value, step_atom::value, token, std::move(err)); };
-  };
-  if (e.left == 0) {
-    // Nothing to write (no partition was added): completes at once.
-    e.left = 1;
-    done_fn()(std::string{});
-    return;
-  }
-  auto rec = e.rec;
+  if (rec.state == cluster::txn_state::prepare_commit)
+    for (const auto& o : rec.offsets)
+      if (!done.keys.count("g" + o.group))
+        by_group[o.group].push_back(o);
+  std::vector<cluster::txn_partition> markers;
   for (const auto& p : rec.partitions)
-    st.effects.write_marker(rec, p, done_fn());
-  for (const auto& [group, offsets] : by_group)
-    st.effects.commit_offsets(group, offsets, done_fn());
-}
-
-void start_ending(self_ptr self, const std::string& id, txn_record rec) {
-  auto& e = self->state.endings[id];
-  e.rec = std::move(rec);
-  write_round(self, id);
-  auto wait = self->state.settings.end_wait;
-  self->delayed_send(self, wait, txn_atom::value, step_atom::value, int64_t{-1}, id);
-}
-
-/// Every effect of the round reported.
-void round_done(self_ptr self, const std::string& id) {
-  auto& e = self->state.endings[id];
-  if (!e.failed.empty()) {
-    ++self->state.markers_failed;
-    log::get("broker")->warn("txn.ending_retry id=\"{}\" state={} error=\"{}\"", id,
-                             cluster::to_string(e.rec.state), e.failed);
-    // The outcome is durable: answer now, finish on a later tick.
-    answer_waiters(e, txn_answer{txn_error::none, e.rec.producer_id, e.rec.producer_epoch, {}});
-    self->state.endings.erase(id);
-    run(self, id);
+    if (!done.keys.count(marker_key(p)))
+      markers.push_back(p);
+  e.left = markers.size() + by_group.size();
+  self->delayed_send(self, st.settings.end_wait, txn_atom::value, id, e.round);
+  if (e.left == 0) {
+    complete(self, id);
     return;
   }
-  auto done = cluster::completed(e.rec);
+  auto me = caf::actor_cast<txn_actor>(self);
+  auto reply = [me, id, round = e.round](std::string key) {
+    return [me, id, round, key](std::string err) {
+      caf::anon_send(me, txn_atom::value, step_atom::value, id, round, key, std::move(err));
+    };
+  };
+  for (const auto& p : markers)
+    st.effects.write_marker(rec, p, reply(marker_key(p)));
+  for (const auto& [group, offsets] : by_group)
+    st.effects.commit_offsets(group, offsets, reply("g" + group));
+}
+
+/// Ends the ending of `id` (answering its EndTxn waiters with `a`) and runs the queue.
+void end_round(self_ptr self, const std::string& id, const txn_answer& a) {
+  auto it = self->state.endings.find(id);
+  if (it != self->state.endings.end()) {
+    answer_waiters(it->second, a);
+    self->state.endings.erase(it);
+  }
+  run(self, id);
+}
+
+/// Every effect of the ending is done: the completed record is written.
+void complete(self_ptr self, const std::string& id) {
+  auto rec = self->state.endings[id].rec;
   propose(
-    self, id, done, e.rec.version,
+    self, id, cluster::completed(rec), rec.version,
     [self, id](txn_record applied) {
-      auto& st = self->state;
-      ++st.endings_finished;
-      auto it = st.endings.find(id);
-      if (it != st.endings.end()) {
-        answer_waiters(it->second, txn_answer{txn_error::none, applied.producer_id, applied.producer_epoch, {}});
-        st.endings.erase(it);
-      }
-      run(self, id);
+      ++self->state.endings_finished;
+      self->state.done.erase(id);
+      end_round(self, id, success_of(applied));
     },
-    [self, id] {
-      // Another coordinator completed (or changed) it first.
-      auto& st = self->state;
-      auto it = st.endings.find(id);
-      if (it != st.endings.end()) {
-        auto now = record_of(self, id);
-        bool same = now && !cluster::ending(*now) && now->producer_epoch == it->second.rec.producer_epoch;
-        answer_waiters(it->second, same ? txn_answer{txn_error::none, now->producer_id, now->producer_epoch, {}}
-                                        : answer_of(txn_error::concurrent_transactions, "the record of " + id
-                                                                                            + " changed; retry"));
-        st.endings.erase(it);
-      }
-      run(self, id);
+    [self, id, rec] {
+      // Another coordinator completed it first (the record moved on).
+      self->state.done.erase(id);
+      end_round(self, id, success_of(rec));
     },
-    [self, id](std::string why) {
-      auto& st = self->state;
+    [self, id, rec](std::string why) {
       log::get("broker")->warn("txn.complete_failed id=\"{}\" error=\"{}\"", id, why);
-      auto it = st.endings.find(id);
-      if (it != st.endings.end()) {
-        answer_waiters(it->second, txn_answer{txn_error::none, it->second.rec.producer_id,
-                                              it->second.rec.producer_epoch, {}});
-        st.endings.erase(it);
-      }
-      run(self, id);
+      end_round(self, id, success_of(rec));  // the outcome is durable; the tick completes it
     });
 }
 
@@ -271,27 +318,22 @@ void tick(self_ptr self) {
   auto txns = st.settings.owners->transactions();
   auto now = wall_ms();
   for (const auto& [id, rec] : *txns) {
-    if (st.endings.count(id) || st.queues.count(id) || !st.effects.coordinates(id))
+    if (st.endings.count(id) || st.queues.count(id))
       continue;
-    if (cluster::ending(rec)) {
+    const bool ends = cluster::ending(rec);
+    const bool expired = !ends && cluster::timed_out(rec, now).has_value();
+    if ((!ends && !expired) || !st.effects.coordinates(id))
+      continue;
+    if (ends) {
       start_ending(self, id, rec);  // left by a coordinator that died, or a failed round
       continue;
     }
-    if (auto abort = cluster::timed_out(rec, now)) {
-      // A request of the id racing this abort loses its compare-and-set
-      // (or makes this one lose), and is decided again.
-      auto key = id;
-      propose(
-        self, key, *abort, rec.version,
-        [self, key](txn_record applied) {
-          ++self->state.timeouts_aborted;
-          log::get("broker")->info("txn.timed_out id=\"{}\" producer_id={} epoch={}", key, applied.producer_id,
-                         applied.producer_epoch);
-          start_ending(self, key, applied);
-          run(self, key);
-        },
-        [self, key] { run(self, key); }, [self, key](std::string) { run(self, key); });
-    }
+    // The abort runs as the id's own request, in line with the clients'.
+    txn_request expire;
+    expire.what = txn_request::kind::expire;
+    expire.transactional_id = id;
+    st.queues[id].push_back(pending{std::move(expire), std::nullopt, st.next_seq++, 0, false});
+    run(self, id);
   }
 }
 
@@ -304,33 +346,39 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       auto rp = self->make_response_promise<txn_answer>();
       auto id = req.transactional_id;
       auto& q = self->state.queues[id];
-      q.push_back(pending{std::move(req), rp, 0});
+      q.push_back(pending{std::move(req), rp, self->state.next_seq++, 0, false});
       if (q.size() == 1)
         run(self, id);
       return rp;
     },
-    [self](txn_atom, step_atom, int64_t token, std::string& err) {
+    [self](txn_atom, std::string& id) { run(self, id); },
+    [self](txn_atom, std::string& id, int64_t round) {
+      // end_wait passed: the EndTxn waiters are answered; the ending goes on.
+      auto it = self->state.endings.find(id);
+      if (it != self->state.endings.end() && it->second.round == round)
+        answer_waiters(it->second, success_of(it->second.rec));
+    },
+    [self](txn_atom, step_atom, std::string& id, int64_t round, std::string& key, std::string& err) {
       auto& st = self->state;
-      if (token == -1) {
-        // end_wait passed: answer the EndTxn waiters; the ending goes on.
-        auto it = st.endings.find(err);
-        if (it != st.endings.end())
-          answer_waiters(it->second, txn_answer{txn_error::none, it->second.rec.producer_id,
-                                                it->second.rec.producer_epoch, {}});
+      auto it = st.endings.find(id);
+      if (it == st.endings.end() || it->second.round != round)
+        return;
+      auto& e = it->second;
+      if (err.empty())
+        st.done[id].keys.insert(key);
+      else if (e.failed.empty())
+        e.failed = err;
+      if (--e.left != 0)
+        return;
+      if (e.failed.empty()) {
+        complete(self, id);
         return;
       }
-      auto t = st.tokens.find(token);
-      if (t == st.tokens.end())
-        return;
-      auto id = t->second;
-      st.tokens.erase(t);
-      auto it = st.endings.find(id);
-      if (it == st.endings.end() || token < it->second.round)
-        return;
-      if (!err.empty() && it->second.failed.empty())
-        it->second.failed = err;
-      if (--it->second.left == 0)
-        round_done(self, id);
+      ++st.rounds_failed;
+      log::get("broker")->warn("txn.ending_retry id=\"{}\" state={} error=\"{}\"", id,
+                               cluster::to_string(e.rec.state), e.failed);
+      // The outcome is durable: answered now; the tick starts the next round.
+      end_round(self, id, success_of(e.rec));
     },
     [self](tick_atom) {
       tick(self);
@@ -345,7 +393,7 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
                   {"ending", st.endings.size()},
                   {"endings_finished", st.endings_finished},
                   {"timeouts_aborted", st.timeouts_aborted},
-                  {"markers_failed", st.markers_failed}}
+                  {"rounds_failed", st.rounds_failed}}
         .dump();
     },
   };

@@ -37,11 +37,16 @@ using txn_actor = caf::typed_actor<
   // One transactional request → its answer (errors are in the answer, never
   // a CAF error: the edge maps them to Kafka codes).
   caf::replies_to<txn_atom, cluster::txn_request>::with<cluster::txn_answer>,
-  // Internal: an effect of an ending finished (token, "" or the error).
-  caf::reacts_to<txn_atom, step_atom, int64_t, std::string>,
+  // Internal: run the queue of an id again (after a lost compare-and-set).
+  caf::reacts_to<txn_atom, std::string>,
+  // Internal: end_wait of an id's ending round passed (id, round).
+  caf::reacts_to<txn_atom, std::string, int64_t>,
+  // Internal: one effect of an ending round finished (id, round, effect
+  // key, "" or the error).
+  caf::reacts_to<txn_atom, step_atom, std::string, int64_t, std::string, std::string>,
   // Internal: timeouts and unfinished endings of the ids coordinated here.
   caf::reacts_to<tick_atom>,
-  // {"queued","ending","endings_finished","timeouts_aborted","markers_failed"}.
+  // {"queued","ending","endings_finished","timeouts_aborted","rounds_failed"}.
   caf::replies_to<status_atom>::with<std::string>>;
 
 /// What the coordinator does outside itself. Each `done` is called exactly

@@ -6,9 +6,11 @@ namespace moonmq::cluster {
 
 namespace {
 
-/// The highest epoch a bump may reach before the id takes a new producer id
-/// (Kafka: Short.MaxValue - 1, keeping one value for the fencing bump).
+/// The highest epoch a fencing bump may reach (Kafka: Short.MaxValue - 1).
 constexpr int16_t last_epoch = 32766;
+/// InitProducerId hands out a new producer id instead of bumping past this,
+/// so that a fencing abort always has an epoch left above the producer's.
+constexpr int16_t last_init_epoch = last_epoch - 1;
 
 txn_decision fail(txn_error e, std::string why) {
   txn_decision d;
@@ -18,7 +20,9 @@ txn_decision fail(txn_error e, std::string why) {
 }
 
 /// The producer id and epoch check every request but init makes.
-std::optional<txn_decision> check_producer(const txn_request& req, const std::optional<txn_record>& cur) {
+/// `ending_ok`: an ending transaction is no error here (EndTxn judges it).
+std::optional<txn_decision> check_producer(const txn_request& req, const std::optional<txn_record>& cur,
+                                           bool ending_ok = false) {
   if (!cur || cur->producer_id != req.producer_id)
     return fail(txn_error::invalid_producer_id_mapping,
                 "transactional id " + req.transactional_id + " does not have producer id "
@@ -27,7 +31,7 @@ std::optional<txn_decision> check_producer(const txn_request& req, const std::op
     return fail(txn_error::invalid_producer_epoch,
                 "producer epoch " + std::to_string(req.producer_epoch) + " of " + req.transactional_id
                   + " is not the current " + std::to_string(cur->producer_epoch) + " (fenced)");
-  if (ending(*cur))
+  if (ending(*cur) && !ending_ok)
     return fail(txn_error::concurrent_transactions,
                 "the last transaction of " + req.transactional_id + " is still ending (" + to_string(cur->state) + ")");
   return std::nullopt;
@@ -91,7 +95,7 @@ txn_decision decide(const txn_request& req, const std::optional<txn_record>& cur
         d.ends = true;
         return d;
       }
-      if (!cur || cur->producer_epoch >= last_epoch) {
+      if (!cur || cur->producer_epoch >= last_init_epoch) {
         next.producer_id = new_producer_id;
         next.producer_epoch = 0;
       } else {
@@ -152,10 +156,8 @@ txn_decision decide(const txn_request& req, const std::optional<txn_record>& cur
       return answer_with(std::move(next), *cur);
     }
     case k::end: {
-      if (!cur || cur->producer_id != req.producer_id || cur->producer_epoch != req.producer_epoch) {
-        if (auto bad = check_producer(req, cur))
-          return *bad;
-      }
+      if (auto bad = check_producer(req, cur, true))
+        return *bad;
       const auto want_done = req.commit ? txn_state::complete_commit : txn_state::complete_abort;
       const auto want_prep = req.commit ? txn_state::prepare_commit : txn_state::prepare_abort;
       if (cur->state == want_done)
@@ -169,6 +171,15 @@ txn_decision decide(const txn_request& req, const std::optional<txn_record>& cur
       next.state = want_prep;
       auto d = answer_with(std::move(next), *cur);
       d.ends = true;
+      return d;
+    }
+    case k::expire: {
+      txn_decision d;
+      if (cur)
+        if (auto t = timed_out(*cur, now_ms)) {
+          d.write = std::move(*t);
+          d.ends = true;
+        }
       return d;
     }
   }

@@ -35,7 +35,9 @@ const char* to_string(txn_error e);
 
 /// One transactional request, as the Kafka listener decoded it.
 struct txn_request {
-  enum class kind : uint8_t { init, add_partitions, add_offsets, offset_commit, end } what = kind::init;
+  /// `expire` is the coordinator's own: abort the id's transaction if it
+  /// is open past its timeout at now_ms (timed_out), else nothing.
+  enum class kind : uint8_t { init, add_partitions, add_offsets, offset_commit, end, expire } what = kind::init;
   std::string transactional_id;
   int64_t producer_id = -1;     ///< all but init
   int16_t producer_epoch = -1;  ///< all but init
@@ -71,8 +73,9 @@ struct txn_decision {
 ///    an ending transaction → concurrent_transactions; an open one is aborted
 ///    with the epoch bumped (fencing its producer) and the answer is
 ///    concurrent_transactions (the client retries once the abort is done);
-///    otherwise the epoch is bumped (a new producer id at epoch 0 when the
-///    epoch would pass 32766) and the record is empty.
+///    otherwise the epoch is bumped (a new producer id at epoch 0 once the
+///    epoch is 32765: one value stays for a fencing abort's bump) and the
+///    record is empty.
 ///  - add_partitions / add_offsets: another producer id → invalid_producer_id_mapping,
 ///    another epoch → invalid_producer_epoch, an ending transaction →
 ///    concurrent_transactions; otherwise the transaction is (or stays)
@@ -84,6 +87,7 @@ struct txn_decision {
 ///    (`ends`); a retry after it completed the same way answers none; a
 ///    retry while it ends answers concurrent_transactions; anything else
 ///    (nothing open, the other outcome) is invalid_txn_state.
+///  - expire: fencing_abort when timed_out, else no write; answers none.
 txn_decision decide(const txn_request& req, const std::optional<txn_record>& current, int64_t now_ms,
                     int64_t new_producer_id, int32_t max_timeout_ms = max_transaction_timeout_ms);
 
@@ -97,8 +101,8 @@ txn_record completed(txn_record r);
 /// is not ongoing or not timed out at `now_ms`.
 std::optional<txn_record> timed_out(const txn_record& r, int64_t now_ms);
 
-/// prepare_abort of the ongoing transaction `r` at a bumped epoch (the
-/// epoch stays at 32766 once there): an abort the coordinator decides, on a
+/// prepare_abort of the ongoing transaction `r` at a bumped epoch (at most
+/// 32766; init hands out a new producer id before an epoch gets there): an abort the coordinator decides, on a
 /// timeout or when InitProducerId fences the producer of an open transaction.
 txn_record fencing_abort(const txn_record& r);
 

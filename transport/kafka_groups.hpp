@@ -27,9 +27,6 @@
 
 namespace moonmq::transport {
 
-/// Handles FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-/// ListGroups, DescribeGroups, DeleteGroups, OffsetCommit and OffsetFetch
-/// (`done` exactly once, from any thread).
 /// OffsetCommit's storing half (docs/groups.md): `req`'s offsets split by
 /// partition owner, this broker's part to the group actor's offset store,
 /// each other owner's part to its POST /cluster/groups/{g}/offsets; every
@@ -40,6 +37,9 @@ namespace moonmq::transport {
 void commit_at_owners(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, int16_t fence,
                       kafka_done done);
 
+/// Handles FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+/// ListGroups, DescribeGroups, DeleteGroups, OffsetCommit and OffsetFetch
+/// (`done` exactly once, from any thread).
 void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done done);
 
 /// The Kafka groups' membership state machine. Callbacks are called

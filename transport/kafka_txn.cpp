@@ -7,6 +7,7 @@
 #include "actors/errors.hpp"
 #include "actors/partition.hpp"
 #include "kafka/txn_types.hpp"
+#include "groups/types.hpp"
 #include "transport/kafka_groups.hpp"
 #include "util/logging.hpp"
 
@@ -46,6 +47,12 @@ void ask_coordinator(const std::shared_ptr<kafka_context>& ctx, txn_request req,
     std::move(req));
 }
 
+/// A transactional id the metadata log takes (raft::detail::valid_transactional_id):
+/// anything else is answered INVALID_REQUEST (42), never retried.
+bool valid_id(const std::string& id) {
+  return !id.empty() && id.size() <= cluster::max_transactional_id_bytes;
+}
+
 /// NOT_COORDINATOR unless this broker coordinates `key` (a transactional id
 /// or a group id: both are placed as groups are, docs/transactions.md).
 bool coordinates(const kafka_context& ctx, const std::string& key) {
@@ -58,6 +65,11 @@ void init_producer_id(const std::shared_ptr<kafka_context>& ctx, int16_t version
   if (!ctx->txns) {
     // A broker without the metadata log keeps no transaction state.
     resp.error_code = ec::coordinator_not_available;
+    done(resp, 1);
+    return;
+  }
+  if (!valid_id(*r.transactional_id)) {
+    resp.error_code = ec::invalid_request;
     done(resp, 1);
     return;
   }
@@ -98,6 +110,10 @@ void add_partitions(const std::shared_ptr<kafka_context>& ctx, int16_t version,
       }
     return errors;
   };
+  if (!valid_id(r.transactional_id)) {
+    done(*resp, fill(ec::invalid_request));
+    return;
+  }
   if (!coordinates(*ctx, r.transactional_id)) {
     done(*resp, fill(ec::not_coordinator));
     return;
@@ -136,9 +152,9 @@ void add_partitions(const std::shared_ptr<kafka_context>& ctx, int16_t version,
 template <class Response>
 void simple(const std::shared_ptr<kafka_context>& ctx, txn_request req, kafka::api_key key, int16_t version,
             kafka_done& done) {
-  if (!coordinates(*ctx, req.transactional_id)) {
+  if (!valid_id(req.transactional_id) || !coordinates(*ctx, req.transactional_id)) {
     Response resp;
-    resp.error_code = ec::not_coordinator;
+    resp.error_code = valid_id(req.transactional_id) ? ec::not_coordinator : ec::invalid_request;
     done(resp, 1);
     return;
   }
@@ -166,11 +182,18 @@ void txn_offset_commit(const std::shared_ptr<kafka_context>& ctx, int16_t versio
       }
     return errors;
   };
+  if (!valid_id(r.transactional_id) || r.group_id.empty()) {
+    done(*resp, fill(ec::invalid_request));
+    return;
+  }
   // On the group's coordinator, as Kafka's TxnOffsetCommit.
   if (!coordinates(*ctx, r.group_id)) {
     done(*resp, fill(ec::not_coordinator));
     return;
   }
+  // Checked here, as OffsetCommit checks them: held offsets are stored at
+  // commit, where a refusal could never be answered any more.
+  auto topics = ctx->owners ? ctx->owners->topics() : std::make_shared<const topic_image>();
   txn_request req;
   req.what = txn_request::kind::offset_commit;
   req.transactional_id = r.transactional_id;
@@ -182,8 +205,13 @@ void txn_offset_commit(const std::shared_ptr<kafka_context>& ctx, int16_t versio
     size_t pi = 0;
     for (const auto& p : t.partitions) {
       auto& slot = resp->topics[ti].partitions[pi++];
-      if (p.committed_offset < 0)
+      auto known = topics->find(t.name);
+      if (known == topics->end() || p.partition_index < 0 || p.partition_index >= known->second.partitions)
+        slot.error_code = ec::unknown_topic_or_partition;
+      else if (p.committed_offset < 0)
         slot.error_code = ec::invalid_commit_offset_size;
+      else if (p.committed_metadata && p.committed_metadata->size() > groups::max_offset_metadata_bytes)
+        slot.error_code = ec::offset_metadata_too_large;
       else
         req.offsets.push_back({r.group_id, t.name, p.partition_index, p.committed_offset,
                                p.committed_metadata.value_or("")});
@@ -265,8 +293,18 @@ txn_effects effects_of(std::weak_ptr<kafka_context> w) {
       part.committed_metadata = o.metadata;
       t->partitions.push_back(std::move(part));
     }
-    commit_at_owners(ctx, std::move(req), 0, [done, group](std::optional<kafka::response_body>, int errors) {
-      done(errors == 0 ? std::string{} : "offsets of group " + group + ": " + std::to_string(errors) + " refused");
+    commit_at_owners(ctx, std::move(req), 0, [done, group](std::optional<kafka::response_body> body, int) {
+      // A partition whose topic was deleted since needs no offset (3); any
+      // other refusal is retried by the next round.
+      int refused = 0;
+      if (const auto* r = body ? std::get_if<kafka::offset_commit_response>(&*body) : nullptr)
+        for (const auto& t : r->topics)
+          for (const auto& p : t.partitions)
+            refused += p.error_code != ec::none && p.error_code != ec::unknown_topic_or_partition;
+      else
+        refused = 1;
+      done(refused == 0 ? std::string{}
+                        : "offsets of group " + group + ": " + std::to_string(refused) + " partitions refused");
     });
   };
   fx.coordinates = [w](const std::string& id) {

@@ -44,10 +44,17 @@ TEST_CASE("InitProducerId gives a new id epoch 0, then bumps the epoch each time
   auto again = decide(init(), rec, 2000, 99);
   CHECK(again.answer.producer_id == 77);  // the id keeps its producer id
   CHECK(again.answer.producer_epoch == 1);
-  rec.producer_epoch = 32766;
+  rec.producer_epoch = 32764;
+  CHECK(decide(init(), rec, 2000, 99).answer.producer_epoch == 32765);
+  // From 32765 on a new producer id: a fencing abort always has an epoch
+  // left above the producer's.
+  rec.producer_epoch = 32765;
   auto exhausted = decide(init(), rec, 2000, 99);
   CHECK(exhausted.answer.producer_id == 99);
   CHECK(exhausted.answer.producer_epoch == 0);
+  auto open = rec;
+  open.state = txn_state::ongoing;
+  CHECK(fencing_abort(open).producer_epoch == 32766);
 }
 
 TEST_CASE("a transaction timeout outside (0, max] is INVALID_TRANSACTION_TIMEOUT and writes nothing", "[cluster][txn]") {
@@ -171,4 +178,15 @@ TEST_CASE("an ongoing transaction past its timeout is aborted at a bumped epoch"
   CHECK(t->state == txn_state::prepare_abort);
   CHECK(t->producer_epoch == 1);
   CHECK_FALSE(timed_out(completed(*t), 100000));
+  // The coordinator's own expire request writes the same abort, or nothing.
+  txn_request expire;
+  expire.what = kind::expire;
+  expire.transactional_id = "app";
+  CHECK_FALSE(decide(expire, rec, 6000, 0).write);
+  auto e = decide(expire, rec, 6001, 0);
+  CHECK(e.ends);
+  REQUIRE(e.write);
+  CHECK(*e.write == *t);
+  CHECK(e.answer.error == txn_error::none);
+  CHECK_FALSE(decide(expire, std::nullopt, 6001, 0).write);
 }
