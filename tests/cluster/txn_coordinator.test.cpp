@@ -57,7 +57,7 @@ TEST_CASE("InitProducerId gives a new id epoch 0, then bumps the epoch each time
   CHECK(fencing_abort(open).producer_epoch == 32766);
 }
 
-TEST_CASE("a transaction timeout outside (0, max] is INVALID_TRANSACTION_TIMEOUT and writes nothing", "[cluster][txn]") {
+TEST_CASE("a transaction timeout of 0 or less or above the maximum is INVALID_TRANSACTION_TIMEOUT and writes nothing", "[cluster][txn]") {
   for (int32_t t : {0, -5, max_transaction_timeout_ms + 1}) {
     auto d = decide(init(t), std::nullopt, 0, 1);
     CHECK(d.answer.error == txn_error::invalid_transaction_timeout);

@@ -98,7 +98,7 @@ TEST_CASE("txn state: a marker with no open transaction records nothing", "[txn_
   CHECK(t.last_stable_offset(offset{3}) == offset{3});
 }
 
-TEST_CASE("txn state: aborted_between lists the aborted ranges overlapping [from, to]", "[txn_state]") {
+TEST_CASE("txn state: aborted_between lists the aborted ranges overlapping from..to", "[txn_state]") {
   txn_state t;
   // pid 1 aborted over [0, 4], pid 2 over [2, 8], pid 3 committed, pid 1 over [10, 12].
   t.record(txn_data(1, 0, 2));
