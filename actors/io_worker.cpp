@@ -229,7 +229,10 @@ caf::expected<storage::read_result> read_log(hosted& p, int64_t from, int32_t ma
   uint64_t records = 0;
   while (!rest.empty()) {
     auto h = storage::peek_batch_header(rest);
-    if (!h || (below >= 0 && h->base.value >= below))
+    // Only batches wholly below the LSO: one that straddles it (a log start
+    // moved inside a batch clamps the LSO there) holds records of a
+    // transaction still open.
+    if (!h || (below >= 0 && h->last.value >= below))
       break;
     records += static_cast<uint64_t>(h->last.value - h->base.value + 1);
     rest.remove_prefix(h->size);

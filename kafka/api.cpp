@@ -52,6 +52,16 @@ bool is_supported(int16_t key, int16_t version) {
   return r && version >= r->min_version && version <= r->max_version;
 }
 
+bool is_transaction_api(int16_t key) {
+  switch (static_cast<api_key>(key)) {
+    case api_key::add_partitions_to_txn:
+    case api_key::add_offsets_to_txn:
+    case api_key::end_txn:
+    case api_key::txn_offset_commit: return true;
+    default: return false;
+  }
+}
+
 bool is_flexible(api_key key, int16_t version) {
   auto r = supported_range(static_cast<int16_t>(key));
   return r && version >= r->flexible_from;

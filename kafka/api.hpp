@@ -64,6 +64,11 @@ std::optional<version_range> supported_range(int16_t key);
 /// True when `key` is supported and `version` lies in its advertised range.
 bool is_supported(int16_t key, int16_t version);
 
+/// True for the APIs only a transaction coordinator answers (KIP-98):
+/// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit. A broker
+/// without one leaves them out of ApiVersions.
+bool is_transaction_api(int16_t key);
+
 /// True when (key, version) uses the flexible encoding; among the advertised
 /// versions: ApiVersions v3, IncrementalAlterConfigs v1, DescribeCluster v0.
 bool is_flexible(api_key key, int16_t version);

@@ -28,10 +28,16 @@ offset txn_state::last_stable_offset(offset high_watermark) const {
 }
 
 std::vector<aborted_range> txn_state::aborted_between(offset from, offset to) const {
+  // aborted_ is in marker order, so by last offset: skip those that end
+  // before `from` without looking at them.
+  auto it = std::lower_bound(aborted_.begin(), aborted_.end(), from,
+                             [](const aborted_txn& a, offset x) { return a.last < x; });
   std::vector<aborted_range> out;
-  for (const auto& a : aborted_)
-    if (a.last >= from && a.first <= to)
-      out.push_back({a.producer_id, a.first});
+  for (; it != aborted_.end(); ++it)
+    if (it->first <= to)
+      out.push_back({it->producer_id, it->first});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const aborted_range& a, const aborted_range& b) { return a.first < b.first; });
   return out;
 }
 

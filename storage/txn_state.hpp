@@ -57,9 +57,12 @@ class txn_state {
   offset last_stable_offset(offset high_watermark) const;
 
   /// The aborted transactions whose range [first, last] overlaps [from, to]
-  /// (last >= from and first <= to), in marker order: Kafka's
+  /// (last >= from and first <= to), sorted by first offset: Kafka's
   /// collectAbortedTxns(fetchOffset, upperBoundOffset), what a Fetch
-  /// response lists for the batches it returns from `from` to `to`.
+  /// response lists for the batches it returns from `from` to `to`. Kafka
+  /// lists them in marker order; kafkajs 2.2.4 reads the list as sorted by
+  /// first offset (it looks at its head only), librdkafka and the Java
+  /// consumer sort it themselves. O(log n + k) for k listed.
   std::vector<aborted_range> aborted_between(offset from, offset to) const;
 
   /// Drops the aborted transactions whose marker lies below `log_start`

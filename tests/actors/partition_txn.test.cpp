@@ -157,3 +157,22 @@ TEST_CASE("a marker of a stale epoch is refused, a sealed partition refuses mark
   CHECK(f.ask(seal_atom::value, true).first == 2);
   CHECK(f.ask(marker_atom::value, int64_t{3}, int16_t{2}, true, int32_t{0}).second == "partition_moved");
 }
+
+TEST_CASE("read_committed never returns a batch that straddles a log start moved inside an open transaction",
+          "[partition][txn]") {
+  // DeleteRecords may move the log start inside a batch; the LSO is then
+  // clamped to the log start, inside the open transaction's batch, and that
+  // batch holds records of the open transaction on both sides of it.
+  txn_fixture f;
+  f.start();
+  CHECK(f.ask(append_atom::value, txn_batch(3, 0, 10), true).first == 0);  // 0..9, open
+  auto [start, err] = f.ask(delete_records_atom::value, int64_t{5}, false);
+  REQUIRE(err.empty());
+  CHECK(start == 5);
+  auto r = f.read(5, true);
+  CHECK(r.lso == 5);
+  CHECK(r.bases().empty());
+  CHECK(f.read(5, false).bases() == std::vector<int64_t>{0});  // read_uncommitted still gets it
+  CHECK(f.marker(3, 0, true) == 10);  // committed: now it is served
+  CHECK(f.read(5, true).bases() == std::vector<int64_t>{0, 10});
+}

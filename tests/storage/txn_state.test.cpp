@@ -148,6 +148,21 @@ TEST_CASE("txn state: several producers interleaved", "[txn_state]") {
   CHECK(t.aborted() == std::vector<aborted_txn>{{2, offset{1}, offset{4}}, {3, offset{3}, offset{7}}});
 }
 
+TEST_CASE("txn state: aborted_between lists by first offset, not marker order", "[txn_state]") {
+  // kafkajs 2.2.4 looks only at the head of the list: P1's records at 10
+  // must come before P2's at 11 although P2's abort was written first.
+  txn_state t;
+  t.record(txn_data(1, 10));
+  t.record(txn_data(2, 11));
+  t.record(marker(2, 12, control_abort));
+  t.record(marker(1, 13, control_abort));
+  CHECK(t.aborted_between(offset{0}, offset{20})
+        == std::vector<aborted_range>{{1, offset{10}}, {2, offset{11}}});
+  // Ranges ending before `from` are left out, without a scan over them.
+  CHECK(t.aborted_between(offset{13}, offset{20}) == std::vector<aborted_range>{{1, offset{10}}});
+  CHECK(t.aborted_between(offset{14}, offset{20}).empty());
+}
+
 TEST_CASE("committed filter: skips control batches and the batches of aborted transactions", "[txn_state]") {
   // pid 1: [0] aborted by the marker at 3; pid 2: [1] committed at 4;
   // pid 1 again: [5] open. A plain batch at 2.
