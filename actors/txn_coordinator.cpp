@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -42,12 +43,22 @@ struct ending {
   int64_t round = 0;  ///< tokens of an earlier round are ignored
 };
 
+/// The effects of an ending already written for one version of a record
+/// (markers by "<topic>/<partition>", offsets by "group:<id>"): a round
+/// retried after a failure writes only the others, so a partition whose
+/// owner is up gets one marker however long another owner stays down.
+struct written_effects {
+  uint64_t version = 0;
+  std::set<std::string> keys;
+};
+
 struct txn_state_t {
   txn_settings settings;
   txn_effects effects;
   std::map<std::string, std::deque<pending>> queues;  ///< per id; the front runs
   std::map<std::string, ending> endings;
-  std::map<int64_t, std::string> tokens;  ///< effect token -> id
+  std::map<int64_t, std::pair<std::string, std::string>> tokens;  ///< effect token -> id, effect key
+  std::map<std::string, written_effects> written;  ///< per id ending now
   int64_t next_token = 1;
   uint64_t endings_finished = 0;
   uint64_t timeouts_aborted = 0;
@@ -181,28 +192,37 @@ void write_round(self_ptr self, const std::string& id) {
   auto& e = st.endings[id];
   e.round = st.next_token;
   e.failed.clear();
+  auto& w = st.written[id];
+  if (w.version != e.rec.version)
+    w = written_effects{e.rec.version, {}};
   std::map<std::string, std::vector<cluster::txn_offset>> by_group;
   if (e.rec.state == cluster::txn_state::prepare_commit)
     for (const auto& o : e.rec.offsets)
-      by_group[o.group].push_back(o);
-  e.left = e.rec.partitions.size() + by_group.size();
+      if (!w.keys.count("group:" + o.group))
+        by_group[o.group].push_back(o);
+  std::vector<cluster::txn_partition> parts;
+  for (const auto& p : e.rec.partitions)
+    if (!w.keys.count(p.topic + "/" + std::to_string(p.partition)))
+      parts.push_back(p);
+  e.left = parts.size() + by_group.size();
   auto me = caf::actor_cast<txn_actor>(self);
-  auto done_fn = [me, self, id]() {
+  auto done_fn = [me, self, id](std::string key) {
     auto token = self->state.next_token++;
-    self->state.tokens[token] = id;
+    self->state.tokens[token] = {id, std::move(key)};
     return [me, token](std::string err) { caf::anon_send(me, txn_atom::value, step_atom::value, token, std::move(err)); };
   };
   if (e.left == 0) {
-    // Nothing to write (no partition was added): completes at once.
+    // Nothing (left) to write: no partition was added, or an earlier round
+    // wrote everything. Completes at once.
     e.left = 1;
-    done_fn()(std::string{});
+    done_fn({})(std::string{});
     return;
   }
   auto rec = e.rec;
-  for (const auto& p : rec.partitions)
-    st.effects.write_marker(rec, p, done_fn());
+  for (const auto& p : parts)
+    st.effects.write_marker(rec, p, done_fn(p.topic + "/" + std::to_string(p.partition)));
   for (const auto& [group, offsets] : by_group)
-    st.effects.commit_offsets(group, offsets, done_fn());
+    st.effects.commit_offsets(group, offsets, done_fn("group:" + group));
 }
 
 void start_ending(self_ptr self, const std::string& id, txn_record rec) {
@@ -270,6 +290,13 @@ void tick(self_ptr self) {
   auto& st = self->state;
   auto txns = st.settings.owners->transactions();
   auto now = wall_ms();
+  // What an ending wrote matters while its record stays prepared at that version.
+  for (auto w = st.written.begin(); w != st.written.end();) {
+    auto rec = txns->find(w->first);
+    bool keep = st.endings.count(w->first)
+                || (rec != txns->end() && rec->second.version == w->second.version && cluster::ending(rec->second));
+    w = keep ? std::next(w) : st.written.erase(w);
+  }
   for (const auto& [id, rec] : *txns) {
     if (st.endings.count(id) || st.queues.count(id) || !st.effects.coordinates(id))
       continue;
@@ -322,13 +349,15 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       auto t = st.tokens.find(token);
       if (t == st.tokens.end())
         return;
-      auto id = t->second;
+      auto [id, key] = t->second;
       st.tokens.erase(t);
       auto it = st.endings.find(id);
       if (it == st.endings.end() || token < it->second.round)
         return;
       if (!err.empty() && it->second.failed.empty())
         it->second.failed = err;
+      if (err.empty() && !key.empty())
+        st.written[id].keys.insert(key);
       if (--it->second.left == 0)
         round_done(self, id);
     },
