@@ -50,6 +50,30 @@ std::string python_head(move_cluster& c, const std::vector<std::string>& topics)
   return py + "]\n";
 }
 
+/// A python script: a transactional producer of id `id` writes "<tag>-<i>"
+/// for i in [0, 10) alternately to `topics`, flushes, prints "open", and at
+/// step "commit" commits, printing "commit ok <seconds>" or "commit failed
+/// <error name> fatal|retriable".
+std::string open_then_commit(move_cluster& c, const std::string& id, int timeout_ms,
+                             const std::vector<std::string>& topics, const std::string& tag) {
+  return python_head(c, topics) + "p = Producer({'bootstrap.servers': bs, 'transactional.id': '" + id
+         + "', 'transaction.timeout.ms': " + std::to_string(timeout_ms)
+         + "})\n"
+           "p.init_transactions(30)\n"
+           "p.begin_transaction()\n"
+           "for i in range(10):\n"
+           "    p.produce(topics[i % len(topics)], value=('" + tag + "-%d' % i).encode())\n"
+           "p.flush(30)\n"
+           "print('open')\n"
+           "wait_for('commit')\n"
+           "t = time.time()\n"
+           "try:\n"
+           "    p.commit_transaction(30)\n"
+           "    print('commit ok %.3f s' % (time.time() - t))\n"
+           "except KafkaException as e:\n"
+           "    print('commit failed', e.args[0].name(), 'fatal' if e.args[0].fatal() else 'retriable')\n";
+}
+
 /// The state the transaction coordinator of the broker with admin port
 /// `admin` reports (GET /admin/actors, kind txn_coordinator); null if none.
 nlohmann::json coordinator_status(uint16_t admin) {
@@ -92,22 +116,7 @@ TEST_CASE("kafka transactions: the coordinator killed with a transaction open; o
   const auto next = cluster::group_coordinator(id, {c.id(stay[0]), c.id(stay[1])});
   const size_t next_i = next == c.id(stay[0]) ? stay[0] : stay[1];
 
-  python_run open(c.data_dir(stay[0]), "open.py",
-                  python_head(c, {"fa", "fb"})
-                    + "p = Producer({'bootstrap.servers': bs, 'transactional.id': '" + id
-                    + "', 'transaction.timeout.ms': 5000})\n"
-                      "p.init_transactions(30)\n"
-                      "p.begin_transaction()\n"
-                      "for i in range(10):\n"
-                      "    p.produce(topics[i % 2], value=('open-%d' % i).encode())\n"
-                      "p.flush(30)\n"
-                      "print('open')\n"
-                      "wait_for('commit')\n"
-                      "try:\n"
-                      "    p.commit_transaction(30)\n"
-                      "    print('commit ok')\n"
-                      "except KafkaException as e:\n"
-                      "    print('commit failed', e.args[0].name(), 'fatal' if e.args[0].fatal() else 'retriable')\n");
+  python_run open(c.data_dir(stay[0]), "open.py", open_then_commit(c, id, 5000, {"fa", "fb"}, "open"));
   INFO("producer: " << open.output());
   REQUIRE(open.printed("open", 30s));
   auto before = txn_record(c.admin(next_i), id);
@@ -177,31 +186,15 @@ TEST_CASE("kafka transactions: a commit whose partition owner is down is answere
   create_owned(c, down, "pb");
   const auto id = txn_id_coordinated_by(c.id(coord), all_three, {{c.id(coord), c.id(keep)}});
 
-  python_run run(c.data_dir(keep), "commit.py",
-                 python_head(c, {"pa", "pb"})
-                   + "p = Producer({'bootstrap.servers': bs, 'transactional.id': '" + id
-                   + "', 'transaction.timeout.ms': 60000})\n"
-                     "p.init_transactions(30)\n"
-                     "p.begin_transaction()\n"
-                     "for i in range(10):\n"
-                     "    p.produce(topics[i % 2], value=('ok-%d' % i).encode())\n"
-                     "p.flush(30)\n"
-                     "print('flushed')\n"
-                     "wait_for('commit')\n"
-                     "t = time.time()\n"
-                     "try:\n"
-                     "    p.commit_transaction(30)\n"
-                     "    print('commit ok %.3f' % (time.time() - t))\n"
-                     "except KafkaException as e:\n"
-                     "    print('commit failed', e.args[0].name())\n");
+  python_run run(c.data_dir(keep), "commit.py", open_then_commit(c, id, 60000, {"pa", "pb"}, "ok"));
   INFO("producer: " << run.output());
-  REQUIRE(run.printed("flushed", 30s));
+  REQUIRE(run.printed("open", 30s));
   c.kill(down);
   run.proceed("commit");
   REQUIRE(run.printed("commit ", 30s));
   const auto answered = lines_with(run.output(), "commit ");
   CHECK(answered.begin()->rfind("ok", 0) == 0);  // the outcome is durable: EndTxn succeeds
-  WARN("commit with the owner of pb down: " << *answered.begin() << " s");
+  WARN("commit with the owner of pb down: " << *answered.begin());
 
   // The marker of "pb" cannot be written: the record stays prepared while
   // the coordinator's tick tries again; "pa" got its marker.
