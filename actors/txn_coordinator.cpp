@@ -58,7 +58,7 @@ struct txn_state_t {
   std::map<std::string, std::deque<pending>> queues;  ///< per id; the front runs
   std::map<std::string, ending> endings;
   std::map<int64_t, std::pair<std::string, std::string>> tokens;  ///< effect token -> id, effect key
-  std::map<std::string, written_effects> written;  ///< per id ending now
+  std::map<std::string, written_effects> written;  ///< per id whose ending is unfinished
   int64_t next_token = 1;
   uint64_t endings_finished = 0;
   uint64_t timeouts_aborted = 0;

@@ -10,7 +10,8 @@
 // then writes the completed record. Requests of one id run one at a time.
 // A tick aborts transactions open past their timeout and finishes endings
 // left by a coordinator that died or lost the id (the record says what was
-// decided, so finishing is the same whoever does it).
+// decided, so finishing is the same whoever does it), or whose round failed:
+// a retried round writes only the markers and offsets not written yet.
 
 #include <chrono>
 #include <cstdint>

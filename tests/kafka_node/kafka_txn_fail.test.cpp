@@ -117,8 +117,7 @@ TEST_CASE("kafka transactions: the coordinator killed with a transaction open; o
   const size_t next_i = next == c.id(stay[0]) ? stay[0] : stay[1];
 
   python_run open(c.data_dir(stay[0]), "open.py", open_then_commit(c, id, 5000, {"fa", "fb"}, "open"));
-  INFO("producer: " << open.output());
-  REQUIRE(open.printed("open", 30s));
+  open.expect("open", 30s);
   auto before = txn_record(c.admin(next_i), id);
   INFO("record before the kill: " << before.dump());
   REQUIRE(before.is_object());
@@ -146,11 +145,12 @@ TEST_CASE("kafka transactions: the coordinator killed with a transaction open; o
 
   // The old producer cannot commit: its epoch is older than the record's.
   open.proceed("commit");
-  REQUIRE(open.printed("commit ", 30s));
+  open.expect("commit ", 30s);
   auto outcome = *lines_with(open.output(), "commit ").begin();
   CHECK(outcome.rfind("failed", 0) == 0);
   CHECK(outcome.find("fatal") != std::string::npos);
   WARN("the old producer's commit: " << outcome);
+  INFO("producer: " << open.output());
   CHECK(open.wait(10s) == 0);
 
   // Records produced after the abort are readable at read_committed: the
@@ -187,11 +187,10 @@ TEST_CASE("kafka transactions: a commit whose partition owner is down is answere
   const auto id = txn_id_coordinated_by(c.id(coord), all_three, {{c.id(coord), c.id(keep)}});
 
   python_run run(c.data_dir(keep), "commit.py", open_then_commit(c, id, 60000, {"pa", "pb"}, "ok"));
-  INFO("producer: " << run.output());
-  REQUIRE(run.printed("open", 30s));
+  run.expect("open", 30s);
   c.kill(down);
   run.proceed("commit");
-  REQUIRE(run.printed("commit ", 30s));
+  run.expect("commit ", 30s);
   const auto answered = lines_with(run.output(), "commit ");
   CHECK(answered.begin()->rfind("ok", 0) == 0);  // the outcome is durable: EndTxn succeeds
   WARN("commit with the owner of pb down: " << *answered.begin());
@@ -227,6 +226,7 @@ TEST_CASE("kafka transactions: a commit whose partition owner is down is answere
   INFO("reader: " << out);
   REQUIRE(rc == 0);
   CHECK(lines_with(out, "read_committed ") == values("ok", 10));
+  INFO("producer: " << run.output());
   CHECK(run.wait(10s) == 0);
 }
 
@@ -259,25 +259,24 @@ TEST_CASE("kafka transactions: a partition moved while a transaction on it is op
                      "wait_for('read')\n"
                      "q = Producer({'bootstrap.servers': bs}); q.produce('mv', value=b'after-0'); q.flush(30)\n"
                    + python_reader() + "read('read_committed', 21)\nread('read_uncommitted', 41)\n");
-  INFO("script: " << run.output());
   // Half of the committed transaction is written on b1, the rest on b2 once
   // the move has ended: the open transaction moved with the log.
-  REQUIRE(run.printed("first", 30s));
+  run.expect("first", 30s);
   submit_move(c.admin(0), "mv", 0, "b2");
   auto row = wait_move(c.admin(0), "mv", 0, "b1", {"done"}, 30s);
   INFO("first move: " << row.dump());
   REQUIRE(row.value("state", "") == "done");
   run.proceed("more");
-  REQUIRE(run.printed("committed", 30s));
+  run.expect("committed", 30s);
   // The abort races a move from b2 to b3: its markers land on b2 before the
   // seal (and are copied), meet the sealed partition (and are retried on the
   // coordinator's tick) or land on b3.
-  REQUIRE(run.printed("second", 30s));
+  run.expect("second", 30s);
   submit_move(c.admin(1), "mv", 0, "b3");
   auto seen = wait_move(c.admin(1), "mv", 0, "b2", {"cutover", "draining", "offsets"}, 30s);
   run.proceed("abort");
   WARN("abort at move state " << seen.value("state", ""));
-  REQUIRE(run.printed("aborted", 30s));
+  run.expect("aborted", 30s);
   row = wait_move(c.admin(1), "mv", 0, "b2", {"done"}, 30s);
   INFO("second move: " << row.dump());
   REQUIRE(row.value("state", "") == "done");
@@ -287,8 +286,10 @@ TEST_CASE("kafka transactions: a partition moved while a transaction on it is op
   WARN("marker rounds retried by " << coordinator << ": "
                                    << coordinator_status(c.admin(coordinator_i)).value("markers_failed", -1));
   run.proceed("read");
-  REQUIRE(run.wait(40s) == 0);
+  auto rc = run.wait(40s);
   auto out = run.output();
+  INFO("script: " << out);
+  REQUIRE(rc == 0);
   auto expected = values("c", 20);
   expected.insert("after-0");
   CHECK(lines_with(out, "read_committed ") == expected);  // the commit once, nothing of the abort

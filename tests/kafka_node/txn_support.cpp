@@ -67,6 +67,11 @@ bool python_run::printed(const std::string& prefix, std::chrono::milliseconds ti
   return wait_until([&] { return !lines_with(output(), prefix).empty(); }, timeout);
 }
 
+void python_run::expect(const std::string& prefix, std::chrono::milliseconds timeout) {
+  if (!printed(prefix, timeout))
+    FAIL("the script printed no line starting with '" << prefix << "'; its output:\n" << output());
+}
+
 void python_run::proceed(const std::string& step) { std::ofstream(name_ + "." + step) << step; }
 
 nlohmann::json txn_record(uint16_t admin, const std::string& transactional_id) {

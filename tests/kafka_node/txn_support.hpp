@@ -41,6 +41,8 @@ public:
   python_run(const std::string& dir, const std::string& name, const std::string& code);
   /// Whether the script printed a line starting with `prefix` within `timeout`.
   bool printed(const std::string& prefix, std::chrono::milliseconds timeout);
+  /// REQUIREs such a line, failing with the script's output.
+  void expect(const std::string& prefix, std::chrono::milliseconds timeout);
   /// Lets the script past its `wait_for(step)`.
   void proceed(const std::string& step);
   /// The exit code within `timeout` (nullopt if still running).
