@@ -68,6 +68,7 @@ struct txn_state_t {
   uint64_t endings_finished = 0;
   uint64_t timeouts_aborted = 0;
   uint64_t rounds_failed = 0;
+  uint64_t markers_failed = 0;  ///< markers and offset commits that failed
   static inline const char* name = "txn_coordinator";
 };
 
@@ -364,10 +365,13 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       if (it == st.endings.end() || it->second.round != round)
         return;
       auto& e = it->second;
-      if (err.empty())
+      if (err.empty()) {
         st.done[id].keys.insert(key);
-      else if (e.failed.empty())
-        e.failed = err;
+      } else {
+        ++st.markers_failed;
+        if (e.failed.empty())
+          e.failed = err;
+      }
       if (--e.left != 0)
         return;
       if (e.failed.empty()) {
@@ -393,7 +397,8 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
                   {"ending", st.endings.size()},
                   {"endings_finished", st.endings_finished},
                   {"timeouts_aborted", st.timeouts_aborted},
-                  {"rounds_failed", st.rounds_failed}}
+                  {"rounds_failed", st.rounds_failed},
+                  {"markers_failed", st.markers_failed}}
         .dump();
     },
   };

@@ -10,7 +10,8 @@
 // then writes the completed record. Requests of one id run one at a time.
 // A tick aborts transactions open past their timeout and finishes endings
 // left by a coordinator that died or lost the id (the record says what was
-// decided, so finishing is the same whoever does it).
+// decided, so finishing is the same whoever does it), or whose round failed:
+// a retried round writes only the markers and offsets not written yet.
 
 #include <chrono>
 #include <cstdint>
@@ -46,7 +47,8 @@ using txn_actor = caf::typed_actor<
   caf::reacts_to<txn_atom, step_atom, std::string, int64_t, std::string, std::string>,
   // Internal: timeouts and unfinished endings of the ids coordinated here.
   caf::reacts_to<tick_atom>,
-  // {"queued","ending","endings_finished","timeouts_aborted","rounds_failed"}.
+  // {"queued","ending","endings_finished","timeouts_aborted","rounds_failed",
+  // "markers_failed" (markers and offset commits that failed)}.
   caf::replies_to<status_atom>::with<std::string>>;
 
 /// What the coordinator does outside itself. Each `done` is called exactly

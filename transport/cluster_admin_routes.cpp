@@ -8,6 +8,7 @@
 #include "actors/errors.hpp"
 #include "cluster/move_journal.hpp"
 #include "cluster/partition_map.hpp"
+#include "raft/types.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/local_loads.hpp"
 
@@ -347,6 +348,17 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
       fail_with(respond), config_atom::value, body.dump());
   });
   add_broker_routes(r, ctx);
+  // Every transactional id's record as this broker's metadata image holds
+  // it (docs/transactions.md "The coordinator"), the rows of a snapshot.
+  r.add("GET", "/admin/transactions", [ctx](http_request&, responder respond) {
+    if (!ctx.state || !ctx.raft || !ctx.owners) {
+      respond(http_response::error(409, "no_metadata_log",
+                                   "transactions need a Cluster section with Raft (the metadata log)"));
+      return;
+    }
+    auto rows = raft::detail::txn_rows(*ctx.owners->transactions());
+    respond(http_response::json(200, json{{"transactions", std::move(rows)}}.dump()));
+  });
   r.add("POST", "/admin/balancer/plan", [ctx](http_request&, responder respond) {
     if (!ctx.balancer) {
       respond(http_response::error(409, "not_a_cluster", "no Cluster section: nothing to balance"));

@@ -7,12 +7,11 @@
 
 #include <catch2/catch.hpp>
 
-#include <set>
-#include <sstream>
 #include <string>
 
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/kafka_node/raft_kafka.hpp"
+#include "tests/kafka_node/txn_support.hpp"
 #include "tests/node/move_cluster.hpp"
 #include "tests/support/raw_http.hpp"
 
@@ -20,28 +19,6 @@ using namespace moonmq;
 using namespace moonmq::test;
 using namespace moonmq::test::move;
 using namespace std::chrono_literals;
-
-namespace {
-
-/// The script's output lines that start with `prefix`, without it.
-std::multiset<std::string> lines_with(const std::string& out, const std::string& prefix) {
-  std::multiset<std::string> found;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0)
-      found.insert(line.substr(prefix.size()));
-  return found;
-}
-
-/// Values "<tag>-<i>" for i in [0, n).
-std::multiset<std::string> values(const std::string& tag, int n) {
-  std::multiset<std::string> out;
-  for (int i = 0; i < n; ++i)
-    out.insert(tag + "-" + std::to_string(i));
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("kafka transactions with librdkafka on three brokers: commit and abort across brokers, read_committed "
           "sees committed records once and no aborted one, a second producer fences the first",
@@ -90,23 +67,7 @@ TEST_CASE("kafka transactions with librdkafka on three brokers: commit and abort
     "except KafkaException as e:\n"
     "    print('zombie fenced', e.args[0].name())\n"
     "z.begin_transaction(); send(z, 'c3', 6); z.commit_transaction(30)\n"
-    "def read(level, want):\n"
-    "    c = Consumer({'bootstrap.servers': bs, 'group.id': 'rd-' + level, 'isolation.level': level,\n"
-    "                  'auto.offset.reset': 'earliest', 'enable.auto.commit': False})\n"
-    "    c.assign([TopicPartition(t, 0, 0) for t in topics])\n"
-    "    got = []\n"
-    "    idle = 0\n"
-    "    while idle < 6:\n"
-    "        m = c.poll(0.5)\n"
-    "        if m is None:\n"
-    "            idle += 1 if len(got) >= want else 0\n"
-    "            continue\n"
-    "        if m.error():\n"
-    "            continue\n"
-    "        got.append(m.value().decode())\n"
-    "    c.close()\n"
-    "    for v in got:\n"
-    "        print(level, v)\n"
+    + python_reader() +
     "read('read_committed', 66)\n"
     "read('read_uncommitted', 96)\n";
   auto [rc, out] = python_script(c.data_dir(0), "txn.py", py);
