@@ -99,7 +99,7 @@ std::multiset<std::string> committed_values(uint16_t client, const std::string& 
 
 }  // namespace
 
-TEST_CASE("kafka transactions: the coordinator killed with a transaction open; once it is fenced the next "
+TEST_CASE("kafka transactions: the coordinator killed with a transaction open, once it is fenced the next "
           "coordinator aborts it at a bumped epoch, read_committed passes it and the old producer is fenced",
           "[kafka_cluster][txn]") {
   move_cluster c(all_three, kafka_raft({"Cluster.Raft.SessionTimeoutMs=2000"}));
@@ -171,7 +171,7 @@ TEST_CASE("kafka transactions: the coordinator killed with a transaction open; o
 }
 
 TEST_CASE("kafka transactions: a commit whose partition owner is down is answered, stays prepare_commit, and "
-          "completes once the owner is back; read_committed then sees every record once",
+          "completes once the owner is back, and read_committed then sees every record once",
           "[kafka_cluster][txn]") {
   move_cluster c(all_three, kafka_raft());
   start_three(c);
@@ -230,7 +230,7 @@ TEST_CASE("kafka transactions: a commit whose partition owner is down is answere
   CHECK(run.wait(10s) == 0);
 }
 
-TEST_CASE("kafka transactions: a partition moved while a transaction on it is open; the commit is seen once and "
+TEST_CASE("kafka transactions: a partition moved while a transaction on it is open: the commit is seen once and "
           "the abort (racing a second move) not at all",
           "[kafka_cluster][txn]") {
   move_cluster c(all_three, kafka_raft());
