@@ -1,7 +1,9 @@
 #include "actors/txn_coordinator.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -30,6 +32,7 @@ struct pending {
   txn_request req;
   caf::typed_response_promise<txn_answer> rp;
   int attempts = 0;
+  bool synced = false;  ///< a refusal was decided again after a read barrier
 };
 
 /// An ending under way: markers (and, on commit, offsets) being written.
@@ -106,6 +109,23 @@ void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expe
       });
 }
 
+/// An expected version no record has (versions are log indices): a `txn`
+/// entry carrying it always commits as a no-op.
+constexpr uint64_t barrier_version = std::numeric_limits<uint64_t>::max();
+
+/// Read barrier: proposes a `txn` entry for `id` that cannot apply, so that
+/// once it is settled here (refused, as it always is) this broker's image
+/// holds every entry committed before it, then decides `id`'s front
+/// request again. Any outcome runs the queue again: a barrier that could
+/// not be written (no leader) leaves the image as it was.
+void sync_then_run(self_ptr self, const std::string& id, const std::optional<txn_record>& current) {
+  txn_record rec = current.value_or(txn_record{});
+  rec.producer_id = std::max<int64_t>(rec.producer_id, 0);  // a valid record; never applied
+  auto again = [self, id] { run(self, id); };
+  propose(self, id, std::move(rec), barrier_version, [again](txn_record) { again(); }, again,
+          [again](std::string) { again(); });
+}
+
 /// The front request of `id` is answered; the next one runs.
 void finish_front(self_ptr self, const std::string& id, txn_answer a) {
   auto& q = self->state.queues[id];
@@ -131,6 +151,15 @@ void run(self_ptr self, const std::string& id) {
   auto current = record_of(self, id);
   auto d = cluster::decide(p.req, current, wall_ms(), st.effects.new_producer_id(), st.settings.max_timeout_ms);
   if (!d.write) {
+    if (d.answer.error != txn_error::none && !p.synced) {
+      // A refusal is decided on this broker's image, which may not have
+      // applied an entry another broker already committed (TxnOffsetCommit
+      // runs on the group's coordinator, right after AddOffsetsToTxn at the
+      // id's): decide it once more on an image past a read barrier.
+      p.synced = true;
+      sync_then_run(self, id, current);
+      return;
+    }
     finish_front(self, id, std::move(d.answer));
     return;
   }
