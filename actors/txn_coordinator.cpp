@@ -1,7 +1,7 @@
 #include "actors/txn_coordinator.hpp"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <limits>
 #include <map>
