@@ -25,9 +25,14 @@ using cluster::txn_record;
 using cluster::txn_request;
 
 /// Proposals of one request that lose their compare-and-set to another
-/// writer are decided again (after 25 ms × attempts, so that the image
-/// catches up with the entry that won) this many times.
+/// writer are decided again, once this broker's image holds the entry that
+/// won, this many times.
 constexpr int max_attempts = 8;
+/// How long a refused request waits for the image to move past the version
+/// it was refused at (a refusal forwarded by the leader arrives before this
+/// broker applied the winning entry), checked every `catch_up_step`.
+constexpr std::chrono::milliseconds catch_up_wait{2000};
+constexpr std::chrono::milliseconds catch_up_step{5};
 
 using promise = caf::typed_response_promise<txn_answer>;
 
@@ -37,6 +42,10 @@ struct pending {
   uint64_t seq = 0;           ///< callbacks act only on the front they were made for
   int attempts = 0;
   bool in_flight = false;     ///< a proposal of it is under way
+  /// Refused at this version: decided again once the image moved past it
+  /// (or catch_up_wait passed since `refused_at`).
+  std::optional<uint64_t> refused_version;
+  std::chrono::steady_clock::time_point refused_at;
 };
 
 /// An ending round under way: markers (and, on commit, offsets) being written.
@@ -127,6 +136,14 @@ void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expe
       });
 }
 
+pending make_pending(self_ptr self, txn_request req, std::optional<promise> rp) {
+  pending p;
+  p.req = std::move(req);
+  p.rp = std::move(rp);
+  p.seq = self->state.next_seq++;
+  return p;
+}
+
 /// The front of `id`'s queue when it is still the request `seq`.
 pending* front_of(self_ptr self, const std::string& id, uint64_t seq) {
   auto q = self->state.queues.find(id);
@@ -145,8 +162,9 @@ void finish_front(self_ptr self, const std::string& id, uint64_t seq, const txn_
   run(self, id);
 }
 
-/// The front request `seq` lost a compare-and-set: decided again shortly.
-void retry_front(self_ptr self, const std::string& id, uint64_t seq) {
+/// The front request `seq` lost its compare-and-set at version `expect`:
+/// decided again once the image holds the entry that won.
+void retry_front(self_ptr self, const std::string& id, uint64_t seq, uint64_t expect) {
   auto* p = front_of(self, id, seq);
   if (!p)
     return;
@@ -156,7 +174,9 @@ void retry_front(self_ptr self, const std::string& id, uint64_t seq) {
                  answer_of(txn_error::concurrent_transactions, "the record of " + id + " kept changing; retry"));
     return;
   }
-  self->delayed_send(self, std::chrono::milliseconds(25 * p->attempts), txn_atom::value, id);
+  p->refused_version = expect;
+  p->refused_at = std::chrono::steady_clock::now();
+  run(self, id);
 }
 
 /// Whether an answer decided without a write must first be confirmed
@@ -190,6 +210,14 @@ void run(self_ptr self, const std::string& id) {
   auto& p = qit->second.front();
   const auto seq = p.seq;
   auto current = record_of(self, id);
+  if (p.refused_version) {
+    const uint64_t now_at = current ? current->version : 0;
+    if (now_at == *p.refused_version && std::chrono::steady_clock::now() - p.refused_at < catch_up_wait) {
+      self->delayed_send(self, catch_up_step, txn_atom::value, id);  // not applied here yet
+      return;
+    }
+    p.refused_version.reset();
+  }
   const auto new_pid = p.req.what == txn_request::kind::init ? st.effects.new_producer_id() : int64_t{-1};
   auto d = cluster::decide(p.req, current, wall_ms(), new_pid, st.settings.max_timeout_ms);
   bool confirm = needs_confirmation(p.req, d, current);
@@ -201,8 +229,9 @@ void run(self_ptr self, const std::string& id) {
   const bool is_end = p.req.what == txn_request::kind::end;
   const bool is_expire = p.req.what == txn_request::kind::expire;
   auto write = confirm ? *current : std::move(*d.write);
+  const uint64_t expect = current ? current->version : 0;
   propose(
-    self, id, std::move(write), current ? current->version : 0,
+    self, id, std::move(write), expect,
     [self, id, seq, d, is_end, is_expire](txn_record applied) {
       auto* front = front_of(self, id, seq);
       if (!front)
@@ -223,7 +252,7 @@ void run(self_ptr self, const std::string& id) {
       }
       finish_front(self, id, seq, d.answer);
     },
-    [self, id, seq] { retry_front(self, id, seq); },
+    [self, id, seq, expect] { retry_front(self, id, seq, expect); },
     [self, id, seq](std::string why) {
       finish_front(self, id, seq,
                    answer_of(txn_error::coordinator_not_available,
@@ -333,7 +362,7 @@ void tick(self_ptr self) {
     txn_request expire;
     expire.what = txn_request::kind::expire;
     expire.transactional_id = id;
-    st.queues[id].push_back(pending{std::move(expire), std::nullopt, st.next_seq++, 0, false});
+    st.queues[id].push_back(make_pending(self, std::move(expire), std::nullopt));
     run(self, id);
   }
 }
@@ -347,7 +376,7 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       auto rp = self->make_response_promise<txn_answer>();
       auto id = req.transactional_id;
       auto& q = self->state.queues[id];
-      q.push_back(pending{std::move(req), rp, self->state.next_seq++, 0, false});
+      q.push_back(make_pending(self, std::move(req), rp));
       if (q.size() == 1)
         run(self, id);
       return rp;
