@@ -347,6 +347,14 @@ void tick(self_ptr self) {
   auto& st = self->state;
   auto txns = st.settings.owners->transactions();
   auto now = wall_ms();
+  // What succeeded of endings another broker finished (this one stopped
+  // coordinating the id) is forgotten once the record has moved on.
+  for (auto it = st.done.begin(); it != st.done.end();) {
+    auto rec = txns->find(it->first);
+    bool stale = !st.endings.count(it->first)
+                 && (rec == txns->end() || rec->second.version != it->second.version);
+    it = stale ? st.done.erase(it) : std::next(it);
+  }
   for (const auto& [id, rec] : *txns) {
     if (st.endings.count(id) || st.queues.count(id))
       continue;

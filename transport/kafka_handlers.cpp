@@ -756,17 +756,7 @@ void handle_kafka_request(const std::shared_ptr<kafka_context>& ctx, kafka::requ
   if (handle_kafka_txn_request(ctx, req, done))
     return;
   if (std::holds_alternative<kafka::api_versions_request>(req.body)) {
-    auto resp = kafka::make_api_versions_response();
-    if (!ctx->txns) {
-      // No metadata log, no transaction coordinator: the transaction APIs
-      // are not offered, so clients refuse transactions at once (librdkafka:
-      // "broker does not support transactions") instead of retrying.
-      auto& keys = resp.api_keys;
-      keys.erase(std::remove_if(keys.begin(), keys.end(),
-                                [](const kafka::api_version_entry& e) { return kafka::is_transaction_api(e.api); }),
-                 keys.end());
-    }
-    done(std::move(resp), 0);
+    done(kafka_api_versions(*ctx), 0);
   } else if (auto* md = std::get_if<kafka::metadata_request>(&req.body)) {
     metadata(ctx, version, std::move(*md), std::move(done));
   } else if (auto* pr = std::get_if<kafka::produce_request>(&req.body)) {

@@ -1,5 +1,7 @@
 #include "transport/kafka_txn.hpp"
 
+#include <algorithm>
+
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
@@ -331,6 +333,17 @@ int16_t kafka_txn_code(txn_error e, kafka::api_key key, int16_t version) {
     case txn_error::coordinator_not_available: return ec::coordinator_not_available;
   }
   return ec::unknown_server_error;
+}
+
+kafka::api_versions_response kafka_api_versions(const kafka_context& ctx) {
+  auto resp = kafka::make_api_versions_response();
+  if (!ctx.txns) {
+    auto& keys = resp.api_keys;
+    keys.erase(std::remove_if(keys.begin(), keys.end(),
+                              [](const kafka::api_version_entry& e) { return kafka::is_transaction_api(e.api); }),
+               keys.end());
+  }
+  return resp;
 }
 
 txn_actor spawn_kafka_txn_coordinator(const std::shared_ptr<kafka_context>& ctx, raft_actor raft,

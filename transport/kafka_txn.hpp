@@ -26,6 +26,11 @@ txn_actor spawn_kafka_txn_coordinator(const std::shared_ptr<kafka_context>& ctx,
 /// for any other request (left untouched).
 bool handle_kafka_txn_request(const std::shared_ptr<kafka_context>& ctx, kafka::request& req, kafka_done& done);
 
+/// The ApiVersions answer of this listener: every supported API, less the
+/// transaction APIs when it has no transaction coordinator (no metadata
+/// log), so that they are not offered where nothing answers them.
+kafka::api_versions_response kafka_api_versions(const kafka_context& ctx);
+
 /// The Kafka error code of a coordinator error, at the request's API and
 /// version (47 or 90 for a fenced epoch: kafka::producer_fenced_code).
 int16_t kafka_txn_code(cluster::txn_error e, kafka::api_key key, int16_t version);

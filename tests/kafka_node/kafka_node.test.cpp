@@ -635,4 +635,25 @@ TEST_CASE("kafka listener: transactional produce, read_committed Fetch and ListO
   CHECK(body["records"].size() == 1);
   CHECK(body["next_offset"] == 1);
   CHECK(http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0&isolation=serializable").status == 400);
+  // A standalone broker has no metadata log and so no transaction
+  // coordinator: ApiVersions leaves the transaction APIs out and
+  // InitProducerId with a transactional id is 15 COORDINATOR_NOT_AVAILABLE.
+  auto raw = kafka_exchange(n.kafka, request_frame(kafka::api_versions_request{}, 2), 5s);
+  REQUIRE(raw.size() > 8);
+  auto versions = kafka::decode_response(kafka::api_key::api_versions, 2, std::string_view(raw).substr(8));
+  REQUIRE(versions);
+  std::set<int16_t> offered;
+  for (const auto& k : std::get<kafka::api_versions_response>(*versions).api_keys)
+    offered.insert(k.api);
+  CHECK(offered.count(22) == 1);  // InitProducerId (idempotence) stays
+  for (int16_t api : {24, 25, 26, 28})
+    CHECK(offered.count(api) == 0);
+  kafka::init_producer_id_request init;
+  init.transactional_id = "app";
+  init.transaction_timeout_ms = 60000;
+  raw = kafka_exchange(n.kafka, request_frame(init, 1), 5s);
+  REQUIRE(raw.size() > 8);
+  auto answer = kafka::decode_response(kafka::api_key::init_producer_id, 1, std::string_view(raw).substr(8));
+  REQUIRE(answer);
+  CHECK(std::get<kafka::init_producer_id_response>(*answer).error_code == 15);
 }
