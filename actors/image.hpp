@@ -179,9 +179,17 @@ public:
   }
   /// Replaces the transactions of the image (published with the rest of an
   /// applied batch, right after it).
-  void set_transactions(std::shared_ptr<const txn_image> txns) {
+  /// `changed_at`: the index of the log entry (or snapshot) that last
+  /// changed them (raft::ownership_state::transactions_changed_at).
+  void set_transactions(std::shared_ptr<const txn_image> txns, int64_t changed_at = -1) {
     std::lock_guard<std::mutex> g{mtx_};
     txns_ = std::move(txns);
+    txns_changed_at_ = changed_at;
+  }
+  /// The `changed_at` of the published transactions (-1 before any).
+  int64_t transactions_changed_at() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return txns_changed_at_;
   }
   /// The transactional ids of the metadata log and their state (empty without Raft).
   std::shared_ptr<const txn_image> transactions() const {
@@ -286,6 +294,7 @@ private:
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
   std::shared_ptr<const move_image> moves_ = std::make_shared<const move_image>();
   std::shared_ptr<const txn_image> txns_ = std::make_shared<const txn_image>();
+  int64_t txns_changed_at_ = -1;
   std::shared_ptr<const deleted_topic_map> deleted_ = std::make_shared<const deleted_topic_map>();
   std::vector<std::string> voters_;  ///< sorted
   std::string self_;                 ///< this broker when it is a learner

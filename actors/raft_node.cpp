@@ -62,8 +62,9 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
     (*deleted)[name] = static_cast<int64_t>(at.value);
   view.set(std::move(map), std::move(topics), std::make_shared<const std::string>(table.balancer()),
            std::move(standing), std::move(epochs), std::move(moves), std::move(deleted));
-  if (auto current = view.transactions(); *current != table.transactions())
-    view.set_transactions(std::make_shared<const txn_image>(table.transactions()));
+  // Copied only when a txn entry or a snapshot changed them since the last publish.
+  if (auto at = static_cast<int64_t>(table.transactions_changed_at().value); view.transactions_changed_at() != at)
+    view.set_transactions(std::make_shared<const txn_image>(table.transactions()), at);
 }
 
 namespace {

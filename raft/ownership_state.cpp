@@ -64,6 +64,7 @@ status ownership_state::apply(const log_entry& e) {
       auto& rec = txns_[x->transactional_id];
       rec = x->record;
       rec.version = e.index.value;
+      txns_changed_at_ = e.index;
     }
   } else if (auto* m = std::get_if<move_entry>(&e.payload)) {
     if (!apply_move(*m, e.index)) {
@@ -289,6 +290,7 @@ void ownership_state::load(const snapshot& s) {
   moves_ = s.moves;
   deleted_topics_ = s.deleted_topics;
   txns_ = s.transactions;
+  txns_changed_at_ = s.last_index;
   refused_.clear();
   controller_ = s.controller;
   applied_index_ = s.last_index;

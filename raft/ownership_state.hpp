@@ -78,6 +78,10 @@ class ownership_state {
   static constexpr std::size_t max_finished_moves_kept = 1000;
   /// Transactional ids and their state (docs/transactions.md), by id.
   const std::map<std::string, cluster::txn_record>& transactions() const { return txns_; }
+  /// Index of the last entry (or loaded snapshot) that changed
+  /// transactions(): equal indexes mean equal transactions, so a reader can
+  /// skip copying them when this has not moved.
+  log_index transactions_changed_at() const { return txns_changed_at_; }
   /// The unfinished move of `tp`, if any (its id).
   std::optional<std::string> active_move(const topic_partition& tp) const;
   /// Partitions the table names `b` owner of.
@@ -109,6 +113,7 @@ class ownership_state {
   std::map<std::string, topic_record> topics_;
   std::map<std::string, log_index> deleted_topics_;
   std::map<std::string, cluster::txn_record> txns_;
+  log_index txns_changed_at_;
   std::string balancer_ = "{}";
   std::set<node_id> fenced_;
   std::set<node_id> draining_;

@@ -30,6 +30,20 @@ constexpr std::chrono::seconds txn_ask_timeout{30};
 /// AddPartitionsToTxn one of whose partitions is unknown.
 constexpr int16_t operation_not_attempted = 55;
 
+/// Gives every partition of `topics` not answered yet (error 0) the code
+/// `code`; returns how many partitions carry an error.
+template <class Topic, class Partitions>
+int fill_unanswered(std::vector<Topic>& topics, Partitions Topic::*partitions, int16_t code) {
+  int errors = 0;
+  for (auto& t : topics)
+    for (auto& p : t.*partitions) {
+      if (p.error_code == 0)
+        p.error_code = code;
+      errors += p.error_code != 0;
+    }
+  return errors;
+}
+
 /// Runs `req` on the coordinator and calls `answer` with the Kafka code
 /// (and the answer, for its producer id and epoch).
 void ask_coordinator(const std::shared_ptr<kafka_context>& ctx, txn_request req, kafka::api_key key, int16_t version,
@@ -102,15 +116,8 @@ void add_partitions(const std::shared_ptr<kafka_context>& ctx, int16_t version,
     for (auto p : t.partitions)
       resp->results.back().results.push_back({p, 0});
   }
-  // Every partition not answered yet gets `code`.
   auto fill = [resp](int16_t code) {
-    int errors = 0;
-    for (auto& t : resp->results)
-      for (auto& p : t.results) {
-        p.error_code = p.error_code != 0 ? p.error_code : code;
-        errors += p.error_code != 0;
-      }
-    return errors;
+    return fill_unanswered(resp->results, &kafka::add_partitions_to_txn_topic_result::results, code);
   };
   if (!valid_id(r.transactional_id)) {
     done(*resp, fill(ec::invalid_request));
@@ -176,13 +183,7 @@ void txn_offset_commit(const std::shared_ptr<kafka_context>& ctx, int16_t versio
       resp->topics.back().partitions.push_back({p.partition_index, 0});
   }
   auto fill = [resp](int16_t code) {
-    int errors = 0;
-    for (auto& t : resp->topics)
-      for (auto& p : t.partitions) {
-        p.error_code = p.error_code != 0 ? p.error_code : code;
-        errors += p.error_code != 0;
-      }
-    return errors;
+    return fill_unanswered(resp->topics, &kafka::txn_offset_commit_topic_response::partitions, code);
   };
   if (!valid_id(r.transactional_id) || r.group_id.empty()) {
     done(*resp, fill(ec::invalid_request));

@@ -37,6 +37,17 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))]
 
 
+def produce(p, topic, value, n):
+    """Produces `n` copies of `value`, waiting for room when the queue is full."""
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value=value)
+                break
+            except BufferError:
+                p.poll(0.01)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap", required=True)
@@ -54,13 +65,7 @@ def main():
     idem.produce(a.topic, value=b"warm")
     idem.flush(30)
     t0 = time.monotonic()
-    for _ in range(a.records):
-        while True:
-            try:
-                idem.produce(a.topic, value=value)
-                break
-            except BufferError:
-                idem.poll(0.01)
+    produce(idem, a.topic, value, a.records)
     idem.flush(60)
     idem_s = time.monotonic() - t0
 
@@ -72,13 +77,7 @@ def main():
     while left > 0:
         n = min(a.per_txn, left)
         txn.begin_transaction()
-        for _ in range(n):
-            while True:
-                try:
-                    txn.produce(a.topic, value=value)
-                    break
-                except BufferError:
-                    txn.poll(0.01)
+        produce(txn, a.topic, value, n)
         c0 = time.monotonic()
         txn.commit_transaction(60)
         commits.append((time.monotonic() - c0) * 1000.0)
