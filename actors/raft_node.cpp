@@ -350,7 +350,13 @@ bool submit(self_ptr self, const raft::entry_payload& entry, promise& rp) {
     auto term = static_cast<int64_t>(st.core->current_term().value);
     logger()->info("raft.proposed index={} term={} entry=\"{}\"", index->value, term, raft::describe(entry));
     wait_for(self, static_cast<int64_t>(index->value), term, entry, std::move(rp));
-    drain_ready(self);
+    // Group commit: the entry is persisted by a flush behind the messages
+    // already in the mailbox, so proposals that arrived together share one
+    // fsync of the log (and one of the commit index).
+    if (!st.flush_pending) {
+      st.flush_pending = true;
+      self->send(self, flush_atom::value);
+    }
     return true;
   }
   auto peer = st.peers.find(index.err().leader);
@@ -515,6 +521,10 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       try_register(self);
       expire(self);
       self->delayed_send(self, st.timing.tick, tick_atom::value);
+    },
+    [self](flush_atom) {
+      self->state.flush_pending = false;
+      drain_ready(self);
     },
     [self](raft_atom, std::string& body) {
       auto& st = self->state;

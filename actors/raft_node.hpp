@@ -71,6 +71,9 @@ private:
 using raft_actor = caf::typed_actor<
   // Internal: one logical tick (re-armed every tick_ms).
   caf::reacts_to<tick_atom>,
+  // Internal: persists (one fsync) and applies every proposal appended since
+  // the last flush: proposals queued in the mailbox meanwhile share it.
+  caf::reacts_to<flush_atom>,
   // A wire message received on /cluster/raft/* (JSON text, validated by the route).
   caf::reacts_to<raft_atom, std::string>,
   // Proposes "owner of (topic, partition) = owner". Replies (index, term) once

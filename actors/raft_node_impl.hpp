@@ -76,6 +76,7 @@ struct raft_node_state {
   std::vector<forward> parked;
   int64_t next_forward = 0;
   std::string broken;  ///< why the node stopped taking part (a failed save)
+  bool flush_pending = false;  ///< a flush_atom is in the mailbox
   /// Liveness proposals in flight (broker id → log index), so a silent peer
   /// is fenced by one entry, not one per tick.
   std::map<std::string, uint64_t> liveness_pending;

@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <array>
+
 #include <boost/crc.hpp>
+#include <boost/endian/conversion.hpp>
 #include <nlohmann/json.hpp>
 
 #include "util/atomic_file.hpp"
@@ -112,6 +115,46 @@ result<log_scan> scan_log(const std::string& file, const std::string& data) {
   return out;
 }
 
+// raft-commit slots (layout in raft_store.hpp).
+constexpr std::size_t commit_slot_bytes = 32;
+constexpr char commit_magic[4] = {'M', 'Q', 'C', 'I'};
+
+struct commit_slot {
+  uint64_t seq = 0;
+  uint64_t commit = 0;
+};
+
+uint32_t slot_crc(const char* slot) {
+  boost::crc_32_type crc;
+  crc.process_bytes(slot + 8, commit_slot_bytes - 8);
+  return crc.checksum();
+}
+
+std::array<char, commit_slot_bytes> encode_slot(commit_slot s) {
+  std::array<char, commit_slot_bytes> out{};
+  std::memcpy(out.data(), commit_magic, 4);
+  boost::endian::store_little_u64(reinterpret_cast<unsigned char*>(out.data() + 8), s.seq);
+  boost::endian::store_little_u64(reinterpret_cast<unsigned char*>(out.data() + 16), s.commit);
+  boost::endian::store_little_u32(reinterpret_cast<unsigned char*>(out.data() + 4), slot_crc(out.data()));
+  return out;
+}
+
+/// The valid slot with the highest sequence in raft-commit's bytes, if any.
+std::optional<commit_slot> best_slot(const std::string& data) {
+  std::optional<commit_slot> best;
+  for (std::size_t at = 0; at + commit_slot_bytes <= data.size() && at < 2 * commit_slot_bytes;
+       at += commit_slot_bytes) {
+    const char* p = data.data() + at;
+    const auto* u = reinterpret_cast<const unsigned char*>(p);
+    if (std::memcmp(p, commit_magic, 4) != 0 || boost::endian::load_little_u32(u + 4) != slot_crc(p))
+      continue;
+    commit_slot s{boost::endian::load_little_u64(u + 8), boost::endian::load_little_u64(u + 16)};
+    if (!best || s.seq > best->seq)
+      best = s;
+  }
+  return best;
+}
+
 log_index next_index(const persisted_state& p) {
   if (!p.entries.empty())
     return p.entries.back().index.next();
@@ -171,6 +214,27 @@ result<raft_store> raft_store::open(const std::string& dir) {
     scan = std::move(*sc);
   }
 
+  // The commit index: the larger of raft-state.json's and raft-commit's.
+  std::string commit_from = state_path;
+  const std::string commit_path = s.path(commit_file);
+  if (fs::exists(commit_path, ec)) {
+    std::string data;
+    if (auto rec = util::read_file(commit_path, data))
+      return io_err(commit_path, "read", rec);
+    auto slot = best_slot(data);
+    if (!slot && !data.empty())
+      log::get("raft")->warn("raft.commit_file_unreadable file={} bytes={} msg=\"no valid slot; the commit index of "
+                             "{} ({}) is used, and later entries apply once the leader confirms them\"",
+                             commit_path, data.size(), state_file, hs->commit.value);
+    if (slot) {
+      s.commit_seq_ = slot->seq;
+      if (slot->commit > hs->commit.value) {
+        hs->commit = log_index{slot->commit};
+        commit_from = commit_path;
+      }
+    }
+  }
+
   persisted_state p;
   p.hard = *hs;
   p.entries = std::move(scan.entries);
@@ -181,7 +245,7 @@ result<raft_store> raft_store::open(const std::string& dir) {
     (void)apply_ready(p, rd);  // the snapshot step cannot fail
   }
   if (auto st = check_persisted(p); !st)
-    return corrupt(st.err().message.find("commit") != std::string::npos ? state_path : log_path, st.err().message);
+    return corrupt(st.err().message.find("commit") != std::string::npos ? commit_from : log_path, st.err().message);
   s.state_ = std::move(p);
   if (scan.dropped_torn_tail || s.state_.entries.size() != raw_count) {
     log::get("raft")->warn("raft.store_recovered dir={} torn_tail={} dropped_entries={}", dir, scan.dropped_torn_tail,
@@ -257,6 +321,7 @@ status raft_store::save(const ready_batch& rd) {
       rewrite = true;
   }
   bool hard_changed = next.hard != state_.hard;
+  bool commit_only = next.hard.current_term == state_.hard.current_term && next.hard.voted_for == state_.hard.voted_for;
   state_ = std::move(next);
   if (rewrite) {
     if (auto st = rewrite_log(); !st)
@@ -265,11 +330,44 @@ status raft_store::save(const ready_batch& rd) {
     if (auto st = append_log(rd.entries); !st)
       return st;
   }
+  if (hard_changed && commit_only)
+    return write_commit(state_.hard.commit);
   if (hard_changed) {
     const std::string p = path(state_file);
     if (auto ec = util::write_file_atomic(p, to_json(state_.hard).dump()))
       return io_err(p, "write", ec);
   }
+  return {};
+}
+
+status raft_store::write_commit(log_index commit) {
+  const std::string p = path(commit_file);
+  bool created = commit_seq_ == 0;
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return io_err(p, "open", errno);
+  commit_slot next{commit_seq_ + 1, commit.value};
+  auto bytes = encode_slot(next);
+  auto at = static_cast<off_t>((next.seq % 2) * commit_slot_bytes);
+  ssize_t n;
+  do
+    n = ::pwrite(fd, bytes.data(), bytes.size(), at);
+  while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(bytes.size())) {
+    int err = n < 0 ? errno : EIO;
+    ::close(fd);
+    return io_err(p, "write", err);
+  }
+  if (::fdatasync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return io_err(p, "fdatasync", err);
+  }
+  ::close(fd);
+  if (created)
+    if (auto dec = util::fsync_dir(dir_))
+      return io_err(dir_, "fsync directory", dec);
+  commit_seq_ = next.seq;
   return {};
 }
 

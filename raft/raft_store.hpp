@@ -4,7 +4,14 @@
 // wrote is fsynced, so the caller may send the batch's messages afterwards.
 //
 // Files (all under `dir`):
-//   raft-state.json     hard state {"term","vote","commit"}; write_file_atomic
+//   raft-state.json     hard state {"term","vote","commit"}; write_file_atomic,
+//                       rewritten only when the term or the vote changes
+//   raft-commit         the commit index alone, written in place when only it
+//                       advanced: two 32-byte slots used in turn, each
+//                       "MQCI" | CRC-32 of bytes 8..31 (LE u32) | sequence
+//                       (LE u64) | commit index (LE u64) | 8 zero bytes,
+//                       then fdatasync (one flush, no rename: the common
+//                       case of every committed entry)
 //   raft-snapshot.json  snapshot JSON (raft/types.hpp); write_file_atomic
 //   raft-log            one record per line: "<crc32 as 8 hex digits> <entry JSON>\n",
 //                       CRC-32 (IEEE, as in zlib) over the JSON bytes.
@@ -27,8 +34,15 @@
 //     writing the snapshot and rewriting the log); if the entry at the
 //     snapshot index has another term, every entry is dropped (a crash during
 //     a snapshot install), exactly as apply_ready() would have done;
+//   - the commit index is the larger of raft-state.json's and the valid
+//     raft-commit slot with the highest sequence. A slot whose CRC does not
+//     match is a torn write whose save() never returned, so the other slot
+//     (the commit before it) is exact; no valid slot -> raft-state.json's
+//     value. The commit index only grows, so the larger of the two files is
+//     the last one saved;
 //   - the commit index is raised to the snapshot index if below it; a
-//     commit index beyond the last entry -> errc::corrupt_state.
+//     commit index beyond the last entry -> errc::corrupt_state naming the
+//     file it came from.
 
 #include <string>
 
@@ -59,15 +73,18 @@ class raft_store {
   static constexpr const char* state_file = "raft-state.json";
   static constexpr const char* snapshot_file = "raft-snapshot.json";
   static constexpr const char* log_file = "raft-log";
+  static constexpr const char* commit_file = "raft-commit";
 
  private:
   explicit raft_store(std::string dir) : dir_(std::move(dir)) {}
   std::string path(const char* file) const { return dir_ + "/" + file; }
   status rewrite_log();
   status append_log(const std::vector<log_entry>& entries);
+  status write_commit(log_index commit);
 
   std::string dir_;
   persisted_state state_;
+  uint64_t commit_seq_ = 0;  ///< sequence of the last raft-commit slot written (0 = none)
 };
 
 /// CRC-32 (IEEE 802.3 polynomial, as zlib's crc32) of `data`.

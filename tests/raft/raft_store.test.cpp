@@ -191,3 +191,96 @@ TEST_CASE("raft_store recovers from a crash between writing a snapshot and rewri
   CHECK(st->state().entries[0].index == log_index{4});
   CHECK(st->state().hard.commit == log_index{3});  // raised to the snapshot
 }
+
+namespace {
+
+/// A commit-only advance of the store populated by populate(): term 1, vote b2.
+void advance_commit(raft_store& st, uint64_t commit) {
+  ready_batch rd;
+  rd.hard = hard_state{term{1}, id("b2"), log_index{commit}};
+  REQUIRE(st.save(rd).ok());
+}
+
+/// One raft-commit slot, encoded here independently of the store (the
+/// layout documented in raft_store.hpp).
+std::string slot_bytes(uint64_t seq, uint64_t commit) {
+  std::string s(32, '\0');
+  s.replace(0, 4, "MQCI");
+  for (int i = 0; i < 8; ++i) {
+    s[8 + i] = static_cast<char>((seq >> (8 * i)) & 0xff);
+    s[16 + i] = static_cast<char>((commit >> (8 * i)) & 0xff);
+  }
+  uint32_t crc = crc32(s.substr(8));
+  for (int i = 0; i < 4; ++i)
+    s[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("raft_store writes a commit-only advance to raft-commit in place and reads it back", "[raft][store]") {
+  temp_dir d("commitslot");
+  populate(d.path.string(), 5);
+  const std::string state_before = read(d.file(raft_store::state_file));
+  {
+    auto st = raft_store::open(d.path.string());
+    REQUIRE(st.ok());
+    for (uint64_t c = 3; c <= 5; ++c)
+      advance_commit(*st, c);
+    CHECK(st->state().hard.commit == log_index{5});
+  }
+  CHECK(read(d.file(raft_store::state_file)) == state_before);  // term and vote unchanged: not rewritten
+  CHECK(fs::file_size(d.file(raft_store::commit_file)) == 64);  // two slots, written in turn
+  auto st = raft_store::open(d.path.string());
+  REQUIRE(st.ok());
+  CHECK(st->state().hard.commit == log_index{5});
+
+  // A term change rewrites raft-state.json with the commit; the larger value wins.
+  ready_batch rd;
+  rd.hard = hard_state{term{2}, node_id{}, log_index{5}};
+  REQUIRE(st->save(rd).ok());
+  auto again = raft_store::open(d.path.string());
+  REQUIRE(again.ok());
+  CHECK(again->state().hard == (hard_state{term{2}, node_id{}, log_index{5}}));
+}
+
+TEST_CASE("raft_store reads a torn raft-commit slot as the commit saved before it", "[raft][store]") {
+  temp_dir d("tornslot");
+  populate(d.path.string(), 5);  // raft-state.json: commit 2
+  {
+    auto st = raft_store::open(d.path.string());
+    REQUIRE(st.ok());
+    advance_commit(*st, 3);  // sequence 1: the slot at byte 32
+    advance_commit(*st, 4);  // sequence 2: the slot at byte 0
+  }
+  std::string data = read(d.file(raft_store::commit_file));
+  REQUIRE(data.size() == 64);
+  CHECK(data.substr(0, 32) == slot_bytes(2, 4));
+  CHECK(data.substr(32) == slot_bytes(1, 3));
+
+  std::string torn = data;
+  torn[20] = static_cast<char>(torn[20] ^ 0x5a);  // the newer slot's commit: its save() never returned
+  write(d.file(raft_store::commit_file), torn);
+  {
+    auto st = raft_store::open(d.path.string());
+    REQUIRE(st.ok());
+    CHECK(st->state().hard.commit == log_index{3});
+    advance_commit(*st, 5);  // the next write goes over the torn slot (sequence 2 again)
+  }
+  CHECK(read(d.file(raft_store::commit_file)).substr(0, 32) == slot_bytes(2, 5));
+
+  write(d.file(raft_store::commit_file), std::string(64, '\x07'));  // no valid slot at all
+  auto st = raft_store::open(d.path.string());
+  REQUIRE(st.ok());
+  CHECK(st->state().hard.commit == log_index{2});  // raft-state.json's
+}
+
+TEST_CASE("raft_store refuses a raft-commit index beyond its log and names the file", "[raft][store]") {
+  temp_dir d("commitbeyond");
+  populate(d.path.string(), 3);
+  write(d.file(raft_store::commit_file), slot_bytes(7, 9));
+  auto st = raft_store::open(d.path.string());
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.err().code == errc::corrupt_state);
+  CHECK_THAT(st.err().message, Catch::Contains("raft-commit") && Catch::Contains("commit"));
+}
