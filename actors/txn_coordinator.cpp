@@ -48,14 +48,21 @@ struct pending {
   std::chrono::steady_clock::time_point refused_at;
 };
 
-/// An ending round under way: markers (and, on commit, offsets) being written.
+/// An ending round under way: markers (and, on commit, offsets) being
+/// written, then the completed record.
 struct ending {
   txn_record rec;
   size_t left = 0;
   std::string failed;  ///< the first error of this round
-  /// EndTxn requests answered once the ending completes (or at end_wait).
+  /// EndTxn requests answered once every effect is written (or at end_wait).
   std::vector<promise> waiters;
   int64_t round = 0;
+  /// Every effect is written: the id's next request may be decided against
+  /// the completed record and its write carry the completion.
+  bool effects_done = false;
+  /// A write that completes the ending (alone or with the next request's
+  /// change) is under way.
+  bool completing = false;
 };
 
 /// The effects of an ending that succeeded, kept across rounds so that a
@@ -109,6 +116,7 @@ txn_answer success_of(const txn_record& r) {
 
 void run(self_ptr self, const std::string& id);
 void start_ending(self_ptr self, const std::string& id, const txn_record& rec);
+void complete(self_ptr self, const std::string& id);
 
 /// Proposes `rec` for `id` at version `expect`; `ok` gets the applied record
 /// (its version set), `refused` is told of a lost compare-and-set, `failed`
@@ -205,11 +213,18 @@ void run(self_ptr self, const std::string& id) {
     st.queues.erase(qit);
     return;
   }
-  if (st.endings.count(id) || qit->second.front().in_flight)
-    return;  // the ending (or the proposal) runs first, and runs the queue again
+  if (qit->second.front().in_flight)
+    return;  // the proposal runs first, and runs the queue again
+  // While an ending runs, the next request waits; once its effects are all
+  // written, the request is decided against the completed record and its
+  // write carries the completion (one metadata-log write, not two).
+  auto eit = st.endings.find(id);
+  const bool merging = eit != st.endings.end();
+  if (merging && (!eit->second.effects_done || eit->second.completing))
+    return;  // the ending runs the queue again when it ends
   auto& p = qit->second.front();
   const auto seq = p.seq;
-  auto current = record_of(self, id);
+  auto current = merging ? std::optional<txn_record>(cluster::completed(eit->second.rec)) : record_of(self, id);
   if (p.refused_version) {
     const uint64_t now_at = current ? current->version : 0;
     if (now_at == *p.refused_version && std::chrono::steady_clock::now() - p.refused_at < catch_up_wait) {
@@ -221,6 +236,12 @@ void run(self_ptr self, const std::string& id) {
   const auto new_pid = p.req.what == txn_request::kind::init ? st.effects.new_producer_id() : int64_t{-1};
   auto d = cluster::decide(p.req, current, wall_ms(), new_pid, st.settings.max_timeout_ms);
   bool confirm = needs_confirmation(p.req, d, current);
+  if (merging && (!d.write || confirm)) {
+    complete(self, id);  // the request is decided once the completion applied
+    return;
+  }
+  if (merging)
+    eit->second.completing = true;
   if (!d.write && !confirm) {
     finish_front(self, id, seq, d.answer);
     return;
@@ -232,7 +253,12 @@ void run(self_ptr self, const std::string& id) {
   const uint64_t expect = current ? current->version : 0;
   propose(
     self, id, std::move(write), expect,
-    [self, id, seq, d, is_end, is_expire](txn_record applied) {
+    [self, id, seq, d, is_end, is_expire, merging](txn_record applied) {
+      if (merging) {
+        ++self->state.endings_finished;
+        self->state.done.erase(id);
+        self->state.endings.erase(id);
+      }
       auto* front = front_of(self, id, seq);
       if (!front)
         return;
@@ -252,8 +278,14 @@ void run(self_ptr self, const std::string& id) {
       }
       finish_front(self, id, seq, d.answer);
     },
-    [self, id, seq, expect] { retry_front(self, id, seq, expect); },
-    [self, id, seq](std::string why) {
+    [self, id, seq, expect, merging] {
+      if (merging)  // another coordinator wrote the record since (it completed the ending)
+        self->state.endings.erase(id);
+      retry_front(self, id, seq, expect);
+    },
+    [self, id, seq, merging](std::string why) {
+      if (merging)  // the record is still prepared: the tick finishes the ending
+        self->state.endings.erase(id);
       finish_front(self, id, seq,
                    answer_of(txn_error::coordinator_not_available,
                              "the metadata log did not take the change of " + id + ": " + why));
@@ -270,8 +302,6 @@ void answer_waiters(ending& e, const txn_answer& a) {
 std::string marker_key(const cluster::txn_partition& p) {
   return "m" + p.topic + "/" + std::to_string(p.partition);
 }
-
-void complete(self_ptr self, const std::string& id);
 
 /// Starts a round of the ending of `id` (prepared record `rec`): every
 /// marker and offset commit not yet done for this prepared version.
@@ -324,7 +354,9 @@ void end_round(self_ptr self, const std::string& id, const txn_answer& a) {
 
 /// Every effect of the ending is done: the completed record is written.
 void complete(self_ptr self, const std::string& id) {
-  auto rec = self->state.endings[id].rec;
+  auto& e = self->state.endings[id];
+  e.completing = true;
+  auto rec = e.rec;
   propose(
     self, id, cluster::completed(rec), rec.version,
     [self, id](txn_record applied) {
@@ -396,6 +428,13 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       if (it != self->state.endings.end() && it->second.round == round)
         answer_waiters(it->second, success_of(it->second.rec));
     },
+    [self](txn_atom, commit_atom, std::string& id, int64_t round) {
+      // complete_linger passed without a request to carry the completion.
+      auto it = self->state.endings.find(id);
+      if (it != self->state.endings.end() && it->second.round == round && it->second.effects_done
+          && !it->second.completing)
+        complete(self, id);
+    },
     [self](txn_atom, step_atom, std::string& id, int64_t round, std::string& key, std::string& err) {
       auto& st = self->state;
       auto it = st.endings.find(id);
@@ -412,7 +451,14 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       if (--e.left != 0)
         return;
       if (e.failed.empty()) {
-        complete(self, id);
+        // The outcome is visible on every partition: EndTxn is answered now.
+        // The completion rides on the id's next request when one comes
+        // within complete_linger (the producer's next transaction), else it
+        // is written alone.
+        e.effects_done = true;
+        answer_waiters(e, success_of(e.rec));
+        self->delayed_send(self, st.settings.complete_linger, txn_atom::value, commit_atom::value, id, round);
+        run(self, id);
         return;
       }
       ++st.rounds_failed;

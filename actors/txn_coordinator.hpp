@@ -7,7 +7,8 @@
 // log as a compare-and-set on the record's version, and only then answered.
 // Ending a transaction writes a COMMIT or ABORT marker on every partition of
 // it (wherever its owner is) and, on commit, the offsets committed in it,
-// then writes the completed record. Requests of one id run one at a time.
+// answers EndTxn, then writes the completed record: alone, or carried by the
+// id's next request's write when one arrives within complete_linger. Requests of one id run one at a time.
 // A tick aborts transactions open past their timeout and finishes endings
 // left by a coordinator that died or lost the id (the record says what was
 // decided, so finishing is the same whoever does it), or whose round failed:
@@ -42,6 +43,8 @@ using txn_actor = caf::typed_actor<
   caf::reacts_to<txn_atom, std::string>,
   // Internal: end_wait of an id's ending round passed (id, round).
   caf::reacts_to<txn_atom, std::string, int64_t>,
+  // Internal: complete_linger of an id's ending round passed (id, round).
+  caf::reacts_to<txn_atom, commit_atom, std::string, int64_t>,
   // Internal: one effect of an ending round finished (id, round, effect
   // key, "" or the error).
   caf::reacts_to<txn_atom, step_atom, std::string, int64_t, std::string, std::string>,
@@ -81,6 +84,10 @@ struct txn_settings {
   /// How long an EndTxn waits for its markers before it is answered anyway
   /// (the outcome is durable once prepared; the tick finishes it).
   std::chrono::milliseconds end_wait{5000};
+  /// How long the completed record of an ending whose effects are written
+  /// waits for the id's next request to carry it (the same producer's next
+  /// transaction usually comes within a millisecond); written alone after.
+  std::chrono::milliseconds complete_linger{20};
 };
 
 /// Spawns the coordinator (a cooperative actor), enrolled in `reg` as

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -98,16 +99,23 @@ txn_request offset_commit() {
 }
 
 struct coordinator_fixture {
-  coordinator_fixture() : cfg(make_system_config({})), sys(*cfg), self(sys) {
+  explicit coordinator_fixture(std::chrono::milliseconds complete_linger = 20ms)
+      : cfg(make_system_config({})), sys(*cfg), self(sys) {
     raft_stand_in = sys.spawn([this](caf::event_based_actor* a) { return log.behavior(a); });
     auto raft = caf::actor_cast<raft_actor>(raft_stand_in);
     txn_settings s;
     s.broker_id = "b1";
     s.owners = log.view;
     s.raft = raft;
-    s.tick = 1h;  // no timeouts or endings in these tests
+    s.tick = 1h;  // no timeouts, and endings finish in their own round
+    s.complete_linger = complete_linger;
     txn_effects fx;
-    fx.write_marker = [](const txn_record&, const cluster::txn_partition&, std::function<void(std::string)> done) {
+    fx.write_marker = [this](const txn_record&, const cluster::txn_partition& p,
+                             std::function<void(std::string)> done) {
+      {
+        std::lock_guard<std::mutex> g{log.mtx};
+        markers.push_back(p.topic + "/" + std::to_string(p.partition));
+      }
       done({});
     };
     fx.commit_offsets = [](const std::string&, const std::vector<cluster::txn_offset>&,
@@ -136,6 +144,7 @@ struct coordinator_fixture {
   }
 
   fake_log log;
+  std::vector<std::string> markers;  ///< written, in order (under log.mtx)
   std::unique_ptr<caf::actor_system_config> cfg;
   caf::actor_system sys;
   caf::scoped_actor self;
@@ -174,4 +183,97 @@ TEST_CASE("txn coordinator: a refusal that holds on a fresh image is answered on
   CHECK(f.log.expected == std::vector<uint64_t>{10});  // the confirmation: the record unchanged
   CHECK(f.log.applied["app"].offsets.empty());
   CHECK(f.log.applied["app"].groups.empty());
+}
+
+namespace {
+
+txn_request end_txn(bool commit) {
+  txn_request r;
+  r.what = txn_request::kind::end;
+  r.transactional_id = "app";
+  r.producer_id = 7;
+  r.producer_epoch = 2;
+  r.commit = commit;
+  return r;
+}
+
+txn_request add_partition(const std::string& topic, int32_t partition) {
+  txn_request r;
+  r.what = txn_request::kind::add_partitions;
+  r.transactional_id = "app";
+  r.producer_id = 7;
+  r.producer_epoch = 2;
+  r.partitions.push_back({topic, partition});
+  return r;
+}
+
+std::string status_of(coordinator_fixture& f) {
+  std::string out;
+  f.self->request(f.coordinator, 10s, status_atom::value)
+    .receive([&](std::string& s) { out = std::move(s); }, [&](caf::error& e) { FAIL(caf::to_string(e)); });
+  return out;
+}
+
+/// Publishes an open transaction of "app" (version 10) on `partitions` and
+/// ends it with EndTxn (commit or abort), which must succeed.
+void end_open_transaction(coordinator_fixture& f, std::vector<cluster::txn_partition> partitions, bool commit) {
+  auto rec = ongoing({}, 10);
+  rec.partitions = std::move(partitions);
+  f.publish(rec);
+  CHECK(f.ask(end_txn(commit)).error == txn_error::none);
+}
+
+}  // namespace
+
+TEST_CASE("txn coordinator: the completion of an ending rides on the id's next request's write",
+          "[txn][coordinator]") {
+  coordinator_fixture f{10s};  // a linger no test run outlasts: only the next request can complete it
+  end_open_transaction(f, {{"t", 0}, {"t", 1}}, true);
+  {
+    // Answered once both markers are written; the record is still prepared.
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    CHECK(f.markers == std::vector<std::string>{"t/0", "t/1"});
+    CHECK(f.log.applied["app"].state == cluster::txn_state::prepare_commit);
+    CHECK(f.log.expected == std::vector<uint64_t>{10});
+  }
+  auto added = f.ask(add_partition("t", 2));
+  CHECK(added.error == txn_error::none);
+  std::lock_guard<std::mutex> g{f.log.mtx};
+  // Two writes for the ending and the next transaction's first change, not
+  // three: the add_partitions write went at the prepared record's version.
+  CHECK(f.log.expected == std::vector<uint64_t>{10, 100});
+  const auto& now = f.log.applied["app"];
+  CHECK(now.state == cluster::txn_state::ongoing);
+  REQUIRE(now.partitions.size() == 1);
+  CHECK(now.partitions[0].partition == 2);
+  CHECK(nlohmann::json::parse(status_of(f))["endings_finished"] == 1);
+}
+
+TEST_CASE("txn coordinator: without a next request the completed record is written alone after complete_linger",
+          "[txn][coordinator]") {
+  coordinator_fixture f{20ms};
+  end_open_transaction(f, {{"t", 0}}, false);
+  cluster::txn_state state = cluster::txn_state::prepare_abort;
+  for (int i = 0; i < 500 && state != cluster::txn_state::complete_abort; ++i) {
+    std::this_thread::sleep_for(10ms);
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    state = f.log.applied["app"].state;
+  }
+  CHECK(state == cluster::txn_state::complete_abort);
+  std::lock_guard<std::mutex> g{f.log.mtx};
+  CHECK(f.log.expected == std::vector<uint64_t>{10, 100});
+  CHECK(f.markers == std::vector<std::string>{"t/0"});
+}
+
+TEST_CASE("txn coordinator: a request the completed record refuses waits for the completion, then is answered",
+          "[txn][coordinator]") {
+  coordinator_fixture f{10s};
+  end_open_transaction(f, {{"t", 0}}, true);
+  auto stale = add_partition("t", 1);
+  stale.producer_epoch = 1;  // a zombie of the producer: fenced, no write of its own
+  CHECK(f.ask(stale).error == txn_error::invalid_producer_epoch);
+  std::lock_guard<std::mutex> g{f.log.mtx};
+  // The completion alone, then the refusal confirmed on the completed record.
+  CHECK(f.log.expected == std::vector<uint64_t>{10, 100, 101});
+  CHECK(f.log.applied["app"].state == cluster::txn_state::complete_commit);
 }
