@@ -687,19 +687,8 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       }
       return group;
     },
-    [self](time_lookup_atom, uint64_t id, int64_t timestamp) -> caf::result<int64_t, int64_t> {
-      return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t, int64_t> {
-        if (!p.log)
-          return offline(p);
-        if (timestamp < 0)
-          return make_error(errc::invalid_request, "time lookup: the timestamp must not be negative");
-        auto found = p.log->offset_for_timestamp(timestamp);
-        if (!found)
-          return storage_failure(found.err());
-        if (!*found)
-          return caf::make_result(int64_t{-1}, int64_t{-1});
-        return caf::make_result((*found)->off.value, (*found)->timestamp);
-      });
+    [self](time_lookup_atom, uint64_t id, int64_t timestamp, bool committed) -> caf::result<int64_t, int64_t> {
+      return with_partition(self, id, [&](hosted& p) { return time_lookup(p, timestamp, committed); });
     },
     [self](delete_atom, uint64_t id) -> caf::result<bool> {
       finish_closes(self);

@@ -318,6 +318,8 @@ caf::result<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>> read_i
                                                                                        bool committed);
 /// (log_start, high watermark, last stable offset) of `p`.
 caf::result<int64_t, int64_t, int64_t> stable_bounds(hosted& p);
+/// ListOffsets by timestamp on `p` (partition_actor's time_lookup_atom).
+caf::result<int64_t, int64_t> time_lookup(hosted& p, int64_t timestamp, bool committed);
 
 /// The behaviour of I/O worker `index` (io_worker.cpp).
 caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::shared_ptr<storage::file_deleter> deleter,

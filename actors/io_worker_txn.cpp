@@ -52,6 +52,21 @@ caf::result<std::string, int64_t, int64_t, int64_t, std::vector<int64_t>> read_i
                           std::move(aborted));
 }
 
+caf::result<int64_t, int64_t> time_lookup(hosted& p, int64_t timestamp, bool committed) {
+  if (!p.log)
+    return offline(p);
+  if (timestamp < 0)
+    return make_error(errc::invalid_request, "time lookup: the timestamp must not be negative");
+  auto found = p.log->offset_for_timestamp(timestamp);
+  if (!found)
+    return storage_failure(found.err());
+  // read_committed never finds a record at or past the last stable offset
+  // (Kafka's Partition.fetchOffsetForTimestamp filters the same way).
+  if (!*found || (committed && (*found)->off.value >= p.log->last_stable_offset().value))
+    return caf::make_result(int64_t{-1}, int64_t{-1});
+  return caf::make_result((*found)->off.value, (*found)->timestamp);
+}
+
 caf::result<int64_t, int64_t, int64_t> stable_bounds(hosted& p) {
   if (!p.log)
     return offline(p);

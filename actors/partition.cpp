@@ -93,7 +93,9 @@ partition_actor::behavior_type partition_fn(fwd_ptr self, std::shared_ptr<io_poo
       return forward<int64_t>(self, a, producer_id, producer_epoch, commit, coordinator_epoch);
     },
     [self](bounds_atom a) { return forward<int64_t, int64_t, int64_t>(self, a); },
-    [self](time_lookup_atom a, int64_t timestamp) { return forward<int64_t, int64_t>(self, a, timestamp); },
+    [self](time_lookup_atom a, int64_t timestamp, bool committed) {
+      return forward<int64_t, int64_t>(self, a, timestamp, committed);
+    },
     [self](delete_atom a) {
       auto out = forward<bool>(self, a);
       // The worker forgot the partition with the delete; nothing to close.

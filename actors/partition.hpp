@@ -96,9 +96,11 @@ using partition_actor = caf::typed_actor<
   caf::replies_to<bounds_atom>::with<int64_t, int64_t, int64_t>,
   // Time lookup (ListOffsets by timestamp, see partition_log::
   // offset_for_timestamp): (offset, timestamp) of the earliest record whose
-  // timestamp is >= `timestamp`, or (-1, -1) when none has one. Errors:
-  // invalid_request (negative timestamp), storage_error, partition_offline.
-  caf::replies_to<time_lookup_atom, int64_t>::with<int64_t, int64_t>,
+  // timestamp is >= `timestamp`, or (-1, -1) when none has one; with
+  // `committed` (read_committed) also (-1, -1) when that record is at or
+  // past the last stable offset. Errors: invalid_request (negative
+  // timestamp), storage_error, partition_offline.
+  caf::replies_to<time_lookup_atom, int64_t, bool>::with<int64_t, int64_t>,
   // Deletes the partition (its topic was deleted): appends still waiting
   // for their fsync are answered unknown_topic (never acknowledged), the log
   // is closed and its directory removed, and the actor exits. Replies true;

@@ -425,7 +425,8 @@ void put_bytes_text(std::string& out, std::string_view name, std::optional<std::
 }  // namespace
 
 int64_t fetch_answer_json(std::string_view batches, int64_t from, size_t max_records, int64_t log_start_offset,
-                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed) {
+                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed,
+                          int64_t last_stable_offset) {
   // The records go first into their own buffer: next_offset, known only
   // after them, comes before "records" in key order.
   std::string records;
@@ -455,8 +456,14 @@ int64_t fetch_answer_json(std::string_view batches, int64_t from, size_t max_rec
     records += '}';
   }, committed);
   out.clear();
-  out.reserve(records.size() + 100);
-  out += "{\"log_end_offset\":";
+  out.reserve(records.size() + 130);
+  out += '{';
+  if (last_stable_offset >= 0) {
+    out += "\"last_stable_offset\":";
+    put_int(out, last_stable_offset);
+    out += ',';
+  }
+  out += "\"log_end_offset\":";
   put_int(out, log_end_offset);
   out += ",\"log_start_offset\":";
   put_int(out, log_start_offset);

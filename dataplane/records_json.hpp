@@ -84,9 +84,11 @@ int64_t records_to_json(std::string_view batches, int64_t from, size_t max_recor
 /// without a JSON tree: the same bytes as records_to_json's records in
 /// that object dumped by nlohmann::json (keys sorted, UTF-8 unescaped,
 /// control characters as \b \t \n \f \r or \u00XX). Returns the next
-/// offset. `committed` as for for_each_fetched.
+/// offset. `committed` as for for_each_fetched. A `last_stable_offset` of
+/// 0 or more (a read_committed answer) adds "last_stable_offset" first.
 int64_t fetch_answer_json(std::string_view batches, int64_t from, size_t max_records, int64_t log_start_offset,
-                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed = nullptr);
+                          int64_t log_end_offset, std::string& out, storage::committed_filter* committed = nullptr,
+                          int64_t last_stable_offset = -1);
 
 /// Base64 (RFC 4648, padded) via OpenSSL.
 std::string base64_encode(std::string_view bytes);

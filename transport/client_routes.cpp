@@ -441,11 +441,14 @@ struct fetch_job {
   bool committed = false;
 };
 
+/// `committed` and `lso` (the last stable offset) only for read_committed.
 void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int64_t log_start, int64_t log_end,
-                  storage::committed_filter* committed = nullptr) {
+                  storage::committed_filter* committed = nullptr, int64_t lso = -1) {
   if (job.binary) {
     http_response res;
     res.content_type = std::string(dataplane::records_binary_type);
+    if (lso >= 0)
+      res.headers.emplace_back("X-Last-Stable-Offset", std::to_string(lso));
     dataplane::records_to_binary(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, res.body,
                                  committed);
     if (job.sessions)
@@ -455,7 +458,7 @@ void answer_fetch(const fetch_job& job, int64_t from, std::string& batches, int6
   }
   std::string text;
   dataplane::fetch_answer_json(batches, from, static_cast<size_t>(job.max_records), log_start, log_end, text,
-                               committed);
+                               committed, lso);
   if (job.sessions)
     job.sessions->fetched(job.client, text.size());
   job.respond(http_response::json(200, std::move(text)));
@@ -466,12 +469,12 @@ void fetch_actor(caf::event_based_actor* self, std::shared_ptr<fetch_job> job) {
     if (job->committed) {
       self->request(job->partition, job->timeout, read_atom::value, from, job->max_bytes, true, true)
         .then(
-          [job, from](std::string& batches, int64_t lo, int64_t hi, int64_t, std::vector<int64_t>& aborted) {
+          [job, from](std::string& batches, int64_t lo, int64_t hi, int64_t lso, std::vector<int64_t>& aborted) {
             std::vector<storage::aborted_range> ranges;
             for (size_t i = 0; i + 1 < aborted.size(); i += 2)
               ranges.push_back({aborted[i], storage::offset{aborted[i + 1]}});
             storage::committed_filter filter(std::move(ranges));
-            answer_fetch(*job, from, batches, lo, hi, &filter);
+            answer_fetch(*job, from, batches, lo, hi, &filter, lso);
           },
           [job](caf::error& e) { job->respond(error_response(e)); });
       return;

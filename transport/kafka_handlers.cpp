@@ -685,7 +685,8 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
       };
       if (ts >= 0) {
         // The earliest offset whose record timestamp is >= ts, with that
-        // timestamp; (-1, -1) when no record has one, as Kafka answers
+        // timestamp; (-1, -1) when no record has one (or, read_committed,
+        // when it is at or past the last stable offset), as Kafka answers
         // (UNKNOWN_OFFSET, UNKNOWN_TIMESTAMP, error none).
         ask_many<int64_t, int64_t>(
           *ctx->system, actor, ctx->timeout,
@@ -694,7 +695,7 @@ void list_offsets(const std::shared_ptr<kafka_context>& ctx, kafka::list_offsets
             slot->timestamp = timestamp;
             g->one();
           },
-          std::move(fail), time_lookup_atom::value, ts);
+          std::move(fail), time_lookup_atom::value, ts, req.isolation_level == 1);
         continue;
       }
       if (req.isolation_level == 1 && ts != kafka::earliest_timestamp) {

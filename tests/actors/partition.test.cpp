@@ -568,7 +568,7 @@ TEST_CASE("a direct append to an actor that is no pool partition goes as one req
       [](lso_atom) { return caf::make_result(int64_t{0}, int64_t{0}, int64_t{0}); },
       [](marker_atom, int64_t, int16_t, bool, int32_t) { return int64_t{0}; },
       [](bounds_atom) { return caf::make_result(int64_t{0}, int64_t{0}, int64_t{0}); },
-      [](time_lookup_atom, int64_t) { return caf::make_result(int64_t{-1}, int64_t{-1}); },
+      [](time_lookup_atom, int64_t, bool) { return caf::make_result(int64_t{-1}, int64_t{-1}); },
       [](delete_atom) { return true; },
       [](repair_atom) { return std::string{}; },
       [](delete_records_atom, int64_t, bool) { return int64_t{0}; },

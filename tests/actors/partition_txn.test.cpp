@@ -176,3 +176,21 @@ TEST_CASE("read_committed never returns a batch that straddles a log start moved
   CHECK(f.marker(3, 0, true) == 10);  // committed: now it is served
   CHECK(f.read(5, true).bases() == std::vector<int64_t>{0, 10});
 }
+
+TEST_CASE("a read_committed time lookup finds nothing at or past the last stable offset", "[partition][txn]") {
+  txn_fixture f;
+  f.start();
+  CHECK(f.ask(append_atom::value, txn_batch(1, 0, 2), true).first == 0);  // timestamps 1000, 1001; open
+  auto lookup = [&](int64_t ts, bool committed) {
+    std::pair<int64_t, int64_t> out{-2, -2};
+    f.self->request(f.part, 10s, time_lookup_atom::value, ts, committed)
+      .receive([&](int64_t offset, int64_t timestamp) { out = {offset, timestamp}; },
+               [&](caf::error& e) { FAIL(caf::to_string(e)); });
+    return out;
+  };
+  using found = std::pair<int64_t, int64_t>;
+  CHECK(lookup(1001, false) == found{1, 1001});
+  CHECK(lookup(1001, true) == found{-1, -1});  // offset 1 is past the LSO (0)
+  CHECK(f.marker(1, 0, true) == 2);
+  CHECK(lookup(1001, true) == found{1, 1001});
+}

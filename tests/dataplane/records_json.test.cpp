@@ -202,6 +202,9 @@ TEST_CASE("fetch_answer_json writes the bytes of the JSON tree it replaces", "[r
     std::string text;
     CHECK(fetch_answer_json(*batch, from, max, 7, 46, text) == next);
     CHECK(text == want.dump());
+    want["last_stable_offset"] = 44;  // a read_committed answer
+    CHECK(fetch_answer_json(*batch, from, max, 7, 46, text, nullptr, 44) == next);
+    CHECK(text == want.dump());
   }
 }
 

@@ -634,6 +634,9 @@ TEST_CASE("kafka listener: transactional produce, read_committed Fetch and ListO
   auto body = json::parse(r.body);
   CHECK(body["records"].size() == 1);
   CHECK(body["next_offset"] == 1);
+  CHECK(body["last_stable_offset"] == 1);
+  auto plain = json::parse(http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0").body);
+  CHECK_FALSE(plain.contains("last_stable_offset"));
   CHECK(http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0&isolation=serializable").status == 400);
   // A standalone broker has no metadata log and so no transaction
   // coordinator: ApiVersions leaves the transaction APIs out and
