@@ -247,7 +247,8 @@ void run(self_ptr self, const std::string& id) {
     return;
   }
   p.in_flight = true;
-  const bool is_end = p.req.what == txn_request::kind::end;
+  // EndTxn and an operator's abort are answered once the markers are written.
+  const bool is_end = p.req.what == txn_request::kind::end || p.req.what == txn_request::kind::abort;
   const bool is_expire = p.req.what == txn_request::kind::expire;
   auto write = confirm ? *current : std::move(*d.write);
   const uint64_t expect = current ? current->version : 0;
@@ -413,6 +414,9 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
   self->delayed_send(self, self->state.settings.tick, tick_atom::value);
   return {
     [self](txn_atom, txn_request& req) -> caf::result<txn_answer> {
+      if (req.what == txn_request::kind::abort && !self->state.effects.coordinates(req.transactional_id))
+        return answer_of(txn_error::not_coordinator, "broker " + self->state.settings.broker_id
+                                                       + " does not coordinate " + req.transactional_id);
       auto rp = self->make_response_promise<txn_answer>();
       auto id = req.transactional_id;
       auto& q = self->state.queues[id];

@@ -69,6 +69,7 @@ const char* to_string(txn_error e) {
     case txn_error::invalid_txn_state: return "invalid_txn_state";
     case txn_error::invalid_transaction_timeout: return "invalid_transaction_timeout";
     case txn_error::coordinator_not_available: return "coordinator_not_available";
+    case txn_error::not_coordinator: return "not_coordinator";
   }
   return "none";
 }
@@ -170,6 +171,20 @@ txn_decision decide(const txn_request& req, const std::optional<txn_record>& cur
       auto next = *cur;
       next.state = want_prep;
       auto d = answer_with(std::move(next), *cur);
+      d.ends = true;
+      return d;
+    }
+    case k::abort: {
+      if (!cur || cur->state != txn_state::ongoing) {
+        if (cur && ending(*cur))
+          return fail(txn_error::concurrent_transactions, "the transaction of " + req.transactional_id + " is ending");
+        return fail(txn_error::invalid_txn_state, "no open transaction of " + req.transactional_id
+                                                    + (cur ? std::string(" (state ") + to_string(cur->state) + ")"
+                                                           : std::string(" (unknown id)")));
+      }
+      txn_decision d;
+      d.write = fencing_abort(*cur);
+      d.answer = txn_answer{txn_error::none, d.write->producer_id, d.write->producer_epoch, {}};
       d.ends = true;
       return d;
     }

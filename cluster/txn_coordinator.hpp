@@ -30,6 +30,7 @@ enum class txn_error : uint8_t {
   invalid_txn_state,            ///< 48: the request does not fit the state (EndTxn with nothing open, ...)
   invalid_transaction_timeout,  ///< 50: timeout <= 0 or above the maximum
   coordinator_not_available,    ///< 15: the metadata log did not take the change; retry
+  not_coordinator,              ///< 16: another broker coordinates the id (an operator's abort)
 };
 const char* to_string(txn_error e);
 
@@ -37,7 +38,9 @@ const char* to_string(txn_error e);
 struct txn_request {
   /// `expire` is the coordinator's own: abort the id's transaction if it
   /// is open past its timeout at now_ms (timed_out), else nothing.
-  enum class kind : uint8_t { init, add_partitions, add_offsets, offset_commit, end, expire } what = kind::init;
+  /// `abort` is an operator's (POST /admin/transactions/{id}/abort): abort
+  /// the id's open transaction now, fencing its producer.
+  enum class kind : uint8_t { init, add_partitions, add_offsets, offset_commit, end, expire, abort } what = kind::init;
   std::string transactional_id;
   int64_t producer_id = -1;     ///< all but init
   int16_t producer_epoch = -1;  ///< all but init
@@ -88,6 +91,11 @@ struct txn_decision {
 ///    retry while it ends answers concurrent_transactions; anything else
 ///    (nothing open, the other outcome) is invalid_txn_state.
 ///  - expire: fencing_abort when timed_out, else no write; answers none.
+///  - abort: an ongoing transaction → fencing_abort (`ends`), answering the
+///    bumped epoch; an ending one → concurrent_transactions; an unknown id
+///    or nothing open → invalid_txn_state. (Kafka's operators abort a
+///    hanging transaction at its partitions, KIP-664; here the coordinator
+///    knows every partition of it, so the abort is the coordinator's.)
 txn_decision decide(const txn_request& req, const std::optional<txn_record>& current, int64_t now_ms,
                     int64_t new_producer_id, int32_t max_timeout_ms = max_transaction_timeout_ms);
 

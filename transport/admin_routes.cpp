@@ -37,6 +37,47 @@ std::function<void(const caf::error&)> fail_with(const responder& respond, const
 
 }  // namespace
 
+namespace {
+
+/// The partition actor of the route's {topic}/{partition} on this broker,
+/// or nullopt with the error answered: 503 without a catalogue, 404 for an
+/// unknown topic or partition and, when `owned` and the metadata image
+/// names another owner (or none), 409 `not_owner` naming it.
+std::optional<partition_actor> local_partition(const admin_context& ctx, http_request& req, const responder& respond,
+                                               bool owned) {
+  if (!ctx.catalog) {
+    respond(http_response::error(503, "not_ready", "no topic catalogue on this listener"));
+    return std::nullopt;
+  }
+  const auto& topic = req.params["topic"];
+  const auto& raw = req.params["partition"];
+  auto topics = ctx.catalog->get();
+  auto t = topics->find(topic);
+  if (t == topics->end()) {
+    respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
+    return std::nullopt;
+  }
+  if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
+      || std::stoul(raw) >= t->second.partitions.size()) {
+    respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
+    return std::nullopt;
+  }
+  const auto index = static_cast<int32_t>(std::stoul(raw));
+  if (owned && ctx.owners) {
+    auto route = ctx.owners->route(ctx.broker_id, cluster::topic_partition{topic, index});
+    if (route.where != partition_route::kind::local) {
+      respond(http_response::error(409, "not_owner", "partition " + topic + "-" + raw + " is "
+                                                       + (route.owner.empty() ? "owned by no broker"
+                                                                              : "owned by " + route.owner)
+                                                       + ", not by " + ctx.broker_id + "; ask its owner"));
+      return std::nullopt;
+    }
+  }
+  return t->second.partitions[static_cast<size_t>(index)];
+}
+
+}  // namespace
+
 void add_admin_routes(router& r, const admin_context& ctx) {
   if (!ctx.token.empty()) {
     r.set_guard([token = ctx.token](const http_request& req) -> std::optional<http_response> {
@@ -141,28 +182,43 @@ void add_admin_routes(router& r, const admin_context& ctx) {
   // "Repair"): the partition actor cuts at the damage and comes online.
   r.add("POST", "/admin/partitions/{topic}/{partition}/truncate-corrupt", [ctx](http_request& req,
                                                                                responder respond) {
-    if (!ctx.catalog) {
-      respond(http_response::error(503, "not_ready", "no topic catalogue on this listener"));
+    auto partition = local_partition(ctx, req, respond, false);
+    if (!partition)
       return;
-    }
-    const auto& topic = req.params["topic"];
-    const auto& raw = req.params["partition"];
-    auto topics = ctx.catalog->get();
-    auto t = topics->find(topic);
-    if (t == topics->end()) {
-      respond(http_response::error(404, "unknown_topic", "unknown topic " + topic));
-      return;
-    }
-    if (raw.empty() || raw.size() > 6 || raw.find_first_not_of("0123456789") != std::string::npos
-        || std::stoul(raw) >= t->second.partitions.size()) {
-      respond(http_response::error(404, "unknown_partition", "topic " + topic + " has no partition '" + raw + "'"));
-      return;
-    }
-    const auto& partition = t->second.partitions[std::stoul(raw)];
     ask<std::string>(
-      *ctx.system, partition, ctx.repair_timeout,
+      *ctx.system, *partition, ctx.repair_timeout,
       [respond](std::string& report) { respond(http_response::json(200, report)); },
-      fail_with(respond, "repairing partition " + topic + "-" + raw + " failed"), repair_atom::value);
+      fail_with(respond, "repairing partition " + req.params["topic"] + "-" + req.params["partition"] + " failed"),
+      repair_atom::value);
+  });
+
+  // The operator's abort of a transaction a partition holds open that no
+  // coordinator knows of (docs/transactions.md "Aborting a transaction by
+  // hand"; Kafka's KIP-664): an ABORT marker of the producer, written here
+  // by the partition's owner as a coordinator's marker is.
+  r.add("POST", "/admin/partitions/{topic}/{partition}/abort-transaction", [ctx](http_request& req,
+                                                                                responder respond) {
+    auto body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body["producer_id"].is_number_integer() || !body["producer_epoch"].is_number_integer()
+        || body["producer_id"].get<int64_t>() < 0 || body["producer_epoch"].get<int64_t>() < 0
+        || body["producer_epoch"].get<int64_t>() > 32767) {
+      respond(http_response::error(400, "invalid_request",
+                                   R"(the body is {"producer_id":N,"producer_epoch":E} with N >= 0 and 0 <= E <= 32767)"));
+      return;
+    }
+    auto partition = local_partition(ctx, req, respond, true);
+    if (!partition)
+      return;
+    const auto pid = body["producer_id"].get<int64_t>();
+    const auto epoch = static_cast<int16_t>(body["producer_epoch"].get<int64_t>());
+    ask<int64_t>(
+      *ctx.system, *partition, ctx.timeout,
+      [respond, pid, epoch](int64_t offset) {
+        respond(http_response::json(
+          200, json{{"producer_id", pid}, {"producer_epoch", epoch}, {"marker_offset", offset}}.dump()));
+      },
+      fail_with(respond, "the abort marker on " + req.params["topic"] + "-" + req.params["partition"] + " failed"),
+      marker_atom::value, pid, epoch, false, int32_t{0});
   });
 
   r.add("GET", "/admin/actors/{id}", [ctx](http_request& req, responder respond) {

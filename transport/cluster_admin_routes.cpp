@@ -359,6 +359,45 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
     auto rows = raft::detail::txn_rows(*ctx.owners->transactions());
     respond(http_response::json(200, json{{"transactions", std::move(rows)}}.dump()));
   });
+  // An operator's abort of a transaction left open (docs/transactions.md
+  // "Aborting a transaction by hand"), on the id's coordinator.
+  r.add("POST", "/admin/transactions/{id}/abort", [ctx](http_request& req, responder respond) {
+    if (!ctx.txns || !*ctx.txns) {
+      respond(http_response::error(409, "no_metadata_log",
+                                   "no transaction coordinator on this broker: transactions need a Cluster "
+                                   "section with Raft (the metadata log) and the Kafka listener"));
+      return;
+    }
+    cluster::txn_request abort;
+    abort.what = cluster::txn_request::kind::abort;
+    abort.transactional_id = req.params["id"];
+    ask<cluster::txn_answer>(
+      *ctx.system, **ctx.txns, std::chrono::seconds(30),
+      [respond, id = abort.transactional_id](cluster::txn_answer& a) {
+        using cluster::txn_error;
+        switch (a.error) {
+          case txn_error::none:
+            respond(http_response::json(200, json{{"transactional_id", id},
+                                                   {"state", "prepare_abort"},
+                                                   {"producer_id", a.producer_id},
+                                                   {"producer_epoch", a.producer_epoch}}
+                                                .dump()));
+            return;
+          case txn_error::not_coordinator:
+            respond(http_response::error(409, "not_coordinator", a.message + "; ask the broker that does"));
+            return;
+          case txn_error::invalid_txn_state:
+            respond(http_response::error(409, "no_open_transaction", a.message));
+            return;
+          case txn_error::concurrent_transactions:
+            respond(http_response::error(409, "transaction_ending", a.message + "; it ends on its own"));
+            return;
+          default:
+            respond(http_response::error(503, "coordinator_not_available", a.message));
+        }
+      },
+      fail_with(respond), txn_atom::value, std::move(abort));
+  });
   r.add("POST", "/admin/balancer/plan", [ctx](http_request&, responder respond) {
     if (!ctx.balancer) {
       respond(http_response::error(409, "not_a_cluster", "no Cluster section: nothing to balance"));

@@ -20,6 +20,7 @@
 #include "actors/balancer.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/reassigner.hpp"
+#include "actors/txn_coordinator.hpp"
 #include "transport/peer_directory.hpp"
 #include "transport/router.hpp"
 
@@ -43,6 +44,9 @@ struct cluster_admin_context {
   std::optional<reassigner_actor> reassigner;
   /// With Cluster.Raft: term, commit index and role for /admin/cluster.
   std::shared_ptr<raft_view> raft;
+  /// This broker's transaction coordinator, set once it is spawned (after
+  /// the routes are added); empty without the metadata log.
+  std::shared_ptr<std::optional<txn_actor>> txns = std::make_shared<std::optional<txn_actor>>();
   /// Deadline of the peers' /cluster/loads; local partitions get half of it.
   std::chrono::milliseconds probe_timeout{2000};
 };

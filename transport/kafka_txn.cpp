@@ -332,6 +332,7 @@ int16_t kafka_txn_code(txn_error e, kafka::api_key key, int16_t version) {
     case txn_error::invalid_txn_state: return ec::invalid_txn_state;
     case txn_error::invalid_transaction_timeout: return ec::invalid_transaction_timeout;
     case txn_error::coordinator_not_available: return ec::coordinator_not_available;
+    case txn_error::not_coordinator: return ec::not_coordinator;
   }
   return ec::unknown_server_error;
 }

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <limits>
 #include <map>
 #include <memory>
@@ -120,7 +121,7 @@ struct coordinator_fixture {
     };
     fx.commit_offsets = [](const std::string&, const std::vector<cluster::txn_offset>&,
                            std::function<void(std::string)> done) { done({}); };
-    fx.coordinates = [](const std::string&) { return true; };
+    fx.coordinates = [this](const std::string&) { return coordinated.load(); };
     fx.new_producer_id = [] { return int64_t{7}; };
     coordinator = spawn_txn_coordinator(sys, std::move(s), std::move(fx), registry);
   }
@@ -145,6 +146,7 @@ struct coordinator_fixture {
 
   fake_log log;
   std::vector<std::string> markers;  ///< written, in order (under log.mtx)
+  std::atomic<bool> coordinated{true};  ///< what effects.coordinates answers
   std::unique_ptr<caf::actor_system_config> cfg;
   caf::actor_system sys;
   caf::scoped_actor self;
@@ -276,4 +278,26 @@ TEST_CASE("txn coordinator: a request the completed record refuses waits for the
   // The completion alone, then the refusal confirmed on the completed record.
   CHECK(f.log.expected == std::vector<uint64_t>{10, 100, 101});
   CHECK(f.log.applied["app"].state == cluster::txn_state::complete_commit);
+}
+
+TEST_CASE("txn coordinator: an operator's abort is answered once its markers are written, and only where the id "
+          "is coordinated", "[txn][coordinator]") {
+  coordinator_fixture f{10s};
+  auto rec = ongoing({}, 10);
+  rec.partitions = {{"t", 0}, {"t", 1}};
+  f.publish(rec);
+  txn_request abort;
+  abort.what = txn_request::kind::abort;
+  abort.transactional_id = "app";
+  auto a = f.ask(abort);
+  CHECK(a.error == txn_error::none);
+  CHECK(a.producer_epoch == 3);  // fenced: the producer's epoch was 2
+  {
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    CHECK(f.markers == std::vector<std::string>{"t/0", "t/1"});
+    CHECK(f.log.applied["app"].state == cluster::txn_state::prepare_abort);
+  }
+  CHECK(f.ask(abort).error == txn_error::invalid_txn_state);  // nothing open any more
+  f.coordinated = false;
+  CHECK(f.ask(abort).error == txn_error::not_coordinator);
 }

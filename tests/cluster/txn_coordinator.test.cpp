@@ -190,3 +190,30 @@ TEST_CASE("an ongoing transaction past its timeout is aborted at a bumped epoch"
   CHECK(e.answer.error == txn_error::none);
   CHECK_FALSE(decide(expire, std::nullopt, 6001, 0).write);
 }
+
+TEST_CASE("an operator's abort ends an open transaction at a bumped epoch and refuses anything else",
+          "[cluster][txn]") {
+  txn_request abort;
+  abort.what = kind::abort;
+  abort.transactional_id = "app";
+  CHECK(decide(abort, std::nullopt, 0, 0).answer.error == txn_error::invalid_txn_state);  // unknown id
+  auto rec = applied(decide(init(), std::nullopt, 0, 7), 1);
+  auto none_open = decide(abort, rec, 0, 0);
+  CHECK(none_open.answer.error == txn_error::invalid_txn_state);
+  CHECK_FALSE(none_open.write);
+  auto add = of(kind::add_partitions, rec);
+  add.partitions = {{"t", 0}, {"t", 1}};
+  rec = applied(decide(add, rec, 10, 0), 2);
+  auto d = decide(abort, rec, 20, 0);
+  CHECK(d.ends);
+  REQUIRE(d.write);
+  CHECK(*d.write == fencing_abort(rec));  // prepare_abort at epoch + 1, same partitions
+  CHECK(d.write->partitions.size() == 2);
+  CHECK(d.answer.error == txn_error::none);
+  CHECK(d.answer.producer_epoch == rec.producer_epoch + 1);
+  auto ending = applied(d, 3);
+  CHECK(decide(abort, ending, 30, 0).answer.error == txn_error::concurrent_transactions);
+  CHECK(decide(abort, completed(ending), 40, 0).answer.error == txn_error::invalid_txn_state);
+  // The producer it fenced can no longer add to the transaction.
+  CHECK(decide(add, completed(ending), 50, 0).answer.error == txn_error::invalid_producer_epoch);
+}

@@ -638,6 +638,27 @@ TEST_CASE("kafka listener: transactional produce, read_committed Fetch and ListO
   auto plain = json::parse(http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0").body);
   CHECK_FALSE(plain.contains("last_stable_offset"));
   CHECK(http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0&isolation=serializable").status == 400);
+  // No coordinator will end this transaction (the batches were never added
+  // through one): the operator aborts it at the partition.
+  const std::string abort = "/admin/partitions/T/0/abort-transaction";
+  CHECK(http(n.admin, "POST", abort, R"({"producer_id":4000})").status == 400);
+  auto fenced = http(n.admin, "POST", abort, R"({"producer_id":4000,"producer_epoch":0})");
+  CHECK(fenced.status != 200);
+  CHECK(json::parse(fenced.body)["error"] == "invalid_producer_epoch");
+  CHECK(http(n.admin, "POST", "/admin/partitions/T/7/abort-transaction", R"({"producer_id":4000,"producer_epoch":1})")
+          .status == 404);
+  auto aborted = http(n.admin, "POST", abort, R"({"producer_id":4000,"producer_epoch":1})");
+  INFO(aborted.body);
+  REQUIRE(aborted.status == 200);
+  CHECK(json::parse(aborted.body)["marker_offset"] == 4);
+  CHECK(latest(1) == 5);  // the last stable offset passed the marker
+  auto after = json::parse(
+    http(n.client, "GET", "/v1/topics/T/partitions/0/records?offset=0&isolation=read_committed").body);
+  CHECK(after["last_stable_offset"] == 5);
+  std::vector<std::string> seen;
+  for (const auto& rec : after["records"])
+    seen.push_back(rec["value"].get<std::string>());
+  CHECK(seen == std::vector<std::string>{"plain", "after"});  // t0 and t1 were aborted
   // A standalone broker has no metadata log and so no transaction
   // coordinator: ApiVersions leaves the transaction APIs out and
   // InitProducerId with a transactional id is 15 COORDINATOR_NOT_AVAILABLE.

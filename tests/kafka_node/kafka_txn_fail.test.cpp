@@ -297,3 +297,46 @@ TEST_CASE("kafka transactions: a partition moved while a transaction on it is op
   for (const auto& v : values("a", 20))
     CHECK(uncommitted.count(v) == 1);
 }
+
+TEST_CASE("kafka transactions: an operator aborts an open transaction on its coordinator, the producer is fenced "
+          "and read_committed passes the aborted records at once",
+          "[kafka_cluster][txn]") {
+  move_cluster c(all_three, kafka_raft({}));
+  start_three(c);
+  create_owned(c, 0, "ha");
+  const auto id = txn_id_coordinated_by(c.id(1), all_three);
+  const std::string route = "/admin/transactions/" + id + "/abort";
+  python_run open(c.data_dir(0), "open.py", open_then_commit(c, id, 60000, {"ha"}, "hang"));
+  open.expect("open", 30s);
+  auto before = txn_record(c.admin(1), id);
+  INFO("record before: " << before.dump());
+  REQUIRE(before.is_object());
+  REQUIRE(before["state"] == "ongoing");
+
+  auto elsewhere = call(c.admin(2), "POST", route);
+  CHECK(elsewhere.status == 409);
+  CHECK(elsewhere.body["error"] == "not_coordinator");
+  auto a = call(c.admin(1), "POST", route);
+  INFO(a.raw);
+  REQUIRE(a.status == 200);
+  CHECK(a.body["producer_epoch"] == before["producer_epoch"].get<int>() + 1);
+  // Answered once the markers are written: the owner's last stable offset
+  // already passed the aborted records.
+  auto r = call(c.client(0), "GET", "/v1/topics/ha/partitions/0/records?offset=0&isolation=read_committed");
+  INFO(r.raw);
+  REQUIRE(r.status == 200);
+  CHECK(r.body["records"].empty());
+  CHECK(r.body["last_stable_offset"] == r.body["log_end_offset"]);
+  CHECK(r.body["log_end_offset"].get<int64_t>() == 11);  // 10 records and the ABORT marker
+  auto again = call(c.admin(1), "POST", route);
+  CHECK(again.status == 409);
+  CHECK(again.body["error"] == "no_open_transaction");
+
+  open.proceed("commit");
+  open.expect("commit ", 30s);
+  auto outcome = *lines_with(open.output(), "commit ").begin();
+  INFO("producer: " << open.output());
+  CHECK(outcome.rfind("failed", 0) == 0);
+  CHECK(outcome.find("fatal") != std::string::npos);
+  CHECK(open.wait(10s) == 0);
+}

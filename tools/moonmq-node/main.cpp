@@ -609,8 +609,11 @@ int run(const config::load_result& loaded) {
     kx->peers = directory;
     kx->group_table = cctx.kafka_groups;
     // Transactions keep their coordinator state in the metadata log (docs/transactions.md).
-    if (rctx.node)
-      children.push_back(caf::actor_cast<caf::actor>(transport::spawn_kafka_txn_coordinator(kx, *rctx.node, registry)));
+    if (rctx.node) {
+      auto txns = transport::spawn_kafka_txn_coordinator(kx, *rctx.node, registry);
+      *cactx.txns = txns;  // the admin route's abort
+      children.push_back(caf::actor_cast<caf::actor>(txns));
+    }
     kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
     if (auto ec = kafka->start()) {
       for (auto& other : listeners)
