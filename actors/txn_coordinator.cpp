@@ -114,6 +114,12 @@ txn_answer success_of(const txn_record& r) {
   return txn_answer{txn_error::none, r.producer_id, r.producer_epoch, {}};
 }
 
+/// Success before every marker is written: the outcome is durable and the
+/// tick finishes the ending; `why` says what is still missing.
+txn_answer pending_of(const txn_record& r, std::string why) {
+  return txn_answer{txn_error::none, r.producer_id, r.producer_epoch, std::move(why)};
+}
+
 void run(self_ptr self, const std::string& id);
 void start_ending(self_ptr self, const std::string& id, const txn_record& rec);
 void complete(self_ptr self, const std::string& id);
@@ -430,7 +436,9 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       // end_wait passed: the EndTxn waiters are answered; the ending goes on.
       auto it = self->state.endings.find(id);
       if (it != self->state.endings.end() && it->second.round == round)
-        answer_waiters(it->second, success_of(it->second.rec));
+        answer_waiters(it->second, pending_of(it->second.rec, "markers not all written within "
+                                                                + std::to_string(self->state.settings.end_wait.count())
+                                                                + " ms; the coordinator keeps writing them"));
     },
     [self](txn_atom, commit_atom, std::string& id, int64_t round) {
       // complete_linger passed without a request to carry the completion.
@@ -469,7 +477,8 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
       log::get("broker")->warn("txn.ending_retry id=\"{}\" state={} error=\"{}\"", id,
                                cluster::to_string(e.rec.state), e.failed);
       // The outcome is durable: answered now; the tick starts the next round.
-      end_round(self, id, success_of(e.rec));
+      end_round(self, id, pending_of(e.rec, "a marker or offset commit failed (" + e.failed
+                                              + "); the coordinator retries it"));
     },
     [self](tick_atom) {
       tick(self);

@@ -115,8 +115,11 @@ result<log_scan> scan_log(const std::string& file, const std::string& data) {
   return out;
 }
 
-// raft-commit slots (layout in raft_store.hpp).
+// raft-commit slots (layout in raft_store.hpp): slot 0 at byte 0, slot 1 at
+// byte 4096, so that a torn write of one never touches the other's sector
+// or page.
 constexpr std::size_t commit_slot_bytes = 32;
+constexpr std::size_t commit_slot_stride = 4096;
 constexpr char commit_magic[4] = {'M', 'Q', 'C', 'I'};
 
 struct commit_slot {
@@ -142,8 +145,8 @@ std::array<char, commit_slot_bytes> encode_slot(commit_slot s) {
 /// The valid slot with the highest sequence in raft-commit's bytes, if any.
 std::optional<commit_slot> best_slot(const std::string& data) {
   std::optional<commit_slot> best;
-  for (std::size_t at = 0; at + commit_slot_bytes <= data.size() && at < 2 * commit_slot_bytes;
-       at += commit_slot_bytes) {
+  for (std::size_t at = 0; at + commit_slot_bytes <= data.size() && at <= commit_slot_stride;
+       at += commit_slot_stride) {
     const char* p = data.data() + at;
     const auto* u = reinterpret_cast<const unsigned char*>(p);
     if (std::memcmp(p, commit_magic, 4) != 0 || boost::endian::load_little_u32(u + 4) != slot_crc(p))
@@ -177,9 +180,11 @@ result<raft_store> raft_store::open(const std::string& dir) {
   bool has_log = fs::exists(log_path, ec);
 
   if (!has_state) {
-    if (has_snap || has_log)
-      return corrupt(state_path, "missing while " + std::string(has_log ? log_file : snapshot_file) +
-                                     " exists (refusing to forget the term and vote)");
+    const bool has_commit = fs::exists(s.path(commit_file), ec);
+    if (has_snap || has_log || has_commit)
+      return corrupt(state_path, "missing while "
+                                   + std::string(has_log ? log_file : has_snap ? snapshot_file : commit_file)
+                                   + " exists (refusing to forget the term and vote)");
     if (auto wec = util::write_file_atomic(state_path, to_json(hard_state{}).dump()))
       return io_err(state_path, "write", wec);
     return s;
@@ -342,13 +347,12 @@ status raft_store::save(const ready_batch& rd) {
 
 status raft_store::write_commit(log_index commit) {
   const std::string p = path(commit_file);
-  bool created = commit_seq_ == 0;
   int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return io_err(p, "open", errno);
   commit_slot next{commit_seq_ + 1, commit.value};
   auto bytes = encode_slot(next);
-  auto at = static_cast<off_t>((next.seq % 2) * commit_slot_bytes);
+  auto at = static_cast<off_t>((next.seq % 2) * commit_slot_stride);
   ssize_t n;
   do
     n = ::pwrite(fd, bytes.data(), bytes.size(), at);
@@ -364,9 +368,13 @@ status raft_store::write_commit(log_index commit) {
     return io_err(p, "fdatasync", err);
   }
   ::close(fd);
-  if (created)
+  // The file's directory entry is made durable once per process (it may
+  // have been created by a run that died before its directory fsync).
+  if (!commit_dir_synced_) {
     if (auto dec = util::fsync_dir(dir_))
       return io_err(dir_, "fsync directory", dec);
+    commit_dir_synced_ = true;
+  }
   commit_seq_ = next.seq;
   return {};
 }

@@ -7,7 +7,8 @@
 //   raft-state.json     hard state {"term","vote","commit"}; write_file_atomic,
 //                       rewritten only when the term or the vote changes
 //   raft-commit         the commit index alone, written in place when only it
-//                       advanced: two 32-byte slots used in turn, each
+//                       advanced: two 32-byte slots used in turn, at bytes
+//                       0 and 4096 (never in one sector), each
 //                       "MQCI" | CRC-32 of bytes 8..31 (LE u32) | sequence
 //                       (LE u64) | commit index (LE u64) | 8 zero bytes,
 //                       then fdatasync (one flush, no rename: the common
@@ -19,8 +20,9 @@
 // rewrites the whole log with write_file_atomic.
 //
 // Recovery rule on open (never a silent reset):
-//   - a directory without raft-state.json but with raft-log or
-//     raft-snapshot.json -> errc::corrupt_state naming raft-state.json;
+//   - a directory without raft-state.json but with raft-log,
+//     raft-snapshot.json or raft-commit -> errc::corrupt_state naming
+//     raft-state.json;
 //   - raft-state.json or raft-snapshot.json unreadable or not valid JSON of
 //     their shape -> errc::corrupt_state naming the file;
 //   - raft-log: records are read in order. Only the LAST record of the file
@@ -85,6 +87,7 @@ class raft_store {
   std::string dir_;
   persisted_state state_;
   uint64_t commit_seq_ = 0;  ///< sequence of the last raft-commit slot written (0 = none)
+  bool commit_dir_synced_ = false;  ///< the directory was fsynced after raft-commit was written
 };
 
 /// CRC-32 (IEEE 802.3 polynomial, as zlib's crc32) of `data`.

@@ -5,6 +5,7 @@
 #include "actors/ask.hpp"
 #include "actors/catalog_view.hpp"
 #include "actors/errors.hpp"
+#include "cluster/txn_coordinator.hpp"
 #include "plugins/goal_loader.hpp"
 #include "transport/console_routes.hpp"
 #include "transport/metrics_scrape.hpp"
@@ -206,11 +207,24 @@ void add_admin_routes(router& r, const admin_context& ctx) {
                                    R"(the body is {"producer_id":N,"producer_epoch":E} with N >= 0 and 0 <= E <= 32767)"));
       return;
     }
+    const auto pid = body["producer_id"].get<int64_t>();
+    const auto epoch = static_cast<int16_t>(body["producer_epoch"].get<int64_t>());
+    // A transaction its coordinator knows is ended there, on every partition
+    // at once: one aborted here alone could be committed on the others.
+    auto txns = ctx.owners ? ctx.owners->transactions() : nullptr;  // held for the loop
+    if (txns)
+      for (const auto& [id, rec] : *txns)
+        if (rec.producer_id == pid
+            && (rec.state == cluster::txn_state::ongoing || cluster::ending(rec))) {
+          respond(http_response::error(409, "coordinated_transaction",
+                                       "producer " + std::to_string(pid) + " belongs to transactional id " + id
+                                         + " (state " + cluster::to_string(rec.state) + "): POST /admin/transactions/"
+                                         + id + "/abort on its coordinator instead"));
+          return;
+        }
     auto partition = local_partition(ctx, req, respond, true);
     if (!partition)
       return;
-    const auto pid = body["producer_id"].get<int64_t>();
-    const auto epoch = static_cast<int16_t>(body["producer_epoch"].get<int64_t>());
     ask<int64_t>(
       *ctx.system, *partition, ctx.timeout,
       [respond, pid, epoch](int64_t offset) {

@@ -362,7 +362,8 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
   // An operator's abort of a transaction left open (docs/transactions.md
   // "Aborting a transaction by hand"), on the id's coordinator.
   r.add("POST", "/admin/transactions/{id}/abort", [ctx](http_request& req, responder respond) {
-    if (!ctx.txns || !*ctx.txns) {
+    auto txns = ctx.txns ? ctx.txns->get() : std::nullopt;
+    if (!txns) {
       respond(http_response::error(409, "no_metadata_log",
                                    "no transaction coordinator on this broker: transactions need a Cluster "
                                    "section with Raft (the metadata log) and the Kafka listener"));
@@ -372,17 +373,23 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
     abort.what = cluster::txn_request::kind::abort;
     abort.transactional_id = req.params["id"];
     ask<cluster::txn_answer>(
-      *ctx.system, **ctx.txns, std::chrono::seconds(30),
+      *ctx.system, *txns, std::chrono::seconds(30),
       [respond, id = abort.transactional_id](cluster::txn_answer& a) {
         using cluster::txn_error;
         switch (a.error) {
-          case txn_error::none:
-            respond(http_response::json(200, json{{"transactional_id", id},
-                                                   {"state", "prepare_abort"},
-                                                   {"producer_id", a.producer_id},
-                                                   {"producer_epoch", a.producer_epoch}}
-                                                .dump()));
+          case txn_error::none: {
+            // A message says the markers are not all written yet (the
+            // abort is durable; the coordinator's tick finishes it).
+            json body{{"transactional_id", id},
+                      {"state", "prepare_abort"},
+                      {"producer_id", a.producer_id},
+                      {"producer_epoch", a.producer_epoch},
+                      {"markers", a.message.empty() ? "written" : "pending"}};
+            if (!a.message.empty())
+              body["message"] = a.message;
+            respond(http_response::json(a.message.empty() ? 200 : 202, body.dump()));
             return;
+          }
           case txn_error::not_coordinator:
             respond(http_response::error(409, "not_coordinator", a.message + "; ask the broker that does"));
             return;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,23 @@
 #include "transport/router.hpp"
 
 namespace moonmq::transport {
+
+/// A transaction coordinator handle set once while routes may already read it.
+class txn_handle {
+ public:
+  void set(txn_actor a) {
+    std::lock_guard<std::mutex> g{mtx_};
+    actor_ = std::move(a);
+  }
+  std::optional<txn_actor> get() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return actor_;
+  }
+
+ private:
+  mutable std::mutex mtx_;
+  std::optional<txn_actor> actor_;
+};
 
 struct cluster_admin_context {
   caf::actor_system* system = nullptr;
@@ -45,8 +63,8 @@ struct cluster_admin_context {
   /// With Cluster.Raft: term, commit index and role for /admin/cluster.
   std::shared_ptr<raft_view> raft;
   /// This broker's transaction coordinator, set once it is spawned (after
-  /// the routes are added); empty without the metadata log.
-  std::shared_ptr<std::optional<txn_actor>> txns = std::make_shared<std::optional<txn_actor>>();
+  /// the routes are added and served); empty without the metadata log.
+  std::shared_ptr<txn_handle> txns = std::make_shared<txn_handle>();
   /// Deadline of the peers' /cluster/loads; local partitions get half of it.
   std::chrono::milliseconds probe_timeout{2000};
 };

@@ -316,9 +316,18 @@ TEST_CASE("kafka transactions: an operator aborts an open transaction on its coo
   auto elsewhere = call(c.admin(2), "POST", route);
   CHECK(elsewhere.status == 409);
   CHECK(elsewhere.body["error"] == "not_coordinator");
+  // The coordinator knows this transaction: the partition's owner will not
+  // abort its one partition of it.
+  auto at_partition = call(c.admin(0), "POST", "/admin/partitions/ha/0/abort-transaction",
+                           nlohmann::json{{"producer_id", before["producer_id"]},
+                                          {"producer_epoch", before["producer_epoch"]}}
+                             .dump());
+  CHECK(at_partition.status == 409);
+  CHECK(at_partition.body["error"] == "coordinated_transaction");
   auto a = call(c.admin(1), "POST", route);
   INFO(a.raw);
   REQUIRE(a.status == 200);
+  CHECK(a.body["markers"] == "written");
   CHECK(a.body["producer_epoch"] == before["producer_epoch"].get<int>() + 1);
   // Answered once the markers are written: the owner's last stable offset
   // already passed the aborted records.

@@ -230,7 +230,7 @@ TEST_CASE("raft_store writes a commit-only advance to raft-commit in place and r
     CHECK(st->state().hard.commit == log_index{5});
   }
   CHECK(read(d.file(raft_store::state_file)) == state_before);  // term and vote unchanged: not rewritten
-  CHECK(fs::file_size(d.file(raft_store::commit_file)) == 64);  // two slots, written in turn
+  CHECK(fs::file_size(d.file(raft_store::commit_file)) == 4096 + 32);  // two slots, written in turn
   auto st = raft_store::open(d.path.string());
   REQUIRE(st.ok());
   CHECK(st->state().hard.commit == log_index{5});
@@ -250,13 +250,13 @@ TEST_CASE("raft_store reads a torn raft-commit slot as the commit saved before i
   {
     auto st = raft_store::open(d.path.string());
     REQUIRE(st.ok());
-    advance_commit(*st, 3);  // sequence 1: the slot at byte 32
+    advance_commit(*st, 3);  // sequence 1: the slot at byte 4096
     advance_commit(*st, 4);  // sequence 2: the slot at byte 0
   }
   std::string data = read(d.file(raft_store::commit_file));
-  REQUIRE(data.size() == 64);
+  REQUIRE(data.size() == 4096 + 32);
   CHECK(data.substr(0, 32) == slot_bytes(2, 4));
-  CHECK(data.substr(32) == slot_bytes(1, 3));
+  CHECK(data.substr(4096) == slot_bytes(1, 3));
 
   std::string torn = data;
   torn[20] = static_cast<char>(torn[20] ^ 0x5a);  // the newer slot's commit: its save() never returned
@@ -269,7 +269,7 @@ TEST_CASE("raft_store reads a torn raft-commit slot as the commit saved before i
   }
   CHECK(read(d.file(raft_store::commit_file)).substr(0, 32) == slot_bytes(2, 5));
 
-  write(d.file(raft_store::commit_file), std::string(64, '\x07'));  // no valid slot at all
+  write(d.file(raft_store::commit_file), std::string(4096 + 32, '\x07'));  // no valid slot at all
   auto st = raft_store::open(d.path.string());
   REQUIRE(st.ok());
   CHECK(st->state().hard.commit == log_index{2});  // raft-state.json's
@@ -283,4 +283,14 @@ TEST_CASE("raft_store refuses a raft-commit index beyond its log and names the f
   REQUIRE_FALSE(st.ok());
   CHECK(st.err().code == errc::corrupt_state);
   CHECK_THAT(st.err().message, Catch::Contains("raft-commit") && Catch::Contains("commit"));
+}
+
+TEST_CASE("raft_store refuses a raft-commit left without raft-state.json", "[raft][store]") {
+  temp_dir d("commitalone");
+  fs::create_directories(d.path);
+  write(d.file(raft_store::commit_file), slot_bytes(1000, 900));  // the other files deleted by hand
+  auto st = raft_store::open(d.path.string());
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.err().code == errc::corrupt_state);
+  CHECK_THAT(st.err().message, Catch::Contains("raft-state.json") && Catch::Contains("raft-commit"));
 }

@@ -611,7 +611,7 @@ int run(const config::load_result& loaded) {
     // Transactions keep their coordinator state in the metadata log (docs/transactions.md).
     if (rctx.node) {
       auto txns = transport::spawn_kafka_txn_coordinator(kx, *rctx.node, registry);
-      *cactx.txns = txns;  // the admin route's abort
+      cactx.txns->set(txns);  // the admin route's abort
       children.push_back(caf::actor_cast<caf::actor>(txns));
     }
     kafka = std::make_unique<transport::kafka_listener>(io, transport::kafka_listener_options{cfg.kafka.host, cfg.kafka.port}, kx);
