@@ -85,6 +85,8 @@ struct txn_state_t {
   uint64_t timeouts_aborted = 0;
   uint64_t rounds_failed = 0;
   uint64_t markers_failed = 0;  ///< markers and offset commits that failed
+  uint64_t ids_expired = 0;
+  std::set<std::string> removing;  ///< ids whose removal is proposed
   static inline const char* name = "txn_coordinator";
 };
 
@@ -130,6 +132,7 @@ void complete(self_ptr self, const std::string& id);
 void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expect,
              std::function<void(txn_record)> ok, std::function<void()> refused,
              std::function<void(std::string)> failed) {
+  rec.updated_ms = wall_ms();  // the id's last activity (transactional.id.expiration.ms)
   raft::txn_entry e;
   e.transactional_id = id;
   e.record = rec;
@@ -382,6 +385,38 @@ void complete(self_ptr self, const std::string& id) {
     });
 }
 
+/// Whether the id of `rec` expired at `now_ms` (Kafka's
+/// transactional.id.expiration.ms): nothing open or ending, and no write
+/// for longer than `after`. A record of unknown age (updated_ms 0) never is.
+bool expired(const txn_record& rec, int64_t now_ms, std::chrono::milliseconds after) {
+  const bool idle = rec.state == cluster::txn_state::empty || rec.state == cluster::txn_state::complete_commit
+                    || rec.state == cluster::txn_state::complete_abort;
+  return idle && rec.updated_ms > 0 && now_ms - rec.updated_ms > after.count();
+}
+
+/// Proposes the removal of expired id `id` at its record's version. A
+/// request of the id decided meanwhile wins or loses the compare-and-set
+/// against it like any other writer.
+void remove_id(self_ptr self, const std::string& id, const txn_record& rec) {
+  self->state.removing.insert(id);
+  raft::txn_entry e;
+  e.transactional_id = id;
+  e.record = rec;
+  e.expect_version = rec.version;
+  e.remove = true;
+  auto payload = raft::to_json(raft::entry_payload{e}).dump();
+  self->request(self->state.settings.raft, std::chrono::seconds(30), propose_atom::value, txn_atom::value, payload,
+                true)
+    .then(
+      [self, id, rec](int64_t, int64_t) {
+        self->state.removing.erase(id);
+        ++self->state.ids_expired;
+        log::get("broker")->info("txn.id_expired id=\"{}\" producer_id={} idle_ms={}", id, rec.producer_id,
+                                 wall_ms() - rec.updated_ms);
+      },
+      [self, id](const caf::error&) { self->state.removing.erase(id); });  // refused or failed: the next tick sees
+}
+
 void tick(self_ptr self) {
   auto& st = self->state;
   auto txns = st.settings.owners->transactions();
@@ -395,8 +430,12 @@ void tick(self_ptr self) {
     it = stale ? st.done.erase(it) : std::next(it);
   }
   for (const auto& [id, rec] : *txns) {
-    if (st.endings.count(id) || st.queues.count(id))
+    if (st.endings.count(id) || st.queues.count(id) || st.removing.count(id))
       continue;
+    if (expired(rec, now, st.settings.id_expiration) && st.effects.coordinates(id)) {
+      remove_id(self, id, rec);
+      continue;
+    }
     const bool ends = cluster::ending(rec);
     const bool expired = !ends && cluster::timed_out(rec, now).has_value();
     if ((!ends && !expired) || !st.effects.coordinates(id))
@@ -494,7 +533,8 @@ txn_actor::behavior_type coordinator_fn(self_ptr self, txn_settings settings, tx
                   {"endings_finished", st.endings_finished},
                   {"timeouts_aborted", st.timeouts_aborted},
                   {"rounds_failed", st.rounds_failed},
-                  {"markers_failed", st.markers_failed}}
+                  {"markers_failed", st.markers_failed},
+                  {"ids_expired", st.ids_expired}}
         .dump();
     },
   };

@@ -51,7 +51,7 @@ using txn_actor = caf::typed_actor<
   // Internal: timeouts and unfinished endings of the ids coordinated here.
   caf::reacts_to<tick_atom>,
   // {"queued","ending","endings_finished","timeouts_aborted","rounds_failed",
-  // "markers_failed" (markers and offset commits that failed)}.
+  // "markers_failed" (markers and offset commits that failed),"ids_expired"}.
   caf::replies_to<status_atom>::with<std::string>>;
 
 /// What the coordinator does outside itself. Each `done` is called exactly
@@ -84,6 +84,10 @@ struct txn_settings {
   /// How long an EndTxn waits for its markers before it is answered anyway
   /// (the outcome is durable once prepared; the tick finishes it).
   std::chrono::milliseconds end_wait{5000};
+  /// transactional.id.expiration.ms (Kafka's default, 7 days): an id with
+  /// nothing open whose record was not written for longer is removed from
+  /// the metadata log; its next InitProducerId starts afresh.
+  std::chrono::milliseconds id_expiration{std::chrono::hours(24 * 7)};
   /// How long the completed record of an ending whose effects are written
   /// waits for the id's next request to carry it (the same producer's next
   /// transaction usually comes within a millisecond); written alone after.

@@ -90,10 +90,13 @@ struct txn_record {
   /// Index of the metadata-log entry that last wrote this record: its
   /// version, the compare-and-set condition of the next write (0 = none).
   uint64_t version = 0;
+  /// Wall-clock ms (the writing coordinator's clock) of the last write; 0 =
+  /// unknown (a record written before the field existed, never expired).
+  int64_t updated_ms = 0;
   friend bool operator==(const txn_record& a, const txn_record& b) {
     return a.producer_id == b.producer_id && a.producer_epoch == b.producer_epoch && a.state == b.state &&
            a.timeout_ms == b.timeout_ms && a.started_ms == b.started_ms && a.partitions == b.partitions &&
-           a.groups == b.groups && a.offsets == b.offsets && a.version == b.version;
+           a.groups == b.groups && a.offsets == b.offsets && a.version == b.version && a.updated_ms == b.updated_ms;
   }
 };
 

@@ -402,6 +402,7 @@ void read_server(const json& root, load_result& res) {
   kafka.get_port("Port", cfg.kafka.port);
   kafka.get("AdvertisedHost", cfg.kafka.advertised_host);
   kafka.get_int("GroupInitialRebalanceDelayMs", cfg.kafka.group_initial_rebalance_delay_ms, 0, 300000);
+  kafka.get_int("TransactionalIdExpirationMs", cfg.kafka.transactional_id_expiration_ms, 1000, 31536000000);
   kafka.finish();
 
   read_cluster(s, cfg);

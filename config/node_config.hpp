@@ -27,6 +27,8 @@ struct kafka_config : listener_config {
   /// Kafka's group.initial.rebalance.delay.ms: the first join round of an
   /// Empty group waits this long for more members (docs/kafka.md).
   int64_t group_initial_rebalance_delay_ms = 3000;
+  /// Kafka's transactional.id.expiration.ms (docs/transactions.md).
+  int64_t transactional_id_expiration_ms = 604800000;
 };
 
 struct peer_config {

@@ -60,6 +60,10 @@ status ownership_state::apply(const log_entry& e) {
       refused_.insert(e.index.value);
       while (refused_.size() > max_refused_kept)
         refused_.erase(refused_.begin());
+    } else if (x->remove) {
+      if (it != txns_.end())
+        txns_.erase(it);
+      txns_changed_at_ = e.index;
     } else {
       auto& rec = txns_[x->transactional_id];
       rec = x->record;

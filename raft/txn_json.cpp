@@ -20,6 +20,8 @@ void write_txn_record(json& j, const cluster::txn_record& r) {
   j["state"] = cluster::to_string(r.state);
   j["timeout_ms"] = r.timeout_ms;
   j["started_ms"] = r.started_ms;
+  if (r.updated_ms > 0)
+    j["updated_ms"] = r.updated_ms;
   json parts = json::array();
   for (const auto& p : r.partitions)
     parts.push_back(json{{"topic", p.topic}, {"partition", p.partition}});
@@ -55,6 +57,12 @@ cluster::txn_record read_txn_record(json_reader& r) {
   if (r.ok() && started > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
     r.fail("started_ms", "expected a time in ms");
   out.started_ms = static_cast<int64_t>(started);
+  if (r.ok() && r.has("updated_ms")) {
+    auto updated = r.u64("updated_ms");
+    if (r.ok() && updated > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      r.fail("updated_ms", "expected a time in ms");
+    out.updated_ms = static_cast<int64_t>(updated);
+  }
   if (const json* parts = r.array("partitions"))
     for (const auto& row : *parts) {
       json_reader rp(row, "txn.partitions[]");

@@ -207,6 +207,8 @@ json to_json(const entry_payload& p) {
     j["type"] = "txn";
     j["transactional_id"] = x->transactional_id;
     j["expect_version"] = x->expect_version;
+    if (x->remove)
+      j["remove"] = true;
     detail::write_txn_record(j, x->record);
   } else {
     const auto& t = std::get<topic_entry>(p);
@@ -355,6 +357,8 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     if (r.ok() && !detail::valid_transactional_id(x.transactional_id))
       r.fail("transactional_id", "expected 1.." + std::to_string(cluster::max_transactional_id_bytes) + " bytes");
     x.expect_version = r.u64("expect_version");
+    if (r.ok() && r.has("remove"))
+      x.remove = r.boolean("remove");
     x.record = detail::read_txn_record(r);
     out = std::move(x);
   } else {
@@ -713,8 +717,8 @@ std::string describe(const entry_payload& p) {
            + (b->change == broker_change::register_broker ? " at " + b->endpoints.cluster : std::string{});
   if (auto* x = std::get_if<txn_entry>(&p))
     return "txn " + x->transactional_id + " pid " + std::to_string(x->record.producer_id) + "/"
-           + std::to_string(x->record.producer_epoch) + " " + cluster::to_string(x->record.state) + " @v"
-           + std::to_string(x->expect_version);
+           + std::to_string(x->record.producer_epoch) + " " + (x->remove ? "remove" : cluster::to_string(x->record.state))
+           + " @v" + std::to_string(x->expect_version);
   const auto& t = std::get<topic_entry>(p);
   return std::string(t.remove ? "delete " : t.grow ? "grow " : t.alter ? "alter " : "topic ") + t.topic + " x" + std::to_string(t.partitions) + " @" +
          t.owner.str();

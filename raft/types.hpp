@@ -281,10 +281,14 @@ struct txn_entry {
   std::string transactional_id;
   cluster::txn_record record;  ///< record.version is ignored (set from the entry's index)
   uint64_t expect_version = 0;
+  /// The id expired (transactional.id.expiration.ms): the record is removed
+  /// instead of written (same compare-and-set); JSON "remove":true.
+  bool remove = false;
   friend bool operator==(const txn_entry& a, const txn_entry& b) {
     auto ra = a.record, rb = b.record;
     ra.version = rb.version = 0;
-    return a.transactional_id == b.transactional_id && ra == rb && a.expect_version == b.expect_version;
+    return a.transactional_id == b.transactional_id && ra == rb && a.expect_version == b.expect_version &&
+           a.remove == b.remove;
   }
 };
 

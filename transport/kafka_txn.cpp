@@ -349,8 +349,9 @@ kafka::api_versions_response kafka_api_versions(const kafka_context& ctx) {
 }
 
 txn_actor spawn_kafka_txn_coordinator(const std::shared_ptr<kafka_context>& ctx, raft_actor raft,
-                                      registry_actor reg) {
+                                      registry_actor reg, std::chrono::milliseconds id_expiration) {
   txn_settings s;
+  s.id_expiration = id_expiration;
   s.broker_id = ctx->broker_id;
   s.owners = ctx->owners;
   s.raft = std::move(raft);

@@ -19,8 +19,9 @@ namespace moonmq::transport {
 
 /// Spawns the transaction coordinator of this broker with effects over
 /// `ctx` (held weakly) and sets ctx->txns. Needs the metadata log.
+/// `id_expiration`: Kafka.TransactionalIdExpirationMs.
 txn_actor spawn_kafka_txn_coordinator(const std::shared_ptr<kafka_context>& ctx, raft_actor raft,
-                                      registry_actor reg);
+                                      registry_actor reg, std::chrono::milliseconds id_expiration);
 
 /// Handles `req` when it is a transactional request and returns true; false
 /// for any other request (left untouched).

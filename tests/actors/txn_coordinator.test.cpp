@@ -63,7 +63,9 @@ struct fake_log {
         auto it = applied.find(e.transactional_id);
         uint64_t current = it == applied.end() ? 0 : it->second.version;
         bool refused = current != e.expect_version;
-        if (!refused) {
+        if (!refused && e.remove) {
+          applied.erase(e.transactional_id);
+        } else if (!refused) {
           applied[e.transactional_id] = e.record;
           applied[e.transactional_id].version = index;
         }
@@ -100,7 +102,9 @@ txn_request offset_commit() {
 }
 
 struct coordinator_fixture {
-  explicit coordinator_fixture(std::chrono::milliseconds complete_linger = 20ms)
+  explicit coordinator_fixture(std::chrono::milliseconds complete_linger = 20ms,
+                               std::chrono::milliseconds tick = 1h,
+                               std::chrono::milliseconds id_expiration = std::chrono::hours(24 * 7))
       : cfg(make_system_config({})), sys(*cfg), self(sys) {
     raft_stand_in = sys.spawn([this](caf::event_based_actor* a) { return log.behavior(a); });
     auto raft = caf::actor_cast<raft_actor>(raft_stand_in);
@@ -108,8 +112,9 @@ struct coordinator_fixture {
     s.broker_id = "b1";
     s.owners = log.view;
     s.raft = raft;
-    s.tick = 1h;  // no timeouts, and endings finish in their own round
+    s.tick = tick;  // by default none: no timeouts, and endings finish in their own round
     s.complete_linger = complete_linger;
+    s.id_expiration = id_expiration;
     txn_effects fx;
     fx.write_marker = [this](const txn_record&, const cluster::txn_partition& p,
                              std::function<void(std::string)> done) {
@@ -300,4 +305,38 @@ TEST_CASE("txn coordinator: an operator's abort is answered once its markers are
   CHECK(f.ask(abort).error == txn_error::invalid_txn_state);  // nothing open any more
   f.coordinated = false;
   CHECK(f.ask(abort).error == txn_error::not_coordinator);
+}
+
+TEST_CASE("txn coordinator: an id idle past its expiration is removed by a compare-and-set, an open one is kept",
+          "[txn][coordinator]") {
+  coordinator_fixture f{20ms, 10ms, 1000ms};
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+  {
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    auto idle = ongoing({}, 10);
+    idle.state = cluster::txn_state::complete_commit;
+    idle.updated_ms = now - 5000;  // written 5 s ago: expired
+    f.log.applied["idle"] = idle;
+    auto open = ongoing({}, 11);
+    open.updated_ms = now - 5000;  // as old, but a transaction is open: kept (its timeout aborts it)
+    open.started_ms = now;
+    f.log.applied["open"] = open;
+    auto unknown_age = idle;
+    unknown_age.version = 12;
+    unknown_age.updated_ms = 0;  // written before records carried their age: kept
+    f.log.applied["old"] = unknown_age;
+    f.log.view->set_transactions(std::make_shared<const txn_image>(f.log.applied));
+  }
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    std::this_thread::sleep_for(10ms);
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    gone = f.log.applied.count("idle") == 0;
+  }
+  CHECK(gone);
+  std::lock_guard<std::mutex> g{f.log.mtx};
+  CHECK(f.log.applied.count("open") == 1);
+  CHECK(f.log.applied.count("old") == 1);
+  CHECK(f.log.expected == std::vector<uint64_t>{10});  // one removal, at the idle id's version
 }

@@ -87,7 +87,8 @@ TEST_CASE("a file with comments is read and every section is bound", "[config]")
 
 TEST_CASE("wrong types and out-of-range values are errors naming the key path", "[config]") {
   auto r = load_text(R"({"Server": {"Port": "8080", "Admin": {"Port": -1},
-                       "Kafka": {"Enabled": "yes", "GroupInitialRebalanceDelayMs": 300001},
+                       "Kafka": {"Enabled": "yes", "GroupInitialRebalanceDelayMs": 300001,
+                                 "TransactionalIdExpirationMs": 999},
                        "Autobalance": {"Percentile": 1.5, "Window": 0}}})",
                      "t.json");
   CHECK_FALSE(r.ok());
@@ -95,6 +96,7 @@ TEST_CASE("wrong types and out-of-range values are errors naming the key path", 
   CHECK(has_error_naming(r, "Server.Admin.Port: must be between 0 and 65535, got -1"));
   CHECK(has_error_naming(r, "Server.Kafka.Enabled: expected true or false"));
   CHECK(has_error_naming(r, "Server.Kafka.GroupInitialRebalanceDelayMs"));
+  CHECK(has_error_naming(r, "Server.Kafka.TransactionalIdExpirationMs"));
   CHECK(has_error_naming(r, "Server.Autobalance.Percentile"));
   CHECK(has_error_naming(r, "Server.Autobalance.Window"));
 }

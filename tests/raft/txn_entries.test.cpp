@@ -103,3 +103,30 @@ TEST_CASE("transactions survive a snapshot and the wire, and malformed txn JSON 
   dup["transactions"].push_back(dup["transactions"][0]);
   CHECK_FALSE(snapshot_from_json(dup).ok());
 }
+
+TEST_CASE("an expired id's remove entry takes its record out at the version it expects, and survives the wire",
+          "[raft][metadata][txn][wire]") {
+  txn_log f;
+  auto created = entry(0, txn_state::empty);
+  created.record.updated_ms = 1733356800123;
+  REQUIRE(f.apply(created));
+  CHECK(f.s.transactions().at("app-1").updated_ms == 1733356800123);
+  auto remove = entry(7, txn_state::empty);
+  remove.remove = true;
+  CHECK_FALSE(f.apply(remove));  // not at the id's version (1): the record stays
+  CHECK(f.s.transactions().count("app-1") == 1);
+  remove.expect_version = 1;
+  REQUIRE(f.apply(remove));
+  CHECK(f.s.transactions().empty());
+  CHECK(f.apply(entry(0, txn_state::empty)));  // the id starts afresh
+  // JSON: "remove" and "updated_ms" round-trip; records without updated_ms still read.
+  auto back = payload_from_json(to_json(entry_payload{remove}));
+  REQUIRE(back);
+  CHECK(std::get<txn_entry>(*back) == remove);
+  auto j = to_json(entry_payload{created});
+  CHECK(j["updated_ms"] == 1733356800123);
+  j.erase("updated_ms");
+  auto old = payload_from_json(j);
+  REQUIRE(old);
+  CHECK(std::get<txn_entry>(*old).record.updated_ms == 0);
+}

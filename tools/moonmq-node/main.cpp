@@ -610,7 +610,8 @@ int run(const config::load_result& loaded) {
     kx->group_table = cctx.kafka_groups;
     // Transactions keep their coordinator state in the metadata log (docs/transactions.md).
     if (rctx.node) {
-      auto txns = transport::spawn_kafka_txn_coordinator(kx, *rctx.node, registry);
+      auto txns = transport::spawn_kafka_txn_coordinator(
+        kx, *rctx.node, registry, std::chrono::milliseconds{cfg.kafka.transactional_id_expiration_ms});
       cactx.txns->set(txns);  // the admin route's abort
       children.push_back(caf::actor_cast<caf::actor>(txns));
     }
