@@ -86,7 +86,9 @@ struct txn_state_t {
   uint64_t rounds_failed = 0;
   uint64_t markers_failed = 0;  ///< markers and offset commits that failed
   uint64_t ids_expired = 0;
-  std::set<std::string> removing;  ///< ids whose removal is proposed
+  /// Ids whose removal is proposed, at the version it expects; kept until
+  /// this broker's image shows the record gone or changed.
+  std::map<std::string, uint64_t> removing;
   static inline const char* name = "txn_coordinator";
 };
 
@@ -103,6 +105,12 @@ std::optional<txn_record> record_of(self_ptr self, const std::string& id) {
   if (it == txns->end())
     return std::nullopt;
   return it->second;
+}
+
+/// `r` stamped with this broker's wall clock as its last activity.
+txn_record stamped(txn_record r) {
+  r.updated_ms = wall_ms();
+  return r;
 }
 
 txn_answer answer_of(txn_error e, std::string why) {
@@ -132,7 +140,6 @@ void complete(self_ptr self, const std::string& id);
 void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expect,
              std::function<void(txn_record)> ok, std::function<void()> refused,
              std::function<void(std::string)> failed) {
-  rec.updated_ms = wall_ms();  // the id's last activity (transactional.id.expiration.ms)
   raft::txn_entry e;
   e.transactional_id = id;
   e.record = rec;
@@ -260,6 +267,11 @@ void run(self_ptr self, const std::string& id) {
   const bool is_end = p.req.what == txn_request::kind::end || p.req.what == txn_request::kind::abort;
   const bool is_expire = p.req.what == txn_request::kind::expire;
   auto write = confirm ? *current : std::move(*d.write);
+  // The id's last activity (transactional.id.expiration.ms); a confirmation
+  // writes the record unchanged, as Kafka leaves the timestamp of a refused
+  // request alone.
+  if (!confirm)
+    write.updated_ms = wall_ms();
   const uint64_t expect = current ? current->version : 0;
   propose(
     self, id, std::move(write), expect,
@@ -368,7 +380,7 @@ void complete(self_ptr self, const std::string& id) {
   e.completing = true;
   auto rec = e.rec;
   propose(
-    self, id, cluster::completed(rec), rec.version,
+    self, id, stamped(cluster::completed(rec)), rec.version,
     [self, id](txn_record applied) {
       ++self->state.endings_finished;
       self->state.done.erase(id);
@@ -398,7 +410,7 @@ bool expired(const txn_record& rec, int64_t now_ms, std::chrono::milliseconds af
 /// request of the id decided meanwhile wins or loses the compare-and-set
 /// against it like any other writer.
 void remove_id(self_ptr self, const std::string& id, const txn_record& rec) {
-  self->state.removing.insert(id);
+  self->state.removing[id] = rec.version;
   raft::txn_entry e;
   e.transactional_id = id;
   e.record = rec;
@@ -409,7 +421,6 @@ void remove_id(self_ptr self, const std::string& id, const txn_record& rec) {
                 true)
     .then(
       [self, id, rec](int64_t, int64_t) {
-        self->state.removing.erase(id);
         ++self->state.ids_expired;
         log::get("broker")->info("txn.id_expired id=\"{}\" producer_id={} idle_ms={}", id, rec.producer_id,
                                  wall_ms() - rec.updated_ms);
@@ -429,6 +440,11 @@ void tick(self_ptr self) {
                  && (rec == txns->end() || rec->second.version != it->second.version);
     it = stale ? st.done.erase(it) : std::next(it);
   }
+  for (auto it = st.removing.begin(); it != st.removing.end();) {
+    auto rec = txns->find(it->first);
+    bool settled = rec == txns->end() || rec->second.version != it->second;
+    it = settled ? st.removing.erase(it) : std::next(it);
+  }
   for (const auto& [id, rec] : *txns) {
     if (st.endings.count(id) || st.queues.count(id) || st.removing.count(id))
       continue;
@@ -437,8 +453,8 @@ void tick(self_ptr self) {
       continue;
     }
     const bool ends = cluster::ending(rec);
-    const bool expired = !ends && cluster::timed_out(rec, now).has_value();
-    if ((!ends && !expired) || !st.effects.coordinates(id))
+    const bool past_timeout = !ends && cluster::timed_out(rec, now).has_value();
+    if ((!ends && !past_timeout) || !st.effects.coordinates(id))
       continue;
     if (ends) {
       start_ending(self, id, rec);  // left by a coordinator that died, or a failed round

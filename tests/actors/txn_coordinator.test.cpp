@@ -188,6 +188,7 @@ TEST_CASE("txn coordinator: a refusal that holds on a fresh image is answered on
   CHECK(a.error == txn_error::invalid_txn_state);
   std::lock_guard<std::mutex> g{f.log.mtx};
   CHECK(f.log.expected == std::vector<uint64_t>{10});  // the confirmation: the record unchanged
+  CHECK(f.log.applied["app"].updated_ms == 0);          // not counted as activity of the id
   CHECK(f.log.applied["app"].offsets.empty());
   CHECK(f.log.applied["app"].groups.empty());
 }
