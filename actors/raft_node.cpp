@@ -379,11 +379,9 @@ void submit_parked(self_ptr self) {
   if (st.parked.empty() || st.core->leader().empty() || !st.broken.empty())
     return;
   std::vector<forward> still;
+  // submit() only appends: a save happens in the flush that follows, so
+  // `broken` cannot change inside this loop.
   for (auto& f : std::exchange(st.parked, {})) {
-    if (!st.broken.empty()) {  // a save failed in the submit before: nothing more is appended here
-      f.rp.deliver(coded(503, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken));
-      continue;
-    }
     if (!submit(self, f.entry, f.rp))
       still.push_back(std::move(f));
   }

@@ -134,16 +134,18 @@ void run(self_ptr self, const std::string& id);
 void start_ending(self_ptr self, const std::string& id, const txn_record& rec);
 void complete(self_ptr self, const std::string& id);
 
-/// Proposes `rec` for `id` at version `expect`; `ok` gets the applied record
-/// (its version set), `refused` is told of a lost compare-and-set, `failed`
-/// of anything else (no leader, timeout).
+/// Proposes `rec` for `id` at version `expect` (with `remove`, the id's
+/// removal instead); `ok` gets the applied record (its version set),
+/// `refused` is told of a lost compare-and-set, `failed` of anything else
+/// (no leader, timeout).
 void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expect,
              std::function<void(txn_record)> ok, std::function<void()> refused,
-             std::function<void(std::string)> failed) {
+             std::function<void(std::string)> failed, bool remove = false) {
   raft::txn_entry e;
   e.transactional_id = id;
   e.record = rec;
   e.expect_version = expect;
+  e.remove = remove;
   auto payload = raft::to_json(raft::entry_payload{e}).dump();
   self->request(self->state.settings.raft, std::chrono::seconds(30), propose_atom::value, txn_atom::value, payload,
                 true)
@@ -411,21 +413,16 @@ bool expired(const txn_record& rec, int64_t now_ms, std::chrono::milliseconds af
 /// against it like any other writer.
 void remove_id(self_ptr self, const std::string& id, const txn_record& rec) {
   self->state.removing[id] = rec.version;
-  raft::txn_entry e;
-  e.transactional_id = id;
-  e.record = rec;
-  e.expect_version = rec.version;
-  e.remove = true;
-  auto payload = raft::to_json(raft::entry_payload{e}).dump();
-  self->request(self->state.settings.raft, std::chrono::seconds(30), propose_atom::value, txn_atom::value, payload,
-                true)
-    .then(
-      [self, id, rec](int64_t, int64_t) {
-        ++self->state.ids_expired;
-        log::get("broker")->info("txn.id_expired id=\"{}\" producer_id={} idle_ms={}", id, rec.producer_id,
-                                 wall_ms() - rec.updated_ms);
-      },
-      [self, id](const caf::error&) { self->state.removing.erase(id); });  // refused or failed: the next tick sees
+  // Refused or failed: forgotten, so that the next tick decides again.
+  auto forget = [self, id] { self->state.removing.erase(id); };
+  propose(
+    self, id, rec, rec.version,
+    [self, id, idle_ms = wall_ms() - rec.updated_ms](const txn_record& removed) {
+      ++self->state.ids_expired;
+      log::get("broker")->info("txn.id_expired id=\"{}\" producer_id={} idle_ms={}", id, removed.producer_id,
+                               idle_ms);
+    },
+    forget, [forget](const std::string&) { forget(); }, true);
 }
 
 void tick(self_ptr self) {

@@ -36,9 +36,6 @@ std::function<void(const caf::error&)> fail_with(const responder& respond, const
   };
 }
 
-}  // namespace
-
-namespace {
 
 /// The partition actor of the route's {topic}/{partition} on this broker,
 /// or nullopt with the error answered: 503 without a catalogue, 404 for an
