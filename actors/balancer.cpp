@@ -15,6 +15,7 @@
 #include "goals/load_model.hpp"
 #include "goals/model_json.hpp"
 #include "goals/move_history.hpp"
+#include "goals/slow_brokers.hpp"
 #include "plugins/goal_loader.hpp"
 #include "util/clock.hpp"
 #include "util/logging.hpp"
@@ -48,6 +49,8 @@ struct balancer_state {
   bool pass_running = false;
   uint64_t passes = 0;
   json last_pass;  ///< null before the first pass
+  goals::slow_detector slow;  ///< which brokers are slow, pass by pass
+  json last_slow = json::array();  ///< the last pass's slow-broker verdicts
   std::vector<caf::typed_response_promise<std::string>> plan_waiters;
   config::autobalance_config configured;  ///< the Autobalance section; settings.config adds the log's settings
   std::string applied_settings = "{}";   ///< the dynamic settings text last applied
@@ -270,6 +273,88 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
   report(0, "broker " + a.from + " is not a peer");
 }
 
+/// The latency a /cluster/loads body reports (transport/local_loads.hpp
+/// "latency"); nullopt when it has none (a broker of an older version).
+std::optional<goals::broker_latency> latency_in(const json& body) {
+  if (!body.is_object() || !body.contains("latency") || !body["latency"].is_object())
+    return std::nullopt;
+  const auto& l = body["latency"];
+  auto read = [&](const char* key, uint64_t& count, double& p90) {
+    if (l.contains(key) && l[key].is_object()) {
+      count = l[key].value("count", uint64_t{0});
+      p90 = l[key].value("p90_ms", 0.0);
+    }
+  };
+  goals::broker_latency out;
+  read("sync", out.sync_count, out.sync_p90_ms);
+  read("produce", out.produce_count, out.produce_p90_ms);
+  return out;
+}
+
+/// One pass of the slow-broker rule (goals/slow_brokers.hpp) over the
+/// brokers that reported, in a cluster of the brokers in `alive` (alive or
+/// not). A loop pass (`counted`) advances the rule and publishes its
+/// verdicts (last_slow, the log, the metric); a preview (POST
+/// /admin/balancer/plan) runs it on a copy and changes nothing. Returns the
+/// brokers held slow.
+std::set<std::string> mark_slow_brokers(balancer_state& st, const json& in, const std::map<std::string, bool>& alive,
+                                        bool counted) {
+  const auto& cfg = st.settings.config;
+  st.slow.set_rules({cfg.slow_broker_ratio, cfg.slow_broker_min_latency_ms, cfg.slow_broker_passes});
+  std::map<std::string, goals::broker_latency> reports;
+  if (in.contains("local"))
+    if (auto l = latency_in(in["local"]))
+      reports[st.settings.broker_id] = *l;
+  for (const auto& p : in["peers"]) {
+    auto id = p.value("id", std::string{});
+    if (p.value("ok", false) && p.contains("body"))
+      if (auto l = latency_in(p["body"]))
+        reports[id] = *l;
+  }
+  goals::slow_detector preview = st.slow;
+  auto& rule = counted ? st.slow : preview;
+  if (st.settings.image)
+    for (const auto& id : st.settings.image->standing()->removed)
+      rule.forget(id);
+  std::set<std::string> was_slow;
+  for (const auto& [id, up] : alive)
+    if (rule.slow(id))
+      was_slow.insert(id);
+  auto verdicts = rule.update(reports, alive.size());
+  std::set<std::string> slow;
+  for (const auto& [id, up] : alive)
+    if (rule.slow(id))
+      slow.insert(id);
+  if (!counted)
+    return slow;
+  st.last_slow = json::array();
+  for (const auto& v : verdicts) {
+    if (v.slow != (was_slow.count(v.broker) > 0))
+      logger()->warn("balancer.slow_broker broker={} slow={} latency_p90_ms={} bar_ms={}", v.broker, v.slow,
+                     v.latency_ms ? *v.latency_ms : -1.0, v.bar_ms);
+    json row{{"broker", v.broker}, {"slow", v.slow}, {"suspect", v.suspect}, {"streak", v.streak}};
+    row["latency_p90_ms"] = v.latency_ms ? json(*v.latency_ms) : json(nullptr);
+    row["bar_ms"] = v.bar_ms;
+    st.last_slow.push_back(std::move(row));
+  }
+  auto& reg = metrics::registry::global();
+  for (const auto& [id, up] : alive)
+    if (up)
+      reg.get_gauge("moonmq_autobalancer_broker_slow",
+                    "1 while the balancer holds a broker slow (docs/balancer.md \"Slow brokers\"), else 0",
+                    {{"broker", id}})
+        .set(slow.count(id) ? 1.0 : 0.0);
+  reg.remove_if("moonmq_autobalancer_broker_slow", [&alive](const metrics::labels& l) {
+    for (const auto& [key, value] : l)
+      if (key == "broker") {
+        auto it = alive.find(value);
+        return it == alive.end() || !it->second;
+      }
+    return false;
+  });
+  return slow;
+}
+
 /// Builds the model from a pass's inputs, plans, and executes (or not).
 void finish_pass(self_ptr self, const json& in, bool execute) {
   auto& st = self->state;
@@ -314,6 +399,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     reports.insert(reports.end(), more.begin(), more.end());
     read_counters(p["body"], counters);
   }
+  auto slow = mark_slow_brokers(st, in, alive, execute);
   auto placements = cluster::merge_partition_reports(reports);
   auto now = util::wall_ms();
   for (const auto& [tp, place] : placements) {
@@ -343,6 +429,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
       // A removed broker that still owns a partition (handed to it by a move
       // that was running when it was removed) is emptied like a draining one.
       b.draining = standing->draining.count(id) || standing->removed.count(id);
+      b.slow = up && slow.count(id);
       list.push_back(b);
     }
     return list;
@@ -394,8 +481,10 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
                            {"alive", b.alive},
                            {"excluded", b.excluded},
                            {"draining", b.draining},
+                           {"slow", b.slow},
                            {"incomplete_window", incomplete.count(b.id) > 0}});
   pass["brokers"] = broker_list;
+  pass["slow_brokers"] = st.last_slow;
   pass["in_flight"] = model.in_flight.size();
   pass["cooldown"] = model.cooldown.size();
   pass["avoid"] = model.avoid.size();
@@ -478,6 +567,7 @@ json status_json(self_ptr self) {
          {"broker_id", st.settings.broker_id},
          {"controller", {{"epoch", st.epoch}, {"superseded", st.superseded}, {"raft", true}}},
          {"passes", st.passes},
+         {"slow_brokers", st.last_slow},
          {"last_pass", st.last_pass}};
   if (st.superseded)
     j["controller"]["superseded_by"] = st.superseded_by;

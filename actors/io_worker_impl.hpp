@@ -15,6 +15,7 @@
 // partition.cpp      the pool of workers and the partition actors
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -51,6 +52,9 @@ struct pending_ack {
   caf::typed_response_promise<int64_t> promise;
   std::unique_ptr<detail::direct_reply> direct;
   int64_t base = 0;
+  /// When it began to wait: the produce latency the broker adds
+  /// (storage::process_latency().produce, docs/balancer.md "Slow brokers").
+  std::chrono::steady_clock::time_point queued = std::chrono::steady_clock::now();
 
   void deliver(const caf::error& failure) {
     if (direct && failure)

@@ -11,6 +11,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/io_worker_impl.hpp"
+#include "storage/disk_latency.hpp"
 
 namespace moonmq::io_worker_detail {
 
@@ -30,8 +31,15 @@ caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e) {
 }
 
 /// Answers every append of `p` waiting for a sync: its base offset, or
-/// `failure` when the sync failed.
+/// `failure` when the sync failed. A success records the wait of the
+/// oldest of them, whichever path answers it (a round, a seal's or a
+/// close's flush), in the process's produce latency window
+/// (storage/disk_latency.hpp): one sample per partition and answer.
 void answer(hosted& p, const caf::error& failure) {
+  if (p.pending.empty())
+    return;
+  if (!failure)
+    storage::process_latency().produce.record_since(p.pending.front().queued);
   for (auto& a : std::exchange(p.pending, {}))
     a.deliver(failure);
 }
@@ -44,7 +52,10 @@ void flush_one(worker_ptr self, hosted& p) {
       answer(p, {});
     return;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   auto durable = p.log->flush();
+  storage::test_sync_delay();
+  storage::process_latency().sync.record_since(t0);
   ++p.c.fsyncs;
   ++self->state.fdatasyncs;
   if (durable)
@@ -297,7 +308,9 @@ void sync_round(worker_ptr self) {
     logs.push_back(&*p->log);
   storage::sync_round_stats stats;
   auto results = storage::sync_round(logs, *st.syncfs, stats);
+  storage::test_sync_delay();
   sync_histogram().observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  storage::process_latency().sync.record_since(t0);
   st.syncfs_calls += stats.syncfs_calls;
   st.fdatasyncs += stats.fdatasyncs;
   for (auto* p : via_wal) {

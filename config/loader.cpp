@@ -347,6 +347,9 @@ void read_autobalance(reader& server, autobalance_config& a) {
   r.get_strings("ExcludedBrokers", a.excluded_brokers);
   r.get_int("ManualMoveCooldownSeconds", a.manual_move_cooldown_seconds, 0, 31LL * 86400);
   r.get_int("AvoidBrokerSeconds", a.avoid_broker_seconds, 0, 31LL * 86400);
+  r.get_double("SlowBrokerRatio", a.slow_broker_ratio, 1.5, 1000.0);
+  r.get_double("SlowBrokerMinLatencyMs", a.slow_broker_min_latency_ms, 1.0, 600000.0);
+  r.get_int("SlowBrokerPasses", a.slow_broker_passes, 1, 1000);
   if (a.min_valid > a.window)
     r.error("MinValid", "must not exceed Window (" + std::to_string(a.window) + ")");
   r.finish();

@@ -113,6 +113,15 @@ struct autobalance_config {
   /// from and off the destination of its failed or cancelled move (seconds;
   /// never less than that move's cooldown).
   int64_t avoid_broker_seconds = 1800;
+  /// Slow brokers (docs/balancer.md "Slow brokers", goals/slow_brokers.hpp):
+  /// a broker whose sync or produce p90 is at least this many times the
+  /// median of its peers'...
+  double slow_broker_ratio = 5.0;
+  /// ...and at least this many milliseconds...
+  double slow_broker_min_latency_ms = 100.0;
+  /// ...for this many passes in a row is marked slow; as many passes below
+  /// half that bar clear it.
+  int slow_broker_passes = 3;
 };
 
 /// Settings of the HTTP server shared by every listener.

@@ -12,6 +12,10 @@
 // floor(m·(1 − AvgDeviation)) and ceil(m·(1 + AvgDeviation)) of each topic's
 // partitions, m = the topic's partitions on eligible brokers / eligible
 // brokers (Cruise Control's TopicReplicaDistributionGoal).
+// Slow broker goal SLOW_BROKER (soft): moves every movable partition off
+// brokers the balance loop marked slow (broker_spec::slow), heaviest write
+// load first, each to the eligible broker the other goals score best; only
+// hard goals may refuse those moves (as for a drain).
 // Defaults are listed in docs/balancer.md.
 
 #include <memory>
@@ -35,6 +39,10 @@ goal_config default_capacity_config(resource r);
 /// checked); Priority 10, below every distribution goal.
 goal_config default_topic_spread_config();
 
+/// Default config of SLOW_BROKER: Priority 60, above every distribution goal
+/// and below the capacity goals; on by default.
+goal_config default_slow_broker_config();
+
 /// Distribution goal for any resource; named resource_name(r).
 std::unique_ptr<goal> make_distribution_goal(resource r);
 /// Capacity goal for a measured resource (not PARTITION_COUNT); named
@@ -42,7 +50,9 @@ std::unique_ptr<goal> make_distribution_goal(resource r);
 std::unique_ptr<goal> make_capacity_goal(resource r);
 /// The topic spread goal, named "TOPIC_SPREAD" (docs/balancer.md "Topic spread").
 std::unique_ptr<goal> make_topic_spread_goal();
-/// All eight built-in goals.
+/// The slow broker goal, named "SLOW_BROKER" (docs/balancer.md "Slow brokers").
+std::unique_ptr<goal> make_slow_broker_goal();
+/// All nine built-in goals.
 std::vector<std::unique_ptr<goal>> make_builtin_goals();
 
 }  // namespace moonmq::goals

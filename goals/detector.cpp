@@ -44,10 +44,17 @@ class detector_context final : public optimize_context {
   bool propose(const action& a, std::string_view reason) override {
     if (const char* why = inadmissible(a)) return reject(a, why, why);
     if (!within_cap(a)) return reject(a, "max_actions", "the plan would move more than max_actions partitions");
+    // A partition leaving a slow broker brings load that no soft goal's band
+    // counted (a slow broker is not eligible): the soft goals that run later
+    // do not judge it, they rebalance the eligible brokers with it
+    // afterwards (docs/balancer.md "Slow brokers"). Hard goals and the soft
+    // goals optimized earlier keep their veto.
+    const bool shedding = s_.slow(a.from);
     for (std::size_t j = 0; j < goals_.size(); ++j) {
       // Every goal: hard goals veto; soft goals optimized earlier must not get
       // worse (DESIGN §4); later soft goals are protected too, so that no goal
-      // ends a plan worse than it started.
+      // ends a plan worse than it started (except for a slow broker's load).
+      if (shedding && j > current_ && !goals_[j].impl->hard()) continue;
       auto v = goals_[j].impl->check(s_, goals_[j].config, a);
       if (!v.accept) return reject(a, reports_[j].name, v.reason);
     }
@@ -107,7 +114,10 @@ class detector_context final : public optimize_context {
   const char* inadmissible(const action& a) const {
     if (a.from.value >= s_.broker_count() || a.to.value >= s_.broker_count()) return "invalid action";
     if (a.replica.value >= s_.replica_count()) return "invalid action";
-    if (!s_.eligible(a.from) || !s_.eligible(a.to) || a.from == a.to) return "broker not eligible";
+    // A slow broker is not eligible, yet partitions may leave it (one way:
+    // no swap brings a partition onto it).
+    const bool from_ok = s_.eligible(a.from) || (s_.slow(a.from) && a.type == action_type::move);
+    if (!from_ok || !s_.eligible(a.to) || a.from == a.to) return "broker not eligible";
     if (!s_.movable(a.replica) || s_.owner(a.replica) != a.from) return "not movable";
     // A partition never goes where it recently failed to go or came from
     // (docs/balancer.md "Stability rules").

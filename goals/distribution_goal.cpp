@@ -352,6 +352,7 @@ std::vector<std::unique_ptr<goal>> make_builtin_goals() {
   for (resource r : {resource::nw_in, resource::nw_out, resource::disk, resource::partition_count})
     out.push_back(make_distribution_goal(r));
   out.push_back(make_topic_spread_goal());
+  out.push_back(make_slow_broker_goal());
   return out;
 }
 

@@ -50,12 +50,15 @@ class optimize_context {
   virtual ~optimize_context() = default;
   /// Proposes `a` (not yet applied) on behalf of the running goal. The
   /// detector applies it to the snapshot and returns true only when: source
-  /// and destination are eligible brokers, the replica(s) are movable and
+  /// and destination are eligible brokers (a MOVE may also leave a slow
+  /// broker, snapshot::slow), the replica(s) are movable and
   /// the destination is not one they avoid (snapshot::avoided), the
   /// plan stays within max_actions moved partitions, no hard goal vetoes
   /// (for a SWAP, neither the pair nor either half applied alone), and
   /// no other goal reports it makes it worse (goals optimized earlier, the
-  /// running goal, and goals still to run, so that no goal ends worse).
+  /// running goal, and goals still to run, so that no goal ends worse; a
+  /// MOVE off a slow broker is not judged by the soft goals still to run,
+  /// docs/balancer.md "Slow brokers").
   /// `reason` becomes the action's reason text. Returns false otherwise and
   /// leaves the snapshot unchanged.
   virtual bool propose(const action& a, std::string_view reason) = 0;

@@ -28,6 +28,11 @@ struct broker_spec {
   /// Being drained (POST /admin/brokers/{id}/drain): every partition it owns
   /// moves off before any goal runs, and nothing moves onto it.
   bool draining = false;
+  /// Marked slow by the balance loop (docs/balancer.md "Slow brokers": its
+  /// sync or produce latency stays far above its peers'): never a
+  /// destination, not counted in the goals' means, and the SLOW_BROKER goal
+  /// moves its partitions off.
+  bool slow = false;
   std::array<std::optional<double>, kMeasuredResources> capacity{};
 };
 

@@ -74,7 +74,8 @@ std::string read_brokers(const json& j, cluster_model& m) {
     broker_spec spec;
     if (!rd.string_at(b, "id", path, spec.id, true) || !rd.string_at(b, "rack", path, spec.rack, false) ||
         !rd.bool_at(b, "alive", path, spec.alive) || !rd.bool_at(b, "excluded", path, spec.excluded) ||
-        !rd.bool_at(b, "warming", path, spec.warming) || !rd.bool_at(b, "draining", path, spec.draining))
+        !rd.bool_at(b, "warming", path, spec.warming) || !rd.bool_at(b, "draining", path, spec.draining) ||
+        !rd.bool_at(b, "slow", path, spec.slow))
       return rd.error;
     if (auto cap = b.find("capacity"); cap != b.end() && !cap->is_null()) {
       if (!cap->is_object()) return path + ".capacity: expected an object";
@@ -235,6 +236,7 @@ json model_to_json(const cluster_model& m) {
     json o{{"id", b.id}, {"alive", b.alive}, {"excluded", b.excluded}};
     if (b.warming) o["warming"] = true;
     if (b.draining) o["draining"] = true;
+    if (b.slow) o["slow"] = true;
     if (!b.rack.empty()) o["rack"] = b.rack;
     json cap = json::object();
     for (std::size_t r = 0; r < kMeasuredResources; ++r)

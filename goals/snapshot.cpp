@@ -59,9 +59,10 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
     s.ids_.push_back(b.id);
     s.alive_.push_back(b.alive ? 1 : 0);
     s.excluded_.push_back(b.excluded ? 1 : 0);
-    s.eligible_.push_back(b.alive && !b.excluded && !b.warming && !b.draining ? 1 : 0);
+    s.eligible_.push_back(b.alive && !b.excluded && !b.warming && !b.draining && !b.slow ? 1 : 0);
     s.draining_.push_back(b.draining ? 1 : 0);
-    s.drain_target_.push_back(b.alive && !b.excluded && !b.draining ? 1 : 0);
+    s.drain_target_.push_back(b.alive && !b.excluded && !b.draining && !b.slow ? 1 : 0);
+    s.slow_.push_back(b.slow && b.alive && !b.excluded && !b.draining ? 1 : 0);
     s.draining_count_ += b.draining ? 1 : 0;
     s.capacity_.push_back(cap);
   }

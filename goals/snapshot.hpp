@@ -32,14 +32,19 @@ class snapshot {
   std::optional<broker_index> find_broker(std::string_view id) const;
   bool alive(broker_index b) const { return alive_[b.value] != 0; }
   bool excluded(broker_index b) const { return excluded_[b.value] != 0; }
-  /// Alive, not excluded, not warming and not draining: may receive
-  /// partitions from goals, counts in the mean.
+  /// Alive, not excluded, not warming, not draining and not slow: may
+  /// receive partitions from goals, counts in the mean.
   bool eligible(broker_index b) const { return eligible_[b.value] != 0; }
   bool draining(broker_index b) const { return draining_[b.value] != 0; }
-  /// May receive a drained partition: alive, not excluded, not draining.
+  /// May receive a drained partition: alive, not excluded, not draining,
+  /// not slow.
   bool drain_target(broker_index b) const { return drain_target_[b.value] != 0; }
   /// Brokers being drained.
   std::size_t draining_count() const { return draining_count_; }
+  /// Marked slow (broker_spec::slow), alive, not excluded and not draining:
+  /// not eligible, yet a goal may move partitions off it (the SLOW_BROKER
+  /// goal does). ABI 5.
+  bool slow(broker_index b) const { return slow_[b.value] != 0; }
   /// Current load of broker `b` on `r` (sum of its replicas' loads).
   double load(broker_index b, resource r) const { return broker_load_[b.value][index_of(r)]; }
   /// Capacity of `b` for `r`; nullopt when unknown (always for PARTITION_COUNT).
@@ -149,6 +154,8 @@ class snapshot {
   std::vector<std::uint32_t> topic_row_;      // offset of t's per-broker counts in topic_counts_, or kNoRow
   std::vector<std::uint32_t> topic_counts_;
   static constexpr std::uint32_t kNoRow = 0xffffffffu;
+  // Slow brokers (ABI 5), last for the same reason.
+  std::vector<std::uint8_t> slow_;
 };
 
 }  // namespace moonmq::goals

@@ -31,13 +31,14 @@
 /// ABI version of this header (3: goal interface with stats/check/score/optimize,
 /// optimize_context with others_score; 4: the snapshot's per-topic counts,
 /// snapshot::topic_partitions_on and friends, appended after its other
-/// members).
-#define MOONMQ_GOAL_ABI_VERSION 4u
+/// members; 5: snapshot::slow, appended after those).
+#define MOONMQ_GOAL_ABI_VERSION 5u
 /// The oldest ABI this host loads. A version 3 plugin reads every snapshot
 /// member it knows at the same offset, and changes the snapshot only
-/// through optimize_context::propose, so it runs unchanged; a version 4
-/// plugin is refused by a version 3 host, whose snapshots lack the
-/// per-topic counts.
+/// through optimize_context::propose, so it runs unchanged (a version 3 or
+/// 4 plugin never sees a slow broker as eligible, so it never moves
+/// partitions onto one); a newer plugin is refused by an older host, whose
+/// snapshots lack what it reads.
 #define MOONMQ_GOAL_ABI_MIN_VERSION 3u
 
 #define MOONMQ_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -4,11 +4,30 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/direct_append.hpp"
+#include "storage/disk_latency.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq::transport {
 namespace {
 
 using json = nlohmann::json;
+
+/// This broker's latency windows (storage/disk_latency.hpp), as the
+/// balancer's slow-broker check reads them (goals/slow_brokers.hpp).
+json latency_report() {
+  auto now = util::monotonic_ms();
+  auto one = [](const util::latency_summary& s) {
+    return json{{"count", s.count},
+                {"p50_ms", s.p50_ms},
+                {"p90_ms", s.p90_ms},
+                {"p99_ms", s.p99_ms},
+                {"max_ms", s.max_ms}};
+  };
+  auto& windows = storage::process_latency();
+  return json{{"window_seconds", storage::kLatencyWindowSeconds},
+              {"sync", one(windows.sync.summary(now))},
+              {"produce", one(windows.produce.summary(now))}};
+}
 
 }  // namespace
 
@@ -32,8 +51,10 @@ void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map
       partitions.push_back(t.partitions[p]);
     }
   }
-  auto body = std::make_shared<json>(
-    json{{"broker_id", broker_id}, {"partitions", std::move(rows)}, {"topics", std::move(topic_list)}});
+  auto body = std::make_shared<json>(json{{"broker_id", broker_id},
+                                          {"partitions", std::move(rows)},
+                                          {"topics", std::move(topic_list)},
+                                          {"latency", latency_report()}});
   // One message per I/O worker for every partition (actors/direct_append.hpp).
   read_loads(sys, partitions, timeout, [body, done = std::move(done)](std::vector<partition_load>& loads) {
     auto& listed = (*body)["partitions"];

@@ -26,7 +26,10 @@ namespace moonmq::transport {
 /// Collects the loads of every partition in `topics` and calls `done` once
 /// with {"broker_id","partitions":[{"topic","partition","owner",
 /// "log_start_offset","log_end_offset","size_bytes","bytes_in","bytes_out",
-/// "records_in","records_out","error"?}],"topics":[{"name","partitions"}]}
+/// "records_in","records_out","error"?}],"topics":[{"name","partitions"}],
+/// "latency":{"window_seconds","sync":{"count","p50_ms","p90_ms","p99_ms","max_ms"},
+/// "produce":{…}}} (storage/disk_latency.hpp: this process's sync and
+/// produce latency over the last window)
 /// (rows in topic, partition order; a row with "error" lacks the values its
 /// partition did not give). `owners` may be null (no cluster: all local,
 /// "owner" is this broker); otherwise a partition without a row is "owner":null.

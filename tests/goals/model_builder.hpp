@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "goals/builtin_goals.hpp"
+#include "goals/detector.hpp"
 #include "goals/model.hpp"
 
 namespace moonmq::test {
@@ -43,6 +44,21 @@ inline goals::avoided_destination avoid(std::string topic, int partition, std::s
   a.tp.partition = partition;
   a.broker = std::move(broker);
   return a;
+}
+
+/// `m` with every action of `p` applied (each partition on its planned owner).
+inline goals::cluster_model applied(goals::cluster_model m, const goals::plan& p) {
+  for (const auto& a : p.actions)
+    for (auto& r : m.replicas)
+      if (r.topic == a.topic && r.partition == a.partition) r.owner = a.to;
+  return m;
+}
+
+/// Goal `name`'s report in `p`, or nullptr when it did not run.
+inline const goals::goal_report* report_of(const goals::plan& p, const std::string& name) {
+  for (const auto& g : p.goals)
+    if (g.name == name) return &g;
+  return nullptr;
 }
 
 /// The built-in goals, made once, as make_plan takes them.

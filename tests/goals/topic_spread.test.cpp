@@ -14,23 +14,12 @@
 using namespace moonmq::goals;
 using moonmq::test::broker;
 using moonmq::test::replica;
+using moonmq::test::applied;
+using moonmq::test::report_of;
 
 namespace {
 
 constexpr double kMiB = 1048576.0;
-
-cluster_model applied(cluster_model m, const plan& p) {
-  for (const auto& a : p.actions)
-    for (auto& r : m.replicas)
-      if (r.topic == a.topic && r.partition == a.partition) r.owner = a.to;
-  return m;
-}
-
-const goal_report* report_of(const plan& p, const std::string& name) {
-  for (const auto& g : p.goals)
-    if (g.name == name) return &g;
-  return nullptr;
-}
 
 /// Partitions of `topic` per broker id in `m`.
 std::map<std::string, int> spread_of(const cluster_model& m, const std::string& topic) {

@@ -148,7 +148,12 @@ std::string move_cluster::all_logs() const {
 std::vector<std::string> autobalance(bool dry_run, int interval_s, int window, int min_valid) {
   return {"Autobalance.Enabled=true", "Autobalance.DryRun=" + std::string(dry_run ? "true" : "false"),
           "Autobalance.IntervalSeconds=" + std::to_string(interval_s), "Autobalance.Window=" + std::to_string(window),
-          "Autobalance.MinValid=" + std::to_string(min_valid)};
+          "Autobalance.MinValid=" + std::to_string(min_valid),
+          // The slow-broker rule never fires here (its own scenario lowers
+          // the floor again): these scenarios assert exact moves, and every
+          // broker of a test shares one disk, so only a scheduling stall of
+          // one process could make it differ.
+          "Autobalance.SlowBrokerMinLatencyMs=600000"};
 }
 
 std::map<int64_t, sent_record> fill(uint16_t client, const std::string& topic, int partition, int count,

@@ -107,7 +107,8 @@ private:
 /// `--set` overrides of an Autobalance section for one broker: the balance
 /// loop on, a pass every `interval_s` seconds, windows of `window` samples
 /// trusted from `min_valid` (a partition counts from its second report, as
-/// its first only primes the byte counters).
+/// its first only primes the byte counters); the slow-broker rule off
+/// (SlowBrokerMinLatencyMs at its maximum).
 std::vector<std::string> autobalance(bool dry_run, int interval_s = 1, int window = 3, int min_valid = 1);
 
 /// What one broker believes about the controller (GET /admin/cluster with

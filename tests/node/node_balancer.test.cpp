@@ -187,6 +187,7 @@ size_t check_every_pass(const std::map<uint64_t, json>& passes) {
       REQUIRE(to.is_object());
       CHECK(to.value("alive", false));
       CHECK_FALSE(to.value("excluded", true));
+      CHECK_FALSE(to.value("slow", true));
       CHECK_FALSE(to.value("incomplete_window", true));
     }
   }
@@ -199,6 +200,28 @@ void turn_on_balancer(uint16_t admin) {
   auto a = call(admin, "PATCH", "/admin/balancer", R"({"Enabled":true,"DryRun":false})");
   INFO(a.raw);
   REQUIRE(a.status == 200);
+}
+
+/// Every record of `filled` (partition → offset → record) is read back from
+/// its partition's owner (brokers b1..b3 of `c`), whole from offset 0.
+void check_readable(move_cluster& c, const std::string& topic,
+                    const std::map<int, std::map<int64_t, sent_record>>& filled) {
+  std::map<std::string, uint16_t> client_of{{"b1", c.client(0)}, {"b2", c.client(1)}, {"b3", c.client(2)}};
+  for (const auto& [p, records] : filled) {
+    auto owner = owner_of(c.admin(0), topic, p);
+    INFO("partition " << p << " owner " << owner);
+    REQUIRE(client_of.count(owner));
+    auto now = read_partition(client_of[owner], topic, p);
+    CHECK(now.log_start == 0);
+    CHECK(now.log_end == static_cast<int64_t>(records.size()));
+    int wrong = 0;
+    for (const auto& [off, rec] : records) {
+      auto it = now.records.find(off);
+      if (it == now.records.end() || it->second["key"] != rec.key || it->second["value"] != rec.value)
+        ++wrong;
+    }
+    CHECK(wrong == 0);
+  }
 }
 
 }  // namespace
@@ -370,22 +393,7 @@ TEST_CASE("a live balance loop moves the planned partitions and a later pass on 
   CHECK(owner_counts(c.admin(0), "live") == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 2}});
 
   // Every record produced before is readable from its owner now.
-  std::map<std::string, uint16_t> client_of{{"b1", c.client(0)}, {"b2", c.client(1)}, {"b3", c.client(2)}};
-  for (int p = 0; p < 6; ++p) {
-    auto owner = owner_of(c.admin(0), "live", p);
-    INFO("partition " << p << " owner " << owner);
-    REQUIRE(client_of.count(owner));
-    auto now = read_partition(client_of[owner], "live", p);
-    CHECK(now.log_start == 0);
-    CHECK(now.log_end == 300);
-    int wrong = 0;
-    for (const auto& [off, rec] : filled[p]) {
-      auto it = now.records.find(off);
-      if (it == now.records.end() || it->second["key"] != rec.key || it->second["value"] != rec.value)
-        ++wrong;
-    }
-    CHECK(wrong == 0);
-  }
+  check_readable(c, "live", filled);
   auto text = metrics_text(c.admin(0));
   CHECK(metric(text, "moonmq_autobalancer_actions_total", {{"type", "move"}}) == 4.0);
   CHECK(metric(text, "moonmq_autobalancer_last_plan_size") == 0.0);
@@ -689,4 +697,101 @@ TEST_CASE("the balance loop leaves a partition an operator moved where it is for
   // Passes ran meanwhile on the controller (one of the two loops).
   auto passes = std::max(balancer_status(c.admin(0)).value("passes", 0), balancer_status(c.admin(1)).value("passes", 0));
   CHECK(passes >= 4);
+}
+
+TEST_CASE("a broker whose fsync is slow is marked slow, its partitions move off, and none moves onto it",
+          "[node][balancer][scenario]") {
+  // docs/balancer.md "Slow brokers": b2 starts with the test hook that
+  // delays every sync of its I/O workers and its disk probe by 150 ms; b1
+  // and b3 sync at the disk's speed. Two suspect passes mark it slow.
+  auto settings = autobalance(true);
+  settings.push_back("Autobalance.Enabled=false");
+  settings.push_back("Autobalance.SlowBrokerPasses=2");
+  settings.push_back("Autobalance.SlowBrokerMinLatencyMs=50");  // after autobalance()'s: the last one counts
+  move_cluster c{{"b1", "b2", "b3"}, settings};
+  c.start(0);
+  ::setenv("MOONMQ_TEST_SYNC_DELAY_MS", "150", 1);
+  c.start(1);
+  ::unsetenv("MOONMQ_TEST_SYNC_DELAY_MS");
+  c.start(2);
+  // A create places every partition on the broker that takes it: "wide"
+  // (6 partitions) on b1, which PARTITION_COUNT wants to spread, and
+  // "held" (1 partition) on b2, which SLOW_BROKER must move off.
+  create_topic(c.client(0), "wide", 6);
+  create_topic(c.client(1), "held", 1);
+  std::map<int, std::map<int64_t, sent_record>> wide, held;
+  for (int p = 0; p < 6; ++p)
+    wide[p] = fill(c.client(0), "wide", p, 200, 100, 100, "w" + std::to_string(p));
+  held[0] = fill(c.client(1), "held", 0, 200, 20, 100, "h");
+  REQUIRE(owner_counts(c.admin(0), "wide")["b1"] == 6);
+  REQUIRE(owner_of(c.admin(0), "held", 0) == "b2");
+  // b2's produce latency carries the delay too (its ten acks each waited a sync).
+  auto loads = cluster_call(c.cluster_port(1), "GET", "/cluster/loads");
+  INFO("b2 loads " << loads.raw);
+  REQUIRE(loads.status == 200);
+  CHECK(loads.body["latency"]["produce"]["count"].get<uint64_t>() >= 10);
+  CHECK(loads.body["latency"]["produce"]["p90_ms"].get<double>() >= 150.0);
+
+  // The loop runs dry until b2 is held slow, then for real: PARTITION_COUNT
+  // spreads wide's partitions and SLOW_BROKER moves held's off b2, and no
+  // move may go to b2.
+  auto dry = call(c.admin(0), "PATCH", "/admin/balancer", R"({"Enabled":true,"DryRun":true})");
+  REQUIRE(dry.status == 200);
+  pass_watcher w{[&] { return c.admin(0); }};
+  auto b2_slow = [&] {
+    auto status = w.status();
+    if (!status.is_object() || !status.contains("slow_brokers"))
+      return false;  // not polled yet
+    for (const auto& v : status["slow_brokers"])
+      if (v["broker"] == "b2")
+        return v["slow"] == true;
+    return false;
+  };
+  if (!wait_until(b2_slow, 60s))
+    FAIL("b2 not held slow within 60 s; status " << w.status().dump() << "\n" << log_tails(c));
+  turn_on_balancer(c.admin(0));
+  auto settled = [&] {
+    auto counts = owner_counts(c.admin(0), "wide");
+    return counts["b2"] == 0 && counts["b1"] <= 4 && owner_of(c.admin(0), "held", 0) == "b3";
+  };
+  if (!wait_until(settled, 60s))
+    FAIL("not settled within 60 s: wide " << json(owner_counts(c.admin(0), "wide")).dump() << ", held on "
+                                          << owner_of(c.admin(0), "held", 0) << "\nstatus " << w.status().dump()
+                                          << "\n" << log_tails(c));
+  REQUIRE(wait_until(
+    [&] {
+      for (const auto& r : reassignments(c.admin(0)))
+        if (!is_terminal(r.value("state", "")))
+          return false;
+      return true;
+    },
+    20s));
+  REQUIRE(w.wait_pass(w.count() + 2, 10s));
+  auto status = w.status();
+  INFO("status " << status.dump());
+  for (const auto& v : status["slow_brokers"]) {
+    CHECK(v["slow"] == (v["broker"] == "b2"));
+    if (v["broker"] == "b2")
+      CHECK(v["latency_p90_ms"].get<double>() >= 150.0);
+  }
+  CHECK(broker_entry(status["last_pass"], "b2")["slow"] == true);
+  // No pass planned a move onto b2 (check_every_pass), and the moves made
+  // were PARTITION_COUNT's off b1 and SLOW_BROKER's off b2, all done.
+  auto passes = w.passes();
+  check_every_pass(passes);
+  std::set<std::string> by_goal;
+  for (const auto& [n, pass] : passes)
+    for (const auto& e : pass["executed"]) {
+      INFO("pass " << n << " executed " << e.dump());
+      CHECK(e["to"] != "b2");
+      by_goal.insert(e.value("goal", "") + " " + e.value("from", ""));
+    }
+  CHECK(by_goal == std::set<std::string>{"PARTITION_COUNT b1", "SLOW_BROKER b2"});
+  for (const auto& r : reassignments(c.admin(0)))
+    CHECK(r["state"] == "done");
+  auto text = metrics_text(c.admin(0));
+  CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "b2"}}) == 1.0);
+  CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "b1"}}) == 0.0);
+  check_readable(c, "wide", wide);
+  check_readable(c, "held", held);
 }

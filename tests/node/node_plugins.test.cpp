@@ -70,7 +70,7 @@ TEST_CASE("a node with the default goals dir loads every built-in goal", "[node]
   REQUIRE(port);
   auto j = json::parse(http_call(*port, "GET", "/admin/plugins").body);
   CHECK(goal_names(j) == std::set<std::string>{"DISK", "DISK_CAPACITY", "NW_IN", "NW_IN_CAPACITY", "NW_OUT",
-                                                "NW_OUT_CAPACITY", "PARTITION_COUNT", "TOPIC_SPREAD"});
+                                                "NW_OUT_CAPACITY", "PARTITION_COUNT", "SLOW_BROKER", "TOPIC_SPREAD"});
   CHECK(j["errors"].empty());
   node.process().signal(SIGTERM);
   CHECK(node.process().wait(5s) == 0);

@@ -60,7 +60,7 @@ bool library_loaded(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("the eight built-in goal plugins load from the plugins dir", "[plugins]") {
+TEST_CASE("the nine built-in goal plugins load from the plugins dir", "[plugins]") {
   const auto r = load_goal_dir(kBuiltin);
   CHECK(r.errors.empty());
   std::vector<std::string> names;
@@ -71,13 +71,17 @@ TEST_CASE("the eight built-in goal plugins load from the plugins dir", "[plugins
     CHECK(g.version == "1.0.0");
   }
   CHECK(names == std::vector<std::string>{"DISK", "DISK_CAPACITY", "NW_IN", "NW_IN_CAPACITY", "NW_OUT",
-                                          "NW_OUT_CAPACITY", "PARTITION_COUNT", "TOPIC_SPREAD"});
+                                          "NW_OUT_CAPACITY", "PARTITION_COUNT", "SLOW_BROKER", "TOPIC_SPREAD"});
   const auto j = plugins_json(r);
-  REQUIRE(j["goals"].size() == 8);
-  // TOPIC_SPREAD ranks below every distribution goal and is off by default.
-  CHECK(j["goals"][7]["priority"] == 10);
+  REQUIRE(j["goals"].size() == 9);
+  // SLOW_BROKER ranks above the distribution goals, below the capacity goals.
+  CHECK(j["goals"][7]["priority"] == 60);
   CHECK(j["goals"][7]["hard"] == false);
-  CHECK_FALSE(r.goals[7].goal->default_config().enabled);
+  CHECK(r.goals[7].goal->default_config().enabled);
+  // TOPIC_SPREAD ranks below every distribution goal and is off by default.
+  CHECK(j["goals"][8]["priority"] == 10);
+  CHECK(j["goals"][8]["hard"] == false);
+  CHECK_FALSE(r.goals[8].goal->default_config().enabled);
   const auto& disk_cap = j["goals"][1];
   CHECK(disk_cap["name"] == "DISK_CAPACITY");
   CHECK(disk_cap["hard"] == true);

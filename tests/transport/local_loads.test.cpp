@@ -102,6 +102,17 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
 
   // No partition at all: answered at once.
   auto empty = collect(sys, std::make_shared<topic_map>(), nullptr, 300ms);
+  // Every answer carries this process's latency windows (docs/balancer.md
+  // "Slow brokers"); the appends above were answered after syncs.
+  const auto latency = empty["latency"];
+  CHECK(latency["window_seconds"] == 30);
+  for (const char* w : {"sync", "produce"}) {
+    INFO(w);
+    CHECK(latency[w]["count"].get<uint64_t>() >= 1);
+    CHECK(latency[w]["p99_ms"].get<double>() >= latency[w]["p50_ms"].get<double>());
+    CHECK(latency[w]["max_ms"].get<double>() >= latency[w]["p99_ms"].get<double>());
+  }
+  empty.erase("latency");
   CHECK(empty == json::parse(R"({"broker_id":"b1","partitions":[],"topics":[]})"));
   caf::anon_send_exit(real, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(stuck, caf::exit_reason::user_shutdown);

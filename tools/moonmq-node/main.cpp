@@ -49,6 +49,7 @@
 #include "transport/move_routes.hpp"
 #include "transport/raft_routes.hpp"
 #include "raft/raft_store.hpp"
+#include "storage/disk_latency.hpp"
 #include "transport/session_routes.hpp"
 #include "transport/local_loads.hpp"
 #include "transport/blocking_client.hpp"
@@ -331,6 +332,11 @@ int run(const config::load_result& loaded) {
                                  cfg.broker.wal_checkpoint_bytes},
                      cfg.cluster ? owners : nullptr};
   auto broker = spawn_broker(sys, std::move(bs), std::move(*catalog), view, registry);
+  // The disk's latency even without traffic, for the balancer's slow-broker
+  // check (storage/disk_latency.hpp); a standalone broker has no balancer.
+  std::optional<storage::disk_probe> disk_probe;
+  if (cfg.cluster)
+    disk_probe.emplace(cfg.data_dir, std::chrono::seconds{1});
   auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
                                         registry);
   // The broker loads the topic catalogue into `view` when it starts running,

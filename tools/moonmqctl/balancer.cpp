@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -97,11 +98,21 @@ void print_pass(const json& pass) {
     std::cout << (util::wall_ms() - started) / 1000 << " s ago, ";
   std::cout << pass.value("duration_ms", int64_t{0}) << " ms, epoch " << pass.value("epoch", int64_t{0})
             << (pass.value("dry_run", false) ? ", dry run" : "") << "\n";
-  table brokers{{"BROKER", "ALIVE", "EXCLUDED", "DRAINING", "WINDOW"}};
-  for (const auto& b : pass.value("brokers", json::array()))
-    brokers.add({b.value("id", ""), b.value("alive", false) ? "yes" : "no", b.value("excluded", false) ? "yes" : "no",
-                 b.value("draining", false) ? "yes" : "no",
-                 b.value("incomplete_window", false) ? "incomplete" : "complete"});
+  // The slow-broker rule's figure per broker (docs/balancer.md "Slow brokers").
+  std::map<std::string, std::string> p90;
+  for (const auto& v : pass.value("slow_brokers", json::array()))
+    if (v.contains("latency_p90_ms") && v["latency_p90_ms"].is_number()) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.1f", v["latency_p90_ms"].get<double>());
+      p90[v.value("broker", "")] = text;
+    }
+  table brokers{{"BROKER", "ALIVE", "EXCLUDED", "DRAINING", "SLOW", "P90 MS", "WINDOW"}};
+  for (const auto& b : pass.value("brokers", json::array())) {
+    auto id = b.value("id", "");
+    brokers.add({id, b.value("alive", false) ? "yes" : "no", b.value("excluded", false) ? "yes" : "no",
+                 b.value("draining", false) ? "yes" : "no", b.value("slow", false) ? "yes" : "no",
+                 p90.count(id) ? p90[id] : "-", b.value("incomplete_window", false) ? "incomplete" : "complete"});
+  }
   std::cout << "IN-FLIGHT     " << pass.value("in_flight", 0) << " move(s)\n";
   std::cout << "COOLDOWN      " << pass.value("cooldown", 0) << " partition(s) held still, " << pass.value("avoid", 0)
             << " destination(s) avoided (docs/balancer.md \"Stability rules\")\n\n";
