@@ -278,16 +278,12 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
 std::optional<goals::broker_latency> latency_in(const json& body) {
   if (!body.is_object() || !body.contains("latency") || !body["latency"].is_object())
     return std::nullopt;
-  const auto& l = body["latency"];
-  auto read = [&](const char* key, uint64_t& count, double& p90) {
-    if (l.contains(key) && l[key].is_object()) {
-      count = l[key].value("count", uint64_t{0});
-      p90 = l[key].value("p90_ms", 0.0);
-    }
-  };
+  const auto& sync = body["latency"].value("sync", json::object());
+  if (!sync.is_object())
+    return std::nullopt;
   goals::broker_latency out;
-  read("sync", out.sync_count, out.sync_p90_ms);
-  read("produce", out.produce_count, out.produce_p90_ms);
+  out.sync_count = sync.value("count", uint64_t{0});
+  out.sync_p90_ms = sync.value("p90_ms", 0.0);
   return out;
 }
 

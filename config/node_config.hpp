@@ -114,7 +114,7 @@ struct autobalance_config {
   /// never less than that move's cooldown).
   int64_t avoid_broker_seconds = 1800;
   /// Slow brokers (docs/balancer.md "Slow brokers", goals/slow_brokers.hpp):
-  /// a broker whose sync or produce p90 is at least this many times the
+  /// a broker whose sync p90 is at least this many times the
   /// median of its peers'...
   double slow_broker_ratio = 5.0;
   /// ...and at least this many milliseconds...

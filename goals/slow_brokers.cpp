@@ -5,10 +5,8 @@
 namespace moonmq::goals {
 
 std::optional<double> slow_detector::latency_of(const broker_latency& l, std::uint64_t min_samples) {
-  std::optional<double> out;
-  if (l.sync_count >= min_samples) out = l.sync_p90_ms;
-  if (l.produce_count >= min_samples) out = std::max(out.value_or(0.0), l.produce_p90_ms);
-  return out;
+  if (l.sync_count < min_samples) return std::nullopt;
+  return l.sync_p90_ms;
 }
 
 std::vector<slow_verdict> slow_detector::update(const std::map<std::string, broker_latency>& reports,

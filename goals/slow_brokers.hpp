@@ -4,12 +4,14 @@
 // a slow broker as a single-node failure: it is found by comparing it with
 // its peers, relieved of its partitions and given none until it recovers.
 //
-// Each pass, every broker that answered gives its latency: the larger of
-// its sync p90 and its produce p90 over the last window
-// (storage/disk_latency.hpp), each counted only with at least
-// `min_samples` samples. The p90, not the p99: a window holds tens of
-// samples, where the p99 is the single worst one, and a broker that stalled
-// once is not slow. A broker is a suspect in a pass when its latency is at
+// Each pass, every broker that answered gives its latency: its sync p90
+// over the last window (storage/disk_latency.hpp), counted only with at
+// least `min_samples` samples. The sync, not the produce latency: an
+// append's wait grows with the broker's load as much as with its disk, and
+// load is the distribution goals' business, while a sync of a few KiB
+// takes the same on a healthy disk whatever the load. The p90, not the
+// p99: a window holds tens of samples, where the p99 is the single worst
+// one, and a broker that stalled once is not slow. A broker is a suspect in a pass when its latency is at
 // least `ratio` times the median of the other reporting brokers' and at
 // least `min_latency_ms`. It turns slow after `passes` suspect passes in a
 // row and back after `passes` passes in a row below half of that bar
@@ -37,12 +39,10 @@ struct slow_rules {
   std::uint64_t min_samples = 10;
 };
 
-/// One broker's report of one pass (GET /cluster/loads "latency").
+/// One broker's report of one pass (GET /cluster/loads "latency"."sync").
 struct broker_latency {
   std::uint64_t sync_count = 0;
   double sync_p90_ms = 0.0;
-  std::uint64_t produce_count = 0;
-  double produce_p90_ms = 0.0;
 };
 
 /// What one pass concluded about one reporting broker (/admin/balancer).
@@ -69,7 +69,7 @@ class slow_detector {
   /// Forgets a broker (removed from the cluster).
   void forget(const std::string& broker);
 
-  /// The latency a report stands for: max of the p90s with enough samples.
+  /// The latency a report stands for: its sync p90 with enough samples.
   static std::optional<double> latency_of(const broker_latency& l, std::uint64_t min_samples);
 
  private:
