@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <set>
@@ -127,7 +128,7 @@ public:
 
   void start() {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
-      self->handshake([self] { self->read_header(); });
+      self->handshake([self] { self->maybe_read(); });
     });
   }
 
@@ -136,24 +137,37 @@ public:
   void refuse(bool shutting_down) {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this(), shutting_down] {
       self->handshake([self, shutting_down] {
-        self->close_after_write_ = true;
-        self->write(shutting_down
-                      ? http_response::error(503, "shutting_down", "the node is shutting down")
-                      : http_response::error(503, "too_many_connections", "connection limit reached"),
-                    11);
+        self->read_done_ = true;
+        self->answer_now(shutting_down
+                           ? http_response::error(503, "shutting_down", "the node is shutting down")
+                           : http_response::error(503, "too_many_connections", "connection limit reached"),
+                         11);
       });
     });
   }
 
   void close() override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
-      beast::error_code ec;
-      self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ec);
-      self->tcp_layer().close();
-    });
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->shut(); });
   }
 
 private:
+  /// One request of the connection from the moment it was read until its
+  /// answer is written (or the connection closed), or an answer the server
+  /// makes itself (400, 413, 503) after the answers before it.
+  struct slot {
+    std::optional<http_request> request;  ///< until dispatched
+    pipelining mode = pipelining::alone;
+    bool running = false;  ///< dispatched, not answered yet
+    bool held = false;     ///< nothing later starts before its answer (alone, or hold_pipeline)
+    std::optional<http_response> answer;
+    unsigned version = 11;
+    bool keep_alive = true;  ///< false: the connection closes after this answer
+    bool counted = false;    ///< a request: counted in in_flight and the request metrics
+    bool released = false;   ///< its in_flight count was given back
+    size_t body_bytes = 0;
+    std::chrono::steady_clock::time_point started;
+  };
+
   beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
 
   /// Runs `next` once the connection is ready for HTTP: at once in
@@ -168,9 +182,7 @@ private:
                                 if (ec) {
                                   logger()->info("http.tls_handshake_failed listener={} remote={} error={}",
                                                  self->server_->opts.name, self->remote_, ec.message());
-                                  beast::error_code ignored;
-                                  self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
-                                  self->tcp_layer().close();
+                                  self->shut();
                                   return;
                                 }
                                 next();
@@ -180,11 +192,29 @@ private:
     }
   }
 
-  void read_header() {
+  /// Starts reading the next request unless one is being read, the
+  /// connection reads no more (end of stream, a request with Connection:
+  /// close, an error answer, the server stopping), or the pipeline is full:
+  /// max_pipelined unanswered requests, or unanswered bodies of
+  /// max_body_bytes or more.
+  void maybe_read() {
+    if (reading_ || read_done_ || shut_)
+      return;
     if (server_->stopping) {
-      close();
+      read_done_ = true;
+      if (slots_.empty())
+        shut();
       return;
     }
+    if (static_cast<int>(slots_.size()) >= std::max(1, server_->opts.max_pipelined))
+      return;
+    if (!slots_.empty() && held_bytes_ >= static_cast<size_t>(server_->opts.max_body_bytes))
+      return;
+    read_header();
+  }
+
+  void read_header() {
+    reading_ = true;
     // Beast sizes each socket read by the buffer's free capacity (at least
     // 512 bytes): without room, a large body arrives 512 bytes per read.
     if (buffer_.capacity() < read_chunk_bytes)
@@ -192,40 +222,59 @@ private:
     parser_.emplace();
     parser_->header_limit(64 * 1024);
     parser_->body_limit(static_cast<uint64_t>(server_->opts.max_body_bytes));
-    tcp_layer().expires_after(server_->opts.header_timeout);
+    // The header's deadline is idle_timer_'s: it runs only while no answer
+    // is due, since a client waiting for its answers sends nothing.
+    tcp_layer().expires_never();
+    awaiting_header_ = true;
+    if (slots_.empty())
+      arm_idle_timer();
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
+  /// Closes the connection unless a header completes within header_timeout.
+  void arm_idle_timer() {
+    idle_timer_.expires_after(server_->opts.header_timeout);
+    idle_timer_.async_wait([self = this->shared_from_this(), armed = ++idle_armed_](beast::error_code ec) {
+      if (!ec && armed == self->idle_armed_ && self->awaiting_header_ && self->slots_.empty())
+        self->shut();
+    });
+  }
+
   void on_header(beast::error_code ec) {
+    awaiting_header_ = false;
+    ++idle_armed_;
+    idle_timer_.cancel();
+    if (shut_)
+      return;
     if (ec == http::error::body_limit) {
       // Beast checks Content-Length against body_limit while parsing the header.
-      close_after_write_ = true;
-      write(http_response::error(413, "payload_too_large",
-                                 "body exceeds the limit of " + std::to_string(server_->opts.max_body_bytes)
-                                   + " bytes"),
-            parser_->get().version());
+      answer_now(http_response::error(413, "payload_too_large",
+                                      "body exceeds the limit of " + std::to_string(server_->opts.max_body_bytes)
+                                        + " bytes"),
+                 parser_->get().version());
       return;
     }
     if (ec) {
       if (ec != http::error::end_of_stream && ec != net::error::operation_aborted
           && ec != beast::error::timeout && ec != net::error::connection_reset
           && ec != net::error::eof) {
-        close_after_write_ = true;
-        write(http_response::error(400, "bad_request", "malformed HTTP request: " + ec.message()), 11);
+        answer_now(http_response::error(400, "bad_request", "malformed HTTP request: " + ec.message()), 11);
         return;
       }
-      close();
+      // The client sent its last request (or left): answer what was read.
+      reading_ = false;
+      read_done_ = true;
+      if (slots_.empty() || ec == net::error::connection_reset)
+        shut();
       return;
     }
     auto& req = parser_->get();
-    version_ = req.version();
     if (auto len = parser_->content_length(); len && *len > static_cast<uint64_t>(server_->opts.max_body_bytes)) {
-      close_after_write_ = true;
-      write(http_response::error(413, "payload_too_large",
-                                 "body of " + std::to_string(*len) + " bytes exceeds the limit of "
-                                   + std::to_string(server_->opts.max_body_bytes)),
-            version_);
+      answer_now(http_response::error(413, "payload_too_large",
+                                      "body of " + std::to_string(*len) + " bytes exceeds the limit of "
+                                        + std::to_string(server_->opts.max_body_bytes)),
+                 req.version());
       return;
     }
     tcp_layer().expires_after(server_->opts.body_timeout);
@@ -234,20 +283,26 @@ private:
   }
 
   void on_body(beast::error_code ec) {
+    if (shut_)
+      return;
     if (ec == http::error::body_limit) {
-      close_after_write_ = true;
-      write(http_response::error(413, "payload_too_large", "body exceeds the limit of "
-                                                             + std::to_string(server_->opts.max_body_bytes)),
-            version_);
+      answer_now(http_response::error(413, "payload_too_large", "body exceeds the limit of "
+                                                                  + std::to_string(server_->opts.max_body_bytes)),
+                 parser_->get().version());
       return;
     }
     if (ec) {
-      close();
+      shut();
       return;
     }
+    reading_ = false;
     tcp_layer().expires_never();
     auto msg = parser_->release();
-    keep_alive_ = msg.keep_alive() && !server_->stopping;
+    auto s = std::make_shared<slot>();
+    s->version = msg.version();
+    s->keep_alive = msg.keep_alive();
+    s->counted = true;
+    s->started = std::chrono::steady_clock::now();
     http_request req;
     req.method = std::string(msg.method_string());
     req.target = std::string(msg.target());
@@ -259,6 +314,7 @@ private:
       req.headers.emplace_back(std::move(name), std::string(f.value()));
     }
     req.body = std::move(msg.body());
+    s->body_bytes = req.body.size();
     auto q = req.target.find('?');
     auto path = url_decode(std::string_view(req.target).substr(0, q));
     bool bad_query = false;
@@ -279,63 +335,171 @@ private:
         rest.remove_prefix(amp + 1);
       }
     }
-    started_ = std::chrono::steady_clock::now();
     server_->request_started();
+    held_bytes_ += s->body_bytes;
+    if (!s->keep_alive)
+      read_done_ = true;  // Connection: close (or HTTP/1.0) ends the pipeline after its answer
+    slots_.push_back(s);
+    if (!path || bad_query) {
+      answered(s, http_response::error(400, "bad_request", "malformed percent-encoding in the request target"));
+    } else {
+      req.path = std::move(*path);
+      s->mode = server_->routes->mode_of(req.method, req.path);
+      s->request = std::move(req);
+    }
+    maybe_read();
+    pump();
+  }
+
+  /// Starts the requests that may start, in request order: a `together`
+  /// one while only `together` ones run and none of them holds the
+  /// pipeline, an `alone` one when nothing runs.
+  void pump() {
+    bool running = false;
+    for (size_t i = 0; i < slots_.size() && !shut_; ++i) {
+      auto s = slots_[i];  // dispatching leaves slots_ alone: answers are posted
+      if (s->running) {
+        if (s->held)
+          return;
+        running = true;
+        continue;
+      }
+      if (!s->request)
+        continue;  // answered
+      if (s->mode == pipelining::alone && running)
+        return;
+      run(s);
+      if (s->held)
+        return;
+      running = true;
+    }
+  }
+
+  /// Dispatches the request of `s` to its route.
+  void run(const std::shared_ptr<slot>& s) {
+    auto req = std::move(*s->request);
+    s->request.reset();
+    s->running = true;
+    s->held = s->mode == pipelining::alone;
     auto self = this->shared_from_this();
-    auto answered = std::make_shared<std::atomic<bool>>(false);
-    responder respond = [self, answered](http_response res) {
-      if (answered->exchange(true))
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    responder respond = [self, s, once](http_response res) {
+      if (once->exchange(true))
         return;  // a handler answered twice: the first answer stands
       net::post(self->stream_.get_executor(),
-                [self, r = std::move(res)]() mutable { self->finish(std::move(r)); });
+                [self, s, r = std::move(res)]() mutable { self->answered(s, std::move(r)); });
     };
-    if (!path || bad_query) {
-      respond(http_response::error(400, "bad_request", "malformed percent-encoding in the request target"));
-      return;
-    }
-    req.path = std::move(*path);
     try {
       server_->routes->dispatch(req, respond);
     } catch (const std::exception& e) {
       logger()->error("http.handler_failed listener={} path={} error={}", server_->opts.name, req.path, e.what());
       respond(http_response::error(500, "internal_error", "the request could not be handled"));
     }
+    s->held = s->held || req.hold_pipeline;
   }
 
-  void finish(http_response res) {
-    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    auto& reg = metrics::registry::global();
-    reg.get_counter("moonmq_http_requests_total", "HTTP requests answered, by listener and status code",
-                    {{"code", std::to_string(res.status)}, {"listener", server_->opts.name}})
-      .inc();
-    reg.get_histogram("moonmq_http_request_duration_seconds", "Time from a complete request to its answer",
-                      metrics::latency_buckets(), {{"listener", server_->opts.name}})
-      .observe(secs);
-    write(std::move(res), version_, /*counted=*/true);
+  /// The answer of `s` is in: written once every earlier answer is.
+  void answered(const std::shared_ptr<slot>& s, http_response res) {
+    s->running = false;
+    s->request.reset();
+    if (s->counted) {
+      auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - s->started).count();
+      auto& reg = metrics::registry::global();
+      reg.get_counter("moonmq_http_requests_total", "HTTP requests answered, by listener and status code",
+                      {{"code", std::to_string(res.status)}, {"listener", server_->opts.name}})
+        .inc();
+      reg.get_histogram("moonmq_http_request_duration_seconds", "Time from a complete request to its answer",
+                        metrics::latency_buckets(), {{"listener", server_->opts.name}})
+        .observe(secs);
+    }
+    if (shut_) {
+      release(*s);
+      return;
+    }
+    s->answer = std::move(res);
+    pump();
+    write_next();
   }
 
-  void write(http_response res, unsigned version, bool counted = false) {
-    auto msg = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(res.status), version);
+  /// An answer of the server's own (a malformed or too large request, a
+  /// refused connection): after every answer due before it, then the
+  /// connection closes. Reads no more.
+  void answer_now(http_response res, unsigned version) {
+    reading_ = false;
+    read_done_ = true;
+    auto s = std::make_shared<slot>();
+    s->version = version;
+    s->keep_alive = false;
+    s->answer = std::move(res);
+    slots_.push_back(std::move(s));
+    write_next();
+  }
+
+  /// Writes the first answer when it is in and no write is under way.
+  void write_next() {
+    if (writing_ || shut_ || slots_.empty() || !slots_.front()->answer)
+      return;
+    auto s = slots_.front();
+    auto& res = *s->answer;
+    auto msg = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(res.status), s->version);
     msg->set(http::field::server, "moonmq");
     msg->set(http::field::content_type, res.content_type);
     for (auto& [k, v] : res.headers)
       msg->set(k, v);
     msg->body() = std::move(res.body);
-    bool keep = keep_alive_ && !close_after_write_ && !server_->stopping;
+    // A stopping server closes after the last answer it owes.
+    bool keep = s->keep_alive && !(server_->stopping && slots_.size() == 1);
     msg->keep_alive(keep);
     msg->prepare_payload();
+    s->answer.reset();
+    writing_ = true;
     tcp_layer().expires_after(server_->opts.body_timeout);
-    http::async_write(stream_, *msg, [self = this->shared_from_this(), msg, keep, counted](beast::error_code ec, size_t) {
-      if (counted)
-        self->server_->request_finished();
-      if (ec || !keep) {
-        beast::error_code ignored;
-        self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
-        self->tcp_layer().close();
-        return;
-      }
-      self->read_header();
+    http::async_write(stream_, *msg, [self = this->shared_from_this(), msg, keep](beast::error_code ec, size_t) {
+      self->on_written(ec, keep);
     });
+  }
+
+  void on_written(beast::error_code ec, bool keep) {
+    writing_ = false;
+    if (shut_)
+      return;
+    auto s = slots_.front();
+    slots_.pop_front();
+    held_bytes_ -= s->body_bytes;
+    release(*s);
+    if (ec || !keep || (read_done_ && slots_.empty() && !reading_)) {
+      shut();
+      return;
+    }
+    maybe_read();
+    if (slots_.empty() && awaiting_header_)
+      arm_idle_timer();
+    write_next();
+  }
+
+  /// Gives back the in_flight count of a request that is answered (or will
+  /// never be: its connection closed).
+  void release(slot& s) {
+    if (s.counted && !s.released) {
+      s.released = true;
+      server_->request_finished();
+    }
+  }
+
+  /// Closes the connection now. Requests not started are dropped; running
+  /// ones keep their in_flight count until their handler answers.
+  void shut() {
+    if (shut_)
+      return;
+    shut_ = true;
+    idle_timer_.cancel();
+    for (auto& s : slots_)
+      if (!s->running)
+        release(*s);
+    slots_.clear();
+    beast::error_code ignored;
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer().close();
   }
 
   Stream stream_;
@@ -344,10 +508,16 @@ private:
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http_server::impl> server_;
   std::string remote_;
-  unsigned version_ = 11;
-  bool keep_alive_ = false;
-  bool close_after_write_ = false;
-  std::chrono::steady_clock::time_point started_;
+  net::steady_timer idle_timer_{stream_.get_executor()};
+  uint64_t idle_armed_ = 0;  ///< counts arm_idle_timer calls: an earlier wait's late completion is ignored
+  /// Unanswered requests and due answers, in request order.
+  std::deque<std::shared_ptr<slot>> slots_;
+  size_t held_bytes_ = 0;  ///< bodies of the requests in slots_
+  bool reading_ = false;   ///< a request is being read
+  bool awaiting_header_ = false;
+  bool read_done_ = false;  ///< no more requests are read
+  bool writing_ = false;
+  bool shut_ = false;
 };
 
 }  // namespace

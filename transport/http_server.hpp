@@ -2,13 +2,28 @@
 // The one HTTP/1.1 server component behind every listener (admin, client,
 // cluster). Beast and Asio stay inside http_server.cpp.
 //
-// Behaviour: keep-alive; a request whose Content-Length exceeds
-// max_body_bytes is answered 413 before its body is read (chunked bodies are
-// cut off at the same limit); a header not complete within header_timeout
-// closes the connection (also the idle timeout between keep-alive requests);
-// connections beyond max_connections get 503 and are closed; malformed HTTP
-// gets 400. Handlers answer through a thread-safe responder, so no Asio
-// thread ever blocks on an actor's reply.
+// Behaviour: keep-alive and HTTP/1.1 pipelining (RFC 9112 §9.3.2): the
+// next request of a connection is read while earlier ones are handled, and
+// answers are written strictly in request order. At most max_pipelined
+// requests of a connection are unanswered, and none is read while the
+// unanswered ones' bodies total max_body_bytes or more, so one connection
+// holds at most about twice max_body_bytes of request bodies. A request
+// starts as its route's pipelining mode allows (router.hpp): a `together`
+// route's request (produce) while earlier `together` ones still wait for
+// their answers, any other once every earlier one is answered, the next
+// waiting for its answer. A request with Connection: close (or HTTP/1.0
+// without keep-alive) is the connection's last: later bytes are not read,
+// and the connection closes after its answer. A client that ends its
+// sending side still gets the answers to every request it sent.
+//
+// A request whose Content-Length exceeds max_body_bytes is answered 413
+// before its body is read (chunked bodies are cut off at the same limit);
+// malformed HTTP gets 400; both come after the answers due before them and
+// close the connection. A header not complete within header_timeout closes
+// the connection (also the idle timeout between keep-alive requests; it
+// runs only while no answer is due); connections beyond max_connections get
+// 503 and are closed. Handlers answer through a thread-safe responder, so
+// no Asio thread ever blocks on an actor's reply.
 //
 // TLS (optional, http_server_options::tls): every connection first completes
 // a TLS handshake within header_timeout (a failed handshake, e.g. plaintext
@@ -54,6 +69,10 @@ struct http_server_options {
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{60000};
   int max_connections = 1024;
+  /// Unanswered requests of one connection at most (HTTP/1.1 pipelining):
+  /// the next request is read only while fewer are unanswered and their
+  /// bodies total less than max_body_bytes.
+  int max_pipelined = 16;
   /// Server-role context (tls_context::make_server); null = plaintext.
   std::shared_ptr<const tls_context> tls;
 };

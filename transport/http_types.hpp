@@ -22,6 +22,11 @@ struct http_request {
   std::vector<std::pair<std::string, std::string>> headers;  ///< names lower-cased
   std::string body;
   std::string remote;  ///< peer address "ip:port"
+  /// Set by the handler of a `pipelining::together` route before it
+  /// returns when some of its order-sensitive work is not issued yet (a
+  /// produce forwarded to another broker): the next request of the
+  /// connection then waits for this one's answer (router.hpp).
+  bool hold_pipeline = false;
 
   /// The first header named `name` (case-insensitive), or nullptr.
   const std::string* header(std::string_view name) const;

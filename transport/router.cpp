@@ -16,8 +16,17 @@ std::vector<std::string> split_path(const std::string& path) {
   return out;
 }
 
-void router::add(std::string method, const std::string& pattern, handler h) {
-  routes_.push_back(route{std::move(method), split_path(pattern), std::move(h)});
+void router::add(std::string method, const std::string& pattern, handler h, pipelining mode) {
+  routes_.push_back(route{std::move(method), split_path(pattern), std::move(h), mode});
+}
+
+pipelining router::mode_of(const std::string& method, const std::string& path) const {
+  auto segs = split_path(path);
+  std::map<std::string, std::string> params;
+  for (const auto& r : routes_)
+    if (r.method == method && match(r, segs, params))
+      return r.mode;
+  return pipelining::alone;
 }
 
 bool router::match(const route& r, const std::vector<std::string>& segs,

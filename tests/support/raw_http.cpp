@@ -56,4 +56,33 @@ int status_of(const std::string& raw) {
   return std::atoi(raw.substr(9, 3).c_str());
 }
 
+std::vector<raw_answer> answers_of(const std::string& raw) {
+  std::vector<raw_answer> out;
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    auto end = raw.find("\r\n\r\n", pos);
+    if (end == std::string::npos || raw.compare(pos, 7, "HTTP/1.") != 0)
+      break;
+    auto head = raw.substr(pos, end - pos);
+    for (auto& c : head)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto at = head.find("content-length: ");
+    if (at == std::string::npos)
+      break;
+    auto length = static_cast<size_t>(std::stoul(head.substr(at + 16)));
+    if (end + 4 + length > raw.size())
+      break;
+    out.push_back({std::atoi(head.substr(9, 3).c_str()), raw.substr(end + 4, length),
+                   head.find("connection: close") != std::string::npos});
+    pos = end + 4 + length;
+  }
+  return out;
+}
+
+std::vector<raw_answer> pipelined_exchange(uint16_t port, const std::string& bytes, size_t n,
+                                           std::chrono::milliseconds timeout, bool* closed) {
+  return answers_of(raw_exchange_until(
+    port, bytes, timeout, [n](const std::string& got) { return answers_of(got).size() >= n; }, closed));
+}
+
 }  // namespace moonmq::test

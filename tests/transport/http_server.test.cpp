@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio.hpp>
 
@@ -184,4 +187,209 @@ TEST_CASE("concurrent clients are all answered", "[http]") {
   for (auto& c : clients)
     c.join();
   CHECK(ok.load() == 200);
+}
+
+// --- HTTP/1.1 pipelining ------------------------------------------------------
+
+namespace {
+
+using moonmq::test::answers_of;
+using moonmq::test::raw_answer;
+
+std::vector<raw_answer> pipeline(uint16_t port, const std::string& bytes, size_t n) {
+  return moonmq::test::pipelined_exchange(port, bytes, n, 5s);
+}
+
+std::string get(const std::string& target, bool close = false) {
+  return "GET " + target + " HTTP/1.1\r\nHost: x\r\n" + (close ? "Connection: close\r\n" : "") + "\r\n";
+}
+
+/// Routes that record when each request started and how many ran at once:
+/// /together/{ms}/{id} (pipelining::together) and /alone/{ms}/{id} answer
+/// {id} after {ms} milliseconds, from another thread.
+struct pipeline_fixture {
+  explicit pipeline_fixture(http_server_options opts = {}) : pool(2) {
+    auto r = std::make_shared<router>();
+    auto delayed = [this](http_request& req, responder respond) {
+      auto ms = std::stoi(req.params["ms"]);
+      auto id = req.params["id"];
+      {
+        std::lock_guard<std::mutex> g{mtx};
+        started.push_back(id);
+        peak = std::max(peak, ++running);
+      }
+      std::thread([this, ms, id, respond] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        {
+          std::lock_guard<std::mutex> g{mtx};
+          --running;
+        }
+        respond(http_response::json(200, id));
+      }).detach();
+    };
+    r->add("GET", "/together/{ms}/{id}", delayed, pipelining::together);
+    r->add("GET", "/alone/{ms}/{id}", delayed);
+    // Holds the pipeline like a produce that forwards.
+    r->add(
+      "GET", "/held/{ms}/{id}",
+      [delayed](http_request& req, responder respond) {
+        req.hold_pipeline = true;
+        delayed(req, std::move(respond));
+      },
+      pipelining::together);
+    server = std::make_unique<http_server>(pool, opts, r);
+    REQUIRE_FALSE(server->start());
+    port = server->port();
+  }
+  ~pipeline_fixture() {
+    server->stop(2s);
+    pool.stop();
+  }
+  std::vector<std::string> started_ids() {
+    std::lock_guard<std::mutex> g{mtx};
+    return started;
+  }
+  int peak_running() {
+    std::lock_guard<std::mutex> g{mtx};
+    return peak;
+  }
+  io_pool pool;
+  std::unique_ptr<http_server> server;
+  uint16_t port = 0;
+  std::mutex mtx;
+  std::vector<std::string> started;
+  int running = 0;
+  int peak = 0;
+};
+
+std::vector<std::string> bodies(const std::vector<raw_answer>& answers) {
+  std::vector<std::string> out;
+  for (const auto& a : answers)
+    out.push_back(a.body);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pipelined requests sent in one write are answered in request order", "[http][pipelining]") {
+  pipeline_fixture f;
+  // The first takes longest: its answer still comes first.
+  auto got = pipeline(f.port, get("/together/400/a") + get("/together/5/b") + get("/together/100/c"), 3);
+  REQUIRE(got.size() == 3);
+  CHECK(bodies(got) == std::vector<std::string>{"a", "b", "c"});
+  for (const auto& a : got) {
+    CHECK(a.status == 200);
+    CHECK_FALSE(a.close);
+  }
+  // `together` requests ran at the same time, and started in request order.
+  CHECK(f.peak_running() >= 2);
+  CHECK(f.started_ids() == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("pipelined alone and held requests run one at a time, in order", "[http][pipelining]") {
+  pipeline_fixture f;
+  auto got = pipeline(f.port,
+                      get("/alone/150/a") + get("/together/5/b") + get("/alone/5/c") + get("/held/150/d")
+                        + get("/together/5/e") + get("/alone/5/f"),
+                      6);
+  REQUIRE(got.size() == 6);
+  CHECK(bodies(got) == std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
+  CHECK(f.peak_running() == 1);
+  CHECK(f.started_ids() == std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
+}
+
+TEST_CASE("a pipelined request with Connection: close is the connection's last", "[http][pipelining]") {
+  pipeline_fixture f;
+  bool closed = false;
+  auto raw = moonmq::test::raw_exchange(
+    f.port, get("/together/100/a") + get("/together/5/b", true) + get("/together/5/c"), 3s, &closed);
+  auto got = answers_of(raw);
+  REQUIRE(got.size() == 2);
+  CHECK(bodies(got) == std::vector<std::string>{"a", "b"});
+  CHECK_FALSE(got[0].close);
+  CHECK(got[1].close);
+  CHECK(closed);
+  // The request after it was never read, let alone handled.
+  CHECK(f.started_ids() == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("a client pipelining more than the bound gets every answer in order", "[http][pipelining]") {
+  http_server_options o;
+  o.max_pipelined = 4;
+  pipeline_fixture f{o};
+  std::string bytes;
+  std::vector<std::string> want;
+  for (int i = 0; i < 40; ++i) {
+    want.push_back(std::to_string(i));
+    bytes += get("/together/" + std::to_string(i % 3 == 0 ? 20 : 1) + "/" + want.back());
+  }
+  auto got = pipeline(f.port, bytes, 40);
+  REQUIRE(got.size() == 40);
+  CHECK(bodies(got) == want);
+  CHECK(f.peak_running() <= 4);
+  CHECK(f.started_ids() == want);
+}
+
+TEST_CASE("an error mid-pipeline is answered after the earlier answers, then the connection closes",
+          "[http][pipelining]") {
+  pipeline_fixture f;
+  bool closed = false;
+  SECTION("malformed HTTP") {
+    auto raw = moonmq::test::raw_exchange(f.port, get("/together/100/a") + "NOT HTTP AT ALL\r\n\r\n" + get("/together/1/c"),
+                                          3s, &closed);
+    auto got = answers_of(raw);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].body == "a");
+    CHECK(got[1].status == 400);
+    CHECK(got[1].close);
+  }
+  SECTION("a body over the limit") {
+    auto raw = moonmq::test::raw_exchange(
+      f.port, get("/together/100/a") + "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n", 3s,
+      &closed);
+    auto got = answers_of(raw);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].body == "a");
+    CHECK(got[1].status == 413);
+    CHECK(got[1].body.find("payload_too_large") != std::string::npos);
+  }
+  CHECK(closed);
+  CHECK(f.started_ids() == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("a client that ends its sending side gets the answers to what it sent", "[http][pipelining]") {
+  pipeline_fixture f;
+  boost::asio::io_context ioc;
+  using tcp = boost::asio::ip::tcp;
+  tcp::socket s{ioc};
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), f.port});
+  boost::asio::write(s, boost::asio::buffer(get("/together/100/a") + get("/alone/5/b")));
+  s.shutdown(tcp::socket::shutdown_send);
+  std::string raw;
+  boost::system::error_code ec;
+  char buf[4096];
+  while (!ec) {
+    auto n = s.read_some(boost::asio::buffer(buf), ec);
+    raw.append(buf, n);
+  }
+  CHECK(ec == boost::asio::error::eof);  // closed once both answers were written
+  CHECK(bodies(answers_of(raw)) == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("stop answers every pipelined request already read, the last with Connection: close",
+          "[http][pipelining]") {
+  pipeline_fixture f;
+  std::vector<raw_answer> got;
+  bool closed = false;
+  std::thread client([&] {
+    got = answers_of(moonmq::test::raw_exchange(f.port, get("/together/300/a") + get("/together/10/b"), 5s, &closed));
+  });
+  REQUIRE(moonmq::test::wait_until([&] { return f.started_ids().size() == 2; }, 3s));
+  f.server->stop(3s);
+  client.join();
+  REQUIRE(got.size() == 2);
+  CHECK(bodies(got) == std::vector<std::string>{"a", "b"});
+  CHECK_FALSE(got[0].close);
+  CHECK(got[1].close);
+  CHECK(closed);
 }
