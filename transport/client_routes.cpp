@@ -405,6 +405,12 @@ void produce(const client_context& ctx, http_request& req, const responder& resp
   for (auto& part : parts)
     route_part(ctx, gather, part, &local, &remote);
   append_direct(*ctx.system, std::move(local), ctx.timeout);
+  // A pipelined produce behind this one starts once this handler returns
+  // (pipelining::together): its local appends reach each partition after
+  // these. Forwards go out on any of several peer connections, so a request
+  // that forwards holds the pipeline until it is answered.
+  if (!remote.empty())
+    req.hold_pipeline = true;
   for (auto& [owner, owned] : remote) {
     // Split at forward_request_bytes, so that a request of many small
     // records (whose batches outweigh their JSON) stays far below the
@@ -728,8 +734,10 @@ void add_client_routes(router& r, const client_context& ctx) {
         [ctx](http_request& req, responder respond) { delete_topic(ctx, req, respond); });
   r.add("POST", "/v1/topics/{topic}/partitions",
         [ctx](http_request& req, responder respond) { grow_topic(ctx, req, respond); });
-  r.add("POST", "/v1/topics/{topic}/records",
-        [ctx, sticky](http_request& req, responder respond) { produce(ctx, req, respond, *sticky); });
+  r.add(
+    "POST", "/v1/topics/{topic}/records",
+    [ctx, sticky](http_request& req, responder respond) { produce(ctx, req, respond, *sticky); },
+    pipelining::together);
   r.add("GET", "/v1/topics/{topic}/partitions/{partition}/records",
         [ctx](http_request& req, responder respond) { fetch(ctx, req, respond); });
   add_topic_routes(r, ctx);  // transport/topic_routes.cpp (describe, config)
