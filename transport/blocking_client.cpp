@@ -4,6 +4,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <poll.h>
+
+#include <deque>
 #include <optional>
 
 namespace moonmq::transport {
@@ -14,6 +17,19 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 
 namespace {
+
+/// The status and headers (names lower-cased) of `res` into `out`.
+template <class Response>
+void copy_headers(const Response& res, http_result& out) {
+  out.status = static_cast<int>(res.result_int());
+  out.headers.clear();
+  for (const auto& f : res) {
+    std::string name(f.name_string());
+    for (auto& c : name)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(f.value());
+  }
+}
 
 /// Writes one request on `stream` and reads the answer into `out`; throws
 /// beast::system_error on a connection failure.
@@ -50,15 +66,7 @@ void exchange(beast::tcp_stream& stream, beast::flat_buffer& buf, const std::str
     http::read(stream, buf, parser);
     out.body = std::move(parser.get().body());
   }
-  auto& res = parser.get();
-  out.status = static_cast<int>(res.result_int());
-  out.headers.clear();
-  for (const auto& f : res) {
-    std::string name(f.name_string());
-    for (auto& c : name)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.headers[name] = std::string(f.value());
-  }
+  copy_headers(parser.get(), out);
 }
 
 }  // namespace
@@ -142,6 +150,218 @@ http_result http_connection::call(const std::string& method, const std::string& 
         return out;
     }
   }
+  return out;
+}
+
+// --- http_pipeline ----------------------------------------------------------
+
+namespace {
+
+/// One pipelined request: kept alive by the write under way and by the
+/// queue of requests waiting for their answers.
+struct piped_request {
+  std::string body;
+  http::request<http::span_body<const char>> req;
+};
+
+/// One connection of a pipeline. Handlers hold it, so those still queued
+/// for a connection that failed find it out of date and do nothing.
+struct piped_connection {
+  explicit piped_connection(net::io_context& ioc) : stream(ioc) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buf;
+  std::optional<http::response_parser<http::string_body>> parser;
+  bool writing = false;
+  bool reading = false;
+};
+
+}  // namespace
+
+struct http_pipeline::impl {
+  std::string host;
+  uint16_t port;
+  size_t depth;
+  std::chrono::milliseconds timeout;
+  net::io_context ioc;
+  std::shared_ptr<piped_connection> conn;
+  std::deque<std::shared_ptr<piped_request>> to_write;    ///< not written yet
+  std::deque<std::shared_ptr<piped_request>> unanswered;  ///< sent (or being sent), in order
+  std::deque<http_result> answers;                        ///< read, not taken by next()
+  std::vector<std::string> spares;
+
+  /// A connection the server closed while idle is seen here: readable with
+  /// nothing asked (end of stream, or bytes no request asked for).
+  bool idle_connection_gone() {
+    pollfd p{conn->stream.socket().native_handle(), POLLIN | POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) != 0;
+  }
+
+  void connect() {
+    auto c = std::make_shared<piped_connection>(ioc);
+    tcp::resolver resolver{ioc};
+    c->stream.expires_after(timeout);
+    c->stream.connect(resolver.resolve(host, std::to_string(port)));
+    c->stream.expires_never();
+    conn = std::move(c);
+  }
+
+  /// Ends the connection: every request without an answer gets `why`.
+  void fail(const std::string& why) {
+    for (size_t i = 0; i < unanswered.size(); ++i) {
+      http_result r;
+      r.error = why;
+      answers.push_back(std::move(r));
+    }
+    unanswered.clear();
+    to_write.clear();
+    if (conn) {
+      beast::error_code ignored;
+      conn->stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      conn->stream.socket().close(ignored);
+    }
+    conn.reset();
+  }
+
+  void pump() {
+    auto c = conn;
+    if (!c)
+      return;
+    if (!c->writing && !to_write.empty()) {
+      auto r = to_write.front();
+      to_write.pop_front();
+      c->writing = true;
+      c->stream.expires_after(timeout);
+      http::async_write(c->stream, r->req, [this, r, c](beast::error_code ec, size_t) {
+        c->writing = false;
+        if (c != conn)
+          return;  // failed meanwhile
+        if (ec) {
+          fail("writing a request: " + ec.message());
+          return;
+        }
+        pump();
+      });
+    }
+    if (!c->reading && !unanswered.empty()) {
+      c->reading = true;
+      c->parser.emplace();
+      c->parser->body_limit(1ULL << 32);
+      c->stream.expires_after(timeout);
+      http::async_read(c->stream, c->buf, *c->parser, [this, c](beast::error_code ec, size_t) {
+        c->reading = false;
+        if (c != conn)
+          return;
+        if (ec) {
+          fail("reading an answer: " + ec.message());
+          return;
+        }
+        auto res = c->parser->release();
+        http_result out;
+        copy_headers(res, out);
+        out.body = std::move(res.body());
+        auto done = std::move(unanswered.front());
+        unanswered.pop_front();
+        if (spares.size() < depth && done.use_count() == 1) {
+          done->body.clear();
+          spares.push_back(std::move(done->body));
+        }
+        answers.push_back(std::move(out));
+        if (!res.keep_alive()) {
+          fail("the server closed the connection after an earlier answer");
+          return;
+        }
+        pump();
+      });
+    }
+  }
+
+  /// Runs one handler (blocking); false when there is nothing left to run.
+  bool run_one() {
+    if (ioc.stopped())
+      ioc.restart();
+    return ioc.run_one() != 0;
+  }
+
+  /// Runs the handlers that are ready, without blocking.
+  void poll() {
+    if (ioc.stopped())
+      ioc.restart();
+    ioc.poll();
+  }
+};
+
+http_pipeline::http_pipeline(std::string host, uint16_t port, int depth, std::chrono::milliseconds timeout)
+  : impl_(std::make_unique<impl>()) {
+  impl_->host = std::move(host);
+  impl_->port = port;
+  impl_->depth = static_cast<size_t>(std::max(1, depth));
+  impl_->timeout = timeout;
+}
+
+http_pipeline::~http_pipeline() {
+  impl_->fail("the pipeline was closed");
+  impl_->poll();  // the closed connection's handlers, before the io_context goes
+}
+
+void http_pipeline::send(const std::string& method, const std::string& target, std::string body,
+                         const header_list& headers) {
+  auto& p = *impl_;
+  auto r = std::make_shared<piped_request>();
+  r->body = std::move(body);
+  r->req = {http::string_to_verb(method), target, 11};
+  r->req.set(http::field::host, p.host);
+  for (const auto& [k, v] : headers)
+    r->req.set(k, v);
+  r->req.body() = {r->body.data(), r->body.size()};
+  if (!r->body.empty() && r->req.find(http::field::content_type) == r->req.end())
+    r->req.set(http::field::content_type, "application/json");
+  r->req.keep_alive(true);
+  r->req.prepare_payload();
+  if (p.conn && p.unanswered.empty() && p.idle_connection_gone())
+    p.fail("closed while idle");
+  if (!p.conn) {
+    try {
+      p.connect();
+    } catch (const std::exception& e) {
+      http_result failed;
+      failed.error = e.what();
+      p.answers.push_back(std::move(failed));
+      return;
+    }
+  }
+  p.unanswered.push_back(r);
+  p.to_write.push_back(std::move(r));
+  p.pump();
+  // Let the write (and any answer already in) go ahead, then wait while
+  // the pipeline is full.
+  p.poll();
+  while (p.unanswered.size() >= p.depth && p.run_one()) {
+  }
+}
+
+std::optional<http_result> http_pipeline::next(bool wait) {
+  auto& p = *impl_;
+  if (p.answers.empty())
+    p.poll();
+  while (wait && p.answers.empty() && !p.unanswered.empty() && p.run_one()) {
+  }
+  if (p.answers.empty())
+    return std::nullopt;
+  auto out = std::move(p.answers.front());
+  p.answers.pop_front();
+  return out;
+}
+
+size_t http_pipeline::outstanding() const {
+  return impl_->unanswered.size() + impl_->answers.size();
+}
+
+std::string http_pipeline::spare_body() {
+  auto& spares = impl_->spares;
+  if (spares.empty())
+    return {};
+  auto out = std::move(spares.back());
+  spares.pop_back();
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,49 @@ public:
   /// Content-Type among them is sent as application/json).
   http_result call(const std::string& method, const std::string& target, const std::string& body = {},
                    std::chrono::milliseconds timeout = std::chrono::seconds(10), const header_list& headers = {});
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// HTTP/1.1 pipelining on one keep-alive connection (RFC 9112 §9.3.2), for
+/// programs that send many requests whose order matters (moonmqctl
+/// produce): each request is written without waiting for the answers of
+/// the earlier ones, at most `depth` are unanswered, and the answers come
+/// back in request order. Writing and reading run at the same time, so
+/// large answers never block the requests behind them. Single-threaded:
+/// the I/O runs inside send() and next().
+class http_pipeline {
+public:
+  /// `depth` >= 1 (1: one request at a time); `timeout` bounds the connect
+  /// and each write and each answer's read.
+  http_pipeline(std::string host, uint16_t port, int depth, std::chrono::milliseconds timeout);
+  ~http_pipeline();
+  http_pipeline(const http_pipeline&) = delete;
+  http_pipeline& operator=(const http_pipeline&) = delete;
+
+  /// Queues one request (sent from `body` as given; a body without a
+  /// Content-Type among `headers` is sent as application/json) and runs the
+  /// connection until fewer than `depth` requests are unanswered. Connects
+  /// first when there is no connection, or when the server closed an idle
+  /// one.
+  void send(const std::string& method, const std::string& target, std::string body, const header_list& headers);
+
+  /// The answer of the oldest request whose answer was not taken yet:
+  /// waits for it when `wait`, else returns what is already in (nullopt
+  /// when none is, or nothing is outstanding). A failed connection answers
+  /// each request it left unanswered with status 0 and the error; so does
+  /// an answer with Connection: close for the requests behind it.
+  std::optional<http_result> next(bool wait);
+
+  /// Requests sent whose answers next() has not returned yet.
+  size_t outstanding() const;
+
+  /// A body string of an answered request, emptied but with its capacity
+  /// (a fresh one when none is spare): reusing it saves the page faults of
+  /// a new buffer of the same size.
+  std::string spare_body();
 
 private:
   struct impl;

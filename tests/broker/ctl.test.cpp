@@ -224,3 +224,28 @@ TEST_CASE("moonmqctl topic and group commands administer a broker in rpk's shape
   CHECK(text().find("orders") == std::string::npos);
   n.stop();
 }
+
+TEST_CASE("moonmqctl produce pipelines its requests and keeps the order of the lines", "[broker][ctl][pipelining]") {
+  temp_dir dir;
+  auto n = running_node::start(dir);
+  create_topic(n.client, "ordered", 2);
+  std::vector<std::string> lines;
+  {
+    std::ofstream in{dir.path() + "/in.txt"};
+    for (int i = 0; i < 6000; ++i) {
+      lines.push_back("line " + std::to_string(i));
+      in << lines.back() << '\n';
+    }
+  }
+  // 120 requests of 50 lines, 16 in flight (the server's bound), each
+  // answered after its fsync: one partition must hold the lines in order,
+  // with consecutive offsets printed in line order.
+  REQUIRE(ctl(dir, n.client, "produce ordered -p 1 --batch 50 --in-flight 16 --print-offsets", dir.path() + "/in.txt",
+              dir.path() + "/offsets.txt") == 0);
+  auto printed = lines_of(dir.path() + "/offsets.txt");
+  REQUIRE(printed.size() == lines.size());
+  for (size_t i = 0; i < printed.size(); ++i)
+    REQUIRE(printed[i] == "1\t" + std::to_string(i) + "\t" + lines[i]);
+  REQUIRE(ctl(dir, n.client, "consume ordered -p 1", "", dir.path() + "/out.txt") == 0);
+  CHECK(lines_of(dir.path() + "/out.txt") == lines);
+}

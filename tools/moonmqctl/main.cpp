@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   prod->add_flag("--print-offsets", po.print_offsets, "print partition, offset and line of every acknowledged record");
   prod->add_option("--form", po.form, "request body: binary (application/vnd.moonmq.records.v1) or json")
     ->capture_default_str()->check(CLI::IsMember({"binary", "json"}));
+  prod->add_option("--in-flight", po.in_flight,
+                   "requests sent before the oldest is answered (pipelined on one connection; 1 = one at a time)")
+    ->capture_default_str()->check(CLI::Range(1, 64));
 
   consume_options co;
   auto* cons = app.add_subcommand("consume", "print records, one per line");

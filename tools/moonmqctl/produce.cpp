@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <optional>
 #include <string_view>
@@ -71,25 +72,14 @@ void body_of(const std::vector<std::string_view>& lines, const produce_options& 
   headers = {{"Content-Type", std::string(dataplane::records_binary_type)}};
 }
 
-/// Sends `lines` in `body` (reused from request to request); prints
-/// offsets when asked. false on failure (printed). A broker without the
-/// binary form reads its body as JSON and refuses it (400 malformed_json,
-/// nothing written): `o.form` turns to json and the lines are sent again.
-bool send(transport::http_connection& conn, produce_options& o, const std::vector<std::string_view>& lines,
-          std::string& body) {
-  if (lines.empty())
-    return true;
-  transport::header_list headers;
-  body_of(lines, o, body, headers);
-  auto target = "/v1/topics/" + o.topic + "/records?acks=" + o.acks;
-  auto res = conn.call("POST", target, body, std::chrono::seconds(30), headers);
-  auto refused = res.status == 400 ? json::parse(res.body, nullptr, false) : json{};
-  if (o.form == "binary" && refused.is_object() && refused.value("error", std::string{}) == "malformed_json") {
-    std::cerr << "moonmqctl: the broker does not take the binary form; producing in JSON\n";
-    o.form = "json";
-    body_of(lines, o, body, headers);
-    res = conn.call("POST", target, body, std::chrono::seconds(30), headers);
-  }
+/// One produce request of `lines` (a copy of them when offsets are
+/// printed: the stdin buffer moves on before the answer comes).
+struct sent_batch {
+  std::vector<std::string> lines;
+};
+
+/// Prints the answer of `batch`, or why it failed; false on failure.
+bool settle(const transport::http_result& res, const sent_batch& batch, const produce_options& o) {
   if (res.status != 200) {
     std::cerr << "moonmqctl: produce failed: " << (res.status ? std::to_string(res.status) + " " + res.body : res.error)
               << "\n";
@@ -102,13 +92,92 @@ bool send(transport::http_connection& conn, produce_options& o, const std::vecto
       return false;
     }
     const auto& list = offsets["offsets"];
-    for (size_t i = 0; i < list.size() && i < lines.size(); ++i)
-      std::cout << list[i]["partition"].get<int>() << '\t' << list[i]["offset"].get<int64_t>() << '\t' << lines[i]
-                << '\n';
+    for (size_t i = 0; i < list.size() && i < batch.lines.size(); ++i)
+      std::cout << list[i]["partition"].get<int>() << '\t' << list[i]["offset"].get<int64_t>() << '\t'
+                << batch.lines[i] << '\n';
     std::cout.flush();
   }
   return true;
 }
+
+/// Produce requests pipelined on one connection (o.in_flight at most
+/// unanswered): the broker appends a connection's produce requests in the
+/// order sent, so each partition keeps the order of the lines, and their
+/// fsyncs share the I/O workers' sync rounds.
+class producer {
+public:
+  explicit producer(const endpoint& ep, produce_options& o)
+    : o_(o), pipe_(ep.host, ep.port, o.in_flight, std::chrono::seconds(30)) {}
+
+  /// Sends `lines`; false on failure (printed). The first request is
+  /// answered before any other is sent: a broker without the binary form
+  /// reads its body as JSON and refuses it (400 malformed_json, nothing
+  /// written), and then `o.form` turns to json and the lines are sent again.
+  bool send(const std::vector<std::string_view>& lines) {
+    if (lines.empty())
+      return true;
+    sent_batch batch;
+    if (o_.print_offsets)
+      batch.lines.assign(lines.begin(), lines.end());
+    pipe_.send("POST", target(), body(lines), headers_);
+    batches_.push_back(std::move(batch));
+    if (!form_known_) {
+      auto res = answer();
+      auto refused = res.status == 400 ? json::parse(res.body, nullptr, false) : json{};
+      if (o_.form == "binary" && refused.is_object() && refused.value("error", std::string{}) == "malformed_json") {
+        std::cerr << "moonmqctl: the broker does not take the binary form; producing in JSON\n";
+        o_.form = "json";
+        pipe_.send("POST", target(), body(lines), headers_);
+        res = answer();
+      }
+      form_known_ = true;
+      return settle_one(res);
+    }
+    while (auto res = pipe_.next(false))
+      if (!settle_one(*res))
+        return false;
+    return true;
+  }
+
+  /// Waits for every answer; false on a failure (printed).
+  bool finish() {
+    while (!batches_.empty())
+      if (!settle_one(answer()))
+        return false;
+    return true;
+  }
+
+private:
+  /// The oldest outstanding answer, waited for.
+  transport::http_result answer() {
+    if (auto res = pipe_.next(true))
+      return std::move(*res);
+    transport::http_result none;
+    none.error = "no answer";
+    return none;
+  }
+
+  std::string target() const { return "/v1/topics/" + o_.topic + "/records?acks=" + o_.acks; }
+
+  /// The request body for `lines` in the form of `o_`; sets headers_.
+  std::string body(const std::vector<std::string_view>& lines) {
+    auto out = pipe_.spare_body();
+    body_of(lines, o_, out, headers_);
+    return out;
+  }
+
+  bool settle_one(const transport::http_result& res) {
+    auto batch = std::move(batches_.front());
+    batches_.pop_front();
+    return settle(res, batch, o_);
+  }
+
+  produce_options& o_;
+  transport::http_pipeline pipe_;
+  transport::header_list headers_;
+  std::deque<sent_batch> batches_;  ///< sent, not answered, in order
+  bool form_known_ = false;
+};
 
 /// Bytes asked of each read(2) of stdin.
 constexpr size_t read_bytes = 1 << 20;
@@ -116,8 +185,8 @@ constexpr size_t read_bytes = 1 << 20;
 }  // namespace
 
 int produce(const endpoint& ep, const produce_options& options) {
-  auto o = options;  // the form may fall back to json (send)
-  transport::http_connection conn{ep.host, ep.port};
+  auto o = options;  // the form may fall back to json (producer::send)
+  producer out{ep, o};
   // stdin bytes in `buffer`: [0, consumed) sent, [consumed, line_start)
   // split into the lines of `spans` (offset, length) not sent yet,
   // [line_start, used) the start of the next line.
@@ -125,12 +194,11 @@ int produce(const endpoint& ep, const produce_options& options) {
   size_t used = 0, consumed = 0, line_start = 0;
   std::vector<std::pair<size_t, size_t>> spans;
   std::vector<std::string_view> lines;
-  std::string body;
   auto flush = [&] {
     lines.clear();
     for (const auto& [at, n] : spans)
       lines.emplace_back(buffer.data() + at, n);
-    if (!send(conn, o, lines, body))
+    if (!out.send(lines))
       return false;
     spans.clear();
     consumed = line_start;
@@ -141,11 +209,17 @@ int produce(const endpoint& ep, const produce_options& options) {
     // Read what is there; send a batch when it is full or stdin has nothing
     // more right now (so a slow producer's lines are not held back).
     pollfd pfd{0, POLLIN, 0};
-    int ready = ::poll(&pfd, 1, spans.empty() ? -1 : 0);
-    if (ready == 0) {
-      if (!flush())
+    if (::poll(&pfd, 1, 0) == 0) {
+      if (!spans.empty()) {
+        if (!flush())
+          return 1;
+        continue;
+      }
+      // Nothing to send and stdin quiet: take every answer (and print its
+      // offsets) before waiting for more lines.
+      if (!out.finish())
         return 1;
-      continue;
+      ::poll(&pfd, 1, -1);
     }
     if (buffer.size() - used < read_bytes) {
       // Make room: drop what was sent, then grow if a batch still needs more.
@@ -180,7 +254,7 @@ int produce(const endpoint& ep, const produce_options& options) {
       line_start = used;
     }
   }
-  return flush() ? 0 : 1;
+  return flush() && out.finish() ? 0 : 1;
 }
 
 }  // namespace moonmq::ctl
