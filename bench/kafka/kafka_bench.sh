@@ -11,8 +11,10 @@
 #   3. http produce : the same N values to topic "bench-http" (1 partition)
 #                     with moonmqctl produce: one keep-alive connection,
 #                     POST /v1/topics/bench-http/records?acks=leader, 500 per request,
-#                     in the binary records form (moonmqctl's default); then
-#                     again to "bench-json" with --form json
+#                     in the binary records form (moonmqctl's default), 8
+#                     requests pipelined (its default --in-flight); then the
+#                     same with --in-flight 1 (one request at a time) to
+#                     "bench-http1", and again to "bench-json" with --form json
 #   4. kafka fetch  : kcat -C of topic "bench" from the beginning to the end;
 #                     http fetch: moonmqctl consume of "bench-http" (binary
 #                     form) and of "bench-json" (--form json), 1000 records
@@ -146,7 +148,7 @@ http() {  # METHOD PATH [BODY]: prints the body, fails on a non-2xx status
   curl -sS --fail-with-body --max-time 30 -X "$1" -H 'Content-Type: application/json' \
     ${3:+--data "$3"} "http://$client$2"
 }
-for t in bench bench-http bench-json latency; do
+for t in bench bench-http bench-http1 bench-json latency; do
   http POST /v1/topics "{\"name\":\"$t\",\"partitions\":1}" >/dev/null || die "cannot create topic $t"
 done
 log_end() {  # TOPIC: log end offset of partition 0
@@ -218,6 +220,13 @@ t1=$(now)
 http_produce_s=$(secs "$t0" "$t1")
 end=$(log_end bench-http)
 [ "$end" = "$records" ] || die "topic bench-http: log end offset $end after moonmqctl produce, expected $records"
+t0=$(now)
+"$bin_dir/moonmqctl" -u "$client" produce bench-http1 -p 0 --batch 500 --acks leader --in-flight 1 \
+  <"$values" >/dev/null 2>"$dir/http1-produce.err" || { cat "$dir/http1-produce.err" >&2; die "moonmqctl produce --in-flight 1 failed"; }
+t1=$(now)
+http1_produce_s=$(secs "$t0" "$t1")
+end=$(log_end bench-http1)
+[ "$end" = "$records" ] || die "topic bench-http1: log end offset $end after moonmqctl produce --in-flight 1, expected $records"
 t0=$(now)
 "$bin_dir/moonmqctl" -u "$client" produce bench-json -p 0 --batch 500 --acks leader --form json \
   <"$values" >/dev/null 2>"$dir/json-produce.err" || { cat "$dir/json-produce.err" >&2; die "moonmqctl produce --form json failed"; }
@@ -303,6 +312,7 @@ echo "kafka_bench: $records records x $value_bytes B values ($(mbs "$value_total
 printf '%-16s %10s %12s %9s %9s\n' "" "seconds" "records/s" "MB/s" "of raw"
 row "kafka produce" "$kafka_produce_s" raw
 row "http produce" "$http_produce_s" raw
+row "http 1 in flight" "$http1_produce_s" raw
 row "http json" "$json_produce_s" raw
 row "kafka fetch" "$kafka_fetch_s"
 row "http fetch" "$http_fetch_s"
@@ -310,6 +320,7 @@ row "http fetch json" "$json_fetch_s"
 row "kafka spread" "$kafka_spread_s" raw
 printf '%-16s %10.3f %12s %9s\n' "raw fsync" "$raw_s" "-" "$raw_mbs"
 echo "(MB = 10^6 bytes of values; raw fsync: $raw_bytes bytes in 256 KiB chunks, fdatasync after each; verified: both log end offsets and kcat -C = $records records)"
+echo "http produce, 8 in flight / 1 in flight, same run: $(frac "$http1_produce_s" "$http_produce_s") (records/s ratio)"
 echo "http (binary) / http json, same run: produce $(frac "$json_produce_s" "$http_produce_s"), fetch $(frac "$json_fetch_s" "$http_fetch_s"); http fetch / kafka fetch: binary $(frac "$kafka_fetch_s" "$http_fetch_s"), json $(frac "$kafka_fetch_s" "$json_fetch_s") (records/s ratios; verified: moonmqctl consume printed $records records of each)"
 echo "kafka spread over $wide partitions / kafka produce to 1: $(frac "$kafka_produce_s" "$kafka_spread_s") (records/s ratio, same run; verified: log end offsets of wide sum to $records)"
 [ -z "$latency_out" ] || printf '%s\n' "$latency_out"
