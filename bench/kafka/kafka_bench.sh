@@ -213,27 +213,21 @@ end=$(log_end bench)
 [ "$end" = "$records" ] || die "topic bench: log end offset $end after kcat -P, expected $records"
 
 # --- 3. http produce ----------------------------------------------------------
-t0=$(now)
-"$bin_dir/moonmqctl" -u "$client" produce bench-http -p 0 --batch 500 --acks leader \
-  <"$values" >/dev/null 2>"$dir/http-produce.err" || { cat "$dir/http-produce.err" >&2; die "moonmqctl produce failed"; }
-t1=$(now)
-http_produce_s=$(secs "$t0" "$t1")
-end=$(log_end bench-http)
-[ "$end" = "$records" ] || die "topic bench-http: log end offset $end after moonmqctl produce, expected $records"
-t0=$(now)
-"$bin_dir/moonmqctl" -u "$client" produce bench-http1 -p 0 --batch 500 --acks leader --in-flight 1 \
-  <"$values" >/dev/null 2>"$dir/http1-produce.err" || { cat "$dir/http1-produce.err" >&2; die "moonmqctl produce --in-flight 1 failed"; }
-t1=$(now)
-http1_produce_s=$(secs "$t0" "$t1")
-end=$(log_end bench-http1)
-[ "$end" = "$records" ] || die "topic bench-http1: log end offset $end after moonmqctl produce --in-flight 1, expected $records"
-t0=$(now)
-"$bin_dir/moonmqctl" -u "$client" produce bench-json -p 0 --batch 500 --acks leader --form json \
-  <"$values" >/dev/null 2>"$dir/json-produce.err" || { cat "$dir/json-produce.err" >&2; die "moonmqctl produce --form json failed"; }
-t1=$(now)
-json_produce_s=$(secs "$t0" "$t1")
-end=$(log_end bench-json)
-[ "$end" = "$records" ] || die "topic bench-json: log end offset $end after moonmqctl produce --form json, expected $records"
+http_produce() {  # TOPIC [MOONMQCTL OPTION...]: moonmqctl produce of the values; prints seconds, checks the log end
+  local topic=$1 t0 t1 end
+  shift
+  t0=$(now)
+  "$bin_dir/moonmqctl" -u "$client" produce "$topic" -p 0 --batch 500 --acks leader "$@" \
+    <"$values" >/dev/null 2>"$dir/$topic-produce.err" ||
+    { cat "$dir/$topic-produce.err" >&2; die "moonmqctl produce $topic $* failed"; }
+  t1=$(now)
+  end=$(log_end "$topic")
+  [ "$end" = "$records" ] || die "topic $topic: log end offset $end after moonmqctl produce $*, expected $records"
+  secs "$t0" "$t1"
+}
+http_produce_s=$(http_produce bench-http)
+http1_produce_s=$(http_produce bench-http1 --in-flight 1)
+json_produce_s=$(http_produce bench-json --form json)
 
 # --- 4. kafka fetch -----------------------------------------------------------
 t0=$(now)
