@@ -93,7 +93,8 @@ public:
   /// then closes every connection. Idempotent.
   void stop(std::chrono::milliseconds drain);
 
-  /// Requests being handled right now.
+  /// Requests read and not answered yet (pipelined ones waiting to start
+  /// included).
   int in_flight() const;
 
   struct impl;  ///< implementation detail (http_server.cpp)

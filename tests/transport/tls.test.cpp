@@ -2,6 +2,11 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 
 #include "tests/support/process.hpp"
 #include "tests/support/raw_http.hpp"
@@ -260,4 +265,39 @@ TEST_CASE("server names are checked for DNS names, not for IP addresses", "[tls]
   // By IP only the chain is verified: the CA's "other.example" is accepted.
   auto by_ip = s.client(client_ctx(p.settings("", "ca", tls_verify::peer)), "127.0.0.1");
   CHECK(call(*by_ip, hello()).status == 200);
+}
+
+TEST_CASE("pipelined requests over TLS are answered in order", "[tls][pipelining]") {
+  pki p;
+  tls_server s{server_ctx(p.settings("server", "", tls_verify::none)), 64 * 1024};
+  auto ctx = client_ctx(p.settings("", "", tls_verify::none));
+  namespace net = boost::asio;
+  net::io_context ioc;
+  net::ssl::stream<net::ip::tcp::socket> tls{ioc, *static_cast<net::ssl::context*>(ctx->native())};
+  tls.next_layer().connect({net::ip::make_address("127.0.0.1"), s.server->port()});
+  tls.handshake(net::ssl::stream_base::client);
+  // Bodies of growing size, so that reading the next request overlaps
+  // writing the answers of the earlier ones inside the TLS session.
+  std::string bytes;
+  std::vector<std::string> want;
+  for (int i = 0; i < 20; ++i) {
+    want.push_back(std::to_string(i) + std::string(static_cast<size_t>(i) * 1500, 'x'));
+    bytes += "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(want.back().size()) + "\r\n"
+             + (i == 19 ? "Connection: close\r\n" : "") + "\r\n" + want.back();
+  }
+  net::write(tls, net::buffer(bytes));
+  std::string raw;
+  boost::system::error_code ec;
+  char buf[16384];
+  while (!ec) {
+    auto n = tls.read_some(net::buffer(buf), ec);
+    raw.append(buf, n);
+  }
+  auto got = moonmq::test::answers_of(raw);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].status == 200);
+    CHECK(got[i].body == want[i]);
+  }
+  CHECK(got.back().close);
 }
