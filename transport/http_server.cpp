@@ -137,7 +137,6 @@ public:
   void refuse(bool shutting_down) {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this(), shutting_down] {
       self->handshake([self, shutting_down] {
-        self->read_done_ = true;
         self->answer_now(shutting_down
                            ? http_response::error(503, "shutting_down", "the node is shutting down")
                            : http_response::error(503, "too_many_connections", "connection limit reached"),
