@@ -246,6 +246,12 @@ private:
     idle_timer_.cancel();
     if (shut_)
       return;
+    if (read_done_) {
+      // The last answer went out with Connection: close while this request
+      // was being read: it is neither run nor counted (RFC 9112 §9.6).
+      reading_ = false;
+      return;
+    }
     if (ec == http::error::body_limit) {
       // Beast checks Content-Length against body_limit while parsing the header.
       answer_now(http_response::error(413, "payload_too_large",
@@ -255,17 +261,7 @@ private:
       return;
     }
     if (ec) {
-      if (ec != http::error::end_of_stream && ec != net::error::operation_aborted
-          && ec != beast::error::timeout && ec != net::error::connection_reset
-          && ec != net::error::eof) {
-        answer_now(http_response::error(400, "bad_request", "malformed HTTP request: " + ec.message()), 11);
-        return;
-      }
-      // The client sent its last request (or left): answer what was read.
-      reading_ = false;
-      read_done_ = true;
-      if (slots_.empty() || ec == net::error::connection_reset)
-        shut();
+      read_failed(ec);
       return;
     }
     auto& req = parser_->get();
@@ -281,9 +277,30 @@ private:
                      [self = this->shared_from_this()](beast::error_code e, size_t) { self->on_body(e); });
   }
 
+  /// Reading a request failed (its header or its body): malformed HTTP is
+  /// answered 400 after the answers due before it; at the end of the
+  /// stream the requests already read are still answered. A reset or a
+  /// body timeout (which closes the socket) ends the connection at once.
+  void read_failed(beast::error_code ec) {
+    bool gone = ec == net::error::connection_reset || ec == beast::error::timeout;
+    if (!gone && ec != http::error::end_of_stream && ec != net::error::operation_aborted && ec != net::error::eof) {
+      answer_now(http_response::error(400, "bad_request", "malformed HTTP request: " + ec.message()), 11);
+      return;
+    }
+    // The client sent its last request (or left): answer what was read.
+    reading_ = false;
+    read_done_ = true;
+    if (slots_.empty() || gone)
+      shut();
+  }
+
   void on_body(beast::error_code ec) {
     if (shut_)
       return;
+    if (read_done_) {
+      reading_ = false;  // read after the last answer went out (on_header)
+      return;
+    }
     if (ec == http::error::body_limit) {
       answer_now(http_response::error(413, "payload_too_large", "body exceeds the limit of "
                                                                   + std::to_string(server_->opts.max_body_bytes)),
@@ -291,7 +308,7 @@ private:
       return;
     }
     if (ec) {
-      shut();
+      read_failed(ec);
       return;
     }
     reading_ = false;
@@ -352,25 +369,24 @@ private:
 
   /// Starts the requests that may start, in request order: a `together`
   /// one while only `together` ones run and none of them holds the
-  /// pipeline, an `alone` one when nothing runs.
+  /// pipeline, an `alone` one once every earlier answer is written (so a
+  /// connection holds at most one unwritten answer of an `alone` route,
+  /// such as a fetch of up to max_body_bytes).
   void pump() {
-    bool running = false;
     for (size_t i = 0; i < slots_.size() && !shut_; ++i) {
       auto s = slots_[i];  // dispatching leaves slots_ alone: answers are posted
       if (s->running) {
         if (s->held)
           return;
-        running = true;
         continue;
       }
       if (!s->request)
         continue;  // answered
-      if (s->mode == pipelining::alone && running)
+      if (s->mode == pipelining::alone && i != 0)
         return;
       run(s);
       if (s->held)
         return;
-      running = true;
     }
   }
 
@@ -416,8 +432,8 @@ private:
       return;
     }
     s->answer = std::move(res);
-    pump();
     write_next();
+    pump();
   }
 
   /// An answer of the server's own (a malformed or too large request, a
@@ -448,6 +464,8 @@ private:
     msg->body() = std::move(res.body);
     // A stopping server closes after the last answer it owes.
     bool keep = s->keep_alive && !(server_->stopping && slots_.size() == 1);
+    if (!keep)
+      read_done_ = true;  // a request still being read is not run: its answer could not be written
     msg->keep_alive(keep);
     msg->prepare_payload();
     s->answer.reset();
@@ -474,6 +492,7 @@ private:
     if (slots_.empty() && awaiting_header_)
       arm_idle_timer();
     write_next();
+    pump();  // an `alone` request waits until every earlier answer is written
   }
 
   /// Gives back the in_flight count of a request that is answered (or will

@@ -10,16 +10,19 @@
 // holds at most about twice max_body_bytes of request bodies. A request
 // starts as its route's pipelining mode allows (router.hpp): a `together`
 // route's request (produce) while earlier `together` ones still wait for
-// their answers, any other once every earlier one is answered, the next
+// their answers, any other once every earlier answer is written (so at most
+// one such answer, e.g. a large fetch, waits to be written), the next
 // waiting for its answer. A request with Connection: close (or HTTP/1.0
 // without keep-alive) is the connection's last: later bytes are not read,
-// and the connection closes after its answer. A client that ends its
-// sending side still gets the answers to every request it sent.
+// and the connection closes after its answer; so does the last answer
+// written while the server stops, and a request read after it is dropped
+// without running (RFC 9112 §9.6). A client that ends its sending side
+// still gets the answers to every request it sent.
 //
 // A request whose Content-Length exceeds max_body_bytes is answered 413
 // before its body is read (chunked bodies are cut off at the same limit);
-// malformed HTTP gets 400; both come after the answers due before them and
-// close the connection. A header not complete within header_timeout closes
+// malformed HTTP (in a header or a chunked body) gets 400; both come after
+// the answers due before them and close the connection. A header not complete within header_timeout closes
 // the connection (also the idle timeout between keep-alive requests; it
 // runs only while no answer is due); connections beyond max_connections get
 // 503 and are closed. Handlers answer through a thread-safe responder, so

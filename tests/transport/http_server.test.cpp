@@ -206,26 +206,26 @@ std::string get(const std::string& target, bool close = false) {
 
 /// Routes that record when each request started and how many ran at once:
 /// /together/{ms}/{id} (pipelining::together) and /alone/{ms}/{id} answer
-/// {id} after {ms} milliseconds, from another thread.
+/// {id} after {ms} milliseconds, from another thread; ?pad=N appends N
+/// bytes 'x' to the answer.
 struct pipeline_fixture {
   explicit pipeline_fixture(http_server_options opts = {}) : pool(2) {
     auto r = std::make_shared<router>();
     auto delayed = [this](http_request& req, responder respond) {
       auto ms = std::stoi(req.params["ms"]);
       auto id = req.params["id"];
-      {
-        std::lock_guard<std::mutex> g{mtx};
-        started.push_back(id);
-        peak = std::max(peak, ++running);
-      }
-      std::thread([this, ms, id, respond] {
+      auto pad = req.query.count("pad") ? std::stoul(req.query["pad"]) : 0UL;
+      std::lock_guard<std::mutex> g{mtx};
+      started.push_back(id);
+      peak = std::max(peak, ++running);
+      workers.emplace_back([this, ms, id, pad, respond] {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
         {
-          std::lock_guard<std::mutex> g{mtx};
+          std::lock_guard<std::mutex> done{mtx};
           --running;
         }
-        respond(http_response::json(200, id));
-      }).detach();
+        respond(http_response::json(200, id + std::string(pad, 'x')));
+      });
     };
     r->add("GET", "/together/{ms}/{id}", delayed, pipelining::together);
     r->add("GET", "/alone/{ms}/{id}", delayed);
@@ -243,7 +243,26 @@ struct pipeline_fixture {
   }
   ~pipeline_fixture() {
     server->stop(2s);
+    join_workers();
     pool.stop();
+  }
+  /// Joins the handlers' threads (they use this fixture until they end).
+  void join_workers() {
+    for (;;) {
+      std::vector<std::thread> done;
+      {
+        std::lock_guard<std::mutex> g{mtx};
+        done.swap(workers);
+      }
+      if (done.empty())
+        return;
+      for (auto& t : done)
+        t.join();
+    }
+  }
+  int running_now() {
+    std::lock_guard<std::mutex> g{mtx};
+    return running;
   }
   std::vector<std::string> started_ids() {
     std::lock_guard<std::mutex> g{mtx};
@@ -260,6 +279,9 @@ struct pipeline_fixture {
   std::vector<std::string> started;
   int running = 0;
   int peak = 0;
+  /// The handlers' threads: joined by the destructor, which also runs when
+  /// a REQUIRE ends a test (none is started before the constructor ends).
+  std::vector<std::thread> workers;
 };
 
 std::vector<std::string> bodies(const std::vector<raw_answer>& answers) {
@@ -343,6 +365,18 @@ TEST_CASE("an error mid-pipeline is answered after the earlier answers, then the
     CHECK(got[1].status == 400);
     CHECK(got[1].close);
   }
+  SECTION("a malformed chunked body") {
+    auto raw = moonmq::test::raw_exchange(
+      f.port,
+      get("/together/100/a") + "GET /together/1/b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n"
+        + get("/together/1/c"),
+      3s, &closed);
+    auto got = answers_of(raw);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].body == "a");
+    CHECK(got[1].status == 400);
+    CHECK(got[1].close);
+  }
   SECTION("a body over the limit") {
     auto raw = moonmq::test::raw_exchange(
       f.port, get("/together/100/a") + "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n", 3s,
@@ -392,4 +426,98 @@ TEST_CASE("stop answers every pipelined request already read, the last with Conn
   CHECK_FALSE(got[0].close);
   CHECK(got[1].close);
   CHECK(closed);
+}
+
+namespace {
+
+using tcp = boost::asio::ip::tcp;
+
+/// A client connection with a small receive buffer: an answer of a few MiB
+/// stays unwritten on the server while the client does not read.
+tcp::socket narrow_client(boost::asio::io_context& ioc, uint16_t port) {
+  tcp::socket s{ioc};
+  s.open(tcp::v4());
+  s.set_option(boost::asio::socket_base::receive_buffer_size(16 * 1024));
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  return s;
+}
+
+/// Reads until the peer closes (or the connection fails).
+std::string read_to_end(tcp::socket& s) {
+  std::string raw;
+  boost::system::error_code ec;
+  std::vector<char> buf(64 * 1024);
+  while (!ec) {
+    auto n = s.read_some(boost::asio::buffer(buf), ec);
+    raw.append(buf.data(), n);
+  }
+  return raw;
+}
+
+constexpr size_t big_answer = 8 << 20;  // more than the socket buffers of a connection hold
+
+}  // namespace
+
+TEST_CASE("an alone request starts only once every earlier answer is written", "[http][pipelining]") {
+  pipeline_fixture f;
+  boost::asio::io_context ioc;
+  auto s = narrow_client(ioc, f.port);
+  auto pad = "?pad=" + std::to_string(big_answer);
+  boost::asio::write(s, boost::asio::buffer(get("/alone/0/a" + pad) + get("/alone/0/b" + pad)
+                                            + get("/alone/0/c" + pad, true)));
+  // Nothing is read: a's answer is not written out, so b and c do not start
+  // and the connection holds one large answer, not three.
+  REQUIRE(moonmq::test::wait_until([&] { return f.started_ids().size() == 1 && f.running_now() == 0; }, 3s));
+  std::this_thread::sleep_for(300ms);
+  CHECK(f.started_ids() == std::vector<std::string>{"a"});
+  auto got = answers_of(read_to_end(s));
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].body == "a" + std::string(big_answer, 'x'));
+  CHECK(got[1].body == "b" + std::string(big_answer, 'x'));
+  CHECK(got[2].body == "c" + std::string(big_answer, 'x'));
+  CHECK(f.started_ids() == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("a request read after a stopping server's last answer is not run", "[http][pipelining]") {
+  pipeline_fixture f;
+  boost::asio::io_context ioc;
+  auto s = narrow_client(ioc, f.port);
+  boost::asio::write(s, boost::asio::buffer(get("/together/200/a?pad=" + std::to_string(big_answer))));
+  REQUIRE(moonmq::test::wait_until([&] { return f.started_ids().size() == 1; }, 3s));
+  // The server stops while a runs: a's answer is its last (Connection:
+  // close), and it stays unwritten while the client does not read.
+  std::thread stopper([&] { f.server->stop(5s); });
+  REQUIRE(moonmq::test::wait_until([&] { return f.running_now() == 0; }, 3s));
+  std::this_thread::sleep_for(100ms);
+  // The server is still reading the connection: b arrives after the answer
+  // that closes it was decided, so b must not run.
+  boost::asio::write(s, boost::asio::buffer(get("/together/0/b")));
+  std::this_thread::sleep_for(300ms);
+  CHECK(f.started_ids() == std::vector<std::string>{"a"});
+  auto got = answers_of(read_to_end(s));
+  stopper.join();
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].body == "a" + std::string(big_answer, 'x'));
+  CHECK(got[0].close);
+  CHECK(f.started_ids() == std::vector<std::string>{"a"});
+  CHECK(f.server->in_flight() == 0);
+}
+
+TEST_CASE("no request is read while the unanswered bodies reach max_body_bytes", "[http][pipelining]") {
+  http_server_options o;
+  o.max_body_bytes = 1000;
+  pipeline_fixture f{o};
+  auto with_body = [](const std::string& id) {
+    return "GET /together/600/" + id + " HTTP/1.1\r\nHost: x\r\nContent-Length: 600\r\n\r\n" + std::string(600, 'b');
+  };
+  std::vector<raw_answer> got;
+  std::thread client([&] { got = pipeline(f.port, with_body("a") + with_body("b") + with_body("c"), 3); });
+  // a and b (1200 bytes of bodies) are read and run; c is not read until
+  // an answer gives their bytes back.
+  REQUIRE(moonmq::test::wait_until([&] { return f.started_ids().size() == 2; }, 3s));
+  std::this_thread::sleep_for(150ms);
+  CHECK(f.started_ids() == std::vector<std::string>{"a", "b"});
+  client.join();
+  CHECK(bodies(got) == std::vector<std::string>{"a", "b", "c"});
+  CHECK(f.started_ids() == std::vector<std::string>{"a", "b", "c"});
 }
