@@ -173,6 +173,10 @@ struct piped_connection {
   std::optional<http::response_parser<http::string_body>> parser;
   bool writing = false;
   bool reading = false;
+  /// A write failed: nothing more is written, but the answers the server
+  /// sent before it closed are still read (a node that stops answers what
+  /// it read, then closes).
+  std::string write_error;
 };
 
 }  // namespace
@@ -226,7 +230,7 @@ struct http_pipeline::impl {
     auto c = conn;
     if (!c)
       return;
-    if (!c->writing && !to_write.empty()) {
+    if (!c->writing && c->write_error.empty() && !to_write.empty()) {
       auto r = to_write.front();
       to_write.pop_front();
       c->writing = true;
@@ -236,8 +240,10 @@ struct http_pipeline::impl {
         if (c != conn)
           return;  // failed meanwhile
         if (ec) {
-          fail("writing a request: " + ec.message());
-          return;
+          // Answers may be in the receive buffer already: read on until the
+          // read fails, then fail the requests left unanswered.
+          c->write_error = "writing a request: " + ec.message();
+          to_write.clear();
         }
         pump();
       });
@@ -252,7 +258,8 @@ struct http_pipeline::impl {
         if (c != conn)
           return;
         if (ec) {
-          fail("reading an answer: " + ec.message());
+          fail(c->write_error.empty() ? "reading an answer: " + ec.message()
+                                      : c->write_error + " (then reading: " + ec.message() + ")");
           return;
         }
         auto res = c->parser->release();
@@ -317,7 +324,7 @@ void http_pipeline::send(const std::string& method, const std::string& target, s
     r->req.set(http::field::content_type, "application/json");
   r->req.keep_alive(true);
   r->req.prepare_payload();
-  if (p.conn && p.unanswered.empty() && p.idle_connection_gone())
+  if (p.conn && p.unanswered.empty() && (!p.conn->write_error.empty() || p.idle_connection_gone()))
     p.fail("closed while idle");
   if (!p.conn) {
     try {

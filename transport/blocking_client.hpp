@@ -83,7 +83,10 @@ public:
   /// waits for it when `wait`, else returns what is already in (nullopt
   /// when none is, or nothing is outstanding). A failed connection answers
   /// each request it left unanswered with status 0 and the error; so does
-  /// an answer with Connection: close for the requests behind it.
+  /// an answer with Connection: close for the requests behind it. After a
+  /// failed write the answers already sent by the server are still read
+  /// (a stopping node answers what it read, then closes); the rest fail
+  /// once reading fails too.
   std::optional<http_result> next(bool wait);
 
   /// Requests sent whose answers next() has not returned yet.
