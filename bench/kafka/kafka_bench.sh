@@ -12,9 +12,10 @@
 #                     with moonmqctl produce: one keep-alive connection,
 #                     POST /v1/topics/bench-http/records?acks=leader, 500 per request,
 #                     in the binary records form (moonmqctl's default), 8
-#                     requests pipelined (its default --in-flight); then the
+#                     requests pipelined (--in-flight 8); then the
 #                     same with --in-flight 1 (one request at a time) to
 #                     "bench-http1", and again to "bench-json" with --form json
+#                     (--in-flight 8)
 #   4. kafka fetch  : kcat -C of topic "bench" from the beginning to the end;
 #                     http fetch: moonmqctl consume of "bench-http" (binary
 #                     form) and of "bench-json" (--form json), 1000 records
@@ -225,9 +226,9 @@ http_produce() {  # TOPIC [MOONMQCTL OPTION...]: moonmqctl produce of the values
   [ "$end" = "$records" ] || die "topic $topic: log end offset $end after moonmqctl produce $*, expected $records"
   secs "$t0" "$t1"
 }
-http_produce_s=$(http_produce bench-http)
+http_produce_s=$(http_produce bench-http --in-flight 8)
 http1_produce_s=$(http_produce bench-http1 --in-flight 1)
-json_produce_s=$(http_produce bench-json --form json)
+json_produce_s=$(http_produce bench-json --in-flight 8 --form json)
 
 # --- 4. kafka fetch -----------------------------------------------------------
 t0=$(now)

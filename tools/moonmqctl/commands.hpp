@@ -27,7 +27,7 @@ struct produce_options {
   std::string acks = "leader";
   bool print_offsets = false;  ///< print "partition<TAB>offset<TAB>line" per acknowledged record
   std::string form = "binary";  ///< request bodies: binary (application/vnd.moonmq.records.v1) | json
-  int in_flight = 8;  ///< requests sent before the oldest is answered (HTTP/1.1 pipelining, one connection)
+  int in_flight = 1;  ///< requests sent before the oldest is answered (HTTP/1.1 pipelining, one connection)
 };
 
 struct consume_options {

@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   prod->add_option("--form", po.form, "request body: binary (application/vnd.moonmq.records.v1) or json")
     ->capture_default_str()->check(CLI::IsMember({"binary", "json"}));
   prod->add_option("--in-flight", po.in_flight,
-                   "requests sent before the oldest is answered (pipelined on one connection; 1 = one at a time)")
+                   "requests sent before the oldest is answered (pipelined on one connection; 1 = one at a time; "
+                   "above 1, a partition move's cutover may reorder two requests to the same partition)")
     ->capture_default_str()->check(CLI::Range(1, 64));
 
   consume_options co;

@@ -101,9 +101,11 @@ bool settle(const transport::http_result& res, const sent_batch& batch, const pr
 }
 
 /// Produce requests pipelined on one connection (o.in_flight at most
-/// unanswered): the broker appends a connection's produce requests in the
-/// order sent, so each partition keeps the order of the lines, and their
-/// fsyncs share the I/O workers' sync rounds.
+/// unanswered; 1 by default): the broker appends a connection's produce
+/// requests in the order sent, and their fsyncs share the I/O workers' sync
+/// rounds. With more than one in flight, a partition move's cutover may
+/// reorder two of them to the same partition (docs/client-api.md
+/// "Pipelining"); with one, each partition keeps the order of the lines.
 class producer {
 public:
   explicit producer(const endpoint& ep, produce_options& o)
