@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -285,14 +286,23 @@ TEST_CASE("pipelined requests over TLS are answered in order", "[tls][pipelining
     bytes += "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(want.back().size()) + "\r\n"
              + (i == 19 ? "Connection: close\r\n" : "") + "\r\n" + want.back();
   }
-  net::write(tls, net::buffer(bytes));
+  // The answers are as large as the requests: write and read at the same
+  // time (one async write, one async read in the session, both on this
+  // thread), or both sides could block on full socket buffers.
+  boost::system::error_code write_ec;
+  net::async_write(tls, net::buffer(bytes), [&](boost::system::error_code e, size_t) { write_ec = e; });
   std::string raw;
-  boost::system::error_code ec;
-  char buf[16384];
-  while (!ec) {
-    auto n = tls.read_some(net::buffer(buf), ec);
-    raw.append(buf, n);
-  }
+  std::vector<char> buf(16384);
+  std::function<void()> read_more = [&] {
+    tls.async_read_some(net::buffer(buf), [&](boost::system::error_code e, size_t n) {
+      raw.append(buf.data(), n);
+      if (!e)
+        read_more();
+    });
+  };
+  read_more();
+  ioc.run_for(std::chrono::seconds(20));
+  CHECK_FALSE(write_ec);
   auto got = moonmq::test::answers_of(raw);
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
