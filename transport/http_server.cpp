@@ -244,8 +244,10 @@ private:
     awaiting_header_ = false;
     ++idle_armed_;
     idle_timer_.cancel();
-    if (shut_)
+    if (shut_) {
+      read_after_last_answer(ec);
       return;
+    }
     if (read_done_) {
       // The last answer went out with Connection: close while this request
       // was being read: it is neither run nor counted (RFC 9112 §9.6).
@@ -295,8 +297,10 @@ private:
   }
 
   void on_body(beast::error_code ec) {
-    if (shut_)
+    if (shut_) {
+      read_after_last_answer(ec);
       return;
+    }
     if (read_done_) {
       reading_ = false;  // read after the last answer went out (on_header)
       return;
@@ -484,8 +488,12 @@ private:
     slots_.pop_front();
     held_bytes_ -= s->body_bytes;
     release(*s);
-    if (ec || !keep || (read_done_ && slots_.empty() && !reading_)) {
+    if (ec) {
       shut();
+      return;
+    }
+    if (!keep || (read_done_ && slots_.empty() && !reading_)) {
+      linger();
       return;
     }
     maybe_read();
@@ -507,6 +515,64 @@ private:
   /// Closes the connection now. Requests not started are dropped; running
   /// ones keep their in_flight count until their handler answers.
   void shut() {
+    drop_requests();
+    close_socket();
+  }
+
+  /// Closes the connection after its last answer is written. Closing a
+  /// socket with unread bytes (requests pipelined after the last one, the
+  /// rest of a body answered 413) sends a reset, and a reset can make the
+  /// client's system drop answers the client has not read yet. So the
+  /// sending side ends first (the client sees the answers end), then what
+  /// the client still sends is read and thrown away until it closes too,
+  /// for at most linger_time and linger_bytes, and then the socket closes.
+  void linger() {
+    if (shut_)
+      return;
+    drop_requests();
+    lingering_ = true;
+    beast::error_code ignored;
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    linger_timer_.expires_after(linger_time);
+    linger_timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (!ec)
+        self->close_socket();
+    });
+    if (!reading_)
+      discard();
+  }
+
+  /// A request read was under way when the connection shut: while
+  /// lingering, reading goes on (discarding), else nothing more happens.
+  void read_after_last_answer(beast::error_code ec) {
+    reading_ = false;
+    if (!lingering_ || closed_)
+      return;
+    if (ec)
+      close_socket();
+    else
+      discard();
+  }
+
+  void discard() {
+    reading_ = true;
+    buffer_.clear();
+    tcp_layer().socket().async_read_some(
+      buffer_.prepare(read_chunk_bytes), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+        self->reading_ = false;
+        if (self->closed_)
+          return;
+        self->discarded_ += n;
+        if (ec || self->discarded_ >= linger_bytes)
+          self->close_socket();
+        else
+          self->discard();
+      });
+  }
+
+  /// Requests not started are dropped; running ones keep their in_flight
+  /// count until their handler answers. Nothing more is read or written.
+  void drop_requests() {
     if (shut_)
       return;
     shut_ = true;
@@ -515,6 +581,13 @@ private:
       if (!s->running)
         release(*s);
     slots_.clear();
+  }
+
+  void close_socket() {
+    if (closed_)
+      return;
+    closed_ = true;
+    linger_timer_.cancel();
     beast::error_code ignored;
     tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
     tcp_layer().close();
@@ -522,6 +595,8 @@ private:
 
   Stream stream_;
   static constexpr std::size_t read_chunk_bytes = 64 * 1024;
+  static constexpr std::chrono::seconds linger_time{1};
+  static constexpr size_t linger_bytes = 1024 * 1024;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<http_server::impl> server_;
@@ -535,7 +610,11 @@ private:
   bool awaiting_header_ = false;
   bool read_done_ = false;  ///< no more requests are read
   bool writing_ = false;
-  bool shut_ = false;
+  bool shut_ = false;       ///< no more requests run and no more answers are written
+  bool lingering_ = false;  ///< shut after the last answer: discarding what the client still sends
+  bool closed_ = false;     ///< the socket is closed
+  size_t discarded_ = 0;    ///< bytes thrown away while lingering
+  net::steady_timer linger_timer_{stream_.get_executor()};
 };
 
 }  // namespace

@@ -17,7 +17,11 @@
 // and the connection closes after its answer; so does the last answer
 // written while the server stops, and a request read after it is dropped
 // without running (RFC 9112 §9.6). A client that ends its sending side
-// still gets the answers to every request it sent.
+// still gets the answers to every request it sent. After the last answer
+// the server ends its sending side, then reads and discards what the
+// client still sends until it closes (at most 1 s and 1 MiB) before it
+// closes the socket: closing with unread bytes would send a reset, which
+// can destroy answers the client has not read yet (RFC 9112 §9.6).
 //
 // A request whose Content-Length exceeds max_body_bytes is answered 413
 // before its body is read (chunked bodies are cut off at the same limit);

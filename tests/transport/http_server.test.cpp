@@ -442,8 +442,8 @@ tcp::socket narrow_client(boost::asio::io_context& ioc, uint16_t port) {
   return s;
 }
 
-/// Reads until the peer closes (or the connection fails).
-std::string read_to_end(tcp::socket& s) {
+/// Reads until the peer closes (or the connection fails: `*end` says which).
+std::string read_to_end(tcp::socket& s, boost::system::error_code* end = nullptr) {
   std::string raw;
   boost::system::error_code ec;
   std::vector<char> buf(64 * 1024);
@@ -451,6 +451,8 @@ std::string read_to_end(tcp::socket& s) {
     auto n = s.read_some(boost::asio::buffer(buf), ec);
     raw.append(buf.data(), n);
   }
+  if (end)
+    *end = ec;
   return raw;
 }
 
@@ -520,4 +522,28 @@ TEST_CASE("no request is read while the unanswered bodies reach max_body_bytes",
   client.join();
   CHECK(bodies(got) == std::vector<std::string>{"a", "b", "c"});
   CHECK(f.started_ids() == std::vector<std::string>{"a", "b", "c"});
+}
+
+TEST_CASE("the last answer is not lost to a reset when the client sent bytes the server did not read",
+          "[http][pipelining]") {
+  pipeline_fixture f;
+  boost::asio::io_context ioc;
+  tcp::socket s{ioc};
+  s.connect({boost::asio::ip::make_address("127.0.0.1"), f.port});
+  // The body is over the limit: the server answers 413 from the header and
+  // never reads the body as a request; closing with those bytes unread
+  // would send a reset instead of the end of the stream.
+  boost::system::error_code write_ec;
+  boost::asio::write(s,
+                     boost::asio::buffer("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999\r\n\r\n"
+                                         + std::string(512 * 1024, 'b')),
+                     write_ec);
+  CHECK_FALSE(write_ec);
+  std::this_thread::sleep_for(100ms);  // the 413 is written and the server closes meanwhile
+  boost::system::error_code end;
+  auto got = answers_of(read_to_end(s, &end));
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].status == 413);
+  CHECK(got[0].close);
+  CHECK(end == boost::asio::error::eof);
 }
