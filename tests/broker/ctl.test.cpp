@@ -39,6 +39,17 @@ std::vector<std::string> lines_of(const std::string& path) {
   return out;
 }
 
+/// Writes `count` lines "<prefix><i>" to `path`; returns them.
+std::vector<std::string> write_lines(const std::string& path, const std::string& prefix, int count) {
+  std::vector<std::string> lines;
+  std::ofstream in{path};
+  for (int i = 0; i < count; ++i) {
+    lines.push_back(prefix + std::to_string(i));
+    in << lines.back() << '\n';
+  }
+  return lines;
+}
+
 std::vector<std::string> sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
   return v;
@@ -132,14 +143,7 @@ TEST_CASE("moonmqctl consume --group resumes from the committed offsets", "[brok
   temp_dir dir;
   auto n = running_node::start(dir);
   create_topic(n.client, "work", 4);
-  std::vector<std::string> lines;
-  {
-    std::ofstream in{dir.path() + "/in.txt"};
-    for (int i = 0; i < 2000; ++i) {
-      lines.push_back("job-" + std::to_string(i));
-      in << lines.back() << '\n';
-    }
-  }
+  auto lines = write_lines(dir.path() + "/in.txt", "job-", 2000);
   REQUIRE(ctl(dir, n.client, "produce work --batch 100", dir.path() + "/in.txt", dir.path() + "/o.txt") == 0);
   CHECK(ctl(dir, n.client, "consume work -g workers -c 700", "", dir.path() + "/first.txt") == 0);
   auto first = lines_of(dir.path() + "/first.txt");
@@ -229,14 +233,7 @@ TEST_CASE("moonmqctl produce pipelines its requests and keeps the order of the l
   temp_dir dir;
   auto n = running_node::start(dir);
   create_topic(n.client, "ordered", 2);
-  std::vector<std::string> lines;
-  {
-    std::ofstream in{dir.path() + "/in.txt"};
-    for (int i = 0; i < 6000; ++i) {
-      lines.push_back("line " + std::to_string(i));
-      in << lines.back() << '\n';
-    }
-  }
+  auto lines = write_lines(dir.path() + "/in.txt", "line ", 6000);
   // 120 requests of 50 lines, 16 in flight (the server's bound), each
   // answered after its fsync: one partition must hold the lines in order,
   // with consecutive offsets printed in line order.
