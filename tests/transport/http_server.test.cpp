@@ -541,3 +541,39 @@ TEST_CASE("the last answer is not lost to a reset when the client sent bytes the
   CHECK(got[0].close);
   CHECK(end == boost::asio::error::eof);
 }
+
+TEST_CASE("a pipelined client whose write fails still gets the answers sent before the close", "[http][pipelining]") {
+  namespace net = boost::asio;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc, {net::ip::make_address("127.0.0.1"), 0}};
+  auto port = acceptor.local_endpoint().port();
+  // Like a stopping node: answers the request it read, then closes while
+  // the client still writes the large requests behind it (a reset, as
+  // their bytes are unread).
+  std::thread server([&] {
+    auto s = acceptor.accept();
+    net::streambuf buf;
+    net::read_until(s, buf, "\r\n\r\n");
+    std::this_thread::sleep_for(150ms);  // the client is done sending and sleeps
+    net::write(s, net::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")));
+    std::this_thread::sleep_for(50ms);
+    s.close();
+  });
+  http_pipeline pipe{"127.0.0.1", port, 8, 5s};
+  for (int i = 0; i < 4; ++i)
+    pipe.send("POST", "/r", std::string(8 << 20, 'x'), {});
+  // The answer and the reset that fails the write both arrive while the
+  // client does not run: it sees them at once in next().
+  std::this_thread::sleep_for(500ms);
+  std::vector<http_result> got;
+  while (auto r = pipe.next(true))
+    got.push_back(std::move(*r));
+  server.join();
+  REQUIRE(got.size() == 4);
+  CHECK(got[0].status == 200);
+  CHECK(got[0].body == "first");
+  for (size_t i = 1; i < got.size(); ++i) {
+    CHECK(got[i].status == 0);
+    CHECK(got[i].error.find("writing a request") != std::string::npos);
+  }
+}
