@@ -220,6 +220,9 @@ partition_log::partition_log(std::string dir, log_config config, active_segment 
 status partition_log::materialize() {
   if (on_disk_)
     return {};
+  if (config_.before_materialize)
+    if (auto st = config_.before_materialize(); !st)
+      return st;
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec)
@@ -388,7 +391,7 @@ status partition_log::roll() {
     return next.err();
   if (auto st = sync_dir(dir_); !st)
     return st;
-  closed_.push_back({active_.base(), active_.size(), active_.index_bytes(), active_.max_timestamp()});
+  closed_.push_back({active_.base(), active_.size(), active_.index_bytes(), active_.max_timestamp(), {}, {}});
   durable_ = std::max(durable_, log_end());
   log::get("storage")->debug("segment.rolled dir={} base={} size={} next_base={}", dir_,
                              active_.base().value, active_.size(), next->base().value);
@@ -491,7 +494,7 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
     auto it = std::upper_bound(closed_.begin(), closed_.end(), from,
                                [](offset o, const closed_segment& s) { return o < s.base; });
     // from >= log_start_ >= closed_.front().base, so `it` is past the first.
-    bytes = read_closed_segment(dir_, *std::prev(it), from, max_bytes);
+    bytes = read_closed_segment(seg_dir(*std::prev(it)), *std::prev(it), from, max_bytes);
     // Past the end of its segment: `from` is in a gap a repair left (open
     // checked that each sealed segment's batches run to its end), so the
     // answer is the first batch of the next segment that has one.
@@ -500,7 +503,7 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
         bytes = active_.size() > 0 ? active_.read(active_.base(), max_bytes) : std::string();
         break;
       }
-      bytes = read_closed_segment(dir_, *it, it->base, max_bytes);
+      bytes = read_closed_segment(seg_dir(*it), *it, it->base, max_bytes);
     }
   }
   if (!bytes)
@@ -511,7 +514,7 @@ result<read_result> partition_log::read(offset from, size_t max_bytes) {
 
 result<int64_t> partition_log::closed_max_timestamp(closed_segment& seg) {
   if (seg.max_timestamp == -2) {
-    auto ts = closed_segment_max_timestamp(dir_, seg);
+    auto ts = closed_segment_max_timestamp(seg_dir(seg), seg);
     if (!ts)
       return ts.err();
     seg.max_timestamp = *ts;
@@ -532,7 +535,7 @@ result<std::optional<timestamp_offset>> partition_log::offset_for_timestamp(int6
       return max_ts.err();
     if (*max_ts < target)
       continue;
-    auto hit = find_offset_by_timestamp(dir_ + "/" + segment_log_name(seg.base), seg.size,
+    auto hit = find_offset_by_timestamp(seg_dir(seg) + "/" + segment_log_name(seg.base), seg.size,
                                         target, log_start_);
     if (!hit || *hit)
       return hit;
@@ -547,6 +550,7 @@ result<std::optional<timestamp_offset>> partition_log::offset_for_timestamp(int6
 result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
                                                         int64_t retention_ms, int64_t now_ms) {
   retention_result res;
+  std::vector<std::string> foreign_dirs;  // earlier epochs' directories touched (shared storage)
   uint64_t total = size_bytes();
   while (!closed_.empty()) {
     auto& seg = closed_.front();
@@ -560,20 +564,23 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
       if (auto max_ts = closed_max_timestamp(seg); !max_ts)
         return max_ts.err();
       int64_t ts = seg.max_timestamp >= 0 ? seg.max_timestamp
-                                          : file_mtime_ms(dir_ + "/" + segment_log_name(seg.base));
+                                          : file_mtime_ms(seg_dir(seg) + "/" + segment_log_name(seg.base));
       expired = ts >= 0 && now_ms - ts > retention_ms;
     }
     if (!expired)
       break;
-    auto retired = retire(dir_ + "/" + segment_log_name(seg.base));
+    const auto where = seg_dir(seg);
+    auto retired = retire(where + "/" + segment_log_name(seg.base));
     if (!retired)
       return retired.err();
-    if (auto st = unlink_if_present(dir_ + "/" + segment_index_name(seg.base)); !st)
+    if (auto st = unlink_if_present(where + "/" + segment_index_name(seg.base)); !st)
       return st.err();
+    if (where != dir_ && std::find(foreign_dirs.begin(), foreign_dirs.end(), where) == foreign_dirs.end())
+      foreign_dirs.push_back(where);
     if (!retired->empty())
       if (auto st = dispose(config_, *retired); !st)
         return st.err();
-    log::get("storage")->info("segment.deleted dir={} base={} bytes={} reason={}", dir_,
+    log::get("storage")->info("segment.deleted dir={} base={} bytes={} reason={}", where,
                               seg.base.value, seg_bytes,
                               below_start                    ? "log_start"
                               : retention_bytes >= 0 && total - seg_bytes >=
@@ -590,6 +597,9 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
   if (res.segments_deleted > 0) {
     if (auto st = sync_dir(dir_); !st)
       return st.err();
+    for (const auto& where : foreign_dirs)
+      if (auto st = sync_dir(where); !st)
+        return st.err();
   }
   return res;
 }
@@ -597,6 +607,10 @@ result<retention_result> partition_log::apply_retention(int64_t retention_bytes,
 status partition_log::reset(offset start) {
   if (start.value < 0)
     return make_error(errc::invalid_argument, "start offset must be >= 0");
+  if (chained())
+    return make_error(errc::invalid_argument, "reset of " + dir_ +
+                                                  ": the log continues an earlier owner epoch's, whose files it "
+                                                  "never rewrites");
   if (!on_disk_)  // never written: its first segment starts at `start` (nothing to retire)
     active_ = active_segment::planned(dir_, start, config_.index_interval_bytes);
   if (auto st = materialize(); !st)

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,23 @@ struct log_config {
   /// reset); null deletes them in the calling thread. Not owned: it must
   /// outlive the log.
   file_deleter* deleter = nullptr;
+  /// Called once, before a log opened without its directory creates it
+  /// (materialize): shared storage writes the epoch's takeover record there
+  /// (epoch_chain.hpp), so no byte of an epoch exists without it. An error
+  /// stops the materialize (nothing is created). Null: nothing to do.
+  std::function<status()> before_materialize;
+};
+
+/// What a log continues in shared storage (docs/shared-storage.md): the
+/// segments of earlier owner epochs, oldest first, each with
+/// closed_segment::dir and memory_index set and `size` cut where its epoch
+/// ends, and the idempotent producers and transactions their batch headers
+/// record. Built by open_epoch (epoch_chain.hpp).
+struct chain_prefix {
+  std::vector<closed_segment> segments;
+  producer_state producers;
+  txn_state txns;
+  offset end{0};  ///< where the earlier epochs end: the first offset the log itself holds
 };
 
 /// One cut made by partition_log::repair.
@@ -108,6 +126,17 @@ class partition_log {
   /// changed: see repair. Errors: io_error, invalid_argument (bad config),
   /// corrupt_log.
   static result<partition_log> open(const std::string& dir, const log_config& config = {});
+
+  /// Opens the log in `dir` as open does, continuing `prefix`: reads below
+  /// prefix.end come from the earlier epochs' segments, the producer and
+  /// transaction state starts from theirs, and a directory that does not
+  /// exist (or holds no segment) is a log starting at prefix.end, created at
+  /// the first write. The log never writes, truncates or re-indexes the
+  /// prefix's files; retention and DeleteRecords may delete them. Errors:
+  /// as open; corrupt_log when `dir`'s first segment starts below
+  /// prefix.end.
+  static result<partition_log> open_chained(const std::string& dir, const log_config& config,
+                                            chain_prefix prefix);
 
   /// Opens the log in `dir` as open does, but cuts each damage open would
   /// refuse, until the log opens: the damaged segment is truncated at its
@@ -298,6 +327,7 @@ class partition_log {
 
   /// Discards every record and restarts the log empty at `start` (and
   /// forgets every producer and any log-start offset DeleteRecords stored).
+  /// A chained log (see chained()) refuses: invalid_argument.
   status reset(offset start);
 
   /// Kafka's DeleteRecords for this log (KIP-107,
@@ -341,8 +371,12 @@ class partition_log {
     return std::max(log_start_, txn_.last_stable_offset(log_end()));
   }
   const std::string& dir() const { return dir_; }
+  /// The log continues earlier owner epochs' segments (open_chained).
+  bool chained() const { return chained_; }
 
  private:
+  static result<partition_log> open_impl(const std::string& dir, const log_config& config, chain_prefix* prefix);
+  const std::string& seg_dir(const closed_segment& seg) const { return seg.dir.empty() ? dir_ : seg.dir; }
   partition_log(std::string dir, log_config config, active_segment active);
   status sync_fresh_dir();
 
@@ -379,6 +413,7 @@ class partition_log {
   bool unsynced_checkpoint_ = false;  ///< ... and its first checkpoint not written yet
   bool written_since_fdatasync_ = false;
   bool failed_ = false;  ///< a sync failed: see failed()
+  bool chained_ = false;  ///< opened by open_chained: see chained()
   error failure_;
   uint64_t device_ = 0;
   producer_state producers_;

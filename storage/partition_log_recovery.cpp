@@ -156,16 +156,48 @@ status cut_damage(const std::string& dir, const damage& d, const log_config& con
 }  // namespace
 
 result<partition_log> partition_log::open(const std::string& dir, const log_config& raw) {
+  return open_impl(dir, raw, nullptr);
+}
+
+result<partition_log> partition_log::open_chained(const std::string& dir, const log_config& config,
+                                                  chain_prefix prefix) {
+  return open_impl(dir, config, &prefix);
+}
+
+result<partition_log> partition_log::open_impl(const std::string& dir, const log_config& raw,
+                                               chain_prefix* prefix) {
   if (auto st = check_config(raw); !st)
     return st.err();
   auto config = clamp(raw);
+  const offset first = prefix ? prefix->end : offset{0};
+  // The earlier epochs' segments and what their headers recorded (shared
+  // storage): the log continues them.
+  auto attach = [&](partition_log& lg) {
+    if (!prefix)
+      return;
+    lg.chained_ = true;
+    if (prefix->segments.empty())
+      return;
+    auto own = std::move(lg.closed_);
+    lg.closed_ = std::move(prefix->segments);
+    lg.closed_.insert(lg.closed_.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+    lg.log_start_ = lg.settled_log_start();
+    lg.txn_.trim(lg.log_start_);
+  };
   std::error_code ec;
   const bool missing = !fs::exists(dir, ec);
   if (ec)
     return fs_error("stat", dir, ec);
   if (missing) {
-    partition_log lg(dir, config, active_segment::planned(dir, offset{0}, config.index_interval_bytes));
+    partition_log lg(dir, config, active_segment::planned(dir, first, config.index_interval_bytes));
     lg.on_disk_ = false;
+    lg.log_start_ = first;
+    lg.durable_ = first;
+    if (prefix) {
+      lg.producers_ = std::move(prefix->producers);
+      lg.txn_ = std::move(prefix->txns);
+    }
+    attach(lg);
     return lg;
   }
   auto bases = list_segments(dir);
@@ -199,12 +231,28 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
       e.damaged = damage{dir, 0, offset{0}, *point, *point, false, "no segment file"};
       return e;
     }
-    return create(dir, offset{0}, raw);
+    auto fresh = create(dir, first, raw);
+    if (!fresh)
+      return fresh;
+    if (prefix) {
+      fresh->producers_ = std::move(prefix->producers);
+      fresh->txn_ = std::move(prefix->txns);
+    }
+    attach(*fresh);
+    return fresh;
+  }
+  if (bases->front() < first) {
+    auto e = make_error(errc::corrupt_log, dir + " starts at offset " + std::to_string(bases->front().value) +
+                                               ", below the end of the earlier epochs " +
+                                               std::to_string(first.value));
+    e.damaged = damage{dir, 0, bases->front(), first, point.value_or(offset{-1}), false,
+                       "segment below the epoch's start"};
+    return e;
   }
 
   std::vector<closed_segment> closed;
-  producer_state producers;
-  txn_state txns;
+  producer_state producers = prefix ? std::move(prefix->producers) : producer_state{};
+  txn_state txns = prefix ? std::move(prefix->txns) : txn_state{};
   for (size_t i = 0; i + 1 < bases->size(); ++i) {
     closed_segment seg;
     seg.base = (*bases)[i];
@@ -281,6 +329,7 @@ result<partition_log> partition_log::open(const std::string& dir, const log_conf
     lg.log_start_ = lg.settled_log_start();
   }
   lg.txn_.trim(lg.log_start_);
+  attach(lg);
   lg.durable_ = lg.log_end();  // recover fsynced the kept bytes
   lg.checkpointed_ = point.value_or(offset{0});
   lg.clean_on_disk_ = clean;

@@ -26,15 +26,14 @@ error file_error(const char* what, const std::string& path, const std::error_cod
   return e;
 }
 
-/// `body` + " crc32c=<8 hex digits>\n", the CRC over `body`.
+}  // namespace
+
 std::string seal_line(std::string body) {
   char crc[16];
   std::snprintf(crc, sizeof crc, "%08x", crc32c(body));
   return body + std::string(crc_key) + crc + "\n";
 }
 
-/// The part of a sealed line between `head` and " crc32c=", or nullopt
-/// when the head, trailing newline or CRC is wrong.
 std::optional<std::string_view> unseal_line(std::string_view text, std::string_view head) {
   if (text.size() < head.size() || text.substr(0, head.size()) != head || text.back() != '\n')
     return std::nullopt;
@@ -52,6 +51,8 @@ std::optional<std::string_view> unseal_line(std::string_view text, std::string_v
     return std::nullopt;
   return body.substr(head.size());
 }
+
+namespace {
 
 /// Reads `<dir>/<name>` and decodes it: missing, valid (`value` set) or
 /// unreadable. Errors: io_error when it exists but cannot be read.

@@ -27,6 +27,14 @@
 
 namespace moonmq::storage {
 
+/// `body` + " crc32c=<8 lower-case hex digits>\n", the CRC32C over `body`:
+/// the sealed line of every small state file of a log directory.
+std::string seal_line(std::string body);
+
+/// The part of a sealed line between `head` and " crc32c=", or nullopt
+/// when the head, trailing newline or CRC is wrong.
+std::optional<std::string_view> unseal_line(std::string_view text, std::string_view head);
+
 /// File name of the checkpoint inside a partition directory.
 inline constexpr const char* recovery_point_file_name = "recovery-point";
 

@@ -482,7 +482,9 @@ result<std::string> read_closed_segment(const std::string& dir, const closed_seg
   uint64_t start = 0;
   auto rel = relative(target, seg.base);
   auto index_path = dir + "/" + segment_index_name(seg.base);
-  if (auto ifd = open_file(index_path, O_RDONLY); ifd && seg.index_bytes >= 8) {
+  if (seg.memory_index) {
+    start = lookup(*seg.memory_index, rel);
+  } else if (auto ifd = open_file(index_path, O_RDONLY); ifd && seg.index_bytes >= 8) {
     // Binary search over the index file with pread (no full load).
     size_t lo = 0;
     size_t hi = static_cast<size_t>(seg.index_bytes / 8);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -212,9 +213,18 @@ class active_segment {
 /// A sealed segment, kept as a few numbers; files are opened per read.
 struct closed_segment {
   offset base{0};
-  uint64_t size = 0;           ///< log file bytes
-  uint64_t index_bytes = 0;    ///< index file bytes
+  uint64_t size = 0;           ///< log file bytes (a foreign segment: the bytes it serves, see `dir`)
+  uint64_t index_bytes = 0;    ///< index file bytes (0 for a foreign segment)
   int64_t max_timestamp = -2;  ///< -2 = not computed yet, -1 = no timestamps
+  /// Empty: the segment is in the log's own directory. Otherwise the
+  /// directory of a segment an earlier owner epoch wrote (shared storage,
+  /// epoch_chain.hpp): the log reads it only up to `size` bytes (its epoch
+  /// ends there, whatever the file holds past it), never writes it, and
+  /// retention may delete it.
+  std::string dir;
+  /// A foreign segment's sparse index, built when the chain was read: its
+  /// index file may be missing (written at seal) or name batches past `size`.
+  std::shared_ptr<const std::vector<index_entry>> memory_index;
 };
 
 /// Opens a sealed segment's files, reads as read_segment does, closes them.

@@ -21,6 +21,7 @@ const char* to_string(errc code) {
     case errc::out_of_order_sequence: return "out_of_order_sequence";
     case errc::invalid_producer_epoch: return "invalid_producer_epoch";
     case errc::corrupt_log: return "corrupt_log";
+    case errc::epoch_over: return "epoch_over";
   }
   return "unknown";
 }

@@ -47,6 +47,7 @@ enum class errc {
   out_of_order_sequence, ///< idempotent batch whose sequence does not follow the producer's last
   invalid_producer_epoch,///< idempotent batch from an epoch older than the producer's current one
   corrupt_log,           ///< recovery found damage it may not cut (details in error::damaged)
+  epoch_over,            ///< shared storage: a later owner epoch took the partition over (epoch_chain.hpp)
 };
 
 /// Stable lower-case name of `code` (e.g. "bad_crc"), for logs and HTTP bodies.
