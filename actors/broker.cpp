@@ -26,7 +26,10 @@ using self_ptr = broker_actor::stateful_pointer<broker_state>;
 
 void spawn_partitions(self_ptr self, topic_handles& t, int32_t from, int32_t to) {
   for (int32_t p = from; p < to; ++p) {
-    partition_settings ps{self->state.settings.data_dir, t.name, p, t.config, self->state.settings.retention_check_ms};
+    const auto& bs = self->state.settings;
+    const bool shared = !bs.shared_dir.empty();
+    partition_settings ps{shared ? bs.shared_dir : bs.data_dir, t.name, p, t.config, bs.retention_check_ms,
+                          shared, t.created_at};
     auto actor = spawn_partition(self->system(), self->state.io, std::move(ps));
     self->link_to(actor);
     enroll(self->state.registry, caf::actor_cast<caf::actor>(actor), "partition " + t.name + "-" + std::to_string(p),
@@ -138,6 +141,10 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
   auto io = init.settings.io;
   if (io.data_dir.empty())
     io.data_dir = init.settings.data_dir;
+  if (!init.settings.shared_dir.empty()) {
+    io.image = init.settings.image;
+    io.broker_id = init.settings.broker_id;
+  }
   init.io = spawn_io_pool(self->system(), io, &reg);
   // Deletions a crash interrupted are finished before anything opens.
   std::vector<std::string> deleting;

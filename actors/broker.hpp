@@ -81,6 +81,10 @@ struct broker_settings {
   /// message, so an adopt sent from an older image never undoes a newer
   /// config change (the image only moves forward).
   std::shared_ptr<owner_view> image;
+  /// Storage.SharedDir (docs/shared-storage.md): partitions live there, each
+  /// opened by the I/O workers at the owner epoch `image` names this broker
+  /// owner at; empty = local storage in `data_dir`. Needs `image`.
+  std::string shared_dir;
 };
 
 /// Makes `broker`'s local copies follow an applied image's `topics` and

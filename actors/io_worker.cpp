@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/image.hpp"
 #include "actors/io_worker_impl.hpp"
+#include "storage/epoch_chain.hpp"
 #include "storage/record_batch.hpp"
 #include "util/clock.hpp"
 
@@ -50,6 +52,10 @@ caf::error storage_failure(const storage::error& e) {
 }
 
 caf::error offline(const hosted& p) {
+  if (p.settings.shared && !p.counted_offline)  // dormant: another broker owns it
+    return make_error(errc::partition_moved, "partition " + p.name()
+                                               + " is not owned by this broker in its applied image; retry at its "
+                                                 "owner");
   return make_error(errc::partition_offline, "partition " + p.name() + " is offline: " + p.open_error);
 }
 
@@ -66,6 +72,8 @@ storage::log_config log_config_of(worker_ptr self, const partition_settings& s) 
 }
 
 std::string dir_of(const partition_settings& s) {
+  if (s.shared)
+    return storage::partition_dir(s.data_dir, s.topic, s.partition) + "~" + std::to_string(s.created_at);
   return storage::partition_dir(s.data_dir, s.topic, s.partition);
 }
 
@@ -140,6 +148,10 @@ std::unique_ptr<hosted> take_out(worker_ptr self, uint64_t id) {
 void run_retention(hosted& p) {
   const auto& cfg = p.settings.config;
   if (!p.log)
+    return;
+  // Retention deletes files other epochs read: only while the epoch is
+  // this broker's and its lease holds (docs/shared-storage.md, point 4).
+  if (p.shared && !p.shared->holds(p.settings.topic, p.settings.partition, p.epoch))
     return;
   // A recovery point that lags (no flush since the interval passed) is
   // brought up to date here.
@@ -260,23 +272,42 @@ caf::result<std::string, int64_t, int64_t> read_batches(hosted& p, int64_t from,
   return caf::make_result(std::move(r->batches), r->log_start.value, r->log_end.value);
 }
 
-/// Opens (and recovers) the log of a newly assigned partition.
-void open_partition(worker_ptr self, uint64_t id, partition_settings settings) {
-  auto owned = std::make_unique<hosted>();
-  auto& p = *owned;
-  p.id = id;
-  p.settings = std::move(settings);
+/// Opens (and recovers) `p`'s log into `p.log`, or leaves it offline with
+/// the reason. A shared partition is opened at `epoch` (storage::open_epoch:
+/// a takeover of the earlier epochs, or a restart of this one); a later
+/// epoch found on disk leaves it dormant, not offline.
+void open_log(worker_ptr self, hosted& p, int64_t epoch) {
   auto dir = dir_of(p.settings);
-  auto opened = storage::partition_log::open(dir, log_config_of(self, p.settings));
+  auto config = log_config_of(self, p.settings);
+  storage::epoch_open_info info;
+  auto opened = p.settings.shared ? storage::open_epoch(dir, static_cast<uint64_t>(epoch), config, &info)
+                                  : storage::partition_log::open(dir, config);
   if (opened) {
     p.log.emplace(std::move(opened.value()));
+    p.epoch = p.settings.shared ? epoch : 0;
     p.fresh = !p.log->on_disk();
+    p.open_error.clear();
+    p.damage.reset();
+    p.set_offline(false);
     // A move's destination copy stays sealed across a restart until the
     // move confirms or cleans it up (see seal_marker).
     std::error_code ec;
-    p.sealed = p.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
-    log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", p.settings.topic,
-                              p.settings.partition, p.log->log_start().value, p.log->log_end().value);
+    if (!p.settings.shared)
+      p.sealed = p.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
+    if (p.settings.shared)
+      log::get("broker")->info("partition.epoch_opened topic={} partition={} epoch={} took_over={} "
+                               "previous_epoch={} start_offset={} log_start={} log_end={}",
+                               p.settings.topic, p.settings.partition, epoch, info.took_over, info.previous_epoch,
+                               info.start.value, p.log->log_start().value, p.log->log_end().value);
+    else
+      log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", p.settings.topic,
+                                p.settings.partition, p.log->log_start().value, p.log->log_end().value);
+  } else if (opened.err().code == storage::errc::epoch_over) {
+    // The image this worker read is older than the shared directory: a
+    // later owner already took over. Dormant until the image catches up.
+    p.epoch = 0;
+    log::get("broker")->info("partition.epoch_over topic={} partition={} epoch={} msg=\"{}\"", p.settings.topic,
+                             p.settings.partition, epoch, opened.err().message);
   } else if (opened.err().code == storage::errc::corrupt_log && opened.err().damaged) {
     // Damage recovery may not cut: nothing is removed, the partition waits
     // for the operator's repair.
@@ -293,6 +324,81 @@ void open_partition(worker_ptr self, uint64_t id, partition_settings settings) {
     p.set_offline(true);
     log::get("broker")->error("partition.offline topic={} partition={} dir={} error=\"{}\"", p.settings.topic,
                               p.settings.partition, dir, p.open_error);
+  }
+}
+
+/// Shared storage: brings `p` in line with the applied image before a
+/// request uses it (docs/shared-storage.md). When the image names this
+/// broker owner at an epoch other than the one `p.log` was opened at, or
+/// names another broker, the epoch this broker wrote is over: appends
+/// still waiting for a sync are answered ownership_lost (never
+/// acknowledged), and the log is closed. Then, owner at epoch E, the log
+/// is opened at E (a takeover); not owner, the partition stays dormant.
+/// Returns partition_moved (retried at the owner; nothing was written)
+/// when not owner, the offline error when the open failed, else nothing.
+caf::error follow_image(worker_ptr self, hosted& p) {
+  if (!p.settings.shared || !p.shared)
+    return {};
+  const int64_t epoch = p.shared->epoch_of(p.settings.topic, p.settings.partition);
+  if (p.log && epoch == p.epoch && epoch > 0)
+    return {};
+  if (p.log) {
+    answer(p, ownership_lost(p));
+    if (auto st = p.log->close(); !st)
+      log::get("broker")->warn("partition.close_failed topic={} partition={} error=\"{}\"", p.settings.topic,
+                               p.settings.partition, st.err().message);
+    p.log.reset();
+    if (p.in_lru) {
+      self->state.lru.erase(p.lru_pos);
+      p.in_lru = false;
+    }
+    log::get("broker")->info("partition.epoch_closed topic={} partition={} epoch={} image_epoch={}",
+                             p.settings.topic, p.settings.partition, p.epoch, epoch);
+    p.epoch = 0;
+  }
+  // A corrupt epoch waits for the operator (no rescan per request).
+  if (epoch > 0 && !p.damage)
+    open_log(self, p, epoch);
+  return p.log ? caf::error{} : offline(p);
+}
+
+/// Follows the image for every shared partition of the worker, once per
+/// published image (a takeover after a failover happens before the first
+/// produce asks for it; a demoted epoch closes at once). Runs on a timer.
+void follow_images(worker_ptr self) {
+  auto& st = self->state;
+  if (!st.shared)
+    return;
+  auto current = st.shared->image->get();
+  if (current.get() == st.followed_image)
+    return;
+  st.followed_image = current.get();
+  for (auto& [id, p] : st.parts)
+    if (p->settings.shared) {
+      (void)follow_image(self, *p);
+      touch(self, *p);
+    }
+}
+
+/// Opens (and recovers) the log of a newly assigned partition; a shared
+/// one only when the image names this broker its owner.
+void open_partition(worker_ptr self, uint64_t id, partition_settings settings) {
+  auto owned = std::make_unique<hosted>();
+  auto& p = *owned;
+  p.id = id;
+  p.settings = std::move(settings);
+  if (p.settings.shared) {
+    p.shared = self->state.shared.get();
+    if (!p.shared || p.settings.created_at <= 0) {
+      p.shared = nullptr;
+      p.open_error = p.settings.created_at <= 0 ? "shared storage needs the topic's metadata-log identity (created_at)"
+                                                : "shared storage without the metadata log's image";
+      p.set_offline(true);
+    } else {
+      (void)follow_image(self, p);
+    }
+  } else {
+    open_log(self, p, 0);
   }
   auto& reg = metrics::registry::global();
   metrics::labels topic_label{{"topic", p.settings.topic}};
@@ -334,6 +440,8 @@ append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool d
     // A producer's resend: answered with the first append's offset once
     // that is durable, and nothing is appended.
     bool durable_now = base.err().original < p.log->durable_offset() && !p.log->needs_sync();
+    if (durable && durable_now && p.shared && !p.shared->holds(p.settings.topic, p.settings.partition, p.epoch))
+      return {0, ownership_lost(p)};
     return {base.err().original.value, {}, durable && !durable_now};
   }
   if (!base) {
@@ -397,6 +505,7 @@ void append_group(worker_ptr self, detail::direct_group& group) {
       continue;
     }
     auto& p = *it->second;
+    (void)follow_image(self, p);
     auto out = try_append(self, p, a.batch, a.durable, a.check);
     if (out.error)
       a.reply->deliver(out.error);
@@ -417,7 +526,13 @@ caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
   p.log.reset();  // no clean close: its directory goes next
   auto where = dir_of(p.settings);
   auto settings = p.settings;
+  // Shared storage: the broker that held the partition open removes its
+  // directory (stamped with the topic's identity, so a topic created again
+  // under the name is never touched); the others leave it alone.
+  const bool keep = settings.shared && p.epoch == 0;
   owned.reset();
+  if (keep)
+    return true;
   // Its entries leave the WAL first, so that a partition created again
   // under the same name never has them replayed into it (replay also skips
   // a partition whose directory is gone, which covers a crash between).
@@ -441,13 +556,19 @@ caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
 void close_logs(worker_ptr self, std::vector<std::unique_ptr<hosted>> logs, bool stopping = false) {
   std::vector<hosted*> open;
   std::vector<storage::partition_log*> ls;
+  std::vector<hosted*> shared;  // closed with their own fdatasync (see sync_round)
   for (auto& p : logs)
-    if (p->log) {
-      open.push_back(p.get());
-      ls.push_back(&*p->log);
-    }
+    if (p->log)
+      (p->settings.shared ? shared : open).push_back(p.get());
+  for (auto* p : open)
+    ls.push_back(&*p->log);
   storage::sync_round_stats stats;
   auto closed = storage::close_together(ls, *self->state.syncfs, stats);
+  for (auto* p : shared) {
+    open.push_back(p);
+    ++stats.fdatasyncs;
+    closed.push_back(p->log->close());
+  }
   self->state.syncfs_calls += stats.syncfs_calls;
   self->state.fdatasyncs += stats.fdatasyncs;
   for (size_t i = 0; i < open.size(); ++i) {
@@ -546,6 +667,7 @@ auto with_partition(worker_ptr self, uint64_t id, F fn) -> decltype(fn(std::decl
   if (it == self->state.parts.end())
     return not_hosted(id);
   auto& p = *it->second;
+  (void)follow_image(self, p);  // shared storage: open or close as the image says
   auto out = fn(p);
   touch(self, p);
   return out;
@@ -573,6 +695,11 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
   }
   self->state.deleter = std::move(deleter);
   self->state.syncfs = std::make_unique<storage::syncfs_handles>(data_dir);
+  if (settings.image) {
+    self->state.shared = std::make_unique<shared_mode>(
+      shared_mode{settings.image, settings.broker_id, settings.lease_valid});
+    self->send(self, follow_atom::value);
+  }
   self->state.fd_budget = std::max<size_t>(fd_budget, 1);
   (void)offline_gauge();  // listed at 0 from the start
   (void)sync_histogram();
@@ -619,6 +746,9 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     },
     [self](reset_atom, uint64_t id, int64_t start) -> caf::result<int64_t> {
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
+        if (p.settings.shared)  // its files are every later epoch's history
+          return make_coded_error(409, "shared_storage", "reset of " + p.name()
+                                                           + " refused: a shared partition is never rewritten");
         if (!p.log)
           return offline(p);
         if (start < 0)
@@ -695,6 +825,10 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       return remove_partition(self, id);
     },
     [self](flush_atom) { sync_round(self); },
+    [self](follow_atom) {
+      follow_images(self);
+      self->delayed_send(self, follow_period, follow_atom::value);
+    },
     [self](write_out_atom) { write_out_held(self); },
     [self](retain_atom, uint64_t id) {
       auto it = self->state.parts.find(id);

@@ -98,6 +98,10 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
 caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok) {
   if (!p.log)
     return offline(p);
+  // Deletes files later epochs read: only while this epoch is ours and
+  // the lease holds (docs/shared-storage.md).
+  if (p.shared && !p.shared->holds(p.settings.topic, p.settings.partition, p.epoch))
+    return ownership_lost(p);
   if (before < -1)
     return make_error(errc::invalid_request, "delete records: the offset must be >= -1 (-1: the log end)");
   if (p.sealed && !sealed_ok)

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -45,6 +46,10 @@ namespace moonmq::io_worker_detail {
 
 using open_atom = caf::atom_constant<caf::atom("open")>;    ///< a worker opens a partition's log
 using close_atom = caf::atom_constant<caf::atom("close")>;  ///< a worker closes a partition's log
+/// Shared storage: a worker looks for a newly published image (and opens or
+/// closes its shared partitions as it says) this often.
+using follow_atom = caf::atom_constant<caf::atom("follow")>;
+constexpr std::chrono::milliseconds follow_period{100};
 
 /// An append waiting for its sync round: answered to its requester
 /// (append_atom) or through a direct append's callbacks (append_direct).
@@ -98,6 +103,21 @@ constexpr size_t max_held_copies = 16;
 /// produce fsync on it, at cutover; the copy never waits for an fsync.
 constexpr int64_t copy_writeback_bytes = 4LL << 20;
 
+/// Shared storage (docs/shared-storage.md): what a worker reads to know
+/// whether it may open, write and acknowledge a partition of the shared
+/// directory (io_settings::image, broker_id, lease_valid).
+struct shared_mode {
+  std::shared_ptr<const owner_view> image;
+  std::string broker_id;
+  std::function<bool()> lease_valid;  ///< null: always valid
+  /// The owner epoch at which the applied image names this broker owner of
+  /// the partition; 0 when it names another broker or none.
+  int64_t epoch_of(const std::string& topic, int32_t partition) const;
+  /// An append made durable at `epoch` may be acknowledged now: the lease
+  /// is valid and the image still names this broker owner at `epoch`.
+  bool holds(const std::string& topic, int32_t partition, int64_t epoch) const;
+};
+
 /// One partition held by a worker: its log and everything the partition
 /// answers from.
 struct hosted {
@@ -143,6 +163,11 @@ struct hosted {
   std::map<int64_t, held_copy> held_copies;
   /// Bytes copied into this partition since its writeback was last started.
   int64_t copied_since_writeback = 0;
+  /// Shared storage: the worker's shared_mode (null for a local partition),
+  /// and the owner epoch `log` was opened at; 0 while the partition is
+  /// dormant (the image names another owner: no log, nothing written).
+  const shared_mode* shared = nullptr;
+  int64_t epoch = 0;
 
   hosted() = default;
   hosted(const hosted&) = delete;
@@ -210,6 +235,9 @@ struct worker_state {
   /// kafka_spread_bench (1,000 partitions, one 1 KiB record per partition
   /// per request): 7-8 µs of broker CPU per record against 12-13.
   size_t write_behind_bytes = 0;
+  /// Shared storage (null without io_settings::image).
+  std::unique_ptr<shared_mode> shared;
+  const void* followed_image = nullptr;  ///< the owner map follow_images last acted on
   /// io_settings::write_behind_ms: held bytes reach their files at most
   /// this long after their append, so what a process crash can lose beyond
   /// the WAL's last commit (acks=none appends only) stays this short.
@@ -242,8 +270,14 @@ caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e);
 /// rounds then sync each partition's segments.
 void stop_wal(worker_ptr self, const std::string& why);
 /// Answers every append of `p` waiting for a sync: its base offset, or
-/// `failure` when the sync failed.
+/// `failure` when the sync failed. A shared partition's successes are
+/// answered ownership_lost instead when shared_mode::holds fails.
 void answer(hosted& p, const caf::error& failure);
+/// 503 ownership_lost (Kafka NOT_LEADER_OR_FOLLOWER): `p`'s appends were
+/// written at an owner epoch this broker may no longer vouch for; the
+/// client retries at the owner (an idempotent producer's resend is then
+/// answered as a duplicate).
+caf::error ownership_lost(const hosted& p);
 /// Makes everything appended to `p` durable with its own fdatasync and
 /// answers its waiting appends; a failure takes it offline.
 void flush_one(worker_ptr self, hosted& p);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "actors/errors.hpp"
+#include "actors/image.hpp"
 #include "actors/io_worker_impl.hpp"
 #include "storage/disk_latency.hpp"
 
@@ -38,10 +39,34 @@ caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e) {
 void answer(hosted& p, const caf::error& failure) {
   if (p.pending.empty())
     return;
+  if (!failure && p.shared && !p.shared->holds(p.settings.topic, p.settings.partition, p.epoch)) {
+    // Durable, but at an epoch this broker may no longer vouch for (its
+    // lease lapsed, or the image moved on): never acknowledged
+    // (docs/shared-storage.md "The lease").
+    auto lost = ownership_lost(p);
+    for (auto& a : std::exchange(p.pending, {}))
+      a.deliver(lost);
+    return;
+  }
   if (!failure)
     storage::process_latency().produce.record_since(p.pending.front().queued);
   for (auto& a : std::exchange(p.pending, {}))
     a.deliver(failure);
+}
+
+caf::error ownership_lost(const hosted& p) {
+  return make_coded_error(503, "ownership_lost",
+                          "partition " + p.name() + ": this broker's owner epoch " + std::to_string(p.epoch) +
+                            " ended or its lease lapsed before the append was acknowledged; retry at the owner");
+}
+
+int64_t shared_mode::epoch_of(const std::string& topic, int32_t partition) const {
+  auto [owner, epoch] = image->owner_and_epoch({topic, partition});
+  return owner == broker_id ? epoch : 0;
+}
+
+bool shared_mode::holds(const std::string& topic, int32_t partition, int64_t epoch) const {
+  return epoch > 0 && (!lease_valid || lease_valid()) && epoch_of(topic, partition) == epoch;
 }
 
 /// Makes everything appended to `p` durable with its own fdatasync and
@@ -303,11 +328,23 @@ void sync_round(worker_ptr self) {
       via_wal.clear();
     }
   }
+  // Shared partitions sync with their own fdatasync: on a network file
+  // system (NFS's COMMIT) a syncfs is neither a durability nor an error
+  // signal for files another client reads (docs/shared-storage.md).
+  std::stable_partition(via_logs.begin(), via_logs.end(), [](const hosted* p) { return !p->settings.shared; });
   std::vector<storage::partition_log*> logs;
+  size_t local = 0;
   for (auto* p : via_logs)
-    logs.push_back(&*p->log);
+    if (!p->settings.shared) {
+      logs.push_back(&*p->log);
+      ++local;
+    }
   storage::sync_round_stats stats;
   auto results = storage::sync_round(logs, *st.syncfs, stats);
+  for (size_t i = local; i < via_logs.size(); ++i) {
+    ++stats.fdatasyncs;
+    results.push_back(via_logs[i]->log->flush());
+  }
   storage::test_sync_delay();
   sync_histogram().observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   storage::process_latency().sync.record_since(t0);

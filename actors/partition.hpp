@@ -17,6 +17,7 @@
 // one syncfs(2) of the data directory's file system when several do.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@
 #include "dataplane/topic_catalog.hpp"
 
 namespace moonmq {
+
+class owner_view;  // actors/image.hpp
 
 using partition_actor = caf::typed_actor<
   // Appends one v2 batch (base offset assigned here). `durable` = acks=leader:
@@ -138,6 +141,13 @@ struct partition_settings {
   int32_t partition = 0;
   dataplane::topic_config config;
   int64_t retention_check_ms = 30000;
+  /// Shared storage (docs/shared-storage.md): `data_dir` is Storage.SharedDir
+  /// and the partition lives in `<data_dir>/<topic>-<partition>~<created_at>`,
+  /// opened per owner epoch as the applied image names this broker owner
+  /// (storage/epoch_chain.hpp). The stamp keeps a topic created again under
+  /// the same name apart from the old one's files.
+  bool shared = false;
+  int64_t created_at = 0;  ///< the topic's metadata-log identity (shared storage only)
 };
 
 /// Settings of a broker's I/O workers (config keys Storage.IoThreads,
@@ -168,6 +178,17 @@ struct io_settings {
   /// pwrite (0: none held), and the longest they stay held (ms).
   size_t write_behind_bytes = 16u << 10;
   int64_t write_behind_ms = 50;
+  /// Shared storage (docs/shared-storage.md): the applied image the
+  /// workers follow (a shared partition is opened at the owner epoch the
+  /// image names this broker owner at, closed when it no longer does), this
+  /// broker's id in it, and the broker lease (null: always valid). An
+  /// append to a shared partition is acknowledged only if, after its sync
+  /// returned, the lease is valid and the image still names this broker
+  /// owner at the epoch the log was opened at. Unused without shared
+  /// partitions.
+  std::shared_ptr<const owner_view> image;
+  std::string broker_id;
+  std::function<bool()> lease_valid;
 };
 
 /// A broker's I/O workers. Shared by the broker and every partition actor;

@@ -425,6 +425,17 @@ void read_server(const json& root, load_result& res) {
   storage.get_int("MaxOpenFiles", cfg.broker.max_open_files, 0, 100000000);
   storage.get("WriteAheadLog", cfg.broker.write_ahead_log);
   storage.get_int("WalCheckpointBytes", cfg.broker.wal_checkpoint_bytes, 1LL << 20, 1LL << 40);
+  storage.get("SharedDir", cfg.broker.shared_dir);
+  if (!cfg.broker.shared_dir.empty()) {
+    // One mode per cluster, one writer per owner epoch: the owner epochs
+    // come from the metadata log, so only a cluster member may use it.
+    if (!cfg.cluster)
+      storage.error("SharedDir", "needs a Cluster section: owner epochs come from the metadata log");
+    if (cfg.broker.shared_dir.front() != '/')
+      storage.error("SharedDir", "must be an absolute path (every broker mounts it at the same path)");
+    if (cfg.broker.shared_dir == cfg.data_dir)
+      storage.error("SharedDir", "must not be DataDir (DataDir keeps this broker's own state)");
+  }
   storage.finish();
 
   reader groups = s.child("Groups");

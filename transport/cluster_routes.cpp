@@ -213,6 +213,20 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
         return;
       }
     }
+    if (ctx.shared_storage && ctx.owners) {
+      auto rows = ctx.owners->get();
+      auto it = rows->find(cluster::topic_partition{topic, partition});
+      auto standing = ctx.owners->standing();
+      if (it != rows->end() && it->second != owner && !standing->fenced.count(it->second)) {
+        respond(http_response::json(409, json{{"error", "owner_not_fenced"},
+                                              {"message", "shared storage: " + topic + "/" + std::to_string(partition)
+                                                            + " is owned by " + it->second
+                                                            + ", which is not fenced; move it instead"},
+                                              {"owner", it->second}}
+                                           .dump()));
+        return;
+      }
+    }
     with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond, [ctx, respond, topic, partition, owner](int64_t at, const std::string&) {
       ask<bool>(
         *ctx.system, ctx.state, ctx.timeout,

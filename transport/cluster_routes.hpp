@@ -48,6 +48,10 @@ struct cluster_context {
   /// The goal plugins: POST /cluster/plugins/reload rescans them (a peer's
   /// POST /admin/plugins/reload); null = that route answers 503.
   std::shared_ptr<plugins::goal_registry> goals;
+  /// Storage.SharedDir is set (docs/shared-storage.md): POST /cluster/owners
+  /// hands a partition over only from a fenced owner (a live owner would
+  /// keep acknowledging at its epoch until it applied the change).
+  bool shared_storage = false;
 };
 
 /// Adds the token guard and the /cluster/* routes to `r`.

@@ -640,7 +640,9 @@ std::vector<storage::wal_entry> wal_entries(const std::string& data_dir) {
 }
 
 io_settings with_wal(const std::string& data_dir, int64_t checkpoint_bytes = 64LL << 20) {
-  io_settings s{1, 0, data_dir};
+  io_settings s;
+  s.threads = 1;
+  s.data_dir = data_dir;
   s.write_ahead_log = true;
   s.wal_checkpoint_bytes = checkpoint_bytes;
   return s;

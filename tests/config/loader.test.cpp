@@ -313,3 +313,24 @@ TEST_CASE("Cluster.NumPartitions defaults to 1 and is bounded like a topic's cou
     CHECK(has_error_naming(r, "Server.Cluster.NumPartitions"));
   }
 }
+
+TEST_CASE("Storage.SharedDir is empty by default and needs a cluster, an absolute path and its own directory",
+          "[config]") {
+  auto none = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(none.ok());
+  CHECK(none.config.broker.shared_dir.empty());
+  auto ok = load_text(R"({"Server": {"DataDir": "/var/lib/b1", "Cluster": {"BrokerId": "b1"},
+                                      "Storage": {"SharedDir": "/mnt/moonmq"}}})",
+                      "t.json");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.broker.shared_dir == "/mnt/moonmq");
+  CHECK(has_error_naming(load_text(R"({"Server": {"Storage": {"SharedDir": "/mnt/moonmq"}}})", "t.json"),
+                         "Server.Storage.SharedDir"));
+  CHECK(has_error_naming(load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}, "Storage": {"SharedDir": "mnt"}}})",
+                                   "t.json"),
+                         "Server.Storage.SharedDir"));
+  CHECK(has_error_naming(load_text(R"({"Server": {"DataDir": "/d", "Cluster": {"BrokerId": "b1"},
+                                                  "Storage": {"SharedDir": "/d"}}})",
+                                   "t.json"),
+                         "Server.Storage.SharedDir"));
+}

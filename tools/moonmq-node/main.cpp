@@ -283,6 +283,9 @@ int run(const config::load_result& loaded) {
   auto logger = log::get("node");
   if (auto why = prepare_data_dir(cfg.data_dir); !why.empty())
     return fail("node.data_dir_failed", why);
+  if (!cfg.broker.shared_dir.empty())
+    if (auto why = prepare_data_dir(cfg.broker.shared_dir); !why.empty())
+      return fail("node.shared_dir_failed", why);
   raise_fd_limit();
   std::string why;
   auto catalog = dataplane::topic_catalog::load(cfg.data_dir, why);
@@ -327,10 +330,16 @@ int run(const config::load_result& loaded) {
   auto registry = spawn_registry(sys, std::chrono::milliseconds{500});
 
   auto view = std::make_shared<catalog_view>();
-  broker_settings bs{cfg.broker_id(), cfg.data_dir, cfg.broker.retention_check_ms,
-                     io_settings{cfg.broker.io_threads, cfg.broker.max_open_files, {}, cfg.broker.write_ahead_log,
-                                 cfg.broker.wal_checkpoint_bytes},
-                     cfg.cluster ? owners : nullptr};
+  broker_settings bs;
+  bs.broker_id = cfg.broker_id();
+  bs.data_dir = cfg.data_dir;
+  bs.retention_check_ms = cfg.broker.retention_check_ms;
+  bs.io.threads = cfg.broker.io_threads;
+  bs.io.max_open_files = cfg.broker.max_open_files;
+  bs.io.write_ahead_log = cfg.broker.write_ahead_log;
+  bs.io.wal_checkpoint_bytes = cfg.broker.wal_checkpoint_bytes;
+  bs.image = cfg.cluster ? owners : nullptr;
+  bs.shared_dir = cfg.broker.shared_dir;
   auto broker = spawn_broker(sys, std::move(bs), std::move(*catalog), view, registry);
   // The disk's latency even without traffic, for the balancer's slow-broker
   // check (storage/disk_latency.hpp); a standalone broker has no balancer.
@@ -452,6 +461,7 @@ int run(const config::load_result& loaded) {
     kctx.loads_timeout = cactx.probe_timeout / 2;  // a peer's loads arrive within our survey deadline
     kctx.session_load = session_load;  // session placement
     kctx.goals = actx.goals;           // POST /cluster/plugins/reload
+    kctx.shared_storage = !cfg.broker.shared_dir.empty();
     transport::add_cluster_routes(*cluster_router, kctx);
     rctx.system = &sys;
     rctx.broker_id = cfg.broker_id();
