@@ -495,6 +495,9 @@ int run(const config::load_result& loaded) {
     loop.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     loop.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
     loop.image = owners;  // PATCH /admin/balancer settings from the metadata log
+    loop.raft = raft.view;  // the leader's per-peer silence, for the shared-storage failover
+    // loop.shared_storage and loop.failover_wait_ms (LeaseMs + LeaseMarginMs)
+    // are set once Server.Storage.SharedDir exists (docs/shared-storage.md).
     loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
