@@ -1,4 +1,5 @@
 #include "actors/balancer.hpp"
+#include "actors/balancer_impl.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -24,40 +25,12 @@
 namespace moonmq {
 namespace {
 
-using json = nlohmann::json;
-using std::chrono::milliseconds;
+using namespace balancer_detail;
 
-constexpr milliseconds local_timeout{5000};
 /// How often a loop that is off looks at the metadata log's settings again.
 constexpr milliseconds settings_poll{1000};
-
-auto logger() { return log::get("balancer"); }
-
-struct balancer_state {
-  balancer_settings settings;
-  std::shared_ptr<plugins::goal_registry> goals;
-  cluster_state_actor cstate;
-  reassigner_actor reassigner;
-  goals::load_model model;
-  /// Owner seen at the last pass per partition: a new owner re-primes its rates.
-  std::map<goals::topic_partition, std::string> last_owner;
-  int64_t epoch = 0;  ///< this loop's controller epoch (0 = not claimed yet)
-  bool superseded = false;
-  std::string superseded_by;
-  int64_t last_claimed = 0;    ///< with Raft: the term of the last successful claim
-  std::string not_controller;  ///< with Raft: why the last claim failed ("" = it succeeded)
-  bool pass_running = false;
-  uint64_t passes = 0;
-  json last_pass;  ///< null before the first pass
-  goals::slow_detector slow;  ///< which brokers are slow, pass by pass
-  json last_slow = json::array();  ///< the last pass's slow-broker verdicts
-  std::vector<caf::typed_response_promise<std::string>> plan_waiters;
-  config::autobalance_config configured;  ///< the Autobalance section; settings.config adds the log's settings
-  std::string applied_settings = "{}";   ///< the dynamic settings text last applied
-  static inline const char* name = "balancer";
-};
-
-using self_ptr = balancer_actor::stateful_pointer<balancer_state>;
+/// Shared storage: how often the loop looks for a failover due.
+constexpr milliseconds failover_poll{1000};
 
 /// Collects the inputs of one pass from several threads and posts them to
 /// the actor as one JSON text when the last arrives.
@@ -111,17 +84,26 @@ bool draining_any(const balancer_state& st) {
 }
 
 /// Starts a pass: re-announces the claim (when executing) and collects
-/// every broker's loads and moves.
-void start_pass(self_ptr self, bool execute) {
+/// every broker's loads and moves. A failover pass (`failover_only`) claims
+/// and announces whatever DryRun says, asks no fenced broker (it would only
+/// time out) and makes nothing but the failover.
+void start_pass(self_ptr self, bool execute, bool failover_only = false) {
   auto& st = self->state;
   st.pass_running = true;
-  const auto peers = st.settings.peers->all();
+  auto peers = st.settings.peers->all();
+  if (failover_only && st.settings.image) {
+    auto standing = st.settings.image->standing();
+    peers.erase(std::remove_if(peers.begin(), peers.end(),
+                               [&](const auto& p) { return standing->fenced.count(p.id) != 0; }),
+                peers.end());
+  }
   auto in = std::make_shared<pass_inputs>();
   in->owner = caf::actor_cast<balancer_actor>(self);
   in->execute = execute;
+  in->inputs["failover_only"] = failover_only;
   // A DryRun loop moves nothing, so it neither claims nor announces: turning
   // DryRun on somewhere to preview plans must not supersede the live loop.
-  bool controls = execute && (!st.settings.config.dry_run || draining_any(st));
+  bool controls = execute && (failover_only || !st.settings.config.dry_run || draining_any(st));
   in->pending = 4 + (controls ? static_cast<int>(peers.size()) + 1 : 0);
   if (controls) {
     self->request(st.cstate, local_timeout, get_atom::value)
@@ -395,7 +377,10 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     reports.insert(reports.end(), more.begin(), more.end());
     read_counters(p["body"], counters);
   }
-  auto slow = mark_slow_brokers(st, in, alive, execute);
+  const bool failover_only = in.value("failover_only", false);
+  // A failover pass runs between the loop's passes: it does not advance the
+  // slow-broker rule.
+  auto slow = mark_slow_brokers(st, in, alive, execute && !failover_only);
   auto placements = cluster::merge_partition_reports(reports);
   auto now = util::wall_ms();
   for (const auto& [tp, place] : placements) {
@@ -491,6 +476,11 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   for (const auto& g : loaded.goals)
     if (cfg.enabled || !execute || g.goal->hard())
       goal_list.push_back(g.goal.get());
+  bool claimed = execute && in.contains("fence") && !st.superseded && st.epoch > 0;
+  int64_t term = 0;
+  auto failover = failover_now(st, &term);
+  if (!failover.partitions.empty() || !failover.waiting.empty() || !failover.held.empty())
+    run_failover(self, pass, model, goal_list, failover, term, claimed);
   auto plan = goals::make_plan(model, goal_list);
   if (!plan) {
     pass["errors"].push_back("plan: " + plan.error());
@@ -502,18 +492,18 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
         listed.insert(b.id);
     publish_metrics(plan.value(), listed);
     // Goal moves follow DryRun; drain moves are made whenever this loop
-    // holds the controllership (it claimed it for this pass).
-    bool claimed = execute && in.contains("fence") && !st.superseded && st.epoch > 0;
-    bool act_goals = claimed && !cfg.dry_run && cfg.enabled;
+    // holds the controllership (it claimed it for this pass); a failover
+    // pass makes neither.
+    bool act_goals = claimed && !cfg.dry_run && cfg.enabled && !failover_only;
     bool act = false;
     for (const auto& a : plan.value().actions) {
-      bool go = a.goal == "drain" ? claimed : act_goals;
+      bool go = a.goal == "drain" ? claimed && !failover_only : act_goals;
       act = act || go;
       // A SWAP's halves are sent as two independent moves; each names the
       // other so that one half done without the other shows in the pass.
       json row{{"type", a.type == goals::action_type::swap ? "SWAP" : "MOVE"},
                {"topic", a.topic}, {"partition", a.partition}, {"from", a.from}, {"to", a.to},
-               {"goal", a.goal}, {"result", go ? "sent" : (execute ? "dry_run" : "plan_only")}};
+               {"goal", a.goal}, {"result", go ? "sent" : (execute && !failover_only ? "dry_run" : "plan_only")}};
       if (a.swap_with)
         row["swap_with"] = {{"topic", a.swap_with->topic}, {"partition", a.swap_with->partition}};
       pass["executed"].push_back(std::move(row));
@@ -529,6 +519,8 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     ++st.passes;
     metrics::registry::global().get_counter("moonmq_autobalancer_passes_total", "Balance loop passes run").inc();
     st.last_pass = pass;
+    if (pass.contains("failover") && pass["failover"].value("proposed", size_t{0}) > 0)
+      st.last_failover = pass;
   }
   for (auto& w : st.plan_waiters)
     w.deliver(pass.dump());
@@ -565,6 +557,10 @@ json status_json(self_ptr self) {
          {"passes", st.passes},
          {"slow_brokers", st.last_slow},
          {"last_pass", st.last_pass}};
+  j["failover"] = {{"shared_storage", st.settings.shared_storage},
+                   {"wait_ms", st.settings.failover_wait_ms},
+                   {"pending", st.failover_pending.size()},
+                   {"last", st.last_failover}};
   if (st.superseded)
     j["controller"]["superseded_by"] = st.superseded_by;
   if (!st.not_controller.empty())
@@ -585,6 +581,38 @@ json status_json(self_ptr self) {
     j["goals"] = names;
   }
   return j;
+}
+
+/// Claims the controllership (succeeds on the Raft leader only, at its
+/// term) and starts an executing pass. A loop pass whose claim fails waits
+/// for its next interval; a failover pass (`failover_only`) for the next
+/// failover check.
+void claim_and_start(self_ptr self, bool failover_only) {
+  auto& st = self->state;
+  st.pass_running = true;
+  self->request(st.cstate, local_timeout, claim_atom::value)
+    .then(
+      [self, failover_only](int64_t epoch) {
+        auto& now = self->state;
+        if (!now.not_controller.empty() || epoch != now.last_claimed)
+          logger()->info("balancer.claimed broker={} epoch={}", now.settings.broker_id, epoch);
+        now.epoch = epoch;
+        now.last_claimed = epoch;
+        now.not_controller.clear();
+        start_pass(self, true, failover_only);
+      },
+      [self, failover_only](caf::error& e) {
+        auto& now = self->state;
+        now.pass_running = false;
+        if (error_code_of(e) == "not_controller") {
+          now.not_controller = caf::to_string(e);
+          logger()->debug("balancer.not_controller broker={}", now.settings.broker_id);
+        } else {
+          logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
+        }
+        if (!failover_only)
+          self->delayed_send(self, std::chrono::seconds(now.settings.config.interval_seconds), tick_atom::value);
+      });
 }
 
 balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings settings,
@@ -609,6 +637,13 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
     // Off for now; the metadata log may turn it on at runtime.
     self->delayed_send(self, settings_poll, tick_atom::value);
   }
+  if (init.settings.shared_storage && init.settings.image && init.settings.raft) {
+    logger()->info("balancer.failover_watch broker={} wait_ms={}", init.settings.broker_id,
+                   init.settings.failover_wait_ms);
+    metrics::registry::global().get_counter("moonmq_autobalancer_failover_partitions_total",
+                                            "Partitions of fenced brokers handed to a new owner (shared storage)");
+    self->delayed_send(self, failover_poll, tick_atom::value, owner_atom::value);
+  }
   return {
     [self](tick_atom) {
       auto& st = self->state;
@@ -621,7 +656,6 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       }
       // A DryRun loop only previews, unless a drain needs it to act.
       bool preview = st.settings.config.dry_run && !drain;
-      auto interval = std::chrono::seconds(st.settings.config.interval_seconds);
       if (st.pass_running) {
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
         return;
@@ -635,29 +669,17 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
         start_pass(self, true);
         return;
       }
-      st.pass_running = true;
-      self->request(st.cstate, local_timeout, claim_atom::value)
-        .then(
-          [self](int64_t epoch) {
-            auto& now = self->state;
-            if (!now.not_controller.empty() || epoch != now.last_claimed)
-              logger()->info("balancer.claimed broker={} epoch={}", now.settings.broker_id, epoch);
-            now.epoch = epoch;
-            now.last_claimed = epoch;
-            now.not_controller.clear();
-            start_pass(self, true);
-          },
-          [self, interval](caf::error& e) {
-            auto& now = self->state;
-            now.pass_running = false;
-            if (error_code_of(e) == "not_controller") {
-              now.not_controller = caf::to_string(e);
-              logger()->debug("balancer.not_controller broker={}", now.settings.broker_id);
-            } else {
-              logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
-            }
-            self->delayed_send(self, interval, tick_atom::value);
-          });
+      claim_and_start(self, false);
+    },
+    [self](tick_atom, owner_atom) {
+      auto& st = self->state;
+      self->delayed_send(self, failover_poll, tick_atom::value, owner_atom::value);
+      if (st.pass_running || !failover_due(st))
+        return;
+      refresh_settings(self);
+      st.superseded = false;
+      st.epoch = 0;
+      claim_and_start(self, true);
     },
     [self](step_atom, std::string& inputs, bool execute) {
       auto& st = self->state;
@@ -665,6 +687,9 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       auto in = json::parse(inputs, nullptr, false);
       if (in.is_object())
         finish_pass(self, in, execute);
+      // A failover pass ran between the loop's own passes: their tick is armed already.
+      if (in.is_object() && in.value("failover_only", false))
+        return;
       refresh_settings(self);
       if (execute && (st.settings.config.enabled || draining_any(st)))
         self->delayed_send(self, std::chrono::seconds(st.settings.config.interval_seconds), tick_atom::value);
@@ -709,6 +734,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
     [self](status_atom) -> std::string {
       auto j = status_json(self);
       j.erase("last_pass");
+      j["failover"].erase("last");
       return j.dump();
     },
   };

@@ -14,6 +14,9 @@
 //   3. detect: goals::make_plan with the goal plugins loaded from GoalsDir.
 //   4. execute: each move is sent to the partition's owner (its reassigner,
 //      or POST /cluster/moves) under this loop's epoch; DryRun only logs it.
+// With shared storage, a fenced broker silent for failover_wait_ms on the
+// Raft leader has its partitions handed to other brokers by conditional
+// owner entries (goals/failover_planner.hpp), checked for every second.
 
 #include <functional>
 #include <memory>
@@ -41,6 +44,9 @@ namespace moonmq {
 using balancer_actor = caf::typed_actor<
   // Internal: run a pass now (re-armed every interval while enabled).
   caf::reacts_to<tick_atom>,
+  // Internal, shared storage: look for a failover due now (every second);
+  // runs a pass that makes only the failover when one is.
+  caf::reacts_to<tick_atom, owner_atom>,
   // Internal: the inputs of a pass arrived (survey JSON text, execute?).
   caf::reacts_to<step_atom, std::string, bool>,
   // Internal: one executed move's outcome (topic, partition, to, status, message).
@@ -67,6 +73,19 @@ struct balancer_settings {
   std::shared_ptr<owner_view> image;
   /// Cluster.MoveThrottleBytesPerSec as configured (shown with the settings).
   int64_t throttle_bytes_per_sec = 0;
+  /// Shared-storage mode (Server.Storage.SharedDir, docs/shared-storage.md):
+  /// a fenced broker's partitions get new owners on the Raft leader once it
+  /// has been silent for `failover_wait_ms` (docs/balancer.md "Failover
+  /// (shared storage)"), whatever Enabled and DryRun say. Off: a fenced
+  /// broker's partitions stay offline until it returns (local disks).
+  bool shared_storage = false;
+  /// How long a fenced broker must have been silent on this Raft leader
+  /// before its partitions are handed over, in ms: the caller passes
+  /// LeaseMs + LeaseMarginMs (docs/shared-storage.md "The lease").
+  int64_t failover_wait_ms = 3500;
+  /// This broker's Raft status: leadership and the leader's per-peer
+  /// silence (raft_status::silent_ms). Without it there is no failover.
+  std::shared_ptr<raft_view> raft;
 };
 
 /// Spawns the balance loop. It runs passes only when config.enabled; the

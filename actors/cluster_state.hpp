@@ -47,6 +47,11 @@ using cluster_state_actor = caf::typed_actor<
   // owner_epoch_changed when the partition's epoch had moved on (nothing
   // changed).
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t>::with<bool>,
+  // The same, proposed on this broker only when `forward` is false: error
+  // 503 no_controller unless it is the Raft leader (a failover the leader
+  // decided from its own count of a broker's silence must not be carried
+  // out by another leader, which has not waited).
+  caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t, bool>::with<bool>,
   // Proposes a move entry (raft::move_entry's JSON payload text,
   // docs/cluster.md "Moves in the log"). Replies true once applied here;
   // errors: 409 move_state_changed (committed as a no-op: the move was not

@@ -165,6 +165,18 @@ public:
     auto e = epochs->find(tp);
     return {it->second, e == epochs->end() ? 1 : e->second};
   }
+  /// Owners, owner epochs, moves and broker standing of one applied image,
+  /// read together (a failover expects the epochs of the owners it reads).
+  struct ownership_cut {
+    std::shared_ptr<const owner_map> owners;
+    std::shared_ptr<const epoch_map> epochs;  ///< above 1 only: a partition missing here is at 1
+    std::shared_ptr<const move_image> moves;
+    std::shared_ptr<const broker_standing> standing;
+  };
+  ownership_cut ownership() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return {current_, epochs_, moves_, standing_};
+  }
   /// The topics and the deleted topics of one applied image (read together:
   /// a deletion and a creation of one name apply to both at once).
   std::pair<std::shared_ptr<const topic_image>, std::shared_ptr<const deleted_topic_map>> topics_and_deleted() const {

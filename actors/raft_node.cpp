@@ -79,6 +79,10 @@ void publish_status(self_ptr self) {
   s.is_leader = core.current_role() == raft::role::leader;
   s.commit_index = static_cast<int64_t>(core.commit_index().value);
   s.applied_index = static_cast<int64_t>(core.applied_index().value);
+  if (s.is_leader)
+    for (const auto& [id, peer] : st.peers)
+      if (auto silent = core.silent_ticks(raft::node_id{id}))
+        s.silent_ms[id] = static_cast<int64_t>(*silent) * static_cast<int64_t>(st.timing.tick.count());
   if (core.current_role() == raft::role::candidate && st.last_role != raft::role::candidate) {
     ++st.elections;
     st.elections_counter->inc();

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,6 +49,13 @@ struct raft_status {
   bool is_leader = false;
   int64_t commit_index = 0;
   int64_t applied_index = 0;
+  /// On the leader: how long each peer (voter or learner) has been silent,
+  /// in ms (raft_core::silent_ticks × the tick length), by broker id; empty
+  /// on a follower. Counted from 0 again when this broker becomes leader, so
+  /// a new leader waits anew before it acts on a silence (the shared-storage
+  /// failover, docs/balancer.md "Failover (shared storage)"). A late tick
+  /// only undercounts.
+  std::map<std::string, int64_t> silent_ms;
 };
 
 /// Thread-safe holder of the latest raft_status (read by the fence in

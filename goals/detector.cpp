@@ -197,9 +197,7 @@ std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding
   std::vector<replica_index> moved;
   for (std::uint32_t b = 0; b < s.broker_count(); ++b)
     if (s.draining(broker_index{b})) report.brokers.push_back(s.broker_id(broker_index{b}));
-  std::vector<broker_index> targets;
-  for (std::uint32_t b = 0; b < s.broker_count(); ++b)
-    if (s.drain_target(broker_index{b})) targets.push_back(broker_index{b});
+  const std::vector<broker_index> targets = drain_targets(s);
   std::size_t internal = 0, refused = 0, capped = 0, onto_avoided = 0;
   for (std::uint32_t r = 0; r < s.replica_count(); ++r) {
     const replica_index ri{r};
@@ -213,33 +211,12 @@ std::vector<replica_index> run_drain(snapshot& s, const std::vector<goal_binding
       ++capped;
       continue;
     }
-    // Not avoided first (an avoided target is the last resort: a drain must
-    // end), then fewest partitions, then least NW_IN, then broker order.
-    std::vector<broker_index> order = targets;
-    std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
-      const bool ax = s.avoided(ri, x), ay = s.avoided(ri, y);
-      if (ax != ay) return ay;
-      const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
-      if (px != py) return px < py;
-      return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
-    });
-    bool placed = false;
-    for (broker_index to : order) {
-      action a{action_type::move, ri, from, to, {}};
-      bool accepted = true;
-      for (const auto& g : goals)
-        if (g.impl->hard() && !g.impl->check(s, g.config, a).accept) {
-          accepted = false;
-          break;
-        }
-      if (accepted && s.apply(a)) {
-        moved.push_back(ri);
-        placed = true;
-        if (s.avoided(ri, to)) ++onto_avoided;
-        break;
-      }
+    if (auto to = place_drained(s, goals, ri, targets)) {
+      moved.push_back(ri);
+      if (s.avoided(ri, *to)) ++onto_avoided;
+    } else {
+      ++refused;
     }
-    if (!placed) ++refused;
   }
   report.moved = moved.size();
   report.left = internal + refused + capped;
@@ -274,6 +251,51 @@ std::vector<goal_binding> order_goals(std::vector<goal_binding> goals) {
     return a.impl->name() < b.impl->name();
   });
   return goals;
+}
+
+std::vector<broker_index> drain_targets(const snapshot& s) {
+  std::vector<broker_index> targets;
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b)
+    if (s.drain_target(broker_index{b})) targets.push_back(broker_index{b});
+  return targets;
+}
+
+std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_binding>& goals, replica_index ri,
+                                          const std::vector<broker_index>& targets) {
+  const broker_index from = s.owner(ri);
+  // Not avoided first (an avoided target is the last resort: a drain must
+  // end), then fewest partitions, then least NW_IN, then broker order.
+  std::vector<broker_index> order = targets;
+  std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
+    const bool ax = s.avoided(ri, x), ay = s.avoided(ri, y);
+    if (ax != ay) return ay;
+    const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
+    if (px != py) return px < py;
+    return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
+  });
+  for (broker_index to : order) {
+    if (to == from) continue;
+    action a{action_type::move, ri, from, to, {}};
+    bool accepted = true;
+    for (const auto& g : goals)
+      if (g.impl->hard() && !g.impl->check(s, g.config, a).accept) {
+        accepted = false;
+        break;
+      }
+    if (accepted && s.apply(a)) return to;
+  }
+  return std::nullopt;
+}
+
+std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vector<const goal*>& goals) {
+  std::vector<goal_binding> bound;
+  for (const goal* g : goals) {
+    if (!g) continue;
+    goal_config cfg = g->default_config();
+    if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
+    bound.push_back({g, cfg});
+  }
+  return order_goals(std::move(bound));
 }
 
 double balancedness(const snapshot& s, const std::vector<goal_binding>& goals) {
@@ -396,14 +418,7 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
 outcome<plan> make_plan(const cluster_model& model, const std::vector<const goal*>& goals) {
   auto frozen = snapshot::freeze(model);
   if (!frozen) return outcome<plan>::failure(frozen.error());
-  std::vector<goal_binding> bound;
-  for (const goal* g : goals) {
-    if (!g) continue;
-    goal_config cfg = g->default_config();
-    if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
-    bound.push_back({g, cfg});
-  }
-  return run_detector(frozen.value(), order_goals(std::move(bound)), model.max_actions);
+  return run_detector(frozen.value(), bind_goals(model, goals), model.max_actions);
 }
 
 }  // namespace moonmq::goals

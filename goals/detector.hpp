@@ -103,6 +103,26 @@ struct plan {
 /// Orders `goals` for a run: enabled only, by priority (higher first), ties by name.
 std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
 
+/// `goals` bound to their effective config for `model` (each goal's
+/// defaults with `model.goals`' overrides; null entries and goals named only
+/// in the model are ignored), ordered by order_goals: what make_plan runs.
+std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vector<const goal*>& goals);
+
+/// The brokers of `s` that may receive a drained partition
+/// (snapshot::drain_target: alive, not excluded, not draining, not slow),
+/// in broker order.
+std::vector<broker_index> drain_targets(const snapshot& s);
+
+/// Moves replica `r` of `s` to the first of `targets` that every hard goal
+/// of `goals` accepts, trying first the targets `r` does not avoid
+/// (cluster_model::avoid), then fewest partitions, least NW_IN, broker
+/// order: the drain's choice (docs/balancer.md "Drain"). Returns the
+/// destination; nullopt, with `s` unchanged, when no target accepts it.
+/// Movability is the caller's business (the drain skips internal and
+/// moving partitions; failover places internal ones too).
+std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_binding>& goals, replica_index r,
+                                          const std::vector<broker_index>& targets);
+
 /// Runs `goals` (see order_goals; the order given is used as is) on `s`,
 /// which is left in the planned state. At most `max_actions` partitions move.
 /// Draining brokers are emptied first: each drainable partition of one goes

@@ -29,7 +29,11 @@ struct broker_fixture {
     std::string error;
     auto catalog = dataplane::topic_catalog::load(dir.path(), error);
     REQUIRE(catalog);
-    broker_settings s{"b1", dir.path(), 0, io_settings{}, image};
+    broker_settings s;
+    s.broker_id = "b1";
+    s.data_dir = dir.path();
+    s.retention_check_ms = 0;
+    s.image = image;
     s.io.threads = 1;
     s.io.data_dir = dir.path();
     registry = spawn_registry(sys, 500ms);

@@ -505,6 +505,10 @@ int run(const config::load_result& loaded) {
     loop.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     loop.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
     loop.image = owners;  // PATCH /admin/balancer settings from the metadata log
+    loop.raft = raft.view;  // the leader's per-peer silence, for the shared-storage failover
+    // Shared storage: the leader hands a fenced broker's partitions over
+    // once it has been silent for the lease and its margin (docs/shared-storage.md).
+    loop.shared_storage = !cfg.broker.shared_dir.empty();
     loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
