@@ -271,6 +271,10 @@ void read_cluster(reader& server, node_config& cfg) {
   raft.get_int("HeartbeatMs", c.raft.heartbeat_ms, 1, 600000);
   raft.get_int("MaxLogEntries", c.raft.max_log_entries, 2, 100000000);
   raft.get_int("SessionTimeoutMs", c.raft.session_timeout_ms, 10, 3600000);
+  // Their relation to SessionTimeoutMs and HeartbeatMs matters in shared-
+  // storage mode only: check_shared_storage_lease().
+  raft.get_int("LeaseMs", c.raft.lease_ms, 10, 3600000);
+  raft.get_int("LeaseMarginMs", c.raft.lease_margin_ms, 0, 600000);
   if (c.raft.heartbeat_ms >= c.raft.election_timeout_ms)
     raft.error("HeartbeatMs", "must be below ElectionTimeoutMs");
   if (c.raft.session_timeout_ms <= c.raft.heartbeat_ms)
@@ -556,6 +560,25 @@ load_result load(const std::string& config_file, const std::string& environment,
     }
   }
   return finish(std::move(root), std::move(files), overrides, std::move(res));
+}
+
+std::vector<std::string> check_shared_storage_lease(const node_config& cfg) {
+  std::vector<std::string> errors;
+  if (!cfg.cluster) {
+    errors.push_back("Server.Cluster: shared storage needs a cluster: a broker's lease is renewed by the Raft leader "
+                     "(docs/shared-storage.md \"The lease\")");
+    return errors;
+  }
+  const auto& r = cfg.cluster->raft;
+  int64_t wait = static_cast<int64_t>(r.lease_ms) + r.lease_margin_ms;
+  if (r.session_timeout_ms < wait)
+    errors.push_back("Server.Cluster.Raft.SessionTimeoutMs: must be at least LeaseMs + LeaseMarginMs ("
+                     + std::to_string(r.lease_ms) + " + " + std::to_string(r.lease_margin_ms) + " = "
+                     + std::to_string(wait) + ") with shared storage, got " + std::to_string(r.session_timeout_ms));
+  if (r.lease_ms <= r.heartbeat_ms)
+    errors.push_back("Server.Cluster.Raft.LeaseMs: must be above HeartbeatMs (" + std::to_string(r.heartbeat_ms)
+                     + ") with shared storage, got " + std::to_string(r.lease_ms));
+  return errors;
 }
 
 }  // namespace moonmq::config

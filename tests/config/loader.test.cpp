@@ -313,3 +313,59 @@ TEST_CASE("Cluster.NumPartitions defaults to 1 and is bounded like a topic's cou
     CHECK(has_error_naming(r, "Server.Cluster.NumPartitions"));
   }
 }
+
+TEST_CASE("Cluster.Raft.LeaseMs and LeaseMarginMs: defaults and ranges", "[config][lease]") {
+  auto r = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(r.ok());
+  CHECK(r.config.cluster->raft.lease_ms == 3000);
+  CHECK(r.config.cluster->raft.lease_margin_ms == 500);
+  auto set = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 10, "LeaseMarginMs": 0}}}})",
+                       "t.json");
+  REQUIRE(set.ok());
+  CHECK(set.config.cluster->raft.lease_ms == 10);
+  CHECK(set.config.cluster->raft.lease_margin_ms == 0);
+  auto bad = load_text(
+    R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 9, "LeaseMarginMs": 600001}}}})", "t.json");
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.LeaseMs"));
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.LeaseMarginMs"));
+  auto high = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 3600001}}}})", "t.json");
+  CHECK(has_error_naming(high, "Server.Cluster.Raft.LeaseMs"));
+}
+
+TEST_CASE("the lease rules bind only when shared storage checks them", "[config][lease]") {
+  using moonmq::config::check_shared_storage_lease;
+  // Local mode accepts a SessionTimeoutMs below LeaseMs + LeaseMarginMs (the tests' 2000 ms).
+  auto small = load_text(
+    R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 2000, "HeartbeatMs": 100}}}})", "t.json");
+  REQUIRE(small.ok());
+  auto errors = check_shared_storage_lease(small.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "Server.Cluster.Raft.SessionTimeoutMs: must be at least LeaseMs + LeaseMarginMs (3000 + 500 = "
+                     "3500) with shared storage, got 2000");
+
+  // The defaults hold (9000 >= 3500, 3000 > 500).
+  auto defaults = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(defaults.ok());
+  CHECK(check_shared_storage_lease(defaults.config).empty());
+
+  // Exactly LeaseMs + LeaseMarginMs is enough.
+  auto edge = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 3500}}}})", "t.json");
+  REQUIRE(edge.ok());
+  CHECK(check_shared_storage_lease(edge.config).empty());
+
+  // LeaseMs must be above HeartbeatMs.
+  auto short_lease = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 500,
+      "HeartbeatMs": 500, "ElectionTimeoutMs": 2000}}}})",
+                               "t.json");
+  REQUIRE(short_lease.ok());
+  errors = check_shared_storage_lease(short_lease.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "Server.Cluster.Raft.LeaseMs: must be above HeartbeatMs (500) with shared storage, got 500");
+
+  // No cluster: no Raft leader to renew a lease.
+  auto single = load_text("{}", "t.json");
+  REQUIRE(single.ok());
+  errors = check_shared_storage_lease(single.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].rfind("Server.Cluster: shared storage needs a cluster", 0) == 0);
+}
