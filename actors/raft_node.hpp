@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,10 @@ namespace moonmq {
 
 class owner_view;  // actors/cluster_state.hpp
 
+namespace cluster {
+class lease_gate;  // cluster/lease_gate.hpp
+}
+
 /// What the rest of the node needs to know about Raft, published after
 /// every ready batch.
 struct raft_status {
@@ -48,6 +53,12 @@ struct raft_status {
   bool is_leader = false;
   int64_t commit_index = 0;
   int64_t applied_index = 0;
+  /// The broker lease's deadline (docs/shared-storage.md "The lease"), in
+  /// steady_clock nanoseconds as cluster::lease_gate holds it: its `none`
+  /// (INT64_MIN) without a lease, its `unbounded` (INT64_MAX) for a leader
+  /// alone. Compare with the reader's own steady_clock::now().
+  int64_t lease_deadline_ns = std::numeric_limits<int64_t>::min();
+  int64_t lease_ms = 0;  ///< Cluster.Raft.LeaseMs
 };
 
 /// Thread-safe holder of the latest raft_status (read by the fence in
@@ -74,8 +85,10 @@ using raft_actor = caf::typed_actor<
   // Internal: persists (one fsync) and applies every proposal appended since
   // the last flush: proposals queued in the mailbox meanwhile share it.
   caf::reacts_to<flush_atom>,
-  // A wire message received on /cluster/raft/* (JSON text, validated by the route).
-  caf::reacts_to<raft_atom, std::string>,
+  // A wire message received on /cluster/raft/* (JSON text, validated by the
+  // route) and the steady_clock time the route received it (nanoseconds
+  // since the clock's epoch): a leader message renews the lease from then.
+  caf::reacts_to<raft_atom, std::string, int64_t>,
   // Proposes "owner of (topic, partition) = owner". Replies (index, term) once
   // the entry is committed and applied on this broker. A follower forwards
   // the proposal to the leader when `forward` is set (POST
@@ -181,6 +194,12 @@ struct raft_node_settings {
   /// from for this long (a `broker` entry) and unfences it once it answers
   /// again (docs/metadata.md "Liveness"). Raft's own traffic is the heartbeat.
   int session_timeout_ms = 9000;
+  /// Cluster.Raft.LeaseMs: the broker lease (docs/shared-storage.md "The
+  /// lease"), kept by cluster::broker_lease after every step, tick and batch.
+  int lease_ms = 3000;
+  /// Where the lease's deadline is published for other threads; null = the
+  /// process's gate (cluster::lease_gate::process()).
+  cluster::lease_gate* lease_gate = nullptr;
 };
 
 /// Logical tick length and tick counts derived from the settings: a tick is

@@ -44,7 +44,7 @@ class lease_gate {
 
   /// True while `now` is before the deadline. For an acknowledgement,
   /// `now` must be read after the write's fsync returned.
-  bool valid(clock::time_point now) const noexcept { return to_ns(now) < deadline_ns(); }
+  bool valid(clock::time_point now) const noexcept { return valid(deadline_ns(), now); }
   /// valid(steady_clock::now()).
   bool valid_now() const noexcept { return valid(clock::now()); }
 
@@ -56,6 +56,7 @@ class lease_gate {
   std::optional<int64_t> remaining_now() const noexcept { return remaining_ms(clock::now()); }
 
   /// The same for a deadline already read (deadline_ns() or raft_status).
+  static bool valid(int64_t deadline_ns, clock::time_point now) noexcept { return to_ns(now) < deadline_ns; }
   static std::optional<int64_t> remaining_ms(int64_t deadline_ns, clock::time_point now) noexcept {
     if (deadline_ns == unbounded)
       return std::nullopt;

@@ -208,6 +208,7 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   rs.heartbeat_ms = cfg.cluster->raft.heartbeat_ms;
   rs.max_log_entries = cfg.cluster->raft.max_log_entries;
   rs.session_timeout_ms = cfg.cluster->raft.session_timeout_ms;
+  rs.lease_ms = cfg.cluster->raft.lease_ms;
   rs.proposal_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
   // Three election timeouts: the bound docs/raft.md gives for electing a leader.
   rs.leader_wait = std::max<std::chrono::milliseconds>(rs.proposal_timeout,
