@@ -34,7 +34,8 @@ json body_json(const message_body& b) {
                         {"prev_term", a.prev_term.value},
                         {"commit", a.commit.value},
                         {"entries", std::move(entries)},
-                        {"seq", a.seq}};
+                        {"seq", a.seq},
+                        {"echo", a.echo}};
           },
           [](const append_response& a) {
             return json{{"success", a.success},
@@ -42,10 +43,12 @@ json body_json(const message_body& b) {
                         {"reject_index", a.reject_index.value},
                         {"conflict_term", a.conflict_term.value},
                         {"conflict_index", a.conflict_index.value},
-                        {"seq", a.seq}};
+                        {"seq", a.seq},
+                        {"stamp", a.stamp}};
           },
           [](const snapshot_request& s) { return json{{"snapshot", to_json(s.snap)}, {"seq", s.seq}}; },
-          [](const snapshot_response& s) { return json{{"match_index", s.match_index.value}, {"seq", s.seq}}; },
+          [](const snapshot_response& s) { return json{{"match_index", s.match_index.value}, {"seq", s.seq}, {"stamp", s.stamp}};
+          },
       },
       b);
 }
@@ -103,6 +106,7 @@ result<message> message_from_json(const json& j) {
     a.prev_term = term{b.u64("prev_term")};
     a.commit = log_index{b.u64("commit")};
     a.seq = b.has("seq") ? b.u64("seq") : 0;
+    a.echo = b.has("echo") ? b.u64("echo") : 0;
     const json* entries = b.array("entries");
     if (entries) {
       log_index expect = a.prev_index.next();
@@ -127,6 +131,7 @@ result<message> message_from_json(const json& j) {
     a.conflict_term = term{b.u64("conflict_term")};
     a.conflict_index = log_index{b.u64("conflict_index")};
     a.seq = b.has("seq") ? b.u64("seq") : 0;
+    a.stamp = b.has("stamp") ? b.u64("stamp") : 0;
     m.body = a;
   } else if (type == "snapshot_request") {
     snapshot_request s;
@@ -143,6 +148,7 @@ result<message> message_from_json(const json& j) {
     snapshot_response s;
     s.match_index = log_index{b.u64("match_index")};
     s.seq = b.has("seq") ? b.u64("seq") : 0;
+    s.stamp = b.has("stamp") ? b.u64("stamp") : 0;
     m.body = s;
   } else {
     return error{errc::malformed, "message.type: unknown type \"" + type + "\"", {}, 0};

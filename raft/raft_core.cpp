@@ -301,6 +301,7 @@ void raft_core::step(const message& m) {
       contact_.leader_term = term_;
       contact_.commit = a->commit;
       contact_.commit_in_term = log_.term_at(a->commit) == term_;
+      contact_.echo = a->echo;
     } else
       handle_snapshot(m, std::get<snapshot_request>(m.body));
   } else if (auto* ar = std::get_if<append_response>(&m.body)) {

@@ -148,6 +148,10 @@ class raft_core {
     /// leader had committed an entry of its own term, so `commit` covers
     /// every entry committed before it sent the message.
     bool commit_in_term = false;
+    /// The `echo` the last one carried: the stamp of an answer of this
+    /// node's that the leader received (0 = none). The follower's lease
+    /// renews from that answer's send time, never from the receipt.
+    uint64_t echo = 0;
   };
   const leader_contact& last_leader_contact() const { return contact_; }
 
@@ -167,6 +171,9 @@ class raft_core {
     log_index pending_snapshot;  ///< snapshot index in flight (0 = none)
     bool voter = true;           ///< false for a learner: never counted in a quorum
     uint64_t answered_seq = 0;   ///< highest request seq the peer answered in this term
+    /// `stamp` of the last answer received from the peer in this term that
+    /// carried one (0 = none), echoed in every later append_request to it.
+    uint64_t echo = 0;
   };
 
   explicit raft_core(core_config cfg);

@@ -41,7 +41,7 @@ void raft_core::send_append(const node_id& to, bool allow_empty) {
     return;
   if (!pr.probe && !entries.empty())
     pr.next = entries.back().index.next();  // streaming: optimistically assume delivery
-  send(to, term_, append_request{prev, *prev_term, commit_, std::move(entries), ++seq_});
+  send(to, term_, append_request{prev, *prev_term, commit_, std::move(entries), ++seq_, pr.echo});
 }
 
 bool raft_core::maybe_commit() {
@@ -69,6 +69,11 @@ void raft_core::handle_append_response(const message& m, const append_response& 
   // leader when it received the request numbered r.seq.
   if (r.seq <= seq_)
     pr.answered_seq = std::max(pr.answered_seq, r.seq);
+  // The last stamp received, not the largest: a follower that restarted
+  // stamps from a steady clock that may have restarted too, and an answer
+  // overtaken by a later one only echoes an earlier send time (shorter).
+  if (r.stamp != 0)
+    pr.echo = r.stamp;
   if (r.success) {
     if (r.match_index > log_.last_index())  // a reply to a log we never had: ignore
       return;
@@ -112,6 +117,8 @@ void raft_core::handle_snapshot_response(const message& m, const snapshot_respon
   pr.silent_ticks = 0;
   if (r.seq <= seq_)
     pr.answered_seq = std::max(pr.answered_seq, r.seq);
+  if (r.stamp != 0)
+    pr.echo = r.stamp;
   if (r.match_index > log_.last_index())
     return;
   pr.pending_snapshot = log_index{0};

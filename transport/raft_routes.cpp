@@ -1,7 +1,5 @@
 #include "transport/raft_routes.hpp"
 
-#include <chrono>
-
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
@@ -31,9 +29,6 @@ const raft_actor* node_or_503(const raft_context& ctx, const responder& respond)
 
 void add_message_route(router& r, const raft_context& ctx, const std::string& route) {
   r.add("POST", route, [ctx, route](http_request& req, responder respond) {
-    // The receive time a leader message renews the broker lease from
-    // (docs/shared-storage.md "The lease"): before any work on it.
-    auto received = std::chrono::steady_clock::now();
     const auto* node = node_or_503(ctx, respond);
     if (!node)
       return;
@@ -52,9 +47,7 @@ void add_message_route(router& r, const raft_context& ctx, const std::string& ro
                                    "the message is addressed to " + m->to.str() + ", this is " + ctx.broker_id));
       return;
     }
-    caf::anon_send(*node, raft_atom::value, std::move(req.body),
-                   static_cast<int64_t>(
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(received.time_since_epoch()).count()));
+    caf::anon_send(*node, raft_atom::value, std::move(req.body));
     respond(http_response::json(202, R"({"accepted":true})"));
   });
 }

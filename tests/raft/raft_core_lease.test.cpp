@@ -214,3 +214,120 @@ TEST_CASE("request numbers travel in the wire JSON and are optional there", "[ra
   REQUIRE(back);
   CHECK(std::get<snapshot_response>(back->body).seq == 5);
 }
+
+TEST_CASE("a leader echoes each peer's last answer stamp in its later appends to that peer", "[raft][lease]") {
+  raft_core l = open_core(config("b1"));
+  elect(l);
+  REQUIRE(l.current_role() == role::leader);
+  auto first = drain(l).messages;
+  for (const auto& m : requests_to(first, "b2"))
+    CHECK(std::get<append_request>(m.body).echo == 0);  // nothing answered yet
+  auto t = l.current_term().value;
+  auto answer = [&](const char* from, uint64_t stamp) {
+    append_response r{true, log_index{0}, log_index{0}, term{0}, log_index{0}, l.last_seq()};
+    r.stamp = stamp;
+    l.step(msg(from, "b1", t, r));
+  };
+  auto echoes_after_heartbeat = [&](const char* to) {
+    for (int i = 0; i < 2; ++i)
+      l.tick();
+    auto out = requests_to(drain(l).messages, to);
+    REQUIRE_FALSE(out.empty());
+    return std::get<append_request>(out.back().body).echo;
+  };
+  answer("b2", 111);
+  answer("b3", 222);
+  (void)drain(l);
+  CHECK(echoes_after_heartbeat("b2") == 111);
+  CHECK(echoes_after_heartbeat("b3") == 222);
+  // The last stamp received, not the largest (a restarted follower's clock
+  // may start lower), and an answer without one keeps the last.
+  answer("b2", 50);
+  answer("b2", 0);
+  (void)drain(l);
+  CHECK(echoes_after_heartbeat("b2") == 50);
+  // A snapshot answer and a rejection carry stamps too.
+  snapshot_response sr{log_index{0}, l.last_seq()};
+  sr.stamp = 333;
+  l.step(msg("b3", "b1", t, sr));
+  (void)drain(l);
+  CHECK(echoes_after_heartbeat("b3") == 333);
+  append_response rej{false, log_index{0}, l.log().last_index(), term{0}, log_index{1}, l.last_seq()};
+  rej.stamp = 444;
+  l.step(msg("b3", "b1", t, rej));  // stale for the back-off, still an answer in this term
+  (void)drain(l);
+  CHECK(echoes_after_heartbeat("b3") == 444);
+  // An answer of an older term is refused before its stamp is kept.
+  append_response old{true, log_index{0}, log_index{0}, term{0}, log_index{0}, 0};
+  old.stamp = 999;
+  l.step(msg("b2", "b1", t - 1, old));
+  (void)drain(l);
+  CHECK(echoes_after_heartbeat("b2") == 50);
+}
+
+TEST_CASE("a new term starts with no echo: a stamp speaks for one leadership", "[raft][lease]") {
+  raft_core l = open_core(config("b1"));
+  elect(l);
+  auto t = l.current_term().value;
+  append_response r{true, log_index{0}, log_index{0}, term{0}, log_index{0}, l.last_seq()};
+  r.stamp = 111;
+  l.step(msg("b2", "b1", t, r));
+  (void)drain(l);
+  // Deposed by a higher term, then elected again.
+  l.step(msg("b3", "b1", t + 1, append_request{log_index{0}, term{0}, log_index{0}, {}, 1}));
+  (void)drain(l);
+  REQUIRE(l.current_role() == role::follower);
+  elect(l);
+  REQUIRE(l.current_role() == role::leader);
+  auto out = requests_to(drain(l).messages, "b2");
+  REQUIRE_FALSE(out.empty());
+  for (const auto& m : out)
+    CHECK(std::get<append_request>(m.body).echo == 0);
+}
+
+TEST_CASE("a follower records the echo a leader's append carried, and leaves its answers unstamped",
+          "[raft][lease]") {
+  raft_core f = open_core(config("b2"));
+  append_request a{log_index{0}, term{0}, log_index{0}, {}, 5};
+  a.echo = 123456789;
+  f.step(msg("b1", "b2", 2, a));
+  CHECK(f.last_leader_contact().echo == 123456789);
+  auto replies = of_type<append_response>(drain(f).messages);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].second.stamp == 0);  // the driver stamps it as it sends (raft/core_lease.hpp)
+  f.step(msg("b1", "b2", 2, append_request{log_index{0}, term{0}, log_index{0}, {}, 6}));
+  CHECK(f.last_leader_contact().echo == 0);  // none carried: none recorded
+}
+
+TEST_CASE("stamps and echoes travel in the wire JSON and are optional there", "[raft][lease][wire]") {
+  append_request a{log_index{2}, term{1}, log_index{2}, {}, 12};
+  a.echo = 77;
+  auto aj = to_json(msg("b1", "b2", 4, a));
+  CHECK(aj["echo"] == 77);
+  auto back = message_from_json(aj);
+  REQUIRE(back);
+  CHECK(std::get<append_request>(back->body).echo == 77);
+  aj.erase("echo");
+  back = message_from_json(aj);
+  REQUIRE(back);
+  CHECK(std::get<append_request>(back->body).echo == 0);
+
+  append_response r{true, log_index{2}, log_index{0}, term{0}, log_index{0}, 12};
+  r.stamp = 88;
+  auto rj = to_json(msg("b2", "b1", 4, r));
+  back = message_from_json(rj);
+  REQUIRE(back);
+  CHECK(std::get<append_response>(back->body).stamp == 88);
+  rj.erase("stamp");
+  back = message_from_json(rj);
+  REQUIRE(back);
+  CHECK(std::get<append_response>(back->body).stamp == 0);
+  rj["stamp"] = "late";
+  CHECK_FALSE(message_from_json(rj));
+
+  snapshot_response sr{log_index{3}, 5};
+  sr.stamp = 99;
+  back = message_from_json(to_json(msg("b2", "b1", 4, sr)));
+  REQUIRE(back);
+  CHECK(std::get<snapshot_response>(back->body).stamp == 99);
+}
