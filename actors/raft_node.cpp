@@ -115,16 +115,21 @@ void publish_status(self_ptr self) {
 }
 
 /// Sends one message as a one-way POST. Called only after its batch was saved.
-void send(self_ptr self, const raft::message& m) {
+void send(self_ptr self, raft::message& m) {
   auto& st = self->state;
   auto it = st.peers.find(m.to.str());
   if (it == st.peers.end())
     return;
   auto& p = it->second;
-  // Recorded before the transport has it: an earlier send time can only
-  // shorten the leader's lease.
-  if (auto seq = raft::request_seq(m); seq != 0 && st.lease)
-    st.lease->request_sent(seq, clock_type::now());
+  // Stamped and recorded before the transport has it: an earlier send time
+  // can only shorten a lease (the leader's from its requests, a follower's
+  // from the answer the leader echoes back).
+  if (st.lease) {
+    auto now = clock_type::now();
+    if (auto seq = raft::request_seq(m); seq != 0)
+      st.lease->request_sent(seq, now);
+    raft::stamp_answer(m, *st.lease, now);
+  }
   if (p.in_flight->load() >= max_in_flight) {
     ++st.dropped;
     return;
@@ -291,7 +296,7 @@ void drain_ready(self_ptr self) {
       update_lease(self);  // ends it: nothing more is applied here
       return;
     }
-    for (const auto& m : rd.messages)
+    for (auto& m : rd.messages)
       send(self, m);
     applied = applied || rd.snap || !rd.committed.empty();
     bool brokers_changed = rd.snap.has_value();
@@ -562,7 +567,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       self->state.flush_pending = false;
       drain_ready(self);
     },
-    [self](raft_atom, std::string& body, int64_t received_ns) {
+    [self](raft_atom, std::string& body) {
       auto& st = self->state;
       if (!st.broken.empty() || !st.core)
         return;
@@ -575,10 +580,10 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       auto contacts = st.core->last_leader_contact().count;
       st.core->step(*m);
       update_lease(self);
-      // A leader's append renews from when the route received it, once
+      // A leader's append renews from the send time of the answer of ours
+      // it echoes (never from now: it may have waited in a socket), once
       // what it said committed is applied and published (end of the drain).
-      raft::note_leader_contact(*st.core, contacts, *st.lease,
-                                clock_type::time_point{std::chrono::nanoseconds(received_ns)});
+      raft::note_leader_contact(*st.core, contacts, *st.lease);
       drain_ready(self);
       submit_parked(self);
     },

@@ -85,10 +85,8 @@ using raft_actor = caf::typed_actor<
   // Internal: persists (one fsync) and applies every proposal appended since
   // the last flush: proposals queued in the mailbox meanwhile share it.
   caf::reacts_to<flush_atom>,
-  // A wire message received on /cluster/raft/* (JSON text, validated by the
-  // route) and the steady_clock time the route received it (nanoseconds
-  // since the clock's epoch): a leader message renews the lease from then.
-  caf::reacts_to<raft_atom, std::string, int64_t>,
+  // A wire message received on /cluster/raft/* (JSON text, validated by the route).
+  caf::reacts_to<raft_atom, std::string>,
   // Proposes "owner of (topic, partition) = owner". Replies (index, term) once
   // the entry is committed and applied on this broker. A follower forwards
   // the proposal to the leader when `forward` is set (POST

@@ -34,18 +34,34 @@ void broker_lease::update(const raft_position& p) {
   sent_.erase(sent_.begin(), it);  // later answers are to this request or newer ones
 }
 
-void broker_lease::heard_from_leader(uint64_t term, uint64_t commit, bool commit_in_term, time_point at) {
+void broker_lease::answer_sent(time_point at) {
+  if (role_ != lease_role::follower || (!answers_.empty() && at <= answers_.back()))
+    return;
+  answers_.push_back(at);
+  if (answers_.size() > max_answers)
+    answers_.pop_front();
+}
+
+void broker_lease::heard_from_leader(uint64_t term, uint64_t commit, bool commit_in_term, time_point echo) {
   if (role_ != lease_role::follower || term != term_ || !commit_in_term)
     return;
+  if (!std::binary_search(answers_.begin(), answers_.end(), echo))
+    return;  // not a stamp of this broker's, or one too old to be kept
   if (commit <= applied_) {
-    renew(at);
+    renew(echo);
     return;
   }
-  // An earlier message that needs at least as much applied is worth no
-  // more than this one (received no earlier).
-  while (!heard_.empty() && heard_.back().commit >= commit)
-    heard_.pop_back();
-  heard_.push_back({commit, at});
+  // Keep only messages no other beats on both counts (needs no more
+  // applied, renews no less), sorted by commit and so by echo too.
+  auto dominated = [&](const heard& h) { return h.commit <= commit && h.at >= echo; };
+  if (std::any_of(heard_.begin(), heard_.end(), dominated))
+    return;
+  heard_.erase(std::remove_if(heard_.begin(), heard_.end(),
+                              [&](const heard& h) { return h.commit >= commit && h.at <= echo; }),
+               heard_.end());
+  auto at = std::upper_bound(heard_.begin(), heard_.end(), commit,
+                             [](uint64_t c, const heard& h) { return c < h.commit; });
+  heard_.insert(at, {commit, echo});
   if (heard_.size() > max_heard)
     heard_.pop_front();
 }
@@ -62,6 +78,7 @@ void broker_lease::end() {
   deadline_ = time_point::min();
   heard_.clear();
   sent_.clear();
+  answers_.clear();
 }
 
 void broker_lease::renew(time_point from) {

@@ -7,12 +7,16 @@
 //
 // Rules:
 //  - A follower's lease is renewed only by an append_request from the
-//    leader of the current term, and only once this broker has applied
-//    every entry up to the commit index that message carried, and only when
-//    that index is of the leader's term (until the leader commits an entry
-//    of its own term, its commit index may lag entries the previous leader
-//    committed; Raft paper §5.4.2). It then lasts until the time the
-//    message was received + lease: the receive time, never the apply time.
+//    leader of the current term that echoes the stamp of one of this
+//    broker's own answers, and only once this broker has applied every
+//    entry up to the commit index that message carried, and only when that
+//    index is of the leader's term (until the leader commits an entry of
+//    its own term, its commit index may lag entries the previous leader
+//    committed; Raft paper §5.4.2). It then lasts until the echoed answer's
+//    send time + lease: never from when the message was received (a leader
+//    message may have waited in a socket for any time: a frozen process)
+//    nor from when it was applied. The leader received that answer, so its
+//    record of this broker's last answer is no earlier than the send time.
 //  - The leader's lease lasts until the send time of the newest request
 //    that a majority of the voters, the leader included, answered in its
 //    term, + lease; once the leader has committed (and applied) an entry of
@@ -67,6 +71,9 @@ class broker_lease {
   /// Most received messages kept while this broker catches up on applying
   /// (older dropped first, likewise safe).
   static constexpr std::size_t max_heard = 4096;
+  /// Most answer stamps kept (oldest dropped first: an echo of a dropped
+  /// one renews nothing, which is safe).
+  static constexpr std::size_t max_answers = 4096;
 
   /// `lease` = Cluster.Raft.LeaseMs (> 0).
   explicit broker_lease(std::chrono::milliseconds lease) : lease_(lease) {}
@@ -77,12 +84,22 @@ class broker_lease {
   /// first (and forgets every message and request of the old one).
   void update(const raft_position& p);
 
-  /// An append_request from the leader of `term`, received at `at`, carried
-  /// commit index `commit`; `commit_in_term` as raft_core::leader_contact.
+  /// This broker, following, handed an answer stamped `at` (its send time,
+  /// append_response / snapshot_response `stamp`) to the transport. Only
+  /// these stamps renew, so an echo this broker never sent in this term
+  /// (a garbled one, one from an earlier life of the process) renews
+  /// nothing. Times must not decrease; an equal one is kept once. Ignored
+  /// unless follower; a term or role change forgets them.
+  void answer_sent(time_point at);
+
+  /// An append_request from the leader of `term` carried commit index
+  /// `commit` and echoed the stamp `echo` (a time given to answer_sent;
+  /// time_point{} = none); `commit_in_term` as raft_core::leader_contact.
   /// Ignored unless this broker follows in `term` (call update() first when
-  /// the message changed the term). Renews once `commit` is applied
-  /// (at once when it already is).
-  void heard_from_leader(uint64_t term, uint64_t commit, bool commit_in_term, time_point at);
+  /// the message changed the term) and `echo` is one of its recorded
+  /// stamps. Renews to `echo` + lease once `commit` is applied (at once
+  /// when it already is): when the message arrives does not matter.
+  void heard_from_leader(uint64_t term, uint64_t commit, bool commit_in_term, time_point echo);
 
   /// The leader handed request `seq` to the transport at `at` (or later:
   /// an earlier time only shortens the lease). Calls must come in
@@ -120,9 +137,12 @@ class broker_lease {
   lease_role role_ = lease_role::other;
   uint64_t applied_ = 0;
   time_point deadline_ = time_point::min();
-  /// Follower: messages not yet covered by applied_, commit and time both
-  /// increasing (a later message with a lower commit replaces earlier ones).
+  /// Follower: messages not yet covered by applied_, commit and echo time
+  /// both increasing (one that needs at least as much applied for no later
+  /// a renewal than another is dropped).
   std::deque<heard> heard_;
+  /// Follower: stamps of the answers it sent in this term, increasing.
+  std::deque<time_point> answers_;
   /// Leader: requests sent, seq and time both increasing.
   std::deque<sent> sent_;
 };

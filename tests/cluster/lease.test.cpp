@@ -43,21 +43,69 @@ TEST_CASE("a new lease is not valid", "[cluster][lease]") {
   CHECK_FALSE(l.valid(at_ms(0)));
 }
 
-TEST_CASE("a follower's lease counts from the receive time, not from the apply time", "[cluster][lease]") {
+TEST_CASE("a follower's lease counts from its echoed answer's send time, not from receipt or apply",
+          "[cluster][lease]") {
   broker_lease l{milliseconds(3000)};
   l.update(follower(2, 5));
-  // Received at 1000 ms carrying commit 8, applied only later (at 1700 ms).
+  l.answer_sent(at_ms(1000));
+  // The leader's message echoing that answer is received at 1400 ms carrying
+  // commit 8, which is applied only at 1700 ms.
   l.heard_from_leader(2, 8, true, at_ms(1000));
-  CHECK_FALSE(l.valid(at_ms(1001)));  // entries 6..8 are not applied yet
+  CHECK_FALSE(l.valid(at_ms(1401)));  // entries 6..8 are not applied yet
   l.update(follower(2, 8));           // the driver applies them at 1700 ms
   CHECK(l.deadline() == at_ms(4000));
   CHECK(l.valid(at_ms(3999)));
-  CHECK_FALSE(l.valid(at_ms(4000)));  // expired LeaseMs after receipt
+  CHECK_FALSE(l.valid(at_ms(4000)));  // expired LeaseMs after the answer was sent
+}
+
+TEST_CASE("a leader message received long after its echo's stamp gives a lease that may be over already",
+          "[cluster][lease]") {
+  // A follower frozen (SIGSTOP) for 10 s reads a heartbeat queued in its
+  // socket: it echoes the answer sent before the freeze. The lease is that
+  // answer's send time + LeaseMs, over long ago, however recent the receipt.
+  broker_lease l{milliseconds(3000)};
+  l.update(follower(2, 9));
+  l.answer_sent(at_ms(1000));
+  l.heard_from_leader(2, 9, true, at_ms(1000));  // processed at 11000 ms
+  CHECK(l.deadline() == at_ms(4000));
+  CHECK_FALSE(l.valid(at_ms(11000)));
+  // Answers sent after thawing renew only once the leader echoes one back.
+  l.answer_sent(at_ms(11001));
+  l.heard_from_leader(2, 9, true, at_ms(1000));  // the burst's next stale heartbeat
+  CHECK_FALSE(l.valid(at_ms(11002)));
+  l.heard_from_leader(2, 9, true, at_ms(11001));  // a fresh round trip
+  CHECK(l.deadline() == at_ms(14001));
+}
+
+TEST_CASE("an echo this follower never sent renews nothing", "[cluster][lease]") {
+  broker_lease l{milliseconds(3000)};
+  l.update(follower(2, 9));
+  l.answer_sent(at_ms(1000));
+  l.heard_from_leader(2, 9, true, at_ms(999));   // not a stamp of ours
+  l.heard_from_leader(2, 9, true, at_ms(5000));  // from the future (another life of the process)
+  l.heard_from_leader(2, 9, true, time_point{});  // none
+  CHECK(l.deadline() == time_point::min());
+  // Stamps are kept per term: a new term forgets them.
+  l.update(follower(3, 9));
+  l.heard_from_leader(3, 9, true, at_ms(1000));
+  CHECK(l.deadline() == time_point::min());
+}
+
+TEST_CASE("a follower records its answers only while it follows", "[cluster][lease]") {
+  broker_lease l{milliseconds(3000)};
+  raft_position p = follower(2, 9);
+  p.role = lease_role::other;
+  l.update(p);
+  l.answer_sent(at_ms(1000));
+  l.update(follower(2, 9));
+  l.heard_from_leader(2, 9, true, at_ms(1000));
+  CHECK(l.deadline() == time_point::min());
 }
 
 TEST_CASE("a follower's lease waits for every entry up to the carried commit index", "[cluster][lease]") {
   broker_lease l{milliseconds(3000)};
   l.update(follower(2, 5));
+  l.answer_sent(at_ms(1000));
   l.heard_from_leader(2, 9, true, at_ms(1000));
   l.update(follower(2, 8));  // one entry short
   CHECK_FALSE(l.valid(at_ms(1500)));
@@ -68,9 +116,11 @@ TEST_CASE("a follower's lease waits for every entry up to the carried commit ind
 TEST_CASE("a follower renews at once when the carried commit index is already applied", "[cluster][lease]") {
   broker_lease l{milliseconds(3000)};
   l.update(follower(2, 9));
+  l.answer_sent(at_ms(1000));
+  l.answer_sent(at_ms(2000));
   l.heard_from_leader(2, 9, true, at_ms(1000));
   CHECK(l.deadline() == at_ms(4000));
-  l.heard_from_leader(2, 7, true, at_ms(2000));  // a delayed heartbeat still shows the leader in this term
+  l.heard_from_leader(2, 7, true, at_ms(2000));  // a delayed heartbeat echoing a later answer
   CHECK(l.deadline() == at_ms(5000));
 }
 
@@ -80,6 +130,8 @@ TEST_CASE("a message whose commit index is not of the leader's term renews nothi
   // this broker's image.
   broker_lease l{milliseconds(3000)};
   l.update(follower(3, 9));
+  l.answer_sent(at_ms(1000));
+  l.answer_sent(at_ms(1200));
   l.heard_from_leader(3, 7, false, at_ms(1000));
   CHECK_FALSE(l.valid(at_ms(1000)));
   l.heard_from_leader(3, 10, true, at_ms(1200));
@@ -87,31 +139,51 @@ TEST_CASE("a message whose commit index is not of the leader's term renews nothi
   CHECK(l.deadline() == at_ms(4200));
 }
 
-TEST_CASE("a later message needing less applied replaces earlier ones", "[cluster][lease]") {
+TEST_CASE("a later echo needing less applied replaces earlier ones; an older echo needing more is dropped",
+          "[cluster][lease]") {
   broker_lease l{milliseconds(1000)};
   l.update(follower(2, 0));
+  for (int t : {100, 200, 300})
+    l.answer_sent(at_ms(t));
   l.heard_from_leader(2, 10, true, at_ms(100));
   l.heard_from_leader(2, 12, true, at_ms(200));
-  l.heard_from_leader(2, 11, true, at_ms(300));  // replaces 12 (needs less, arrived later)
+  l.heard_from_leader(2, 11, true, at_ms(300));  // replaces 12 (needs less, renews more)
+  l.heard_from_leader(2, 13, true, at_ms(200));  // beaten by 11: needs more, renews less
   l.update(follower(2, 10));
   CHECK(l.deadline() == at_ms(1100));
   l.update(follower(2, 11));
   CHECK(l.deadline() == at_ms(1300));
+  l.update(follower(2, 13));
+  CHECK(l.deadline() == at_ms(1300));  // nothing left that needs 12 or 13
+}
+
+TEST_CASE("an older echo needing less applied waits beside a newer one needing more", "[cluster][lease]") {
+  broker_lease l{milliseconds(1000)};
+  l.update(follower(2, 0));
+  l.answer_sent(at_ms(100));
+  l.answer_sent(at_ms(300));
+  l.heard_from_leader(2, 12, true, at_ms(300));
+  l.heard_from_leader(2, 10, true, at_ms(100));  // overtaken answer echoed late
+  l.update(follower(2, 10));
+  CHECK(l.deadline() == at_ms(1100));
   l.update(follower(2, 12));
-  CHECK(l.deadline() == at_ms(1300));  // nothing left that needs 12
+  CHECK(l.deadline() == at_ms(1300));
 }
 
 TEST_CASE("renewals never shorten the lease", "[cluster][lease]") {
   broker_lease l{milliseconds(1000)};
   l.update(follower(2, 10));
+  l.answer_sent(at_ms(300));
+  l.answer_sent(at_ms(500));
   l.heard_from_leader(2, 10, true, at_ms(500));
-  l.heard_from_leader(2, 10, true, at_ms(300));  // stepped later, stamped earlier
+  l.heard_from_leader(2, 10, true, at_ms(300));  // stepped later, echoes an earlier answer
   CHECK(l.deadline() == at_ms(1500));
 }
 
 TEST_CASE("a message of another term, or heard without a known leader, renews nothing", "[cluster][lease]") {
   broker_lease l{milliseconds(3000)};
   l.update(follower(2, 10));
+  l.answer_sent(at_ms(1000));
   l.heard_from_leader(1, 10, true, at_ms(1000));
   CHECK_FALSE(l.valid(at_ms(1000)));
   raft_position p = follower(2, 10);
@@ -124,6 +196,8 @@ TEST_CASE("a message of another term, or heard without a known leader, renews no
 TEST_CASE("a term change ends a follower's lease at once", "[cluster][lease]") {
   broker_lease l{milliseconds(3000)};
   l.update(follower(2, 10));
+  l.answer_sent(at_ms(1000));
+  l.answer_sent(at_ms(1400));
   l.heard_from_leader(2, 10, true, at_ms(1000));
   REQUIRE(l.valid(at_ms(1500)));
   l.heard_from_leader(2, 12, true, at_ms(1400));  // pending, waiting for apply
@@ -131,7 +205,8 @@ TEST_CASE("a term change ends a follower's lease at once", "[cluster][lease]") {
   CHECK_FALSE(l.valid(at_ms(1500)));
   // The message of term 2 is forgotten: applying 12 in term 3 renews nothing.
   CHECK(l.deadline() == time_point::min());
-  // The new leader renews it.
+  // The new leader renews it, from an answer sent to it.
+  l.answer_sent(at_ms(1600));
   l.heard_from_leader(3, 12, true, at_ms(1600));
   CHECK(l.deadline() == at_ms(4600));
 }
@@ -139,7 +214,9 @@ TEST_CASE("a term change ends a follower's lease at once", "[cluster][lease]") {
 TEST_CASE("a follower that starts campaigning loses its lease", "[cluster][lease]") {
   broker_lease l{milliseconds(3000)};
   l.update(follower(2, 10));
+  l.answer_sent(at_ms(1000));
   l.heard_from_leader(2, 10, true, at_ms(1000));
+  REQUIRE(l.valid(at_ms(1001)));
   raft_position p = follower(2, 10);
   p.role = lease_role::other;  // pre-candidate: same term, no leader
   l.update(p);
@@ -225,7 +302,9 @@ TEST_CASE("a follower ignores request send times and a leader ignores leader mes
 TEST_CASE("end() ends the lease", "[cluster][lease]") {
   broker_lease l{milliseconds(1000)};
   l.update(follower(2, 10));
+  l.answer_sent(at_ms(100));
   l.heard_from_leader(2, 10, true, at_ms(100));
+  REQUIRE(l.valid(at_ms(100)));
   l.end();
   CHECK_FALSE(l.valid(at_ms(100)));
 }
