@@ -570,11 +570,25 @@ std::vector<std::string> check_shared_storage_lease(const node_config& cfg) {
     return errors;
   }
   const auto& r = cfg.cluster->raft;
-  int64_t wait = static_cast<int64_t>(r.lease_ms) + r.lease_margin_ms;
+  // A leader about to step down (check-quorum, within ElectionTimeoutMs of
+  // its last majority answer) can still echo a follower's answer after the
+  // new leader started counting that follower's silence.
+  int64_t wait = static_cast<int64_t>(r.election_timeout_ms) + r.lease_ms + r.lease_margin_ms;
   if (r.session_timeout_ms < wait)
-    errors.push_back("Server.Cluster.Raft.SessionTimeoutMs: must be at least LeaseMs + LeaseMarginMs ("
-                     + std::to_string(r.lease_ms) + " + " + std::to_string(r.lease_margin_ms) + " = "
-                     + std::to_string(wait) + ") with shared storage, got " + std::to_string(r.session_timeout_ms));
+    errors.push_back("Server.Cluster.Raft.SessionTimeoutMs: must be at least ElectionTimeoutMs + LeaseMs + "
+                     "LeaseMarginMs ("
+                     + std::to_string(r.election_timeout_ms) + " + " + std::to_string(r.lease_ms) + " + "
+                     + std::to_string(r.lease_margin_ms) + " = " + std::to_string(wait)
+                     + ") with shared storage: a deposed leader can echo a broker's answer for up to "
+                       "ElectionTimeoutMs after the new one started counting its silence, got "
+                     + std::to_string(r.session_timeout_ms));
+  // Clock-rate drift: two steady clocks may disagree by up to 2 * rho over
+  // one lease, rho = 1e-3 (docs/shared-storage.md); and at least 1 ms.
+  int64_t margin = std::max<int64_t>(1, (static_cast<int64_t>(r.lease_ms) + 499) / 500);
+  if (r.lease_margin_ms < margin)
+    errors.push_back("Server.Cluster.Raft.LeaseMarginMs: must be at least max(1, LeaseMs / 500) = "
+                     + std::to_string(margin) + " with shared storage (clock-rate drift of 2 * 1e-3 over one "
+                     "lease), got " + std::to_string(r.lease_margin_ms));
   if (r.lease_ms <= r.heartbeat_ms)
     errors.push_back("Server.Cluster.Raft.LeaseMs: must be above HeartbeatMs (" + std::to_string(r.heartbeat_ms)
                      + ") with shared storage, got " + std::to_string(r.lease_ms));

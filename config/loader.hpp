@@ -43,8 +43,12 @@ load_result load_text(const std::string& text, const std::string& origin,
 /// by load(): in local mode the lease gates nothing, and the tests' small
 /// SessionTimeoutMs stay valid). Errors, each naming the key path:
 ///  - no Cluster section: the lease comes from the Raft leader;
-///  - SessionTimeoutMs < LeaseMs + LeaseMarginMs: the controller must not
-///    fence and hand over a broker before its lease has surely ended;
+///  - SessionTimeoutMs < ElectionTimeoutMs + LeaseMs + LeaseMarginMs: the
+///    controller must not fence and hand over a broker before its lease has
+///    surely ended, even one a deposed leader renewed before check-quorum
+///    stepped it down (within ElectionTimeoutMs);
+///  - LeaseMarginMs < max(1, ceil(LeaseMs / 500)): no room for clock-rate
+///    drift (2 * rho * LeaseMs, rho = 1e-3);
 ///  - LeaseMs <= HeartbeatMs: a healthy broker's lease would lapse between
 ///    two heartbeats.
 /// Empty when the rules hold.

@@ -340,18 +340,36 @@ TEST_CASE("the lease rules bind only when shared storage checks them", "[config]
   REQUIRE(small.ok());
   auto errors = check_shared_storage_lease(small.config);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0] == "Server.Cluster.Raft.SessionTimeoutMs: must be at least LeaseMs + LeaseMarginMs (3000 + 500 = "
-                     "3500) with shared storage, got 2000");
+  CHECK(errors[0] == "Server.Cluster.Raft.SessionTimeoutMs: must be at least ElectionTimeoutMs + LeaseMs + "
+                     "LeaseMarginMs (1000 + 3000 + 500 = 4500) with shared storage: a deposed leader can echo a "
+                     "broker's answer for up to ElectionTimeoutMs after the new one started counting its silence, "
+                     "got 2000");
 
-  // The defaults hold (9000 >= 3500, 3000 > 500).
+  // The defaults hold (9000 >= 4500, 3000 > 500, 500 >= 6).
   auto defaults = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
   REQUIRE(defaults.ok());
   CHECK(check_shared_storage_lease(defaults.config).empty());
 
-  // Exactly LeaseMs + LeaseMarginMs is enough.
-  auto edge = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 3500}}}})", "t.json");
+  // Exactly ElectionTimeoutMs + LeaseMs + LeaseMarginMs is enough; one less is not.
+  auto edge = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 4500}}}})", "t.json");
   REQUIRE(edge.ok());
   CHECK(check_shared_storage_lease(edge.config).empty());
+  auto below = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 4499}}}})", "t.json");
+  REQUIRE(below.ok());
+  CHECK(check_shared_storage_lease(below.config).size() == 1);
+
+  // A margin with no room for clock drift: 0, or below LeaseMs / 500.
+  auto no_margin = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMarginMs": 0}}}})", "t.json");
+  REQUIRE(no_margin.ok());
+  errors = check_shared_storage_lease(no_margin.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "Server.Cluster.Raft.LeaseMarginMs: must be at least max(1, LeaseMs / 500) = 6 with shared "
+                     "storage (clock-rate drift of 2 * 1e-3 over one lease), got 0");
+  auto small_margin = load_text(
+    R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 10, "HeartbeatMs": 5, "LeaseMarginMs": 1}}}})",
+    "t.json");
+  REQUIRE(small_margin.ok());
+  CHECK(check_shared_storage_lease(small_margin.config).empty());
 
   // LeaseMs must be above HeartbeatMs.
   auto short_lease = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 500,
