@@ -5,6 +5,7 @@
 
 #include "actors/cluster_state.hpp"
 #include "actors/raft_node_impl.hpp"
+#include "raft/core_lease.hpp"
 #include "raft/messages.hpp"
 
 namespace moonmq {
@@ -69,6 +70,21 @@ void publish_image(owner_view& view, const raft::ownership_state& table) {
 
 namespace {
 
+/// Feeds the core's position to the lease and publishes its deadline to the
+/// gate: after every step and tick (so a lost leadership or a new term ends
+/// the lease before the batch's fsync) and at the end of every drain (once
+/// what it applied is published). A broken store ends it.
+void update_lease(self_ptr self) {
+  auto& st = self->state;
+  if (!st.lease)
+    return;
+  if (!st.broken.empty() || !st.core)
+    st.lease->end();
+  else
+    st.lease->update(raft::lease_position(*st.core, st.published_applied));
+  st.gate->publish(st.lease->deadline());
+}
+
 void publish_status(self_ptr self) {
   auto& st = self->state;
   const auto& core = *st.core;
@@ -83,6 +99,8 @@ void publish_status(self_ptr self) {
     for (const auto& [id, peer] : st.peers)
       if (auto silent = core.silent_ticks(raft::node_id{id}))
         s.silent_ms[id] = static_cast<int64_t>(*silent) * static_cast<int64_t>(st.timing.tick.count());
+  s.lease_deadline_ns = st.gate->deadline_ns();
+  s.lease_ms = st.settings.lease_ms;
   if (core.current_role() == raft::role::candidate && st.last_role != raft::role::candidate) {
     ++st.elections;
     st.elections_counter->inc();
@@ -96,16 +114,26 @@ void publish_status(self_ptr self) {
   st.term_gauge->set(static_cast<double>(s.term));
   st.controller_gauge->set(s.is_leader ? 1.0 : 0.0);
   st.commit_gauge->set(static_cast<double>(s.commit_index));
+  st.lease_gauge->set(st.gate->valid_now() ? 1.0 : 0.0);
   st.view->set(std::move(s));
 }
 
 /// Sends one message as a one-way POST. Called only after its batch was saved.
-void send(self_ptr self, const raft::message& m) {
+void send(self_ptr self, raft::message& m) {
   auto& st = self->state;
   auto it = st.peers.find(m.to.str());
   if (it == st.peers.end())
     return;
   auto& p = it->second;
+  // Stamped and recorded before the transport has it: an earlier send time
+  // can only shorten a lease (the leader's from its requests, a follower's
+  // from the answer the leader echoes back).
+  if (st.lease) {
+    auto now = clock_type::now();
+    if (auto seq = raft::request_seq(m); seq != 0)
+      st.lease->request_sent(seq, now);
+    raft::stamp_answer(m, *st.lease, now);
+  }
   if (p.in_flight->load() >= max_in_flight) {
     ++st.dropped;
     return;
@@ -269,9 +297,10 @@ void drain_ready(self_ptr self) {
                          "replicating until it restarts\"",
                          st.settings.broker_id, st.broken);
       fail_pending(self);
+      update_lease(self);  // ends it: nothing more is applied here
       return;
     }
-    for (const auto& m : rd.messages)
+    for (auto& m : rd.messages)
       send(self, m);
     applied = applied || rd.snap || !rd.committed.empty();
     bool brokers_changed = rd.snap.has_value();
@@ -298,6 +327,8 @@ void drain_ready(self_ptr self) {
     if (brokers_applied && st.settings.on_brokers)
       st.settings.on_brokers(st.owners->standing());
   }
+  st.published_applied = st.core->applied_index();
+  update_lease(self);
   publish_status(self);
   settle_waiters(self);
 }
@@ -440,6 +471,11 @@ json status_json(self_ptr self) {
          {"messages_received", st.received},
          {"messages_refused", st.refused},
          {"pending_proposals", st.waiters.size() + st.forwards.size() + st.parked.size()}};
+  auto now = clock_type::now();
+  auto remaining = cluster::lease_gate::remaining_ms(s.lease_deadline_ns, now);
+  j["lease"] = {{"valid", cluster::lease_gate::valid(s.lease_deadline_ns, now)},
+                {"remaining_ms", remaining ? json(*remaining) : json(nullptr)},
+                {"lease_ms", st.settings.lease_ms}};
   if (st.core) {
     const auto& log = st.core->log();
     j["log"] = {{"first_index", log.first_index().value},
@@ -491,6 +527,10 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
   init.elections_counter = &reg.get_counter("moonmq_raft_elections_total", "Elections this broker started");
   init.offline_gauge = &reg.get_gauge("moonmq_cluster_offline_partitions",
                                       "Partitions whose owner the metadata log has fenced (no broker serves them)");
+  init.lease_gauge = &reg.get_gauge("moonmq_broker_lease_valid",
+                                    "1 while this broker's lease is valid (docs/shared-storage.md \"The lease\")");
+  init.gate = init.settings.lease_gate ? init.settings.lease_gate : &cluster::lease_gate::process();
+  init.gate->publish(clock_type::time_point::min());
   auto core = raft::raft_core::open(cfg, init.store->state());
   if (!core) {
     // open_raft_store validated the store; only a bad membership lands here.
@@ -498,6 +538,8 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     logger()->critical("raft.open_failed broker={} error=\"{}\"", init.settings.broker_id, init.broken);
   } else {
     init.core.emplace(std::move(core.value()));
+    init.lease.emplace(std::chrono::milliseconds(init.settings.lease_ms));
+    init.published_applied = init.core->applied_index();
     logger()->info("raft.started broker={} members={} voter={} term={} commit={} tick_ms={} election_ticks={}",
                    init.settings.broker_id, cfg.members.size(), init.core->is_voter(), init.core->current_term().value,
                    init.core->commit_index().value, init.timing.tick.count(), init.timing.election_ticks);
@@ -517,6 +559,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       if (!st.broken.empty())
         return;
       st.core->tick();
+      update_lease(self);
       check_liveness(self);
       drain_ready(self);
       submit_parked(self);
@@ -538,7 +581,13 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
         return;
       }
       ++st.received;
+      auto contacts = st.core->last_leader_contact().count;
       st.core->step(*m);
+      update_lease(self);
+      // A leader's append renews from the send time of the answer of ours
+      // it echoes (never from now: it may have waited in a socket), once
+      // what it said committed is applied and published (end of the drain).
+      raft::note_leader_contact(*st.core, contacts, *st.lease);
       drain_ready(self);
       submit_parked(self);
     },

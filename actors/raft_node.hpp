@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,10 @@ namespace moonmq {
 
 class owner_view;  // actors/cluster_state.hpp
 
+namespace cluster {
+class lease_gate;  // cluster/lease_gate.hpp
+}
+
 /// What the rest of the node needs to know about Raft, published after
 /// every ready batch.
 struct raft_status {
@@ -56,6 +61,12 @@ struct raft_status {
   /// failover, docs/balancer.md "Failover (shared storage)"). A late tick
   /// only undercounts.
   std::map<std::string, int64_t> silent_ms;
+  /// The broker lease's deadline (docs/shared-storage.md "The lease"), in
+  /// steady_clock nanoseconds as cluster::lease_gate holds it: its `none`
+  /// (INT64_MIN) without a lease, its `unbounded` (INT64_MAX) for a leader
+  /// alone. Compare with the reader's own steady_clock::now().
+  int64_t lease_deadline_ns = std::numeric_limits<int64_t>::min();
+  int64_t lease_ms = 0;  ///< Cluster.Raft.LeaseMs
 };
 
 /// Thread-safe holder of the latest raft_status (read by the fence in
@@ -189,6 +200,12 @@ struct raft_node_settings {
   /// from for this long (a `broker` entry) and unfences it once it answers
   /// again (docs/metadata.md "Liveness"). Raft's own traffic is the heartbeat.
   int session_timeout_ms = 9000;
+  /// Cluster.Raft.LeaseMs: the broker lease (docs/shared-storage.md "The
+  /// lease"), kept by cluster::broker_lease after every step, tick and batch.
+  int lease_ms = 3000;
+  /// Where the lease's deadline is published for other threads; null = the
+  /// process's gate (cluster::lease_gate::process()).
+  cluster::lease_gate* lease_gate = nullptr;
 };
 
 /// Logical tick length and tick counts derived from the settings: a tick is

@@ -22,6 +22,8 @@
 
 #include "actors/errors.hpp"
 #include "actors/raft_node.hpp"
+#include "cluster/lease.hpp"
+#include "cluster/lease_gate.hpp"
 #include "raft/raft_core.hpp"
 #include "raft/raft_store.hpp"
 #include "util/logging.hpp"
@@ -88,6 +90,15 @@ struct raft_node_state {
   metrics::gauge* controller_gauge = nullptr;
   metrics::gauge* commit_gauge = nullptr;
   metrics::counter* elections_counter = nullptr;
+  metrics::gauge* lease_gauge = nullptr;
+  /// The broker lease (docs/shared-storage.md "The lease") and where its
+  /// deadline is published.
+  std::optional<cluster::broker_lease> lease;
+  cluster::lease_gate* gate = nullptr;
+  /// Highest index applied to the published image (owners), which the
+  /// lease vouches for; the core's applied index runs ahead of it between
+  /// a ready() and its publication.
+  raft::log_index published_applied;
   /// This broker's endpoints to register (a learner, once its listeners are bound).
   std::optional<raft::broker_endpoints> own;
   /// When the next registration attempt may go out, and which voter it goes to.

@@ -271,6 +271,10 @@ void read_cluster(reader& server, node_config& cfg) {
   raft.get_int("HeartbeatMs", c.raft.heartbeat_ms, 1, 600000);
   raft.get_int("MaxLogEntries", c.raft.max_log_entries, 2, 100000000);
   raft.get_int("SessionTimeoutMs", c.raft.session_timeout_ms, 10, 3600000);
+  // Their relation to SessionTimeoutMs and HeartbeatMs matters in shared-
+  // storage mode only: check_shared_storage_lease().
+  raft.get_int("LeaseMs", c.raft.lease_ms, 10, 3600000);
+  raft.get_int("LeaseMarginMs", c.raft.lease_margin_ms, 0, 600000);
   if (c.raft.heartbeat_ms >= c.raft.election_timeout_ms)
     raft.error("HeartbeatMs", "must be below ElectionTimeoutMs");
   if (c.raft.session_timeout_ms <= c.raft.heartbeat_ms)
@@ -525,6 +529,11 @@ load_result finish(json root, std::vector<std::string> files, const std::vector<
     apply_override(root, o, res);
   if (res.errors.empty())
     read_server(root, res);
+  // Shared storage: the lease must end before the controller hands a
+  // silent broker's partitions over (docs/shared-storage.md "The lease").
+  if (res.errors.empty() && !res.config.broker.shared_dir.empty() && res.config.cluster)
+    for (auto& e : check_shared_storage_lease(res.config))
+      res.errors.push_back(std::move(e));
   return res;
 }
 
@@ -567,6 +576,39 @@ load_result load(const std::string& config_file, const std::string& environment,
     }
   }
   return finish(std::move(root), std::move(files), overrides, std::move(res));
+}
+
+std::vector<std::string> check_shared_storage_lease(const node_config& cfg) {
+  std::vector<std::string> errors;
+  if (!cfg.cluster) {
+    errors.push_back("Server.Cluster: shared storage needs a cluster: a broker's lease is renewed by the Raft leader "
+                     "(docs/shared-storage.md \"The lease\")");
+    return errors;
+  }
+  const auto& r = cfg.cluster->raft;
+  // A leader about to step down (check-quorum, within ElectionTimeoutMs of
+  // its last majority answer) can still echo a follower's answer after the
+  // new leader started counting that follower's silence.
+  int64_t wait = static_cast<int64_t>(r.election_timeout_ms) + r.lease_ms + r.lease_margin_ms;
+  if (r.session_timeout_ms < wait)
+    errors.push_back("Server.Cluster.Raft.SessionTimeoutMs: must be at least ElectionTimeoutMs + LeaseMs + "
+                     "LeaseMarginMs ("
+                     + std::to_string(r.election_timeout_ms) + " + " + std::to_string(r.lease_ms) + " + "
+                     + std::to_string(r.lease_margin_ms) + " = " + std::to_string(wait)
+                     + ") with shared storage: a deposed leader can echo a broker's answer for up to "
+                       "ElectionTimeoutMs after the new one started counting its silence, got "
+                     + std::to_string(r.session_timeout_ms));
+  // Clock-rate drift: two steady clocks may disagree by up to 2 * rho over
+  // one lease, rho = 1e-3 (docs/shared-storage.md); and at least 1 ms.
+  int64_t margin = std::max<int64_t>(1, (static_cast<int64_t>(r.lease_ms) + 499) / 500);
+  if (r.lease_margin_ms < margin)
+    errors.push_back("Server.Cluster.Raft.LeaseMarginMs: must be at least max(1, LeaseMs / 500) = "
+                     + std::to_string(margin) + " with shared storage (clock-rate drift of 2 * 1e-3 over one "
+                     "lease), got " + std::to_string(r.lease_margin_ms));
+  if (r.lease_ms <= r.heartbeat_ms)
+    errors.push_back("Server.Cluster.Raft.LeaseMs: must be above HeartbeatMs (" + std::to_string(r.heartbeat_ms)
+                     + ") with shared storage, got " + std::to_string(r.lease_ms));
+  return errors;
 }
 
 }  // namespace moonmq::config

@@ -38,4 +38,20 @@ load_result load(const std::string& config_file, const std::string& environment,
 load_result load_text(const std::string& text, const std::string& origin,
                       const std::vector<std::string>& overrides = {});
 
+/// The lease rules of shared-storage mode (docs/shared-storage.md "The
+/// lease"), checked on a loaded configuration by that mode at start-up (not
+/// by load(): in local mode the lease gates nothing, and the tests' small
+/// SessionTimeoutMs stay valid). Errors, each naming the key path:
+///  - no Cluster section: the lease comes from the Raft leader;
+///  - SessionTimeoutMs < ElectionTimeoutMs + LeaseMs + LeaseMarginMs: the
+///    controller must not fence and hand over a broker before its lease has
+///    surely ended, even one a deposed leader renewed before check-quorum
+///    stepped it down (within ElectionTimeoutMs);
+///  - LeaseMarginMs < max(1, ceil(LeaseMs / 500)): no room for clock-rate
+///    drift (2 * rho * LeaseMs, rho = 1e-3);
+///  - LeaseMs <= HeartbeatMs: a healthy broker's lease would lapse between
+///    two heartbeats.
+/// Empty when the rules hold.
+std::vector<std::string> check_shared_storage_lease(const node_config& cfg);
+
 }  // namespace moonmq::config

@@ -52,6 +52,13 @@ struct raft_config {
   /// A broker the Raft leader has not heard from for this long is fenced
   /// (KRaft's broker.session.timeout.ms, 9 s by default there too).
   int session_timeout_ms = 9000;
+  /// The broker lease (docs/shared-storage.md "The lease"): a broker that has
+  /// not heard from the Raft leader for this long stops acknowledging
+  /// produce in shared-storage mode. Monotonic clock, milliseconds.
+  int lease_ms = 3000;
+  /// What the controller waits beyond LeaseMs before it hands a fenced
+  /// broker's partitions on: covers clock-rate drift over one lease.
+  int lease_margin_ms = 500;
   /// Cluster.Raft.Voters (Kafka's controller.quorum.voters): the broker ids
   /// that vote. Empty = this broker and every configured peer. A broker not
   /// listed joins at runtime as a learner (docs/metadata.md "Joining"); every

@@ -33,17 +33,22 @@ json body_json(const message_body& b) {
             return json{{"prev_index", a.prev_index.value},
                         {"prev_term", a.prev_term.value},
                         {"commit", a.commit.value},
-                        {"entries", std::move(entries)}};
+                        {"entries", std::move(entries)},
+                        {"seq", a.seq},
+                        {"echo", a.echo}};
           },
           [](const append_response& a) {
             return json{{"success", a.success},
                         {"match_index", a.match_index.value},
                         {"reject_index", a.reject_index.value},
                         {"conflict_term", a.conflict_term.value},
-                        {"conflict_index", a.conflict_index.value}};
+                        {"conflict_index", a.conflict_index.value},
+                        {"seq", a.seq},
+                        {"stamp", a.stamp}};
           },
-          [](const snapshot_request& s) { return json{{"snapshot", to_json(s.snap)}}; },
-          [](const snapshot_response& s) { return json{{"match_index", s.match_index.value}}; },
+          [](const snapshot_request& s) { return json{{"snapshot", to_json(s.snap)}, {"seq", s.seq}}; },
+          [](const snapshot_response& s) { return json{{"match_index", s.match_index.value}, {"seq", s.seq}, {"stamp", s.stamp}};
+          },
       },
       b);
 }
@@ -100,6 +105,8 @@ result<message> message_from_json(const json& j) {
     a.prev_index = log_index{b.u64("prev_index")};
     a.prev_term = term{b.u64("prev_term")};
     a.commit = log_index{b.u64("commit")};
+    a.seq = b.has("seq") ? b.u64("seq") : 0;
+    a.echo = b.has("echo") ? b.u64("echo") : 0;
     const json* entries = b.array("entries");
     if (entries) {
       log_index expect = a.prev_index.next();
@@ -123,6 +130,8 @@ result<message> message_from_json(const json& j) {
     a.reject_index = log_index{b.u64("reject_index")};
     a.conflict_term = term{b.u64("conflict_term")};
     a.conflict_index = log_index{b.u64("conflict_index")};
+    a.seq = b.has("seq") ? b.u64("seq") : 0;
+    a.stamp = b.has("stamp") ? b.u64("stamp") : 0;
     m.body = a;
   } else if (type == "snapshot_request") {
     snapshot_request s;
@@ -133,10 +142,13 @@ result<message> message_from_json(const json& j) {
         return snap.err();
       s.snap = std::move(*snap);
     }
+    s.seq = b.has("seq") ? b.u64("seq") : 0;
     m.body = std::move(s);
   } else if (type == "snapshot_response") {
     snapshot_response s;
     s.match_index = log_index{b.u64("match_index")};
+    s.seq = b.has("seq") ? b.u64("seq") : 0;
+    s.stamp = b.has("stamp") ? b.u64("stamp") : 0;
     m.body = s;
   } else {
     return error{errc::malformed, "message.type: unknown type \"" + type + "\"", {}, 0};

@@ -38,12 +38,27 @@ struct vote_response {
 
 /// AppendEntries (§5.3); also the heartbeat when `entries` is empty.
 /// Fields: "prev_index", "prev_term", "commit", "entries":[entry...] where the
-/// entries are contiguous and start at prev_index + 1.
+/// entries are contiguous and start at prev_index + 1, "seq" and "echo".
+///
+/// `seq` numbers the leader's requests (append and snapshot), increasing
+/// over the life of the sending process; the follower echoes it in its
+/// answer so the leader learns which request a majority answered (its lease,
+/// docs/shared-storage.md "The lease"; etcd's heartbeat context plays the
+/// same part). Optional on the wire: absent reads as 0, which counts for
+/// nothing, so a broker of an earlier version still takes part in Raft.
+///
+/// `echo` is the `stamp` of the newest answer (append or snapshot) the
+/// leader received from this peer in its term, sent back unchanged: the
+/// follower renews its lease from its own send time of that answer, which
+/// the leader provably received (docs/shared-storage.md "The lease").
+/// Optional on the wire like `seq`: absent reads as 0 = none, renews nothing.
 struct append_request {
   log_index prev_index;
   term prev_term;
   log_index commit;
   std::vector<log_entry> entries;
+  uint64_t seq = 0;
+  uint64_t echo = 0;
 };
 
 /// Reply to append_request. On success `match_index` is the last index known
@@ -52,26 +67,44 @@ struct append_request {
 /// = the follower's term at reject_index (0 when its log is shorter) and
 /// `conflict_index` = the first index of that term in the follower's log (or
 /// its last index + 1 when shorter).
-/// Fields: "success", "match_index", "reject_index", "conflict_term", "conflict_index".
+/// Fields: "success", "match_index", "reject_index", "conflict_term",
+/// "conflict_index", "seq" (the answered request's, 0 when it answers a
+/// request of an older term; optional on the wire, absent reads as 0),
+/// "stamp".
+///
+/// `stamp` is the follower's steady_clock time, in nanoseconds since that
+/// clock's epoch, when its driver handed the answer to the transport (the
+/// core, which reads no clock, leaves it 0; raft/core_lease.hpp
+/// stamp_answer sets it). The leader echoes it (append_request `echo`).
+/// Only the follower ever reads it as a time; to the leader it is opaque.
+/// Optional on the wire: absent reads as 0 = none.
 struct append_response {
   bool success = false;
   log_index match_index;
   log_index reject_index;
   term conflict_term;
   log_index conflict_index;
+  uint64_t seq = 0;
+  uint64_t stamp = 0;
 };
 
 /// InstallSnapshot (§7), whole snapshot in one message (it is the ownership
-/// table: small). Fields: "snapshot":{snapshot JSON}.
+/// table: small). Fields: "snapshot":{snapshot JSON}, "seq" (as in
+/// append_request; optional on the wire).
 struct snapshot_request {
   raft::snapshot snap;
+  uint64_t seq = 0;
 };
 
 /// Reply to snapshot_request: `match_index` is the index the follower's log
 /// is now known to match (its snapshot index, or its commit index when the
-/// snapshot was stale and refused). Fields: "match_index".
+/// snapshot was stale and refused). Fields: "match_index", "seq" (the
+/// answered request's; optional on the wire), "stamp" (as in
+/// append_response; optional on the wire).
 struct snapshot_response {
   log_index match_index;
+  uint64_t seq = 0;
+  uint64_t stamp = 0;
 };
 
 using message_body =

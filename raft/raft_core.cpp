@@ -295,9 +295,14 @@ void raft_core::step(const message& m) {
       become_follower(term_, m.from);
     leader_ = m.from;
     election_elapsed_ = 0;
-    if (auto* a = std::get_if<append_request>(&m.body))
+    if (auto* a = std::get_if<append_request>(&m.body)) {
       handle_append(m, *a);
-    else
+      ++contact_.count;
+      contact_.leader_term = term_;
+      contact_.commit = a->commit;
+      contact_.commit_in_term = log_.term_at(a->commit) == term_;
+      contact_.echo = a->echo;
+    } else
       handle_snapshot(m, std::get<snapshot_request>(m.body));
   } else if (auto* ar = std::get_if<append_response>(&m.body)) {
     if (role_ == role::leader)
@@ -319,6 +324,17 @@ void raft_core::handle_vote_request(const message& m, const vote_request& v) {
   } else {
     send(m.from, term_, vote_response{false, v.pre_vote});
   }
+}
+
+uint64_t raft_core::quorum_answered_seq() const {
+  if (role_ != role::leader)
+    return 0;
+  std::vector<uint64_t> answered{seq_};  // this node
+  for (const auto& [id, pr] : progress_)
+    if (pr.voter)
+      answered.push_back(pr.answered_seq);
+  std::sort(answered.begin(), answered.end(), [](uint64_t a, uint64_t b) { return a > b; });
+  return answered[quorum() - 1];
 }
 
 result<log_index> raft_core::propose(entry_payload payload) {

@@ -117,6 +117,44 @@ class raft_core {
       return std::nullopt;
     return it->second.silent_ticks;
   }
+  /// True when the entry at the commit index is of the current term. A
+  /// leader's commit index covers every entry committed in earlier terms
+  /// only from then on (Raft paper §5.4.2, §8: it commits its own term's
+  /// first entry, the controller claim, in its first round).
+  bool committed_in_term() const { return log_.term_at(commit_) == term_; }
+
+  /// The last request sequence number this node gave out (append_request /
+  /// snapshot_request `seq`; 0 before any). Numbers increase over the life
+  /// of the core, across terms.
+  uint64_t last_seq() const { return seq_; }
+  /// On the leader: the highest request sequence number that a majority of
+  /// the voters, this node included (it counts as having answered every
+  /// request), answered in the current term; 0 while no majority has. With
+  /// one voter: last_seq(). On a follower: 0. The leader's broker lease is
+  /// measured from the send time of that request (docs/shared-storage.md
+  /// "The lease"); learners never count.
+  uint64_t quorum_answered_seq() const;
+
+  /// The last append_request this node accepted from the leader of its
+  /// current term (the stale-term ones are refused before). `count` changes
+  /// with every one accepted, so a driver compares it across step() to tell
+  /// whether the message it stepped was one. Snapshot requests carry no
+  /// commit index and are not counted.
+  struct leader_contact {
+    uint64_t count = 0;            ///< append_requests accepted since open()
+    term leader_term;              ///< the term they were accepted in
+    log_index commit;              ///< the commit index the last one carried
+    /// The entry at `commit` is in this node's log and of `leader_term`: the
+    /// leader had committed an entry of its own term, so `commit` covers
+    /// every entry committed before it sent the message.
+    bool commit_in_term = false;
+    /// The `echo` the last one carried: the stamp of an answer of this
+    /// node's that the leader received (0 = none). The follower's lease
+    /// renews from that answer's send time, never from the receipt.
+    uint64_t echo = 0;
+  };
+  const leader_contact& last_leader_contact() const { return contact_; }
+
   /// The latest snapshot (compaction or install), if any.
   const std::optional<snapshot>& latest_snapshot() const { return snapshot_; }
   const core_config& config() const { return cfg_; }
@@ -132,6 +170,10 @@ class raft_core {
     uint32_t silent_ticks = 0;   ///< ticks since the peer last answered (check-quorum)
     log_index pending_snapshot;  ///< snapshot index in flight (0 = none)
     bool voter = true;           ///< false for a learner: never counted in a quorum
+    uint64_t answered_seq = 0;   ///< highest request seq the peer answered in this term
+    /// `stamp` of the last answer received from the peer in this term that
+    /// carried one (0 = none), echoed in every later append_request to it.
+    uint64_t echo = 0;
   };
 
   explicit raft_core(core_config cfg);
@@ -182,6 +224,8 @@ class raft_core {
   uint64_t rng_state_ = 0;
   std::map<node_id, bool> votes_;
   std::map<node_id, progress> progress_;
+  uint64_t seq_ = 0;           ///< last request sequence number given out
+  leader_contact contact_;
 
   // pending output
   hard_state last_hard_;                  ///< hard state as of the last ready()

@@ -20,7 +20,7 @@ void raft_core::send_snapshot(const node_id& to, progress& pr) {
   if (!snapshot_)  // cannot happen: entries are only compacted into snapshot_
     return;
   pr.pending_snapshot = snapshot_->last_index;
-  send(to, term_, snapshot_request{*snapshot_});
+  send(to, term_, snapshot_request{*snapshot_, ++seq_});
 }
 
 void raft_core::send_append(const node_id& to, bool allow_empty) {
@@ -41,7 +41,7 @@ void raft_core::send_append(const node_id& to, bool allow_empty) {
     return;
   if (!pr.probe && !entries.empty())
     pr.next = entries.back().index.next();  // streaming: optimistically assume delivery
-  send(to, term_, append_request{prev, *prev_term, commit_, std::move(entries)});
+  send(to, term_, append_request{prev, *prev_term, commit_, std::move(entries), ++seq_, pr.echo});
 }
 
 bool raft_core::maybe_commit() {
@@ -65,6 +65,15 @@ bool raft_core::maybe_commit() {
 void raft_core::handle_append_response(const message& m, const append_response& r) {
   progress& pr = progress_[m.from];
   pr.silent_ticks = 0;
+  // Any answer in this term, a rejection too, shows the peer followed this
+  // leader when it received the request numbered r.seq.
+  if (r.seq <= seq_)
+    pr.answered_seq = std::max(pr.answered_seq, r.seq);
+  // The last stamp received, not the largest: a follower that restarted
+  // stamps from a steady clock that may have restarted too, and an answer
+  // overtaken by a later one only echoes an earlier send time (shorter).
+  if (r.stamp != 0)
+    pr.echo = r.stamp;
   if (r.success) {
     if (r.match_index > log_.last_index())  // a reply to a log we never had: ignore
       return;
@@ -106,6 +115,10 @@ void raft_core::handle_append_response(const message& m, const append_response& 
 void raft_core::handle_snapshot_response(const message& m, const snapshot_response& r) {
   progress& pr = progress_[m.from];
   pr.silent_ticks = 0;
+  if (r.seq <= seq_)
+    pr.answered_seq = std::max(pr.answered_seq, r.seq);
+  if (r.stamp != 0)
+    pr.echo = r.stamp;
   if (r.match_index > log_.last_index())
     return;
   pr.pending_snapshot = log_index{0};
@@ -125,7 +138,7 @@ void raft_core::handle_append(const message& m, const append_request& a) {
   if (a.prev_index < commit_) {
     // Everything up to our commit index is committed and therefore equal to
     // the leader's log; report that instead of re-checking older entries.
-    send(m.from, term_, append_response{true, commit_, log_index{0}, term{0}, log_index{0}});
+    send(m.from, term_, append_response{true, commit_, log_index{0}, term{0}, log_index{0}, a.seq});
     return;
   }
   if (log_.matches(a.prev_index, a.prev_term)) {
@@ -143,10 +156,10 @@ void raft_core::handle_append(const message& m, const append_request& a) {
     }
     if (a.commit > commit_)
       commit_ = std::max(commit_, std::min(a.commit, last_new));
-    send(m.from, term_, append_response{true, last_new, log_index{0}, term{0}, log_index{0}});
+    send(m.from, term_, append_response{true, last_new, log_index{0}, term{0}, log_index{0}, a.seq});
     return;
   }
-  append_response r{false, log_index{0}, a.prev_index, term{0}, log_.last_index().next()};
+  append_response r{false, log_index{0}, a.prev_index, term{0}, log_.last_index().next(), a.seq};
   if (a.prev_index <= log_.last_index()) {
     if (a.prev_index <= log_.snapshot_index()) {
       // prev_index >= commit_ >= snapshot index, so this is a mismatch on a
@@ -165,14 +178,14 @@ void raft_core::handle_snapshot(const message& m, const snapshot_request& req) {
   const snapshot& s = req.snap;
   if (s.last_index <= commit_) {
     // Stale snapshot: refuse it, report what we already have committed.
-    send(m.from, term_, snapshot_response{commit_});
+    send(m.from, term_, snapshot_response{commit_, req.seq});
     return;
   }
   if (log_.matches(s.last_index, s.last_term)) {
     // We already hold the snapshot's last entry: keep our log (§7 step 6),
     // the snapshot only tells us that prefix is committed.
     commit_ = s.last_index;
-    send(m.from, term_, snapshot_response{s.last_index});
+    send(m.from, term_, snapshot_response{s.last_index, req.seq});
     return;
   }
   log::get("raft")->debug("raft.snapshot_install node={} index={} term={}", cfg_.self.str(), s.last_index.value,
@@ -185,7 +198,7 @@ void raft_core::handle_snapshot(const message& m, const snapshot_request& req) {
   commit_ = s.last_index;
   applied_ = s.last_index;
   unstable_from_ = s.last_index.next();  // the durable log is discarded too
-  send(m.from, term_, snapshot_response{s.last_index});
+  send(m.from, term_, snapshot_response{s.last_index, req.seq});
 }
 
 void raft_core::maybe_compact() {

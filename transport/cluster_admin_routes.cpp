@@ -1,11 +1,13 @@
 #include "transport/cluster_admin_routes.hpp"
 
+#include <chrono>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "cluster/lease_gate.hpp"
 #include "cluster/move_journal.hpp"
 #include "cluster/partition_map.hpp"
 #include "raft/types.hpp"
@@ -136,7 +138,15 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
         controller["commit_index"] = s.commit_index;
         body["term"] = s.term;
         body["commit_index"] = s.commit_index;
-        body["raft"] = {{"role", s.role}, {"applied_index", s.applied_index}};
+        // The broker lease (docs/shared-storage.md "The lease"); remaining
+        // is null for a leader alone, whose lease has no end.
+        auto now = std::chrono::steady_clock::now();
+        auto remaining = cluster::lease_gate::remaining_ms(s.lease_deadline_ns, now);
+        body["raft"] = {{"role", s.role},
+                        {"applied_index", s.applied_index},
+                        {"lease_valid", cluster::lease_gate::valid(s.lease_deadline_ns, now)},
+                        {"lease_remaining_ms", remaining ? json(*remaining) : json(nullptr)},
+                        {"lease_ms", s.lease_ms}};
       }
       body["controller"] = std::move(controller);
       respond(http_response::json(200, body.dump()));

@@ -216,12 +216,12 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
     if (ctx.shared_storage && ctx.owners) {
       auto rows = ctx.owners->get();
       auto it = rows->find(cluster::topic_partition{topic, partition});
-      auto standing = ctx.owners->standing();
-      if (it != rows->end() && it->second != owner && !standing->fenced.count(it->second)) {
-        respond(http_response::json(409, json{{"error", "owner_not_fenced"},
+      if (it != rows->end() && it->second != owner) {
+        respond(http_response::json(409, json{{"error", "shared_storage"},
                                               {"message", "shared storage: " + topic + "/" + std::to_string(partition)
                                                             + " is owned by " + it->second
-                                                            + ", which is not fenced; move it instead"},
+                                                            + "; a move hands a live owner's partition over, the "
+                                                              "controller's failover a fenced one's"},
                                               {"owner", it->second}}
                                            .dump()));
         return;

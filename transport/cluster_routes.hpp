@@ -49,8 +49,9 @@ struct cluster_context {
   /// POST /admin/plugins/reload); null = that route answers 503.
   std::shared_ptr<plugins::goal_registry> goals;
   /// Storage.SharedDir is set (docs/shared-storage.md): POST /cluster/owners
-  /// hands a partition over only from a fenced owner (a live owner would
-  /// keep acknowledging at its epoch until it applied the change).
+  /// never changes an owned partition's owner (a live owner would keep
+  /// acknowledging at its epoch until it applied the change; moves and the
+  /// controller's failover hand partitions over safely).
   bool shared_storage = false;
 };
 

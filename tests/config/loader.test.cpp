@@ -334,3 +334,77 @@ TEST_CASE("Storage.SharedDir is empty by default and needs a cluster, an absolut
                                    "t.json"),
                          "Server.Storage.SharedDir"));
 }
+
+TEST_CASE("Cluster.Raft.LeaseMs and LeaseMarginMs: defaults and ranges", "[config][lease]") {
+  auto r = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(r.ok());
+  CHECK(r.config.cluster->raft.lease_ms == 3000);
+  CHECK(r.config.cluster->raft.lease_margin_ms == 500);
+  auto set = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 10, "LeaseMarginMs": 0}}}})",
+                       "t.json");
+  REQUIRE(set.ok());
+  CHECK(set.config.cluster->raft.lease_ms == 10);
+  CHECK(set.config.cluster->raft.lease_margin_ms == 0);
+  auto bad = load_text(
+    R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 9, "LeaseMarginMs": 600001}}}})", "t.json");
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.LeaseMs"));
+  CHECK(has_error_naming(bad, "Server.Cluster.Raft.LeaseMarginMs"));
+  auto high = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 3600001}}}})", "t.json");
+  CHECK(has_error_naming(high, "Server.Cluster.Raft.LeaseMs"));
+}
+
+TEST_CASE("the lease rules bind only when shared storage checks them", "[config][lease]") {
+  using moonmq::config::check_shared_storage_lease;
+  // Local mode accepts a SessionTimeoutMs below LeaseMs + LeaseMarginMs (the tests' 2000 ms).
+  auto small = load_text(
+    R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 2000, "HeartbeatMs": 100}}}})", "t.json");
+  REQUIRE(small.ok());
+  auto errors = check_shared_storage_lease(small.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "Server.Cluster.Raft.SessionTimeoutMs: must be at least ElectionTimeoutMs + LeaseMs + "
+                     "LeaseMarginMs (1000 + 3000 + 500 = 4500) with shared storage: a deposed leader can echo a "
+                     "broker's answer for up to ElectionTimeoutMs after the new one started counting its silence, "
+                     "got 2000");
+
+  // The defaults hold (9000 >= 4500, 3000 > 500, 500 >= 6).
+  auto defaults = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(defaults.ok());
+  CHECK(check_shared_storage_lease(defaults.config).empty());
+
+  // Exactly ElectionTimeoutMs + LeaseMs + LeaseMarginMs is enough; one less is not.
+  auto edge = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 4500}}}})", "t.json");
+  REQUIRE(edge.ok());
+  CHECK(check_shared_storage_lease(edge.config).empty());
+  auto below = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 4499}}}})", "t.json");
+  REQUIRE(below.ok());
+  CHECK(check_shared_storage_lease(below.config).size() == 1);
+
+  // A margin with no room for clock drift: 0, or below LeaseMs / 500.
+  auto no_margin = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMarginMs": 0}}}})", "t.json");
+  REQUIRE(no_margin.ok());
+  errors = check_shared_storage_lease(no_margin.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "Server.Cluster.Raft.LeaseMarginMs: must be at least max(1, LeaseMs / 500) = 6 with shared "
+                     "storage (clock-rate drift of 2 * 1e-3 over one lease), got 0");
+  auto small_margin = load_text(
+    R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 10, "HeartbeatMs": 5, "LeaseMarginMs": 1}}}})",
+    "t.json");
+  REQUIRE(small_margin.ok());
+  CHECK(check_shared_storage_lease(small_margin.config).empty());
+
+  // LeaseMs must be above HeartbeatMs.
+  auto short_lease = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"LeaseMs": 500,
+      "HeartbeatMs": 500, "ElectionTimeoutMs": 2000}}}})",
+                               "t.json");
+  REQUIRE(short_lease.ok());
+  errors = check_shared_storage_lease(short_lease.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "Server.Cluster.Raft.LeaseMs: must be above HeartbeatMs (500) with shared storage, got 500");
+
+  // No cluster: no Raft leader to renew a lease.
+  auto single = load_text("{}", "t.json");
+  REQUIRE(single.ok());
+  errors = check_shared_storage_lease(single.config);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].rfind("Server.Cluster: shared storage needs a cluster", 0) == 0);
+}

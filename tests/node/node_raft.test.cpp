@@ -62,6 +62,17 @@ double metric(uint16_t admin, const std::string& name) {
   return std::stod(text.substr(at + name.size() + 2));
 }
 
+/// Polls `name` on `admin` until it reads `value` (true) or `within` passes (false).
+bool metric_becomes(uint16_t admin, const std::string& name, double value, std::chrono::milliseconds within) {
+  auto until = clock_type::now() + within;
+  while (clock_type::now() < until) {
+    if (metric(admin, name) == value)
+      return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("three brokers with Raft elect one controller within three election timeouts and another when it is killed",
@@ -81,6 +92,14 @@ TEST_CASE("three brokers with Raft elect one controller within three election ti
   for (size_t i = 0; i < 3; ++i)
     if (i != leader)
       CHECK(metric(c.admin(i), "moonmq_raft_is_controller") == 0);
+  // Every broker holds the lease (docs/shared-storage.md "The lease"): the
+  // followers from the leader's appends, the leader from their answers.
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(metric_becomes(c.admin(i), "moonmq_broker_lease_valid", 1, 2000ms));
+  auto shown = admin_cluster(c, leader);
+  CHECK(shown["raft"].value("lease_valid", false));
+  CHECK(shown["raft"].value("lease_remaining_ms", int64_t{-1}) > 0);
+  CHECK(shown["raft"].value("lease_remaining_ms", int64_t{-1}) <= 3000);  // LeaseMs by default
 
   // Kill the controller: the other two elect one of themselves at a higher term.
   c.kill(leader);
@@ -231,6 +250,8 @@ TEST_CASE("a controller cut off from the majority steps down within one election
   INFO("stepped down " << *stepped_ms << " ms after the cut (election timeout " << election_timeout_ms << " ms)");
   // One election timeout from the last answer, plus timer and scheduling slack.
   CHECK(*stepped_ms < election_timeout_ms * 3 / 2);
+  // Stepping down ended its lease at once, well before LeaseMs (3000 ms).
+  CHECK(metric(c.admin(leader), "moonmq_broker_lease_valid") == 0);
   // Its balance loop runs no pass while it is not the controller (a pass
   // started before the cut ends within the 2 s survey deadline first).
   std::this_thread::sleep_for(3000ms);
@@ -257,6 +278,9 @@ TEST_CASE("the Raft routes need the token and a valid message, and one broker is
   REQUIRE(solo.status == 200);
   CHECK(solo.body["controller"]["id"] == "b1");
   CHECK(solo.body["partitions"].size() == 2);
+  // A one-voter leader's lease holds while it leads, without an end.
+  CHECK(solo.body["raft"]["lease_valid"] == true);
+  CHECK(solo.body["raft"]["lease_remaining_ms"].is_null());
   auto malformed = cluster_call(one.cluster_port(0), "POST", "/cluster/raft/append", "{}");
   CHECK(malformed.status == 400);
 

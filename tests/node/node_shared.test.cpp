@@ -30,6 +30,14 @@ std::string partition_root(const std::string& shared, const std::string& name) {
   return {};
 }
 
+/// Raft brokers on one shared directory, with a session timeout and lease
+/// short enough for a failover in a few seconds: SessionTimeoutMs must be at
+/// least ElectionTimeoutMs + LeaseMs + LeaseMarginMs (docs/shared-storage.md).
+std::vector<std::string> shared_config(const temp_dir& shared) {
+  return raft_config({"Storage.SharedDir=" + shared.path(), "Cluster.Raft.SessionTimeoutMs=2000",
+                      "Cluster.Raft.LeaseMs=600", "Cluster.Raft.LeaseMarginMs=100"});
+}
+
 /// The takeover records of a partition root, by epoch.
 std::vector<std::string> epochs_of(const std::string& root) {
   std::vector<std::string> out;
@@ -47,8 +55,7 @@ TEST_CASE("shared storage: a frozen owner's partition fails over at the end of i
           "[node][shared][scenario]") {
   temp_dir shared;
   move_cluster c{{"b1", "b2", "b3"},
-                 raft_config({"Storage.SharedDir=" + shared.path(), "Cluster.Raft.SessionTimeoutMs=2000",
-                              })};
+                 shared_config(shared)};
   start_all(c);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
   if (!elected)
@@ -141,7 +148,7 @@ TEST_CASE("shared storage: kill -9 of one of three brokers: its partitions take 
           "[node][shared][scenario]") {
   temp_dir shared;
   move_cluster c{{"b1", "b2", "b3"},
-                 raft_config({"Storage.SharedDir=" + shared.path(), "Cluster.Raft.SessionTimeoutMs=2000"})};
+                 shared_config(shared)};
   start_all(c);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
   if (!elected)

@@ -36,6 +36,7 @@
 #include "actors/registry.hpp"
 #include "actors/session_probe.hpp"
 #include "actors/system.hpp"
+#include "cluster/lease_gate.hpp"
 #include "config/loader.hpp"
 #include "moonmq/version.hpp"
 #include "dataplane/topic_catalog.hpp"
@@ -208,6 +209,7 @@ raft_link spawn_raft(caf::actor_system& sys, const config::node_config& cfg, tra
   rs.heartbeat_ms = cfg.cluster->raft.heartbeat_ms;
   rs.max_log_entries = cfg.cluster->raft.max_log_entries;
   rs.session_timeout_ms = cfg.cluster->raft.session_timeout_ms;
+  rs.lease_ms = cfg.cluster->raft.lease_ms;
   rs.proposal_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
   // Three election timeouts: the bound docs/raft.md gives for electing a leader.
   rs.leader_wait = std::max<std::chrono::milliseconds>(rs.proposal_timeout,
@@ -340,6 +342,8 @@ int run(const config::load_result& loaded) {
   bs.io.wal_checkpoint_bytes = cfg.broker.wal_checkpoint_bytes;
   bs.image = cfg.cluster ? owners : nullptr;
   bs.shared_dir = cfg.broker.shared_dir;
+  if (!bs.shared_dir.empty())  // acknowledgements need the lease (docs/shared-storage.md)
+    bs.io.lease_valid = [] { return cluster::lease_gate::process().valid_now(); };
   auto broker = spawn_broker(sys, std::move(bs), std::move(*catalog), view, registry);
   // The disk's latency even without traffic, for the balancer's slow-broker
   // check (storage/disk_latency.hpp); a standalone broker has no balancer.
@@ -509,6 +513,10 @@ int run(const config::load_result& loaded) {
     // Shared storage: the leader hands a fenced broker's partitions over
     // once it has been silent for the lease and its margin (docs/shared-storage.md).
     loop.shared_storage = !cfg.broker.shared_dir.empty();
+    // A deposed leader may echo the broker's answers for an election
+    // timeout after this leader starts counting (docs/shared-storage.md).
+    loop.failover_wait_ms = cfg.cluster->raft.election_timeout_ms + cfg.cluster->raft.lease_ms +
+                            cfg.cluster->raft.lease_margin_ms;
     loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
