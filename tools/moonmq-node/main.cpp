@@ -483,6 +483,7 @@ int run(const config::load_result& loaded) {
     rs.leader_wait = std::max({rs.peer_timeout, std::chrono::milliseconds(3 * cfg.cluster->raft.election_timeout_ms),
                                std::chrono::milliseconds(10000)});
     rs.raft_status = raft.view;
+    rs.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     transport::move_context mctx;
     mctx.system = &sys;
@@ -496,6 +497,7 @@ int run(const config::load_result& loaded) {
     mctx.peers = directory;
     mctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    mctx.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     transport::add_move_routes(*cluster_router, mctx);
     transport::add_reassignment_routes(*admin_router, mctx);
     balancer_settings loop;
