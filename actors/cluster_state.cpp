@@ -50,13 +50,14 @@ caf::result<int64_t> raft_observe(const raft_status& s, int64_t at, const std::s
 /// An owner change through the Raft log: answered once committed and
 /// applied on this broker.
 caf::result<bool> raft_set_owner(self_ptr self, std::string& topic, int32_t partition, std::string& owner,
-                                 int64_t expect_epoch = 0, bool forward = true) {
+                                 int64_t expect_epoch = 0, bool forward = true, bool expect_owner_fenced = false) {
   auto rp = self->make_response_promise<bool>();
   auto asked = expect_epoch == 0
                  ? self->request(self->state.raft.node, std::chrono::seconds(60), propose_atom::value, topic,
                                  partition, owner, forward)
                  : self->request(self->state.raft.node, std::chrono::seconds(60), propose_atom::value,
-                                 owner_atom::value, topic, partition, owner, expect_epoch, forward);
+                                 owner_atom::value, topic, partition, owner, expect_epoch, forward,
+                                 expect_owner_fenced);
   asked.then(
       [rp, topic, partition, owner](int64_t index, int64_t term) mutable {
         log::get("node")->info("ownership.changed topic={} partition={} owner={} raft_index={} term={}", topic,
@@ -400,7 +401,9 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
            bool forward) -> caf::result<bool> {
       if (expect_epoch < 1)
         return make_coded_error(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
-      return raft_set_owner(self, topic, partition, owner, expect_epoch, forward);
+      // Only the shared-storage failover proposes unforwarded owner changes:
+      // they also expect the old owner still fenced (cluster_state.hpp).
+      return raft_set_owner(self, topic, partition, owner, expect_epoch, forward, !forward);
     },
     [self](move_atom, std::string& payload) -> caf::result<bool> {
       auto rp = self->make_response_promise<bool>();

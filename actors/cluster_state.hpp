@@ -50,7 +50,9 @@ using cluster_state_actor = caf::typed_actor<
   // The same, proposed on this broker only when `forward` is false: error
   // 503 no_controller unless it is the Raft leader (a failover the leader
   // decided from its own count of a broker's silence must not be carried
-  // out by another leader, which has not waited).
+  // out by another leader, which has not waited). Unforwarded, the entry
+  // also expects the old owner still fenced (raft::owner_entry::
+  // expect_owner_fenced): this form is the shared-storage failover's.
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t, bool>::with<bool>,
   // Proposes a move entry (raft::move_entry's JSON payload text,
   // docs/cluster.md "Moves in the log"). Replies true once applied here;

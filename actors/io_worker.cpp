@@ -61,6 +61,12 @@ caf::error offline(const hosted& p) {
 
 std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
 
+std::string seal_marker_of(worker_ptr self, const hosted& p) {
+  if (!p.settings.shared)
+    return seal_marker(dir_of(p.settings));
+  return self->state.data_dir + "/shared-seals/" + std::filesystem::path(dir_of(p.settings)).filename().string();
+}
+
 storage::log_config log_config_of(worker_ptr self, const partition_settings& s) {
   storage::log_config lc;
   lc.segment_bytes = static_cast<uint64_t>(s.config.segment_bytes);
@@ -227,6 +233,11 @@ caf::expected<storage::read_result> read_log(hosted& p, int64_t from, int32_t ma
                                              int64_t below) {
   if (!p.log)
     return offline(p);
+  // A shared partition serves reads only while its epoch is this broker's:
+  // a stopped owner that woke up may hold bytes past the next epoch's start
+  // that were never acknowledged (docs/shared-storage.md).
+  if (p.shared && !p.shared->holds(p.settings.topic, p.settings.partition, p.epoch))
+    return ownership_lost(p);
   if (fetch && p.durable_seal)
     return make_error(errc::partition_moved,
                       "partition " + p.name() + " is a move's copy not yet confirmed; retry at its owner");
@@ -356,7 +367,11 @@ caf::error follow_image(worker_ptr self, hosted& p) {
                              p.settings.topic, p.settings.partition, p.epoch, epoch);
     p.epoch = 0;
   }
-  // A corrupt epoch waits for the operator (no rescan per request).
+  // A corrupt epoch waits for the operator (no rescan per request); an
+  // epoch whose sync failed here is never reopened by this process (after
+  // a failed fsync the pages it built on may be gone: take_offline).
+  if (!p.log && p.counted_offline && epoch > 0 && epoch == p.epoch)
+    return offline(p);
   if (epoch > 0 && !p.damage)
     open_log(self, p, epoch);
   return p.log ? caf::error{} : offline(p);
@@ -395,6 +410,10 @@ void open_partition(worker_ptr self, uint64_t id, partition_settings settings) {
                                                 : "shared storage without the metadata log's image";
       p.set_offline(true);
     } else {
+      // A move's destination stays sealed across a restart until the move
+      // confirms or cleans up, whatever epoch it opens at (see seal()).
+      std::error_code ec;
+      p.sealed = p.durable_seal = std::filesystem::exists(seal_marker_of(self, p), ec);
       (void)follow_image(self, p);
     }
   } else {
@@ -530,6 +549,10 @@ caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
   // directory (stamped with the topic's identity, so a topic created again
   // under the name is never touched); the others leave it alone.
   const bool keep = settings.shared && p.epoch == 0;
+  if (settings.shared) {  // this broker's seal of it, if any, goes with the topic
+    std::error_code ec;
+    std::filesystem::remove(seal_marker_of(self, p), ec);
+  }
   owned.reset();
   if (keep)
     return true;

@@ -21,6 +21,10 @@ caf::result<std::string> repair(worker_ptr self, hosted& p) {
   if (!p.damage)
     return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
                                                   + p.open_error + "); restart the node instead");
+  if (p.settings.shared)  // the damage is in an earlier epoch's files, which no owner rewrites
+    return make_coded_error(409, "shared_storage", "partition " + name
+                                                     + " is a corrupt shared partition: repairing one is not supported "
+                                                       "yet (" + p.open_error + ")");
   storage::repair_result report;
   auto fixed = storage::partition_log::repair(dir_of(p.settings), log_config_of(self, p.settings), report);
   if (!fixed) {
@@ -65,26 +69,46 @@ caf::result<std::string> repair(worker_ptr self, hosted& p) {
 /// Seals or unseals; a durable seal writes the marker (fsynced) before it is
 /// reported, and any unseal removes it. Appends already taken are made
 /// durable first, so the log end returned is final while sealed.
+///
+/// A shared partition (docs/shared-storage.md "Moves and failover") keeps
+/// its marker in this broker's data directory (seal_marker_of), and may be
+/// sealed or unsealed while dormant (no log: a move's destination before
+/// its image names it owner, a source after its cutover): then only the
+/// flag and the marker change and the reply is -1 (no log end here). The
+/// seal outlives the epochs the worker opens and closes meanwhile.
 caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable) {
-  if (!p.log)
+  const bool shared = p.settings.shared;
+  if (!p.log && !(shared && p.shared))
     return offline(p);
   // Everything appended, and a new log's own directory (which must survive
   // a crash before a marker inside it means anything), is synced first.
-  if (sealed && durable)  // a log never written has no directory yet to hold the marker
+  if (sealed && durable && !shared)  // a log never written has no directory yet to hold the marker
     if (auto made = p.log->materialize(); !made)
       return make_error(errc::storage_error, "cannot create " + p.log->dir() + ": " + made.err().message);
-  flush_one(self, p);
-  if (!p.log)
-    return offline(p);
-  auto marker = seal_marker(p.log->dir());
+  if (p.log) {
+    flush_one(self, p);
+    if (!p.log)  // the sync failed: the log went offline
+      return offline(p);
+  }
+  auto marker = seal_marker_of(self, p);
   std::error_code ec;
   if (sealed && durable) {
+    if (shared) {
+      auto dir = std::filesystem::path(marker).parent_path();
+      if (!std::filesystem::exists(dir, ec)) {
+        std::filesystem::create_directories(dir, ec);
+        if (!ec)
+          ec = util::fsync_dir(dir.parent_path().string());
+        if (ec)
+          return make_error(errc::storage_error, "cannot create " + dir.string() + ": " + ec.message());
+      }
+    }
     if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
       return make_error(errc::storage_error, "cannot write " + marker + ": " + werr.message());
   } else if (!sealed && std::filesystem::exists(marker, ec)) {
     std::filesystem::remove(marker, ec);
     if (!ec)
-      ec = util::fsync_dir(p.log->dir());
+      ec = util::fsync_dir(std::filesystem::path(marker).parent_path().string());
     if (ec)
       return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
   }
@@ -92,7 +116,7 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
   p.durable_seal = sealed && (durable || p.durable_seal);
   if (!p.durable_seal)
     drop_held_copies(p, make_error(errc::invalid_request, "copy: " + p.name() + " is no longer a move's sealed copy"));
-  return p.log->log_end().value;
+  return p.log ? p.log->log_end().value : int64_t{-1};
 }
 
 caf::result<int64_t> delete_records(worker_ptr self, hosted& p, int64_t before, bool sealed_ok) {

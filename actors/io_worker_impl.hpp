@@ -303,6 +303,11 @@ caf::result<int64_t> ack_when_durable(worker_ptr self, hosted& p, int64_t base);
 
 /// The marker of a durable seal: `<partition dir>/sealed`.
 std::string seal_marker(const std::string& dir);
+/// Where the marker of `p`'s durable seal lives: `<partition dir>/sealed`
+/// for a local partition; for a shared one, in this broker's own data
+/// directory, `<DataDir>/shared-seals/<topic>-<partition>~<created_at>`
+/// (a seal is one broker's state: every broker sees the shared directory).
+std::string seal_marker_of(worker_ptr self, const hosted& p);
 /// The storage settings of a partition's log on this worker.
 storage::log_config log_config_of(worker_ptr self, const partition_settings& s);
 /// `<data_dir>/<topic>-<partition>`.

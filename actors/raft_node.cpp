@@ -130,6 +130,8 @@ void send(self_ptr self, raft::message& m) {
   // from the answer the leader echoes back).
   if (st.lease) {
     auto now = clock_type::now();
+    if (!st.lease->valid(now) || st.core->state().fenced().count(m.to))
+      raft::withhold_echo(m);
     if (auto seq = raft::request_seq(m); seq != 0)
       st.lease->request_sent(seq, now);
     raft::stamp_answer(m, *st.lease, now);
@@ -453,6 +455,20 @@ caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, 
   return rp;
 }
 
+/// A conditional owner proposal (docs/metadata.md "Owner epochs");
+/// `expect_owner_fenced`: the shared-storage failover's condition.
+caf::result<int64_t, int64_t> propose_owner(self_ptr self, const std::string& topic, int32_t partition,
+                                            const std::string& owner, int64_t expect_epoch, bool forward_to_leader,
+                                            bool expect_owner_fenced) {
+  if (!self->state.core)
+    return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+  if (expect_epoch < 1)
+    return coded(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
+  raft::owner_entry entry{topic, partition, raft::node_id{owner}, static_cast<uint64_t>(expect_epoch)};
+  entry.expect_owner_fenced = expect_owner_fenced;
+  return propose(self, std::move(entry), forward_to_leader);
+}
+
 json status_json(self_ptr self) {
   auto& st = self->state;
   auto s = st.view->get();
@@ -599,13 +615,11 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     },
     [self](propose_atom, owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t expect_epoch,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
-      if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
-      if (expect_epoch < 1)
-        return coded(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
-      return propose(self,
-                     raft::owner_entry{topic, partition, raft::node_id{owner}, static_cast<uint64_t>(expect_epoch)},
-                     forward_to_leader);
+      return propose_owner(self, topic, partition, owner, expect_epoch, forward_to_leader, false);
+    },
+    [self](propose_atom, owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t expect_epoch,
+           bool forward_to_leader, bool expect_owner_fenced) -> caf::result<int64_t, int64_t> {
+      return propose_owner(self, topic, partition, owner, expect_epoch, forward_to_leader, expect_owner_fenced);
     },
     [self](propose_atom, create_atom, std::string& topic, int32_t partitions, std::string& owner, std::string& config,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {

@@ -109,6 +109,11 @@ using raft_actor = caf::typed_actor<
   // commits as a no-op and the answer is 409 owner_epoch_changed.
   caf::replies_to<propose_atom, owner_atom, std::string, int32_t, std::string, int64_t, bool>::with<int64_t,
                                                                                                     int64_t>,
+  // The same with raft::owner_entry::expect_owner_fenced (the last bool):
+  // applied only while the partition's current owner is also still fenced
+  // at that point of the log (the shared-storage failover).
+  caf::replies_to<propose_atom, owner_atom, std::string, int32_t, std::string, int64_t, bool, bool>::with<
+    int64_t, int64_t>,
   // Proposes a `topic` entry creating a topic (docs/raft.md): topic, partition count, owner of
   // the partitions it adds, config JSON text ("" = defaults), forward. The
   // same answers and errors as an owner proposal.

@@ -31,7 +31,7 @@ constexpr int64_t progress_every_ms = 1000;
 
 }  // namespace
 
-json row_json(const cluster::move_entry& e, const move_run* run) {
+json row_json(const cluster::move_entry& e, const move_run* run, bool shared) {
   json j{{"move_id", e.move_id},         {"topic", e.tp.topic},
          {"partition", e.tp.partition},  {"from", e.from.value},
          {"to", e.to.value},             {"epoch", e.at.value},
@@ -40,6 +40,9 @@ json row_json(const cluster::move_entry& e, const move_run* run) {
          {"bytes_total", run ? std::max(run->bytes_total, e.bytes_total) : e.bytes_total},
          {"copy_position", run ? std::max(run->position, e.copy_position) : e.copy_position},
          {"started_ms", e.started_ms},   {"updated_ms", e.updated_ms}};
+  // "bytes": the partition's data is copied to the destination; "none":
+  // shared storage, a metadata move (docs/admin-api.md).
+  j["copy"] = shared ? "none" : "bytes";
   if (!e.origin.empty())
     j["origin"] = e.origin;
   if (e.state == move_state::done)  // everything was sent: the estimate is moot
@@ -328,7 +331,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         }
         // Answered once journaled; the move starts once the metadata log
         // has it (docs/cluster.md "Moves in the log").
-        rp.deliver(row_json(*st.journal->find(e.move_id), nullptr).dump());
+        rp.deliver(row_json(*st.journal->find(e.move_id), nullptr, st.settings.shared).dump());
         propose_create(self, e.move_id);
       };
       if (at > 0) {
@@ -398,14 +401,14 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       } else {
         end_before_cutover(self, id, move_state::cancelled, "cancelled by an operator");
       }
-      return row_json(*st.journal->find(id), nullptr).dump();
+      return row_json(*st.journal->find(id), nullptr, st.settings.shared).dump();
     },
     [self](list_atom) -> std::string {
       auto& st = self->state;
       json rows = json::array();
       if (st.journal)
         for (const auto& [id, e] : st.journal->entries())
-          rows.push_back(row_json(e, run_of(self, id)));
+          rows.push_back(row_json(e, run_of(self, id), st.settings.shared));
       return rows.dump();
     },
     [self](step_atom, std::string& id, int64_t seq) {
@@ -455,7 +458,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       }
       json moves = json::array();
       for (const auto& e : st.journal->unfinished())
-        moves.push_back(row_json(e, run_of(self, e.move_id)));
+        moves.push_back(row_json(e, run_of(self, e.move_id), st.settings.shared));
       j["unfinished"] = moves;
       j["journal"] = st.journal->file();
       return j.dump();

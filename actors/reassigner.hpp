@@ -86,6 +86,11 @@ struct reassigner_settings {
   /// The current Raft term and leader, stamped on a move's control-plane
   /// requests (null = the move's own epoch; unit tests).
   std::shared_ptr<raft_view> raft_status;
+  /// Storage.SharedDir is set (docs/shared-storage.md "Moves and failover"):
+  /// a move copies nothing. The destination's ensure only seals; the copy,
+  /// the drain and the destination's catch-up are skipped; `done` leaves
+  /// the source's files alone (later epochs read them).
+  bool shared = false;
 };
 
 /// Opens the move journal under `data_dir` to check it before the node

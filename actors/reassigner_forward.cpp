@@ -58,6 +58,13 @@ void send_ensure(self_ptr self, const std::string& id, std::string body, int64_t
          run->copy_started_ms = util::wall_ms();
          run->copied_this_run = 0;
          run->rate = effective_throttle(self);
+         if (self->state.settings.shared) {
+           // Shared storage: the destination only sealed its partition;
+           // the data is the shared directory's, so nothing is copied.
+           save_progress(self, *run, true);
+           cutover(self, id);
+           return;
+         }
          if (answer.contains("log_end_offset") && answer["log_end_offset"] != log_start) {
            fail(self, id, "the destination did not start its copy at the source's log start");
            return;
@@ -90,8 +97,10 @@ void begin_copy(self_ptr self, const std::string& id) {
         if (!run || run->seq != seq)
           return;
         run->position = log_start;
-        run->bytes_total = size;
-        run->initial_total = size;
+        // Shared storage: nothing to copy, whatever the partition holds.
+        const bool shared = self->state.settings.shared;
+        run->bytes_total = shared ? 0 : size;
+        run->initial_total = shared ? 0 : size;
         auto topics = self->state.catalog->get();
         const auto& t = topics->at(tp.topic);
         auto owners = self->state.owners->get();
@@ -110,8 +119,8 @@ void begin_copy(self_ptr self, const std::string& id) {
                   {"log_start_offset", log_start},
                   {"owners", owner_list}};
         const auto* row = row_of(self, id);
-        logger()->info("move.ensure move={} topic={} partition={} to={} log_start={} log_end={} bytes={}", id,
-                       tp.topic, tp.partition, row->to.value, log_start, log_end, size);
+        logger()->info("move.ensure move={} topic={} partition={} to={} log_start={} log_end={} bytes={} copy={}", id,
+                       tp.topic, tp.partition, row->to.value, log_start, log_end, size, shared ? "none" : "bytes");
         send_ensure(self, id, body.dump(), log_start, 0);
       },
       [self, id, seq](caf::error& e) {
@@ -225,12 +234,27 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
     return;
   }
   auto seq = ++run->seq;
-  self->request(*part, local_timeout, seal_atom::value, true)
+  // Shared storage: durably, so that a source restarted before its cutover
+  // applied there stays sealed (its own copy's tail is not drained to the
+  // destination: the destination takes the files over where they end).
+  self->request(*part, local_timeout, seal_atom::value, true, self->state.settings.shared)
     .then(
       [self, id, seq, then, flip, part = *part](int64_t log_end) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
+        if (log_end < 0) {
+          // Shared storage, a source restarted after its cutover applied:
+          // its image names the destination, so the partition is closed
+          // here. The sealed end is the one the `offsets` entry recorded.
+          auto m = logged_move(self, id);
+          if (!m || m->end < 0) {
+            flip_failed(self, id, "the sealed end is unknown: the partition is closed here and the log recorded none",
+                        then, flip);
+            return;
+          }
+          log_end = m->end;
+        }
         run->final_end = log_end;
         // The sealed log start, for the `offsets` entry: DeleteRecords
         // refuses a sealed partition, so it can only rise by retention
@@ -303,7 +327,9 @@ void cutover(self_ptr self, const std::string& id) {
 /// Any failure rolls the move back (the destination does not own it yet).
 void drain_next(self_ptr self, const std::string& id) {
   auto* run = run_of(self, id);
-  if (run->position >= run->final_end) {
+  // Shared storage: the destination reads the sealed end from the shared
+  // directory itself (its takeover at the cutover's epoch).
+  if (run->position >= run->final_end || self->state.settings.shared) {
     push_offsets(self, id);
     return;
   }
@@ -522,6 +548,13 @@ void finish(self_ptr self, const std::string& id) {
     rollback(self, id, "the source took the partition back; the destination never confirmed");
     return;
   }
+  if (self->state.settings.shared) {
+    // Nothing was copied, so nothing can be missing at the destination, and
+    // the chain's log start is already the partition's: the destination
+    // only checks its end (this broker's partition is closed by now).
+    send_confirm(self, id, run->final_log_start);
+    return;
+  }
   call(self, *run, row->to.value, "GET", tp_path(row->tp) + "/log-end", {}, false,
        [self, id](int status, json& answer, const std::string& error) {
          auto* run = run_of(self, id);
@@ -586,6 +619,28 @@ void finish(self_ptr self, const std::string& id) {
        });
 }
 
+void reclaim_source(self_ptr self, const std::string& id, const cluster::topic_partition& tp, int64_t final_end) {
+  auto part = local_partition(self, tp);
+  if (!part)
+    return;
+  if (self->state.settings.shared) {
+    // Never reset: this broker's epoch directory is every later epoch's
+    // history. Its worker closed the partition when the image named the
+    // destination; the seal is lifted once the image no longer names this
+    // broker (a later hand-over back here must take writes), never before.
+    if (self->state.owners->owner_and_epoch(tp).first != self->state.settings.broker_id)
+      unseal_local(self, id, tp);
+    return;
+  }
+  // The destination holds every record durably: reclaim the
+  // source's copy (it stays sealed; its table routes to the owner).
+  self->request(*part, local_timeout, reset_atom::value, final_end)
+    .then([](int64_t) {},
+          [id](caf::error& e) {
+            logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
+          });
+}
+
 void complete(self_ptr self, const std::string& id, const std::string& note) {
   auto* run = run_of(self, id);
   auto final_end = run->final_end;
@@ -600,14 +655,7 @@ void complete(self_ptr self, const std::string& id, const std::string& note) {
   reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
                     {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
     .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
-  // The destination holds every record durably: reclaim the
-  // source's copy (it stays sealed; its table routes to the owner).
-  if (auto part = local_partition(self, row->tp))
-    self->request(*part, local_timeout, reset_atom::value, final_end)
-      .then([](int64_t) {},
-            [id](caf::error& e) {
-              logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
-            });
+  reclaim_source(self, id, row->tp, final_end);
   self->state.running.erase(id);
   start_queued(self);
 }

@@ -145,7 +145,7 @@ inline auto logger() { return log::get("reassigner"); }
 
 // Defined in reassigner.cpp: lookups, the journal, peer calls, the queue.
 
-json row_json(const cluster::move_entry& e, const move_run* run);
+json row_json(const cluster::move_entry& e, const move_run* run, bool shared);
 const cluster::move_entry* row_of(self_ptr self, const std::string& id);
 move_run* run_of(self_ptr self, const std::string& id);
 /// The peer `id` from the directory (configured or registered), if known.
@@ -241,6 +241,10 @@ void take_back(self_ptr self, const std::string& id);
 /// The move is done: journals it (with `note`), reclaims the source's copy
 /// and starts the next queued move.
 void complete(self_ptr self, const std::string& id, const std::string& note);
+/// After `done`: resets the source's copy to an empty log at `final_end`.
+/// Shared storage: never resets (later epochs read its files); lifts the
+/// seal once the image no longer names this broker owner.
+void reclaim_source(self_ptr self, const std::string& id, const cluster::topic_partition& tp, int64_t final_end);
 /// Step 5 without its journal write: pushes the partition's committed group
 /// offsets to the destination (merged there, higher wins, so a repeat is
 /// harmless), retried up to offsets_push_attempts times, then finish().

@@ -208,16 +208,40 @@ void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
   auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
   logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, self->state.settings.broker_id, end,
                  log_start);
-  auto take = [self, tp, at, epoch = epoch, part = *part, done] {
+  const bool shared = self->state.settings.shared;
+  // Shared storage: the partition must end at the sealed end (read through
+  // the chain) before the seal is lifted, at the new epoch too.
+  auto check_end = [self, end, part = *part, done](std::function<void()> next) {
+    self->request(part, local_timeout, bounds_atom::value)
+      .then(
+        [end, next, done](int64_t, int64_t log_end, int64_t) {
+          if (log_end != end)
+            done("log end is " + std::to_string(log_end) + ", the sealed end " + std::to_string(end));
+          else
+            next();
+        },
+        [done](caf::error& e) { done(caf::to_string(e)); });
+  };
+  auto take = [self, tp, at, epoch = epoch, part = *part, done, shared, check_end] {
     self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
                   self->state.settings.broker_id, at, epoch)
       .then(
-        [self, part, done](bool) {
-          self->request(part, local_timeout, seal_atom::value, false)
-            .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
+        [self, part, done, shared, check_end](bool) {
+          auto unseal = [self, part, done] {
+            self->request(part, local_timeout, seal_atom::value, false)
+              .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
+          };
+          if (shared)
+            check_end(unseal);
+          else
+            unseal();
         },
         [done](caf::error& e) { done(message_of(e)); });
   };
+  if (shared) {  // nothing copied: no fsync, and the chain's log start is the partition's
+    check_end(take);
+    return;
+  }
   self->request(*part, local_timeout, copy_atom::value, std::string{}, true)
     .then(
       [self, end, log_start, part = *part, take, done](int64_t log_end) {

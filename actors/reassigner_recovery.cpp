@@ -171,11 +171,8 @@ void adopt(self_ptr self, const std::string& id) {
     if (row->state != move_state::offsets)
       (void)journal_to(self, id, move_state::offsets);
     (void)journal_to(self, id, move_state::done, why);
-    if (auto part = local_partition(self, tp); part && m->end >= 0)
-      self->request(*part, local_timeout, reset_atom::value, m->end)
-        .then([](int64_t) {}, [id](caf::error& e) {
-          logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
-        });
+    if (m->end >= 0)
+      reclaim_source(self, id, tp, m->end);
   } else {
     if (cluster::is_past_cutover(row->state)) {
       if (row->state != move_state::rolling_back)
@@ -245,6 +242,10 @@ void recover(self_ptr self) {
       }
       if (state == move_state::cutover && !journal_to(self, id, move_state::draining))
         return;
+      if (self->state.settings.shared) {  // nothing to drain: on to the offsets
+        drain_next(self, id);
+        return;
+      }
       // Where the destination's log ends decides where the drain restarts.
       auto* run = run_of(self, id);
       const auto* row = row_of(self, id);

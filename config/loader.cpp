@@ -586,17 +586,19 @@ std::vector<std::string> check_shared_storage_lease(const node_config& cfg) {
     return errors;
   }
   const auto& r = cfg.cluster->raft;
-  // A leader about to step down (check-quorum, within ElectionTimeoutMs of
-  // its last majority answer) can still echo a follower's answer after the
-  // new leader started counting that follower's silence.
-  int64_t wait = static_cast<int64_t>(r.election_timeout_ms) + r.lease_ms + r.lease_margin_ms;
+  // A deposed leader echoes a follower's answers only while its own lease
+  // holds and until check-quorum steps it down: for up to max(ElectionTimeoutMs,
+  // LeaseMs) after the new leader started counting that follower's silence
+  // (docs/shared-storage.md, step 1).
+  const int64_t deposed = std::max<int64_t>(r.election_timeout_ms, r.lease_ms);
+  int64_t wait = deposed + r.lease_ms + r.lease_margin_ms;
   if (r.session_timeout_ms < wait)
-    errors.push_back("Server.Cluster.Raft.SessionTimeoutMs: must be at least ElectionTimeoutMs + LeaseMs + "
-                     "LeaseMarginMs ("
-                     + std::to_string(r.election_timeout_ms) + " + " + std::to_string(r.lease_ms) + " + "
+    errors.push_back("Server.Cluster.Raft.SessionTimeoutMs: must be at least max(ElectionTimeoutMs, LeaseMs) + "
+                     "LeaseMs + LeaseMarginMs ("
+                     + std::to_string(deposed) + " + " + std::to_string(r.lease_ms) + " + "
                      + std::to_string(r.lease_margin_ms) + " = " + std::to_string(wait)
                      + ") with shared storage: a deposed leader can echo a broker's answer for up to "
-                       "ElectionTimeoutMs after the new one started counting its silence, got "
+                       "max(ElectionTimeoutMs, LeaseMs) after the new one started counting its silence, got "
                      + std::to_string(r.session_timeout_ms));
   // Clock-rate drift: two steady clocks may disagree by up to 2 * rho over
   // one lease, rho = 1e-3 (docs/shared-storage.md); and at least 1 ms.

@@ -87,6 +87,18 @@ inline void stamp_answer(message& m, cluster::broker_lease& lease, cluster::brok
 
 /// The request sequence number of `m` when it is a leader's request
 /// (append or snapshot), else 0.
+/// Clears the echo of an outgoing append request (it then renews no
+/// lease). A leader withholds it while its own lease has lapsed (cut off
+/// from the majority: its check-quorum counts ticks, which a stalled actor
+/// stretches, while the lease is steady-clock time) and to a broker its
+/// applied image fences, so that a fenced broker's lease runs out whatever
+/// it answers until it is unfenced in log order (docs/shared-storage.md
+/// "The lease").
+inline void withhold_echo(message& m) {
+  if (auto* a = std::get_if<append_request>(&m.body))
+    a->echo = 0;
+}
+
 inline uint64_t request_seq(const message& m) {
   if (const auto* a = std::get_if<append_request>(&m.body))
     return a->seq;

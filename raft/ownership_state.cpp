@@ -43,7 +43,10 @@ status ownership_state::apply(const log_entry& e) {
     // An owner for a partition of a deleted topic (an entry proposed before
     // the deletion, committed after it) would be a row no topic covers.
     bool of_deleted = deleted_topics_.count(o->topic) && !topics_.count(o->topic);
-    if (of_deleted || (o->expect_epoch != 0 && o->expect_epoch != epoch_of(tp))) {
+    auto current = owners_.find(tp);
+    bool owner_fenced = current != owners_.end() && fenced_.count(current->second) != 0;
+    if (of_deleted || (o->expect_epoch != 0 && o->expect_epoch != epoch_of(tp)) ||
+        (o->expect_owner_fenced && !owner_fenced)) {
       // A conditional change whose condition no longer holds: a no-op in
       // log order, remembered so that its proposer is told.
       refused_.insert(e.index.value);

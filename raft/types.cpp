@@ -171,6 +171,8 @@ json to_json(const entry_payload& p) {
     j["owner"] = o->owner.str();
     if (o->expect_epoch != 0)
       j["expect_epoch"] = o->expect_epoch;
+    if (o->expect_owner_fenced)
+      j["expect_owner_fenced"] = true;
   } else if (auto* cfg = std::get_if<config_entry>(&p)) {
     j["type"] = "config";
     j["balancer"] = cfg->balancer;
@@ -265,6 +267,8 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
     o.owner = r.node("owner", false);
     if (r.ok() && r.has("expect_epoch"))
       o.expect_epoch = r.u64("expect_epoch");
+    if (r.ok() && r.has("expect_owner_fenced"))
+      o.expect_owner_fenced = r.boolean("expect_owner_fenced");
     out = std::move(o);
   } else if (type == "topic") {
     topic_entry t;

@@ -89,9 +89,13 @@ struct owner_entry {
   int32_t partition = 0;  ///< >= 0
   node_id owner;
   uint64_t expect_epoch = 0;  ///< 0 = unconditional
+  /// Applies only while the partition's current owner is fenced at this
+  /// index (the shared-storage failover: a broker unfenced before the entry
+  /// keeps its partitions). JSON "expect_owner_fenced", absent = false.
+  bool expect_owner_fenced = false;
   friend bool operator==(const owner_entry& a, const owner_entry& b) {
     return a.topic == b.topic && a.partition == b.partition && a.owner == b.owner &&
-           a.expect_epoch == b.expect_epoch;
+           a.expect_epoch == b.expect_epoch && a.expect_owner_fenced == b.expect_owner_fenced;
   }
 };
 

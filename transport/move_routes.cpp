@@ -141,6 +141,18 @@ void ensure(const move_context& ctx, http_request& req, const responder& respond
           return;
         }
         auto part = created->second.partitions[static_cast<size_t>(partition)];
+        if (ctx.shared) {
+          // Shared storage: nothing to reset (the partition's data is the
+          // shared directory's chain) and nothing will be copied. The seal
+          // alone keeps this broker from taking writes once its image names
+          // it owner at the cutover, until the move confirms.
+          ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, start, topic, partition](int64_t& end) {
+            log::get("reassigner")->info("move.ensured topic={} partition={} copy=none", topic, partition);
+            respond(http_response::json(
+              200, json{{"log_start_offset", start}, {"log_end_offset", end}, {"copy", "none"}}.dump()));
+          }, fail, seal_atom::value, true, true);
+          return;
+        }
         ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, part, start, topic, partition, fail](int64_t&) {
           ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, start, topic, partition](int64_t& end) {
             log::get("reassigner")->info("move.ensured topic={} partition={} log_start={}", topic, partition, start);
@@ -177,6 +189,12 @@ void append(const move_context& ctx, http_request& req, const responder& respond
     return;
   }
   auto expected = std::stoll(e->second);
+  if (ctx.shared) {
+    respond(http_response::error(409, "shared_storage",
+                                 "a move copies nothing with shared storage: the destination reads the shared "
+                                 "directory"));
+    return;
+  }
   bool sync = req.query.count("sync") && req.query["sync"] == "true";
   // The partition applies it at exactly `expected`, holding it while an
   // earlier batch of the source's window is still on its way.
@@ -212,6 +230,66 @@ void merge_offsets(const move_context& ctx, http_request& req, const responder& 
                             },
                             fail_with(respond), merge_atom::value, topic, partition, offsets);
              });
+}
+
+/// The confirm's refusal of a conditional owner entry: 503 to be retried
+/// when the epoch moved by an earlier try of ours, else 409 owner_changed.
+void owner_entry_refused(const move_context& ctx, const responder& respond, const std::string& topic,
+                         int32_t partition, const caf::error& e) {
+  if (error_code_of(e) != "owner_epoch_changed") {
+    fail_with(respond)(e);
+    return;
+  }
+  auto now = ctx.owners->owner_and_epoch({topic, partition}).first;
+  if (now == ctx.broker_id)  // bumped by an earlier try of ours: retry at the new epoch
+    respond(http_response::error(503, "not_ready", "owner epoch moved on; retry"));
+  else
+    respond(http_response::error(409, "owner_changed", topic + "/" + std::to_string(partition) + " is owned by "
+                                                         + now + " now; this move has ended"));
+}
+
+/// Step 6 on the destination with shared storage: nothing was copied, so
+/// nothing is fsynced and no log start is taken (the chain's is right).
+/// The partition, taken over at the cutover's epoch and sealed since,
+/// must end at the source's sealed end; the conditional owner entry then
+/// bumps the epoch (the worker takes the partition over again there:
+/// io_worker.cpp follow_image), the end is checked once more at the new
+/// epoch, and only then is the seal lifted. A wrong end leaves it sealed.
+void confirm_shared(const move_context& ctx, const responder& respond, const std::string& topic, int32_t partition,
+                    partition_actor part, int64_t at, int64_t expected) {
+  auto fail = fail_with(respond);
+  auto checked = [respond, expected](int64_t end) {
+    if (end == expected)
+      return true;
+    respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the source's is " + std::to_string(expected)));
+    return false;
+  };
+  ask_bounds(ctx, part, [ctx, respond, topic, partition, part, at, checked, fail](int64_t, int64_t end, int64_t) {
+    if (!checked(end))
+      return;
+    auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
+    if (owner != ctx.broker_id) {
+      respond(http_response::error(409, "owner_changed", topic + "/" + std::to_string(partition) + " is owned by "
+                                                           + owner + " now; this move has ended"));
+      return;
+    }
+    auto refused = [ctx, respond, topic, partition](const caf::error& e) {
+      owner_entry_refused(ctx, respond, topic, partition, e);
+    };
+    ask<bool>(*ctx.system, ctx.state, ctx.timeout, [ctx, respond, topic, partition, part, checked, fail](bool&) {
+      // Applied here: the next request on the partition takes it over at
+      // the new epoch before it is answered.
+      ask_bounds(ctx, part, [ctx, respond, topic, partition, part, checked, fail](int64_t, int64_t taken_end, int64_t) {
+        if (!checked(taken_end))
+          return;
+        ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, taken_end](int64_t&) {
+          log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} copy=none", topic, partition,
+                                       taken_end);
+          respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", taken_end}}.dump()));
+        }, fail, seal_atom::value, false);
+      }, fail);
+    }, refused, owner_atom::value, topic, partition, ctx.broker_id, at, epoch);
+  }, fail);
 }
 
 /// Step 6 on the destination: fsync, check the log end, take ownership, unseal.
@@ -253,6 +331,10 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
                                      + " now; this move has ended"));
       return;
     }
+    if (ctx.shared) {
+      confirm_shared(ctx, respond, topic, partition, part, at, expected);
+      return;
+    }
     auto take_ownership = [ctx, respond, topic, partition, part, at, fail](int64_t end) {
       auto unseal = [ctx, respond, topic, partition, part, end, fail](bool&) {
         ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, end](int64_t&) {
@@ -273,18 +355,8 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
         return;
       }
       ask<bool>(*ctx.system, ctx.state, ctx.timeout, unseal,
-                [ctx, respond, topic, partition, fail](const caf::error& e) {
-                  if (error_code_of(e) != "owner_epoch_changed") {
-                    fail(e);
-                    return;
-                  }
-                  auto now = ctx.owners->owner_and_epoch({topic, partition}).first;
-                  if (now == ctx.broker_id)  // bumped by an earlier try of ours: retry at the new epoch
-                    respond(http_response::error(503, "not_ready", "owner epoch moved on; retry"));
-                  else
-                    respond(http_response::error(409, "owner_changed",
-                                                 topic + "/" + std::to_string(partition) + " is owned by " + now
-                                                   + " now; this move has ended"));
+                [ctx, respond, topic, partition](const caf::error& e) {
+                  owner_entry_refused(ctx, respond, topic, partition, e);
                 },
                 owner_atom::value, topic, partition, ctx.broker_id, at, epoch);
     };
@@ -328,6 +400,16 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
       return;
     }
     auto fail = fail_with(respond);
+    if (ctx.shared) {
+      // Shared storage: this broker never wrote the partition for the move
+      // (it was sealed whenever it held it open), and its files are every
+      // later epoch's history: only the seal is lifted.
+      ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, topic, partition](int64_t& end) {
+        log::get("reassigner")->info("move.cleaned topic={} partition={} copy=none", topic, partition);
+        respond(http_response::json(200, json{{"log_end_offset", end}}.dump()));
+      }, fail, seal_atom::value, false);
+      return;
+    }
     ask_bounds(ctx, part, [ctx, respond, topic, partition, part, fail](int64_t lo, int64_t, int64_t) {
       ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, part, fail](int64_t& end) {
         // The source's own entries name the owner (the body's "owner" is

@@ -37,6 +37,11 @@ struct move_context {
   std::chrono::milliseconds timeout{5000};
   /// Deadline of one peer request (Cluster.PeerTimeout).
   std::chrono::milliseconds peer_timeout{5000};
+  /// Storage.SharedDir is set: a move copies nothing (docs/shared-storage.md
+  /// "Moves and failover"). The destination's ensure only seals, append is
+  /// refused, confirm takes the partition over by its owner entry and
+  /// checks the end, cleanup only unseals; nothing is ever reset.
+  bool shared = false;
 };
 
 /// /cluster/partitions/{t}/{p}/{ensure,append,confirm,cleanup},

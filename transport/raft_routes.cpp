@@ -81,7 +81,7 @@ void add_raft_routes(router& r, const raft_context& ctx) {
     if (const auto* o = std::get_if<raft::owner_entry>(&*payload); o && o->expect_epoch != 0) {
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  owner_atom::value, o->topic, o->partition, o->owner.str(),
-                                 static_cast<int64_t>(o->expect_epoch), false);
+                                 static_cast<int64_t>(o->expect_epoch), false, o->expect_owner_fenced);
       return;
     }
     if (const auto* o = std::get_if<raft::owner_entry>(&*payload)) {

@@ -361,21 +361,21 @@ TEST_CASE("the lease rules bind only when shared storage checks them", "[config]
   REQUIRE(small.ok());
   auto errors = check_shared_storage_lease(small.config);
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0] == "Server.Cluster.Raft.SessionTimeoutMs: must be at least ElectionTimeoutMs + LeaseMs + "
-                     "LeaseMarginMs (1000 + 3000 + 500 = 4500) with shared storage: a deposed leader can echo a "
-                     "broker's answer for up to ElectionTimeoutMs after the new one started counting its silence, "
-                     "got 2000");
+  CHECK(errors[0] == "Server.Cluster.Raft.SessionTimeoutMs: must be at least max(ElectionTimeoutMs, LeaseMs) + "
+                     "LeaseMs + LeaseMarginMs (3000 + 3000 + 500 = 6500) with shared storage: a deposed leader can "
+                     "echo a broker's answer for up to max(ElectionTimeoutMs, LeaseMs) after the new one started "
+                     "counting its silence, got 2000");
 
-  // The defaults hold (9000 >= 4500, 3000 > 500, 500 >= 6).
+  // The defaults hold (9000 >= 6500, 3000 > 500, 500 >= 6).
   auto defaults = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
   REQUIRE(defaults.ok());
   CHECK(check_shared_storage_lease(defaults.config).empty());
 
-  // Exactly ElectionTimeoutMs + LeaseMs + LeaseMarginMs is enough; one less is not.
-  auto edge = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 4500}}}})", "t.json");
+  // Exactly max(ElectionTimeoutMs, LeaseMs) + LeaseMs + LeaseMarginMs is enough; one less is not.
+  auto edge = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 6500}}}})", "t.json");
   REQUIRE(edge.ok());
   CHECK(check_shared_storage_lease(edge.config).empty());
-  auto below = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 4499}}}})", "t.json");
+  auto below = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Raft": {"SessionTimeoutMs": 6499}}}})", "t.json");
   REQUIRE(below.ok());
   CHECK(check_shared_storage_lease(below.config).size() == 1);
 

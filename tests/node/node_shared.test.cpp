@@ -33,9 +33,10 @@ std::string partition_root(const std::string& shared, const std::string& name) {
 /// Raft brokers on one shared directory, with a session timeout and lease
 /// short enough for a failover in a few seconds: SessionTimeoutMs must be at
 /// least ElectionTimeoutMs + LeaseMs + LeaseMarginMs (docs/shared-storage.md).
-std::vector<std::string> shared_config(const temp_dir& shared) {
-  return raft_config({"Storage.SharedDir=" + shared.path(), "Cluster.Raft.SessionTimeoutMs=2000",
-                      "Cluster.Raft.LeaseMs=600", "Cluster.Raft.LeaseMarginMs=100"});
+std::vector<std::string> shared_config(const temp_dir& shared, int session_timeout_ms = 2000) {
+  return raft_config({"Storage.SharedDir=" + shared.path(),
+                      "Cluster.Raft.SessionTimeoutMs=" + std::to_string(session_timeout_ms), "Cluster.Raft.LeaseMs=600",
+                      "Cluster.Raft.LeaseMarginMs=100"});
 }
 
 /// The takeover records of a partition root, by epoch.
@@ -55,7 +56,7 @@ TEST_CASE("shared storage: a frozen owner's partition fails over at the end of i
           "[node][shared][scenario]") {
   temp_dir shared;
   move_cluster c{{"b1", "b2", "b3"},
-                 shared_config(shared)};
+                 shared_config(shared, 5000)};
   start_all(c);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
   if (!elected)
@@ -74,10 +75,15 @@ TEST_CASE("shared storage: a frozen owner's partition fails over at the end of i
   CHECK(epochs_of(root) == std::vector<std::string>{"00000000000000000001"});
   CHECK_FALSE(fs::exists(c.data_dir(owner) + "/sh-0"));
 
-  // A restart reopens the same epoch: everything reads back, nothing is taken over.
+  // A restart (shorter than SessionTimeoutMs: no failover) reopens the same
+  // epoch: everything reads back, nothing is taken over.
   c.stop(owner);
   c.restart(owner);
   REQUIRE(agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound));
+  // It serves once its lease is renewed (one round trip with the leader).
+  auto serving = clock_type::now() + 10s;
+  while (who_serves(c.client(owner), "sh", 0).first != 200 && clock_type::now() < serving)
+    std::this_thread::sleep_for(20ms);
   check_acked(first, read_partition(c.client(owner), "sh", 0));
   CHECK(epochs_of(root).size() == 1);
 

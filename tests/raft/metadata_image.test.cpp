@@ -396,6 +396,46 @@ TEST_CASE("owner epochs: 1 at creation, bumped by each owner change, a condition
   CHECK(std::get<owner_entry>(wire->payload).expect_epoch == 7);
 }
 
+TEST_CASE("a failover's owner change applies only while the current owner is fenced in log order", "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) {
+    REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok());
+    return log_index{i};
+  };
+  topic_partition tp{"orders", 0};
+  apply(topic_entry{"orders", 1, id("b1"), "", false});
+  auto failover = [&](uint64_t epoch) {
+    owner_entry o{"orders", 0, id("b2"), epoch};
+    o.expect_owner_fenced = true;
+    return apply(o);
+  };
+  // b1 is not fenced: refused, nothing changes.
+  auto early = failover(1);
+  CHECK(s.refused(early));
+  CHECK(s.owner_of(tp) == id("b1"));
+  // Fenced: applied.
+  apply(broker_entry{id("b1"), broker_change::fence, {}, false});
+  auto handed = failover(1);
+  CHECK_FALSE(s.refused(handed));
+  CHECK(s.owner_of(tp) == id("b2"));
+  CHECK(s.epoch_of(tp) == 2);
+  // An unfence ordered before the entry keeps the partition where it is.
+  topic_partition tp1{"orders2", 0};
+  apply(topic_entry{"orders2", 1, id("b3"), "", false});
+  apply(broker_entry{id("b3"), broker_change::fence, {}, false});
+  apply(broker_entry{id("b3"), broker_change::unfence, {}, false});
+  owner_entry late{"orders2", 0, id("b2"), 1};
+  late.expect_owner_fenced = true;
+  CHECK(s.refused(apply(late)));
+  CHECK(s.owner_of(tp1) == id("b3"));
+  // The condition survives the wire.
+  auto wire = entry_from_json(to_json(log_entry{term{1}, log_index{9}, late}));
+  REQUIRE(wire.ok());
+  CHECK(std::get<owner_entry>(wire->payload).expect_owner_fenced);
+  CHECK(std::get<owner_entry>(wire->payload) == late);
+}
+
 TEST_CASE("a deletion drops the topic, its owners and epochs, and records the name, a create afterwards starts anew",
           "[raft][metadata]") {
   ownership_state s;

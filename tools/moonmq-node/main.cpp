@@ -487,6 +487,7 @@ int run(const config::load_result& loaded) {
     rs.leader_wait = std::max({rs.peer_timeout, std::chrono::milliseconds(3 * cfg.cluster->raft.election_timeout_ms),
                                std::chrono::milliseconds(10000)});
     rs.raft_status = raft.view;
+    rs.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     transport::move_context mctx;
     mctx.system = &sys;
@@ -500,6 +501,7 @@ int run(const config::load_result& loaded) {
     mctx.peers = directory;
     mctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    mctx.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     transport::add_move_routes(*cluster_router, mctx);
     transport::add_reassignment_routes(*admin_router, mctx);
     balancer_settings loop;
@@ -513,10 +515,10 @@ int run(const config::load_result& loaded) {
     // Shared storage: the leader hands a fenced broker's partitions over
     // once it has been silent for the lease and its margin (docs/shared-storage.md).
     loop.shared_storage = !cfg.broker.shared_dir.empty();
-    // A deposed leader may echo the broker's answers for an election
-    // timeout after this leader starts counting (docs/shared-storage.md).
-    loop.failover_wait_ms = cfg.cluster->raft.election_timeout_ms + cfg.cluster->raft.lease_ms +
-                            cfg.cluster->raft.lease_margin_ms;
+    // A deposed leader may echo the broker's answers for max(ElectionTimeoutMs,
+    // LeaseMs) after this leader starts counting (docs/shared-storage.md).
+    loop.failover_wait_ms = std::max<int64_t>(cfg.cluster->raft.election_timeout_ms, cfg.cluster->raft.lease_ms) +
+                            cfg.cluster->raft.lease_ms + cfg.cluster->raft.lease_margin_ms;
     loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
                        std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));

@@ -1,0 +1,170 @@
+// The zero-copy move on three real moonmq-node processes sharing one
+// directory (docs/shared-storage.md "Moves and failover"): a partition
+// moves S -> D through the ordinary move protocol while a producer keeps
+// writing through S; the move ends done, copies nothing (its row says
+// "copy":"none" with 0 bytes, the destination's data directory holds no
+// copy, the source's epoch directory stays whole), and every acknowledged
+// record reads back at its offset from D. Then a partition of ~50 MB moves
+// in about the time one of ~50 KB does.
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "tests/node/metadata_cluster.hpp"
+
+using namespace moonmq::test;
+using namespace moonmq::test::move;
+using namespace moonmq::test::meta;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The partition's directory under `shared` (`<topic>-<p>~<created_at>`), or "".
+std::string shared_root(const std::string& shared, const std::string& name) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(shared, ec))
+    if (e.path().filename().string().rfind(name + "~", 0) == 0)
+      return e.path().string();
+  return {};
+}
+
+/// The takeover records of a partition root, sorted.
+std::vector<std::string> epoch_records(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root + "/epochs", ec))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// File name -> size of every file in `dir`.
+std::map<std::string, uintmax_t> files_of(const std::string& dir) {
+  std::map<std::string, uintmax_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec))
+      out[e.path().filename().string()] = e.file_size(ec);
+  return out;
+}
+
+/// The broker that owns topic/0, as broker 0 routes it.
+size_t owner_of(const move_cluster& c, const std::string& topic) {
+  std::optional<size_t> owner;
+  REQUIRE(wait_until([&] { return (owner = owner_seen_by(c, 0, topic, 0)).has_value(); }, 10s));
+  return *owner;
+}
+
+/// Moves topic/0 from `from` to `to` and returns the seconds from the
+/// submission to `done`; REQUIREs done with nothing copied.
+double timed_move(const move_cluster& c, const std::string& topic, size_t from, size_t to) {
+  auto t0 = clock_type::now();
+  auto sub = submit_move(c.admin(from), topic, 0, c.id(to));
+  REQUIRE(sub["accepted"].size() == 1);
+  auto row = wait_terminal(c, from, topic, 0, c.id(from), 60s);
+  auto took = seconds_since(t0);
+  INFO(row.dump() << "\n" << log_tails(c));
+  REQUIRE(row.value("state", "") == "done");
+  CHECK(row.value("copy", "") == "none");
+  CHECK(row.value("bytes_copied", int64_t{-1}) == 0);
+  return took;
+}
+
+}  // namespace
+
+TEST_CASE("shared storage: a move copies nothing, and every acknowledged record reads back from the destination",
+          "[node][shared][move][scenario]") {
+  temp_dir shared;
+  move_cluster c{{"b1", "b2", "b3"}, raft_config({"Storage.SharedDir=" + shared.path()})};
+  start_all(c);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+
+  create_topic(c.client(0), "zm", 1);
+  auto first = fill(c.client(0), "zm", 0, 300, 20, 200, "a");
+  const size_t src = owner_of(c, "zm");
+  const size_t dst = (src + 1) % 3;
+  INFO("move " << c.id(src) << " -> " << c.id(dst));
+  auto root = shared_root(shared.path(), "zm-0");
+  REQUIRE_FALSE(root.empty());
+  const auto records_before = epoch_records(root);
+  REQUIRE(records_before.size() == 1);
+  const auto src_epoch_dir = root + "/e" + records_before.back();
+
+  // A producer keeps writing through the source for the whole move.
+  producer during(c.client(src), "zm", 0, 5, "b");
+  REQUIRE(wait_until([&] { return during.ok_requests() >= 20; }, 10s));
+  auto sub = submit_move(c.admin(src), "zm", 0, c.id(dst));
+  REQUIRE(sub["accepted"].size() == 1);
+  auto row = wait_terminal(c, src, "zm", 0, c.id(src), 60s);
+  INFO(row.dump() << "\n" << log_tails(c));
+  REQUIRE(row.value("state", "") == "done");
+  CHECK(row.value("copy", "") == "none");
+  CHECK(row.value("bytes_copied", int64_t{-1}) == 0);
+  CHECK(row.value("bytes_total", int64_t{-1}) == 0);
+  CHECK(row.value("error", "") == "");
+
+  // The source's epoch directory after its seal, as the chain reads it.
+  const auto src_files = files_of(src_epoch_dir);
+  CHECK_FALSE(src_files.empty());
+
+  // The producer goes on through the source, forwarded to the destination.
+  const int ok_at_done = during.ok_requests();
+  CHECK(wait_until([&] { return during.ok_requests() >= ok_at_done + 20; }, 20s));
+  during.stop();
+  CHECK(during.double_acks().empty());
+
+  // New epochs were taken over in the shared directory; the source's epoch
+  // directory is unchanged (no reset, nothing appended after the seal).
+  const auto records_after = epoch_records(root);
+  INFO("epoch records before " << records_before.size() << ", after " << records_after.size());
+  CHECK(records_after.size() > records_before.size());
+  CHECK(records_after.front() == records_before.front());
+  CHECK(files_of(src_epoch_dir) == src_files);
+  // Nothing was copied to the destination's own disk.
+  CHECK_FALSE(fs::exists(c.data_dir(dst) + "/zm-0"));
+  CHECK_FALSE(fs::exists(c.data_dir(src) + "/zm-0"));
+  // Its seal lived in its own data directory and is gone once confirmed.
+  CHECK(files_of(c.data_dir(dst) + "/shared-seals").empty());
+
+  // Every acknowledged record is at its offset on the destination, which
+  // serves the partition itself.
+  std::map<int64_t, sent_record> all = first;
+  auto acked = during.acked();
+  INFO("acknowledged during the move: " << acked.size() << ", failed requests: " << during.failed_requests());
+  for (const auto& [off, r] : acked) {
+    CHECK(all.count(off) == 0);
+    all[off] = r;
+  }
+  CHECK(who_serves(c.client(dst), "zm", 0).first == 200);
+  CHECK(who_serves(c.client(src), "zm", 0) == std::make_pair(421, c.id(dst)));
+  check_acked(all, read_partition(c.client(dst), "zm", 0));
+  // The destination takes writes itself after the move.
+  auto after = fill(c.client(dst), "zm", 0, 50, 10, 200, "c");
+  CHECK(after.begin()->first >= all.rbegin()->first + 1);
+}
+
+TEST_CASE("shared storage: a move of ~50 MB takes about as long as one of ~50 KB", "[node][shared][move][scenario]") {
+  temp_dir shared;
+  move_cluster c{{"b1", "b2", "b3"}, raft_config({"Storage.SharedDir=" + shared.path()})};
+  start_all(c);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+  create_topic(c.client(0), "small", 1);
+  create_topic(c.client(0), "big", 1);
+  fill(c.client(0), "small", 0, 50, 10, 1000, "s");        // ~50 KB
+  fill(c.client(0), "big", 0, 50000, 500, 1000, "g");      // ~50 MB
+  const size_t small_src = owner_of(c, "small");
+  const size_t big_src = owner_of(c, "big");
+  auto small_s = timed_move(c, "small", small_src, (small_src + 1) % 3);
+  auto big_s = timed_move(c, "big", big_src, (big_src + 1) % 3);
+  std::printf("shared move: ~50 KB partition %.3f s, ~50 MB partition %.3f s\n", small_s, big_s);
+  INFO("small " << small_s << " s, big " << big_s << " s");
+  CHECK(big_s < 3 * small_s + 2.0);
+  // The big partition reads whole from its new owner.
+  auto read = read_partition(c.client((big_src + 1) % 3), "big", 0);
+  CHECK(read.records.size() == 50000);
+}
