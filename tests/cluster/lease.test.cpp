@@ -139,7 +139,7 @@ TEST_CASE("a message whose commit index is not of the leader's term renews nothi
   CHECK(l.deadline() == at_ms(4200));
 }
 
-TEST_CASE("a later echo needing less applied replaces earlier ones; an older echo needing more is dropped",
+TEST_CASE("a later echo needing less applied replaces earlier ones and an older echo needing more is dropped",
           "[cluster][lease]") {
   broker_lease l{milliseconds(1000)};
   l.update(follower(2, 0));

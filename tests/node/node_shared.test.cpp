@@ -11,52 +11,20 @@
 #include <csignal>
 #include <filesystem>
 
-#include "tests/node/metadata_cluster.hpp"
+#include "tests/node/shared_cluster.hpp"
 
 using namespace moonmq::test;
 using namespace moonmq::test::move;
 using namespace moonmq::test::meta;
+using namespace moonmq::test::shared_storage;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-namespace {
-
-/// The partition's directory under `shared` (`<topic>-<p>~<created_at>`), or "".
-std::string partition_root(const std::string& shared, const std::string& name) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(shared, ec))
-    if (e.path().filename().string().rfind(name + "~", 0) == 0)
-      return e.path().string();
-  return {};
-}
-
-/// Raft brokers on one shared directory, with a session timeout and lease
-/// short enough for a failover in a few seconds: SessionTimeoutMs must be at
-/// least ElectionTimeoutMs + LeaseMs + LeaseMarginMs (docs/shared-storage.md).
-std::vector<std::string> shared_config(const temp_dir& shared, int session_timeout_ms = 2000) {
-  return raft_config({"Storage.SharedDir=" + shared.path(),
-                      "Cluster.Raft.SessionTimeoutMs=" + std::to_string(session_timeout_ms), "Cluster.Raft.LeaseMs=600",
-                      "Cluster.Raft.LeaseMarginMs=100"});
-}
-
-/// The takeover records of a partition root, by epoch.
-std::vector<std::string> epochs_of(const std::string& root) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root + "/epochs", ec))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("shared storage: a frozen owner's partition fails over at the end of its acknowledged records, and it "
           "acknowledges nothing more",
           "[node][shared][scenario]") {
   temp_dir shared;
-  move_cluster c{{"b1", "b2", "b3"},
-                 shared_config(shared, 5000)};
+  move_cluster c{{"b1", "b2", "b3"}, shared_config(shared, 5000)};
   start_all(c);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
   if (!elected)
@@ -153,8 +121,7 @@ TEST_CASE("shared storage: kill -9 of one of three brokers: its partitions take 
           "every acknowledged record at its offset",
           "[node][shared][scenario]") {
   temp_dir shared;
-  move_cluster c{{"b1", "b2", "b3"},
-                 shared_config(shared)};
+  move_cluster c{{"b1", "b2", "b3"}, shared_config(shared)};
   start_all(c);
   auto elected = agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound);
   if (!elected)

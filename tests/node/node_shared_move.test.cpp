@@ -12,34 +12,16 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "tests/node/metadata_cluster.hpp"
+#include "tests/node/shared_cluster.hpp"
 
 using namespace moonmq::test;
 using namespace moonmq::test::move;
 using namespace moonmq::test::meta;
+using namespace moonmq::test::shared_storage;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// The partition's directory under `shared` (`<topic>-<p>~<created_at>`), or "".
-std::string shared_root(const std::string& shared, const std::string& name) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(shared, ec))
-    if (e.path().filename().string().rfind(name + "~", 0) == 0)
-      return e.path().string();
-  return {};
-}
-
-/// The takeover records of a partition root, sorted.
-std::vector<std::string> epoch_records(const std::string& root) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(root + "/epochs", ec))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 /// File name -> size of every file in `dir`.
 std::map<std::string, uintmax_t> files_of(const std::string& dir) {
@@ -88,9 +70,9 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   const size_t src = owner_of(c, "zm");
   const size_t dst = (src + 1) % 3;
   INFO("move " << c.id(src) << " -> " << c.id(dst));
-  auto root = shared_root(shared.path(), "zm-0");
+  auto root = partition_root(shared.path(), "zm-0");
   REQUIRE_FALSE(root.empty());
-  const auto records_before = epoch_records(root);
+  const auto records_before = epochs_of(root);
   REQUIRE(records_before.size() == 1);
   const auto src_epoch_dir = root + "/e" + records_before.back();
 
@@ -119,7 +101,7 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
 
   // New epochs were taken over in the shared directory; the source's epoch
   // directory is unchanged (no reset, nothing appended after the seal).
-  const auto records_after = epoch_records(root);
+  const auto records_after = epochs_of(root);
   INFO("epoch records before " << records_before.size() << ", after " << records_after.size());
   CHECK(records_after.size() > records_before.size());
   CHECK(records_after.front() == records_before.front());
