@@ -1,13 +1,18 @@
 #include "actors/group_coordinator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/shared_mode.hpp"
+#include "groups/epoch_offsets.hpp"
 #include "groups/group_state.hpp"
 #include "groups/offset_store.hpp"
 #include "util/clock.hpp"
@@ -17,6 +22,16 @@ namespace moonmq {
 namespace {
 
 using json = nlohmann::json;
+
+/// The committed offsets of one shared partition as this broker last
+/// opened them: at `epoch`, for writing (the epoch's own store, carried
+/// forward) or read-only (the newest earlier epoch's, before the first
+/// write: a read never writes).
+struct shared_offsets {
+  int64_t epoch = 0;
+  bool writable = false;
+  std::optional<groups::offset_store> store;  ///< nullopt: no epoch has offsets yet
+};
 
 struct group_coordinator_state {
   group_settings settings;
@@ -29,6 +44,8 @@ struct group_coordinator_state {
   /// Per group: the newest generation seen here (local joins, relayed
   /// answers, fenced commits): the owner-side commit fence.
   std::map<std::string, int32_t> newest_generation;
+  /// Shared storage: the offsets of shared partitions, by partition.
+  std::map<cluster::topic_partition, shared_offsets> shared_stores;
   uint64_t seed = 0;
   static inline const char* name = "group_coordinator";
 };
@@ -98,6 +115,182 @@ caf::error parse_commit(self_ptr self, const std::string& offsets_json, std::vec
   }
   if (!arr.is_array() || out.empty())
     return make_error(errc::invalid_request, "body must be {\"offsets\":[...]} with at least one entry");
+  return {};
+}
+
+// --- shared storage (docs/shared-storage.md "Committed group offsets") -------
+
+/// The directory of (topic, partition) in the shared directory, or "" when
+/// this broker is in local mode or the metadata log does not know it.
+std::string shared_root(self_ptr self, const std::string& topic, int32_t partition) {
+  const auto& s = self->state.settings;
+  if (!s.shared || s.shared_dir.empty())
+    return {};
+  auto topics = s.shared->image->topics();
+  auto t = topics->find(topic);
+  if (t == topics->end() || t->second.created_at <= 0 || partition < 0 || partition >= t->second.partitions)
+    return {};
+  return shared_partition_root(s.shared_dir, topic, partition, t->second.created_at);
+}
+
+caf::error ownership_lost(const std::string& topic, int32_t partition) {
+  return make_coded_error(503, "ownership_lost",
+                          "the committed offsets of " + topic + "-" + std::to_string(partition)
+                            + " are not this broker's to serve: the metadata log names another owner, or this "
+                              "broker's lease lapsed; retry at the owner");
+}
+
+/// The offsets of the shared partition (topic, partition) at `root`, which
+/// this broker must own at the image's epoch with a valid lease, opened for
+/// writing or for reading (shared_offsets). Errors: ownership_lost (503),
+/// storage_error (an earlier epoch's offsets do not decode, or I/O).
+caf::error open_shared(self_ptr self, const std::string& root, const cluster::topic_partition& tp, bool write,
+                       shared_offsets*& out) {
+  const auto& sh = *self->state.settings.shared;
+  auto epoch = sh.epoch_of(tp.topic, tp.partition);
+  if (!sh.holds(tp.topic, tp.partition, epoch))
+    return ownership_lost(tp.topic, tp.partition);
+  auto& e = self->state.shared_stores[tp];
+  if (e.epoch != epoch || (write && !e.writable)) {
+    using opened_store = groups::result<std::optional<groups::offset_store>>;
+    auto opened = [&]() -> opened_store {
+      if (!write)
+        return groups::read_newest_offsets(root, epoch + 1);
+      auto w = groups::open_epoch_offsets(root, epoch);
+      if (!w)
+        return w.err();
+      return std::optional<groups::offset_store>{std::move(w).value()};
+    }();
+    if (!opened) {
+      e = shared_offsets{};
+      log::get("groups")->error("offsets.shared_open_failed root={} epoch={} error=\"{}\"", root, epoch,
+                                opened.err().message);
+      return make_error(errc::storage_error, "offsets of " + tp.topic + "-" + std::to_string(tp.partition) + ": "
+                                               + opened.err().message);
+    }
+    e = shared_offsets{epoch, write, std::move(opened).value()};
+  }
+  out = &e;
+  return {};
+}
+
+/// Every shared partition the image names this broker owner of (of `topic`
+/// when not ""), with its root.
+std::vector<std::pair<cluster::topic_partition, std::string>> owned_shared(self_ptr self, const std::string& topic) {
+  std::vector<std::pair<cluster::topic_partition, std::string>> out;
+  const auto& s = self->state.settings;
+  if (!s.shared)
+    return out;
+  auto owners = s.shared->image->get();
+  for (const auto& [tp, owner] : *owners)
+    if (owner == s.shared->broker_id && (topic.empty() || tp.topic == topic))
+      if (auto root = shared_root(self, tp.topic, tp.partition); !root.empty())
+        out.emplace_back(tp, std::move(root));
+  return out;
+}
+
+/// Stores a commit: each shared partition's entries in its own store at this
+/// broker's owner epoch, the rest in the local store. A shared part is
+/// acknowledged only if, after its write (fsync) returned, the lease is
+/// valid and the image still names this broker owner at that epoch: the
+/// rule appends follow (docs/shared-storage.md "The lease").
+caf::error store_commit(self_ptr self, const std::string& group, std::vector<groups::partition_offset>& offsets,
+                        const groups::commit_fence& fence) {
+  std::vector<groups::partition_offset> local;
+  std::map<cluster::topic_partition, std::pair<std::string, std::vector<groups::partition_offset>>> shared;
+  for (auto& o : offsets) {
+    auto root = shared_root(self, o.topic, o.partition);
+    if (root.empty()) {
+      local.push_back(std::move(o));
+      continue;
+    }
+    auto& part = shared[cluster::topic_partition{o.topic, o.partition}];
+    part.first = std::move(root);
+    part.second.push_back(std::move(o));
+  }
+  if (!local.empty())
+    if (auto r = self->state.store->commit(group, local, fence); !r)
+      return from(r.err());
+  std::vector<std::pair<cluster::topic_partition, int64_t>> written;
+  for (auto& [tp, part] : shared) {
+    shared_offsets* e = nullptr;
+    if (auto err = open_shared(self, part.first, tp, true, e))
+      return err;
+    if (auto r = e->store->commit(group, part.second, fence); !r)
+      return from(r.err());
+    written.emplace_back(tp, e->epoch);
+  }
+  for (const auto& [tp, epoch] : written)
+    if (!self->state.settings.shared->holds(tp.topic, tp.partition, epoch))
+      return ownership_lost(tp.topic, tp.partition);
+  return {};
+}
+
+/// `group`'s committed offsets (of `topic` when not "") in the shared
+/// partitions this broker owns, appended to `out`; `known` is set when a
+/// store holds the group. Errors: as open_shared.
+caf::error fetch_shared(self_ptr self, const std::string& group, const std::string& topic,
+                        std::vector<groups::partition_offset>& out, bool& known) {
+  for (const auto& [tp, root] : owned_shared(self, topic)) {
+    shared_offsets* e = nullptr;
+    if (auto err = open_shared(self, root, tp, false, e))
+      return err;
+    if (!e->store || !e->store->has_group(group))
+      continue;
+    known = true;
+    if (auto c = e->store->fetch(group, tp.topic))
+      for (auto& o : *c)
+        if (o.partition == tp.partition)
+          out.push_back(std::move(o));
+  }
+  return {};
+}
+
+/// Ids of the groups with committed offsets here, local or shared.
+std::set<std::string> committed_groups(self_ptr self) {
+  std::set<std::string> out;
+  if (self->state.store)
+    for (auto& g : self->state.store->list_groups())
+      out.insert(std::move(g));
+  for (const auto& [tp, root] : owned_shared(self, {})) {
+    shared_offsets* e = nullptr;
+    if (!open_shared(self, root, tp, false, e) && e->store)
+      for (auto& g : e->store->list_groups())
+        out.insert(std::move(g));
+  }
+  return out;
+}
+
+/// Removes `group`'s offsets (of `partitions` of `topic`, or all when
+/// `topic` is "") from the shared partitions owned here; adds how many
+/// entries went to `removed` and sets `held` when a store held the group.
+caf::error remove_shared(self_ptr self, const std::string& group, const std::string& topic,
+                         const std::vector<int32_t>& partitions, size_t& removed, bool& held) {
+  for (const auto& [tp, root] : owned_shared(self, topic)) {
+    if (!topic.empty() && std::find(partitions.begin(), partitions.end(), tp.partition) == partitions.end())
+      continue;
+    shared_offsets* e = nullptr;
+    if (auto err = open_shared(self, root, tp, false, e))
+      return err;
+    if (!e->store || !e->store->has_group(group))
+      continue;
+    held = true;
+    if (auto err = open_shared(self, root, tp, true, e))
+      return err;
+    if (topic.empty()) {
+      auto r = e->store->remove_group(group);
+      if (!r)
+        return make_error(errc::storage_error, "delete of group " + group + ": " + r.err().message);
+      removed += *r ? 1 : 0;
+    } else {
+      auto r = e->store->remove_offsets(group, tp.topic, {tp.partition});
+      if (!r)
+        return make_error(errc::storage_error, "offset delete of group " + group + ": " + r.err().message);
+      removed += *r;
+    }
+    if (!self->state.settings.shared->holds(tp.topic, tp.partition, e->epoch))
+      return ownership_lost(tp.topic, tp.partition);
+  }
   return {};
 }
 
@@ -189,8 +382,8 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                                 "generation " + std::to_string(gen) + " of group " + group
                                   + " is older than generation " + std::to_string(seen->second)
                                   + ", the newest this partition owner has seen; rejoin the group");
-      if (auto r = self->state.store->commit(group, offsets, groups::commit_fence{}); !r)
-        return from(r.err());
+      if (auto e = store_commit(self, group, offsets, groups::commit_fence{}))
+        return e;
       if (gen >= 0)
         saw_generation(self, group, gen);
       return true;
@@ -238,42 +431,90 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                                 "group " + group + " has no live generation; commit without a generation");
       }
       fence.request = requested;
-      if (auto r = self->state.store->commit(group, offsets, fence); !r)
-        return from(r.err());
+      if (auto e = store_commit(self, group, offsets, fence))
+        return e;
       return true;
     },
     [self](offsets_atom, std::string& group, std::string& topic) -> caf::result<std::string> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");
-      if (!self->state.store->has_group(group) && !self->state.groups.count(group))
+      std::vector<groups::partition_offset> found;
+      bool known = self->state.store->has_group(group) || self->state.groups.count(group);
+      if (auto v = groups::validate_group_id(group); v) {
+        if (auto e = fetch_shared(self, group, topic, found, known))
+          return e;
+      }
+      if (!known)
         return make_coded_error(404, "unknown_group", "no group " + group);
-      auto r = self->state.store->fetch(group, topic.empty() ? std::nullopt : std::optional<std::string>(topic));
+      if (auto r = self->state.store->fetch(group, topic.empty() ? std::nullopt : std::optional<std::string>(topic)))
+        found.insert(found.end(), r->begin(), r->end());
+      std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.topic, a.partition) < std::tie(b.topic, b.partition);
+      });
       json list = json::array();
-      if (r)
-        for (const auto& o : *r)
-          list.push_back(json{{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset},
-                              {"metadata", o.metadata}});
+      for (const auto& o : found)
+        list.push_back(json{{"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset},
+                            {"metadata", o.metadata}});
       return json{{"offsets", list}}.dump();
     },
     [self](offsets_atom) -> caf::result<std::string> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");
-      json list = json::array();
+      std::vector<std::tuple<std::string, std::string, int32_t, int64_t>> rows;
       for (const auto& group : self->state.store->list_groups())
         if (auto r = self->state.store->fetch(group))
           for (const auto& o : *r)
-            list.push_back(json{{"group", group}, {"topic", o.topic}, {"partition", o.partition}, {"offset", o.offset}});
+            rows.emplace_back(group, o.topic, o.partition, o.offset);
+      for (const auto& [tp, root] : owned_shared(self, {})) {
+        shared_offsets* e = nullptr;
+        if (open_shared(self, root, tp, false, e) || !e->store)
+          continue;  // metrics are best effort: a partition being handed on is skipped
+        for (const auto& group : e->store->list_groups())
+          if (auto o = e->store->committed(group, tp.topic, tp.partition))
+            rows.emplace_back(group, tp.topic, tp.partition, *o);
+      }
+      std::sort(rows.begin(), rows.end());
+      json list = json::array();
+      for (const auto& [group, topic, partition, offset] : rows)
+        list.push_back(json{{"group", group}, {"topic", topic}, {"partition", partition}, {"offset", offset}});
       return list.dump();
     },
     [self](offsets_atom, std::string& topic, int32_t partition) -> caf::result<std::string> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");
+      std::vector<groups::group_offset> offsets;
+      if (auto root = shared_root(self, topic, partition); !root.empty()) {
+        // The offsets this broker wrote as the partition's owner: its own
+        // epoch's store when open, else the newest epoch before the one
+        // the image names now (the move's destination may already have
+        // carried them forward and written more; the merge keeps the
+        // higher of each).
+        auto it = self->state.shared_stores.find(cluster::topic_partition{topic, partition});
+        if (it != self->state.shared_stores.end() && it->second.writable && it->second.store) {
+          offsets = it->second.store->offsets_for_partition(topic, partition);
+        } else {
+          auto [owner, epoch] = self->state.settings.shared->image->owner_and_epoch({topic, partition});
+          auto below = owner == self->state.settings.shared->broker_id ? INT64_MAX : epoch;
+          auto r = groups::read_newest_offsets(root, below);
+          if (!r)
+            return make_error(errc::storage_error, "offsets of " + topic + "-" + std::to_string(partition) + ": "
+                                                     + r.err().message);
+          if (*r)
+            offsets = (*r)->offsets_for_partition(topic, partition);
+        }
+      } else {
+        offsets = self->state.store->offsets_for_partition(topic, partition);
+      }
       json list = json::array();
-      for (const auto& o : self->state.store->offsets_for_partition(topic, partition))
+      for (const auto& o : offsets)
         list.push_back(json{{"group", o.group}, {"offset", o.offset}, {"metadata", o.metadata}});
       return list.dump();
     },
     [self](delete_atom, std::string& topic, int32_t count) {
+      // A shared partition's offsets go with its directory (the I/O worker
+      // removes it); only the open stores are forgotten here.
+      for (auto it = self->state.shared_stores.begin(); it != self->state.shared_stores.end();)
+        it = it->first.topic == topic ? self->state.shared_stores.erase(it) : std::next(it);
       if (!self->state.store)
         return;
       for (int32_t p = 0; p < count; ++p)
@@ -294,15 +535,27 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                 && (!o["metadata"].is_string()
                     || o["metadata"].get_ref<const std::string&>().size() > groups::max_offset_metadata_bytes)))
           return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\",\"metadata\"?}");
+      groups::offset_store* into = &*self->state.store;
+      shared_offsets* shared = nullptr;
+      if (auto root = shared_root(self, topic, partition); !root.empty()) {
+        // The destination of a move in shared mode: into its own epoch's
+        // store, which carried the source's forward already; the push adds
+        // what the source acknowledged after that carry.
+        if (auto e = open_shared(self, root, cluster::topic_partition{topic, partition}, true, shared))
+          return e;
+        into = &*shared->store;
+      }
       int32_t stored = 0;
       for (const auto& o : list) {
-        auto r = self->state.store->set_if_higher(o["group"].get<std::string>(), topic, partition,
+        auto r = into->set_if_higher(o["group"].get<std::string>(), topic, partition,
                                                   o["offset"].get<int64_t>(),
                                                   o.contains("metadata") && o["metadata"].is_string() ? o["metadata"].get<std::string>() : "");
         if (!r)
           return make_error(errc::invalid_request, "merge: " + r.err().message);
         stored += *r ? 1 : 0;
       }
+      if (shared && !self->state.settings.shared->holds(topic, partition, shared->epoch))
+        return ownership_lost(topic, partition);
       log::get("groups")->info("offsets.merged topic={} partition={} groups={} stored={}", topic, partition,
                                list.size(), stored);
       return stored;
@@ -324,21 +577,30 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       auto removed = self->state.store->remove_group(group);
       if (!removed)
         return make_error(errc::storage_error, "delete of group " + group + ": " + removed.err().message);
+      size_t shared_removed = 0;
+      bool shared_held = false;
+      if (auto e = remove_shared(self, group, {}, {}, shared_removed, shared_held))
+        return e;
       self->state.newest_generation.erase(group);
-      return held || *removed;
+      return held || *removed || shared_held;
     },
     [self](delete_atom, std::string& group, std::string& topic,
            std::vector<int32_t>& partitions) -> caf::result<int32_t> {
       if (!self->state.store)
         return make_error(errc::not_ready, "the offset store could not be opened");
-      if (groups::validate_group_id(group) && !self->state.store->has_group(group))
-        return -1;
+      if (auto v = groups::validate_group_id(group); !v)
+        return from(v.err());
+      size_t shared_removed = 0;
+      bool shared_held = false;
+      if (!topic.empty())
+        if (auto e = remove_shared(self, group, topic, partitions, shared_removed, shared_held))
+          return e;
+      if (!self->state.store->has_group(group))
+        return shared_held ? static_cast<int32_t>(shared_removed) : -1;
       auto removed = self->state.store->remove_offsets(group, topic, partitions);
       if (!removed)
-        return removed.err().code == groups::errc::invalid_group_id
-                 ? from(removed.err())
-                 : make_error(errc::storage_error, "offset delete of group " + group + ": " + removed.err().message);
-      return static_cast<int32_t>(*removed);
+        return make_error(errc::storage_error, "offset delete of group " + group + ": " + removed.err().message);
+      return static_cast<int32_t>(*removed + shared_removed);
     },
     [self](list_atom) {
       json list = json::array();
@@ -347,7 +609,9 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                             {"state", groups::to_string(g.phase())},
                             {"generation", g.current_generation().value},
                             {"members", g.member_count()}});
-      json committed = self->state.store ? json(self->state.store->list_groups()) : json::array();
+      json committed = json::array();
+      for (const auto& g : committed_groups(self))
+        committed.push_back(g);
       return json{{"groups", list}, {"committed", committed}}.dump();
     },
     [self](status_atom, std::string& group) {
@@ -384,7 +648,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       return json{{"groups", gs},
                   {"learned_partition_counts", self->state.learned_counts},
                   {"newest_generation_seen", self->state.newest_generation},
-                  {"committed_groups", self->state.store ? self->state.store->list_groups().size() : 0},
+                  {"committed_groups", committed_groups(self).size()},
                   {"session_timeout_ms", self->state.settings.session_timeout_ms}}
         .dump();
     },

@@ -85,9 +85,17 @@ using group_actor = caf::typed_actor<
   caf::reacts_to<tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
 
+struct shared_mode;  // actors/shared_mode.hpp
+
 struct group_settings {
   std::string data_dir;
   int64_t session_timeout_ms = 10000;
+  /// Shared storage (docs/shared-storage.md "Committed group offsets"): the
+  /// committed offsets of a partition the metadata log knows live in its
+  /// shared directory, per owner epoch (groups/epoch_offsets.hpp), written
+  /// and acknowledged only while `shared` holds; "" = local mode.
+  std::string shared_dir{};
+  std::shared_ptr<const shared_mode> shared{};
 };
 
 /// Spawns the coordinator (detached: commits fsync). Its offset store is

@@ -79,7 +79,7 @@ storage::log_config log_config_of(worker_ptr self, const partition_settings& s) 
 
 std::string dir_of(const partition_settings& s) {
   if (s.shared)
-    return storage::partition_dir(s.data_dir, s.topic, s.partition) + "~" + std::to_string(s.created_at);
+    return shared_partition_root(s.data_dir, s.topic, s.partition, s.created_at);
   return storage::partition_dir(s.data_dir, s.topic, s.partition);
 }
 

@@ -32,6 +32,7 @@
 
 #include "actors/direct_append_impl.hpp"
 #include "actors/partition.hpp"
+#include "actors/shared_mode.hpp"
 #include "storage/file_deleter.hpp"
 #include "storage/group_commit.hpp"
 #include "storage/partition_log.hpp"
@@ -102,21 +103,6 @@ constexpr size_t max_held_copies = 16;
 /// large unsynced copy whose writeback would stall the disk, and every
 /// produce fsync on it, at cutover; the copy never waits for an fsync.
 constexpr int64_t copy_writeback_bytes = 4LL << 20;
-
-/// Shared storage (docs/shared-storage.md): what a worker reads to know
-/// whether it may open, write and acknowledge a partition of the shared
-/// directory (io_settings::image, broker_id, lease_valid).
-struct shared_mode {
-  std::shared_ptr<const owner_view> image;
-  std::string broker_id;
-  std::function<bool()> lease_valid;  ///< null: always valid
-  /// The owner epoch at which the applied image names this broker owner of
-  /// the partition; 0 when it names another broker or none.
-  int64_t epoch_of(const std::string& topic, int32_t partition) const;
-  /// An append made durable at `epoch` may be acknowledged now: the lease
-  /// is valid and the image still names this broker owner at `epoch`.
-  bool holds(const std::string& topic, int32_t partition, int64_t epoch) const;
-};
 
 /// One partition held by a worker: its log and everything the partition
 /// answers from.

@@ -60,15 +60,6 @@ caf::error ownership_lost(const hosted& p) {
                             " ended or its lease lapsed before the append was acknowledged; retry at the owner");
 }
 
-int64_t shared_mode::epoch_of(const std::string& topic, int32_t partition) const {
-  auto [owner, epoch] = image->owner_and_epoch({topic, partition});
-  return owner == broker_id ? epoch : 0;
-}
-
-bool shared_mode::holds(const std::string& topic, int32_t partition, int64_t epoch) const {
-  return epoch > 0 && (!lease_valid || lease_valid()) && epoch_of(topic, partition) == epoch;
-}
-
 /// Makes everything appended to `p` durable with its own fdatasync and
 /// answers its waiting appends; a failure takes it offline.
 void flush_one(worker_ptr self, hosted& p) {

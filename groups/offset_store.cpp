@@ -93,17 +93,23 @@ result<Table> decode(const std::string& text, const std::string& group, const st
 
 }  // namespace
 
-result<offset_store> offset_store::open(const std::string& data_dir) {
+result<offset_store> offset_store::open(const std::string& data_dir) { return load(data_dir, true); }
+
+result<offset_store> offset_store::open_read_only(const std::string& data_dir) { return load(data_dir, false); }
+
+result<offset_store> offset_store::load(const std::string& data_dir, bool writable) {
   auto dir = (fs::path{data_dir} / "__groups").string();
   std::error_code ec;
-  bool created = fs::create_directories(dir, ec);
-  if (ec)
-    return io_failure("cannot create", dir, ec);
-  if (created) {
+  if (!writable) {
+    if (!fs::exists(dir, ec))
+      return ec ? result<offset_store>(io_failure("cannot stat", dir, ec)) : offset_store{dir, false};
+  } else if (fs::create_directories(dir, ec)) {
     if (auto sync_ec = util::fsync_dir(fs::path{dir}.parent_path().string()))
       return io_failure("cannot fsync the parent of", dir, sync_ec);
   }
-  offset_store store{dir};
+  if (ec)
+    return io_failure("cannot create", dir, ec);
+  offset_store store{dir, writable};
   auto logger = log::get("groups");
   for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec)) {
     auto name = it->path().filename().string();
@@ -114,7 +120,7 @@ result<offset_store> offset_store::open(const std::string& data_dir) {
     }
     auto file = (it->path() / offsets_file).string();
     auto tmp = file + ".tmp";
-    if (fs::exists(tmp, type_ec)) {
+    if (writable && fs::exists(tmp, type_ec)) {
       // Left by a write that never reached its rename: never acknowledged.
       logger->info("offsets.tmp_discarded file={}", tmp);
       fs::remove(tmp, type_ec);
@@ -132,7 +138,7 @@ result<offset_store> offset_store::open(const std::string& data_dir) {
   }
   if (ec)
     return io_failure("cannot list", dir, ec);
-  logger->info("offsets.opened dir={} groups={}", dir, store.groups_.size());
+  logger->info("offsets.opened dir={} groups={}{}", dir, store.groups_.size(), writable ? "" : " read_only=true");
   return store;
 }
 
@@ -141,6 +147,8 @@ std::string offset_store::file_of(const std::string& group) const {
 }
 
 status offset_store::write_group(const std::string& group, const table& offsets) {
+  if (!writable_)
+    return make_error(errc::io_error, "the offsets under " + dir_ + " were opened read-only");
   auto group_dir = (fs::path{dir_} / group).string();
   std::error_code ec;
   if (fs::create_directory(group_dir, ec)) {
@@ -295,6 +303,8 @@ result<bool> offset_store::remove_group(const std::string& group) {
   const bool on_disk = fs::exists(group_dir, ec);
   if (!groups_.count(group) && !on_disk)
     return false;
+  if (on_disk && !writable_)
+    return make_error(errc::io_error, "the offsets under " + dir_ + " were opened read-only");
   if (on_disk) {
     fs::remove_all(group_dir, ec);
     if (ec)

@@ -47,6 +47,13 @@ class offset_store {
   /// group id, and group directories without offsets.json, are skipped.
   static result<offset_store> open(const std::string& data_dir);
 
+  /// Loads `<data_dir>/__groups` as open() does without writing anything:
+  /// a missing directory is an empty store, a left-over offsets.json.tmp is
+  /// ignored, not removed. Every later change is refused with io_error.
+  /// For offsets another writer may still hold (groups/epoch_offsets.hpp).
+  /// Errors: as open().
+  static result<offset_store> open_read_only(const std::string& data_dir);
+
   /// Commits `offsets` (each the next offset to read; partition >= 0,
   /// offset >= 0, non-empty topic) for `group` as one durable write: when it
   /// returns ok, every entry survives a crash; on error nothing changed.
@@ -112,10 +119,12 @@ class offset_store {
   };
   using table = std::map<std::pair<std::string, int32_t>, stored>;
 
-  explicit offset_store(std::string dir) : dir_(std::move(dir)) {}
+  offset_store(std::string dir, bool writable) : dir_(std::move(dir)), writable_(writable) {}
+  static result<offset_store> load(const std::string& data_dir, bool writable);
   status write_group(const std::string& group, const table& offsets);
 
   std::string dir_;
+  bool writable_ = true;
   std::map<std::string, table> groups_;
 };
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -575,10 +577,21 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
     return;
   }
   auto peers = peer_list(ctx);
+  // With the metadata log, a broker that owns no partition (of `topic`)
+  // holds no offset that is read here (each broker answers only for what
+  // it owns): one that does not answer — dead, its partitions failed over
+  // in shared mode — does not fail the read.
+  std::optional<std::set<std::string>> holders;
+  if (ctx.owners) {
+    holders.emplace();
+    for (const auto& [tp, owner] : *ctx.owners->get())
+      if (topic.empty() || tp.topic == topic)
+        holders->insert(owner);
+  }
   auto fan = std::make_shared<fan_in>();
   fan->replies.resize(peers.size() + 1);
   fan->pending = peers.size() + 1;
-  fan->done = [done](std::vector<reply>& replies) {
+  fan->done = [done, holders](std::vector<reply>& replies) {
     // The highest offset of each partition wins, with its metadata.
     std::map<std::pair<std::string, int32_t>, std::pair<int64_t, std::string>> merged;
     const reply* not_found = nullptr;
@@ -588,6 +601,8 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
         not_found = &r;
         continue;
       }
+      if (r.status == 0 && holders && !holders->count(r.broker))
+        continue;
       if (r.status == 0) {
         done(503, json{{"error", "owner_unavailable"},
                        {"owner", r.broker},

@@ -144,6 +144,13 @@ TEST_CASE("shared storage: kill -9 of one of three brokers: its partitions take 
   while (!all_started() && clock_type::now() < deadline)
     std::this_thread::sleep_for(10ms);
   REQUIRE(all_started());
+  // A group's committed offsets, stored with each partition's owner: in
+  // the shared directory, so they outlive the victim.
+  json commit{{"offsets", json::array()}};
+  for (int p = 0; p < partitions; ++p)
+    commit["offsets"].push_back(json{{"topic", "kx"}, {"partition", p}, {"offset", 10 + p}, {"metadata", "m" + std::to_string(p)}});
+  auto committed = call(c.client(other), "POST", "/v1/groups/gk/offsets", commit.dump());
+  REQUIRE(committed.status == 200);
   std::vector<int> before;
   for (auto& w : writers)
     before.push_back(w->ok_requests());
@@ -177,4 +184,16 @@ TEST_CASE("shared storage: kill -9 of one of three brokers: its partitions take 
     CHECK(*owner != victim);
     check_acked(writers[static_cast<size_t>(p)]->acked(), read_partition(c.client(*owner), "kx", p));
   }
+  // The group's offsets read back from the live brokers, the failed-over
+  // partitions' included, and a new commit lands at the new owners.
+  auto read_back = call(c.client(other), "GET", "/v1/groups/gk/offsets?topic=kx");
+  INFO(read_back.raw);
+  REQUIRE(read_back.status == 200);
+  CHECK(read_back.body["offsets"] == json::parse(R"([{"topic":"kx","partition":0,"offset":10,"metadata":"m0"},
+    {"topic":"kx","partition":1,"offset":11,"metadata":"m1"},{"topic":"kx","partition":2,"offset":12,"metadata":"m2"}])"));
+  commit["offsets"][0]["offset"] = 20;
+  CHECK(call(c.client(other), "POST", "/v1/groups/gk/offsets", commit.dump()).status == 200);
+  auto again = call(c.client(elected->first), "GET", "/v1/groups/gk/offsets?topic=kx");
+  REQUIRE(again.status == 200);
+  CHECK(again.body["offsets"][0]["offset"] == 20);
 }

@@ -76,6 +76,11 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   REQUIRE(records_before.size() == 1);
   const auto src_epoch_dir = root + "/e" + records_before.back();
 
+  // A group's committed offset, in the source's epoch of the partition.
+  REQUIRE(call(c.client(src), "POST", "/v1/groups/gz/offsets", R"({"offsets":[{"topic":"zm","partition":0,"offset":7}]})")
+            .status == 200);
+  CHECK(fs::exists(root + "/offsets"));
+
   // A producer keeps writing through the source for the whole move.
   producer during(c.client(src), "zm", 0, 5, "b");
   REQUIRE(wait_until([&] { return during.ok_requests() >= 20; }, 10s));
@@ -127,6 +132,16 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   // The destination takes writes itself after the move.
   auto after = fill(c.client(dst), "zm", 0, 50, 10, 200, "c");
   CHECK(after.begin()->first >= all.rbegin()->first + 1);
+  // The group's offset moved with the partition (nothing copied: carried
+  // forward in the shared directory), and the destination takes commits.
+  auto offsets = call(c.client(dst), "GET", "/v1/groups/gz/offsets?topic=zm");
+  INFO(offsets.raw);
+  REQUIRE(offsets.status == 200);
+  CHECK(offsets.body["offsets"].size() == 1);
+  CHECK(offsets.body["offsets"][0].value("offset", int64_t{-1}) == 7);
+  CHECK(call(c.client(src), "POST", "/v1/groups/gz/offsets", R"({"offsets":[{"topic":"zm","partition":0,"offset":9}]})")
+          .status == 200);
+  CHECK(call(c.client(src), "GET", "/v1/groups/gz/offsets?topic=zm").body["offsets"][0].value("offset", int64_t{-1}) == 9);
 }
 
 TEST_CASE("shared storage: a move of ~50 MB takes about as long as one of ~50 KB", "[node][shared][move][scenario]") {

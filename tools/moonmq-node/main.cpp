@@ -34,6 +34,7 @@
 #include "actors/peer.hpp"
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
+#include "actors/shared_mode.hpp"
 #include "actors/session_probe.hpp"
 #include "actors/system.hpp"
 #include "cluster/lease_gate.hpp"
@@ -350,8 +351,15 @@ int run(const config::load_result& loaded) {
   std::optional<storage::disk_probe> disk_probe;
   if (cfg.cluster)
     disk_probe.emplace(cfg.data_dir, std::chrono::seconds{1});
-  auto groups = spawn_group_coordinator(sys, group_settings{cfg.data_dir, cfg.broker.session_timeout_ms}, view,
-                                        registry);
+  group_settings gs;
+  gs.data_dir = cfg.data_dir;
+  gs.session_timeout_ms = cfg.broker.session_timeout_ms;
+  if (!cfg.broker.shared_dir.empty()) {  // committed offsets live beside the logs (docs/shared-storage.md)
+    gs.shared_dir = cfg.broker.shared_dir;
+    gs.shared = std::make_shared<const shared_mode>(
+      shared_mode{owners, cfg.broker_id(), [] { return cluster::lease_gate::process().valid_now(); }});
+  }
+  auto groups = spawn_group_coordinator(sys, std::move(gs), view, registry);
   // The broker loads the topic catalogue into `view` when it starts running,
   // after spawn returned; the client routes read `view` directly. One answer
   // from the broker means it is loaded, so no request sees an empty catalogue.
