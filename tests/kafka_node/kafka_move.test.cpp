@@ -21,6 +21,7 @@
 
 #include "cluster/group_placement.hpp"
 #include "tests/kafka_node/kafka_client.hpp"
+#include "tests/kafka_node/kcat_run.hpp"
 #include "tests/node/move_cluster.hpp"
 
 using namespace moonmq;
@@ -31,109 +32,6 @@ using namespace std::chrono_literals;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-/// kcat in the background: `exec kcat ARGS <in 2>err`, stdout to `out`. The
-/// child is kcat itself (sh execs it), so it is stopped by its own pid.
-struct kcat_run {
-  std::string out;
-  std::string err;
-  child_process proc;
-
-  kcat_run(const temp_dir& dir, const std::string& name, const std::string& args, const std::string& in = "/dev/null")
-      : out(dir.path() + "/" + name + ".out"), err(dir.path() + "/" + name + ".err") {
-    REQUIRE(proc.start("/bin/sh", {"-c", "exec kcat " + args + " <" + in + " 2>" + err}, out));
-  }
-  ~kcat_run() { stop(); }
-
-  /// SIGTERM (kcat closes its consumer: commit, LeaveGroup), SIGKILL after 10 s.
-  std::optional<int> stop() {
-    if (auto rc = proc.wait(0ms))
-      return rc;
-    proc.signal(SIGTERM);
-    if (auto rc = proc.wait(10s))
-      return rc;
-    proc.signal(SIGKILL);
-    return proc.wait(5s);
-  }
-  std::string stdout_text() const { return read_text(out); }
-  std::string stderr_text() const { return read_text(err); }
-};
-
-/// The number in a payload "m<i>-xxx…" (-1 when it is not one).
-int message_number(const std::string& value) {
-  if (value.size() < 2 || value[0] != 'm')
-    return -1;
-  auto dash = value.find('-');
-  try {
-    return std::stoi(value.substr(1, dash == std::string::npos ? std::string::npos : dash - 1));
-  } catch (...) {
-    return -1;
-  }
-}
-
-/// Message i's payload. Each input line must be at least 128 bytes: kcat
-/// 1.7.1 reads stdin with fread(128) before looking for a delimiter, so
-/// shorter lines would sit in its buffer until more input (or EOF) arrives.
-std::string payload(int i) {
-  std::string v = "m" + std::to_string(i) + "-";
-  v.resize(150, 'x');
-  return v;
-}
-
-struct consumed_record {
-  int32_t partition;
-  int64_t offset;
-  std::string value;
-};
-
-/// kcat -f '%p %o %s\n' output; only complete lines.
-std::vector<consumed_record> parse_consumed(const std::string& text) {
-  std::vector<consumed_record> out;
-  size_t pos = 0;
-  for (auto nl = text.find('\n', pos); nl != std::string::npos; pos = nl + 1, nl = text.find('\n', pos)) {
-    std::istringstream in(text.substr(pos, nl - pos));
-    consumed_record r;
-    if (in >> r.partition >> r.offset >> r.value)
-      out.push_back(std::move(r));
-  }
-  return out;
-}
-
-/// kcat -v -v delivery reports, in order: "% Message delivered to partition
-/// P (offset O) on broker B".
-std::vector<std::pair<int32_t, int64_t>> parse_delivered(const std::string& text) {
-  std::vector<std::pair<int32_t, int64_t>> out;
-  const std::string tag = "Message delivered to partition ";
-  for (auto pos = text.find(tag); pos != std::string::npos; pos = text.find(tag, pos + 1)) {
-    int p = -1;
-    long long o = -1;
-    if (std::sscanf(text.c_str() + pos + tag.size(), "%d (offset %lld)", &p, &o) == 2)
-      out.emplace_back(p, o);
-  }
-  return out;
-}
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1))
-    ++n;
-  return n;
-}
-
-/// Opens the write end of `fifo` once its reader (kcat's shell) opened it.
-int open_fifo_writer(const std::string& fifo, std::chrono::milliseconds timeout) {
-  auto deadline = clock_type::now() + timeout;
-  for (;;) {
-    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0) {
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      return fd;
-    }
-    if (errno != ENXIO || clock_type::now() >= deadline)
-      return -1;
-    std::this_thread::sleep_for(10ms);
-  }
-}
 
 /// A group id coordinated by broker `id` of `brokers` (cluster::group_coordinator).
 std::string group_coordinated_by(const std::string& id, const std::vector<std::string>& brokers) {
@@ -212,35 +110,9 @@ void moves_under_kcat(size_t consumer_at, size_t coordinator) {
 
   // One message every 20 ms until told where to stop.
   constexpr int max_messages = 2000;
-  std::atomic<int> written{0};
-  std::atomic<int> stop_at{max_messages};
-  std::atomic<bool> write_failed{false};
-  std::thread writer([&] {
-    for (int i = 1; i <= stop_at.load(); ++i) {
-      std::string line = "k" + std::to_string(i) + ":" + payload(i) + "\n";
-      if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-        write_failed = true;
-        break;
-      }
-      written = i;
-      std::this_thread::sleep_for(20ms);
-    }
-    ::close(fd);  // EOF: kcat sends what it holds and exits
-  });
-  // On a failed REQUIRE: stop the writer (killing the producer first, so that
-  // no write can block on a full fifo) before the kcat runs go.
-  struct join_writer {
-    std::thread& t;
-    std::atomic<int>& stop_at;
-    kcat_run& producer;
-    ~join_writer() {
-      if (!t.joinable())
-        return;
-      stop_at = 0;
-      producer.proc.signal(SIGKILL);
-      t.join();
-    }
-  } joiner{writer, stop_at, producer};
+  fifo_feed feed(fd, producer, max_messages, 20ms);
+  auto& written = feed.written;
+  auto& write_failed = feed.write_failed;
 
   auto consumed_now = [&] { return parse_consumed(consumer.stdout_text()); };
 
@@ -269,8 +141,7 @@ void moves_under_kcat(size_t consumer_at, size_t coordinator) {
     int done_at = written.load();
     CHECK(wait_until([&] { return written.load() >= done_at + 50 || write_failed; }, 10s));
   }
-  stop_at = written.load() + 50;
-  writer.join();
+  feed.finish_at(written.load() + 50);
   const int n = written.load();
   auto prc = producer.proc.wait(40s);
   auto delivered = parse_delivered(producer.stderr_text());
@@ -303,54 +174,12 @@ void moves_under_kcat(size_t consumer_at, size_t coordinator) {
   std::map<int32_t, partition_read> logs;
   logs[0] = read_partition(c.client(1), "M", 0);
   logs[1] = read_partition(c.client(2), "M", 1);
-  // Where each message number is in the logs.
-  std::map<int, std::vector<std::pair<int32_t, int64_t>>> where;
-  std::string log_dump;
-  for (auto& [p, log] : logs) {
-    CHECK(log.log_start == 0);
-    int last = 0;
-    int out_of_order = 0;
-    for (auto& [off, rec] : log.records) {
-      auto i = message_number(rec.value("value", ""));
-      where[i].emplace_back(p, off);
-      out_of_order += i <= last;
-      last = std::max(last, i);
-      log_dump += std::to_string(p) + "@" + std::to_string(off) + "=m" + std::to_string(i) + " ";
-    }
-    INFO("partition " << p << ": messages out of produce order (a reordered or duplicated retry)");
-    CHECK(out_of_order == 0);
-  }
-  INFO("logs (partition@offset=message): " << log_dump);
-
-  // None lost, none written twice, nothing else in the logs.
-  std::vector<int> lost, duplicated;
-  for (int i = 1; i <= n; ++i) {
-    auto it = where.find(i);
-    if (it == where.end())
-      lost.push_back(i);
-    else if (it->second.size() > 1)
-      duplicated.push_back(i);
-  }
-  INFO("lost: " << Catch::Detail::stringify(lost) << "\nduplicated: " << Catch::Detail::stringify(duplicated));
-  CHECK(lost.empty());
-  CHECK(duplicated.empty());
-  CHECK(where.size() == static_cast<size_t>(n));
-  CHECK(logs[0].records.size() + logs[1].records.size() == static_cast<size_t>(n));
+  // None lost, none written twice, nothing else in the logs, each at the
+  // offset acknowledged to the producer.
+  check_logs_hold_delivered(logs, delivered, n);
   // Both partitions had traffic before and after their move.
   CHECK(logs[0].records.size() > 50);
   CHECK(logs[1].records.size() > 50);
-
-  // The offsets acknowledged to the producer are the logs' offsets, in order.
-  std::map<int32_t, std::vector<int64_t>> acked_offsets;
-  for (auto [p, o] : delivered)
-    acked_offsets[p].push_back(o);
-  for (auto& [p, log] : logs) {
-    std::vector<int64_t> in_log;
-    for (auto& [off, rec] : log.records)
-      in_log.push_back(off);
-    INFO("partition " << p << ": acknowledged offsets vs the log's");
-    CHECK(acked_offsets[p] == in_log);
-  }
 
   // Every acknowledged message was consumed, each at the offset the log
   // holds it at after the moves.
