@@ -166,7 +166,8 @@ for i in 0 1 2; do
       "Host": "127.0.0.1", "Port": ${cluster_port[i]},
       "Token": "$token", "PeerTimeout": 2,${raft_json}
       // Copies at 256 KiB/s per move, so that moves take seconds and the
-      // demo's progress bars have something to show.
+      // demo's progress bars have something to show (with --shared a move
+      // copies nothing).
       "MoveThrottleBytesPerSec": 262144,
       "Peers": [
         $peers

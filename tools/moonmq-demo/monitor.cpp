@@ -339,9 +339,13 @@ std::vector<std::string> summary_lines(const run& r, double elapsed_s, const clu
         out.push_back("    ... and " + std::to_string(shown.size() - 8) + " more");
         break;
       }
-      std::string l = "    " + pad(m->tp.str(), 14) + pad(m->from + " -> " + m->to, 10) + pad(m->state, 10) +
-                      progress_bar(m->copied, m->total, m->state == "done") + "  " +
-                      human_bytes(static_cast<double>(m->copied)) + " / " + human_bytes(static_cast<double>(m->total));
+      std::string l = "    " + pad(m->tp.str(), 14) + pad(m->from + " -> " + m->to, 10) + pad(m->state, 10);
+      // A move on shared storage hands the partition over without copying a byte.
+      if (m->total == 0 && m->copied == 0 && m->state == "done")
+        l += "nothing copied";
+      else
+        l += progress_bar(m->copied, m->total, m->state == "done") + "  " +
+             human_bytes(static_cast<double>(m->copied)) + " / " + human_bytes(static_cast<double>(m->total));
       if (!m->error.empty())
         l += "  (" + m->error + ")";
       out.push_back(l);
