@@ -24,6 +24,17 @@ std::string proc_text(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// The coordinator of `group` as the broker `b` computes it ("" when it does
+/// not answer): GET /v1/groups/{g}/coordinator (docs/groups.md).
+std::string coordinator_of(const broker_endpoint& b, const std::string& group) {
+  auto res = transport::http_call(b.client_host, b.client_port, "GET", "/v1/groups/" + group + "/coordinator", {}, {},
+                                  std::chrono::seconds(2));
+  auto j = json::parse(res.body, nullptr, false);
+  return res.status == 200 && j.is_object() && j.value("coordinator", json()).is_string()
+           ? j["coordinator"].get<std::string>()
+           : std::string{};
+}
+
 std::string plus_secs(double s) {
   return s < 0 ? std::string("-") : "+" + secs(s);
 }
@@ -57,6 +68,8 @@ std::optional<std::string> failover_watch::kill(double elapsed_s, const cluster_
            ") owns partitions of the demo yet";
   }
   const int pid = r_.opt.broker_pids.at(pick);
+  const auto* asked = r_.broker(snap.asked);
+  const std::string coordinator = asked ? coordinator_of(*asked, r_.opt.group) : std::string{};
   // The pid came from the command line: make sure it is still a broker.
   if (proc_text("/proc/" + std::to_string(pid) + "/cmdline").find("moonmq-node") == std::string::npos) {
     gave_up_ = true;
@@ -78,8 +91,13 @@ std::optional<std::string> failover_watch::kill(double elapsed_s, const cluster_
       parts_[tp] = part_state{};
       names += (names.empty() ? "" : ", ") + tp.str();
     }
+  // A dead coordinator is not replaced (docs/groups.md): say so, since the
+  // consumers' joins and heartbeats then fail until the end.
   return "failover: kill -9 " + pick + " (pid " + std::to_string(pid) + ") at " + secs(elapsed_s) + ": it owns " +
-         std::to_string(parts_.size()) + " partition(s) (" + names + ") and is not the Raft leader (" + leader_ + ")";
+         std::to_string(parts_.size()) + " partition(s) (" + names + ") and is not the Raft leader (" + leader_ + ")" +
+         (coordinator == pick ? "; it also coordinates group " + r_.opt.group +
+                                  ", whose joins and heartbeats answer 503 while it is down"
+                              : "");
 }
 
 std::vector<std::string> failover_watch::tick(double elapsed_s, const cluster_snapshot& snap,
