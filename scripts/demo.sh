@@ -10,6 +10,10 @@
 #
 #   scripts/demo.sh                  the full demo (about a minute after the build)
 #   scripts/demo.sh --short          a quick run (the scenario test uses it)
+#   scripts/demo.sh --shared         shared storage (docs/shared-storage.md): the brokers share
+#                                    <dir>/shared, and halfway through moonmq-demo kills -9 a broker
+#                                    that owns partitions and is not the Raft leader; the live view
+#                                    shows its partitions failing over to the others
 #   scripts/demo.sh --no-build       skip install-deps and the build (needs built programs)
 #   scripts/demo.sh --bin-dir DIR    programs from DIR (default build/release/bin)
 #   scripts/demo.sh --dir DIR        scratch dir for configs, data, logs (default .scratch/demo,
@@ -23,6 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 short=0
+shared=0
 build=1
 bin_dir=""
 dir="${MOONMQ_DEMO_DIR:-$PWD/.scratch/demo}"
@@ -31,6 +36,7 @@ demo_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --short) short=1 ;;
+    --shared) shared=1 ;;
     --no-build) build=0 ;;
     --bin-dir) bin_dir="$2"; shift ;;
     --dir) dir="$2"; shift ;;
@@ -64,6 +70,8 @@ if [ "$short" = 1 ]; then
   interval=2
   demo_defaults=(--duration-seconds 8 --until-balanced-seconds 60 --topics 2 --partitions 3 --rate 600
                  --hot-partitions 3 --summary-ms 1000 --drain-seconds 30)
+  # Shared: the kill comes at 6 s, after the first moves off b1.
+  if [ "$shared" = 1 ]; then demo_defaults+=(--duration-seconds 12); fi
 else
   interval=5
   demo_defaults=(--duration-seconds 30 --until-balanced-seconds 180 --topics 3 --partitions 4 --rate 2000
@@ -119,7 +127,23 @@ for i in 0 1 2; do free_port; kafka_port[i]=$port; done
 
 # --- configs ---------------------------------------------------------------
 mkdir -p "$dir"
-rm -rf "$dir"/b1 "$dir"/b2 "$dir"/b3 "$dir"/b1.log "$dir"/b2.log "$dir"/b3.log
+rm -rf "$dir"/b1 "$dir"/b2 "$dir"/b3 "$dir"/b1.log "$dir"/b2.log "$dir"/b3.log "$dir"/shared
+# Shared storage: one partition directory every broker reads, so a move
+# copies nothing and a dead broker's partitions fail over. The lease keys
+# make that failover fast and satisfy the rule checked at load
+# (docs/configuration.md): SessionTimeoutMs 2500 >= max(ElectionTimeoutMs
+# 1000, LeaseMs 1000) + LeaseMs 1000 + LeaseMarginMs 100, LeaseMs >
+# HeartbeatMs. A broker silent 2.5 s is fenced, and the controller hands
+# its partitions over at its next check (every second).
+storage_json="" raft_json=""
+if [ "$shared" = 1 ]; then
+  mkdir -p "$dir/shared"
+  storage_json="
+    \"Storage\": { \"SharedDir\": \"$dir/shared\" },"
+  raft_json="
+      \"Raft\": { \"ElectionTimeoutMs\": 1000, \"HeartbeatMs\": 200, \"SessionTimeoutMs\": 2500,
+                \"LeaseMs\": 1000, \"LeaseMarginMs\": 100 },"
+fi
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 for i in 0 1 2; do
   peers=""
@@ -136,13 +160,14 @@ for i in 0 1 2; do
     "Host": "127.0.0.1", "Port": ${client_port[i]},
     "DataDir": "$dir/${ids[i]}/data",
     "Admin": { "Host": "127.0.0.1", "Port": ${admin_port[i]} },
-    "Kafka": { "Enabled": true, "Host": "127.0.0.1", "Port": ${kafka_port[i]} },
+    "Kafka": { "Enabled": true, "Host": "127.0.0.1", "Port": ${kafka_port[i]} },${storage_json}
     "Cluster": {
       "BrokerId": "${ids[i]}",
       "Host": "127.0.0.1", "Port": ${cluster_port[i]},
-      "Token": "$token", "PeerTimeout": 2,
+      "Token": "$token", "PeerTimeout": 2,${raft_json}
       // Copies at 256 KiB/s per move, so that moves take seconds and the
-      // demo's progress bars have something to show.
+      // demo's progress bars have something to show (with --shared a move
+      // copies nothing).
       "MoveThrottleBytesPerSec": 262144,
       "Peers": [
         $peers
@@ -194,6 +219,9 @@ for i in 0 1 2; do
   # leader, so setsid does not fork and $! is the broker's pid.)
   setsid "$bin_dir/moonmq-node" --config "$dir/${ids[i]}/appsettings.json" >"$dir/${ids[i]}.log" 2>&1 </dev/null &
   pids+=($!)
+  # --shared: moonmq-demo kills one on purpose; out of the job table, bash
+  # does not report that as "Killed" (stop_brokers waits by polling).
+  if [ "$shared" = 1 ]; then disown "$!"; fi
 done
 echo "demo.sh: started brokers ${ids[*]} (pids ${pids[*]}); logs in $dir/b*.log"
 
@@ -218,6 +246,9 @@ for i in 0 1 2; do
   brokers+="${brokers:+,}${ids[i]}=127.0.0.1:${client_port[i]}/127.0.0.1:${admin_port[i]}"
 done
 echo "demo.sh: cluster healthy: $brokers (balance loop every ${interval} s)"
+if [ "$shared" = 1 ]; then
+  echo "demo.sh: shared storage in $dir/shared: a broker silent for 2.5 s is fenced and its partitions fail over"
+fi
 echo "demo.sh: web console: http://127.0.0.1:${admin_port[0]}/ (docs/console.md)"
 echo "demo.sh: while it runs, try: curl -s 127.0.0.1:${admin_port[0]}/admin/cluster | python3 -m json.tool"
 echo "demo.sh:                     curl -s 127.0.0.1:${admin_port[0]}/admin/balancer | python3 -m json.tool"
@@ -228,6 +259,13 @@ echo "demo.sh: Ctrl-C stops it."
 # traffic, verifies, prints and exits; the script then stops the brokers (they
 # run in sessions of their own) through the EXIT trap.
 trap 'interrupted=1' INT
+if [ "$shared" = 1 ]; then
+  # moonmq-demo picks the broker (one that owns partitions and is not the
+  # Raft leader) and kills it halfway through --duration-seconds.
+  broker_pids=""
+  for i in 0 1 2; do broker_pids+="${broker_pids:+,}${ids[i]}=${pids[i]}"; done
+  demo_defaults+=(--kill-broker-at 0.5 --broker-pids "$broker_pids")
+fi
 set +e
 "$bin_dir/moonmq-demo" --brokers "$brokers" "${demo_defaults[@]}" "${demo_args[@]}"
 rc=$?

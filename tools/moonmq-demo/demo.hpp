@@ -57,6 +57,10 @@ struct options {
   int summary_ms = 2000;         ///< live summary period
   int drain_seconds = 60;        ///< consumers' time to reach the log end after producers stop
   bool redraw = true;            ///< redraw the live summary in place on a terminal
+  /// Fraction of duration_seconds after which one broker is killed with
+  /// SIGKILL (shared storage: its partitions fail over); 0 = none.
+  double kill_broker_at = 0;
+  std::map<std::string, int> broker_pids;  ///< broker id → pid of its moonmq-node, for the kill
 };
 
 /// (topic, partition), ordered.
@@ -82,6 +86,9 @@ struct partition_ledger {
   std::map<int64_t, uint64_t> acked;  ///< offset → seq
   std::vector<int64_t> double_acks;   ///< offsets acknowledged twice (a broker bug)
   std::atomic<uint64_t> next_seq{0};
+  /// Steady-clock ns at which the first produce sent after the broker kill
+  /// was acknowledged (0: none yet): the partition takes writes again.
+  std::atomic<int64_t> first_ack_after_kill_ns{0};
 };
 
 /// What a consumer delivered for one partition (written by its thread only;
@@ -125,6 +132,7 @@ struct run {
   std::atomic<uint64_t> acked_records{0};
   std::atomic<uint64_t> failed_records{0};  ///< records of requests that were not acknowledged
   std::atomic<uint64_t> delivered_records{0};
+  std::atomic<int64_t> kill_ns{0};  ///< steady-clock ns of the broker kill (0: none)
   error_counts produce_errors;
   error_counts consume_errors;
 
@@ -140,6 +148,12 @@ private:
 
 /// Set by SIGINT/SIGTERM: 1 = stop and verify, 2+ = stop waiting for the drain.
 extern std::atomic<int> interrupted;
+
+/// Nanoseconds on the steady clock (the unit of kill_ns and first_ack_after_kill_ns).
+inline int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+    .count();
+}
 
 /// One client-API connection per broker, for one thread.
 class client_pool {

@@ -10,7 +10,9 @@
 // producers, drains the consumers and verifies every acknowledged record.
 // Exit: 0 verification passed, 1 it failed (or the cluster was unusable),
 // 2 bad usage. SIGINT/SIGTERM: stop, drain, verify, print; a second one
-// skips the rest of the drain.
+// skips the rest of the drain. With --kill-broker-at (shared storage) it
+// kills -9 one broker partway and shows its partitions failing over; the
+// run then passes only if every one of them took writes again.
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 
 #include "cluster/reassignment_planner.hpp"
 #include "tools/moonmq-demo/demo.hpp"
+#include "tools/moonmq-demo/failover.hpp"
 #include "tools/moonmq-demo/monitor.hpp"
 #include "tools/moonmq-demo/verify.hpp"
 #include "util/clock.hpp"
@@ -133,6 +136,11 @@ public:
     return bal.pass_id.empty() ? "waiting for the balancer's first pass" : "waiting for the balancer's next pass";
   }
   bool balanced() const { return balanced_; }
+  /// Forgets what the passes so far concluded (the cluster changed under them).
+  void restart() {
+    quiet_passes_ = 0;
+    balanced_ = false;
+  }
 
 private:
   /// Passes in a row that planned nothing while some goal was still outside
@@ -196,6 +204,31 @@ std::string submit_manual_plan(const run& r, const cluster_snapshot& snap, int& 
          " rejected";
 }
 
+/// Parses `b1=123,b2=456` into `out`; false with `why` set when malformed.
+bool parse_pids(const std::string& text, std::map<std::string, int>& out, std::string& why) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find(',', pos);
+    auto item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    pos = end == std::string::npos ? text.size() : end + 1;
+    if (item.empty())
+      continue;
+    auto eq = item.find('=');
+    int pid = 0;
+    bool digits = eq != std::string::npos && eq > 0 && eq + 1 < item.size() && item.size() - eq <= 10;
+    for (size_t i = eq + 1; digits && i < item.size(); ++i) {
+      digits = item[i] >= '0' && item[i] <= '9';
+      pid = pid * 10 + (item[i] - '0');
+    }
+    if (!digits || pid <= 1) {
+      why = "'" + item + "' is not id=pid";
+      return false;
+    }
+    out[item.substr(0, eq)] = pid;
+  }
+  return true;
+}
+
 int run_demo(options o, bool require_balanced) {
   run r;
   r.opt = std::move(o);
@@ -253,6 +286,7 @@ int run_demo(options o, bool require_balanced) {
 
   live_printer printer{opt.redraw};
   balance_tracker tracker{opt};
+  failover_watch failover{r};
   cluster_snapshot prev = take_snapshot(r), snap;
   std::map<std::string, broker_load> before, last_live;
   bool have_before = false, manual_submitted = false;
@@ -280,18 +314,30 @@ int run_demo(options o, bool require_balanced) {
       manual_submitted = true;
     }
     moves = take_moves(r, start_wall - 1000);
-    auto bal = opt.balance == "auto" ? take_balancer(r) : balancer_view{};
-    auto state = tracker.observe(moves, bal, manual_accepted, manual_submitted);
+    auto bal = opt.balance == "auto" || failover.wanted() ? take_balancer(r, failover.victim()) : balancer_view{};
+    for (const auto& e : failover.tick(elapsed, snap, bal))
+      printer.event(e);
+    std::string state;
+    if (!failover.victim().empty() && !failover.done()) {
+      // The balance question starts again once the failover is over.
+      tracker.restart();
+      state = "failing over " + failover.victim() + "'s partitions";
+    } else {
+      state = tracker.observe(moves, bal, manual_accepted, manual_submitted);
+    }
     if (tracker.balanced() && balanced_at < 0)
       balanced_at = elapsed;
     if (!tracker.balanced())
       balanced_at = -1;
-    printer.block(summary_lines(r, elapsed, snap, loads, moves, bal, state));
+    auto lines = summary_lines(r, elapsed, snap, loads, moves, bal, state);
+    for (auto& l : failover.summary_lines())
+      lines.push_back(std::move(l));
+    printer.block(lines);
     if (interrupted > 0) {
       printer.event("moonmq-demo: interrupted: stopping the producers, draining, verifying (Ctrl-C again skips the drain)");
       break;
     }
-    if (tracker.balanced() && elapsed >= opt.duration_seconds)
+    if (tracker.balanced() && elapsed >= opt.duration_seconds && failover.done())
       break;
     if (elapsed >= opt.until_balanced_seconds) {
       printer.event("moonmq-demo: --until-balanced-seconds " + std::to_string(opt.until_balanced_seconds) +
@@ -344,6 +390,8 @@ int run_demo(options o, bool require_balanced) {
     l.bytes_per_s = last_live.count(id) ? last_live[id].bytes_per_s : 0;
   for (const auto& l : before_after_lines(r, before, after))
     std::cout << l << "\n";
+  for (const auto& l : failover.report_lines())
+    std::cout << l << "\n";
   auto final_moves = take_moves(r, start_wall - 1000);
   char buf[256];
   if (balanced_at >= 0)
@@ -353,7 +401,8 @@ int run_demo(options o, bool require_balanced) {
     std::snprintf(buf, sizeof buf, "balanced: no, not within %.1f s (%d moves done, %d failed, %d still running)",
                   live_seconds, final_moves.done, final_moves.failed, final_moves.unfinished);
   std::cout << buf << "\n";
-  bool ok = result.passed && (!require_balanced || balanced_at >= 0);
+  // An interrupted run may end before the kill or the failover: then only the records count.
+  bool ok = result.passed && (!require_balanced || balanced_at >= 0) && (failover.done() || interrupted > 0);
   std::cout << "moonmq-demo: " << (ok ? "OK" : "FAILED") << (interrupted ? " (interrupted)" : "") << "\n";
   return ok ? 0 : 1;
 }
@@ -399,6 +448,12 @@ int main(int argc, char** argv) {
   app.add_option("--summary-ms", o.summary_ms, "live summary period")->capture_default_str()->check(CLI::Range(200, 60000));
   app.add_option("--drain-seconds", o.drain_seconds, "consumers' time to reach the log end after the producers stop")
     ->capture_default_str()->check(CLI::Range(1, 3600));
+  std::string pids;
+  app.add_option("--kill-broker-at", o.kill_broker_at,
+                 "kill -9 one broker after this fraction of --duration-seconds: the one owning most partitions "
+                 "that is not the Raft leader (shared storage: its partitions fail over); 0 = none")
+    ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--broker-pids", pids, "id=pid, comma separated: the brokers' processes, for --kill-broker-at");
   app.add_flag("--no-redraw", no_redraw, "append each summary instead of redrawing it in place on a terminal");
   app.add_flag("--require-balanced", require_balanced, "exit 1 also when the cluster did not balance in time");
   try {
@@ -414,6 +469,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.brokers = std::move(*parsed);
+  if (!parse_pids(pids, o.broker_pids, why)) {
+    std::cerr << "moonmq-demo: --broker-pids: " << why << "\n";
+    return 2;
+  }
+  if (o.kill_broker_at > 0 && o.broker_pids.empty()) {
+    std::cerr << "moonmq-demo: --kill-broker-at needs --broker-pids\n";
+    return 2;
+  }
   o.redraw = !no_redraw;
   if (o.hot_partitions > o.topics * o.partitions) {
     std::cerr << "moonmq-demo: --hot-partitions " << o.hot_partitions << " is more than the " << o.topics * o.partitions

@@ -78,11 +78,22 @@ cluster_snapshot take_snapshot(run& r) {
       if (!topics.count(topic))
         continue;
       tp_key tp{topic, static_cast<int32_t>(int_of(p, "partition", -1))};
-      partition_view v{str_of(p, "owner"), int_of(p, "size_bytes"), int_of(p, "log_end_offset")};
+      partition_view v{str_of(p, "owner"), int_of(p, "size_bytes"), int_of(p, "log_end_offset"),
+                       int_of(p, "owner_epoch")};
       if (!v.owner.empty() && r.broker(v.owner))
         r.set_owner(tp, v.owner);
       s.parts[tp] = v;
     }
+    if (j.contains("fenced_brokers") && j["fenced_brokers"].is_array())
+      for (const auto& f : j["fenced_brokers"])
+        if (f.is_string())
+          s.fenced.insert(f.get<std::string>());
+    if (j.contains("offline_partitions") && j["offline_partitions"].is_array())
+      for (const auto& p : j["offline_partitions"]) {
+        tp_key tp{str_of(p, "topic"), static_cast<int32_t>(int_of(p, "partition", -1))};
+        if (topics.count(tp.topic))
+          s.offline.insert(tp);
+      }
     if (j.contains("controller") && j["controller"].is_object()) {
       s.controller = str_of(j["controller"], "id");
       s.epoch = int_of(j["controller"], "epoch");
@@ -99,6 +110,8 @@ std::map<std::string, broker_load> broker_loads(const run& r, const cluster_snap
     out[b.id];
   for (const auto& [id, alive] : now.brokers)
     out[id].alive = alive;
+  for (const auto& id : now.fenced)
+    out[id].fenced = true;
   double dt = before ? std::chrono::duration<double>(now.at - before->at).count() : 0.0;
   for (const auto& [tp, v] : now.parts) {
     auto& l = out[v.owner];
@@ -161,12 +174,19 @@ namespace {
 /// "dry_run","controller":{"superseded"},"passes","last_pass":{"brokers":
 /// [{"id","alive","excluded","incomplete_window"}],"in_flight","plan":
 /// <plan>,"executed","errors"}}.
-balancer_view read_balancer(const std::string& broker, const json& j) {
+balancer_view read_balancer(const std::string& broker, const json& j, const std::string& killed) {
   balancer_view v;
   v.status = 200;
   v.broker = broker;
   v.enabled = j.value("enabled", false);
   v.dry_run = j.value("dry_run", false);
+  if (const json* f = first_of(j, {"failover"}); f && f->is_object())
+    if (const json* last = first_of(*f, {"last"}); last && last->is_object())
+      if (const json* rows = first_of(*last, {"executed"}); rows && rows->is_array())
+        for (const auto& e : *rows)
+          if (e.is_object() && e.value("type", "") == "FAILOVER")
+            v.failovers.push_back({{str_of(e, "topic"), static_cast<int32_t>(int_of(e, "partition", -1))},
+                                   str_of(e, "from"), str_of(e, "to"), str_of(e, "reason"), str_of(e, "result")});
   if (const json* c = first_of(j, {"controller"}); c && c->is_object())
     v.superseded = c->value("superseded", false);
   const json* last = first_of(j, {"last_pass"});
@@ -188,8 +208,10 @@ balancer_view read_balancer(const std::string& broker, const json& j) {
   if (const json* bs = first_of(*last, {"brokers"}); bs && bs->is_array())
     for (const auto& b : *bs) {
       auto id = b.value("id", std::string{"?"});
-      if (!b.value("alive", true))
-        not_counted.push_back(id + " down");
+      if (!b.value("alive", true)) {
+        if (id != killed)
+          not_counted.push_back(id + " down");
+      }
       else if (b.value("incomplete_window", false))
         not_counted.push_back(id + " window incomplete");
       else if (b.value("excluded", false))
@@ -248,7 +270,7 @@ balancer_view read_balancer(const std::string& broker, const json& j) {
 
 }  // namespace
 
-balancer_view take_balancer(const run& r) {
+balancer_view take_balancer(const run& r, const std::string& killed) {
   balancer_view best;
   for (const auto& b : r.opt.brokers) {
     auto res = admin_call(r.opt, b, "GET", "/admin/balancer", {}, 5s);
@@ -258,7 +280,7 @@ balancer_view take_balancer(const run& r) {
         best.status = res.status;
       continue;
     }
-    auto v = read_balancer(b.id, j);
+    auto v = read_balancer(b.id, j, killed);
     // Prefer an acting loop (enabled, not superseded) with a pass behind it.
     auto rank = [](const balancer_view& x) {
       return (x.status == 200 ? 8 : 0) + (x.enabled ? 4 : 0) + (!x.superseded ? 2 : 0) + (!x.pass_id.empty() ? 1 : 0);
@@ -291,7 +313,8 @@ std::vector<std::string> summary_lines(const run& r, double elapsed_s, const clu
     out.push_back("  " + pad("broker", 8) + pad("alive", 7) + pad("partitions", 12) + pad("bytes", 12, true) +
                   pad("produce B/s", 15, true) + pad("records/s", 11, true));
     for (const auto& [id, l] : loads)
-      out.push_back("  " + pad(id, 8) + pad(l.alive ? "yes" : "NO", 7) + pad(std::to_string(l.partitions), 12) +
+      out.push_back("  " + pad(id, 8) + pad(l.fenced ? "FENCED" : l.alive ? "yes" : "NO", 7) +
+                    pad(std::to_string(l.partitions), 12) +
                     pad(human_bytes(static_cast<double>(l.bytes)), 12, true) +
                     pad(human_bytes(l.bytes_per_s) + "/s", 15, true) +
                     pad(grouped(static_cast<int64_t>(l.records_per_s + 0.5)), 11, true));
@@ -316,9 +339,13 @@ std::vector<std::string> summary_lines(const run& r, double elapsed_s, const clu
         out.push_back("    ... and " + std::to_string(shown.size() - 8) + " more");
         break;
       }
-      std::string l = "    " + pad(m->tp.str(), 14) + pad(m->from + " -> " + m->to, 10) + pad(m->state, 10) +
-                      progress_bar(m->copied, m->total, m->state == "done") + "  " +
-                      human_bytes(static_cast<double>(m->copied)) + " / " + human_bytes(static_cast<double>(m->total));
+      std::string l = "    " + pad(m->tp.str(), 14) + pad(m->from + " -> " + m->to, 10) + pad(m->state, 10);
+      // A move on shared storage hands the partition over without copying a byte.
+      if (m->total == 0 && m->copied == 0 && m->state == "done")
+        l += "nothing copied";
+      else
+        l += progress_bar(m->copied, m->total, m->state == "done") + "  " +
+             human_bytes(static_cast<double>(m->copied)) + " / " + human_bytes(static_cast<double>(m->total));
       if (!m->error.empty())
         l += "  (" + m->error + ")";
       out.push_back(l);

@@ -4,6 +4,7 @@
 // pass) — and the live summary and before/after table built from them.
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct partition_view {
   std::string owner;
   int64_t size_bytes = 0;
   int64_t log_end = 0;
+  int64_t owner_epoch = 0;  ///< docs/metadata.md "Owner epochs" (0: not given)
 };
 
 /// One GET /admin/cluster, restricted to the demo's topics.
@@ -26,6 +28,8 @@ struct cluster_snapshot {
   steady::time_point at;
   std::string asked;                         ///< broker whose admin answered
   std::vector<std::pair<std::string, bool>> brokers;  ///< id, alive
+  std::set<std::string> fenced;              ///< brokers the metadata log fenced
+  std::set<tp_key> offline;                  ///< partitions whose owner is fenced
   std::map<tp_key, partition_view> parts;
   std::string controller;  ///< controller id ("" before any claim)
   int64_t epoch = 0;
@@ -43,6 +47,7 @@ struct broker_load {
   double bytes_per_s = 0;
   double records_per_s = 0;
   bool alive = false;
+  bool fenced = false;
 };
 std::map<std::string, broker_load> broker_loads(const run& r, const cluster_snapshot& now,
                                                 const cluster_snapshot* before);
@@ -76,9 +81,17 @@ struct balancer_view {
   std::optional<size_t> planned;  ///< moves the last pass planned
   bool conclusive = false;        ///< every broker counted (alive, complete window), nothing in flight
   std::vector<std::string> violated;  ///< goals with brokers outside their band before the pass
+  /// FAILOVER rows of the last pass that failed partitions over (failover.last.executed).
+  struct failover_row {
+    tp_key tp;
+    std::string from, to, reason, result;
+  };
+  std::vector<failover_row> failovers;
   std::string line;        ///< one readable line about the last pass
 };
-balancer_view take_balancer(const run& r);
+/// `killed`: a broker the demo killed; its being down does not make a pass
+/// inconclusive (the cluster balances over the others).
+balancer_view take_balancer(const run& r, const std::string& killed = {});
 
 /// Lines of the live summary (no trailing newlines).
 std::vector<std::string> summary_lines(const run& r, double elapsed_s, const cluster_snapshot& snap,

@@ -68,11 +68,32 @@ private:
   std::vector<entry> entries_;
 };
 
+/// Where a produce to `tp` goes: its owner as last seen, unless the owner
+/// refused or dropped a connection within the last second (a dead broker,
+/// until the failover names another owner); then the first other broker
+/// that did not, which forwards the produce to the owner of the moment
+/// (503 while the partition is offline, retried by the loop).
+std::string route(const run& r, const tp_key& tp, const std::map<std::string, clock_type::time_point>& unreachable) {
+  auto now = clock_type::now();
+  auto down = [&](const std::string& id) {
+    auto it = unreachable.find(id);
+    return it != unreachable.end() && it->second > now;
+  };
+  auto owner = r.owner_of(tp);
+  if (!down(owner))
+    return owner;
+  for (const auto& b : r.opt.brokers)
+    if (!down(b.id))
+      return b.id;
+  return owner;
+}
+
 }  // namespace
 
 void run_producer(run& r, int index) {
   const auto& o = r.opt;
   client_pool pool{r};
+  std::map<std::string, clock_type::time_point> unreachable;
   partition_picker picker{r, index * 7};
   const double per_thread = o.rate > 0 ? o.rate / o.producers : 0.0;
   auto next_send = clock_type::now();
@@ -96,15 +117,25 @@ void run_producer(run& r, int index) {
     // Values are never re-sent: a failed request's records may or may not be
     // in the log, and a retry with the same values would make duplicates that
     // are the demo's fault, not the broker's.
-    auto res = pool.call(r.owner_of(tp), "POST", "/v1/topics/" + tp.topic + "/records?acks=leader",
+    const std::string target = route(r, tp, unreachable);
+    const int64_t sent_ns = steady_ns();
+    auto res = pool.call(target, "POST", "/v1/topics/" + tp.topic + "/records?acks=leader",
                          json{{"records", records}}.dump(), 20s);
     auto body = res.status == 200 ? json::parse(res.body, nullptr, false) : json();
     if (res.status != 200 || !body.is_object() || !body.contains("offsets") || !body["offsets"].is_array() ||
         body["offsets"].size() != static_cast<size_t>(o.batch)) {
+      if (res.status == 0)
+        unreachable[target] = clock_type::now() + 1s;
       r.failed_records += static_cast<uint64_t>(o.batch);
       r.produce_errors.add(res.status == 200 ? "200 with a malformed answer" : describe_failure(res));
       std::this_thread::sleep_for(100ms);
       continue;
+    }
+    // Sent after the kill, so the killed broker had no part in it.
+    const int64_t kill_ns = r.kill_ns;
+    if (kill_ns > 0 && sent_ns > kill_ns) {
+      int64_t none = 0;
+      ledger.first_ack_after_kill_ns.compare_exchange_strong(none, steady_ns());
     }
     std::lock_guard<std::mutex> g{ledger.mu};
     for (int k = 0; k < o.batch; ++k) {

@@ -1,6 +1,7 @@
 // The README's main job as a process: scripts/demo.sh --short (without its
 // install and build steps) starts three real brokers on free loopback ports
-// with the balance loop on, runs moonmq-demo against them and stops them.
+// with the balance loop on, runs moonmq-demo against them and stops them;
+// with --shared on one shared directory, killing one broker halfway.
 // The script runs in its own session, as under a terminal, so that a
 // "Ctrl-C" is a SIGINT to its process group; the brokers run in sessions of
 // their own and must be stopped by the script.
@@ -31,10 +32,13 @@ bool node_alive(pid_t pid) {
 /// scripts/demo.sh in its own session; stops whatever it leaves behind.
 class demo_run {
 public:
-  explicit demo_run(std::vector<std::string> demo_args) : dir_("moonmq-demo-test") {
+  explicit demo_run(std::vector<std::string> demo_args, std::vector<std::string> script_args = {})
+    : dir_("moonmq-demo-test") {
     std::vector<std::string> args{"bash", std::string(MOONMQ_SOURCE_DIR) + "/scripts/demo.sh", "--short", "--no-build",
                                   "--bin-dir", std::string(MOONMQ_BINARY_DIR) + "/bin", "--free-ports",
-                                  "--dir", dir_.path() + "/demo", "--"};
+                                  "--dir", dir_.path() + "/demo"};
+    args.insert(args.end(), script_args.begin(), script_args.end());
+    args.push_back("--");
     args.insert(args.end(), demo_args.begin(), demo_args.end());
     // setsid: a child of this process is no group leader, so setsid does not
     // fork and the pid is the script's, leader of its own process group.
@@ -129,5 +133,32 @@ TEST_CASE("demo.sh: Ctrl-C stops the producers and the demo still drains and ver
   CHECK(out.find("moonmq-demo: interrupted: stopping the producers") != std::string::npos);
   require_verified(out);
   CHECK(out.find("moonmq-demo: OK (interrupted)") != std::string::npos);
+  require_brokers_stopped(d);
+}
+
+TEST_CASE("demo.sh --short --shared: a broker killed halfway fails over and every acknowledged record checks out",
+          "[demo][shared]") {
+  demo_run d{{}, {"--shared"}};
+  auto rc = d.process().wait(180s);
+  auto out = d.output();
+  INFO(out);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  require_verified(out);
+  // A broker that owned partitions and was not the Raft leader was killed...
+  const std::regex killed{R"(failover: kill -9 (b[123]) \(pid [0-9]+\) at [0-9.]+ s: it owns [1-9][0-9]* )"
+                          R"(partition\(s\) \([^)]*\) and is not the Raft leader \((b[123])\))"};
+  std::smatch kill;
+  REQUIRE(std::regex_search(out, kill, killed));
+  const std::string victim = kill[1], leader = kill[2];
+  CHECK(victim != leader);
+  // ...the live view showed its partitions handed to the others, and each
+  // took writes again.
+  CHECK(std::regex_search(out, std::regex{"FAILOVER demo-[01]/[0-2] " + victim + " -> b[123] \\(seen"}));
+  CHECK_FALSE(std::regex_search(out, std::regex{"FAILOVER demo-[01]/[0-2] " + victim + " -> " + victim}));
+  CHECK(std::regex_search(out, std::regex{"failover: every partition of " + victim +
+                                          " took writes again [0-9.]+ s after the kill"}));
+  CHECK(out.find("failover: FAILED") == std::string::npos);
+  CHECK(out.find("moonmq-demo: OK") != std::string::npos);
   require_brokers_stopped(d);
 }
