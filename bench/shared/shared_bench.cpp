@@ -71,7 +71,7 @@ struct options : moonmq::bench::node_options {
   size_t value_bytes = 1024;
   // --throughput
   double seconds = 10;
-  int rounds = 2;
+  int rounds = 3;
   int tp_partitions = 3;
   int tp_connections = 6;
   int tp_records = 100;
@@ -189,6 +189,7 @@ public:
   struct error_span {
     int n = 0;
     clock_type::time_point first, last;
+    std::set<int> partitions;  ///< the partitions of the producers that saw it
   };
   std::map<std::string, error_span> errors() const {
     std::lock_guard lock{mu_};
@@ -217,6 +218,7 @@ private:
         {
           std::lock_guard lock{mu_};
           auto& e = errors_[what];
+          e.partitions.insert(partition_);
           if (e.n++ == 0)
             e.first = t1;
           e.last = t1;
@@ -371,6 +373,7 @@ int run_failover(const options& o, const std::string& work) {
         t.first = t.n == 0 ? span.first : std::min(t.first, span.first);
         t.last = t.n == 0 ? span.last : std::max(t.last, span.last);
         t.n += span.n;
+        t.partitions.insert(span.partitions.begin(), span.partitions.end());
       }
       if (acked.empty())
         continue;
@@ -409,9 +412,13 @@ int run_failover(const options& o, const std::string& work) {
                 k + 1, c.ids[victim].c_str(), c.ids[leader].c_str(), fence ? static_cast<long long>(*fence - kill_wall) : -1LL,
                 handover ? static_cast<long long>(*handover - kill_wall) : -1LL, list.c_str(), trial.acked, trial.lost,
                 trial.double_acks);
-    for (const auto& [e, span] : trial_errors)
-      std::printf("         failed answers [%s] x%d from %+.0f to %+.0f ms\n", e.c_str(), span.n,
-                  seconds_between(t_kill, span.first) * 1000, seconds_between(t_kill, span.last) * 1000);
+    for (const auto& [e, span] : trial_errors) {
+      std::string on;
+      for (int p : span.partitions)
+        on += (on.empty() ? "" : ",") + std::to_string(p);
+      std::printf("         failed answers [%s] x%d from %+.0f to %+.0f ms on partitions %s\n", e.c_str(), span.n,
+                  seconds_between(t_kill, span.first) * 1000, seconds_between(t_kill, span.last) * 1000, on.c_str());
+    }
 
     // Back up, unfenced, for the next trial.
     c.start(victim);
