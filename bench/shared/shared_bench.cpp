@@ -76,6 +76,7 @@ struct options : moonmq::bench::node_options {
   int tp_connections = 6;
   int tp_records = 100;
   std::string acks = "leader";
+  bool local_no_wal = false;  ///< the local cluster with Storage.WriteAheadLog=false
 };
 
 constexpr const char* usage =
@@ -86,7 +87,7 @@ constexpr const char* usage =
   "  --move: [--small-bytes N] [--big-bytes N] [--moves M] [--latency-seconds S] [--move-gap-ms MS]\n"
   "          [--fill-connections C] [--records R] [--value-bytes V]\n"
   "  --throughput: [--seconds S] [--rounds N] [--tp-partitions P] [--tp-connections C] [--tp-records R]\n"
-  "                [--value-bytes V] [--acks leader|all]\n"
+  "                [--value-bytes V] [--acks leader|all] [--local-no-wal]\n"
   "  With none of --failover, --move, --throughput, all three run.\n";
 
 /// The `--set` overrides of every broker: the shared directory (none: local
@@ -652,9 +653,13 @@ double produce_rate(const options& o, raft_cluster& c, size_t leader) {
 
 int run_throughput(const options& o, const std::string& work) {
   std::printf("\n== throughput: %d connections on %d partitions (each to its owner), binary requests of %d x %zu "
-              "bytes, acks=%s, %.0f s per run, %d rounds\n",
-              o.tp_connections, o.tp_partitions, o.tp_records, o.value_bytes, o.acks.c_str(), o.seconds, o.rounds);
-  raft_cluster local{o.node, work + "/tp-local", cluster_sets(o, "")};
+              "bytes, acks=%s, %.0f s per run, %d rounds; local mode %s\n",
+              o.tp_connections, o.tp_partitions, o.tp_records, o.value_bytes, o.acks.c_str(), o.seconds, o.rounds,
+              o.local_no_wal ? "without the write-ahead log" : "with the write-ahead log (the default)");
+  auto local_sets = cluster_sets(o, "");
+  if (o.local_no_wal)
+    local_sets.push_back("Storage.WriteAheadLog=false");
+  raft_cluster local{o.node, work + "/tp-local", local_sets};
   raft_cluster shared{o.node, work + "/tp-shared", cluster_sets(o, work + "/tp-shared/shared")};
   size_t local_leader = start_cluster(local);
   size_t shared_leader = start_cluster(shared);
@@ -717,7 +722,8 @@ int main(int argc, char** argv) {
          {"--tp-partitions", &o.tp_partitions},
          {"--tp-connections", &o.tp_connections},
          {"--tp-records", &o.tp_records},
-         {"--acks", &o.acks}});
+         {"--acks", &o.acks},
+         {"--local-no-wal", &o.local_no_wal}});
       rc != 0)
     return rc;
   if (o.kills < 1 || o.partitions_per_broker < 1 || o.records_per_request < 1 || o.pause_ms < 0 || o.small_bytes < 1
