@@ -607,9 +607,17 @@ std::vector<std::string> check_shared_storage_lease(const node_config& cfg) {
     errors.push_back("Server.Cluster.Raft.LeaseMarginMs: must be at least max(1, LeaseMs / 500) = "
                      + std::to_string(margin) + " with shared storage (clock-rate drift of 2 * 1e-3 over one "
                      "lease), got " + std::to_string(r.lease_margin_ms));
-  if (r.lease_ms <= r.heartbeat_ms)
-    errors.push_back("Server.Cluster.Raft.LeaseMs: must be above HeartbeatMs (" + std::to_string(r.heartbeat_ms)
-                     + ") with shared storage, got " + std::to_string(r.lease_ms));
+  // An idle follower renews from the leader's echo of its answer to the
+  // previous heartbeat: the echo arrives one HeartbeatMs after the answer's
+  // stamp and renews to stamp + LeaseMs, so the lease covers the gap to the
+  // next renewal (two heartbeats after that stamp) only if LeaseMs > 2 *
+  // HeartbeatMs. Below that it holds (LeaseMs - HeartbeatMs) / HeartbeatMs
+  // of the time and the broker refuses its own partitions the rest.
+  if (r.lease_ms <= 2 * static_cast<int64_t>(r.heartbeat_ms))
+    errors.push_back("Server.Cluster.Raft.LeaseMs: must be above 2 * HeartbeatMs ("
+                     + std::to_string(2 * static_cast<int64_t>(r.heartbeat_ms))
+                     + ") with shared storage (a follower renews from the echo of its answer to the previous "
+                       "heartbeat), got " + std::to_string(r.lease_ms));
   return errors;
 }
 
