@@ -29,8 +29,13 @@ using namespace balancer_detail;
 
 /// How often a loop that is off looks at the metadata log's settings again.
 constexpr milliseconds settings_poll{1000};
-/// Shared storage: how often the loop looks for a failover due.
-constexpr milliseconds failover_poll{1000};
+/// Shared storage: how often the loop looks for a failover due (cheap: the
+/// applied image and the leader's silence counts), so a handover follows
+/// the wait's end within this (bench/shared: a 1 s poll added up to 1 s).
+constexpr milliseconds failover_poll{100};
+/// ... and how soon after a failover pass another may start (partitions no
+/// broker takes stay due; each pass builds the whole model).
+constexpr int64_t failover_retry_ms = 1000;
 
 /// Collects the inputs of one pass from several threads and posts them to
 /// the actor as one JSON text when the last arrives.
@@ -674,8 +679,11 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
     [self](tick_atom, owner_atom) {
       auto& st = self->state;
       self->delayed_send(self, failover_poll, tick_atom::value, owner_atom::value);
-      if (st.pass_running || !failover_due(st))
+      const auto now = util::monotonic_ms();
+      if (st.pass_running || (st.last_failover_start_ms > 0 && now - st.last_failover_start_ms < failover_retry_ms)
+          || !failover_due(st))
         return;
+      st.last_failover_start_ms = now;
       refresh_settings(self);
       st.superseded = false;
       st.epoch = 0;

@@ -53,6 +53,10 @@ struct balancer_state {
   /// Failover owner entries proposed and not answered yet: not proposed again.
   std::set<goals::topic_partition> failover_pending;
   json last_failover;  ///< the last pass that proposed a failover (null before any)
+  /// When the last failover pass started (util::monotonic_ms; 0 = never):
+  /// a failover is looked for every failover_poll, but passes run at most
+  /// every failover_retry (partitions no broker takes stay due).
+  int64_t last_failover_start_ms = 0;
   static inline const char* name = "balancer";
 };
 
