@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <caf/all.hpp>
@@ -136,6 +137,9 @@ struct reassigner_state {
   /// slow commit is not proposed again on every tick.
   std::map<std::string, int64_t> reconciling;
   std::map<std::string, orphan_run> orphans;
+  /// Shared storage: moves of this broker that the log ended and whose
+  /// seal here was lifted (release_move_seal in reassigner_log.cpp).
+  std::set<std::string> released_seals;
   static inline const char* name = "reassigner";
 };
 

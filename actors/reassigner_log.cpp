@@ -346,6 +346,35 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
                        });
 }
 
+/// Shared storage: a move of this broker (source or destination) that the
+/// log ended leaves the seal it set here with no purpose: the destination
+/// wrote nothing for the move, and the source's partition is either
+/// another broker's or its own again. The step that would lift it may never
+/// come or be refused: a source gone or frozen, whose move the Raft leader
+/// ended, cleans up nothing, and once the controller's failover gave the
+/// partition to the destination its cleanup is refused ("owns it itself");
+/// a source that adopts the log's end while its partition failed over to
+/// another broker keeps its seal. The partition would then refuse every
+/// write here whenever it is, or comes back, this broker's. Lifted once per
+/// move, once this broker's own journal row (a source's) has ended, unless
+/// another move of the partition is under way (it may have sealed this
+/// broker again) or the topic is gone.
+void release_move_seal(self_ptr self, const std::string& id, const move_info& m, const move_image& moves) {
+  auto& st = self->state;
+  if (!finished(m.state) || st.released_seals.count(id) || topic_gone(self, m))
+    return;
+  if (m.from == st.settings.broker_id)
+    if (const auto* row = row_of(self, id); row && !cluster::is_terminal(row->state))
+      return;  // the source's reassigner ends the row first (adopt), unsealing as it does
+  for (const auto& [other, o] : moves)
+    if (other != id && o.tp == m.tp && !finished(o.state))
+      return;
+  st.released_seals.insert(id);
+  logger()->info("move.seal_released move={} topic={} partition={} state={} role={}", id, m.tp.topic,
+                 m.tp.partition, m.state, m.from == st.settings.broker_id ? "source" : "destination");
+  unseal_local(self, id, m.tp);
+}
+
 }  // namespace
 
 void reconcile(self_ptr self) {
@@ -355,6 +384,8 @@ void reconcile(self_ptr self) {
   auto moves = st.owners->moves();
   const auto& me = st.settings.broker_id;
   for (const auto& [id, m] : *moves) {  // `moves` is an immutable snapshot; rows are looked up afresh
+    if (st.settings.shared && (m.to == me || m.from == me))
+      release_move_seal(self, id, m, *moves);
     if (m.from != me)
       continue;
     const auto* row = row_of(self, id);
@@ -397,6 +428,8 @@ void reconcile(self_ptr self) {
     bool open = moves->count(it->first) && !finished(moves->at(it->first).state);
     it = pending || open ? std::next(it) : st.reconciling.erase(it);
   }
+  for (auto it = st.released_seals.begin(); it != st.released_seals.end();)
+    it = moves->count(*it) ? std::next(it) : st.released_seals.erase(it);
   start_queued(self);
   // The controller's part: moves whose source is fenced.
   auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};

@@ -124,6 +124,22 @@ void ensure(const move_context& ctx, http_request& req, const responder& respond
       respond(owns_it(ctx, topic, partition));
       return;
     }
+    // Shared storage: the moving partition must still be the source's here.
+    // Otherwise the move is stale (its source was frozen and its partition
+    // failed over, the log ended the move), and naming the source owner
+    // below would take the partition from a live owner that was never
+    // sealed: it could go on acknowledging appends the source's takeover
+    // never sees (docs/shared-storage.md "One writer per epoch").
+    if (ctx.shared && partition < had) {
+      auto now = ctx.owners->get();
+      auto it = now->find(cluster::topic_partition{topic, partition});
+      if (it != now->end() && !it->second.empty() && it->second != from) {
+        respond(http_response::error(409, "owner_changed",
+                                     topic + "/" + std::to_string(partition) + " is owned by " + it->second
+                                       + " here, not by the source " + from + "; this move has ended"));
+        return;
+      }
+    }
     // Partitions this ensure creates are owned where the source says they
     // are; the moving one by the source until the move confirms.
     auto owners = std::make_shared<std::vector<std::pair<int32_t, std::string>>>();
