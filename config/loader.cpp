@@ -522,11 +522,43 @@ void apply_override(json& root, const std::string& spec, load_result& res) {
   *node = parsed.is_discarded() ? json(value) : parsed;
 }
 
+/// With Storage.SharedDir set, the Raft timings a key leaves out default to
+/// a failover of about 2.5 s (docs/shared-storage.md "The lease"):
+/// HeartbeatMs 200, LeaseMs 1000, LeaseMarginMs 100, SessionTimeoutMs 2500,
+/// which pass check_shared_storage_lease with ElectionTimeoutMs up to 1400.
+/// Local mode keeps the general defaults (500, 3000, 500, 9000): a fenced
+/// broker's partitions wait for it there, so a longer session costs nothing.
+void apply_shared_storage_defaults(json& root) {
+  auto server = root.find("Server");
+  if (server == root.end() || !server->is_object())
+    return;
+  auto storage = server->find("Storage");
+  auto cluster = server->find("Cluster");
+  if (storage == server->end() || !storage->is_object() || cluster == server->end() || !cluster->is_object())
+    return;
+  auto dir = storage->find("SharedDir");
+  if (dir == storage->end() || !dir->is_string() || dir->get_ref<const std::string&>().empty())
+    return;
+  auto& raft = (*cluster)["Raft"];
+  if (raft.is_null())
+    raft = json::object();
+  if (!raft.is_object())
+    return;  // read_server reports the wrong type
+  for (const auto& [key, value] : {std::pair<const char*, int>{"HeartbeatMs", shared_heartbeat_ms},
+                                   {"LeaseMs", shared_lease_ms},
+                                   {"LeaseMarginMs", shared_lease_margin_ms},
+                                   {"SessionTimeoutMs", shared_session_timeout_ms}})
+    if (!raft.contains(key))
+      raft[key] = value;
+}
+
 load_result finish(json root, std::vector<std::string> files, const std::vector<std::string>& overrides,
                    load_result res) {
   res.files = std::move(files);
   for (const auto& o : overrides)
     apply_override(root, o, res);
+  if (res.errors.empty())
+    apply_shared_storage_defaults(root);
   if (res.errors.empty())
     read_server(root, res);
   // Shared storage: the lease must end before the controller hands a

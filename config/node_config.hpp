@@ -44,6 +44,17 @@ struct tls_config {
   std::string verify = "none";  ///< none | peer | required
 };
 
+/// With Storage.SharedDir set, the defaults of the Raft timings a config
+/// leaves out (config/loader.cpp apply_shared_storage_defaults): a failover
+/// of about 2.5 s, SessionTimeoutMs = ElectionTimeoutMs + LeaseMs +
+/// LeaseMarginMs + 400 with the default election timeout, and LeaseMs five
+/// heartbeats (more than the two check_shared_storage_lease requires, so
+/// a lease survives a late heartbeat or two on a loaded broker).
+constexpr int shared_heartbeat_ms = 200;
+constexpr int shared_lease_ms = 1000;
+constexpr int shared_lease_margin_ms = 100;
+constexpr int shared_session_timeout_ms = 2500;
+
 struct raft_config {
   bool enabled = true;
   int election_timeout_ms = 1000;

@@ -584,7 +584,8 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
   std::optional<std::set<std::string>> holders;
   if (ctx.owners) {
     holders.emplace();
-    for (const auto& [tp, owner] : *ctx.owners->get())
+    auto owners = ctx.owners->get();
+    for (const auto& [tp, owner] : *owners)
       if (topic.empty() || tp.topic == topic)
         holders->insert(owner);
   }

@@ -335,6 +335,35 @@ TEST_CASE("Storage.SharedDir is empty by default and needs a cluster, an absolut
                          "Server.Storage.SharedDir"));
 }
 
+TEST_CASE("with Storage.SharedDir the Raft timings a config leaves out default to a fast failover",
+          "[config][lease]") {
+  auto shared = load_text(R"({"Server": {"DataDir": "/var/lib/b1", "Cluster": {"BrokerId": "b1"},
+                                          "Storage": {"SharedDir": "/mnt/moonmq"}}})",
+                          "t.json");
+  REQUIRE(shared.ok());
+  const auto& r = shared.config.cluster->raft;
+  CHECK(r.heartbeat_ms == 200);
+  CHECK(r.lease_ms == 1000);
+  CHECK(r.lease_margin_ms == 100);
+  CHECK(r.session_timeout_ms == 2500);
+  CHECK(r.election_timeout_ms == 1000);
+  CHECK(check_shared_storage_lease(shared.config).empty());
+  // Keys the config gives win, in the file or as an override.
+  auto given = load_text(R"({"Server": {"DataDir": "/var/lib/b1", "Cluster": {"BrokerId": "b1",
+                                          "Raft": {"SessionTimeoutMs": 4000}},
+                                          "Storage": {"SharedDir": "/mnt/moonmq"}}})",
+                         "t.json", {"Cluster.Raft.LeaseMs=1500"});
+  REQUIRE(given.ok());
+  CHECK(given.config.cluster->raft.session_timeout_ms == 4000);
+  CHECK(given.config.cluster->raft.lease_ms == 1500);
+  CHECK(given.config.cluster->raft.heartbeat_ms == 200);
+  // Local mode keeps the general defaults.
+  auto local = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(local.ok());
+  CHECK(local.config.cluster->raft.heartbeat_ms == 500);
+  CHECK(local.config.cluster->raft.session_timeout_ms == 9000);
+}
+
 TEST_CASE("Cluster.Raft.LeaseMs and LeaseMarginMs: defaults and ranges", "[config][lease]") {
   auto r = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
   REQUIRE(r.ok());

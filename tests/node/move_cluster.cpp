@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
+#include <thread>
 
 #include <boost/asio.hpp>
 
@@ -130,6 +132,29 @@ void move_cluster::stop(size_t i) {
 }
 
 void move_cluster::signal(size_t i, int sig) { brokers_[i].runs.back()->process().signal(sig); }
+
+bool move_cluster::wait_stopped(size_t i, std::chrono::milliseconds timeout) {
+  const auto task_dir = "/proc/" + std::to_string(brokers_[i].runs.back()->process().pid()) + "/task";
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool all = true;
+    std::error_code ec;
+    for (const auto& t : std::filesystem::directory_iterator(task_dir, ec)) {
+      // stat: "<tid> (<comm>) <state> ...": the state follows the last ')'.
+      auto stat = read_text(t.path().string() + "/stat");
+      auto close = stat.rfind(')');
+      char state = close != std::string::npos && close + 2 < stat.size() ? stat[close + 2] : '?';
+      all = all && (state == 'T' || state == 't');
+    }
+    if (ec)
+      return false;
+    if (all)
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
 
 std::string move_cluster::logs(size_t i) const {
   std::string out;

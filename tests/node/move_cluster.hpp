@@ -67,6 +67,12 @@ public:
   void stop(size_t i);
   /// Sends `sig` to broker `i` (SIGSTOP / SIGCONT freeze and thaw it).
   void signal(size_t i, int sig);
+  /// After SIGSTOP: waits (at most `timeout`) until every thread of broker
+  /// `i` is stopped, as /proc/<pid>/task/*/stat shows it: the signal takes
+  /// effect on a thread when the kernel next schedules it, which on a
+  /// loaded machine can be milliseconds after kill(2) returned. Whether
+  /// they all are.
+  bool wait_stopped(size_t i, std::chrono::milliseconds timeout);
   /// Starts broker `i` again on the same data dir, ports and overrides.
   void restart(size_t i);
   /// start() in two halves, to have several brokers start at once: launch

@@ -379,9 +379,12 @@ TEST_CASE("shared storage: a frozen owner thawed after its partitions failed ove
         moved_partition = -1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(plan.delay_ms));
-    // The stop's time is taken once kill() returned: a producer thread may
-    // send while this thread waits to be scheduled between the two.
+    // The stop's time is taken once every thread of the broker is stopped
+    // (SIGSTOP takes effect on a thread when the kernel next schedules it:
+    // on a loaded machine, milliseconds after kill() returned; a request
+    // sent in between could be read and acknowledged before the stop).
     c.signal(zombie, SIGSTOP);
+    REQUIRE(c.wait_stopped(zombie, 5s));
     const auto stop_at = clock_type::now();
     // Whatever fails below, the broker is thawed before the next trial.
     struct thaw_guard {
@@ -494,8 +497,8 @@ TEST_CASE("shared storage: a frozen owner thawed after its partitions failed ove
       // have decided it (synced, lease valid) right before the stop, with
       // the answer still inside the process when it froze, and the record
       // is at its offset in the log (checked below). A request sent after
-      // the stop (2 ms of margin for the signal to take effect) was read
-      // after the thaw, so it must never succeed there.
+      // the stop (every thread stopped; 2 ms of margin) was read after the
+      // thaw, so it must never succeed there.
       std::map<int64_t, sent_record> acked;
       int double_acks = 0, in_flight = 0, in_flight_refused = 0, after_cont = 0, zombie_acks = 0, late = 0;
       std::set<std::string> sent_keys;
