@@ -261,15 +261,17 @@ std::vector<broker_index> drain_targets(const snapshot& s) {
 }
 
 std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_binding>& goals, replica_index ri,
-                                          const std::vector<broker_index>& targets) {
+                                          const std::vector<broker_index>& targets, avoid_rank avoided) {
   const broker_index from = s.owner(ri);
   // Not avoided first (an avoided target is the last resort: a drain must
-  // end), then fewest partitions, then least NW_IN, then broker order.
+  // end), then fewest partitions, then least NW_IN, then broker order. A
+  // failover puts the count before the avoided rule (avoid_rank::after_count).
   std::vector<broker_index> order = targets;
   std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
     const bool ax = s.avoided(ri, x), ay = s.avoided(ri, y);
-    if (ax != ay) return ay;
     const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
+    if (avoided == avoid_rank::after_count && px != py) return px < py;
+    if (ax != ay) return ay;
     if (px != py) return px < py;
     return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
   });

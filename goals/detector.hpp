@@ -113,15 +113,30 @@ std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vect
 /// in broker order.
 std::vector<broker_index> drain_targets(const snapshot& s);
 
+/// How place_drained weighs cluster_model::avoid against the spread.
+enum class avoid_rank {
+  /// Targets the partition avoids come last whatever their counts: a drain
+  /// of a live broker does not undo a recent move when it can help it.
+  first,
+  /// Fewest partitions first, the avoided rule only between equal counts:
+  /// a failover (shared storage) must leave a dead broker anyway, and a
+  /// recent move onto it (which makes its source avoided) would otherwise
+  /// send every partition of the dead broker to the same survivor.
+  after_count,
+};
+
 /// Moves replica `r` of `s` to the first of `targets` that every hard goal
 /// of `goals` accepts, trying first the targets `r` does not avoid
 /// (cluster_model::avoid), then fewest partitions, least NW_IN, broker
-/// order: the drain's choice (docs/balancer.md "Drain"). Returns the
+/// order: the drain's choice (docs/balancer.md "Drain"). With
+/// avoid_rank::after_count, fewest partitions first, then not avoided,
+/// then least NW_IN, broker order (the failover's choice). Returns the
 /// destination; nullopt, with `s` unchanged, when no target accepts it.
 /// Movability is the caller's business (the drain skips internal and
 /// moving partitions; failover places internal ones too).
 std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_binding>& goals, replica_index r,
-                                          const std::vector<broker_index>& targets);
+                                          const std::vector<broker_index>& targets,
+                                          avoid_rank avoided = avoid_rank::first);
 
 /// Runs `goals` (see order_goals; the order given is used as is) on `s`,
 /// which is left in the planned state. At most `max_actions` partitions move.

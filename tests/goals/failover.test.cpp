@@ -228,3 +228,41 @@ TEST_CASE("the goals of the same pass count failed-over partitions at their dest
     if (plan.value().broker_ids[b] != "b3") on_live += plan.value().brokers_before[b][3];
   CHECK(on_live == 7);
 }
+
+TEST_CASE("failover spreads a dead broker's partitions over survivors with equal counts even when they avoid one",
+          "[goals][failover]") {
+  // The shared demo: the loop first moved t-0..t-3 from b1 to b3, so each
+  // avoids b1 (the broker a recent move took it from); then b3 died. b1
+  // and b2 own 4 partitions each (an internal one included) and no load
+  // is known of b3's partitions (zero load: no tie-break by NW_IN).
+  failover_view v;
+  for (int p = 0; p < 4; ++p) v.owners.push_back(row("t", p, "b3", 2));
+  v.fenced = {"b3"};
+  v.silent_ms = {{"b3", 5000}};
+  auto sel = select_failover(v);
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3", false)};
+  m.replicas = {replica("__groups", 0, "b1"), replica("u", 0, "b1", 5.0), replica("u", 1, "b1", 5.0),
+                replica("u", 2, "b1", 5.0), replica("__groups", 1, "b2"), replica("u", 3, "b2", 5.0),
+                replica("u", 4, "b2", 5.0), replica("u", 5, "b2", 5.0)};
+  for (int p = 0; p < 4; ++p) {
+    m.replicas.push_back(replica("t", p, "b3"));
+    m.avoid.push_back(moonmq::test::avoid("t", p, "b1"));
+  }
+  auto p = plan_failover(m, builtin_goals(), sel);
+  REQUIRE(p.ok());
+  REQUIRE(p.value().actions.size() == 4);
+  auto dest = destinations(p.value());
+  CHECK(dest["b1"] == 2);
+  CHECK(dest["b2"] == 2);
+
+  // Between survivors with equal counts, one the partition avoids comes last.
+  failover_view one;
+  one.owners = {row("t", 0, "b3", 2)};
+  one.fenced = {"b3"};
+  one.silent_ms = {{"b3", 5000}};
+  auto q = plan_failover(m, builtin_goals(), select_failover(one));
+  REQUIRE(q.ok());
+  REQUIRE(q.value().actions.size() == 1);
+  CHECK(q.value().actions[0].to == "b2");
+}
