@@ -8,6 +8,7 @@
 
 #include "goals/detector.hpp"
 #include "goals/failover_planner.hpp"
+#include "goals/move_history.hpp"
 #include "tests/goals/model_builder.hpp"
 
 using namespace moonmq::goals;
@@ -265,4 +266,52 @@ TEST_CASE("failover spreads a dead broker's partitions over survivors with equal
   REQUIRE(q.ok());
   REQUIRE(q.value().actions.size() == 1);
   CHECK(q.value().actions[0].to == "b2");
+}
+
+TEST_CASE("after a failover the loop rebalances the survivors: the dead broker counts in no band and moves onto it "
+          "no longer hold the partitions failed over",
+          "[goals][failover]") {
+  // The shared demo after a failover: b3 is dead (surveyed, no answer). b2
+  // owns v-0..v-3, which the loop moved from b1 a minute ago, and t-0..t-3,
+  // which the loop moved from b1 to b3 a minute ago and the failover then
+  // handed to b2; b1 owns u-0..u-3. 8/4.
+  constexpr std::int64_t now = 10'000'000;
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3", false)};
+  std::vector<journal_move> journal;
+  for (int p = 0; p < 4; ++p) {
+    m.replicas.push_back(replica("u", p, "b1", 10.0, 10.0));
+    m.replicas.push_back(replica("v", p, "b2", 10.0, 10.0));
+    m.replicas.push_back(replica("t", p, "b2", 10.0, 10.0));
+    for (const std::string topic : {"v", "t"}) {
+      journal_move j;
+      j.tp = {topic, p};
+      j.from = "b1";
+      j.to = topic == "v" ? "b2" : "b3";
+      j.state = "done";
+      j.origin = "balancer";
+      j.updated_ms = now - 60'000;
+      journal.push_back(j);
+    }
+  }
+  add_move_history(m, journal, make_stability_windows(60, 3600, 1800), now);
+  // v-0..v-3 keep their cooldown and avoid b1; t-0..t-3 are no longer
+  // where the move to b3 left them: that move holds them no more.
+  CHECK(m.cooldown.size() == 4);
+  CHECK(m.avoid.size() == 4);
+  for (const auto& tp : m.cooldown) CHECK(tp.topic == "v");
+  for (const auto& a : m.avoid) CHECK(a.tp.topic == "v");
+
+  auto plan = make_plan(m, builtin_goals());
+  REQUIRE(plan.ok());
+  const auto* count = moonmq::test::report_of(plan.value(), "PARTITION_COUNT");
+  REQUIRE(count);
+  CHECK(count->before.mean == Approx(6.0));  // 12 partitions over the 2 live brokers, not 3
+  REQUIRE(plan.value().actions.size() == 2);
+  for (const auto& a : plan.value().actions) {
+    CHECK(a.topic == "t");
+    CHECK(a.from == "b2");
+    CHECK(a.to == "b1");
+  }
+  CHECK(plan.value().balancedness_after == Approx(100.0));
 }
