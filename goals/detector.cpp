@@ -294,6 +294,11 @@ std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vect
   for (const goal* g : goals) {
     if (!g) continue;
     goal_config cfg = g->default_config();
+    if (model.shared_storage) {
+      const std::string name = g->name();
+      if (name == resource_name(resource::disk) || name == std::string(resource_name(resource::disk)) + "_CAPACITY")
+        cfg.enabled = false;
+    }
     if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
     bound.push_back({g, cfg});
   }
@@ -417,10 +422,25 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
   return p;
 }
 
+std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s) {
+  if (!model.shared_storage || s.eligible_count() == 0) return model.max_actions;
+  const double mean = s.eligible_total(resource::partition_count) / static_cast<double>(s.eligible_count());
+  const double share = std::floor(mean + 1e-9);
+  std::size_t lacking = 0;
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b) {
+    const broker_index bi{b};
+    if (!s.eligible(bi)) continue;
+    const double count = s.load(bi, resource::partition_count);
+    if (count < share) lacking += static_cast<std::size_t>(share - count);
+  }
+  return std::max(model.max_actions, lacking);
+}
+
 outcome<plan> make_plan(const cluster_model& model, const std::vector<const goal*>& goals) {
   auto frozen = snapshot::freeze(model);
   if (!frozen) return outcome<plan>::failure(frozen.error());
-  return run_detector(frozen.value(), bind_goals(model, goals), model.max_actions);
+  const std::size_t cap = shared_storage_cap(model, frozen.value());
+  return run_detector(frozen.value(), bind_goals(model, goals), cap);
 }
 
 }  // namespace moonmq::goals

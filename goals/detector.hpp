@@ -106,7 +106,19 @@ std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
 /// `goals` bound to their effective config for `model` (each goal's
 /// defaults with `model.goals`' overrides; null entries and goals named only
 /// in the model are ignored), ordered by order_goals: what make_plan runs.
+/// With `model.shared_storage`, before the overrides: DISK and
+/// DISK_CAPACITY are disabled (a broker holds no partition bytes on its own
+/// disk); an override in `model.goals` still wins.
 std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vector<const goal*>& goals);
+
+/// The cap on moved partitions of a plan of `model` frozen as `s`:
+/// `model.max_actions` (MaxActionsPerDetect); with `model.shared_storage`,
+/// at least Σ over eligible brokers of max(0, floor(m) − count), m the mean
+/// partition count of eligible brokers: the partitions the brokers below
+/// the mean lack, so a new (empty) broker gets its share in one pass
+/// instead of MaxActionsPerDetect per pass while it warms up in between.
+/// Moves are still bounded by a count, never by bytes (none is copied).
+std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s);
 
 /// The brokers of `s` that may receive a drained partition
 /// (snapshot::drain_target: alive, not excluded, not draining, not slow),
