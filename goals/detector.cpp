@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "goals/band.hpp"
+
 namespace moonmq::goals {
 namespace {
 
@@ -298,6 +300,9 @@ std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vect
       const std::string name = g->name();
       if (name == resource_name(resource::disk) || name == std::string(resource_name(resource::disk)) + "_CAPACITY")
         cfg.enabled = false;
+      else if (!g->hard() && (name == resource_name(resource::nw_in) || name == resource_name(resource::nw_out) ||
+                              name == resource_name(resource::partition_count)))
+        cfg.avg_deviation = kSharedStorageAvgDeviation;
     }
     if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
     bound.push_back({g, cfg});

@@ -108,7 +108,8 @@ std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
 /// in the model are ignored), ordered by order_goals: what make_plan runs.
 /// With `model.shared_storage`, before the overrides: DISK and
 /// DISK_CAPACITY are disabled (a broker holds no partition bytes on its own
-/// disk); an override in `model.goals` still wins.
+/// disk) and NW_IN, NW_OUT and PARTITION_COUNT take AvgDeviation
+/// kSharedStorageAvgDeviation; an override in `model.goals` still wins.
 std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vector<const goal*>& goals);
 
 /// The cap on moved partitions of a plan of `model` frozen as `s`:

@@ -87,7 +87,8 @@ struct cluster_model {
   /// byte (metadata only, about 100 ms whatever the size) and a broker's
   /// DISK load is not on its own disk. The plan then (docs/balancer.md
   /// "Shared storage: cost model"): leaves DISK and DISK_CAPACITY off
-  /// unless the model enables them, and lets the cap on moves rise to
+  /// unless the model enables them; narrows the distribution goals' default
+  /// band to kSharedStorageAvgDeviation; and lets the cap on moves rise to
   /// the partitions brokers below the mean count lack (shared_storage_cap),
   /// so that a new broker is filled in one pass. False: local storage.
   bool shared_storage = false;
