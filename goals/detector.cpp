@@ -428,7 +428,8 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
 }
 
 std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s) {
-  if (!model.shared_storage || s.eligible_count() == 0) return model.max_actions;
+  // MaxActionsPerDetect 0 stops every move: not raised.
+  if (!model.shared_storage || model.max_actions == 0 || s.eligible_count() == 0) return model.max_actions;
   const double mean = s.eligible_total(resource::partition_count) / static_cast<double>(s.eligible_count());
   const double share = std::floor(mean + 1e-9);
   std::size_t lacking = 0;

@@ -119,6 +119,7 @@ std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vect
 /// the mean lack, so a new (empty) broker gets its share in one pass
 /// instead of MaxActionsPerDetect per pass while it warms up in between.
 /// Moves are still bounded by a count, never by bytes (none is copied).
+/// A `max_actions` of 0 (no move at all) is never raised.
 std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s);
 
 /// The brokers of `s` that may receive a drained partition

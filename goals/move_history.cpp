@@ -79,12 +79,8 @@ void add_move_history(cluster_model& model, const std::vector<journal_move>& row
     known.insert(b.id);
     if (b.alive) alive.insert(b.id);
   }
-  std::set<topic_partition> modelled;
-  std::map<topic_partition, std::string> owner;
-  for (const auto& r : model.replicas) {
-    modelled.insert({r.topic, r.partition});
-    owner[{r.topic, r.partition}] = r.owner;
-  }
+  std::map<topic_partition, std::string> owner;  // of every modelled partition
+  for (const auto& r : model.replicas) owner[{r.topic, r.partition}] = r.owner;
   std::set<topic_partition> cooldown(model.cooldown.begin(), model.cooldown.end());
   std::set<std::pair<topic_partition, std::string>> avoid;
   for (const auto& a : model.avoid) avoid.insert({a.tp, a.broker});
@@ -94,7 +90,7 @@ void add_move_history(cluster_model& model, const std::vector<journal_move>& row
     if (!done && !ended_without_moving) {
       // Running: the partition ends on `to`, or on `from` when rolling back.
       const std::string& lands = row.state == "rolling_back" ? row.from : row.to;
-      if (!modelled.count(row.tp)) continue;  // nothing to count, nothing that could move
+      if (!owner.count(row.tp)) continue;  // nothing to count, nothing that could move
       if (known.count(lands)) model.in_flight.push_back({row.tp, lands});
       else cooldown.insert(row.tp);
       continue;

@@ -108,7 +108,7 @@ TEST_CASE("shared storage: a new broker gets its share in one pass, local storag
   CHECK(next.value().actions.empty());
 }
 
-TEST_CASE("shared storage: the cap never drops below MaxActionsPerDetect", "[goals][shared]") {
+TEST_CASE("shared storage: the cap never drops below MaxActionsPerDetect and 0 stays 0", "[goals][shared]") {
   cluster_model m;
   m.shared_storage = true;
   m.max_actions = 50;
@@ -117,8 +117,10 @@ TEST_CASE("shared storage: the cap never drops below MaxActionsPerDetect", "[goa
   auto s = snapshot::freeze(m);
   REQUIRE(s.ok());
   CHECK(shared_storage_cap(m, s.value()) == 50);
-  m.max_actions = 0;
-  CHECK(shared_storage_cap(m, s.value()) == 5);
+  m.max_actions = 1;
+  CHECK(shared_storage_cap(m, s.value()) == 5);  // b2 lacks 5
+  m.max_actions = 0;  // MaxActionsPerDetect 0 stops every move
+  CHECK(shared_storage_cap(m, s.value()) == 0);
   cluster_model none;
   none.shared_storage = true;
   auto e = snapshot::freeze(none);
