@@ -434,6 +434,9 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   }
   model.excluded_topics = cfg.excluded_topics;
   model.max_actions = static_cast<size_t>(std::max(0, cfg.max_actions_per_detect));
+  // Moves copy nothing: no DISK goals, a tighter band, new brokers filled
+  // in one pass (goals::cluster_model::shared_storage).
+  model.shared_storage = st.settings.shared_storage;
   for (const auto& [name, g] : cfg.goals) {
     goals::goal_overrides o;
     o.enabled = g.enabled;

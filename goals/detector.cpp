@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "goals/band.hpp"
+
 namespace moonmq::goals {
 namespace {
 
@@ -261,15 +263,17 @@ std::vector<broker_index> drain_targets(const snapshot& s) {
 }
 
 std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_binding>& goals, replica_index ri,
-                                          const std::vector<broker_index>& targets) {
+                                          const std::vector<broker_index>& targets, avoid_rank avoided) {
   const broker_index from = s.owner(ri);
   // Not avoided first (an avoided target is the last resort: a drain must
-  // end), then fewest partitions, then least NW_IN, then broker order.
+  // end), then fewest partitions, then least NW_IN, then broker order. A
+  // failover puts the count before the avoided rule (avoid_rank::after_count).
   std::vector<broker_index> order = targets;
   std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
     const bool ax = s.avoided(ri, x), ay = s.avoided(ri, y);
-    if (ax != ay) return ay;
     const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
+    if (avoided == avoid_rank::after_count && px != py) return px < py;
+    if (ax != ay) return ay;
     if (px != py) return px < py;
     return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
   });
@@ -292,6 +296,14 @@ std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vect
   for (const goal* g : goals) {
     if (!g) continue;
     goal_config cfg = g->default_config();
+    if (model.shared_storage) {
+      const std::string name = g->name();
+      if (name == resource_name(resource::disk) || name == std::string(resource_name(resource::disk)) + "_CAPACITY")
+        cfg.enabled = false;
+      else if (!g->hard() && (name == resource_name(resource::nw_in) || name == resource_name(resource::nw_out) ||
+                              name == resource_name(resource::partition_count)))
+        cfg.avg_deviation = kSharedStorageAvgDeviation;
+    }
     if (auto it = model.goals.find(g->name()); it != model.goals.end()) cfg = it->second.apply_to(cfg);
     bound.push_back({g, cfg});
   }
@@ -415,10 +427,26 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
   return p;
 }
 
+std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s) {
+  // MaxActionsPerDetect 0 stops every move: not raised.
+  if (!model.shared_storage || model.max_actions == 0 || s.eligible_count() == 0) return model.max_actions;
+  const double mean = s.eligible_total(resource::partition_count) / static_cast<double>(s.eligible_count());
+  const double share = std::floor(mean + 1e-9);
+  std::size_t lacking = 0;
+  for (std::uint32_t b = 0; b < s.broker_count(); ++b) {
+    const broker_index bi{b};
+    if (!s.eligible(bi)) continue;
+    const double count = s.load(bi, resource::partition_count);
+    if (count < share) lacking += static_cast<std::size_t>(share - count);
+  }
+  return std::max(model.max_actions, lacking);
+}
+
 outcome<plan> make_plan(const cluster_model& model, const std::vector<const goal*>& goals) {
   auto frozen = snapshot::freeze(model);
   if (!frozen) return outcome<plan>::failure(frozen.error());
-  return run_detector(frozen.value(), bind_goals(model, goals), model.max_actions);
+  const std::size_t cap = shared_storage_cap(model, frozen.value());
+  return run_detector(frozen.value(), bind_goals(model, goals), cap);
 }
 
 }  // namespace moonmq::goals

@@ -106,22 +106,51 @@ std::vector<goal_binding> order_goals(std::vector<goal_binding> goals);
 /// `goals` bound to their effective config for `model` (each goal's
 /// defaults with `model.goals`' overrides; null entries and goals named only
 /// in the model are ignored), ordered by order_goals: what make_plan runs.
+/// With `model.shared_storage`, before the overrides: DISK and
+/// DISK_CAPACITY are disabled (a broker holds no partition bytes on its own
+/// disk) and NW_IN, NW_OUT and PARTITION_COUNT take AvgDeviation
+/// kSharedStorageAvgDeviation; an override in `model.goals` still wins.
 std::vector<goal_binding> bind_goals(const cluster_model& model, const std::vector<const goal*>& goals);
+
+/// The cap on moved partitions of a plan of `model` frozen as `s`:
+/// `model.max_actions` (MaxActionsPerDetect); with `model.shared_storage`,
+/// at least Σ over eligible brokers of max(0, floor(m) − count), m the mean
+/// partition count of eligible brokers: the partitions the brokers below
+/// the mean lack, so a new (empty) broker gets its share in one pass
+/// instead of MaxActionsPerDetect per pass while it warms up in between.
+/// Moves are still bounded by a count, never by bytes (none is copied).
+/// A `max_actions` of 0 (no move at all) is never raised.
+std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s);
 
 /// The brokers of `s` that may receive a drained partition
 /// (snapshot::drain_target: alive, not excluded, not draining, not slow),
 /// in broker order.
 std::vector<broker_index> drain_targets(const snapshot& s);
 
+/// How place_drained weighs cluster_model::avoid against the spread.
+enum class avoid_rank {
+  /// Targets the partition avoids come last whatever their counts: a drain
+  /// of a live broker does not undo a recent move when it can help it.
+  first,
+  /// Fewest partitions first, the avoided rule only between equal counts:
+  /// a failover (shared storage) must leave a dead broker anyway, and a
+  /// recent move onto it (which makes its source avoided) would otherwise
+  /// send every partition of the dead broker to the same survivor.
+  after_count,
+};
+
 /// Moves replica `r` of `s` to the first of `targets` that every hard goal
 /// of `goals` accepts, trying first the targets `r` does not avoid
 /// (cluster_model::avoid), then fewest partitions, least NW_IN, broker
-/// order: the drain's choice (docs/balancer.md "Drain"). Returns the
+/// order: the drain's choice (docs/balancer.md "Drain"). With
+/// avoid_rank::after_count, fewest partitions first, then not avoided,
+/// then least NW_IN, broker order (the failover's choice). Returns the
 /// destination; nullopt, with `s` unchanged, when no target accepts it.
 /// Movability is the caller's business (the drain skips internal and
 /// moving partitions; failover places internal ones too).
 std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_binding>& goals, replica_index r,
-                                          const std::vector<broker_index>& targets);
+                                          const std::vector<broker_index>& targets,
+                                          avoid_rank avoided = avoid_rank::first);
 
 /// Runs `goals` (see order_goals; the order given is used as is) on `s`,
 /// which is left in the planned state. At most `max_actions` partitions move.

@@ -90,7 +90,10 @@ outcome<failover_plan> plan_failover(cluster_model model, const std::vector<cons
     // Impossible: every selected partition was put into the model above.
     if (!ri) return outcome<failover_plan>::failure("failover: " + row.tp.topic + "-" +
                                                     std::to_string(row.tp.partition) + " missing from the model");
-    auto to = place_drained(s, bound, *ri, targets);
+    // Count before the avoided rule: a partition a recent move brought onto
+    // the dead broker avoids that move's source, and every one of them would
+    // otherwise go to the same survivor.
+    auto to = place_drained(s, bound, *ri, targets, avoid_rank::after_count);
     if (!to) {
       out.unplaced.push_back(row);
       continue;

@@ -104,7 +104,9 @@ struct failover_plan {
 /// (goals::place_drained): onto brokers of `model` that are alive, not
 /// fenced, not excluded, not draining and not slow, accepted by every hard
 /// goal of `goals` (soft goals are not consulted), spreading them by
-/// partition count then NW_IN. `model` is the balance loop's: the selected
+/// partition count (internal partitions included), then not avoided
+/// (cluster_model::avoid only breaks ties: the dead broker must be left),
+/// then NW_IN (goals::avoid_rank::after_count). `model` is the balance loop's: the selected
 /// brokers are made draining and not alive (added when missing), every
 /// fenced broker not alive, each selected partition owned by its fenced
 /// owner (added with zero load when the model lacks it: a controller that

@@ -82,6 +82,16 @@ struct cluster_model {
   /// Per-partition brokers not to move to. Entries naming an unknown
   /// partition or broker (deleted or removed since) are ignored.
   std::vector<avoided_destination> avoid;
+  /// Shared storage (Storage.SharedDir, docs/shared-storage.md): partition
+  /// data lives on a directory every broker mounts, so a move copies no
+  /// byte (metadata only, about 100 ms whatever the size) and a broker's
+  /// DISK load is not on its own disk. The plan then (docs/balancer.md
+  /// "Shared storage: cost model"): leaves DISK and DISK_CAPACITY off
+  /// unless the model enables them; narrows the distribution goals' default
+  /// band to kSharedStorageAvgDeviation; and lets the cap on moves rise to
+  /// the partitions brokers below the mean count lack (shared_storage_cap),
+  /// so that a new broker is filled in one pass. False: local storage.
+  bool shared_storage = false;
 };
 
 /// Checks the references inside a model: unique non-empty broker ids, owners

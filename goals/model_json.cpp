@@ -122,7 +122,7 @@ std::string read_partitions(const json& j, cluster_model& m) {
 }
 
 /// Reads the optional top-level fields (excluded_topics, goals, max_actions,
-/// cooldown, in_flight, avoid) into m; "" or the first error.
+/// shared_storage, cooldown, in_flight, avoid) into m; "" or the first error.
 std::string read_extensions(const json& j, cluster_model& m) {
   reader rd;
   if (auto ex = j.find("excluded_topics"); ex != j.end() && !ex->is_null()) {
@@ -159,6 +159,10 @@ std::string read_extensions(const json& j, cluster_model& m) {
   if (auto ma = j.find("max_actions"); ma != j.end() && !ma->is_null()) {
     if (!ma->is_number_integer() || ma->get<long long>() < 0) return "max_actions: expected an integer >= 0";
     m.max_actions = static_cast<std::size_t>(ma->get<long long>());
+  }
+  if (auto sh = j.find("shared_storage"); sh != j.end() && !sh->is_null()) {
+    if (!sh->is_boolean()) return "shared_storage: expected true or false";
+    m.shared_storage = sh->get<bool>();
   }
   auto read_tp = [&](const json& e, const std::string& path, topic_partition& tp) -> bool {
     if (!e.is_object()) return rd.fail(path, "expected an object");
@@ -260,6 +264,8 @@ json model_to_json(const cluster_model& m) {
   }
   json out{{"brokers", brokers}, {"partitions", parts}, {"excluded_topics", m.excluded_topics},
            {"goals", goals}, {"max_actions", m.max_actions}};
+  // Only when set: local-storage models read and write as before.
+  if (m.shared_storage) out["shared_storage"] = true;
   if (!m.cooldown.empty()) {
     json cd = json::array();
     for (const auto& tp : m.cooldown) cd.push_back({{"topic", tp.topic}, {"partition", tp.partition}});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -73,10 +74,13 @@ stability_windows make_stability_windows(std::int64_t interval_seconds, std::int
 
 void add_move_history(cluster_model& model, const std::vector<journal_move>& rows, const stability_windows& w,
                       std::int64_t now_ms) {
-  std::set<std::string> known;
-  for (const auto& b : model.brokers) known.insert(b.id);
-  std::set<topic_partition> modelled;
-  for (const auto& r : model.replicas) modelled.insert({r.topic, r.partition});
+  std::set<std::string> known, alive;
+  for (const auto& b : model.brokers) {
+    known.insert(b.id);
+    if (b.alive) alive.insert(b.id);
+  }
+  std::map<topic_partition, std::string> owner;  // of every modelled partition
+  for (const auto& r : model.replicas) owner[{r.topic, r.partition}] = r.owner;
   std::set<topic_partition> cooldown(model.cooldown.begin(), model.cooldown.end());
   std::set<std::pair<topic_partition, std::string>> avoid;
   for (const auto& a : model.avoid) avoid.insert({a.tp, a.broker});
@@ -86,11 +90,20 @@ void add_move_history(cluster_model& model, const std::vector<journal_move>& row
     if (!done && !ended_without_moving) {
       // Running: the partition ends on `to`, or on `from` when rolling back.
       const std::string& lands = row.state == "rolling_back" ? row.from : row.to;
-      if (!modelled.count(row.tp)) continue;  // nothing to count, nothing that could move
+      if (!owner.count(row.tp)) continue;  // nothing to count, nothing that could move
       if (known.count(lands)) model.in_flight.push_back({row.tp, lands});
       else cooldown.insert(row.tp);
       continue;
     }
+    // Superseded: the broker the move left the partition on is dead (or
+    // gone) and the partition lives on another, alive broker, handed over
+    // since by a failover (shared storage). The row no longer says where
+    // the partition is: holding it, or keeping it off the move's other
+    // broker, would only block rebalancing the survivors.
+    const std::string& rests = done ? row.to : row.from;
+    if (auto o = owner.find(row.tp); o != owner.end() && o->second != rests && alive.count(o->second) &&
+                                     !alive.count(rests))
+      continue;
     if (ended_within(row, now_ms, w.cooldown_for(row.origin))) cooldown.insert(row.tp);
     if (ended_within(row, now_ms, w.avoid_for(row.origin))) {
       const std::string& shun = done ? row.from : row.to;

@@ -79,6 +79,11 @@ stability_windows make_stability_windows(std::int64_t interval_seconds, std::int
 ///  - failed or cancelled (rolled back included), ended less than
 ///    cooldown_for(origin) ago: in cooldown; less than avoid_for(origin) ago:
 ///    `to` avoided (the destination that did not take it).
+///  - ended (done, failed or cancelled) but superseded: the broker the move
+///    left the partition on (`to` when done, else `from`) is not alive in
+///    the model (or not in it) while the partition is modelled on another,
+///    alive broker: the partition was failed over since (shared storage,
+///    docs/balancer.md "Failover (shared storage)"); no cooldown, no avoid.
 /// Avoided brokers not in the model are left out; cooldown and avoid come
 /// out sorted without duplicates. A row is "ago" by now_ms − updated_ms, so
 /// a row stamped ahead of `now_ms` (another broker's clock) counts as recent.

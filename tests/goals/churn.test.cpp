@@ -31,7 +31,7 @@ constexpr int kAvoidPasses = static_cast<int>(kAvoidSeconds / kIntervalSeconds);
 /// `brokers` brokers, 40–80 partitions of one topic, half of them on b0 and
 /// the rest spread at random; per partition NW_IN 0–1 MiB/s, NW_OUT 0–2 MiB/s,
 /// DISK 0–1 GiB (the seeded skewed shape of the balancer issue, scaled down).
-cluster_model skewed_cluster(std::uint64_t seed, int brokers) {
+cluster_model skewed_cluster(std::uint64_t seed, int brokers, bool shared) {
   std::mt19937_64 rng(seed);
   auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -44,6 +44,7 @@ cluster_model skewed_cluster(std::uint64_t seed, int brokers) {
                                                uni(0, 2 * 1048576.0), uni(0, 1073741824.0)));
   }
   m.max_actions = 50;
+  m.shared_storage = shared;
   return m;
 }
 
@@ -68,9 +69,10 @@ struct churn_run {
 
 /// Replays kPasses passes. With `noise` > 0 every partition's load is
 /// scaled each pass by a seeded factor in [1 − noise, 1 + noise]
-/// (measurement noise, windows refilling after restarts).
-churn_run replay(std::uint64_t seed, int brokers, double noise = 0.0) {
-  const cluster_model base = skewed_cluster(seed, brokers);
+/// (measurement noise, windows refilling after restarts). `shared`: the
+/// model's shared_storage (tighter band, no DISK goals, a higher cap).
+churn_run replay(std::uint64_t seed, int brokers, double noise = 0.0, bool shared = false) {
+  const cluster_model base = skewed_cluster(seed, brokers, shared);
   std::mt19937_64 jitter(seed * 7919);
   const auto windows = make_stability_windows(kIntervalSeconds, 3600, kAvoidSeconds);
   std::map<int, std::string> owner;
@@ -196,6 +198,39 @@ TEST_CASE("under noisy load no partition goes back to a broker it left within Av
     const int brokers = 3 + static_cast<int>(seed % 3);
     INFO("seed " << seed << " brokers " << brokers);
     const churn_run run = replay(seed, brokers, 0.3);
+    CHECK(run.back_moves_within_avoid == 0);
+    CHECK(run.failed_dest_moves == 0);
+    CHECK(run.concurrent == 0);
+    CHECK(run.cooling == 0);
+  }
+}
+
+TEST_CASE("shared storage: its tighter band churns no more, stationary or noisy", "[goals][churn][shared]") {
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    const int brokers = 3 + static_cast<int>(seed % 3);
+    INFO("seed " << seed << " brokers " << brokers);
+    const churn_run run = replay(seed, brokers, 0.0, true);
+    REQUIRE(run.first_plan > 0);
+    REQUIRE(run.failed);
+    for (const auto& [partition, n] : run.moved) {
+      INFO("partition " << partition);
+      CHECK(n <= 1);
+    }
+    for (const auto& [partition, n] : run.planned) {
+      INFO("partition " << partition);
+      CHECK(n <= (partition == *run.failed ? 2 : 1));
+    }
+    CHECK(run.back_moves == 0);
+    CHECK(run.failed_dest_moves == 0);
+    CHECK(run.concurrent == 0);
+    CHECK(run.cooling == 0);
+    CHECK(run.last_busy_pass <= 3);
+    CHECK(run.balancedness_last >= run.balancedness_first);
+  }
+  for (std::uint64_t seed = 101; seed <= 120; ++seed) {
+    const int brokers = 3 + static_cast<int>(seed % 3);
+    INFO("noisy seed " << seed << " brokers " << brokers);
+    const churn_run run = replay(seed, brokers, 0.3, true);
     CHECK(run.back_moves_within_avoid == 0);
     CHECK(run.failed_dest_moves == 0);
     CHECK(run.concurrent == 0);

@@ -8,6 +8,7 @@
 
 #include "goals/detector.hpp"
 #include "goals/failover_planner.hpp"
+#include "goals/move_history.hpp"
 #include "tests/goals/model_builder.hpp"
 
 using namespace moonmq::goals;
@@ -227,4 +228,90 @@ TEST_CASE("the goals of the same pass count failed-over partitions at their dest
   for (std::size_t b = 0; b < plan.value().broker_ids.size(); ++b)
     if (plan.value().broker_ids[b] != "b3") on_live += plan.value().brokers_before[b][3];
   CHECK(on_live == 7);
+}
+
+TEST_CASE("failover spreads a dead broker's partitions over survivors with equal counts even when they avoid one",
+          "[goals][failover]") {
+  // The shared demo: the loop first moved t-0..t-3 from b1 to b3, so each
+  // avoids b1 (the broker a recent move took it from); then b3 died. b1
+  // and b2 own 4 partitions each (an internal one included) and no load
+  // is known of b3's partitions (zero load: no tie-break by NW_IN).
+  failover_view v;
+  for (int p = 0; p < 4; ++p) v.owners.push_back(row("t", p, "b3", 2));
+  v.fenced = {"b3"};
+  v.silent_ms = {{"b3", 5000}};
+  auto sel = select_failover(v);
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3", false)};
+  m.replicas = {replica("__groups", 0, "b1"), replica("u", 0, "b1", 5.0), replica("u", 1, "b1", 5.0),
+                replica("u", 2, "b1", 5.0), replica("__groups", 1, "b2"), replica("u", 3, "b2", 5.0),
+                replica("u", 4, "b2", 5.0), replica("u", 5, "b2", 5.0)};
+  for (int p = 0; p < 4; ++p) {
+    m.replicas.push_back(replica("t", p, "b3"));
+    m.avoid.push_back(moonmq::test::avoid("t", p, "b1"));
+  }
+  auto p = plan_failover(m, builtin_goals(), sel);
+  REQUIRE(p.ok());
+  REQUIRE(p.value().actions.size() == 4);
+  auto dest = destinations(p.value());
+  CHECK(dest["b1"] == 2);
+  CHECK(dest["b2"] == 2);
+
+  // Between survivors with equal counts, one the partition avoids comes last.
+  failover_view one;
+  one.owners = {row("t", 0, "b3", 2)};
+  one.fenced = {"b3"};
+  one.silent_ms = {{"b3", 5000}};
+  auto q = plan_failover(m, builtin_goals(), select_failover(one));
+  REQUIRE(q.ok());
+  REQUIRE(q.value().actions.size() == 1);
+  CHECK(q.value().actions[0].to == "b2");
+}
+
+TEST_CASE("after a failover the loop rebalances the survivors: the dead broker counts in no band and moves onto it "
+          "no longer hold the partitions failed over",
+          "[goals][failover]") {
+  // The shared demo after a failover: b3 is dead (surveyed, no answer). b2
+  // owns v-0..v-3, which the loop moved from b1 a minute ago, and t-0..t-3,
+  // which the loop moved from b1 to b3 a minute ago and the failover then
+  // handed to b2; b1 owns u-0..u-3. 8/4.
+  constexpr std::int64_t now = 10'000'000;
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3", false)};
+  std::vector<journal_move> journal;
+  for (int p = 0; p < 4; ++p) {
+    m.replicas.push_back(replica("u", p, "b1", 10.0, 10.0));
+    m.replicas.push_back(replica("v", p, "b2", 10.0, 10.0));
+    m.replicas.push_back(replica("t", p, "b2", 10.0, 10.0));
+    for (const std::string topic : {"v", "t"}) {
+      journal_move j;
+      j.tp = {topic, p};
+      j.from = "b1";
+      j.to = topic == "v" ? "b2" : "b3";
+      j.state = "done";
+      j.origin = "balancer";
+      j.updated_ms = now - 60'000;
+      journal.push_back(j);
+    }
+  }
+  add_move_history(m, journal, make_stability_windows(60, 3600, 1800), now);
+  // v-0..v-3 keep their cooldown and avoid b1; t-0..t-3 are no longer
+  // where the move to b3 left them: that move holds them no more.
+  CHECK(m.cooldown.size() == 4);
+  CHECK(m.avoid.size() == 4);
+  for (const auto& tp : m.cooldown) CHECK(tp.topic == "v");
+  for (const auto& a : m.avoid) CHECK(a.tp.topic == "v");
+
+  auto plan = make_plan(m, builtin_goals());
+  REQUIRE(plan.ok());
+  const auto* count = moonmq::test::report_of(plan.value(), "PARTITION_COUNT");
+  REQUIRE(count);
+  CHECK(count->before.mean == Approx(6.0));  // 12 partitions over the 2 live brokers, not 3
+  REQUIRE(plan.value().actions.size() == 2);
+  for (const auto& a : plan.value().actions) {
+    CHECK(a.topic == "t");
+    CHECK(a.from == "b2");
+    CHECK(a.to == "b1");
+  }
+  CHECK(plan.value().balancedness_after == Approx(100.0));
 }

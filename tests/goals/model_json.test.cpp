@@ -130,3 +130,21 @@ TEST_CASE("plan JSON has the CONTRACT section 6 shape", "[json]") {
   for (const char* k : {"nw_in", "nw_out", "disk", "partitions"}) CHECK(j["brokers_after"]["b1"].contains(k));
   CHECK(j["balancedness_after"].get<double>() >= j["balancedness_before"].get<double>());
 }
+
+TEST_CASE("model JSON carries shared_storage, written only when set", "[json]") {
+  auto local = model_from_json(small_model());
+  REQUIRE(local.ok());
+  CHECK_FALSE(local->shared_storage);
+  CHECK_FALSE(model_to_json(local.value()).contains("shared_storage"));
+  json j = small_model();
+  j["shared_storage"] = true;
+  auto shared = model_from_json(j);
+  REQUIRE(shared.ok());
+  CHECK(shared->shared_storage);
+  CHECK(model_to_json(shared.value())["shared_storage"] == true);
+  auto text = model_from_text(j.dump());
+  REQUIRE(text.ok());
+  CHECK(text->shared_storage);
+  j["shared_storage"] = "yes";
+  CHECK(error_of(j) == "shared_storage: expected true or false");
+}

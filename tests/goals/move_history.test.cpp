@@ -177,3 +177,20 @@ TEST_CASE("journal rows are read from JSON, malformed ones are skipped, not gues
   CHECK_FALSE(journal_move_from_json(json{{"topic", "t"}, {"partition", "0"}}));
   CHECK_FALSE(journal_move_from_json(json::array()));
 }
+
+TEST_CASE("a move superseded by a failover holds its partition no more, one onto a dead broker still holding it does",
+          "[move_history]") {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2"), broker("b3", false)};
+  m.replicas = {replica("t", 0, "b2"), replica("t", 1, "b3"), replica("t", 2, "b2"), replica("t", 3, "b1")};
+  // t-0: done b1 -> b3, then failed over to b2 (superseded). t-1: done
+  // b1 -> b3 and still on the dead b3 (local storage: it waits there).
+  // t-2: failed b3 -> b1, the dead source b3 then failed over to b2
+  // (superseded). t-3: done b3 -> b1 (b1 alive: the row holds).
+  add_move_history(m,
+                   {row(0, "done", 1000), row(1, "done", 1000), row(2, "failed", 1000, "balancer", "b3", "b1"),
+                    row(3, "done", 1000, "balancer", "b3", "b1")},
+                   kWindows, kNow);
+  CHECK(m.cooldown == std::vector<topic_partition>{{"t", 1}, {"t", 3}});
+  CHECK(avoided(m) == std::vector<std::pair<std::string, std::string>>{{"t-1", "b1"}, {"t-3", "b3"}});
+}
