@@ -42,6 +42,7 @@
 #include "bench/common/latency_stats.hpp"
 #include "bench/common/node_options.hpp"
 #include "bench/shared/shared_client.hpp"
+#include "config/node_config.hpp"
 
 namespace fs = std::filesystem;
 using namespace moonmq::bench::shared;
@@ -292,9 +293,10 @@ struct loss_count {
 };
 
 int run_failover(const options& o, const std::string& work) {
-  const int session = o.session_timeout_ms > 0 ? o.session_timeout_ms : 9000;
-  const int lease = o.lease_ms > 0 ? o.lease_ms : 3000;
-  const int margin = o.lease_margin_ms > 0 ? o.lease_margin_ms : 500;
+  // Unset: the brokers' shared-storage defaults (config/node_config.hpp).
+  const int session = o.session_timeout_ms > 0 ? o.session_timeout_ms : moonmq::config::shared_session_timeout_ms;
+  const int lease = o.lease_ms > 0 ? o.lease_ms : moonmq::config::shared_lease_ms;
+  const int margin = o.lease_margin_ms > 0 ? o.lease_margin_ms : moonmq::config::shared_lease_margin_ms;
   const int election = o.election_timeout_ms > 0 ? o.election_timeout_ms : 1000;
   const int wait = std::max(election, lease) + lease + margin;
   std::printf("\n== failover: %d kills, 3 brokers, %d partitions each; SessionTimeoutMs=%d ElectionTimeoutMs=%d "
