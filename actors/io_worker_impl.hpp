@@ -298,6 +298,23 @@ std::string seal_marker_of(worker_ptr self, const hosted& p);
 storage::log_config log_config_of(worker_ptr self, const partition_settings& s);
 /// `<data_dir>/<topic>-<partition>`.
 std::string dir_of(const partition_settings& s);
+/// Marks `p` recently used and releases idle logs' file descriptors past
+/// the worker's budget (io_worker.cpp).
+void touch(worker_ptr self, hosted& p);
+/// The admin route that repairs `s`'s log, named in offline errors.
+std::string repair_route(const partition_settings& s);
+
+// --- io_worker_open.cpp -------------------------------------------------------
+/// Shared storage: brings `p` in line with the applied image before a
+/// request uses it (closes an epoch that is over, opens the one the image
+/// names). partition_moved when not owner, the offline error when the open
+/// failed, else nothing; a local partition always nothing.
+caf::error follow_image(worker_ptr self, hosted& p);
+/// follow_image for every shared partition, once per published image.
+void follow_images(worker_ptr self);
+/// Opens (and recovers) the log of a newly assigned partition and adds it
+/// to the worker; a shared one only when the image names this broker owner.
+void open_partition(worker_ptr self, uint64_t id, partition_settings settings);
 
 // --- io_worker_admin.cpp -----------------------------------------------------
 
