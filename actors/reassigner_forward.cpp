@@ -505,6 +505,12 @@ void send_confirm(self_ptr self, const std::string& id, int64_t log_start) {
   json body{{"from", self->state.settings.broker_id},
             {"log_end_offset", run->final_end},
             {"log_start_offset", log_start}};
+  // The cutover's epoch: a destination that holds the partition at a later
+  // one confirmed an earlier try (its answer lost, or the controller
+  // confirmed in this broker's place while it was fenced) and may have
+  // taken writes since, so its end no longer matches; it answers 200.
+  if (row->owner_epoch > 0)
+    body["owner_epoch"] = row->owner_epoch;
   call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/confirm", body.dump(), true,
        [self, id](int status, json& answer, const std::string& confirm_error) {
          // A destination that is no longer owner answers

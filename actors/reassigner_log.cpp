@@ -338,6 +338,8 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   json confirm{{"from", m.from}, {"log_end_offset", m.end}};
   if (m.log_start >= 0)  // the source's sealed log start: records it deleted during the copy stay deleted
     confirm["log_start_offset"] = m.log_start;
+  if (m.epoch > 0)  // the cutover's epoch: a destination past it confirmed an earlier try
+    confirm["owner_epoch"] = m.epoch;
   transport::call_peer(*peer, "POST", tp_path(m.tp) + "/confirm", confirm.dump(), status.term, status.leader,
                        st.settings.peer_timeout, [handle, id](int code, json, std::string error) {
                          // Whatever the answer, the next tick decides again from the image.

@@ -308,11 +308,13 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
   // the source's place, which leaves the copy's own.
   const int64_t log_start = is_int(body, "log_start_offset") ? body["log_start_offset"].get<int64_t>() : -1;
   auto from = is_str(body, "from") ? body["from"].get<std::string>() : std::string{};
+  // The cutover's epoch (absent from an older source's confirm): see below.
+  const int64_t cutover_epoch = is_int(body, "owner_epoch") ? body["owner_epoch"].get<int64_t>() : 0;
   auto topic = req.params["topic"];
   auto [partition, part] = *local;
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-             [ctx, respond, topic, partition = partition, part = part, expected, log_start, from](int64_t at,
-                                                                                                  const std::string&) {
+             [ctx, respond, topic, partition = partition, part = part, expected, log_start, from,
+              cutover_epoch](int64_t at, const std::string&) {
     auto fail = fail_with(respond);
     // This broker is owner since the cutover's entry. Not yet applied here:
     // retry. Another owner: the partition moved on after an earlier try of
@@ -329,6 +331,24 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
                                    topic + "/" + std::to_string(partition) + " is owned by " + r.owner
                                      + " now; this move has ended"));
       return;
+    }
+    if (cutover_epoch > 0) {
+      // Owner at a later epoch than the cutover's: this broker's conditional
+      // owner entry applied, so an earlier try of this confirm (or the
+      // controller's, in a fenced source's place) succeeded, and the
+      // partition may have taken writes since: its end is past `expected`.
+      // Answered as confirmed; the seal is lifted again (idempotent) in case
+      // the earlier try stopped between its entry and its unseal.
+      auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
+      if (owner == ctx.broker_id && epoch > cutover_epoch) {
+        ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
+          log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,
+                                       partition, end, epoch);
+          respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end},
+                                                {"already_confirmed", true}}.dump()));
+        }, fail, seal_atom::value, false);
+        return;
+      }
     }
     if (ctx.shared) {
       confirm_shared(ctx, respond, topic, partition, part, at, expected);

@@ -142,6 +142,29 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   CHECK(call(c.client(src), "POST", "/v1/groups/gz/offsets", R"({"offsets":[{"topic":"zm","partition":0,"offset":9}]})")
           .status == 200);
   CHECK(call(c.client(src), "GET", "/v1/groups/gz/offsets?topic=zm").body["offsets"][0].value("offset", int64_t{-1}) == 9);
+
+  // The confirm sent again after the destination confirmed and took writes
+  // (its answer was lost, or the controller confirmed in a fenced source's
+  // place and the source came back): with the cutover's epoch it is
+  // answered as confirmed, not as an end mismatch the source would retry
+  // for ever. Without it (an older source) the mismatch stands.
+  const auto controller = call(c.admin(dst), "GET", "/admin/cluster").body["controller"];
+  const moonmq::transport::header_list fence{
+    {"X-Controller-Epoch", std::to_string(controller.value("epoch", int64_t{0}))},
+    {"X-Controller-Id", controller.value("id", std::string{})}};
+  const int64_t cutover_epoch = std::stoll(records_before.back()) + 1;
+  json again{{"from", c.id(src)}, {"log_end_offset", all.rbegin()->first + 1}, {"owner_epoch", cutover_epoch}};
+  auto confirmed = cluster_call(c.cluster_port(dst), "POST", "/cluster/partitions/zm/0/confirm", again.dump(), fence);
+  INFO(confirmed.raw);
+  CHECK(confirmed.status == 200);
+  CHECK(confirmed.body.value("already_confirmed", false));
+  CHECK(confirmed.body.value("log_end_offset", int64_t{-1}) > all.rbegin()->first + 1);
+  again.erase("owner_epoch");
+  auto mismatch = cluster_call(c.cluster_port(dst), "POST", "/cluster/partitions/zm/0/confirm", again.dump(), fence);
+  INFO(mismatch.raw);
+  CHECK(mismatch.status == 409);
+  CHECK(mismatch.body.value("error", "") == "offset_mismatch");
+  CHECK(who_serves(c.client(dst), "zm", 0).first == 200);
 }
 
 TEST_CASE("shared storage: a move of ~50 MB takes about as long as one of ~50 KB", "[node][shared][move][scenario]") {

@@ -444,8 +444,13 @@ TEST_CASE("shared storage: a frozen owner thawed after its partitions failed ove
     thaw.frozen = false;
     story << "thawed after " << std::chrono::duration<double>(cont_at - stop_at).count() << " s frozen\n";
     std::this_thread::sleep_for(1s);
-    if (!wait_until([&] { return rejoined(c, zombie); }, 20s))
-      problem("the thawed broker did not rejoin (lease valid, nobody fenced) within 20 s");
+    if (!wait_until([&] { return rejoined(c, zombie); }, 20s)) {
+      const auto v = cluster_view(c, zombie);
+      problem("the thawed broker did not rejoin (lease valid, nobody fenced) within 20 s; its view: lease_valid="
+              + (v.is_object() ? v["raft"].value("lease_valid", json(false)).dump() : std::string("?"))
+              + " fenced_brokers=" + (v.is_object() ? v.value("fenced_brokers", json::array()).dump() : std::string("?"))
+              + " raft=" + (v.is_object() ? v["raft"].dump().substr(0, 300) : std::string("no answer")));
+    }
     if (moved_partition >= 0) {
       move_row = wait_move(c.admin(zombie), topic, moved_partition, c.id(zombie), {}, 30s);
       story << "move: " << move_row.dump() << "\n";
@@ -581,12 +586,17 @@ TEST_CASE("shared storage: a frozen owner thawed after its partitions failed ove
                 "answered after the thaw (%d acknowledged before the stop), %d answers after the thaw, %d acknowledged "
                 "after it%s\n",
                 t + 1, trials, c.id(zombie).c_str(), froze_leader ? " (leader)" : "",
-                plan.mid_move ? (" mid-move (" + (move_row.is_null() ? std::string{"not submitted"}
-                                                                     : move_row.value("state", "?")) + ")").c_str()
+                plan.mid_move ? (" mid-move (" + (moved_partition < 0 ? std::string{"not submitted"}
+                                                  : move_row.is_null() ? std::string{"no row"}
+                                                                       : move_row.value("state", "?")) + ")").c_str()
                               : "",
                 std::chrono::duration<double>(cont_at - stop_at).count(),
                 std::chrono::duration<double>(over_at - stop_at).count(), second_write_s, trial_in_flight, trial_late, trial_after_cont,
-                trial_zombie_acks, problems.empty() ? "" : "; FAILED");
+                trial_zombie_acks, problems.empty() ? "" : "; FAILED:");
+    // The problems on the trial's own line too: a CI log that keeps only
+    // the head and tail of the output still says what went wrong.
+    for (const auto& pr : problems)
+      std::printf("  - %s\n", pr.substr(0, 400).c_str());
     total_late += trial_late;
     total_in_flight += trial_in_flight;
     total_after_cont += trial_after_cont;
