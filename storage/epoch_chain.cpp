@@ -6,9 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include <fcntl.h>
+#include <unistd.h>
 
+#include "storage/chain_summary.hpp"
 #include "storage/file_io.hpp"
 #include "storage/recovery_point.hpp"
 #include "storage/segment.hpp"
@@ -123,6 +127,13 @@ status add_range(const std::string& dir, offset start, offset end, size_t index_
       return chain_damage(path, used, expect, end,
                           "the epoch ends at " + std::to_string(end.value) + " but its data ends at " +
                             std::to_string(expect.value));
+    // A sealed segment below the range's last one is read whole: a header
+    // that stops the walk early (unparsable, or an offset past the range)
+    // is damage, not the end of the epoch.
+    if (!last_in_range && used != size)
+      return chain_damage(path, used, expect, (*bases)[i + 1],
+                          "sealed segment of " + std::to_string(size) + " bytes whose batches end at byte " +
+                            std::to_string(used));
     seg.size = used;
     seg.max_timestamp = max_ts;
     seg.memory_index = std::move(index);
@@ -210,6 +221,26 @@ error file_error(const char* what, const std::string& path, const std::error_cod
   return e;
 }
 
+/// Makes `<root>` and its parent durable once per process per root: the
+/// directories a takeover record's path may have created, up to the shared
+/// one (whoever created them may have died before syncing them). Later
+/// records of the root need only their own file and `epochs` synced.
+status sync_takeover_ancestry(const std::string& root) {
+  static std::mutex synced_mtx;
+  static std::set<std::string> synced_roots;
+  {
+    std::lock_guard<std::mutex> g{synced_mtx};
+    if (synced_roots.count(root))
+      return {};
+  }
+  for (const auto& d : {root, fs::path(root).parent_path().string()})
+    if (auto st = sync_dir(d.empty() ? std::string(".") : d); !st)
+      return st;
+  std::lock_guard<std::mutex> g{synced_mtx};
+  synced_roots.insert(root);
+  return {};
+}
+
 }  // namespace
 
 std::string epoch_log_dir(const std::string& root, uint64_t epoch) { return root + "/e" + epoch_name(epoch); }
@@ -272,20 +303,45 @@ result<std::vector<takeover_record>> read_takeover_records(const std::string& ro
   return out;
 }
 
-status write_takeover_record(const std::string& root, const takeover_record& r) {
+status write_takeover_record(const std::string& root, const takeover_record& r, bool durable) {
   const auto dir = root + "/epochs";
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
     return fs_error("mkdir", dir, ec);
   auto path = takeover_record_path(root, r.epoch);
-  if (auto wec = util::write_file_atomic(path, encode_takeover_record(r)); wec)
-    return file_error("write", path, wec);
-  // The directories the record's path may have created, up to the shared one.
-  for (const auto& d : {root, fs::path(root).parent_path().string()})
-    if (auto st = sync_dir(d.empty() ? std::string(".") : d); !st)
-      return st;
+  if (durable) {
+    if (auto wec = util::write_file_atomic(path, encode_takeover_record(r)); wec)
+      return file_error("write", path, wec);
+    return sync_takeover_ancestry(root);
+  }
+  // Whole or absent to a reader (temp file, rename); durable only once
+  // sync_takeover_record ran.
+  const auto tmp = path + ".tmp";
+  auto fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+  if (!fd)
+    return fd.err();
+  const auto line = encode_takeover_record(r);
+  if (auto st = pwrite_all(fd->get(), 0, line, tmp); !st)
+    return st;
+  fd->reset();
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return fs_error("rename", tmp, ec);
   return {};
+}
+
+status sync_takeover_record(const std::string& root, uint64_t epoch) {
+  const auto path = takeover_record_path(root, epoch);
+  auto fd = open_file(path, O_RDONLY);
+  if (!fd)
+    return fd.err();
+  if (::fsync(fd->get()) != 0)
+    return io_error("fsync", path);
+  fd->reset();
+  if (auto st = sync_dir(root + "/epochs"); !st)
+    return st;
+  return sync_takeover_ancestry(root);
 }
 
 result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const log_config& config,
@@ -313,9 +369,23 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
   chain_prefix prefix;
   log_config cfg = config;
   const auto dir = epoch_log_dir(root, epoch);
+  // The newest chain summary of an earlier epoch (or, reopening, of this
+  // one) stands for the walk of every epoch below it (chain_summary.hpp).
+  size_t walked_from = 0;
+  {
+    std::vector<std::pair<uint64_t, offset>> summarized;
+    for (const auto& r : earlier)
+      summarized.emplace_back(r.epoch, r.start);
+    if (own)
+      summarized.emplace_back(own->epoch, own->start);
+    if (auto summary = read_chain_summary(root, summarized)) {
+      prefix = std::move(summary->prefix);
+      walked_from = summary->index;
+    }
+  }
   // Earlier epochs but the newest one each end where the next one starts.
   auto add_closed = [&](size_t count, offset last_end) -> status {
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = walked_from; i < count; ++i) {
       offset end = i + 1 < count ? earlier[i + 1].start : last_end;
       if (auto st = add_range(epoch_log_dir(root, earlier[i].epoch), earlier[i].start, end,
                               config.index_interval_bytes, prefix);
@@ -328,6 +398,9 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
     found.start = own->start;
     if (!earlier.empty())
       found.previous_epoch = earlier.back().epoch;
+    // Its record may not be durable yet (written at a takeover whose
+    // process stopped before the first byte): it is before the first one.
+    cfg.before_materialize = [root, epoch]() { return sync_takeover_record(root, epoch); };
     if (auto st = add_closed(earlier.size(), own->start); !st)
       return st.err();
   } else if (earlier.empty()) {
@@ -355,8 +428,16 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
     if (!end)
       return end.err();
     found.start = *end;
-    if (auto st = write_takeover_record(root, {epoch, *end}); !st)
+    // Durable before the epoch's first byte, not before the takeover ends:
+    // an epoch that never writes (a move's destination until it confirms)
+    // keeps two fsyncs out of the move's sealed window. Until then a crash
+    // may lose the record; the epoch then holds nothing, and its owner's
+    // next open takes the partition over again.
+    if (auto st = write_takeover_record(root, {epoch, *end}, false); !st)
       return st.err();
+    cfg.before_materialize = [root, epoch]() { return sync_takeover_record(root, epoch); };
+    prefix.end = found.start;
+    write_chain_summary(root, epoch, prefix);
     log::get("storage")->info("epoch.took_over root={} epoch={} previous_epoch={} start_offset={} ignored_bytes={}",
                               root, epoch, prev.epoch, end->value, found.cut_bytes);
   }
@@ -366,6 +447,37 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
   if (lg && info)
     *info = found;
   return lg;
+}
+
+status continue_epoch(const std::string& root, partition_log& lg, uint64_t from, uint64_t to,
+                      epoch_open_info* info) {
+  if (to <= from || lg.on_disk() || !lg.chained())
+    return make_error(errc::invalid_argument, "epoch " + std::to_string(to) + " of " + root +
+                                                " cannot continue epoch " + std::to_string(from) +
+                                                " in place: it must be later, and " + std::to_string(from) +
+                                                " must be open, chained and unwritten");
+  auto records = read_takeover_records(root);
+  if (!records)
+    return records.err();
+  if (!records->empty() && records->back().epoch > from)
+    return make_error(errc::epoch_over, "epoch " + std::to_string(from) + " of " + root + " is over: epoch " +
+                                          std::to_string(records->back().epoch) + " took it over at offset " +
+                                          std::to_string(records->back().start.value));
+  const offset start = lg.log_end();
+  if (auto st = write_takeover_record(root, {to, start}, false); !st)
+    return st;
+  if (auto st = lg.continue_in(epoch_log_dir(root, to), [root, to]() { return sync_takeover_record(root, to); }); !st)
+    return st;  // not reached: checked above
+  if (info) {
+    *info = epoch_open_info{};
+    info->took_over = true;
+    info->start = start;
+    info->previous_epoch = records->empty() ? 0 : records->back().epoch;
+    info->prior_segments = lg.segment_count() - 1;
+  }
+  log::get("storage")->info("epoch.continued root={} epoch={} previous_epoch={} start_offset={}", root, to, from,
+                            start.value);
+  return {};
 }
 
 }  // namespace moonmq::storage

@@ -48,10 +48,17 @@ std::optional<takeover_record> decode_takeover_record(std::string_view text);
 /// is damage: the chain cannot be read past it).
 result<std::vector<takeover_record>> read_takeover_records(const std::string& root);
 
-/// Writes the takeover record of `r.epoch` atomically and durably (temp
-/// file, fsync, rename, fsync of `<root>/epochs`, `<root>` and the parent of
-/// `<root>`). Errors: io_error.
-status write_takeover_record(const std::string& root, const takeover_record& r);
+/// Writes the takeover record of `r.epoch` atomically (temp file, rename):
+/// with `durable`, also fsyncs it and `<root>/epochs` (and, once per
+/// process, `<root>` and its parent); without, sync_takeover_record must
+/// run before the epoch's first byte (open_epoch and continue_epoch make it
+/// their log's before_materialize). Errors: io_error.
+status write_takeover_record(const std::string& root, const takeover_record& r, bool durable = true);
+
+/// Makes a record written with durable=false durable: fsync of the record,
+/// of `<root>/epochs` (and of `<root>` and its parent once per process).
+/// Errors: io_error.
+status sync_takeover_record(const std::string& root, uint64_t epoch);
 
 /// What open_epoch found.
 struct epoch_open_info {
@@ -91,5 +98,20 @@ struct epoch_open_info {
 /// epoch_over, corrupt_log, io_error.
 result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const log_config& config,
                                  epoch_open_info* info = nullptr);
+
+/// Shared storage: `lg`, opened at epoch `from` by open_epoch and never
+/// written there (!lg.on_disk(): a move's destination, sealed since its
+/// takeover), goes on as epoch `to` of the same owner without reading the
+/// chain again. `to`'s takeover record is written at lg.log_end() (the end
+/// of `from`, which holds nothing) and the log's directory becomes
+/// e<to>/; the chain, producer and transaction state in memory are those
+/// `to` would read. Cost: one listing of `<root>/epochs` and the record's
+/// durable write, whatever the partition's size (open_epoch walks every
+/// earlier segment). Errors (nothing changed; open `to` with open_epoch
+/// instead, or not at all): invalid_argument (`to` <= `from`, or the log
+/// is on disk or not chained), epoch_over (a record above `from` exists:
+/// another owner took over), corrupt_log, io_error.
+status continue_epoch(const std::string& root, partition_log& lg, uint64_t from, uint64_t to,
+                      epoch_open_info* info = nullptr);
 
 }  // namespace moonmq::storage

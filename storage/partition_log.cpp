@@ -217,6 +217,18 @@ partition_log::partition_log(std::string dir, log_config config, active_segment 
     device_ = static_cast<uint64_t>(st.st_dev);
 }
 
+status partition_log::continue_in(const std::string& dir, std::function<status()> before_materialize) {
+  if (!chained_ || on_disk_)
+    return make_error(errc::invalid_argument, "only a chained log that never wrote in " + dir_
+                                                + " can go on in another directory");
+  // Nothing of this log is in dir_: every closed segment is an earlier
+  // epoch's (its own directory set), and the active one was never created.
+  dir_ = dir;
+  active_ = active_segment::planned(dir, log_end(), config_.index_interval_bytes);
+  config_.before_materialize = std::move(before_materialize);
+  return {};
+}
+
 status partition_log::materialize() {
   if (on_disk_)
     return {};

@@ -290,6 +290,14 @@ class partition_log {
   status materialize();
   /// False while the log exists only in memory (see open).
   bool on_disk() const { return on_disk_; }
+  /// Shared storage (epoch_chain.hpp continue_epoch): a chained log that
+  /// never wrote a byte in its own directory (!on_disk()) goes on in `dir`
+  /// instead, which must not exist: the chain it read, its producer and
+  /// transaction state and its log end stay as they are; the first append
+  /// creates `dir`, after `before_materialize` (log_config's hook; may be
+  /// null). Errors: invalid_argument when the log is not chained or is on
+  /// disk (nothing changes).
+  status continue_in(const std::string& dir, std::function<status()> before_materialize);
   bool holds_fd() const { return active_.holds_fd(); }
 
   /// The recovery point on disk (every offset below it was fdatasynced).

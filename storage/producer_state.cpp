@@ -1,5 +1,7 @@
 #include "storage/producer_state.hpp"
 
+#include "storage/binary_codec.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -127,6 +129,40 @@ size_t producer_state::expire(int64_t now_ms, int64_t max_age_ms, const std::fun
     }
   }
   return n;
+}
+
+void producer_state::encode_to(std::string& out) const {
+  codec::put(out, static_cast<uint32_t>(producers_.size()));
+  for (const auto& [id, e] : producers_) {
+    codec::put(out, id);
+    codec::put(out, e.epoch);
+    codec::put(out, e.count);
+    codec::put(out, e.last_timestamp);
+    for (const auto& b : e.batches) {
+      codec::put(out, b.first_seq);
+      codec::put(out, b.last_seq);
+      codec::put(out, b.base.value);
+    }
+  }
+}
+
+bool producer_state::decode_from(std::string_view& in) {
+  producers_.clear();
+  uint32_t n = 0;
+  if (!codec::get(in, n))
+    return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    int64_t id = 0;
+    entry e;
+    if (!codec::get(in, id) || !codec::get(in, e.epoch) || !codec::get(in, e.count) ||
+        !codec::get(in, e.last_timestamp) || e.count > producer_batches_kept)
+      return false;
+    for (auto& b : e.batches)
+      if (!codec::get(in, b.first_seq) || !codec::get(in, b.last_seq) || !codec::get(in, b.base.value))
+        return false;
+    producers_[id] = e;
+  }
+  return true;
 }
 
 }  // namespace moonmq::storage

@@ -9,6 +9,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "storage/record_batch.hpp"
@@ -74,6 +75,15 @@ public:
 
   void clear() { producers_.clear(); }
   size_t producer_count() const { return producers_.size(); }
+
+  /// Appends the whole state to `out` (storage/chain_summary.hpp): count
+  /// u32, then per producer id i64, epoch i16, batches u8, last timestamp
+  /// i64 and the batches {first_seq i32, last_seq i32, base i64}.
+  void encode_to(std::string& out) const;
+  /// Replaces the state with one encode_to wrote at the front of `in` and
+  /// advances `in` past it; false (state unspecified) when `in` does not
+  /// hold one whole.
+  bool decode_from(std::string_view& in);
 
 private:
   struct batch {

@@ -1,5 +1,7 @@
 #include "storage/txn_state.hpp"
 
+#include "storage/binary_codec.hpp"
+
 #include <algorithm>
 
 namespace moonmq::storage {
@@ -72,6 +74,43 @@ bool committed_filter::skip(const batch_header_info& h) {
   if ((h.attributes & attr_transactional) == 0)
     return false;
   return aborting_.count(h.producer_id) != 0;
+}
+
+void txn_state::encode_to(std::string& out) const {
+  codec::put(out, static_cast<uint32_t>(open_.size()));
+  for (const auto& [id, first] : open_) {
+    codec::put(out, id);
+    codec::put(out, first.value);
+  }
+  codec::put(out, static_cast<uint32_t>(aborted_.size()));
+  for (const auto& a : aborted_) {
+    codec::put(out, a.producer_id);
+    codec::put(out, a.first.value);
+    codec::put(out, a.last.value);
+  }
+}
+
+bool txn_state::decode_from(std::string_view& in) {
+  clear();
+  uint32_t n = 0;
+  if (!codec::get(in, n))
+    return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    int64_t id = 0;
+    offset first{0};
+    if (!codec::get(in, id) || !codec::get(in, first.value))
+      return false;
+    open_[id] = first;
+  }
+  if (!codec::get(in, n))
+    return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    aborted_txn a;
+    if (!codec::get(in, a.producer_id) || !codec::get(in, a.first.value) || !codec::get(in, a.last.value))
+      return false;
+    aborted_.push_back(a);
+  }
+  return true;
 }
 
 }  // namespace moonmq::storage

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -75,6 +76,15 @@ class txn_state {
   const std::map<int64_t, offset>& open() const { return open_; }
   /// The aborted index, in marker order.
   const std::vector<aborted_txn>& aborted() const { return aborted_; }
+
+  /// Appends the whole state to `out` (storage/chain_summary.hpp): open
+  /// count u32, {producer id i64, first offset i64}, aborted count u32,
+  /// {producer id i64, first i64, last i64}.
+  void encode_to(std::string& out) const;
+  /// Replaces the state with one encode_to wrote at the front of `in` and
+  /// advances `in` past it; false (state unspecified) when `in` does not
+  /// hold one whole.
+  bool decode_from(std::string_view& in);
 
  private:
   std::map<int64_t, offset> open_;

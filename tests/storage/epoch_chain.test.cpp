@@ -12,8 +12,10 @@
 #include <fstream>
 #include <map>
 
+#include "storage/chain_summary.hpp"
 #include "storage/recovery_point.hpp"
 #include "storage_test_helpers.hpp"
+#include "util/atomic_file.hpp"
 
 using namespace moonmq::storage;
 using namespace moonmq::storage::test;
@@ -358,4 +360,210 @@ TEST_CASE("shared storage: retention deletes the earlier epochs' segments first"
   REQUIRE(reopened.ok());
   CHECK(reopened->log_start() == second->log_start());
   CHECK(read_all(*reopened) == kept);
+}
+
+TEST_CASE("shared storage: a takeover reads the chain summary instead of the earlier epochs' headers, and reads the "
+          "same as a walk",
+          "[storage][shared]") {
+  temp_dir tmp;
+  auto root = tmp.sub("t-0");
+  auto idem = [](int32_t seq, int seed) {
+    batch_options o;
+    o.producer_id = 7;
+    o.producer_epoch = 0;
+    o.base_sequence = seq;
+    return encode_batch(make_records(2, seed, 40), o).value();
+  };
+  auto first = open_epoch(root, 1, small());
+  REQUIRE(first.ok());
+  auto written = fill(*first, 20, 1);  // several 1 KiB segments
+  for (int32_t seq = 0; seq < 10; seq += 2) {
+    auto b = idem(seq, seq);
+    auto at = first->append(b);
+    REQUIRE(at.ok());
+  }
+  REQUIRE(first->flush().ok());
+  const auto first_end = first->log_end();
+
+  // Epoch 2's takeover walks epoch 1 and leaves the summary of what it read.
+  auto second = open_epoch(root, 2, small());
+  REQUIRE(second.ok());
+  std::string bytes;
+  REQUIRE_FALSE(moonmq::util::read_file(chain_summary_path(root, 2), bytes));
+  auto summary = decode_chain_summary(root, 2, bytes);
+  REQUIRE(summary);
+  CHECK(summary->end == first_end);
+  CHECK(summary->segments.size() == second->segment_count() - 1);
+  CHECK(summary->producers.producer_count() == 1);
+  auto more = fill(*second, 4, 100);
+  REQUIRE(second->flush().ok());
+  const auto all = read_all(*second);
+
+  // Damage to the second batch header of epoch 1's first sealed segment
+  // (its base offset): a walk of the headers stops there, the summary does
+  // not read them.
+  const auto seg0 = epoch_log_dir(root, 1) + "/" + segment_log_name(offset{0});
+  {
+    std::fstream f(seg0, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char len[4] = {};
+    f.seekg(8);
+    f.read(reinterpret_cast<char*>(len), 4);
+    const auto first_batch = 12 + ((uint32_t{len[0]} << 24) | (uint32_t{len[1]} << 16) | (uint32_t{len[2]} << 8) | len[3]);
+    f.seekp(static_cast<std::streamoff>(first_batch));
+    const char junk[8] = {0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f};
+    f.write(junk, sizeof junk);
+  }
+  epoch_open_info info;
+  auto third = open_epoch(root, 3, small(), &info);
+  REQUIRE(third.ok());
+  CHECK(info.start == second->log_end());
+  CHECK(info.prior_segments == second->segment_count());
+  CHECK(third->log_end() == second->log_end());
+  // The producer state came from the summary: a resend of epoch 1's last
+  // idempotent batch is a duplicate at its offset, the next one follows.
+  auto resend = idem(8, 8);
+  auto dup = third->append(resend);
+  REQUIRE_FALSE(dup.ok());
+  CHECK(dup.err().code == errc::duplicate_sequence);
+  CHECK(dup.err().original == offset{first_end.value - 2});
+  CHECK(fs::exists(chain_summary_path(root, 3)));
+  CHECK_FALSE(fs::exists(chain_summary_path(root, 2)));  // superseded
+  REQUIRE(third->close().ok());
+
+  // Without the summary the takeover walks epoch 1 again and meets the damage.
+  fs::remove_all(root + "/chains");
+  auto walked = open_epoch(root, 4, small());
+  REQUIRE_FALSE(walked.ok());
+  CHECK(walked.err().code == errc::corrupt_log);
+}
+
+TEST_CASE("shared storage: a chain summary that does not match is ignored and the takeover walks the headers",
+          "[storage][shared]") {
+  temp_dir tmp;
+  auto root = tmp.sub("t-0");
+  auto first = open_epoch(root, 1, small());
+  REQUIRE(first.ok());
+  auto written = fill(*first, 20, 1);
+  REQUIRE(first->flush().ok());
+  auto second = open_epoch(root, 2, small());
+  REQUIRE(second.ok());
+  auto more = fill(*second, 6, 100);
+  REQUIRE(second->flush().ok());
+  const auto path = chain_summary_path(root, 2);
+  std::string good;
+  REQUIRE_FALSE(moonmq::util::read_file(path, good));
+  const auto expected = read_all(*second);
+  bool trimmed = false;
+
+  SECTION("a flipped byte fails its CRC") {
+    auto bad = good;
+    bad[bad.size() / 2] = static_cast<char>(bad[bad.size() / 2] ^ 0x5a);
+    CHECK_FALSE(decode_chain_summary(root, 2, bad));
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+  }
+  SECTION("a torn one does not decode") {
+    CHECK_FALSE(decode_chain_summary(root, 2, good.substr(0, good.size() - 7)));
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << good.substr(0, good.size() - 7);
+  }
+  SECTION("another epoch's is not taken for this one") {
+    CHECK_FALSE(decode_chain_summary(root, 3, good));
+    fs::rename(path, chain_summary_path(root, 1));
+  }
+  SECTION("one that lists a segment retention removed since") {
+    fs::remove(epoch_log_dir(root, 1) + "/" + segment_log_name(offset{0}));
+    CHECK(read_chain_summary(root, {{1, offset{0}}, {2, first->log_end()}}) == std::nullopt);
+    trimmed = true;
+  }
+  auto third = open_epoch(root, 3, small());
+  REQUIRE(third.ok());
+  CHECK(third->log_end() == second->log_end());
+  auto got = read_all(*third);
+  if (!trimmed) {
+    CHECK(got == expected);
+  } else {  // the walk starts at the first segment left
+    CHECK(third->log_start() > offset{0});
+    REQUIRE_FALSE(got.empty());
+    CHECK(std::equal(got.begin(), got.end(), expected.end() - static_cast<std::ptrdiff_t>(got.size())));
+  }
+}
+
+TEST_CASE("shared storage: an owner that wrote nothing at its epoch goes on at a later one without reading the chain",
+          "[storage][shared]") {
+  temp_dir tmp;
+  auto root = tmp.sub("t-0");
+  auto first = open_epoch(root, 1, small());
+  REQUIRE(first.ok());
+  auto written = fill(*first, 20, 1);
+  REQUIRE(first->flush().ok());
+  auto second = open_epoch(root, 2, small());
+  REQUIRE(second.ok());
+  const auto end = second->log_end();
+
+  CHECK(continue_epoch(root, *second, 2, 2).err().code == errc::invalid_argument);
+  epoch_open_info info;
+  REQUIRE(continue_epoch(root, *second, 2, 3, &info).ok());
+  CHECK(info.took_over);
+  CHECK(info.start == end);
+  CHECK(info.previous_epoch == 2);
+  auto records = read_takeover_records(root);
+  REQUIRE(records.ok());
+  REQUIRE(records->back().epoch == 3);
+  CHECK(records->back().start == end);
+  CHECK(second->dir() == epoch_log_dir(root, 3));
+  CHECK_FALSE(fs::exists(epoch_log_dir(root, 2)));  // epoch 2 never wrote
+
+  auto more = fill(*second, 3, 100);
+  CHECK(more.front().first == end.value);
+  REQUIRE(second->flush().ok());
+  CHECK(fs::exists(epoch_log_dir(root, 3)));
+  CHECK(read_all(*second) == written + more);
+  // Written at 3 now: going on again needs a takeover.
+  CHECK(continue_epoch(root, *second, 3, 4).err().code == errc::invalid_argument);
+  REQUIRE(second->close().ok());
+
+  // A restart of epoch 3 and a later takeover read the same chain.
+  auto reopened = open_epoch(root, 3, small());
+  REQUIRE(reopened.ok());
+  CHECK(read_all(*reopened) == written + more);
+  REQUIRE(reopened->close().ok());
+  auto later = open_epoch(root, 4, small());
+  REQUIRE(later.ok());
+  CHECK(read_all(*later) == written + more);
+
+  // An epoch another owner took over meanwhile cannot go on.
+  auto stale = open_epoch(root, 5, small());
+  REQUIRE(stale.ok());
+  auto other = open_epoch(root, 6, small());
+  REQUIRE(other.ok());
+  CHECK(continue_epoch(root, *stale, 5, 7).err().code == errc::epoch_over);
+}
+
+TEST_CASE("shared storage: an epoch's first byte waits for its takeover record to be durable", "[storage][shared]") {
+  temp_dir tmp;
+  auto root = tmp.sub("t-0");
+  auto first = open_epoch(root, 1, small());
+  REQUIRE(first.ok());
+  fill(*first, 3, 1);
+  REQUIRE(first->flush().ok());
+  // The takeover writes its record without fsync; the first append syncs
+  // it before it creates the epoch's directory. Gone meanwhile (never
+  // durable), the append fails and the epoch writes nothing.
+  for (bool continued : {false, true}) {
+    INFO((continued ? "continued" : "taken over"));
+    const uint64_t epoch = continued ? 4 : 2;
+    auto lg = open_epoch(root, continued ? 3 : 2, small());
+    REQUIRE(lg.ok());
+    if (continued)
+      REQUIRE(continue_epoch(root, *lg, 3, 4).ok());
+    REQUIRE(fs::exists(takeover_record_path(root, epoch)));
+    fs::remove(takeover_record_path(root, epoch));
+    auto b = encode_batch(make_records(1, 9, 10)).value();
+    CHECK_FALSE(lg->append(b).ok());
+    CHECK_FALSE(fs::exists(epoch_log_dir(root, epoch)));
+  }
+  auto ok = open_epoch(root, 5, small());
+  REQUIRE(ok.ok());
+  auto b = encode_batch(make_records(1, 9, 10)).value();
+  REQUIRE(ok->append(b).ok());
+  CHECK(fs::exists(epoch_log_dir(root, 5)));
 }

@@ -300,3 +300,29 @@ TEST_CASE("partition log: a producer with an open transaction is not expired", "
   CHECK(lg.producers().epoch_of(1) == 0);
   CHECK(lg.producers().epoch_of(2) == -1);
 }
+
+TEST_CASE("txn state: encode_to and decode_from round-trip the open transactions and the aborted index, and refuse a "
+          "short input",
+          "[txn_state]") {
+  txn_state t;
+  t.record(txn_data(5, 0, 2));
+  t.record(txn_data(6, 2, 1));
+  t.record(marker(6, 3, control_abort));
+  t.record(txn_data(9, 4, 3));
+  std::string bytes = "head";
+  t.encode_to(bytes);
+  bytes += "tail";
+  std::string_view in = bytes;
+  in.remove_prefix(4);
+  txn_state back;
+  REQUIRE(back.decode_from(in));
+  CHECK(in == "tail");
+  CHECK(back.open() == t.open());
+  CHECK(back.aborted() == t.aborted());
+  CHECK(back.last_stable_offset(offset{10}) == t.last_stable_offset(offset{10}));
+  for (size_t cut = 0; cut + 4 < bytes.size() - 4; ++cut) {
+    std::string_view part = std::string_view(bytes).substr(4, cut);
+    txn_state partial;
+    CHECK_FALSE(partial.decode_from(part));
+  }
+}
