@@ -10,6 +10,7 @@
 // broker must not serve.
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -132,8 +133,19 @@ public:
     return {partition_route::kind::remote, it->second};
   }
   void set(std::shared_ptr<const owner_map> next) {
-    std::lock_guard<std::mutex> g{mtx_};
-    current_ = std::move(next);
+    {
+      std::lock_guard<std::mutex> g{mtx_};
+      current_ = std::move(next);
+    }
+    notify();
+  }
+  /// Calls `f` after every set() that replaces the owners, on the setting
+  /// thread and outside the image's lock (`f` must be quick: it only
+  /// signals, e.g. sends an actor a message). A shared-storage I/O worker
+  /// follows a new image at once with it, instead of on its next poll.
+  void on_set(std::function<void()> f) const {
+    std::lock_guard<std::mutex> g{listen_mtx_};
+    listeners_.push_back(std::move(f));
   }
   /// Replaces the whole image at once, so that no reader sees owners of one
   /// applied index beside the broker standing of another.
@@ -142,14 +154,17 @@ public:
            std::shared_ptr<const epoch_map> epochs = std::make_shared<const epoch_map>(),
            std::shared_ptr<const move_image> moves = std::make_shared<const move_image>(),
            std::shared_ptr<const deleted_topic_map> deleted = std::make_shared<const deleted_topic_map>()) {
-    std::lock_guard<std::mutex> g{mtx_};
-    moves_ = std::move(moves);
-    deleted_ = std::move(deleted);
-    current_ = std::move(next);
-    topics_ = std::move(topics);
-    balancer_ = std::move(balancer);
-    standing_ = std::move(standing);
-    epochs_ = std::move(epochs);
+    {
+      std::lock_guard<std::mutex> g{mtx_};
+      moves_ = std::move(moves);
+      deleted_ = std::move(deleted);
+      current_ = std::move(next);
+      topics_ = std::move(topics);
+      balancer_ = std::move(balancer);
+      standing_ = std::move(standing);
+      epochs_ = std::move(epochs);
+    }
+    notify();
   }
   /// The owner (empty when none) and owner epoch of `tp`, read together
   /// from one applied image: epoch 1 from the partition's creation, bumped
@@ -298,6 +313,18 @@ public:
   dataplane::topic_defaults topic_defaults() const { return dataplane::topic_defaults_of(*balancer()); }
 
 private:
+  void notify() const {
+    std::vector<std::function<void()>> fs;
+    {
+      std::lock_guard<std::mutex> g{listen_mtx_};
+      fs = listeners_;
+    }
+    for (const auto& f : fs)
+      f();
+  }
+
+  mutable std::mutex listen_mtx_;
+  mutable std::vector<std::function<void()>> listeners_;
   mutable std::mutex mtx_;
   std::shared_ptr<const owner_map> current_ = std::make_shared<owner_map>();
   std::shared_ptr<const topic_image> topics_ = std::make_shared<topic_image>();

@@ -572,6 +572,13 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     self->state.shared = std::make_unique<shared_mode>(
       shared_mode{settings.image, settings.broker_id, settings.lease_valid});
     self->send(self, follow_atom::value);
+    // A new image is followed at once (a move's destination takes the
+    // partition over while the source's next steps run, not at the next
+    // poll); the poll stays as the backstop.
+    settings.image->on_set([addr = self->address()] {
+      if (auto worker = caf::actor_cast<caf::actor>(addr))
+        caf::anon_send(worker, follow_atom::value, true);
+    });
   }
   self->state.fd_budget = std::max<size_t>(fd_budget, 1);
   (void)offline_gauge();  // listed at 0 from the start
@@ -702,6 +709,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       follow_images(self);
       self->delayed_send(self, follow_period, follow_atom::value);
     },
+    [self](follow_atom, bool) { follow_images(self); },
     [self](write_out_atom) { write_out_held(self); },
     [self](retain_atom, uint64_t id) {
       auto it = self->state.parts.find(id);

@@ -21,8 +21,11 @@ void open_log(worker_ptr self, hosted& p, int64_t epoch) {
   auto dir = dir_of(p.settings);
   auto config = log_config_of(self, p.settings);
   storage::epoch_open_info info;
+  const auto started = std::chrono::steady_clock::now();
   auto opened = p.settings.shared ? storage::open_epoch(dir, static_cast<uint64_t>(epoch), config, &info)
                                   : storage::partition_log::open(dir, config);
+  const auto took_us =
+    std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   if (opened) {
     p.log.emplace(std::move(opened.value()));
     p.epoch = p.settings.shared ? epoch : 0;
@@ -37,9 +40,10 @@ void open_log(worker_ptr self, hosted& p, int64_t epoch) {
       p.sealed = p.durable_seal = std::filesystem::exists(seal_marker(dir), ec);
     if (p.settings.shared)
       log::get("broker")->info("partition.epoch_opened topic={} partition={} epoch={} took_over={} "
-                               "previous_epoch={} start_offset={} log_start={} log_end={}",
+                               "previous_epoch={} start_offset={} log_start={} log_end={} segments={} took_us={}",
                                p.settings.topic, p.settings.partition, epoch, info.took_over, info.previous_epoch,
-                               info.start.value, p.log->log_start().value, p.log->log_end().value);
+                               info.start.value, p.log->log_start().value, p.log->log_end().value,
+                               p.log->segment_count(), took_us);
     else
       log::get("broker")->debug("partition.opened topic={} partition={} log_start={} log_end={}", p.settings.topic,
                                 p.settings.partition, p.log->log_start().value, p.log->log_end().value);
@@ -85,6 +89,25 @@ caf::error follow_image(worker_ptr self, hosted& p) {
   const int64_t epoch = p.shared->epoch_of(p.settings.topic, p.settings.partition);
   if (p.log && epoch == p.epoch && epoch > 0)
     return {};
+  if (p.log && p.epoch > 0 && epoch > p.epoch && !p.log->on_disk()) {
+    // Owner again at a later epoch, having written nothing at this one (a
+    // move's destination confirming: sealed since its takeover at the
+    // cutover's epoch): the chain read then is the one the later epoch
+    // reads, so the log goes on there without reading it again.
+    storage::epoch_open_info info;
+    auto st = storage::continue_epoch(dir_of(p.settings), *p.log, static_cast<uint64_t>(p.epoch),
+                                      static_cast<uint64_t>(epoch), &info);
+    if (st) {
+      log::get("broker")->info("partition.epoch_opened topic={} partition={} epoch={} took_over=true "
+                               "previous_epoch={} start_offset={} log_start={} log_end={} continued=true",
+                               p.settings.topic, p.settings.partition, epoch, p.epoch, info.start.value,
+                               p.log->log_start().value, p.log->log_end().value);
+      p.epoch = epoch;
+      return {};
+    }
+    log::get("broker")->info("partition.epoch_reopen topic={} partition={} epoch={} image_epoch={} reason=\"{}\"",
+                             p.settings.topic, p.settings.partition, p.epoch, epoch, st.err().message);
+  }
   if (p.log) {
     answer(p, ownership_lost(p));
     if (auto st = p.log->close(); !st)

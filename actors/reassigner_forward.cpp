@@ -19,7 +19,6 @@ namespace {
 
 // Steps of this file that are called above their definition.
 void cutover(self_ptr self, const std::string& id);
-void push_offsets(self_ptr self, const std::string& id);
 
 // --- step 1: ensure ---------------------------------------------------------
 
@@ -317,6 +316,10 @@ void cutover(self_ptr self, const std::string& id) {
   if (!journal_to(self, id, move_state::cutover))
     return;
   seal_and_flip(self, id, [self, id] {
+    if (self->state.settings.shared) {  // nothing to drain: `offsets` next (push_offsets journals it)
+      push_offsets(self, id);
+      return;
+    }
     if (!journal_to(self, id, move_state::draining))
       return;
     drain_next(self, id);
@@ -394,7 +397,14 @@ void send_offsets(self_ptr self, const std::string& id) {
         auto* run = run_of(self, id);
         if (!run || run->seq != seq)
           return;
-        json body{{"topic", tp.topic}, {"partition", tp.partition}, {"offsets", json::parse(list, nullptr, false)}};
+        auto offsets = json::parse(list, nullptr, false);
+        if (offsets.is_array() && offsets.empty()) {
+          // No group committed an offset of the partition here: nothing to
+          // merge, and one round trip less inside the sealed window.
+          finish(self, id);
+          return;
+        }
+        json body{{"topic", tp.topic}, {"partition", tp.partition}, {"offsets", std::move(offsets)}};
         const auto* row = row_of(self, id);
         call(self, *run, row->to.value, "POST", "/cluster/offsets", body.dump(), true,
              [self, id, failed](int status, json& answer, const std::string& error) {

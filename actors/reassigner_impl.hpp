@@ -236,6 +236,9 @@ void begin_copy(self_ptr self, const std::string& id);
 /// Seals the source, then (with `flip`) records the destination as owner.
 void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then, bool flip = true);
 void drain_next(self_ptr self, const std::string& id);
+/// Step 5: journals `offsets` (with the cutover's owner epoch), records the
+/// sealed end in the log, pushes the group offsets, then confirms.
+void push_offsets(self_ptr self, const std::string& id);
 void finish(self_ptr self, const std::string& id);
 /// With Raft, after Cluster.MoveConfirmTimeoutSeconds in `offsets`: takes
 /// the partition back by a conditional owner change at the epoch the

@@ -240,12 +240,12 @@ void recover(self_ptr self) {
         send_offsets(self, id);
         return;
       }
-      if (state == move_state::cutover && !journal_to(self, id, move_state::draining))
-        return;
-      if (self->state.settings.shared) {  // nothing to drain: on to the offsets
-        drain_next(self, id);
+      if (self->state.settings.shared) {  // nothing to drain: on to the offsets (journaled there)
+        push_offsets(self, id);
         return;
       }
+      if (state == move_state::cutover && !journal_to(self, id, move_state::draining))
+        return;
       // Where the destination's log ends decides where the drain restarts.
       auto* run = run_of(self, id);
       const auto* row = row_of(self, id);

@@ -171,7 +171,10 @@ bool allowed_transition(move_state from, move_state to) {
   switch (from) {
     case m::queued: return to == m::copying || to == m::failed || to == m::cancelled;
     case m::copying: return to == m::cutover || to == m::failed || to == m::cancelled;
-    case m::cutover: return to == m::draining || to == m::rolling_back;
+    // Shared storage has no drain (the destination reads the sealed log
+    // where it is): cutover goes on to offsets, one journal write less
+    // inside the move's sealed window.
+    case m::cutover: return to == m::draining || to == m::offsets || to == m::rolling_back;
     case m::draining: return to == m::offsets || to == m::rolling_back;
     // A failed offset push does not undo a move (the data is on the
     // destination already): offsets ends in done, with a warning; or, with

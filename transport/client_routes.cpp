@@ -138,13 +138,17 @@ using forwards = std::map<std::string, std::vector<std::shared_ptr<produce_part>
 void route_part(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
                 std::vector<direct_append>* local = nullptr, forwards* remote = nullptr);
 
-/// Re-routes `part` after a short backoff (5 ms doubling to 20 ms: a move's
-/// refusal lasts tens of ms, and a longer step would stretch every produce
-/// stall to it, bench/shared), or fails it with `why` once its deadline
-/// would pass.
+/// Re-routes `part` after a short backoff, or fails it with `why` once its
+/// deadline would pass. A move's refusal lasts about 10-30 ms (the sealed
+/// window from the source's seal to the destination's confirm, bench/shared),
+/// so the first `quick_reroutes` tries come every 2 ms, then 5 ms doubling to
+/// 20 ms: a coarser step would add up to a step to every produce the window
+/// holds.
 void route_later(const client_context& ctx, std::shared_ptr<produce_gather> gather, std::shared_ptr<produce_part> part,
                  http_response why) {
-  auto delay = milliseconds(std::min(5 << std::min(part->attempt, 2), 20));
+  constexpr int quick_reroutes = 25;
+  auto delay = milliseconds(part->attempt < quick_reroutes ? 2
+                                                           : std::min(5 << std::min(part->attempt - quick_reroutes, 2), 20));
   if (std::chrono::steady_clock::now() + delay >= part->deadline) {
     gather->part_failed(std::move(why));
     return;

@@ -106,6 +106,7 @@ TEST_CASE("the transition table allows exactly the MOVE protocol's edges", "[clu
       {m::cutover, m::draining},       {m::cutover, m::rolling_back}, {m::draining, m::offsets},
       {m::draining, m::rolling_back},  {m::offsets, m::done},        {m::rolling_back, m::failed},
       {m::offsets, m::rolling_back},  // a take-back the destination never confirmed (docs/metadata.md)
+      {m::cutover, m::offsets},       // shared storage: nothing to drain (docs/shared-storage.md)
   };
   for (auto a : all) {
     for (auto b : all) {
