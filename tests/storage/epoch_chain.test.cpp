@@ -54,6 +54,16 @@ std::map<std::string, uintmax_t> files_of(const std::string& dir) {
   return out;
 }
 
+/// An idempotent batch of 2 records of producer 7, epoch 0, from `seq`,
+/// with values of `value_bytes` (from `seed`).
+std::string idempotent_batch(int32_t seq, int seed, size_t value_bytes) {
+  batch_options o;
+  o.producer_id = 7;
+  o.producer_epoch = 0;
+  o.base_sequence = seq;
+  return encode_batch(make_records(2, seed, value_bytes), o).value();
+}
+
 log_config small() {
   auto c = one_kib_segments();
   c.checkpoint_interval_ms = 0;
@@ -303,13 +313,7 @@ TEST_CASE("shared storage: an epoch taken over before its first write never writ
 TEST_CASE("shared storage: idempotent producers continue across a takeover", "[storage][shared]") {
   temp_dir tmp;
   auto root = tmp.sub("t-0");
-  auto idem = [](int32_t seq, int seed) {
-    batch_options o;
-    o.producer_id = 7;
-    o.producer_epoch = 0;
-    o.base_sequence = seq;
-    return encode_batch(make_records(2, seed, 0), o).value();
-  };
+  auto idem = [](int32_t seq, int seed) { return idempotent_batch(seq, seed, 0); };
   auto first = open_epoch(root, 1, small());
   REQUIRE(first.ok());
   for (int32_t seq = 0; seq < 10; seq += 2) {
@@ -367,13 +371,7 @@ TEST_CASE("shared storage: a takeover reads the chain summary instead of the ear
           "[storage][shared]") {
   temp_dir tmp;
   auto root = tmp.sub("t-0");
-  auto idem = [](int32_t seq, int seed) {
-    batch_options o;
-    o.producer_id = 7;
-    o.producer_epoch = 0;
-    o.base_sequence = seq;
-    return encode_batch(make_records(2, seed, 40), o).value();
-  };
+  auto idem = [](int32_t seq, int seed) { return idempotent_batch(seq, seed, 40); };
   auto first = open_epoch(root, 1, small());
   REQUIRE(first.ok());
   auto written = fill(*first, 20, 1);  // several 1 KiB segments
