@@ -137,6 +137,20 @@ void write_chain_summary(const std::string& root, uint64_t epoch, const chain_pr
   }
 }
 
+std::optional<uint64_t> newest_chain_summary_epoch(const std::string& root, uint64_t at_most) {
+  std::optional<uint64_t> newest;
+  std::error_code ec;
+  for (fs::directory_iterator it(root + "/chains", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    if (name.size() != 20 || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;  // a .tmp
+    const uint64_t e = std::stoull(name);
+    if (e > 0 && e <= at_most && (!newest || e > *newest))
+      newest = e;
+  }
+  return newest;
+}
+
 std::optional<loaded_chain_summary> read_chain_summary(const std::string& root,
                                                        const std::vector<std::pair<uint64_t, offset>>& epochs) {
   const auto dir = root + "/chains";

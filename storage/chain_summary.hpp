@@ -48,6 +48,10 @@ std::optional<chain_prefix> decode_chain_summary(const std::string& root, uint64
 /// logged and leaves the next takeover to walk the headers.
 void write_chain_summary(const std::string& root, uint64_t epoch, const chain_prefix& prefix);
 
+/// The newest epoch at or below `at_most` with a file in `<root>/chains`
+/// (by name only: it may not decode); nullopt when there is none.
+std::optional<uint64_t> newest_chain_summary_epoch(const std::string& root, uint64_t at_most);
+
 /// The newest usable summary among `epochs` (ascending; each with the
 /// start offset of its takeover record): its epoch's index in `epochs` and
 /// the prefix, whose segments all exist on disk. nullopt when none is.

@@ -274,7 +274,7 @@ std::optional<takeover_record> decode_takeover_record(std::string_view text) {
   return r;
 }
 
-result<std::vector<takeover_record>> read_takeover_records(const std::string& root) {
+result<std::vector<takeover_record>> read_takeover_records(const std::string& root, uint64_t from_epoch) {
   std::vector<takeover_record> out;
   const auto dir = root + "/epochs";
   std::error_code ec;
@@ -286,8 +286,8 @@ result<std::vector<takeover_record>> read_takeover_records(const std::string& ro
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     auto name = it->path().filename().string();
     auto epoch = parse_epoch_name(name);
-    if (!epoch)
-      continue;  // a *.tmp left by an interrupted write
+    if (!epoch || *epoch < from_epoch)
+      continue;  // a *.tmp left by an interrupted write, or not asked for
     std::string text;
     auto path = dir + "/" + name;
     if (auto rec = util::read_file(path, text); rec)
@@ -348,7 +348,11 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
                                  epoch_open_info* info) {
   if (epoch == 0)
     return make_error(errc::invalid_argument, "owner epoch 0 of " + root + ": epochs start at 1");
-  auto records = read_takeover_records(root);
+  // The newest chain summary of an earlier epoch (or, reopening, of this
+  // one) stands for the walk of every epoch below it (chain_summary.hpp);
+  // the records below it are not even read, unless it proves unusable.
+  const uint64_t summarized_from = newest_chain_summary_epoch(root, epoch).value_or(0);
+  auto records = read_takeover_records(root, summarized_from);
   if (!records)
     return records.err();
   if (!records->empty() && records->back().epoch > epoch) {
@@ -360,17 +364,20 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
   epoch_open_info found;
   std::vector<takeover_record> earlier;
   std::optional<takeover_record> own;
-  for (const auto& r : *records) {
-    if (r.epoch == epoch)
-      own = r;
-    else
-      earlier.push_back(r);
-  }
+  auto split = [&] {
+    earlier.clear();
+    own.reset();
+    for (const auto& r : *records) {
+      if (r.epoch == epoch)
+        own = r;
+      else
+        earlier.push_back(r);
+    }
+  };
+  split();
   chain_prefix prefix;
   log_config cfg = config;
   const auto dir = epoch_log_dir(root, epoch);
-  // The newest chain summary of an earlier epoch (or, reopening, of this
-  // one) stands for the walk of every epoch below it (chain_summary.hpp).
   size_t walked_from = 0;
   {
     std::vector<std::pair<uint64_t, offset>> summarized;
@@ -381,6 +388,12 @@ result<partition_log> open_epoch(const std::string& root, uint64_t epoch, const 
     if (auto summary = read_chain_summary(root, summarized)) {
       prefix = std::move(summary->prefix);
       walked_from = summary->index;
+    } else if (summarized_from > 0) {
+      // Unusable: the whole chain is walked, from every record.
+      records = read_takeover_records(root);
+      if (!records)
+        return records.err();
+      split();
     }
   }
   // Earlier epochs but the newest one each end where the next one starts.

@@ -41,12 +41,13 @@ std::string encode_takeover_record(const takeover_record& r);
 /// nullopt when the line does not decode.
 std::optional<takeover_record> decode_takeover_record(std::string_view text);
 
-/// Every takeover record under `<root>/epochs/`, epoch ascending (none when
-/// the directory does not exist). Leftover `*.tmp` files are ignored.
+/// Every takeover record under `<root>/epochs/` of an epoch at or above
+/// `from_epoch`, epoch ascending (none when the directory does not exist;
+/// the others are not read). Leftover `*.tmp` files are ignored.
 /// Errors: io_error; corrupt_log when a record does not decode or names
 /// another epoch than its file (its writer replaced it atomically, so that
 /// is damage: the chain cannot be read past it).
-result<std::vector<takeover_record>> read_takeover_records(const std::string& root);
+result<std::vector<takeover_record>> read_takeover_records(const std::string& root, uint64_t from_epoch = 0);
 
 /// Writes the takeover record of `r.epoch` atomically (temp file, rename):
 /// with `durable`, also fsyncs it and `<root>/epochs` (and, once per

@@ -66,6 +66,7 @@ struct options : moonmq::bench::node_options {
   int moves = 20;
   double latency_seconds = 5;
   int move_gap_ms = 300;
+  bool big_first = false;  ///< the big partition's moves run before the small one's
   // fills (--move) and --throughput: binary requests of `records` values of `value_bytes`
   int fill_connections = 2;
   int records = 1000;
@@ -85,7 +86,7 @@ constexpr const char* usage =
   "  Raft timings (0 = default): [--session-timeout-ms MS] [--lease-ms MS] [--lease-margin-ms MS]\n"
   "                              [--election-timeout-ms MS] [--heartbeat-ms MS]\n"
   "  --failover: [--kills N] [--partitions-per-broker P] [--records-per-request R] [--pause-ms MS]\n"
-  "  --move: [--small-bytes N] [--big-bytes N] [--moves M] [--latency-seconds S] [--move-gap-ms MS]\n"
+  "  --move: [--small-bytes N] [--big-bytes N] [--moves M] [--latency-seconds S] [--move-gap-ms MS] [--big-first]\n"
   "          [--fill-connections C] [--records R] [--value-bytes V]\n"
   "  --throughput: [--seconds S] [--rounds N] [--tp-partitions P] [--tp-connections C] [--tp-records R]\n"
   "                [--value-bytes V] [--acks leader|all] [--local-no-wal]\n"
@@ -552,6 +553,8 @@ int run_move(const options& o, const std::string& work) {
     int64_t bytes;
   };
   std::vector<part> parts{{"small", o.small_bytes}, {"big", o.big_bytes}};
+  if (o.big_first)  // the later partition's moves see a longer history (Raft log, journal, epochs)
+    std::swap(parts[0], parts[1]);
   for (const auto& p : parts) {
     auto owners = create_topic(c, leader, p.topic, 1);
     if (owners[0] != c.ids[src])
@@ -716,6 +719,7 @@ int main(int argc, char** argv) {
          {"--moves", &o.moves},
          {"--latency-seconds", &o.latency_seconds},
          {"--move-gap-ms", &o.move_gap_ms},
+         {"--big-first", &o.big_first},
          {"--fill-connections", &o.fill_connections},
          {"--records", &o.records},
          {"--value-bytes", &o.value_bytes},
