@@ -3,6 +3,7 @@
 // log, sealing for a move, and DeleteRecords.
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -103,11 +104,22 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
           return make_error(errc::storage_error, "cannot create " + dir.string() + ": " + ec.message());
       }
     }
-    if (auto werr = util::write_file_atomic(marker, "sealed by a partition move\n"))
-      return make_error(errc::storage_error, "cannot write " + marker + ": " + werr.message());
+    // Its existence is the seal: the file is created, then its directory
+    // entry made durable (one fsync; the text is a note for an operator).
+    if (!std::filesystem::exists(marker, ec)) {
+      std::ofstream(marker, std::ios::trunc) << "sealed by a partition move\n";
+      if (!std::filesystem::exists(marker, ec))
+        return make_error(errc::storage_error, "cannot create " + marker);
+    }
+    if (auto derr = util::fsync_dir(std::filesystem::path(marker).parent_path().string()))
+      return make_error(errc::storage_error, "cannot write " + marker + ": " + derr.message());
   } else if (!sealed && std::filesystem::exists(marker, ec)) {
     std::filesystem::remove(marker, ec);
-    if (!ec)
+    // Shared storage: not synced. A marker a crash brings back only seals
+    // the partition again, until the move's end in the log lifts it
+    // (release_move_seal), and the fsync would sit inside the move's
+    // sealed window (the destination's confirm unseals last).
+    if (!ec && !shared)
       ec = util::fsync_dir(std::filesystem::path(marker).parent_path().string());
     if (ec)
       return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());
