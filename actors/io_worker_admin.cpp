@@ -115,11 +115,9 @@ caf::result<int64_t> seal(worker_ptr self, hosted& p, bool sealed, bool durable)
       return make_error(errc::storage_error, "cannot write " + marker + ": " + derr.message());
   } else if (!sealed && std::filesystem::exists(marker, ec)) {
     std::filesystem::remove(marker, ec);
-    // Shared storage: not synced. A marker a crash brings back only seals
-    // the partition again, until the move's end in the log lifts it
-    // (release_move_seal), and the fsync would sit inside the move's
-    // sealed window (the destination's confirm unseals last).
-    if (!ec && !shared)
+    // Synced: a marker a crash brought back would seal the partition again,
+    // and once its move has left the log's image nothing lifts it.
+    if (!ec)
       ec = util::fsync_dir(std::filesystem::path(marker).parent_path().string());
     if (ec)
       return make_error(errc::storage_error, "cannot remove " + marker + ": " + ec.message());

@@ -360,6 +360,10 @@ void push_offsets(self_ptr self, const std::string& id) {
     if (owner == row->to.value && at > 0)
       epoch = static_cast<uint64_t>(at);
   }
+  // Journaled before the push and the confirm go out, whatever it costs the
+  // sealed window: a source restarted with `cutover` in its journal rolls
+  // back, which is right only while no confirm was sent (a destination
+  // that confirmed would refuse the take-back for ever).
   if (!journal_to(self, id, move_state::offsets, {}, epoch))
     return;
   if (auto* run = run_of(self, id)) {

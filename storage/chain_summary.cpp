@@ -1,6 +1,7 @@
 #include "storage/chain_summary.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 
@@ -144,7 +145,9 @@ std::optional<uint64_t> newest_chain_summary_epoch(const std::string& root, uint
     const auto name = it->path().filename().string();
     if (name.size() != 20 || name.find_first_not_of("0123456789") != std::string::npos)
       continue;  // a .tmp
-    const uint64_t e = std::stoull(name);
+    uint64_t e = 0;
+    if (std::from_chars(name.data(), name.data() + name.size(), e).ec != std::errc{})
+      continue;  // above 2^64
     if (e > 0 && e <= at_most && (!newest || e > *newest))
       newest = e;
   }

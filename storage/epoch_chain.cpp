@@ -315,8 +315,10 @@ status write_takeover_record(const std::string& root, const takeover_record& r, 
       return file_error("write", path, wec);
     return sync_takeover_ancestry(root);
   }
-  // Whole or absent to a reader (temp file, rename); durable only once
-  // sync_takeover_record ran.
+  // Whole or absent, also after a crash: its bytes are synced before the
+  // rename (a rename that became durable over unsynced bytes could leave
+  // an empty record, which stops the chain). Its directory entry is
+  // durable only once sync_takeover_record ran.
   const auto tmp = path + ".tmp";
   auto fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC);
   if (!fd)
@@ -324,6 +326,8 @@ status write_takeover_record(const std::string& root, const takeover_record& r, 
   const auto line = encode_takeover_record(r);
   if (auto st = pwrite_all(fd->get(), 0, line, tmp); !st)
     return st;
+  if (::fdatasync(fd->get()) != 0)
+    return io_error("fdatasync", tmp);
   fd->reset();
   fs::rename(tmp, path, ec);
   if (ec)
@@ -332,13 +336,11 @@ status write_takeover_record(const std::string& root, const takeover_record& r, 
 }
 
 status sync_takeover_record(const std::string& root, uint64_t epoch) {
+  // Its bytes were synced when it was written; its name is made durable.
   const auto path = takeover_record_path(root, epoch);
-  auto fd = open_file(path, O_RDONLY);
-  if (!fd)
-    return fd.err();
-  if (::fsync(fd->get()) != 0)
-    return io_error("fsync", path);
-  fd->reset();
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return make_error(errc::io_error, "takeover record " + path + " is gone: the epoch cannot write");
   if (auto st = sync_dir(root + "/epochs"); !st)
     return st;
   return sync_takeover_ancestry(root);

@@ -49,16 +49,16 @@ std::optional<takeover_record> decode_takeover_record(std::string_view text);
 /// is damage: the chain cannot be read past it).
 result<std::vector<takeover_record>> read_takeover_records(const std::string& root, uint64_t from_epoch = 0);
 
-/// Writes the takeover record of `r.epoch` atomically (temp file, rename):
-/// with `durable`, also fsyncs it and `<root>/epochs` (and, once per
-/// process, `<root>` and its parent); without, sync_takeover_record must
-/// run before the epoch's first byte (open_epoch and continue_epoch make it
-/// their log's before_materialize). Errors: io_error.
+/// Writes the takeover record of `r.epoch` atomically (temp file synced,
+/// then renamed): with `durable`, also fsyncs `<root>/epochs` (and, once
+/// per process, `<root>` and its parent); without, sync_takeover_record
+/// must run before the epoch's first byte (open_epoch and continue_epoch
+/// make it their log's before_materialize). Errors: io_error.
 status write_takeover_record(const std::string& root, const takeover_record& r, bool durable = true);
 
-/// Makes a record written with durable=false durable: fsync of the record,
-/// of `<root>/epochs` (and of `<root>` and its parent once per process).
-/// Errors: io_error.
+/// Makes a record written with durable=false durable: fsync of
+/// `<root>/epochs` (and of `<root>` and its parent once per process).
+/// Errors: io_error (also when the record is gone).
 status sync_takeover_record(const std::string& root, uint64_t epoch);
 
 /// What open_epoch found.

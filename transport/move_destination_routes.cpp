@@ -8,6 +8,7 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "raft/types.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/cluster_routes.hpp"
 #include "transport/move_routes_impl.hpp"
@@ -339,8 +340,21 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
       // partition may have taken writes since: its end is past `expected`.
       // Answered as confirmed; the seal is lifted again (idempotent) in case
       // the earlier try stopped between its entry and its unseal.
+      // Only for this very move (its source, this destination, that
+      // cutover epoch; not taken back), and only while no other move of
+      // the partition runs: its seal must not be lifted here.
       auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
-      if (owner == ctx.broker_id && epoch > cutover_epoch) {
+      bool this_move = false, other_open = false;
+      for (const auto& [mid, m] : *ctx.owners->moves()) {
+        if (m.tp.topic != topic || m.tp.partition != partition)
+          continue;
+        if (m.from == from && m.to == ctx.broker_id && m.epoch == cutover_epoch
+            && (m.state == "cutover" || m.state == "offsets" || m.state == "done"))
+          this_move = true;
+        else if (!raft::finished_move_state(m.state))
+          other_open = true;
+      }
+      if (owner == ctx.broker_id && epoch > cutover_epoch && this_move && !other_open) {
         ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
           log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,
                                        partition, end, epoch);
