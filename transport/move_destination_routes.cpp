@@ -345,7 +345,8 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
       // the partition runs: its seal must not be lifted here.
       auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
       bool this_move = false, other_open = false;
-      for (const auto& [mid, m] : *ctx.owners->moves()) {
+      const auto moves = ctx.owners->moves();
+      for (const auto& [mid, m] : *moves) {
         if (m.tp.topic != topic || m.tp.partition != partition)
           continue;
         if (m.from == from && m.to == ctx.broker_id && m.epoch == cutover_epoch
