@@ -4,7 +4,7 @@
 // connections, and whether the peer answers — probed on its cluster
 // listener (GET /cluster/health) every `probe_interval`, each probe with the
 // PeerTimeout deadline. Requests themselves go through the peer's
-// http_client (transport/http_client.hpp: keep-alive pool, one deadline per
+// http_client (net/http_client.hpp: keep-alive pool, one deadline per
 // request, a retry only for idempotent requests, TLS/mTLS from
 // Cluster.Tls), which every component shares; this actor is what
 // /admin/actors lists and what `moonmq_peer_up{peer}` reports.
@@ -19,7 +19,7 @@
 #include "actors/atoms.hpp"
 #include "actors/image.hpp"
 #include "actors/registry.hpp"
-#include "transport/peer_survey.hpp"
+#include "net/peer_survey.hpp"
 
 namespace moonmq {
 

@@ -11,8 +11,8 @@
 #include <caf/fwd.hpp>
 
 #include "actors/catalog_view.hpp"
-#include "transport/http_types.hpp"
-#include "transport/router.hpp"
+#include "net/http_types.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 

@@ -17,8 +17,8 @@
 #include "actors/node.hpp"
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
-#include "transport/peer_directory.hpp"
-#include "transport/router.hpp"
+#include "net/peer_directory.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::plugins {
 class goal_registry;

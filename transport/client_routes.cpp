@@ -20,8 +20,8 @@
 #include "storage/record_batch.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/group_routes.hpp"
-#include "transport/http_client.hpp"
-#include "transport/peer_survey.hpp"
+#include "net/http_client.hpp"
+#include "net/peer_survey.hpp"
 #include "transport/session_routes.hpp"
 #include "util/clock.hpp"
 

@@ -17,7 +17,7 @@
 #include "actors/broker.hpp"
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 namespace moonmq {
 class session_load_view;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 

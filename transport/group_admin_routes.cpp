@@ -19,7 +19,7 @@
 #include "kafka/wire.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/group_routes.hpp"
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 #include "transport/kafka_groups.hpp"
 #include "transport/partition_bounds.hpp"
 

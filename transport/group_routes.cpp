@@ -14,8 +14,8 @@
 #include "cluster/types.hpp"
 #include "groups/types.hpp"
 #include "transport/actor_answers.hpp"
-#include "transport/http_client.hpp"
-#include "transport/peer_survey.hpp"
+#include "net/http_client.hpp"
+#include "net/peer_survey.hpp"
 
 namespace moonmq::transport {
 namespace {

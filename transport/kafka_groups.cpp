@@ -13,9 +13,9 @@
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "groups/types.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 #include "transport/group_routes.hpp"
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 
 namespace moonmq::transport {
 

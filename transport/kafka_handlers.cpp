@@ -18,7 +18,7 @@
 #include "dataplane/topic_config.hpp"
 #include "dataplane/topic_name.hpp"
 #include "kafka/produce_validation.hpp"
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 #include "transport/kafka_admin.hpp"
 #include "transport/kafka_groups.hpp"
 #include "transport/kafka_txn.hpp"

@@ -10,7 +10,7 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "transport/http_server.hpp"
+#include "net/http_server.hpp"
 #include "transport/kafka_groups.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"

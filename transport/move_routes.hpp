@@ -18,8 +18,8 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/reassigner.hpp"
-#include "transport/peer_directory.hpp"
-#include "transport/router.hpp"
+#include "net/peer_directory.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 

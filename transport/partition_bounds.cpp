@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
-#include "transport/peer_survey.hpp"
+#include "net/peer_survey.hpp"
 
 namespace moonmq::transport {
 namespace {

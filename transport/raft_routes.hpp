@@ -16,7 +16,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/raft_node.hpp"
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 

@@ -18,7 +18,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/load_meter.hpp"
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 

@@ -47,7 +47,7 @@
 #include "bench/common/node_options.hpp"
 #include "bench/common/raw_disk.hpp"
 #include "dataplane/records_binary.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

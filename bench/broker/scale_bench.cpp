@@ -43,7 +43,7 @@
 #include "bench/common/client_api.hpp"
 #include "bench/common/node_child.hpp"
 #include "bench/common/node_options.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;

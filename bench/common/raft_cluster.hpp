@@ -21,7 +21,7 @@
 
 #include "bench/common/node_child.hpp"
 #include "tests/support/ports.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::bench {
 

@@ -67,7 +67,7 @@
 #include "bench/common/node_options.hpp"
 #include "kafka/codec.hpp"
 #include "storage/record_batch.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace {
 

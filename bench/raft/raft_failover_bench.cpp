@@ -30,7 +30,7 @@
 #include "bench/common/latency_stats.hpp"
 #include "bench/common/node_options.hpp"
 #include "bench/common/raft_cluster.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace {
 

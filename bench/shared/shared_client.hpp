@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/common/raft_cluster.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::bench::shared {
 

@@ -21,7 +21,7 @@
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/node/node_harness.hpp"
 #include "tests/support/raw_http.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 using namespace moonmq;
 using namespace moonmq::test;

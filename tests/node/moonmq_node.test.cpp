@@ -12,7 +12,7 @@
 
 #include "tests/node/node_harness.hpp"
 #include "tests/support/raw_http.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 using namespace moonmq::test;
 using moonmq::transport::http_call;

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/node/node_harness.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::test::move {
 

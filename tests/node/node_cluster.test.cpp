@@ -10,7 +10,7 @@
 #include "storage/record_batch.hpp"
 #include "tests/node/node_harness.hpp"
 #include "tests/support/ports.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 using namespace moonmq::test;
 using moonmq::transport::http_call;

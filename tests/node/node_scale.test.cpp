@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/node/node_harness.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 using namespace moonmq::test;
 using moonmq::transport::http_call;

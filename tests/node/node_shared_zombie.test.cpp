@@ -35,7 +35,7 @@
 
 #include "storage/record_batch.hpp"
 #include "tests/node/shared_cluster.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 #include "util/clock.hpp"
 
 using namespace moonmq::test;

@@ -8,10 +8,10 @@
 #include "actors/system.hpp"
 #include "tests/actors/test_actors.hpp"
 #include "tests/support/raw_http.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 #include "tests/support/process.hpp"
 #include "transport/admin_routes.hpp"
-#include "transport/http_server.hpp"
+#include "net/http_server.hpp"
 #include "util/metrics.hpp"
 
 using namespace moonmq;

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 
 namespace moonmq::test {
 

@@ -12,8 +12,8 @@
 
 #include "tests/support/process.hpp"
 #include "tests/transport/client_support.hpp"
-#include "transport/http_client.hpp"
-#include "transport/http_server.hpp"
+#include "net/http_client.hpp"
+#include "net/http_server.hpp"
 
 using namespace moonmq::transport;
 using moonmq::test::call;

@@ -9,9 +9,9 @@
 #include <boost/asio.hpp>
 
 #include "tests/support/raw_http.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 #include "tests/support/process.hpp"
-#include "transport/http_server.hpp"
+#include "net/http_server.hpp"
 
 using namespace moonmq::transport;
 using moonmq::transport::http_call;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 using namespace moonmq::transport;
 

@@ -12,10 +12,10 @@
 #include "tests/support/process.hpp"
 #include "tests/support/raw_http.hpp"
 #include "tests/transport/client_support.hpp"
-#include "transport/blocking_client.hpp"
-#include "transport/http_client.hpp"
-#include "transport/http_server.hpp"
-#include "transport/tls.hpp"
+#include "net/blocking_client.hpp"
+#include "net/http_client.hpp"
+#include "net/http_server.hpp"
+#include "net/tls.hpp"
 
 using namespace moonmq::transport;
 using moonmq::test::call;

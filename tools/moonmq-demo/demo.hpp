@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::demo {
 

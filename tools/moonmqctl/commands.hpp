@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::ctl {
 

@@ -30,7 +30,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tools/moonmqctl/commands.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 int main(int argc, char** argv) {
   using namespace moonmq::ctl;

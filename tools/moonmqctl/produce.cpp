@@ -13,7 +13,7 @@
 #include "dataplane/records_binary.hpp"
 #include "dataplane/records_json.hpp"
 #include "tools/moonmqctl/commands.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::ctl {
 namespace {

@@ -20,7 +20,7 @@
 #include "tools/common/move_view.hpp"
 #include "tools/common/progress_bar.hpp"
 #include "tools/moonmqctl/commands.hpp"
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 namespace moonmq::ctl {
 

@@ -1,4 +1,4 @@
-#include "transport/http_types.hpp"
+#include "net/http_types.hpp"
 
 #include <algorithm>
 #include <cctype>

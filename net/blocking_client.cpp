@@ -1,4 +1,4 @@
-#include "transport/blocking_client.hpp"
+#include "net/blocking_client.hpp"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>

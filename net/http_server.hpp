@@ -44,11 +44,11 @@
 #include <string>
 #include <system_error>
 
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 
-class tls_context;  // transport/tls.hpp
+class tls_context;  // net/tls.hpp
 
 /// Asio threads shared by every listener and HTTP client of a node.
 class io_pool {

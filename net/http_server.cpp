@@ -1,4 +1,4 @@
-#include "transport/http_server.hpp"
+#include "net/http_server.hpp"
 
 #include <atomic>
 #include <condition_variable>
@@ -16,7 +16,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "transport/tls.hpp"
+#include "net/tls.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 

@@ -1,4 +1,4 @@
-#include "transport/tls.hpp"
+#include "net/tls.hpp"
 
 #include <fstream>
 

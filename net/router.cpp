@@ -1,4 +1,4 @@
-#include "transport/router.hpp"
+#include "net/router.hpp"
 
 namespace moonmq::transport {
 

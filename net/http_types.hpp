@@ -1,6 +1,6 @@
 #pragma once
 // Plain HTTP request/response values passed between the shared server
-// (transport/http_server.hpp) and route handlers. No Beast or Asio types here,
+// (net/http_server.hpp) and route handlers. No Beast or Asio types here,
 // so handlers and actors never depend on the networking library.
 
 #include <functional>

@@ -1,8 +1,8 @@
-#include "transport/peer_directory.hpp"
+#include "net/peer_directory.hpp"
 
 #include <algorithm>
 
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 
 namespace moonmq::transport {
 

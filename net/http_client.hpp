@@ -38,8 +38,8 @@
 
 namespace moonmq::transport {
 
-class io_pool;      // transport/http_server.hpp
-class tls_context;  // transport/tls.hpp
+class io_pool;      // net/http_server.hpp
+class tls_context;  // net/tls.hpp
 
 /// Why a request failed (category "moonmq.http_client").
 enum class client_error {

@@ -1,4 +1,4 @@
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -15,8 +15,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "transport/http_server.hpp"
-#include "transport/tls.hpp"
+#include "net/http_server.hpp"
+#include "net/tls.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::transport {

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "transport/http_types.hpp"
+#include "net/http_types.hpp"
 
 namespace moonmq::transport {
 
 /// How a route's requests share their connection with the requests
-/// pipelined behind them (HTTP/1.1 pipelining, transport/http_server.hpp).
+/// pipelined behind them (HTTP/1.1 pipelining, net/http_server.hpp).
 enum class pipelining {
   /// Starts once every earlier request of its connection is answered, and
   /// the next request waits for its answer (the default: a commit is never

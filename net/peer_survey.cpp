@@ -1,9 +1,9 @@
-#include "transport/peer_survey.hpp"
+#include "net/peer_survey.hpp"
 
 #include <atomic>
 #include <mutex>
 
-#include "transport/http_client.hpp"
+#include "net/http_client.hpp"
 
 namespace moonmq::transport {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cluster/types.hpp"
-#include "transport/peer_survey.hpp"
+#include "net/peer_survey.hpp"
 
 namespace moonmq::transport {
 
