@@ -338,6 +338,24 @@ std::set<std::string> mark_slow_brokers(balancer_state& st, const json& in, cons
   return slow;
 }
 
+/// A broker's rack and weight as its load report gives them (Cluster.Rack,
+/// Cluster.Weight; docs/balancer.md "Racks and weights"). A report of an
+/// older version has neither: no rack, weight 1. A weight outside the
+/// planner's bounds is replaced by 1 and reported in the pass's errors.
+void read_traits(const json& body, const std::string& id, goals::broker_spec& b, json& errors) {
+  if (!body.is_object())
+    return;
+  if (auto r = body.find("rack"); r != body.end() && r->is_string())
+    b.rack = r->get<std::string>();
+  if (auto w = body.find("weight"); w != body.end() && w->is_number()) {
+    const double v = w->get<double>();
+    if (v >= goals::kMinBrokerWeight && v <= goals::kMaxBrokerWeight)
+      b.weight = v;
+    else
+      errors.push_back("weight of " + id + ": " + w->dump() + " is outside [0.01, 100]; 1 is used");
+  }
+}
+
 /// Builds the model from a pass's inputs, plans, and executes (or not).
 void finish_pass(self_ptr self, const json& in, bool execute) {
   auto& st = self->state;
@@ -367,9 +385,11 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   std::map<std::string, bool> alive{{st.settings.broker_id, true}};
   std::vector<cluster::partition_report> reports;
   std::map<std::pair<std::string, goals::topic_partition>, std::pair<uint64_t, uint64_t>> counters;
+  auto& traits = st.traits;
   if (in.contains("local")) {
     reports = cluster::parse_loads(in["local"]);
     read_counters(in["local"], counters);
+    read_traits(in["local"], st.settings.broker_id, traits[st.settings.broker_id], pass["errors"]);
   }
   for (const auto& p : in["peers"]) {
     auto id = p.value("id", std::string{});
@@ -378,6 +398,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
       pass["errors"].push_back("loads of " + id + ": " + p.value("error", std::string{}));
       continue;
     }
+    read_traits(p["body"], id, traits[id], pass["errors"]);
     auto more = cluster::parse_loads(p["body"]);
     reports.insert(reports.end(), more.begin(), more.end());
     read_counters(p["body"], counters);
@@ -408,6 +429,10 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     std::vector<goals::broker_spec> list;
     for (const auto& [id, up] : alive) {
       goals::broker_spec b;
+      if (auto t = traits.find(id); t != traits.end()) {
+        b.rack = t->second.rack;
+        b.weight = t->second.weight;
+      }
       b.id = id;
       b.alive = up;
       b.excluded = excluded.count(id) != 0;
@@ -471,6 +496,8 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
                            {"excluded", b.excluded},
                            {"draining", b.draining},
                            {"slow", b.slow},
+                           {"rack", b.rack},
+                           {"weight", b.weight},
                            {"incomplete_window", incomplete.count(b.id) > 0}});
   pass["brokers"] = broker_list;
   pass["slow_brokers"] = st.last_slow;

@@ -37,6 +37,10 @@ struct balancer_state {
   goals::load_model model;
   /// Owner seen at the last pass per partition: a new owner re-primes its rates.
   std::map<goals::topic_partition, std::string> last_owner;
+  /// Each broker's rack and weight from its latest load report (kept while
+  /// it does not answer, so a dead broker keeps its rack; only `rack` and
+  /// `weight` are used).
+  std::map<std::string, goals::broker_spec> traits;
   int64_t epoch = 0;  ///< this loop's controller epoch (0 = not claimed yet)
   bool superseded = false;
   std::string superseded_by;

@@ -249,6 +249,11 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get_int("MaxConcurrentMoves", c.max_concurrent_moves, 1, 64);
   r.get_int("NumPartitions", c.num_partitions, 1, max_num_partitions);
   r.get_int("MoveConfirmTimeoutSeconds", c.move_confirm_timeout_seconds, 0, 86400);
+  r.get("Rack", c.rack);
+  if (c.rack.size() > 64 || c.rack.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+                               != std::string::npos)
+    r.error("Rack", "at most 64 letters, digits, '.', '_' and '-'");
+  r.get_double("Weight", c.weight, 0.01, 100.0);
   read_peers(r, c);
   reader tls = r.child("Tls");
   tls.get("CertFile", c.tls.cert_file);

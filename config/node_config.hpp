@@ -97,6 +97,14 @@ struct cluster_config : listener_config {
   /// /v1/topics without "partitions"); the metadata log's NumPartitions,
   /// set with PATCH /admin/balancer, overrides it cluster-wide.
   int num_partitions = 1;
+  /// Cluster.Rack: this broker's rack (failure domain, availability zone);
+  /// "" = none. The balancer keeps a draining broker's partitions in its
+  /// rack and fills a new broker from its rack first (docs/balancer.md
+  /// "Racks and weights").
+  std::string rack;
+  /// Cluster.Weight (0.01-100): this broker's relative size; the
+  /// distribution goals give it a share of each resource proportional to it.
+  double weight = 1.0;
   std::vector<peer_config> peers;
   tls_config tls;
   raft_config raft;

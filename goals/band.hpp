@@ -2,9 +2,12 @@
 // Band arithmetic shared by the built-in goals (see docs/balancer.md).
 //
 // A distribution goal compares each eligible broker's normalized load n_b
-// with band = mean·(1 ± deviation). Normalized load is the raw load, or the
-// utilization load/capacity when every eligible broker declares a capacity
-// for the resource (then mean = Σ load / Σ capacity over eligible brokers).
+// with band = mean·(1 ± deviation). Normalized load is the utilization
+// load/capacity when every eligible broker declares a capacity for the
+// resource (then mean = Σ load / Σ capacity over eligible brokers), else
+// the load per unit of weight load/weight (mean = Σ load / Σ weight: each
+// broker's share is proportional to its weight, AutoMQ's weighted
+// distribution; with every weight 1 that is the raw load and mean).
 
 #include "goals/snapshot.hpp"
 #include "goals/types.hpp"
@@ -36,7 +39,7 @@ inline constexpr double kSharedStorageAvgDeviation = 0.15;
 
 struct band {
   resource res = resource::nw_in;
-  bool utilization = false;  // normalized by capacity
+  bool utilization = false;  // normalized by capacity (else by weight)
   double mean = 0.0;         // normalized
   double lower = 0.0;
   double upper = 0.0;
@@ -44,7 +47,7 @@ struct band {
   bool idle = true;          // < 2 eligible brokers counts as idle for moving, see optimize
   double eps = 1e-12;        // comparison tolerance (relative 1e-9 of the mean)
 
-  /// 1 / capacity in utilization mode, else 1.
+  /// 1 / capacity in utilization mode, else 1 / weight.
   double scale(const snapshot& s, broker_index b) const;
   /// Normalized load of `b`.
   double norm(const snapshot& s, broker_index b) const { return s.load(b, res) * scale(s, b); }
@@ -53,10 +56,11 @@ struct band {
 };
 
 /// Band of `r` over eligible brokers with half-width `deviation`·mean. For
-/// PARTITION_COUNT by raw count the band always holds floor(mean) and
-/// ceil(mean): a narrower one has no whole number in it (Cruise Control's
-/// replica distribution goal rounds its thresholds outward for the same
-/// reason).
+/// PARTITION_COUNT by count the band always holds, for every eligible
+/// broker of weight w, floor(w·mean)/w and ceil(w·mean)/w (floor(mean) and
+/// ceil(mean) with equal weights): a narrower one has no whole number of
+/// partitions in it for that broker (Cruise Control's replica distribution
+/// goal rounds its thresholds outward for the same reason).
 /// Idle when there is no eligible broker, the mean is 0, or the raw mean is
 /// below `detect_threshold`. Never divides by zero; all fields finite.
 band make_band(const snapshot& s, resource r, double deviation, double detect_threshold);

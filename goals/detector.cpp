@@ -266,16 +266,23 @@ std::optional<broker_index> place_drained(snapshot& s, const std::vector<goal_bi
                                           const std::vector<broker_index>& targets, avoid_rank avoided) {
   const broker_index from = s.owner(ri);
   // Not avoided first (an avoided target is the last resort: a drain must
-  // end), then fewest partitions, then least NW_IN, then broker order. A
-  // failover puts the count before the avoided rule (avoid_rank::after_count).
+  // end), then the drained broker's own rack (AutoMQ keeps a leaving
+  // broker's partitions in its rack when it can), then fewest partitions
+  // per unit of weight, then least NW_IN per unit of weight, then broker
+  // order. A failover puts the count before the avoided rule and the rack
+  // (avoid_rank::after_count): a dead broker's partitions spread over every
+  // survivor rather than pile onto its rack mates.
   std::vector<broker_index> order = targets;
   std::stable_sort(order.begin(), order.end(), [&](broker_index x, broker_index y) {
     const bool ax = s.avoided(ri, x), ay = s.avoided(ri, y);
-    const double px = s.load(x, resource::partition_count), py = s.load(y, resource::partition_count);
+    const bool rx = s.same_rack(x, from), ry = s.same_rack(y, from);
+    const double px = s.load(x, resource::partition_count) / s.weight(x),
+                 py = s.load(y, resource::partition_count) / s.weight(y);
     if (avoided == avoid_rank::after_count && px != py) return px < py;
     if (ax != ay) return ay;
+    if (rx != ry) return rx;
     if (px != py) return px < py;
-    return s.load(x, resource::nw_in) < s.load(y, resource::nw_in);
+    return s.load(x, resource::nw_in) / s.weight(x) < s.load(y, resource::nw_in) / s.weight(y);
   });
   for (broker_index to : order) {
     if (to == from) continue;
@@ -340,15 +347,18 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
     r.hard = goals[i].impl->hard();
     r.priority = goals[i].config.priority;
     r.before = goals[i].impl->stats(s, goals[i].config);
-    if (r.name == resource_name(resource::partition_count) && !r.before.idle && r.before.basis == "load") {
+    if (r.name == resource_name(resource::partition_count) && !r.before.idle && r.before.basis != "utilization") {
       // Each move takes one partition off one broker and onto one other: it
       // lowers the total surplus above the band by at most 1 and the total
       // shortfall below it by at most 1, so either total bounds the moves.
+      // The band is per unit of weight: a broker of weight w may hold
+      // w·upper partitions.
       std::size_t surplus = 0, shortfall = 0;
       for (broker_index v : r.before.violators) {
-        const double count = s.load(v, resource::partition_count);
-        if (count - r.before.upper > 1e-9) surplus += static_cast<std::size_t>(std::ceil(count - r.before.upper - 1e-9));
-        if (r.before.lower - count > 1e-9) shortfall += static_cast<std::size_t>(std::ceil(r.before.lower - count - 1e-9));
+        const double count = s.load(v, resource::partition_count), w = s.weight(v);
+        const double over = count - r.before.upper * w, under = r.before.lower * w - count;
+        if (over > 1e-9) surplus += static_cast<std::size_t>(std::ceil(over - 1e-9));
+        if (under > 1e-9) shortfall += static_cast<std::size_t>(std::ceil(under - 1e-9));
       }
       p.count_moves_lower_bound = std::max(surplus, shortfall);
     }
@@ -430,12 +440,12 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
 std::size_t shared_storage_cap(const cluster_model& model, const snapshot& s) {
   // MaxActionsPerDetect 0 stops every move: not raised.
   if (!model.shared_storage || model.max_actions == 0 || s.eligible_count() == 0) return model.max_actions;
-  const double mean = s.eligible_total(resource::partition_count) / static_cast<double>(s.eligible_count());
-  const double share = std::floor(mean + 1e-9);
+  const double mean = s.eligible_total(resource::partition_count) / s.eligible_weight_total();
   std::size_t lacking = 0;
   for (std::uint32_t b = 0; b < s.broker_count(); ++b) {
     const broker_index bi{b};
     if (!s.eligible(bi)) continue;
+    const double share = std::floor(mean * s.weight(bi) + 1e-9);  // its weighted share
     const double count = s.load(bi, resource::partition_count);
     if (count < share) lacking += static_cast<std::size_t>(share - count);
   }

@@ -53,7 +53,7 @@ class distribution_goal final : public goal {
   goal_stats stats(const snapshot& s, const goal_config& cfg) const override {
     const band b = make_band(s, res_, cfg.avg_deviation, cfg.detect_threshold);
     goal_stats st;
-    st.basis = b.utilization ? "utilization" : "load";
+    st.basis = b.utilization ? "utilization" : s.weighted() ? "load_per_weight" : "load";
     st.mean = b.mean;
     st.lower = b.lower;
     st.upper = b.upper;
@@ -149,9 +149,10 @@ bool distribution_goal::view_pair(const snapshot& s, const band& det, const band
     // not the hottest partition: shedding the hottest first leaves the cold
     // ones behind, and the count goal could then only drain the broker
     // below this goal's band, which this goal vetoes.
-    const double cm = s.eligible_total(resource::partition_count) / static_cast<double>(s.eligible_count());
-    const double spare = shedding ? s.load(src, resource::partition_count) - cm
-                                  : cm - s.load(dst, resource::partition_count);
+    // The count at the mean is the broker's weighted share.
+    const double cm = s.eligible_total(resource::partition_count) / s.eligible_weight_total();
+    const double spare = shedding ? s.load(src, resource::partition_count) - cm * s.weight(src)
+                                  : cm * s.weight(dst) - s.load(dst, resource::partition_count);
     const double amount = shedding ? (pv.ns - pv.m) / pv.ss : (pv.m - pv.nd) / pv.sd;
     if (spare >= 1.0 && amount > 0.0 && std::isfinite(amount)) pv.target = std::min(pv.best, amount / spare);
   }
@@ -277,23 +278,31 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
         if (d > worst) { worst = d; v = b; above = nb > tgt.upper; }
       }
       if (worst <= 0.0) break;
-      // Partner: least loaded when shedding, most loaded when filling; then the rest in order.
+      // Partners: brokers of v's own rack first (a move inside a rack keeps
+      // the rack's traffic where it is: AutoMQ prefers same-rack moves when
+      // a broker joins or leaves), then least loaded first when shedding,
+      // most loaded first when filling.
+      using partner_key = std::pair<int, double>;
+      auto key_of = [&](broker_index b) {
+        return partner_key{s.same_rack(b, v) ? 0 : 1, above ? det.norm(s, b) : -det.norm(s, b)};
+      };
+      // The first partner alone (most moves end there), the rest sorted only if it refuses.
       broker_index first{};
       bool have_first = false;
-      double first_n = 0.0;
+      partner_key first_key{};
       for (broker_index b : eligible) {
         if (b == v) continue;
-        const double nb = det.norm(s, b);
-        if (!have_first || (above ? nb < first_n : nb > first_n)) { first = b; first_n = nb; have_first = true; }
+        const partner_key k = key_of(b);
+        if (!have_first || k < first_key) { first = b; first_key = k; have_first = true; }
       }
       bool done = false;
       if (have_first)
         done = above ? try_pair(s, ctx, idx, det, tgt, v, first, true)
                      : try_pair(s, ctx, idx, det, tgt, first, v, false);
       if (!done && have_first) {
-        std::vector<std::pair<double, std::uint32_t>> order;
+        std::vector<std::pair<partner_key, std::uint32_t>> order;
         for (broker_index b : eligible)
-          if (b != v && b != first) order.emplace_back(above ? det.norm(s, b) : -det.norm(s, b), b.value);
+          if (b != v && b != first) order.emplace_back(key_of(b), b.value);
         std::sort(order.begin(), order.end());
         for (const auto& [key, b] : order) {
           const broker_index p{b};

@@ -34,7 +34,17 @@ struct broker_spec {
   /// moves its partitions off.
   bool slow = false;
   std::array<std::optional<double>, kMeasuredResources> capacity{};
+  /// Relative size of the broker (Cluster.Weight; AutoMQ's broker weight):
+  /// the distribution goals give it a share of each resource proportional
+  /// to its weight among the eligible brokers. A finite number in
+  /// [kMinBrokerWeight, kMaxBrokerWeight]; 1 for every broker gives equal shares.
+  double weight = 1.0;
 };
+
+/// Bounds of broker_spec::weight (a weight outside them is refused when the
+/// model is frozen, and by the config loader).
+inline constexpr double kMinBrokerWeight = 0.01;
+inline constexpr double kMaxBrokerWeight = 100.0;
 
 /// One partition (single replica: its owner). `load[i]` is measured resource
 /// i (nw_in, nw_out bytes/s; disk bytes). An untrusted replica (fewer than

@@ -1,6 +1,7 @@
 #include "goals/model_json.hpp"
 
 #include "goals/model_json_fields.hpp"
+#include "goals/text.hpp"
 
 #include <cmath>
 #include <limits>
@@ -77,6 +78,14 @@ std::string read_brokers(const json& j, cluster_model& m) {
         !rd.bool_at(b, "warming", path, spec.warming) || !rd.bool_at(b, "draining", path, spec.draining) ||
         !rd.bool_at(b, "slow", path, spec.slow))
       return rd.error;
+    std::optional<double> weight;
+    if (!rd.opt_number(b, "weight", path, weight)) return rd.error;
+    if (weight) {
+      if (!(*weight >= kMinBrokerWeight && *weight <= kMaxBrokerWeight))
+        return path + ".weight: expected a number in [" + format_amount(kMinBrokerWeight) + ", " +
+               format_amount(kMaxBrokerWeight) + "]";
+      spec.weight = *weight;
+    }
     if (auto cap = b.find("capacity"); cap != b.end() && !cap->is_null()) {
       if (!cap->is_object()) return path + ".capacity: expected an object";
       for (std::size_t r = 0; r < kMeasuredResources; ++r) {
@@ -242,6 +251,7 @@ json model_to_json(const cluster_model& m) {
     if (b.draining) o["draining"] = true;
     if (b.slow) o["slow"] = true;
     if (!b.rack.empty()) o["rack"] = b.rack;
+    if (b.weight != 1.0) o["weight"] = b.weight;
     json cap = json::object();
     for (std::size_t r = 0; r < kMeasuredResources; ++r)
       if (b.capacity[r]) cap[std::string(resource_key(static_cast<resource>(r)))] = amount(*b.capacity[r]);

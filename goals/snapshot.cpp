@@ -1,5 +1,7 @@
 #include "goals/snapshot.hpp"
 
+#include "goals/text.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -56,6 +58,13 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
         cap[r] = *b.capacity[r];
       }
     }
+    if (!(b.weight >= kMinBrokerWeight && b.weight <= kMaxBrokerWeight))
+      return result::failure(where + ".weight: must be a number in [" + format_amount(kMinBrokerWeight) + ", " +
+                             format_amount(kMaxBrokerWeight) + "]");
+    s.weight_.push_back(b.weight);
+    auto rack = std::find(s.racks_.begin(), s.racks_.end(), b.rack);
+    s.rack_.push_back(static_cast<std::uint32_t>(rack - s.racks_.begin()));
+    if (rack == s.racks_.end()) s.racks_.push_back(b.rack);
     s.ids_.push_back(b.id);
     s.alive_.push_back(b.alive ? 1 : 0);
     s.excluded_.push_back(b.excluded ? 1 : 0);
@@ -148,6 +157,8 @@ outcome<snapshot> snapshot::freeze(const cluster_model& model) {
   for (std::size_t b = 0; b < nb; ++b) {
     if (!s.eligible(broker_index{static_cast<std::uint32_t>(b)})) continue;
     ++s.eligible_count_;
+    s.eligible_weight_ += s.weight_[b];
+    s.weighted_ = s.weighted_ || s.weight_[b] != 1.0;
     for (std::size_t r = 0; r < kResourceCount; ++r) {
       s.eligible_total_[r] += s.broker_load_[b][r];
       if (r < kMeasuredResources) {

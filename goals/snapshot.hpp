@@ -49,6 +49,19 @@ class snapshot {
   double load(broker_index b, resource r) const { return broker_load_[b.value][index_of(r)]; }
   /// Capacity of `b` for `r`; nullopt when unknown (always for PARTITION_COUNT).
   std::optional<double> capacity(broker_index b, resource r) const;
+  /// broker_spec::weight of `b` (1 unless set). ABI 6.
+  double weight(broker_index b) const { return weight_[b.value]; }
+  /// broker_spec::rack of `b` ("" = none). ABI 6.
+  const std::string& rack(broker_index b) const { return racks_[rack_[b.value]]; }
+  /// True when `a` and `b` name the same rack (two brokers without one
+  /// count as the same rack: a cluster without racks has no preference).
+  bool same_rack(broker_index a, broker_index b) const { return rack_[a.value] == rack_[b.value]; }
+  /// True when the brokers name more than one rack.
+  bool has_racks() const { return racks_.size() > 1; }
+  /// Sum of the eligible brokers' weights (eligible_count() when every weight is 1). ABI 6.
+  double eligible_weight_total() const { return eligible_weight_; }
+  /// True when some eligible broker's weight is not 1. ABI 6.
+  bool weighted() const { return weighted_; }
 
   // --- eligible aggregates (constant while moves stay among eligible brokers)
   std::size_t eligible_count() const { return eligible_count_; }
@@ -156,6 +169,12 @@ class snapshot {
   static constexpr std::uint32_t kNoRow = 0xffffffffu;
   // Slow brokers (ABI 5), last for the same reason.
   std::vector<std::uint8_t> slow_;
+  // Weights and racks (ABI 6), last for the same reason.
+  std::vector<double> weight_;
+  std::vector<std::uint32_t> rack_;  // index into racks_
+  std::vector<std::string> racks_;   // distinct rack names, first appearance order
+  double eligible_weight_ = 0.0;
+  bool weighted_ = false;
 };
 
 }  // namespace moonmq::goals

@@ -31,13 +31,16 @@
 /// ABI version of this header (3: goal interface with stats/check/score/optimize,
 /// optimize_context with others_score; 4: the snapshot's per-topic counts,
 /// snapshot::topic_partitions_on and friends, appended after its other
-/// members; 5: snapshot::slow, appended after those).
-#define MOONMQ_GOAL_ABI_VERSION 5u
+/// members; 5: snapshot::slow, appended after those; 6: broker weights and
+/// racks, snapshot::weight, rack, same_rack, eligible_weight_total,
+/// weighted, appended after those).
+#define MOONMQ_GOAL_ABI_VERSION 6u
 /// The oldest ABI this host loads. A version 3 plugin reads every snapshot
 /// member it knows at the same offset, and changes the snapshot only
 /// through optimize_context::propose, so it runs unchanged (a version 3 or
 /// 4 plugin never sees a slow broker as eligible, so it never moves
-/// partitions onto one); a newer plugin is refused by an older host, whose
+/// partitions onto one; a version 3 to 5 plugin sees every broker at
+/// weight 1 and no rack); a newer plugin is refused by an older host, whose
 /// snapshots lack what it reads.
 #define MOONMQ_GOAL_ABI_MIN_VERSION 3u
 

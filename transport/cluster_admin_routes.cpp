@@ -299,7 +299,7 @@ void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
                             round->local = std::move(body);
                           }
                           round->finish_one();
-                        });
+                        }, ctx.traits);
   });
 
   // The balance loop's status and last pass; a plan from the live model now.

@@ -24,6 +24,7 @@
 #include "actors/txn_coordinator.hpp"
 #include "net/peer_directory.hpp"
 #include "net/router.hpp"
+#include "transport/local_loads.hpp"
 
 namespace moonmq::transport {
 
@@ -47,6 +48,8 @@ class txn_handle {
 struct cluster_admin_context {
   caf::actor_system* system = nullptr;
   std::string broker_id;
+  /// Cluster.Rack and Cluster.Weight (this broker's row of GET /admin/cluster).
+  broker_traits traits;
   /// This broker's client API host:port (read when answering: the port is
   /// known once the listener is bound).
   std::function<std::string()> client_address;

@@ -352,7 +352,7 @@ void add_cluster_routes(router& r, const cluster_context& ctx) {
                           if (session)
                             body["session_load"] = session->get();
                           respond(http_response::json(200, body.dump()));
-                        });
+                        }, ctx.traits);
   });
 }
 

@@ -17,6 +17,7 @@
 #include "actors/broker.hpp"
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
+#include "transport/local_loads.hpp"
 #include "net/router.hpp"
 
 namespace moonmq {
@@ -42,6 +43,8 @@ struct cluster_context {
   /// the survey deadline of /admin/cluster so a slow partition shows as an
   /// "error" row instead of making the whole broker look dead.
   std::chrono::milliseconds loads_timeout{1000};
+  /// Cluster.Rack and Cluster.Weight, reported by GET /cluster/loads.
+  broker_traits traits;
   /// The load_meter's latest report: GET /cluster/loads carries it as
   /// "session_load" (docs/placement.md); null = no meter (field absent).
   std::shared_ptr<const session_load_view> session_load;

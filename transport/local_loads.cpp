@@ -33,7 +33,8 @@ json latency_report() {
 
 void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map> topics,
                          std::shared_ptr<const owner_map> owners, std::string broker_id,
-                         std::chrono::milliseconds timeout, std::function<void(json)> done) {
+                         std::chrono::milliseconds timeout, std::function<void(json)> done,
+                         const broker_traits& traits) {
   std::vector<partition_actor> partitions;
   json rows = json::array();
   json topic_list = json::array();
@@ -54,7 +55,9 @@ void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map
   auto body = std::make_shared<json>(json{{"broker_id", broker_id},
                                           {"partitions", std::move(rows)},
                                           {"topics", std::move(topic_list)},
-                                          {"latency", latency_report()}});
+                                          {"latency", latency_report()},
+                                          {"rack", traits.rack},
+                                          {"weight", traits.weight}});
   // One message per I/O worker for every partition (actors/direct_append.hpp).
   read_loads(sys, partitions, timeout, [body, done = std::move(done)](std::vector<partition_load>& loads) {
     auto& listed = (*body)["partitions"];

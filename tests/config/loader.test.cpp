@@ -314,6 +314,28 @@ TEST_CASE("Cluster.NumPartitions defaults to 1 and is bounded like a topic's cou
   }
 }
 
+TEST_CASE("Cluster.Rack and Cluster.Weight default to none and 1, and are checked", "[config]") {
+  auto plain = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
+  REQUIRE(plain.ok());
+  CHECK(plain.config.cluster->rack.empty());
+  CHECK(plain.config.cluster->weight == 1.0);
+  auto set = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Rack": "eu-west-1a", "Weight": 2.5}}})", "t.json");
+  REQUIRE(set.ok());
+  CHECK(set.config.cluster->rack == "eu-west-1a");
+  CHECK(set.config.cluster->weight == 2.5);
+  for (const char* bad : {R"({"Server": {"Cluster": {"BrokerId": "b1", "Weight": 0}}})",
+                          R"({"Server": {"Cluster": {"BrokerId": "b1", "Weight": 100.5}}})",
+                          R"({"Server": {"Cluster": {"BrokerId": "b1", "Weight": "2"}}})"}) {
+    auto r = load_text(bad, "t.json");
+    CHECK(has_error_naming(r, "Server.Cluster.Weight"));
+  }
+  for (const char* bad : {R"({"Server": {"Cluster": {"BrokerId": "b1", "Rack": "rack a"}}})",
+                          R"({"Server": {"Cluster": {"BrokerId": "b1", "Rack": 3}}})"}) {
+    auto r = load_text(bad, "t.json");
+    CHECK(has_error_naming(r, "Server.Cluster.Rack"));
+  }
+}
+
 TEST_CASE("Storage.SharedDir is empty by default and needs a cluster, an absolute path and its own directory",
           "[config]") {
   auto none = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");

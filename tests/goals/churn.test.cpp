@@ -62,6 +62,8 @@ struct churn_run {
   int concurrent = 0;            // moves planned for a partition whose move was running
   int cooling = 0;               // moves planned less than the cooldown after its last move ended
   int last_busy_pass = -1;       // last pass whose plan moved something
+  int swaps = 0;                 // SWAP halves planned
+  bool failed_swap_half = false;  // the move forced to fail was a SWAP half
   std::size_t first_plan = 0;    // moves in the first plan
   std::optional<int> failed;     // the partition whose move failed
   double balancedness_first = 0, balancedness_last = 0;
@@ -71,7 +73,9 @@ struct churn_run {
 /// scaled each pass by a seeded factor in [1 − noise, 1 + noise]
 /// (measurement noise, windows refilling after restarts). `shared`: the
 /// model's shared_storage (tighter band, no DISK goals, a higher cap).
-churn_run replay(std::uint64_t seed, int brokers, double noise = 0.0, bool shared = false) {
+/// `fail_swap`: the move forced to fail is the first SWAP half planned (in
+/// any pass), not one of the first plan's moves; none fails without a swap.
+churn_run replay(std::uint64_t seed, int brokers, double noise = 0.0, bool shared = false, bool fail_swap = false) {
   const cluster_model base = skewed_cluster(seed, brokers, shared);
   std::mt19937_64 jitter(seed * 7919);
   const auto windows = make_stability_windows(kIntervalSeconds, 3600, kAvoidSeconds);
@@ -105,6 +109,7 @@ churn_run replay(std::uint64_t seed, int brokers, double noise = 0.0, bool share
     if (!p.actions.empty()) out.last_busy_pass = pass;
     for (const auto& a : p.actions) {
       ++out.planned[a.partition];
+      if (a.type == action_type::swap) ++out.swaps;
       if (auto it = left[a.partition].find(a.to); it != left[a.partition].end()) {
         ++out.back_moves;
         if (pass - it->second < kAvoidPasses) ++out.back_moves_within_avoid;
@@ -149,11 +154,34 @@ churn_run replay(std::uint64_t seed, int brokers, double noise = 0.0, bool share
       row.origin = "balancer";
       row.updated_ms = now;
       journal.push_back(row);
-      if (!fail_row && i == seed % p.actions.size()) fail_row = journal.size() - 1;
+      if (!fail_row && (fail_swap ? a.type == action_type::swap : i == seed % p.actions.size())) {
+        fail_row = journal.size() - 1;
+        out.failed_swap_half = a.type == action_type::swap;
+      }
       running.push_back({journal.size() - 1, pass + 1 + static_cast<int>((seed + i) % 2)});
     }
   }
   return out;
+}
+
+/// The stationary run's rules: the forced failure happened; no partition
+/// moved twice (the failed one may be planned once more, elsewhere, after
+/// its cooldown); none went back, retried its failed destination, moved
+/// while moving or while cooling.
+void check_no_churn(const churn_run& run) {
+  REQUIRE(run.failed);
+  for (const auto& [partition, n] : run.moved) {
+    INFO("partition " << partition);
+    CHECK(n <= 1);
+  }
+  for (const auto& [partition, n] : run.planned) {
+    INFO("partition " << partition);
+    CHECK(n <= (partition == *run.failed ? 2 : 1));
+  }
+  CHECK(run.back_moves == 0);
+  CHECK(run.failed_dest_moves == 0);
+  CHECK(run.concurrent == 0);
+  CHECK(run.cooling == 0);
 }
 
 }  // namespace
@@ -166,20 +194,7 @@ TEST_CASE("100 balance passes under stationary load with one failed move: no par
     INFO("seed " << seed << " brokers " << brokers);
     const churn_run run = replay(seed, brokers);
     REQUIRE(run.first_plan > 0);  // skewed: the first pass has work to do
-    REQUIRE(run.failed);          // and the forced failure happened
-    for (const auto& [partition, n] : run.moved) {
-      INFO("partition " << partition);
-      CHECK(n <= 1);
-    }
-    for (const auto& [partition, n] : run.planned) {
-      INFO("partition " << partition);
-      // The failed one may go once more, elsewhere, after its cooldown.
-      CHECK(n <= (partition == *run.failed ? 2 : 1));
-    }
-    CHECK(run.back_moves == 0);
-    CHECK(run.failed_dest_moves == 0);
-    CHECK(run.concurrent == 0);
-    CHECK(run.cooling == 0);
+    check_no_churn(run);
     // Moves of pass 0 end by the end of pass 2, the failure included, so
     // pass 3 is the last one with news to plan for (moves still running
     // count as done); the 96 passes after it, while the cooldowns and avoid
@@ -211,19 +226,7 @@ TEST_CASE("shared storage: its tighter band churns no more, stationary or noisy"
     INFO("seed " << seed << " brokers " << brokers);
     const churn_run run = replay(seed, brokers, 0.0, true);
     REQUIRE(run.first_plan > 0);
-    REQUIRE(run.failed);
-    for (const auto& [partition, n] : run.moved) {
-      INFO("partition " << partition);
-      CHECK(n <= 1);
-    }
-    for (const auto& [partition, n] : run.planned) {
-      INFO("partition " << partition);
-      CHECK(n <= (partition == *run.failed ? 2 : 1));
-    }
-    CHECK(run.back_moves == 0);
-    CHECK(run.failed_dest_moves == 0);
-    CHECK(run.concurrent == 0);
-    CHECK(run.cooling == 0);
+    check_no_churn(run);
     CHECK(run.last_busy_pass <= 3);
     CHECK(run.balancedness_last >= run.balancedness_first);
   }
@@ -236,4 +239,29 @@ TEST_CASE("shared storage: its tighter band churns no more, stationary or noisy"
     CHECK(run.concurrent == 0);
     CHECK(run.cooling == 0);
   }
+}
+
+TEST_CASE("100 balance passes with swaps and a failed swap half: no partition moves twice or back, and the plans "
+          "become empty",
+          "[goals][churn][swap]") {
+  // docs/balancer.md "Reaching every band": a swap runs as two moves, and
+  // when one half fails the other stays done and the next pass replans.
+  // Among the seeded skewed clusters, those whose plans swap are replayed
+  // again with the failure forced on a swap half.
+  int swapping = 0;
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    const int brokers = 3 + static_cast<int>(seed % 3);
+    for (bool shared : {false, true}) {
+      if (replay(seed, brokers, 0.0, shared).swaps == 0) continue;
+      ++swapping;
+      INFO("seed " << seed << " brokers " << brokers << " shared " << shared);
+      const churn_run run = replay(seed, brokers, 0.0, shared, true);
+      CHECK(run.failed_swap_half);
+      check_no_churn(run);
+      CHECK(run.last_busy_pass < kPasses / 2);
+      CHECK(run.balancedness_last >= run.balancedness_first);
+    }
+  }
+  WARN(swapping << " of 400 replays planned a swap");
+  CHECK(swapping >= 5);
 }

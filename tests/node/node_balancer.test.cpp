@@ -116,6 +116,14 @@ json actions_of(const json& pass) {
   return json::array();
 }
 
+/// True when some pass of `ps` planned an action.
+bool any_planned(const std::map<uint64_t, json>& ps) {
+  for (const auto& [n, p] : ps)
+    if (!actions_of(p).empty())
+      return true;
+  return false;
+}
+
 /// The entry of broker `id` in a pass's `brokers` (null when absent).
 json broker_entry(const json& pass, const std::string& id) {
   if (pass.contains("brokers"))
@@ -233,13 +241,7 @@ TEST_CASE("a DryRun balance loop plans moves off the loaded broker and moves not
   c.start(0, autobalance(true));
   create_topic(c.client(0), "dry", 6);  // every partition on b1 only
   pass_watcher w{[&] { return c.admin(0); }};
-  auto planned = [](const std::map<uint64_t, json>& ps) {
-    for (const auto& [n, p] : ps)
-      if (!actions_of(p).empty())
-        return true;
-    return false;
-  };
-  if (!w.wait(planned, 20s))
+  if (!w.wait(any_planned, 20s))
     FAIL("no pass planned a move within 20 s; status " << w.status().dump() << "\n" << log_tails(c));
   auto first_plan = w.count();
   REQUIRE(w.wait_pass(first_plan + 3, 15s));
@@ -305,6 +307,47 @@ TEST_CASE("a DryRun balance loop plans moves off the loaded broker and moves not
   CHECK(metric(text, "moonmq_autobalancer_last_plan_size") == 4.0);
   CHECK_FALSE(metric(text, "moonmq_autobalancer_actions_total", {{"type", "move"}}).has_value());
   WARN("dry run: " << passes.size() << " passes seen, first plan at pass " << first_plan);
+}
+
+TEST_CASE("brokers report their rack and weight and the loop plans partition counts by weight",
+          "[node][balancer][scenario]") {
+  // docs/balancer.md "Racks and weights": b3 weighs 2, b1 and b2 weigh 1,
+  // so 8 partitions created on b1 are planned as 2, 2 and 4.
+  move_cluster c{{"b1", "b2", "b3"}};
+  c.start(1, {"Cluster.Rack=rb"});
+  c.start(2, {"Cluster.Rack=ra", "Cluster.Weight=2"});
+  auto settings = autobalance(true);
+  settings.push_back("Cluster.Rack=ra");
+  c.start(0, settings);
+  create_topic(c.client(0), "weighed", 8);
+  auto loads = cluster_call(c.cluster_port(2), "GET", "/cluster/loads");
+  INFO("b3 loads " << loads.raw);
+  REQUIRE(loads.status == 200);
+  CHECK(loads.body["rack"] == "ra");
+  CHECK(loads.body["weight"] == 2.0);
+  pass_watcher w{[&] { return c.admin(0); }};
+  if (!w.wait(any_planned, 20s))
+    FAIL("no pass planned a move within 20 s; status " << w.status().dump() << "\n" << log_tails(c));
+  auto passes = w.passes();
+  json pass;
+  for (const auto& [n, p] : passes)
+    if (!actions_of(p).empty())
+      pass = p;
+  INFO("pass " << pass.dump());
+  std::map<std::string, int> after{{"b1", 8}, {"b2", 0}, {"b3", 0}};
+  for (const auto& a : actions_of(pass)) {
+    CHECK(a["goal"] == "PARTITION_COUNT");
+    --after[a["from"].get<std::string>()];
+    ++after[a["to"].get<std::string>()];
+  }
+  CHECK(after == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 4}});
+  CHECK(broker_entry(pass, "b3")["weight"] == 2.0);
+  CHECK(broker_entry(pass, "b3")["rack"] == "ra");
+  CHECK(broker_entry(pass, "b2")["rack"] == "rb");
+  CHECK(broker_entry(pass, "b1")["weight"] == 1.0);
+  for (const auto& g : pass["plan"]["goals"])
+    if (g["name"] == "PARTITION_COUNT")
+      CHECK(g["basis"] == "load_per_weight");
 }
 
 TEST_CASE("a live balance loop moves the planned partitions and a later pass on the balanced cluster plans nothing",

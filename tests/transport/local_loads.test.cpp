@@ -102,6 +102,15 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
 
   // No partition at all: answered at once.
   auto empty = collect(sys, std::make_shared<topic_map>(), nullptr, 300ms);
+  // Without traits: no rack, weight 1; with them, as given (Cluster.Rack, Cluster.Weight).
+  CHECK(empty["rack"] == "");
+  CHECK(empty["weight"] == 1.0);
+  std::promise<json> traits;
+  transport::collect_local_loads(sys, std::make_shared<topic_map>(), nullptr, "b1", 300ms,
+                                 [&traits](json answer) { traits.set_value(std::move(answer)); }, {"ra", 2.5});
+  auto with_traits = traits.get_future().get();
+  CHECK(with_traits["rack"] == "ra");
+  CHECK(with_traits["weight"] == 2.5);
   // Every answer carries this process's latency windows (docs/balancer.md
   // "Slow brokers"); the appends above were answered after syncs.
   const auto latency = empty["latency"];
@@ -113,7 +122,7 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
     CHECK(latency[w]["max_ms"].get<double>() >= latency[w]["p99_ms"].get<double>());
   }
   empty.erase("latency");
-  CHECK(empty == json::parse(R"({"broker_id":"b1","partitions":[],"topics":[]})"));
+  CHECK(empty == json::parse(R"({"broker_id":"b1","partitions":[],"topics":[],"rack":"","weight":1.0})"));
   caf::anon_send_exit(real, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(stuck, caf::exit_reason::user_shutdown);
 }

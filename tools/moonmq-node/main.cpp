@@ -413,6 +413,8 @@ int run(const config::load_result& loaded) {
   transport::cluster_admin_context cactx;
   cactx.system = &sys;
   cactx.broker_id = cfg.broker_id();
+  if (cfg.cluster)
+    cactx.traits = {cfg.cluster->rack, cfg.cluster->weight};
   cactx.catalog = view;
   if (cfg.cluster) {
     cactx.owners = owners;
@@ -468,6 +470,7 @@ int run(const config::load_result& loaded) {
     kctx.catalog = view;
     kctx.owners = owners;
     kctx.broker_id = cfg.broker_id();
+    kctx.traits = {cfg.cluster->rack, cfg.cluster->weight};
     kctx.token = cfg.cluster->token;
     kctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     kctx.loads_timeout = cactx.probe_timeout / 2;  // a peer's loads arrive within our survey deadline
@@ -527,9 +530,9 @@ int run(const config::load_result& loaded) {
     // LeaseMs) after this leader starts counting (docs/shared-storage.md).
     loop.failover_wait_ms = std::max<int64_t>(cfg.cluster->raft.election_timeout_ms, cfg.cluster->raft.lease_ms) +
                             cfg.cluster->raft.lease_ms + cfg.cluster->raft.lease_margin_ms;
-    loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout](
-                       std::function<void(nlohmann::json)> done) {
-      transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done));
+    loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout,
+                        traits = kctx.traits](std::function<void(nlohmann::json)> done) {
+      transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done), traits);
     };
     balancer = spawn_balancer(sys, loop, actx.goals, *cluster_state, *reassigner, registry);
     cactx.balancer = *balancer;
