@@ -342,9 +342,13 @@ std::set<std::string> mark_slow_brokers(balancer_state& st, const json& in, cons
 /// Cluster.Weight; docs/balancer.md "Racks and weights"). A report of an
 /// older version has neither: no rack, weight 1. A weight outside the
 /// planner's bounds is replaced by 1 and reported in the pass's errors.
+/// `b` keeps what it held when `body` is no report (a broker that did not
+/// answer keeps its last rack and weight).
 void read_traits(const json& body, const std::string& id, goals::broker_spec& b, json& errors) {
   if (!body.is_object())
     return;
+  b.rack.clear();
+  b.weight = 1.0;
   if (auto r = body.find("rack"); r != body.end() && r->is_string())
     b.rack = r->get<std::string>();
   if (auto w = body.find("weight"); w != body.end() && w->is_number()) {

@@ -21,6 +21,25 @@ double band::outside(double n) const {
   return 0.0;
 }
 
+double band::lower_of(const snapshot& s, broker_index b) const {
+  if (!whole || !s.weighted()) return lower;
+  const double w = s.weight(b);
+  return std::min(lower, std::floor(w * mean + w * eps) / w);
+}
+
+double band::upper_of(const snapshot& s, broker_index b) const {
+  if (!whole || !s.weighted()) return upper;
+  const double w = s.weight(b);
+  return std::max(upper, std::ceil(w * mean - w * eps) / w);
+}
+
+double band::outside_of(const snapshot& s, broker_index b, double n) const {
+  const double lo = lower_of(s, b), hi = upper_of(s, b);
+  if (n > hi + eps) return n - hi;
+  if (n < lo - eps) return lo - n;
+  return 0.0;
+}
+
 band make_band(const snapshot& s, resource r, double deviation, double detect_threshold) {
   band b;
   b.res = r;
@@ -35,21 +54,14 @@ band make_band(const snapshot& s, resource r, double deviation, double detect_th
   b.lower = std::max(0.0, b.mean * (1.0 - deviation));
   b.upper = b.mean * (1.0 + deviation);
   b.eps = 1e-9 * b.mean + 1e-12;
-  if (r == resource::partition_count && !b.utilization) {
+  b.whole = r == resource::partition_count && !b.utilization;
+  if (b.whole && !s.weighted()) {
     // Whole partitions: a band that holds neither floor(mean) nor ceil(mean)
     // (4 partitions on 3 brokers, mean 1.33, band [1.07, 1.6]) has no
     // integer in it and could never be met; it is widened to them. With
-    // weights, a broker of weight w holds w·mean partitions at the mean,
-    // so the band is widened to floor(w·mean)/w and ceil(w·mean)/w of each.
-    auto widen = [&](double w) {
-      b.lower = std::min(b.lower, std::floor(w * b.mean + w * b.eps) / w);
-      b.upper = std::max(b.upper, std::ceil(w * b.mean - w * b.eps) / w);
-    };
-    if (!s.weighted())
-      widen(1.0);  // no walk: goals make a band for every proposal they check
-    else
-      for (std::uint32_t i = 0; i < s.broker_count(); ++i)
-        if (s.eligible(broker_index{i})) widen(s.weight(broker_index{i}));
+    // unequal weights each broker's limits are (lower_of, upper_of).
+    b.lower = std::min(b.lower, std::floor(b.mean + b.eps));
+    b.upper = std::max(b.upper, std::ceil(b.mean - b.eps));
   }
   b.idle = b.mean <= 0.0 || b.raw_mean < detect_threshold;
   return b;

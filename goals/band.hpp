@@ -40,6 +40,7 @@ inline constexpr double kSharedStorageAvgDeviation = 0.15;
 struct band {
   resource res = resource::nw_in;
   bool utilization = false;  // normalized by capacity (else by weight)
+  bool whole = false;        // PARTITION_COUNT by count: limits widened to whole partitions
   double mean = 0.0;         // normalized
   double lower = 0.0;
   double upper = 0.0;
@@ -53,14 +54,24 @@ struct band {
   double norm(const snapshot& s, broker_index b) const { return s.load(b, res) * scale(s, b); }
   /// Distance of normalized load `n` outside [lower, upper]; 0 inside.
   double outside(double n) const;
+  /// Broker `b`'s own limits: [lower, upper], except for PARTITION_COUNT
+  /// with unequal weights, where each broker's are widened to hold
+  /// floor(w·mean)/w and ceil(w·mean)/w (w its weight): a whole number of
+  /// partitions near its share. One shared widening would let a light
+  /// broker (w 0.05: ceil(0.05·mean)/0.05 can be 20 partitions per unit of
+  /// weight) loosen every other broker's limits.
+  double lower_of(const snapshot& s, broker_index b) const;
+  double upper_of(const snapshot& s, broker_index b) const;
+  /// Distance of `b`'s normalized load `n` outside its own limits; 0 inside.
+  double outside_of(const snapshot& s, broker_index b, double n) const;
 };
 
 /// Band of `r` over eligible brokers with half-width `deviation`·mean. For
-/// PARTITION_COUNT by count the band always holds, for every eligible
-/// broker of weight w, floor(w·mean)/w and ceil(w·mean)/w (floor(mean) and
-/// ceil(mean) with equal weights): a narrower one has no whole number of
-/// partitions in it for that broker (Cruise Control's replica distribution
-/// goal rounds its thresholds outward for the same reason).
+/// PARTITION_COUNT by count with every weight 1 the band always holds
+/// floor(mean) and ceil(mean): a narrower one has no whole number of
+/// partitions in it (Cruise Control's replica distribution goal rounds its
+/// thresholds outward for the same reason); with unequal weights each
+/// broker's limits are widened on their own (lower_of, upper_of).
 /// Idle when there is no eligible broker, the mean is 0, or the raw mean is
 /// below `detect_threshold`. Never divides by zero; all fields finite.
 band make_band(const snapshot& s, resource r, double deviation, double detect_threshold);

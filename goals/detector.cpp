@@ -352,11 +352,13 @@ plan run_detector(snapshot& s, const std::vector<goal_binding>& goals, std::size
       // lowers the total surplus above the band by at most 1 and the total
       // shortfall below it by at most 1, so either total bounds the moves.
       // The band is per unit of weight: a broker of weight w may hold
-      // w·upper partitions.
+      // w·upper partitions, widened to ceil(w·mean) (band::upper_of).
       std::size_t surplus = 0, shortfall = 0;
       for (broker_index v : r.before.violators) {
         const double count = s.load(v, resource::partition_count), w = s.weight(v);
-        const double over = count - r.before.upper * w, under = r.before.lower * w - count;
+        const double m = r.before.mean * w;
+        const double over = count - std::max(r.before.upper * w, std::ceil(m - 1e-9)),
+                     under = std::min(r.before.lower * w, std::floor(m + 1e-9)) - count;
         if (over > 1e-9) surplus += static_cast<std::size_t>(std::ceil(over - 1e-9));
         if (under > 1e-9) shortfall += static_cast<std::size_t>(std::ceil(under - 1e-9));
       }

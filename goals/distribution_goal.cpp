@@ -37,7 +37,7 @@ std::vector<broker_index> violators_of(const snapshot& s, const band& b) {
   if (b.idle) return out;
   for (std::uint32_t i = 0; i < s.broker_count(); ++i) {
     const broker_index bi{i};
-    if (s.eligible(bi) && b.outside(b.norm(s, bi)) > 0.0) out.push_back(bi);
+    if (s.eligible(bi) && b.outside_of(s, bi, b.norm(s, bi)) > 0.0) out.push_back(bi);
   }
   return out;
 }
@@ -59,7 +59,7 @@ class distribution_goal final : public goal {
     st.upper = b.upper;
     st.idle = b.idle;
     st.violators = violators_of(s, b);
-    for (broker_index v : st.violators) st.cost += b.outside(b.norm(s, v));
+    for (broker_index v : st.violators) st.cost += b.outside_of(s, v, b.norm(s, v));
     return st;
   }
 
@@ -69,8 +69,8 @@ class distribution_goal final : public goal {
     double before = 0.0, after = 0.0;
     for (broker_index x : {a.from, a.to}) {
       if (!s.eligible(x)) continue;
-      before += b.outside(b.norm(s, x));
-      after += b.outside(load_after(s, a, x, res_) * b.scale(s, x));
+      before += b.outside_of(s, x, b.norm(s, x));
+      after += b.outside_of(s, x, load_after(s, a, x, res_) * b.scale(s, x));
     }
     if (after > before + b.eps)
       return verdict::no(name() + " would move a broker further outside [" + format_amount(b.lower) + ", " +
@@ -86,7 +86,7 @@ class distribution_goal final : public goal {
       if (!s.eligible(x)) continue;
       const double n0 = b.norm(s, x), n1 = load_after(s, a, x, res_) * b.scale(s, x);
       const double d0 = (n0 - b.mean) / b.mean, d1 = (n1 - b.mean) / b.mean;
-      const double o0 = b.outside(n0) / b.mean, o1 = b.outside(n1) / b.mean;
+      const double o0 = b.outside_of(s, x, n0) / b.mean, o1 = b.outside_of(s, x, n1) / b.mean;
       sc += d0 * d0 - d1 * d1 + (o0 - o1);
       if (o0 <= 0.0 && o1 > 0.0) sc -= 1.0;  // leaves the band
     }
@@ -102,6 +102,7 @@ class distribution_goal final : public goal {
     broker_index src, dst;
     bool shedding = true;
     double ss = 1.0, sd = 1.0, ns = 0.0, nd = 0.0, m = 0.0, best = 0.0, target = 0.0, f0 = 0.0, trivial = 0.0;
+    double src_lower = 0.0, dst_upper = 0.0;  // the detection band's limits of src and dst (band::lower_of, upper_of)
     std::string why;
   };
   bool view_pair(const snapshot& s, const band& det, const band& tgt, broker_index src, broker_index dst,
@@ -135,6 +136,8 @@ bool distribution_goal::view_pair(const snapshot& s, const band& det, const band
   pv.ns = det.norm(s, src);
   pv.nd = det.norm(s, dst);
   pv.m = det.mean;
+  pv.src_lower = det.lower_of(s, src);
+  pv.dst_upper = det.upper_of(s, dst);
   const double denom = pv.ss * pv.ss + pv.sd * pv.sd;
   if (!(denom > 0.0)) return false;
   // x* minimizes (ns − x·ss − m)² + (nd + x·sd − m)²: the raw amount that
@@ -173,8 +176,8 @@ bool distribution_goal::improves(const band& det, const pair_view& pv, double x,
   };
   if (!(f(x) < pv.f0 - det.eps * det.eps)) return false;
   // Never create a new violation on the partner broker.
-  if (pv.shedding && pv.nd + x * pv.sd > det.upper + det.eps) return false;
-  if (!pv.shedding && pv.ns - x * pv.ss < det.lower - det.eps) return false;
+  if (pv.shedding && pv.nd + x * pv.sd > pv.dst_upper + det.eps) return false;
+  if (!pv.shedding && pv.ns - x * pv.ss < pv.src_lower - det.eps) return false;
   rank = (pv.f0 - f(pv.target - std::fabs(x - pv.target))) / (pv.m * pv.m);
   return true;
 }
@@ -274,17 +277,20 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
       for (broker_index b : eligible) {
         if (stuck[b.value]) continue;
         const double nb = det.norm(s, b);
-        const double d = tgt.outside(nb);
-        if (d > worst) { worst = d; v = b; above = nb > tgt.upper; }
+        const double d = tgt.outside_of(s, b, nb);
+        if (d > worst) { worst = d; v = b; above = nb > tgt.upper_of(s, b); }
       }
       if (worst <= 0.0) break;
-      // Partners: brokers of v's own rack first (a move inside a rack keeps
-      // the rack's traffic where it is: AutoMQ prefers same-rack moves when
-      // a broker joins or leaves), then least loaded first when shedding,
-      // most loaded first when filling.
+      // Partners: brokers of v's own rack on the useful side of the mean
+      // first (below it when v sheds, above it when v fills: a move inside
+      // a rack keeps the rack's traffic where it is, AutoMQ's preference
+      // when a broker joins or leaves), then least loaded first when
+      // shedding, most loaded first when filling.
       using partner_key = std::pair<int, double>;
       auto key_of = [&](broker_index b) {
-        return partner_key{s.same_rack(b, v) ? 0 : 1, above ? det.norm(s, b) : -det.norm(s, b)};
+        const double nb = det.norm(s, b);
+        const bool useful = above ? nb < det.mean : nb > det.mean;
+        return partner_key{s.same_rack(b, v) && useful ? 0 : 1, above ? nb : -nb};
       };
       // The first partner alone (most moves end there), the rest sorted only if it refuses.
       broker_index first{};
@@ -314,7 +320,7 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
         // broker outside the detection band only (between the two bands it
         // is already fine for the next pass). A swap of PARTITION_COUNT
         // changes nothing.
-        if (!done && res_ != resource::partition_count && !ctx.full() && det.outside(det.norm(s, v)) > 0.0) {
+        if (!done && res_ != resource::partition_count && !ctx.full() && det.outside_of(s, v, det.norm(s, v)) > 0.0) {
           std::vector<broker_index> partners{first};
           for (const auto& [key, b] : order) partners.push_back(broker_index{b});
           for (broker_index p : partners) {

@@ -28,9 +28,10 @@ struct verdict {
 
 /// What a goal reports about a snapshot (CONTRACT §6 plan.goals[]).
 /// `basis` says the unit of mean/lower/upper: "load" (resource units),
-/// "load_per_weight" (resource units per unit of broker weight, when the
-/// eligible brokers' weights differ: a broker of weight w is in band with
-/// w·lower to w·upper), "utilization" (load / capacity, a fraction).
+/// "load_per_weight" (resource units per unit of broker weight, when some
+/// eligible broker's weight is not 1: a broker of weight w is in band with
+/// w·lower to w·upper, PARTITION_COUNT's widened to whole partitions per
+/// band::lower_of / upper_of), "utilization" (load / capacity, a fraction).
 struct goal_stats {
   std::string basis = "load";
   double mean = 0.0;

@@ -56,8 +56,6 @@ class snapshot {
   /// True when `a` and `b` name the same rack (two brokers without one
   /// count as the same rack: a cluster without racks has no preference).
   bool same_rack(broker_index a, broker_index b) const { return rack_[a.value] == rack_[b.value]; }
-  /// True when the brokers name more than one rack.
-  bool has_racks() const { return racks_.size() > 1; }
   /// Sum of the eligible brokers' weights (eligible_count() when every weight is 1). ABI 6.
   double eligible_weight_total() const { return eligible_weight_; }
   /// True when some eligible broker's weight is not 1. ABI 6.

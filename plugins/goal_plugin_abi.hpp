@@ -39,8 +39,10 @@
 /// member it knows at the same offset, and changes the snapshot only
 /// through optimize_context::propose, so it runs unchanged (a version 3 or
 /// 4 plugin never sees a slow broker as eligible, so it never moves
-/// partitions onto one; a version 3 to 5 plugin sees every broker at
-/// weight 1 and no rack); a newer plugin is refused by an older host, whose
+/// partitions onto one; a version 3 to 5 plugin carries its own copy of
+/// the older SDK and ignores weights and racks, so a distribution goal built
+/// that way balances towards the unweighted mean); a newer plugin is
+/// refused by an older host, whose
 /// snapshots lack what it reads.
 #define MOONMQ_GOAL_ABI_MIN_VERSION 3u
 

@@ -83,6 +83,14 @@ TEST_CASE("partition counts follow broker weights, and the plan says the band is
   REQUIRE(p.count_moves_lower_bound);
   CHECK(*p.count_moves_lower_bound == 28);  // b1 holds 40, at most 12: 28 must leave
   CHECK(plan_of(after).actions.empty());
+
+  // The lower bound counts each broker's limits in partitions: all 40 on
+  // b3 (weight 2, at most 24) leave 16 to move, and b1 and b2 lack 8 each.
+  for (auto& r : m.replicas) r.owner = "b3";
+  auto q = plan_of(m);
+  REQUIRE(q.count_moves_lower_bound);
+  CHECK(*q.count_moves_lower_bound == 16);
+  CHECK(q.actions.size() >= 16);
 }
 
 TEST_CASE("with every weight 1 the bands are the unweighted ones", "[goals][weights]") {
@@ -100,23 +108,59 @@ TEST_CASE("with every weight 1 the bands are the unweighted ones", "[goals][weig
   CHECK(report_of(plan_of(m), "PARTITION_COUNT")->before.basis == "load");
 }
 
-TEST_CASE("the count band holds a whole number of partitions for every weight", "[goals][weights]") {
-  // 4 partitions over weights 1 and 2: mean 4/3 per unit of weight. b1's
-  // share is 1.33 partitions (1 or 2 are in band), b2's 2.67 (2 or 3, i.e.
-  // 1 to 1.5 per unit): the band is widened to [1, 2].
+TEST_CASE("each broker's count limits hold a whole number of partitions near its share, and a light broker "
+          "widens only its own",
+          "[goals][weights]") {
+  // b4 weighs 0.05: 30 partitions over a total weight of 3.05 make a mean
+  // of 9.84 per unit of weight, band [7.87, 11.8]. b4's share, 0.49
+  // partitions, is in no whole number of that band, so b4 alone may hold
+  // 0 or 1 (0 to 20 per unit of weight); the others keep [7.87, 11.8]:
+  // 8 to 11 partitions. b3 joined empty and must be filled.
   cluster_model m;
-  m.brokers = {weighted("b1", 1), weighted("b2", 2)};
-  for (int p = 0; p < 4; ++p) m.replicas.push_back(replica("t", p, "b1"));
+  m.brokers = {weighted("b1", 1), weighted("b2", 1), weighted("b3", 1), weighted("b4", 0.05)};
+  for (int p = 0; p < 30; ++p) m.replicas.push_back(replica("t", p, p < 15 ? "b1" : "b2"));
   auto s = snapshot::freeze(m);
   REQUIRE(s.ok());
-  auto b = make_band(s.value(), resource::partition_count, 0.2, 0.0);
-  CHECK(b.lower == Approx(1.0));
-  CHECK(b.upper == Approx(2.0));
+  const auto& snap = s.value();
+  auto b = make_band(snap, resource::partition_count, 0.2, 0.0);
+  CHECK(b.mean == Approx(30.0 / 3.05));
+  CHECK(b.lower_of(snap, broker_index{0}) == Approx(b.mean * 0.8));
+  CHECK(b.upper_of(snap, broker_index{0}) == Approx(b.mean * 1.2));
+  CHECK(b.lower_of(snap, broker_index{3}) == Approx(0.0));
+  CHECK(b.upper_of(snap, broker_index{3}) == Approx(20.0));
   auto p = plan_of(m);
-  auto c = counts(applied(m, p));
-  CHECK(c["b1"] <= 2);
-  CHECK(c["b2"] >= 2);
   CHECK(report_of(p, "PARTITION_COUNT")->after.violators.empty());
+  auto c = counts(applied(m, p));
+  for (const char* id : {"b1", "b2", "b3"}) {
+    INFO(id);
+    CHECK(c[id] >= 8);
+    CHECK(c[id] <= 11);
+  }
+  CHECK(c["b4"] <= 1);
+
+  // Weights 1 and 2 with 4 partitions: b1 holds 1 or 2, b2 2 or 3.
+  cluster_model two;
+  two.brokers = {weighted("b1", 1), weighted("b2", 2)};
+  for (int k = 0; k < 4; ++k) two.replicas.push_back(replica("t", k, "b1"));
+  auto c2 = counts(applied(two, plan_of(two)));
+  CHECK(c2["b1"] >= 1);
+  CHECK(c2["b1"] <= 2);
+  CHECK(c2["b2"] >= 2);
+}
+
+TEST_CASE("a draining broker's partitions go to the fewest partitions per unit of weight", "[goals][weights][drain]") {
+  // b3 holds more partitions than b2 but fewer per unit of weight (6/3 < 4/1).
+  cluster_model m;
+  m.brokers = {weighted("b1", 1), weighted("b2", 1), weighted("b3", 3)};
+  m.brokers[0].draining = true;
+  int n = 0;
+  m.replicas.push_back(replica("t", n++, "b1"));
+  for (int p = 0; p < 4; ++p) m.replicas.push_back(replica("t", n++, "b2"));
+  for (int p = 0; p < 6; ++p) m.replicas.push_back(replica("t", n++, "b3"));
+  m.goals["PARTITION_COUNT"].enabled = false;
+  auto p = plan_of(m);
+  REQUIRE(p.actions.size() == 1);
+  CHECK(p.actions[0].to == "b3");
 }
 
 TEST_CASE("network load follows broker weights", "[goals][weights]") {
@@ -214,9 +258,30 @@ TEST_CASE("brokers that join are filled from their own rack", "[goals][racks]") 
 
   // Without racks the same cluster also balances, and some move crosses
   // what were the racks (the rule is what kept them apart).
+  const cluster_model racked = m;
   for (auto& b : m.brokers) b.rack.clear();
   auto q = plan_of(m);
   bool crossed = false;
-  for (const auto& a : q.actions) crossed = crossed || (a.from == "b1") != (a.to == "b4");
+  for (const auto& a : q.actions) crossed = crossed || rack_of(racked, a.from) != rack_of(racked, a.to);
   CHECK(crossed);
+}
+
+TEST_CASE("a rack mate on the wrong side of the mean is no partner", "[goals][racks]") {
+  // ra = {b1: 20, b2: 11}, rb = {b3: 9, b4: 0}, mean 10. b1 sheds; b2, its
+  // rack mate, is above the mean already and must not take from it.
+  cluster_model m;
+  m.brokers = {weighted("b1", 1, "ra"), weighted("b2", 1, "ra"), weighted("b3", 1, "rb"), weighted("b4", 1, "rb")};
+  int n = 0;
+  for (int p = 0; p < 20; ++p) m.replicas.push_back(replica("t", n++, "b1"));
+  for (int p = 0; p < 11; ++p) m.replicas.push_back(replica("t", n++, "b2"));
+  for (int p = 0; p < 9; ++p) m.replicas.push_back(replica("t", n++, "b3"));
+  auto p = plan_of(m);
+  for (const auto& a : p.actions) {
+    INFO(a.from << " -> " << a.to);
+    CHECK(a.to != "b2");
+    CHECK(a.from != "b4");
+  }
+  CHECK(report_of(p, "PARTITION_COUNT")->after.violators.empty());
+  for (auto& b : m.brokers) b.rack.clear();
+  CHECK(p.actions.size() <= plan_of(m).actions.size());
 }
