@@ -250,6 +250,7 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get_int("NumPartitions", c.num_partitions, 1, max_num_partitions);
   r.get_int("MoveConfirmTimeoutSeconds", c.move_confirm_timeout_seconds, 0, 86400);
   r.get("Rack", c.rack);
+  // The same rule as goals::valid_rack_name (the planner's model files).
   if (c.rack.size() > 64 || c.rack.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
                                != std::string::npos)
     r.error("Rack", "at most 64 letters, digits, '.', '_' and '-'");

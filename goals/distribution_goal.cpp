@@ -163,7 +163,8 @@ bool distribution_goal::view_pair(const snapshot& s, const band& det, const band
   pv.f0 = (pv.ns - pv.m) * (pv.ns - pv.m) + (pv.nd - pv.m) * (pv.nd - pv.m);
   pv.why = std::string(resource_name(res_)) + ": " + s.broker_id(shedding ? src : dst) + " at " +
            format_amount(shedding ? pv.ns : pv.nd) + (shedding ? " above " : " below ") +
-           format_amount(shedding ? tgt.upper : tgt.lower) + " (mean " + format_amount(pv.m) + "); " +
+           format_amount(shedding ? tgt.upper_of(s, src) : tgt.lower_of(s, dst)) + " (mean " + format_amount(pv.m) +
+           (!det.utilization && s.weighted() ? ", per unit of weight" : "") + "); " +
            (shedding ? "shed to " + s.broker_id(dst) : "filled from " + s.broker_id(src));
   return true;
 }
@@ -255,7 +256,9 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
   const auto initial = violators_of(s, det);
   if (initial.empty())
     return "balanced: every eligible broker is inside [" + format_amount(det.lower) + ", " +
-           format_amount(det.upper) + "]; nothing moved";
+           format_amount(det.upper) + "]" +
+           (det.whole && s.weighted() ? " per unit of weight, or its own whole-partition limits" : "") +
+           "; nothing moved";
   const band tgt = make_band(s, res_, cfg.avg_deviation * kTargetFraction, cfg.detect_threshold);
   replica_load_index idx(s, res_);
   std::vector<std::uint8_t> stuck(s.broker_count(), 0);

@@ -78,13 +78,13 @@ std::string read_brokers(const json& j, cluster_model& m) {
         !rd.bool_at(b, "warming", path, spec.warming) || !rd.bool_at(b, "draining", path, spec.draining) ||
         !rd.bool_at(b, "slow", path, spec.slow))
       return rd.error;
-    std::optional<double> weight;
-    if (!rd.opt_number(b, "weight", path, weight)) return rd.error;
-    if (weight) {
-      if (!(*weight >= kMinBrokerWeight && *weight <= kMaxBrokerWeight))
+    if (!valid_rack_name(spec.rack)) return path + ".rack: at most 64 letters, digits, '.', '_' and '-'";
+    if (auto w = b.find("weight"); w != b.end()) {
+      const double v = w->is_number() ? w->get<double>() : 0.0;
+      if (!(v >= kMinBrokerWeight && v <= kMaxBrokerWeight))
         return path + ".weight: expected a number in [" + format_amount(kMinBrokerWeight) + ", " +
                format_amount(kMaxBrokerWeight) + "]";
-      spec.weight = *weight;
+      spec.weight = v;
     }
     if (auto cap = b.find("capacity"); cap != b.end() && !cap->is_null()) {
       if (!cap->is_object()) return path + ".capacity: expected an object";

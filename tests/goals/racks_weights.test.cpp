@@ -208,7 +208,10 @@ TEST_CASE("a weight outside [0.01, 100] is refused, and the model JSON keeps it"
   CHECK(bad.error() == "brokers[0].weight: expected a number in [0.01, 100]");
   auto text = model_from_json(nlohmann::json::parse(R"({"brokers":[{"id":"b1","weight":"2"}],"partitions":[]})"));
   REQUIRE_FALSE(text.ok());
-  CHECK(text.error() == "brokers[0].weight: expected a number >= 0");
+  CHECK(text.error() == "brokers[0].weight: expected a number in [0.01, 100]");
+  auto rack = model_from_json(nlohmann::json::parse(R"({"brokers":[{"id":"b1","rack":"bad rack!"}],"partitions":[]})"));
+  REQUIRE_FALSE(rack.ok());
+  CHECK(rack.error() == "brokers[0].rack: at most 64 letters, digits, '.', '_' and '-'");
 }
 
 TEST_CASE("a draining broker's partitions stay in its rack when the rack can take them", "[goals][racks][drain]") {
