@@ -50,5 +50,8 @@ using propose_atom = caf::atom_constant<caf::atom("propose")>;  ///< propose a R
 using broker_atom = caf::atom_constant<caf::atom("broker")>;  ///< read or change a broker's standing (drain, remove)
 using register_atom = caf::atom_constant<caf::atom("register")>;  ///< register a joining broker's endpoints
 using txn_atom = caf::atom_constant<caf::atom("txn")>;        ///< a transaction's coordinator state or request
+/// Shared storage: a newly applied image is to be followed (an I/O worker
+/// opens or closes its shared partitions; a reassigner confirms its moves).
+using follow_atom = caf::atom_constant<caf::atom("follow")>;
 
 }  // namespace moonmq

@@ -174,6 +174,21 @@ caf::error open_shared(self_ptr self, const std::string& root, const cluster::to
   return {};
 }
 
+/// How often a shared write is made again at a later epoch of this broker's
+/// (moved_on_here) before it is refused: one bump per move's confirm, so
+/// more than two in one write's time means the partition is moving on.
+constexpr int max_epoch_rewrites = 2;
+
+/// The image names this broker owner of `tp` at an epoch past `epoch`: its
+/// own later owner entry (a move's destination confirming) bumped the epoch
+/// while a write at `epoch` was under way. The write, durable at `epoch`, is
+/// carried into the later epoch's store when that store is first written,
+/// so writing it there again is exact (an offset commit is idempotent) and
+/// is what makes it acknowledgeable.
+bool moved_on_here(self_ptr self, const cluster::topic_partition& tp, int64_t epoch) {
+  return self->state.settings.shared->epoch_of(tp.topic, tp.partition) > epoch;
+}
+
 /// Every shared partition the image names this broker owner of (of `topic`
 /// when not ""), with its root.
 std::vector<std::pair<cluster::topic_partition, std::string>> owned_shared(self_ptr self, const std::string& topic) {
@@ -212,17 +227,29 @@ caf::error store_commit(self_ptr self, const std::string& group, std::vector<gro
     if (auto r = self->state.store->commit(group, local, fence); !r)
       return from(r.err());
   std::vector<std::pair<cluster::topic_partition, int64_t>> written;
-  for (auto& [tp, part] : shared) {
+  auto write = [&](const cluster::topic_partition& tp, const std::pair<std::string, std::vector<groups::partition_offset>>& part,
+                   int64_t& epoch) -> caf::error {
     shared_offsets* e = nullptr;
     if (auto err = open_shared(self, part.first, tp, true, e))
       return err;
     if (auto r = e->store->commit(group, part.second, fence); !r)
       return from(r.err());
-    written.emplace_back(tp, e->epoch);
+    epoch = e->epoch;
+    return {};
+  };
+  for (auto& [tp, part] : shared) {
+    int64_t epoch = 0;
+    if (auto err = write(tp, part, epoch))
+      return err;
+    written.emplace_back(tp, epoch);
   }
-  for (const auto& [tp, epoch] : written)
-    if (!self->state.settings.shared->holds(tp.topic, tp.partition, epoch))
-      return ownership_lost(tp.topic, tp.partition);
+  for (auto& [tp, epoch] : written)
+    for (int again = 0; !self->state.settings.shared->holds(tp.topic, tp.partition, epoch); ++again) {
+      if (again == max_epoch_rewrites || !moved_on_here(self, tp, epoch))
+        return ownership_lost(tp.topic, tp.partition);
+      if (auto err = write(tp, shared.at(tp), epoch))
+        return err;
+    }
   return {};
 }
 
@@ -535,27 +562,36 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                 && (!o["metadata"].is_string()
                     || o["metadata"].get_ref<const std::string&>().size() > groups::max_offset_metadata_bytes)))
           return make_error(errc::invalid_request, "offsets must be an array of {\"group\",\"offset\",\"metadata\"?}");
-      groups::offset_store* into = &*self->state.store;
-      shared_offsets* shared = nullptr;
-      if (auto root = shared_root(self, topic, partition); !root.empty()) {
-        // The destination of a move in shared mode: into its own epoch's
-        // store, which carried the source's forward already; the push adds
-        // what the source acknowledged after that carry.
-        if (auto e = open_shared(self, root, cluster::topic_partition{topic, partition}, true, shared))
-          return e;
-        into = &*shared->store;
-      }
+      const cluster::topic_partition tp{topic, partition};
       int32_t stored = 0;
-      for (const auto& o : list) {
-        auto r = into->set_if_higher(o["group"].get<std::string>(), topic, partition,
-                                                  o["offset"].get<int64_t>(),
-                                                  o.contains("metadata") && o["metadata"].is_string() ? o["metadata"].get<std::string>() : "");
-        if (!r)
-          return make_error(errc::invalid_request, "merge: " + r.err().message);
-        stored += *r ? 1 : 0;
+      for (int again = 0;; ++again) {
+        groups::offset_store* into = &*self->state.store;
+        shared_offsets* shared = nullptr;
+        if (auto root = shared_root(self, topic, partition); !root.empty()) {
+          // The destination of a move in shared mode: into its own epoch's
+          // store, which carried the source's forward already; the push adds
+          // what the source acknowledged after that carry.
+          if (auto e = open_shared(self, root, tp, true, shared))
+            return e;
+          into = &*shared->store;
+        }
+        stored = 0;
+        for (const auto& o : list) {
+          auto r = into->set_if_higher(o["group"].get<std::string>(), topic, partition, o["offset"].get<int64_t>(),
+                                       o.contains("metadata") && o["metadata"].is_string()
+                                         ? o["metadata"].get<std::string>()
+                                         : "");
+          if (!r)
+            return make_error(errc::invalid_request, "merge: " + r.err().message);
+          stored += *r ? 1 : 0;
+        }
+        if (!shared || self->state.settings.shared->holds(topic, partition, shared->epoch))
+          break;
+        // The destination's own confirm bumped the epoch meanwhile: merged
+        // again at the new one (moved_on_here).
+        if (again == max_epoch_rewrites || !moved_on_here(self, tp, shared->epoch))
+          return ownership_lost(topic, partition);
       }
-      if (shared && !self->state.settings.shared->holds(topic, partition, shared->epoch))
-        return ownership_lost(topic, partition);
       log::get("groups")->info("offsets.merged topic={} partition={} groups={} stored={}", topic, partition,
                                list.size(), stored);
       return stored;

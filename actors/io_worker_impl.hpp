@@ -48,8 +48,7 @@ namespace moonmq::io_worker_detail {
 using open_atom = caf::atom_constant<caf::atom("open")>;    ///< a worker opens a partition's log
 using close_atom = caf::atom_constant<caf::atom("close")>;  ///< a worker closes a partition's log
 /// Shared storage: a worker looks for a newly published image (and opens or
-/// closes its shared partitions as it says) this often.
-using follow_atom = caf::atom_constant<caf::atom("follow")>;
+/// closes its shared partitions as it says, follow_atom) this often.
 constexpr std::chrono::milliseconds follow_period{100};
 
 /// An append waiting for its sync round: answered to its requester

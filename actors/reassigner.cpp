@@ -267,6 +267,14 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
     recover(self);
     start_queued(self);
     self->delayed_send(self, reconcile_every, tick_atom::value);
+    if (init.settings.shared) {
+      // A destination confirms its move as soon as it applies the cutover,
+      // not on the next tick (docs/shared-storage.md "Moves and failover").
+      init.owners->on_set([addr = self->address()] {
+        if (auto me = caf::actor_cast<caf::actor>(addr))
+          caf::anon_send(me, follow_atom::value);
+      });
+    }
   } else {
     init.open_error = journal.err().message;
     logger()->error("move.journal_unavailable error=\"{}\"", init.open_error);
@@ -443,6 +451,10 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
     [self](tick_atom) {
       reconcile(self);
       self->delayed_send(self, reconcile_every, tick_atom::value);
+    },
+    [self](follow_atom) {
+      confirm_own_moves(self);
+      complete_confirmed_moves(self);
     },
     [self](status_atom) -> std::string {
       auto& st = self->state;

@@ -61,6 +61,9 @@ using reassigner_actor = caf::typed_actor<
   caf::reacts_to<copy_atom, std::string, int64_t, int64_t, int32_t, std::string, std::string>,
   // Internal: compare the journal with the metadata log (every 500 ms).
   caf::reacts_to<tick_atom>,
+  // Internal, shared storage: a new image was applied; confirm the moves
+  // to this broker whose cutover it holds (confirm_own_moves).
+  caf::reacts_to<follow_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
 
 struct reassigner_settings {

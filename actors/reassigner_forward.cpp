@@ -277,8 +277,11 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
         auto seq2 = ++run->seq;
         // The cutover entry names the destination owner, applied only while
         // the log has the move before cutover (a cancel or a controller's
-        // verdict may have ended it: then the log is followed).
-        propose_step(self, step_payload(self, id, "cutover", {"queued", "copying"}),
+        // verdict may have ended it: then the log is followed). Shared
+        // storage: it carries the sealed end, with which the destination
+        // confirms by itself as soon as it applies it (confirm_own_moves).
+        propose_step(self, step_payload(self, id, "cutover", {"queued", "copying"}, {},
+                                        self->state.settings.shared ? log_end : -1),
                      [self, id, seq2, then](const caf::error* err) {
               auto* run = run_of(self, id);
               if (!run || run->seq != seq2)
@@ -351,13 +354,19 @@ void drain_next(self_ptr self, const std::string& id) {
 
 void push_offsets(self_ptr self, const std::string& id) {
   // With the metadata log the cutover's owner change is applied here before
-  // `offsets` is journaled, and no confirm has been sent yet: the epoch the
-  // image names the destination owner at is the one a take-back expects.
+  // `offsets` is journaled: the cutover's epoch, which the log recorded with
+  // the move, is the one a take-back expects. Never the epoch the image
+  // names the destination owner at now: with shared storage the destination
+  // may have confirmed by itself already, and a take-back conditional on
+  // that later epoch could apply over a destination taking writes.
   uint64_t epoch = 0;
   {
     const auto* row = row_of(self, id);
+    auto m = logged_move(self, id);
     auto [owner, at] = self->state.owners->owner_and_epoch(row->tp);
-    if (owner == row->to.value && at > 0)
+    if (m && m->epoch > 0)
+      epoch = static_cast<uint64_t>(m->epoch);
+    else if (owner == row->to.value && at > 0)  // no move in the log (it is never missing past the cutover)
       epoch = static_cast<uint64_t>(at);
   }
   // Journaled before the push and the confirm go out, whatever it costs the
@@ -569,9 +578,26 @@ void finish(self_ptr self, const std::string& id) {
     return;
   }
   if (self->state.settings.shared) {
-    // Nothing was copied, so nothing can be missing at the destination, and
-    // the chain's log start is already the partition's: the destination
-    // only checks its end (this broker's partition is closed by now).
+    // The destination confirms by itself as soon as it applies the cutover
+    // (confirm_own_moves in reassigner_log.cpp): its conditional owner
+    // entry in the log is the confirm, and this broker completes when it
+    // sees it (complete_confirmed_moves). The request is sent only when the
+    // log has not shown it within own_confirm_wait_ms (a destination that
+    // does not confirm by itself, or whose own confirm failed). Nothing
+    // was copied, so nothing can be missing at the destination, and the
+    // chain's log start is already the partition's: the destination only
+    // checks its end (this broker's partition is closed by now).
+    const auto now = util::wall_ms();
+    if (run->own_confirm_wait_since_ms == 0)
+      run->own_confirm_wait_since_ms = now;
+    if (confirmed_by_destination(self, *row)) {
+      complete_confirmed(self, id);
+      return;
+    }
+    if (now - run->own_confirm_wait_since_ms < own_confirm_wait_ms) {
+      schedule(self, *run, own_confirm_poll_ms, [self, id] { finish(self, id); });
+      return;
+    }
     send_confirm(self, id, run->final_log_start);
     return;
   }
@@ -659,6 +685,31 @@ void reclaim_source(self_ptr self, const std::string& id, const cluster::topic_p
           [id](caf::error& e) {
             logger()->warn("move.source_not_reclaimed move={} error=\"{}\"", id, caf::to_string(e));
           });
+}
+
+bool confirmed_by_destination(self_ptr self, const cluster::move_entry& row) {
+  auto [owner, epoch] = self->state.owners->owner_and_epoch(row.tp);
+  return row.owner_epoch > 0 && owner == row.to.value && epoch > static_cast<int64_t>(row.owner_epoch);
+}
+
+void complete_confirmed_moves(self_ptr self) {
+  auto& st = self->state;
+  if (!st.settings.shared)
+    return;
+  std::vector<std::string> confirmed;  // complete() erases runs
+  for (const auto& [id, run] : st.running)
+    if (const auto* row = row_of(self, id); row && run.own_confirm_wait_since_ms > 0
+                                           && row->state == move_state::offsets && confirmed_by_destination(self, *row))
+      confirmed.push_back(id);
+  for (const auto& id : confirmed)
+    complete_confirmed(self, id);
+}
+
+void complete_confirmed(self_ptr self, const std::string& id) {
+  const auto* run = run_of(self, id);
+  logger()->info("move.confirmed_in_log move={} waited_ms={}", id,
+                 run ? util::wall_ms() - run->own_confirm_wait_since_ms : 0);
+  complete(self, id, {});
 }
 
 void complete(self_ptr self, const std::string& id, const std::string& note) {

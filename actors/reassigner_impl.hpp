@@ -31,6 +31,12 @@ constexpr milliseconds local_timeout{30000};
 /// Backoff of the post-confirm retries (the move only goes forward there).
 constexpr int64_t finish_backoff_min_ms = 200;
 constexpr int64_t finish_backoff_max_ms = 5000;
+/// Shared storage: how long a source waits for its destination's own
+/// confirm to show in the log before it sends the confirm request itself,
+/// and how often it looks meanwhile (besides every applied image). A
+/// destination confirms within tens of milliseconds of the cutover.
+constexpr int64_t own_confirm_wait_ms = 1000;
+constexpr int64_t own_confirm_poll_ms = 100;
 /// How often a control-plane request waiting for a known leader looks again.
 constexpr int64_t leader_poll_ms = 200;
 /// Tries of the group-offsets push before the move goes on without it
@@ -103,6 +109,10 @@ struct move_run {
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
   int64_t offsets_since_ms = 0;    ///< when this run entered (or resumed) `offsets`
+  /// Shared storage: since when the source has waited for the destination's
+  /// own confirm to show in the log (0 = not waiting; finish in
+  /// reassigner_forward.cpp).
+  int64_t own_confirm_wait_since_ms = 0;
   /// The destination's epoch moved past the row's owner_epoch with the
   /// destination still owner: it confirmed, so the move is never taken back.
   bool confirmed_in_log = false;
@@ -119,6 +129,12 @@ struct move_run {
 struct orphan_run {
   int64_t first_seen_ms = 0;  ///< when this leader first found the source fenced
   bool in_flight = false;     ///< a proposal or the destination's confirm is pending
+};
+
+/// A destination's own confirm of a move (shared storage).
+struct own_confirm {
+  bool in_flight = false;
+  int64_t failed_ms = 0;  ///< when the last try failed (0 = none did): retried reconcile_retry_ms later
 };
 
 struct reassigner_state {
@@ -140,6 +156,9 @@ struct reassigner_state {
   /// Shared storage: moves of this broker that the log ended and whose
   /// seal here was lifted (release_move_seal in reassigner_log.cpp).
   std::set<std::string> released_seals;
+  /// Shared storage: this broker's own confirms of the moves to it
+  /// (confirm_own_moves in reassigner_log.cpp), by move id.
+  std::map<std::string, own_confirm> own_confirms;
   static inline const char* name = "reassigner";
 };
 
@@ -229,6 +248,17 @@ bool topic_gone(self_ptr self, const move_info& m);
 /// Compares every move of this source in the image with the journal, and
 /// (on the Raft leader) drives the moves of fenced sources.
 void reconcile(self_ptr self);
+/// Shared storage: confirms, on this broker, every move to it whose cutover
+/// applied here (the image names it owner at the cutover's epoch and holds
+/// the sealed end), without waiting for the source's confirm request.
+/// Called when a new image is applied and on every reconcile.
+void confirm_own_moves(self_ptr self);
+/// Shared storage, on a source: completes every move waiting in `finish`
+/// whose destination's own confirm the image now shows (called when a new
+/// image is applied).
+void complete_confirmed_moves(self_ptr self);
+/// Completes move `id`, whose destination's own confirm the log shows.
+void complete_confirmed(self_ptr self, const std::string& id);
 
 // Defined in reassigner_forward.cpp: ensure, cutover, drain, offsets, confirm.
 
@@ -248,6 +278,9 @@ void take_back(self_ptr self, const std::string& id);
 /// The move is done: journals it (with `note`), reclaims the source's copy
 /// and starts the next queued move.
 void complete(self_ptr self, const std::string& id, const std::string& note);
+/// The log shows the destination's confirm of the move: its conditional
+/// owner entry moved the epoch past the cutover's (row.owner_epoch).
+bool confirmed_by_destination(self_ptr self, const cluster::move_entry& row);
 /// After `done`: resets the source's copy to an empty log at `final_end`.
 /// Shared storage: never resets (later epochs read its files); lifts the
 /// seal once the image no longer names this broker owner.

@@ -186,28 +186,29 @@ void log_journal_progress(self_ptr self, const std::string& id, const cluster::m
                    "journal offsets");
 }
 
-/// The destination's confirm (transport/move_routes.cpp `confirm`) when
-/// the Raft leader driving an orphaned move is its destination: fsync, check
-/// the log end is the sealed end E, take the source's sealed log start when
-/// the log recorded it (durably, before ownership), take the partition by a
-/// conditional owner entry at the epoch it holds it at, unseal.
-void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
+/// The destination's confirm (transport/move_destination_routes.cpp
+/// `confirm`) run on the destination itself: fsync, check the log end is
+/// the sealed end E, take the source's sealed log start when the log
+/// recorded it (durably, before ownership), take the partition by a
+/// conditional owner entry at the epoch it holds it at, unseal. Run by the
+/// Raft leader driving an orphaned move when it is the destination
+/// (`early` false), and, with shared storage, by every destination as soon
+/// as it applied its move's cutover (`early` true, confirm_own_moves).
+/// `early` proposes the owner entry at once, beside the worker's takeover
+/// at the cutover's epoch, and checks the end only at the new epoch, before
+/// the seal is lifted (docs/shared-storage.md "Moves and failover", step 4).
+/// Returns false when this broker does not hold the partition at the
+/// image's epoch (nothing started); else `done` is called once, with an
+/// empty error on success.
+bool confirm_here(self_ptr self, const move_info& m, bool early, std::function<void(const std::string&)> done) {
   auto part = local_partition(self, m.tp);
   auto [owner, epoch] = self->state.owners->owner_and_epoch(m.tp);
   if (!part || owner != self->state.settings.broker_id)
-    return;
-  self->state.orphans[id].in_flight = true;
-  auto done = [self, id](const std::string& error) {
-    self->state.orphans[id].in_flight = false;
-    if (!error.empty())
-      logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, error);
-  };
+    return false;
   auto tp = m.tp;
   auto end = m.end;
   auto log_start = m.log_start;
   auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
-  logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, self->state.settings.broker_id, end,
-                 log_start);
   const bool shared = self->state.settings.shared;
   // Shared storage: the partition must end at the sealed end (read through
   // the chain) before the seal is lifted, at the new epoch too.
@@ -239,8 +240,11 @@ void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
         [done](caf::error& e) { done(message_of(e)); });
   };
   if (shared) {  // nothing copied: no fsync, and the chain's log start is the partition's
-    check_end(take);
-    return;
+    if (early)
+      take();
+    else
+      check_end(take);
+    return true;
   }
   self->request(*part, local_timeout, copy_atom::value, std::string{}, true)
     .then(
@@ -257,6 +261,7 @@ void confirm_here(self_ptr self, const std::string& id, const move_info& m) {
           .then([take](int64_t) { take(); }, [done](caf::error& e) { done(caf::to_string(e)); });
       },
       [done](caf::error& e) { done(caf::to_string(e)); });
+  return true;
 }
 
 /// One decision for a move whose source is fenced, taken by the Raft leader
@@ -325,7 +330,12 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
     return;
   }
   if (m.to == st.settings.broker_id) {
-    confirm_here(self, id, m);
+    logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
+    o.in_flight = confirm_here(self, m, false, [self, id](const std::string& error) {
+      self->state.orphans[id].in_flight = false;
+      if (!error.empty())
+        logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, error);
+    });
     return;
   }
   auto peer = peer_of(self, m.to);
@@ -374,10 +384,71 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
   st.released_seals.insert(id);
   logger()->info("move.seal_released move={} topic={} partition={} state={} role={}", id, m.tp.topic,
                  m.tp.partition, m.state, m.from == st.settings.broker_id ? "source" : "destination");
-  unseal_local(self, id, m.tp);
+  // A destination that holds the partition open after its move ended done
+  // lifts the seal only over a log holding every sealed record: its own
+  // confirm checks that too, but may have stopped before its unseal.
+  auto part = local_partition(self, m.tp);
+  if (m.to != st.settings.broker_id || m.state != "done" || m.end < 0 || !part
+      || st.owners->owner_and_epoch(m.tp).first != st.settings.broker_id) {
+    unseal_local(self, id, m.tp);
+    return;
+  }
+  self->request(*part, local_timeout, bounds_atom::value)
+    .then(
+      [self, id, tp = m.tp, end = m.end](int64_t, int64_t log_end, int64_t) {
+        if (log_end < end) {
+          logger()->error("move.seal_kept move={} topic={} partition={} log_end={} sealed_end={} reason=\"the log "
+                          "ends below the source's sealed end\"",
+                          id, tp.topic, tp.partition, log_end, end);
+          return;
+        }
+        unseal_local(self, id, tp);
+      },
+      [id](caf::error& e) { logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e)); });
 }
 
 }  // namespace
+
+void confirm_own_moves(self_ptr self) {
+  auto& st = self->state;
+  if (!st.settings.shared || !st.journal)
+    return;
+  auto moves = st.owners->moves();
+  const auto& me = st.settings.broker_id;
+  const auto now = util::wall_ms();
+  for (const auto& [id, m] : *moves) {
+    if (m.to != me || (m.state != "cutover" && m.state != "offsets") || m.end < 0 || m.epoch <= 0)
+      continue;
+    // At the cutover's epoch only: above it this broker confirmed (the
+    // source's confirm, answered "already confirmed", lifts a seal left by
+    // a confirm that stopped half-way); another owner took it back.
+    auto [owner, epoch] = st.owners->owner_and_epoch(m.tp);
+    if (owner != me || epoch != m.epoch)
+      continue;
+    auto& own = st.own_confirms[id];
+    if (own.in_flight || (own.failed_ms > 0 && now - own.failed_ms < reconcile_retry_ms))
+      continue;
+    logger()->info("move.own_confirm move={} topic={} partition={} from={} log_end={} epoch={}", id, m.tp.topic,
+                   m.tp.partition, m.from, m.end, m.epoch);
+    own.in_flight = confirm_here(self, m, true, [self, id, tp = m.tp, end = m.end](const std::string& error) {
+      auto& own = self->state.own_confirms[id];
+      own.in_flight = false;
+      if (error.empty()) {
+        own.failed_ms = 0;
+        logger()->info("move.confirmed topic={} partition={} log_end={} copy=none own=true", tp.topic, tp.partition,
+                       end);
+        return;
+      }
+      own.failed_ms = util::wall_ms();
+      logger()->warn("move.own_confirm_failed move={} error=\"{}\"", id, error);
+    });
+  }
+  for (auto it = st.own_confirms.begin(); it != st.own_confirms.end();) {
+    auto m = moves->find(it->first);
+    bool keep = it->second.in_flight || (m != moves->end() && !finished(m->second.state));
+    it = keep ? std::next(it) : st.own_confirms.erase(it);
+  }
+}
 
 void reconcile(self_ptr self) {
   auto& st = self->state;
@@ -433,6 +504,7 @@ void reconcile(self_ptr self) {
   for (auto it = st.released_seals.begin(); it != st.released_seals.end();)
     it = moves->count(*it) ? std::next(it) : st.released_seals.erase(it);
   start_queued(self);
+  confirm_own_moves(self);
   // The controller's part: moves whose source is fenced.
   auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
   if (status.leader != me) {

@@ -256,7 +256,7 @@ void owner_entry_refused(const move_context& ctx, const responder& respond, cons
 /// io_worker.cpp follow_image), the end is checked once more at the new
 /// epoch, and only then is the seal lifted. A wrong end leaves it sealed.
 void confirm_shared(const move_context& ctx, const responder& respond, const std::string& topic, int32_t partition,
-                    partition_actor part, int64_t at, int64_t expected) {
+                    partition_actor part, int64_t at, int64_t expected, int64_t cutover_epoch) {
   auto fail = fail_with(respond);
   auto checked = [respond, expected](int64_t end) {
     if (end == expected)
@@ -264,10 +264,18 @@ void confirm_shared(const move_context& ctx, const responder& respond, const std
     respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the source's is " + std::to_string(expected)));
     return false;
   };
-  ask_bounds(ctx, part, [ctx, respond, topic, partition, part, at, checked, fail](int64_t, int64_t end, int64_t) {
+  ask_bounds(ctx, part, [ctx, respond, topic, partition, part, at, checked, fail, cutover_epoch](int64_t, int64_t end,
+                                                                                               int64_t) {
     if (!checked(end))
       return;
     auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
+    // The entry expects the cutover's epoch, never a later one: this broker
+    // may have confirmed by itself meanwhile (reassigner_log.cpp
+    // confirm_own_moves) and be taking writes at the epoch after it, which
+    // a second entry would end under them. Refused then: the source retries
+    // and is answered "already confirmed".
+    if (cutover_epoch > 0)
+      epoch = cutover_epoch;
     if (owner != ctx.broker_id) {
       respond(http_response::error(409, "owner_changed", topic + "/" + std::to_string(partition) + " is owned by "
                                                            + owner + " now; this move has ended"));
@@ -345,28 +353,49 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
       // the partition runs: its seal must not be lifted here.
       auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
       bool this_move = false, other_open = false;
+      int64_t sealed_end = -1;  // as the log recorded it (shared storage: from the cutover on)
       const auto moves = ctx.owners->moves();
       for (const auto& [mid, m] : *moves) {
         if (m.tp.topic != topic || m.tp.partition != partition)
           continue;
         if (m.from == from && m.to == ctx.broker_id && m.epoch == cutover_epoch
-            && (m.state == "cutover" || m.state == "offsets" || m.state == "done"))
+            && (m.state == "cutover" || m.state == "offsets" || m.state == "done")) {
           this_move = true;
-        else if (!raft::finished_move_state(m.state))
+          sealed_end = m.end;
+        } else if (!raft::finished_move_state(m.state)) {
           other_open = true;
+        }
       }
       if (owner == ctx.broker_id && epoch > cutover_epoch && this_move && !other_open) {
-        ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
-          log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,
-                                       partition, end, epoch);
-          respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end},
-                                                {"already_confirmed", true}}.dump()));
-        }, fail, seal_atom::value, false);
+        auto unseal = [ctx, respond, topic, partition, part, epoch, fail] {
+          ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
+            log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,
+                                         partition, end, epoch);
+            respond(http_response::json(200, json{{"owner", ctx.broker_id}, {"log_end_offset", end},
+                                                  {"already_confirmed", true}}.dump()));
+          }, fail, seal_atom::value, false);
+        };
+        if (!ctx.shared || sealed_end < 0) {
+          unseal();
+          return;
+        }
+        // Shared storage: the destination may have confirmed by itself
+        // (reassigner_log.cpp confirm_own_moves), and its own end check at
+        // the new epoch may have failed or not run yet. The seal is lifted
+        // only over a log that holds every sealed record.
+        ask_bounds(ctx, part, [respond, sealed_end, unseal](int64_t, int64_t end, int64_t) {
+          if (end < sealed_end) {
+            respond(offset_mismatch(end, "log end is " + std::to_string(end) + ", the sealed end "
+                                           + std::to_string(sealed_end)));
+            return;
+          }
+          unseal();
+        }, fail);
         return;
       }
     }
     if (ctx.shared) {
-      confirm_shared(ctx, respond, topic, partition, part, at, expected);
+      confirm_shared(ctx, respond, topic, partition, part, at, expected, cutover_epoch);
       return;
     }
     auto take_ownership = [ctx, respond, topic, partition, part, at, fail](int64_t end) {

@@ -502,6 +502,7 @@ double fill(const options& o, uint16_t client, uint16_t cluster, const std::stri
 struct sample {
   clock_type::time_point start, end;
   bool ok = false;
+  std::string error;  ///< a failed answer: "<status> <error code>"
 };
 
 /// One 100-byte record per request to topic/0, acks=leader, one in flight.
@@ -526,8 +527,14 @@ private:
     while (!stop_) {
       auto t0 = clock_type::now();
       auto r = conn.call("POST", "/v1/topics/" + topic_ + "/records?acks=leader", body, std::chrono::seconds(30));
+      std::string error;
+      if (r.status != 200) {
+        auto body = json::parse(r.body, nullptr, false);
+        error = std::to_string(r.status) + " "
+                + (body.is_object() ? body.value("error", std::string{"?"}) : std::string{"(no JSON body)"});
+      }
       std::lock_guard lock{mu_};
-      samples_.push_back({t0, clock_type::now(), r.status == 200});
+      samples_.push_back({t0, clock_type::now(), r.status == 200, std::move(error)});
     }
   }
   uint16_t client_;
@@ -585,6 +592,7 @@ int run_move(const options& o, const std::string& work) {
     lp.stop();
     std::vector<double> base, during;
     size_t base_failed = 0, during_failed = 0;
+    std::map<std::string, int> errors;
     for (const auto& s : lp.samples()) {
       double ms = std::chrono::duration<double, std::milli>(s.end - s.start).count();
       if (s.start >= t0 && s.end < t_moves) {
@@ -597,10 +605,18 @@ int run_move(const options& o, const std::string& work) {
         during.push_back(ms);
         during_failed += s.ok ? 0 : 1;
       }
+      if (!s.ok)
+        ++errors[s.error];
     }
     std::printf("%s partition:\n", p.topic.c_str());
     print_latency("  produce without moves", stats_of(base, base_failed));
     print_latency("  produce during moves", stats_of(during, during_failed));
+    if (!errors.empty()) {
+      std::printf("  failed produce answers          :");
+      for (const auto& [e, n] : errors)
+        std::printf(" [%s] x%d", e.c_str(), n);
+      std::printf("\n");
+    }
     std::printf("  %-32s: p50 %7.1f ms  max %7.1f ms  (submission to done seen, polling every 10 ms)\n", "move duration",
                 percentile(seen_ms, 0.5), moonmq::bench::max_of(seen_ms));
     std::printf("  %-32s: p50 %7.1f ms  max %7.1f ms  (the journal row's updated_ms - started_ms)\n", "move duration (row)",

@@ -1,7 +1,9 @@
 // The zero-copy move on three real moonmq-node processes sharing one
 // directory (docs/shared-storage.md "Moves and failover"): a partition
 // moves S -> D through the ordinary move protocol while a producer keeps
-// writing through S; the move ends done, copies nothing (its row says
+// writing through S; D confirms by itself as soon as it applies the
+// cutover, and S completes on seeing that in the log; the move ends done,
+// copies nothing (its row says
 // "copy":"none" with 0 bytes, the destination's data directory holds no
 // copy, the source's epoch directory stays whole), and every acknowledged
 // record reads back at its offset from D. Then a partition of ~50 MB moves
@@ -93,6 +95,17 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   CHECK(row.value("bytes_copied", int64_t{-1}) == 0);
   CHECK(row.value("bytes_total", int64_t{-1}) == 0);
   CHECK(row.value("error", "") == "");
+  // The destination confirmed by itself once it applied the cutover (its
+  // conditional owner entry is the confirm), and the source completed on
+  // seeing that entry in the log, without sending a confirm request.
+  const auto move_id = row.value("move_id", std::string{});
+  REQUIRE_FALSE(move_id.empty());
+  CHECK(c.logs(dst).find("move.own_confirm move=" + move_id) != std::string::npos);
+  CHECK(c.logs(dst).find("copy=none own=true") != std::string::npos);
+  CHECK(c.logs(src).find("move.confirmed_in_log move=" + move_id) != std::string::npos);
+  // The group offsets' push raced that confirm's epoch bump and was merged
+  // at the new epoch, not refused and retried.
+  CHECK(c.logs(src).find("move.offsets_retry move=" + move_id) == std::string::npos);
 
   // The source's epoch directory after its seal, as the chain reads it.
   const auto src_files = files_of(src_epoch_dir);
