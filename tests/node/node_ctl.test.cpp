@@ -95,6 +95,10 @@ TEST_CASE("moonmqctl cluster info, broker list, balancer status and dry-run, and
     CHECK(text.find("BALANCEDNESS") != std::string::npos);
     CHECK(lines_containing(text, "PARTITION_COUNT") >= 1);
     CHECK(lines_containing(text, "MOVE  skew") >= 1);
+    // Each broker's rack and weight as the pass read them: none configured
+    // here, so no rack and weight 1.
+    CHECK(text.find("BROKER  RACK  WEIGHT  ALIVE") != std::string::npos);
+    CHECK(text.find("\nb1      -     1       yes") != std::string::npos);
 
     auto [src, status] = moonmqctl(c.admin(leader), "balancer status");
     INFO(status);

@@ -106,10 +106,20 @@ void print_pass(const json& pass) {
       std::snprintf(text, sizeof text, "%.1f", v["latency_p90_ms"].get<double>());
       p90[v.value("broker", "")] = text;
     }
-  table brokers{{"BROKER", "ALIVE", "EXCLUDED", "DRAINING", "SLOW", "P90 MS", "WINDOW"}};
+  // Rack and weight as the pass read them (docs/balancer.md "Racks and
+  // weights"): "-" for no rack; a pass of an older loop has neither.
+  table brokers{{"BROKER", "RACK", "WEIGHT", "ALIVE", "EXCLUDED", "DRAINING", "SLOW", "P90 MS", "WINDOW"}};
   for (const auto& b : pass.value("brokers", json::array())) {
     auto id = b.value("id", "");
-    brokers.add({id, b.value("alive", false) ? "yes" : "no", b.value("excluded", false) ? "yes" : "no",
+    std::string weight = "-";
+    if (const auto w = b.value("weight", json()); w.is_number()) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", w.get<double>());
+      weight = text;
+    }
+    const auto rack = b.value("rack", std::string{});
+    brokers.add({id, rack.empty() ? "-" : rack, weight, b.value("alive", false) ? "yes" : "no",
+                 b.value("excluded", false) ? "yes" : "no",
                  b.value("draining", false) ? "yes" : "no", b.value("slow", false) ? "yes" : "no",
                  p90.count(id) ? p90[id] : "-", b.value("incomplete_window", false) ? "incomplete" : "complete"});
   }
