@@ -174,19 +174,21 @@ caf::error open_shared(self_ptr self, const std::string& root, const cluster::to
   return {};
 }
 
-/// How often a shared write is made again at a later epoch of this broker's
+/// How often a shared write is made again at the next epoch of this broker's
 /// (moved_on_here) before it is refused: one bump per move's confirm, so
 /// more than two in one write's time means the partition is moving on.
 constexpr int max_epoch_rewrites = 2;
 
-/// The image names this broker owner of `tp` at an epoch past `epoch`: its
-/// own later owner entry (a move's destination confirming) bumped the epoch
-/// while a write at `epoch` was under way. The write, durable at `epoch`, is
-/// carried into the later epoch's store when that store is first written,
-/// so writing it there again is exact (an offset commit is idempotent) and
-/// is what makes it acknowledgeable.
+/// The image names this broker owner of `tp` at `epoch` + 1: its own owner
+/// entry (a move's destination confirming) bumped the epoch while a write
+/// at `epoch` was under way, and nobody else owned the partition between
+/// the two (each owner change bumps the epoch by one). The write, durable
+/// at `epoch`, is carried into the next epoch's store when that store is
+/// first written, so writing it there again is exact (an offset commit is
+/// idempotent) and is what makes it acknowledgeable. Any other later epoch
+/// may hold another owner's newer commits, which a rewrite would undo.
 bool moved_on_here(self_ptr self, const cluster::topic_partition& tp, int64_t epoch) {
-  return self->state.settings.shared->epoch_of(tp.topic, tp.partition) > epoch;
+  return self->state.settings.shared->epoch_of(tp.topic, tp.partition) == epoch + 1;
 }
 
 /// Every shared partition the image names this broker owner of (of `topic`

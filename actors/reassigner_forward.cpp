@@ -213,6 +213,22 @@ void flip_failed(self_ptr self, const std::string& id, const std::string& why, s
   const auto* row = row_of(self, id);
   if (!run || !row)
     return;
+  // Shared storage: the cutover may have committed although its proposal
+  // failed here (a timeout, an election). The destination then confirms by
+  // itself at once, and a rollback, conditional on the cutover's epoch,
+  // would be refused for ever: follow the log forward instead. The seal
+  // held from the start (the log only takes a cutover after it).
+  if (row->state != move_state::offsets && self->state.settings.shared) {
+    if (auto m = logged_move(self, id); m && (m->state == "cutover" || m->state == "offsets") && m->epoch > 0) {
+      if (run->final_end < 0)
+        run->final_end = m->end;
+      if (run->final_end >= 0) {
+        logger()->warn("move.cutover_committed move={} error=\"{}\"", id, why);
+        then();
+        return;
+      }
+    }
+  }
   if (row->state != move_state::offsets) {
     rollback(self, id, why);
     return;

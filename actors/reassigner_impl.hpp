@@ -134,6 +134,7 @@ struct orphan_run {
 /// A destination's own confirm of a move (shared storage).
 struct own_confirm {
   bool in_flight = false;
+  bool unsealed = false;  ///< confirmed and unsealed here: nothing left to do
   int64_t failed_ms = 0;  ///< when the last try failed (0 = none did): retried reconcile_retry_ms later
 };
 

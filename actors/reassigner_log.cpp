@@ -191,16 +191,16 @@ void log_journal_progress(self_ptr self, const std::string& id, const cluster::m
 /// the sealed end E, take the source's sealed log start when the log
 /// recorded it (durably, before ownership), take the partition by a
 /// conditional owner entry at the epoch it holds it at, unseal. Run by the
-/// Raft leader driving an orphaned move when it is the destination
-/// (`early` false), and, with shared storage, by every destination as soon
-/// as it applied its move's cutover (`early` true, confirm_own_moves).
-/// `early` proposes the owner entry at once, beside the worker's takeover
-/// at the cutover's epoch, and checks the end only at the new epoch, before
-/// the seal is lifted (docs/shared-storage.md "Moves and failover", step 4).
-/// Returns false when this broker does not hold the partition at the
-/// image's epoch (nothing started); else `done` is called once, with an
-/// empty error on success.
-bool confirm_here(self_ptr self, const move_info& m, bool early, std::function<void(const std::string&)> done) {
+/// Raft leader driving an orphaned move when it is the destination, and,
+/// with shared storage, by every destination as soon as it applied its
+/// move's cutover (confirm_own_moves). Shared storage: the end is checked
+/// before the entry (exactly E: a wrong end leaves the entry unproposed,
+/// so the source can still take the partition back) and again at the new
+/// epoch before the seal is lifted (at least E: another confirm may have
+/// unsealed it and it may have taken writes). Returns false when this
+/// broker does not own the partition in its image (nothing started); else
+/// `done` is called once, with an empty error on success.
+bool confirm_here(self_ptr self, const move_info& m, std::function<void(const std::string&)> done) {
   auto part = local_partition(self, m.tp);
   auto [owner, epoch] = self->state.owners->owner_and_epoch(m.tp);
   if (!part || owner != self->state.settings.broker_id)
@@ -210,13 +210,11 @@ bool confirm_here(self_ptr self, const move_info& m, bool early, std::function<v
   auto log_start = m.log_start;
   auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
   const bool shared = self->state.settings.shared;
-  // Shared storage: the partition must end at the sealed end (read through
-  // the chain) before the seal is lifted, at the new epoch too.
-  auto check_end = [self, end, part = *part, done](std::function<void()> next) {
+  auto check_end = [self, end, part = *part, done](bool exact, std::function<void()> next) {
     self->request(part, local_timeout, bounds_atom::value)
       .then(
-        [end, next, done](int64_t, int64_t log_end, int64_t) {
-          if (log_end != end)
+        [end, exact, next, done](int64_t, int64_t log_end, int64_t) {
+          if (exact ? log_end != end : log_end < end)
             done("log end is " + std::to_string(log_end) + ", the sealed end " + std::to_string(end));
           else
             next();
@@ -233,17 +231,14 @@ bool confirm_here(self_ptr self, const move_info& m, bool early, std::function<v
               .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
           };
           if (shared)
-            check_end(unseal);
+            check_end(false, unseal);
           else
             unseal();
         },
         [done](caf::error& e) { done(message_of(e)); });
   };
   if (shared) {  // nothing copied: no fsync, and the chain's log start is the partition's
-    if (early)
-      take();
-    else
-      check_end(take);
+    check_end(true, take);
     return true;
   }
   self->request(*part, local_timeout, copy_atom::value, std::string{}, true)
@@ -259,6 +254,29 @@ bool confirm_here(self_ptr self, const move_info& m, bool early, std::function<v
         }
         self->request(part, local_timeout, delete_records_atom::value, log_start, true)
           .then([take](int64_t) { take(); }, [done](caf::error& e) { done(caf::to_string(e)); });
+      },
+      [done](caf::error& e) { done(caf::to_string(e)); });
+  return true;
+}
+
+/// Shared storage: lifts the seal of a move's destination whose owner entry
+/// applied (the image names it owner past the cutover's epoch) over a log
+/// holding every sealed record: the second half of confirm_here, for a
+/// confirm that stopped between its entry and its unseal. Returns false
+/// when this broker does not own the partition (nothing started).
+bool unseal_confirmed(self_ptr self, const move_info& m, std::function<void(const std::string&)> done) {
+  auto part = local_partition(self, m.tp);
+  if (!part || self->state.owners->owner_and_epoch(m.tp).first != self->state.settings.broker_id)
+    return false;
+  self->request(*part, local_timeout, bounds_atom::value)
+    .then(
+      [self, end = m.end, part = *part, done](int64_t, int64_t log_end, int64_t) {
+        if (log_end < end) {
+          done("log end is " + std::to_string(log_end) + ", below the sealed end " + std::to_string(end));
+          return;
+        }
+        self->request(part, local_timeout, seal_atom::value, false)
+          .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
       },
       [done](caf::error& e) { done(caf::to_string(e)); });
   return true;
@@ -331,7 +349,7 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   }
   if (m.to == st.settings.broker_id) {
     logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
-    o.in_flight = confirm_here(self, m, false, [self, id](const std::string& error) {
+    o.in_flight = confirm_here(self, m, [self, id](const std::string& error) {
       self->state.orphans[id].in_flight = false;
       if (!error.empty())
         logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, error);
@@ -397,6 +415,8 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
     .then(
       [self, id, tp = m.tp, end = m.end](int64_t, int64_t log_end, int64_t) {
         if (log_end < end) {
+          // Looked at again on the next reconcile.
+          self->state.released_seals.erase(id);
           logger()->error("move.seal_kept move={} topic={} partition={} log_end={} sealed_end={} reason=\"the log "
                           "ends below the source's sealed end\"",
                           id, tp.topic, tp.partition, log_end, end);
@@ -404,7 +424,10 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
         }
         unseal_local(self, id, tp);
       },
-      [id](caf::error& e) { logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e)); });
+      [self, id](caf::error& e) {
+        self->state.released_seals.erase(id);  // looked at again on the next reconcile
+        logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
+      });
 }
 
 }  // namespace
@@ -419,29 +442,34 @@ void confirm_own_moves(self_ptr self) {
   for (const auto& [id, m] : *moves) {
     if (m.to != me || (m.state != "cutover" && m.state != "offsets") || m.end < 0 || m.epoch <= 0)
       continue;
-    // At the cutover's epoch only: above it this broker confirmed (the
-    // source's confirm, answered "already confirmed", lifts a seal left by
-    // a confirm that stopped half-way); another owner took it back.
+    // At the cutover's epoch: confirm. Above it the owner entry applied
+    // (this broker's, or the confirm request's): only the seal is left to
+    // lift, once. Another owner: taken back or failed over.
     auto [owner, epoch] = st.owners->owner_and_epoch(m.tp);
-    if (owner != me || epoch != m.epoch)
+    if (owner != me || epoch < m.epoch)
       continue;
     auto& own = st.own_confirms[id];
-    if (own.in_flight || (own.failed_ms > 0 && now - own.failed_ms < reconcile_retry_ms))
+    if (own.in_flight || own.unsealed || (own.failed_ms > 0 && now - own.failed_ms < reconcile_retry_ms))
       continue;
-    logger()->info("move.own_confirm move={} topic={} partition={} from={} log_end={} epoch={}", id, m.tp.topic,
-                   m.tp.partition, m.from, m.end, m.epoch);
-    own.in_flight = confirm_here(self, m, true, [self, id, tp = m.tp, end = m.end](const std::string& error) {
+    const bool confirmed = epoch > m.epoch;
+    if (!confirmed)
+      logger()->info("move.own_confirm move={} topic={} partition={} from={} log_end={} epoch={}", id, m.tp.topic,
+                     m.tp.partition, m.from, m.end, m.epoch);
+    auto done = [self, id, tp = m.tp, end = m.end, confirmed](const std::string& error) {
       auto& own = self->state.own_confirms[id];
       own.in_flight = false;
       if (error.empty()) {
         own.failed_ms = 0;
-        logger()->info("move.confirmed topic={} partition={} log_end={} copy=none own=true", tp.topic, tp.partition,
-                       end);
+        own.unsealed = true;
+        if (!confirmed)
+          logger()->info("move.confirmed topic={} partition={} log_end={} copy=none own=true", tp.topic,
+                         tp.partition, end);
         return;
       }
       own.failed_ms = util::wall_ms();
       logger()->warn("move.own_confirm_failed move={} error=\"{}\"", id, error);
-    });
+    };
+    own.in_flight = confirmed ? unseal_confirmed(self, m, done) : confirm_here(self, m, done);
   }
   for (auto it = st.own_confirms.begin(); it != st.own_confirms.end();) {
     auto m = moves->find(it->first);
