@@ -10,6 +10,7 @@
 
 #include "config/dynamic.hpp"
 #include "util/atomic_file.hpp"
+#include "util/names.hpp"
 
 namespace moonmq::config {
 namespace {
@@ -237,9 +238,7 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get("BrokerId", c.broker_id);
   if (c.broker_id.empty())
     r.error("BrokerId", "required when Cluster is present");
-  else if (c.broker_id.find_first_not_of(
-             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-           != std::string::npos)
+  else if (!util::name_chars_only(c.broker_id))
     r.error("BrokerId", "only letters, digits, '.', '_' and '-' are allowed");
   r.get("Token", c.token);
   r.get_int("PeerTimeout", c.peer_timeout_seconds, 1, 3600);
@@ -250,9 +249,7 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get_int("NumPartitions", c.num_partitions, 1, max_num_partitions);
   r.get_int("MoveConfirmTimeoutSeconds", c.move_confirm_timeout_seconds, 0, 86400);
   r.get("Rack", c.rack);
-  // The same rule as goals::valid_rack_name (the planner's model files).
-  if (c.rack.size() > 64 || c.rack.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-                               != std::string::npos)
+  if (!util::valid_rack_name(c.rack))  // the planner's model files take the same rule
     r.error("Rack", "at most 64 letters, digits, '.', '_' and '-'");
   r.get_double("Weight", c.weight, 0.01, 100.0);
   read_peers(r, c);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "goals/types.hpp"
+#include "util/names.hpp"
 
 namespace moonmq::goals {
 
@@ -47,12 +48,9 @@ struct broker_spec {
 inline constexpr double kMinBrokerWeight = 0.01;
 inline constexpr double kMaxBrokerWeight = 100.0;
 
-/// A rack name as Cluster.Rack takes it (config/loader.cpp checks the same
-/// rule): "" (none) or at most 64 letters, digits, '.', '_' and '-'.
-inline bool valid_rack_name(std::string_view rack) {
-  return rack.size() <= 64 && rack.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-                                std::string_view::npos;
-}
+/// A rack name as Cluster.Rack takes it: "" (none) or at most 64 letters,
+/// digits, '.', '_' and '-' (util/names.hpp, shared with the config loader).
+using util::valid_rack_name;
 
 /// One partition (single replica: its owner). `load[i]` is measured resource
 /// i (nw_in, nw_out bytes/s; disk bytes). An untrusted replica (fewer than

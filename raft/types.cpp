@@ -1,9 +1,9 @@
 #include "raft/types.hpp"
 
-#include <cctype>
 #include <limits>
 
 #include "raft/json_reader.hpp"
+#include "util/names.hpp"
 
 namespace moonmq::raft {
 
@@ -696,12 +696,7 @@ bool valid_move_state(const std::string& s) {
 }
 
 bool valid_move_id(const std::string& id) {
-  if (id.empty() || id.size() > 128)
-    return false;
-  for (unsigned char ch : id)
-    if (!std::isalnum(ch) && ch != '.' && ch != '_' && ch != '-')
-      return false;
-  return true;
+  return util::is_name(id, 1, 128);
 }
 
 bool finished_move_state(const std::string& s) { return s == "done" || s == "failed" || s == "cancelled"; }

@@ -16,6 +16,7 @@
 #include "transport/actor_answers.hpp"
 #include "net/http_client.hpp"
 #include "net/peer_survey.hpp"
+#include "util/names.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -32,9 +33,7 @@ bool valid_group_id_quiet(const std::string& group) { return groups::is_valid_gr
 /// A member id that is safe in a forwarded request's path (generated ids
 /// are `m-<n>-<hex>`); others are answered locally (unknown_member).
 bool valid_member_quiet(const std::string& member) {
-  return !member.empty() && member.size() <= 256
-         && member.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-              == std::string::npos;
+  return util::is_name(member, 1, 256);
 }
 
 std::string coordinator_of(const client_context& ctx, const std::string& group) {

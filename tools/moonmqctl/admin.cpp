@@ -20,6 +20,7 @@
 
 #include "tools/common/progress_bar.hpp"
 #include "tools/moonmqctl/commands.hpp"
+#include "util/names.hpp"
 
 namespace moonmq::ctl {
 
@@ -268,9 +269,7 @@ void table::print(std::ostream& out) const {
 /// (moonmq's rule for both), checked before any request.
 bool names_ok(const admin_options& o) {
   auto ok = [](const std::string& n) {
-    return !n.empty() && n.size() <= 249
-           && n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-                == std::string::npos;
+    return util::is_name(n, 1, 249);
   };
   std::vector<std::string> all = o.names;
   if (!o.name.empty() || (o.action != "list" && o.action != "delete"))
