@@ -186,6 +186,24 @@ void log_journal_progress(self_ptr self, const std::string& id, const cluster::m
                    "journal offsets");
 }
 
+/// Shared storage: reads `part`'s log end and calls `next` when it is the
+/// sealed end `end` (`exact`) or past it (the partition may have taken
+/// writes since), else `failed` with the reason (a short end, or the read's
+/// error).
+void when_end_reaches(self_ptr self, partition_actor part, int64_t end, bool exact, std::function<void()> next,
+                      std::function<void(const std::string&)> failed) {
+  self->request(part, local_timeout, bounds_atom::value)
+    .then(
+      [end, exact, next, failed](int64_t, int64_t log_end, int64_t) {
+        if (exact ? log_end != end : log_end < end)
+          failed("log end is " + std::to_string(log_end) + (exact ? ", the sealed end " : ", below the sealed end ")
+                 + std::to_string(end));
+        else
+          next();
+      },
+      [failed](caf::error& e) { failed(caf::to_string(e)); });
+}
+
 /// The destination's confirm (transport/move_destination_routes.cpp
 /// `confirm`) run on the destination itself: fsync, check the log end is
 /// the sealed end E, take the source's sealed log start when the log
@@ -211,15 +229,7 @@ bool confirm_here(self_ptr self, const move_info& m, std::function<void(const st
   auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
   const bool shared = self->state.settings.shared;
   auto check_end = [self, end, part = *part, done](bool exact, std::function<void()> next) {
-    self->request(part, local_timeout, bounds_atom::value)
-      .then(
-        [end, exact, next, done](int64_t, int64_t log_end, int64_t) {
-          if (exact ? log_end != end : log_end < end)
-            done("log end is " + std::to_string(log_end) + ", the sealed end " + std::to_string(end));
-          else
-            next();
-        },
-        [done](caf::error& e) { done(caf::to_string(e)); });
+    when_end_reaches(self, part, end, exact, std::move(next), done);
   };
   auto take = [self, tp, at, epoch = epoch, part = *part, done, shared, check_end] {
     self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
@@ -268,17 +278,13 @@ bool unseal_confirmed(self_ptr self, const move_info& m, std::function<void(cons
   auto part = local_partition(self, m.tp);
   if (!part || self->state.owners->owner_and_epoch(m.tp).first != self->state.settings.broker_id)
     return false;
-  self->request(*part, local_timeout, bounds_atom::value)
-    .then(
-      [self, end = m.end, part = *part, done](int64_t, int64_t log_end, int64_t) {
-        if (log_end < end) {
-          done("log end is " + std::to_string(log_end) + ", below the sealed end " + std::to_string(end));
-          return;
-        }
-        self->request(part, local_timeout, seal_atom::value, false)
-          .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
-      },
-      [done](caf::error& e) { done(caf::to_string(e)); });
+  when_end_reaches(
+    self, *part, m.end, false,
+    [self, part = *part, done] {
+      self->request(part, local_timeout, seal_atom::value, false)
+        .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
+    },
+    done);
   return true;
 }
 
@@ -411,23 +417,12 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
     unseal_local(self, id, m.tp);
     return;
   }
-  self->request(*part, local_timeout, bounds_atom::value)
-    .then(
-      [self, id, tp = m.tp, end = m.end](int64_t, int64_t log_end, int64_t) {
-        if (log_end < end) {
-          // Looked at again on the next reconcile.
-          self->state.released_seals.erase(id);
-          logger()->error("move.seal_kept move={} topic={} partition={} log_end={} sealed_end={} reason=\"the log "
-                          "ends below the source's sealed end\"",
-                          id, tp.topic, tp.partition, log_end, end);
-          return;
-        }
-        unseal_local(self, id, tp);
-      },
-      [self, id](caf::error& e) {
-        self->state.released_seals.erase(id);  // looked at again on the next reconcile
-        logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
-      });
+  when_end_reaches(
+    self, *part, m.end, false, [self, id, tp = m.tp] { unseal_local(self, id, tp); },
+    [self, id, tp = m.tp](const std::string& why) {
+      self->state.released_seals.erase(id);  // looked at again on the next reconcile
+      logger()->error("move.seal_kept move={} topic={} partition={} error=\"{}\"", id, tp.topic, tp.partition, why);
+    });
 }
 
 }  // namespace
