@@ -705,7 +705,8 @@ void reclaim_source(self_ptr self, const std::string& id, const cluster::topic_p
 
 bool confirmed_by_destination(self_ptr self, const cluster::move_entry& row) {
   auto [owner, epoch] = self->state.owners->owner_and_epoch(row.tp);
-  return row.owner_epoch > 0 && owner == row.to.value && epoch > static_cast<int64_t>(row.owner_epoch);
+  return cluster::destination_confirmed(row.to.value, row.owner_epoch, owner,
+                                        static_cast<uint64_t>(std::max<int64_t>(epoch, 0)));
 }
 
 void complete_confirmed_moves(self_ptr self) {

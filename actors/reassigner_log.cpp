@@ -315,7 +315,9 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
     });
   };
   auto [owner, epoch] = st.owners->owner_and_epoch(m.tp);
-  bool confirmed = (m.state == "cutover" || m.state == "offsets") && owner == m.to && m.epoch > 0 && epoch > m.epoch;
+  bool confirmed = (m.state == "cutover" || m.state == "offsets")
+                   && cluster::destination_confirmed(m.to, static_cast<uint64_t>(std::max<int64_t>(m.epoch, 0)), owner,
+                                                     static_cast<uint64_t>(std::max<int64_t>(epoch, 0)));
   if (m.state == "queued" || m.state == "copying") {
     send(move_payload(id, m.tp, m.from, m.to, "failed", {m.state},
                       "the source " + m.from + " was fenced while the move was " + m.state + by));
@@ -446,7 +448,8 @@ void confirm_own_moves(self_ptr self) {
     auto& own = st.own_confirms[id];
     if (own.in_flight || own.unsealed || (own.failed_ms > 0 && now - own.failed_ms < reconcile_retry_ms))
       continue;
-    const bool confirmed = epoch > m.epoch;
+    const bool confirmed = cluster::destination_confirmed(me, static_cast<uint64_t>(m.epoch), owner,
+                                                          static_cast<uint64_t>(epoch));
     if (!confirmed)
       logger()->info("move.own_confirm move={} topic={} partition={} from={} log_end={} epoch={}", id, m.tp.topic,
                      m.tp.partition, m.from, m.end, m.epoch);

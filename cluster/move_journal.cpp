@@ -201,13 +201,19 @@ const char* to_string(take_back_action a) {
   return "wait";
 }
 
+bool destination_confirmed(const std::string& to, uint64_t cutover_epoch, const std::string& owner, uint64_t epoch) {
+  return cutover_epoch > 0 && !to.empty() && owner == to && epoch > cutover_epoch;
+}
+
 take_back_action take_back_decision(const move_entry& e, const std::string& owner, uint64_t epoch, bool refused) {
   if (owner == e.from.str())
     return take_back_action::rollback;
   if (e.owner_epoch == 0)
     return take_back_action::keep_confirming;  // without the cutover's epoch a take-back could overrule a confirm
+  if (destination_confirmed(e.to.str(), e.owner_epoch, owner, epoch))
+    return take_back_action::keep_confirming;
   if (epoch > e.owner_epoch)
-    return owner == e.to.str() ? take_back_action::keep_confirming : take_back_action::done;
+    return take_back_action::done;  // confirmed, and the partition moved on from the destination since
   return refused ? take_back_action::wait : take_back_action::propose;
 }
 

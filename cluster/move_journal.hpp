@@ -120,6 +120,18 @@ struct recovery_plan {
 ///   done/failed/cancelled → none
 recovery_plan recovery_decision(const move_entry& e);
 
+/// True when the log shows that a move's destination confirmed it: `to`
+/// still owns the partition (`owner`) at an epoch above the cutover's
+/// (`cutover_epoch`, 0 = not known: never confirmed by this rule). Every
+/// confirm (the destination's own, its answer to the source's request, or
+/// one in a fenced source's place) is a conditional owner entry that moves
+/// the epoch past the cutover's before the destination unseals, and a
+/// take-back expects the cutover's epoch, so the log applies exactly one of
+/// them (docs/cluster.md "Moves in the log"). Used by the source (to
+/// complete, and never to take back), the controller for a fenced source's
+/// move, and take_back_decision.
+bool destination_confirmed(const std::string& to, uint64_t cutover_epoch, const std::string& owner, uint64_t epoch);
+
 /// What a source does about a move in `offsets` whose destination has not
 /// confirmed within Cluster.MoveConfirmTimeoutSeconds (docs/metadata.md
 /// "Owner epochs"), from its applied image.

@@ -4,10 +4,13 @@
 // offsets it pushes. The operator's routes and the broker-to-broker move
 // requests are in move_routes.cpp.
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "cluster/move_journal.hpp"
 #include "raft/types.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/cluster_routes.hpp"
@@ -366,7 +369,9 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
           other_open = true;
         }
       }
-      if (owner == ctx.broker_id && epoch > cutover_epoch && this_move && !other_open) {
+      if (this_move && !other_open
+          && cluster::destination_confirmed(ctx.broker_id, static_cast<uint64_t>(cutover_epoch), owner,
+                                            static_cast<uint64_t>(std::max<int64_t>(epoch, 0)))) {
         auto unseal = [ctx, respond, topic, partition, part, epoch, fail] {
           ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
             log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,

@@ -376,6 +376,18 @@ TEST_CASE("a take-back is proposed only at the cutover's epoch and never overrul
   CHECK(take_back_decision(e, "b1", 3, false) == a::rollback);
 }
 
+TEST_CASE("the log shows a destination confirmed only while it owns the partition past the cutover's epoch",
+          "[cluster][journal]") {
+  // The cutover made b2 owner at epoch 4.
+  CHECK_FALSE(destination_confirmed("b2", 4, "b2", 4));  // at the cutover's epoch: not yet
+  CHECK(destination_confirmed("b2", 4, "b2", 5));        // its conditional owner entry applied
+  CHECK(destination_confirmed("b2", 4, "b2", 9));        // and later epochs of its own
+  CHECK_FALSE(destination_confirmed("b2", 4, "b1", 5));  // taken back by the source
+  CHECK_FALSE(destination_confirmed("b2", 4, "b3", 6));  // moved on (or failed over) since
+  CHECK_FALSE(destination_confirmed("b2", 0, "b2", 7));  // no cutover epoch known: never by this rule
+  CHECK_FALSE(destination_confirmed("", 4, "", 5));      // no owner at all
+}
+
 TEST_CASE("a row's owner epoch is written with its transition and read back, older rows read 0",
           "[cluster][journal]") {
   moonmq::test::temp_dir dir;
