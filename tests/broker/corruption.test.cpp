@@ -47,6 +47,7 @@ json actor_state(uint16_t admin, const std::string& name) {
 
 TEST_CASE("a corrupt partition goes offline alone and the repair never reuses an offset",
           "[broker][corruption]") {
+  expected_log_errors expected{{"partition.corrupt"}};
   temp_dir dir;
   auto n = running_node::start(dir);
   create_topic(n.client, "cor", 2);

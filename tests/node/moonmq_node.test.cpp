@@ -115,6 +115,7 @@ TEST_CASE("version and help flags exit 0", "[node]") {
 }
 
 TEST_CASE("an unusable data dir is a runtime failure (exit 1) naming the path", "[node]") {
+  expected_log_errors expected{{"node.data_dir_failed"}};
   temp_dir dir;
   std::ofstream{dir.path() + "/plain-file"} << "x";
   auto bad = dir.path() + "/plain-file/data";
@@ -124,6 +125,7 @@ TEST_CASE("an unusable data dir is a runtime failure (exit 1) naming the path", 
 }
 
 TEST_CASE("an admin port already in use is a runtime failure (exit 1)", "[node]") {
+  expected_log_errors expected{{"node.listen_failed"}};
   temp_dir dir;
   node_process first{dir};
   auto port = first.wait_ready();
@@ -187,6 +189,7 @@ TEST_CASE("a node with a Cluster section serves the cluster listener behind its 
 
 TEST_CASE("a data dir whose ownership file names owners from the retired mode without Raft does not boot",
           "[node][cluster]") {
+  expected_log_errors expected{{"node.cluster_state_failed"}};
   auto boot = [](const std::string& file_text) {
     temp_dir dir;
     std::filesystem::create_directories(dir.path() + "/data");

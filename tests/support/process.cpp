@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 namespace moonmq::test {
@@ -28,11 +31,67 @@ temp_dir::~temp_dir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+namespace {
+
+std::mutex expected_mtx;
+std::vector<std::string> expected_fragments;  // of every live expected_log_errors
+
+/// True for spdlog's `2026-12-06T22:49:35.753 error [node] ...` (and
+/// critical): the level is the second field, the logger's name follows it.
+bool error_level_line(const std::string& line) {
+  auto space = line.find(' ');
+  if (space != 23 || line.size() < 24 || line[4] != '-' || line[10] != 'T')
+    return false;
+  auto level = std::string_view(line).substr(24);
+  return level.rfind("error [", 0) == 0 || level.rfind("critical [", 0) == 0;
+}
+
+}  // namespace
+
+expected_log_errors::expected_log_errors(std::vector<std::string> fragments) : fragments_(std::move(fragments)) {
+  std::lock_guard lock(expected_mtx);
+  expected_fragments.insert(expected_fragments.end(), fragments_.begin(), fragments_.end());
+}
+
+expected_log_errors::~expected_log_errors() {
+  std::lock_guard lock(expected_mtx);
+  for (const auto& f : fragments_)
+    if (auto it = std::find(expected_fragments.begin(), expected_fragments.end(), f); it != expected_fragments.end())
+      expected_fragments.erase(it);
+}
+
+std::vector<std::string> unexpected_log_errors(const std::string& log_text) {
+  std::vector<std::string> out;
+  std::istringstream in(log_text);
+  std::lock_guard lock(expected_mtx);
+  for (std::string line; std::getline(in, line);) {
+    if (!error_level_line(line))
+      continue;
+    bool expected = std::any_of(expected_fragments.begin(), expected_fragments.end(),
+                                [&line](const std::string& f) { return line.find(f) != std::string::npos; });
+    if (!expected)
+      out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace moonmq::test
+
+/// Defined by the test main (tests/catch_main.cpp); weak, so that a program
+/// without it still links and reports nothing.
+extern "C" void moonmq_test_unexpected_log_error(const char* log_file, const char* line) __attribute__((weak));
+
+namespace moonmq::test {
+
 child_process::~child_process() {
   if (pid_ > 0 && !status_) {
     ::kill(pid_, SIGKILL);
     wait(std::chrono::seconds(5));
   }
+  if (log_.empty() || !moonmq_test_unexpected_log_error)
+    return;
+  for (const auto& line : unexpected_log_errors(read_text(log_)))
+    moonmq_test_unexpected_log_error(log_.c_str(), line.c_str());
 }
 
 bool child_process::start(const std::string& exe, const std::vector<std::string>& args,

@@ -27,7 +27,9 @@ private:
 class child_process {
 public:
   child_process() = default;
-  ~child_process();  ///< SIGKILLs a child still running
+  /// SIGKILLs a child still running, then reports its log's unexpected
+  /// error-level lines (expected_log_errors).
+  ~child_process();
   child_process(const child_process&) = delete;
   child_process& operator=(const child_process&) = delete;
 
@@ -47,6 +49,31 @@ private:
   std::optional<int> status_;
   std::string log_;
 };
+
+/// Error-level lines a test expects its programs to log. A test run fails
+/// on any error or critical line of a moonmq program (spdlog's format,
+/// `<time> error [<logger>] ...`) that it did not expect: each
+/// child_process reads its log file when it is destroyed and reports the
+/// lines no live expected_log_errors names to the test main
+/// (tests/catch_main.cpp), which prints them and exits 1. Declare one at
+/// the top of a test that provokes such errors, before the processes, so
+/// that it outlives them.
+class expected_log_errors {
+public:
+  /// Lines containing any of `fragments` (e.g. an event name such as
+  /// "node.listen_failed") are expected while this object lives.
+  explicit expected_log_errors(std::vector<std::string> fragments);
+  ~expected_log_errors();
+  expected_log_errors(const expected_log_errors&) = delete;
+  expected_log_errors& operator=(const expected_log_errors&) = delete;
+
+private:
+  std::vector<std::string> fragments_;
+};
+
+/// The error and critical lines of `log_text` (spdlog's format, above)
+/// that no live expected_log_errors names, in order.
+std::vector<std::string> unexpected_log_errors(const std::string& log_text);
 
 /// Polls `cond` every 20 ms until it holds or `timeout` passes.
 bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
