@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "cluster/move_journal.hpp"
 #include "cluster/partition_map.hpp"
 #include "config/dynamic.hpp"
 #include "goals/detector.hpp"
@@ -237,9 +238,11 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
   auto report = [handle, topic = a.topic, partition = a.partition, to = a.to](int status, std::string message) {
     caf::anon_send(handle, step_atom::value, topic, partition, to, static_cast<int32_t>(status), std::move(message));
   };
+  // Why, in the move's row: the goal that moved the partition and its reason.
+  auto reason = cluster::clip_move_reason(a.reason.empty() ? a.goal : a.goal + ": " + a.reason);
   if (a.from == st.settings.broker_id) {
     self->request(st.reassigner, local_timeout, move_atom::value, a.topic, a.partition, a.to, st.epoch,
-                  st.settings.broker_id, std::string{"balancer"})
+                  st.settings.broker_id, std::string{"balancer"}, reason)
       .then([report](std::string& row) { report(202, row); },
             [report](caf::error& e) { report(http_status_of(e), error_code_of(e) + ": " + message_of(e)); });
     return;
@@ -247,7 +250,11 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
   for (const auto& peer : st.settings.peers->all())
     if (peer.id == a.from) {
       transport::call_peer(peer, "POST", "/cluster/moves",
-                           json{{"topic", a.topic}, {"partition", a.partition}, {"to", a.to}, {"origin", "balancer"}}
+                           json{{"topic", a.topic},
+                                {"partition", a.partition},
+                                {"to", a.to},
+                                {"origin", "balancer"},
+                                {"reason", reason}}
                              .dump(),
                            st.epoch,
                            st.settings.broker_id, st.settings.peer_timeout,

@@ -45,6 +45,8 @@ json row_json(const cluster::move_entry& e, const move_run* run, bool shared) {
   j["copy"] = shared ? "none" : "bytes";
   if (!e.origin.empty())
     j["origin"] = e.origin;
+  if (!e.reason.empty())
+    j["reason"] = e.reason;
   if (e.state == move_state::done)  // everything was sent: the estimate is moot
     j["bytes_total"] = j["bytes_copied"];
   if (!e.error.empty())
@@ -281,7 +283,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
   }
   return {
     [self](move_atom, std::string& topic, int32_t partition, std::string& to, int64_t at, std::string& controller,
-           std::string& origin) -> caf::result<std::string> {
+           std::string& origin, std::string& reason) -> caf::result<std::string> {
       auto& st = self->state;
       if (!st.journal)
         return make_error(errc::not_ready, "move journal unavailable: " + st.open_error);
@@ -311,6 +313,10 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         return coded(400, "unknown_broker", "broker " + to + " is not a peer of " + st.settings.broker_id);
       if (!cluster::valid_move_origin(origin))
         return coded(400, "invalid_request", "a move's origin is \"operator\" or \"balancer\"");
+      if (!cluster::valid_move_reason(reason))
+        return coded(400, "invalid_request", "a move's reason is at most "
+                                               + std::to_string(cluster::max_move_reason_bytes)
+                                               + " bytes of text without control characters");
       // Nothing moves onto a broker being drained or removed (docs/metadata.md "Drain and removal").
       if (auto standing = st.owners->standing(); standing->draining.count(to) || standing->removed.count(to))
         return coded(409, "broker_draining", "broker " + to + " is "
@@ -319,7 +325,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       auto rp = self->make_response_promise<std::string>();
       // A move runs under a controller epoch; an operator's move on a
       // cluster that never had a controller claims the first one.
-      auto queue = [self, rp, tp, to, origin](int64_t epoch, std::string holder) mutable {
+      auto queue = [self, rp, tp, to, origin, reason](int64_t epoch, std::string holder) mutable {
         auto& st = self->state;
         auto now = util::wall_ms();
         cluster::move_entry e;
@@ -331,6 +337,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         e.at = cluster::epoch{static_cast<uint64_t>(epoch)};
         e.started_ms = now;
         e.origin = origin;
+        e.reason = reason;
         st.holders[static_cast<uint64_t>(epoch)] = holder;
         if (auto r = st.journal->add(e); !r) {
           rp.deliver(coded(r.err().code == cluster::errc::move_in_progress ? 409 : 400,

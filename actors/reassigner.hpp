@@ -41,9 +41,11 @@ using reassigner_actor = caf::typed_actor<
   // under controller (epoch, id); epoch 0 = this broker's fence decides.
   // Replies the journal row (JSON text, docs/cluster-api.md). Errors (coded):
   // 400 internal_topic / invalid_request / unknown_broker, 404
-  // unknown_partition, 421 not_owner, 409 move_in_progress. The last
-  // argument is the move's origin ("operator" or "balancer", journaled).
-  caf::replies_to<move_atom, std::string, int32_t, std::string, int64_t, std::string, std::string>::with<std::string>,
+  // unknown_partition, 421 not_owner, 409 move_in_progress. The last two
+  // arguments are the move's origin ("operator" or "balancer") and its
+  // reason (cluster::valid_move_reason; "" = none), both journaled.
+  caf::replies_to<move_atom, std::string, int32_t, std::string, int64_t, std::string, std::string,
+                  std::string>::with<std::string>,
   // Cancels the unfinished move of (topic, partition). Replies the row;
   // errors: 404 no_move, 409 past_cutover.
   caf::replies_to<cancel_atom, std::string, int32_t>::with<std::string>,

@@ -3,6 +3,7 @@
 #include <array>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -56,8 +57,42 @@ status validate(const move_entry& e) {
                                                   e.from.str());
   if (e.bytes_copied < 0 || e.bytes_total < 0 || e.copy_position < 0 || e.started_ms < 0 || e.updated_ms < 0)
     return make_error(errc::invalid_argument, "move " + e.move_id + " has a negative count, position or time");
+  if (!valid_move_reason(e.reason))
+    return make_error(errc::invalid_argument, "move " + e.move_id + " has a reason longer than "
+                                                  + std::to_string(max_move_reason_bytes)
+                                                  + " bytes, or with a control character");
   return {};
 }
+
+/// The length of the UTF-8 character starting at `s[i]` (RFC 3629: no
+/// overlong forms, no surrogates, at most U+10FFFF), or 0 when the bytes
+/// there are not one.
+std::size_t utf8_char_at(std::string_view s, std::size_t i) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  auto cont = [&](std::size_t k) { return k < s.size() && (b(k) & 0xC0) == 0x80; };
+  unsigned char c = b(i);
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    return cont(i + 1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2))
+      return 0;
+    if ((c == 0xE0 && b(i + 1) < 0xA0) || (c == 0xED && b(i + 1) >= 0xA0))
+      return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3))
+      return 0;
+    if ((c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))
+      return 0;
+    return 4;
+  }
+  return 0;
+}
+
+bool control_char(unsigned char c) { return c < 0x20 || c == 0x7F; }
 
 json encode(const move_entry& e) {
   return {{"move_id", e.move_id},     {"topic", e.tp.topic},
@@ -67,7 +102,7 @@ json encode(const move_entry& e) {
           {"bytes_total", e.bytes_total}, {"copy_position", e.copy_position},
           {"error", e.error},           {"started_ms", e.started_ms},
           {"updated_ms", e.updated_ms},  {"origin", e.origin},
-          {"owner_epoch", e.owner_epoch}};
+          {"owner_epoch", e.owner_epoch}, {"reason", e.reason}};
 }
 
 /// Decodes one row; every field is checked (the file is untrusted).
@@ -126,6 +161,14 @@ result<move_entry> decode(const json& j, const std::string& file, const std::str
     if (!o->is_string() || !valid_move_origin(o->get<std::string>()))
       return detail::corrupt_file(what, file, where + ".origin must be \"operator\", \"balancer\" or \"\"");
     e.origin = o->get<std::string>();
+  }
+  // Optional: rows written before reasons have none.
+  if (auto r = j.find("reason"); r != j.end()) {
+    if (!r->is_string() || !valid_move_reason(r->get<std::string>()))
+      return detail::corrupt_file(what, file, where + ".reason must be a string of at most "
+                                                + std::to_string(max_move_reason_bytes)
+                                                + " bytes without control characters");
+    e.reason = r->get<std::string>();
   }
   auto s = parse_move_state(state);
   if (!s)
@@ -199,6 +242,44 @@ const char* to_string(take_back_action a) {
     case take_back_action::done: return "done";
   }
   return "wait";
+}
+
+bool valid_move_reason(std::string_view r) {
+  if (r.size() > max_move_reason_bytes)
+    return false;
+  for (std::size_t i = 0; i < r.size();) {
+    auto n = utf8_char_at(r, i);
+    if (n == 0 || (n == 1 && control_char(static_cast<unsigned char>(r[i]))))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string clip_move_reason(std::string_view text) {
+  static constexpr std::string_view ellipsis = "...";
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    auto n = utf8_char_at(text, i);
+    std::string_view piece = n == 0 ? std::string_view{"?"}
+                             : n == 1 && control_char(static_cast<unsigned char>(text[i])) ? std::string_view{" "}
+                                                                                              : text.substr(i, n);
+    if (out.size() + piece.size() > max_move_reason_bytes) {
+      // Cut: drop whole characters (continuation bytes, then the lead
+      // byte) until the ellipsis fits.
+      while (!out.empty() && out.size() + ellipsis.size() > max_move_reason_bytes) {
+        while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+          out.pop_back();
+        if (!out.empty())
+          out.pop_back();
+      }
+      out += ellipsis;
+      return out;
+    }
+    out += piece;
+    i += n == 0 ? 1 : n;
+  }
+  return out;
 }
 
 bool destination_confirmed(const std::string& to, uint64_t cutover_epoch, const std::string& owner, uint64_t epoch) {

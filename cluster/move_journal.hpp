@@ -78,6 +78,12 @@ struct move_entry {
   /// A move an operator made is in the balancer's cooldown for
   /// Autobalance.ManualMoveCooldownSeconds (docs/balancer.md).
   std::string origin;
+  /// Why the move exists, one line: what an operator wrote
+  /// (POST /admin/reassignments "reason"), or the balancer's goal and its
+  /// reason ("NW_IN: b1 is at 1.42x the mean ..."; "drain: ..." for a
+  /// draining broker's partition). "" when none was given, and in rows
+  /// written before reasons. valid_move_reason holds for it.
+  std::string reason;
   /// With the metadata log: the destination's owner epoch when the move
   /// entered `offsets` (after the cutover, before any confirm), the epoch a
   /// take-back expects (docs/metadata.md "Owner epochs"); 0 = unknown (rows
@@ -87,6 +93,17 @@ struct move_entry {
 
 /// True for a move origin a journal row may hold ("operator", "balancer", "").
 inline bool valid_move_origin(const std::string& o) { return o.empty() || o == "operator" || o == "balancer"; }
+
+/// Most bytes a move's reason holds.
+inline constexpr std::size_t max_move_reason_bytes = 256;
+/// True for a reason a journal row may hold: valid UTF-8, no control
+/// character, at most max_move_reason_bytes bytes.
+bool valid_move_reason(std::string_view r);
+/// `text` made a valid reason: control characters and bytes that are not
+/// UTF-8 become spaces and '?', and it is cut at a character boundary to
+/// at most max_move_reason_bytes bytes ("..." ending a cut one). For
+/// reasons this broker writes itself (a goal plugin's text is untrusted).
+std::string clip_move_reason(std::string_view text);
 
 /// What a restarted source does with a journal row (see docs/cluster.md).
 enum class recovery_action {

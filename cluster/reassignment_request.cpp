@@ -3,6 +3,8 @@
 #include <limits>
 #include <set>
 
+#include "cluster/move_journal.hpp"
+
 namespace moonmq::cluster {
 namespace {
 
@@ -88,6 +90,14 @@ result<reassignment_outcome> parse_reassignment_request(std::string_view body, c
   if (v == doc.end() || !v->is_number_integer() || v->get<int64_t>() != 1)
     return make_error(errc::invalid_request, "\"version\" must be 1 (the only reassignment format supported), got " +
                                                  (v == doc.end() ? std::string{"nothing"} : v->dump()));
+  std::string reason;
+  if (auto r = doc.find("reason"); r != doc.end()) {
+    if (!r->is_string() || !valid_move_reason(r->get<std::string>()))
+      return make_error(errc::invalid_request, "\"reason\" must be a string of at most "
+                                                   + std::to_string(max_move_reason_bytes)
+                                                   + " bytes without control characters");
+    reason = r->get<std::string>();
+  }
   auto list = doc.find("partitions");
   if (list == doc.end() || !list->is_array())
     return make_error(errc::invalid_request, "\"partitions\" is missing or not an array");
@@ -106,6 +116,7 @@ result<reassignment_outcome> parse_reassignment_request(std::string_view body, c
   }
 
   reassignment_outcome out;
+  out.reason = std::move(reason);
   for (const auto& e : *list) {
     topic_partition tp;
     broker_id to;

@@ -5,8 +5,11 @@
 //   {"version":1,"partitions":[{"topic":"orders","partition":3,"replicas":["b2"]}]}
 //   → 202 {"accepted":[{"topic","partition","replicas","from","to","state"}],
 //          "rejected":[{<the entry as sent>...,"error":"<code>","message":"..."}]}
+// An optional top-level "reason" (a string of at most 256 bytes without
+// control characters: cluster::valid_move_reason) is journaled with every
+// move of the plan and shown in its rows.
 // A malformed body as a whole (not JSON, version != 1, no partitions array,
-// too many entries) is an error value (HTTP 400); each bad entry is rejected
+// too many entries, a bad reason) is an error value (HTTP 400); each bad entry is rejected
 // on its own with a stable `error` code and a `message`:
 //   invalid_entry        not an object, or topic/partition/replicas of the wrong type
 //   invalid_topic        not [A-Za-z0-9._-]{1,249}, or contains ".."
@@ -71,6 +74,7 @@ struct rejected_entry {
 struct reassignment_outcome {
   std::vector<requested_move> accepted;  ///< in request order
   std::vector<rejected_entry> rejected;  ///< in request order
+  std::string reason;                    ///< the body's "reason" ("" when absent)
 };
 
 /// Most entries one request may carry.

@@ -232,7 +232,7 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
                              round->add(i, nullptr, std::make_pair(error_code_of(e), message_of(e)));
                            },
                            move_atom::value, m.tp.topic, m.tp.partition, m.to.value, epoch, holder,
-                           std::string{"operator"});
+                           std::string{"operator"}, round->outcome.reason);
           continue;
         }
         auto peer = find_peer(ctx, m.from.value);
@@ -240,9 +240,10 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
           round->add(i, nullptr, std::make_pair(std::string{"source_not_alive"}, "broker " + m.from.value + " is not a peer"));
           continue;
         }
-        call_peer(*peer, "POST", "/cluster/moves",
-                  json{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}, {"origin", "operator"}}
-                    .dump(),
+        json request{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}, {"origin", "operator"}};
+        if (!round->outcome.reason.empty())
+          request["reason"] = round->outcome.reason;
+        call_peer(*peer, "POST", "/cluster/moves", request.dump(),
                   epoch, holder,
                   ctx.peer_timeout, [round, i](int status, json answer, std::string error) {
                     if (status == 202) {
@@ -339,14 +340,23 @@ void add_move_routes(router& r, const move_context& ctx) {
       }
       origin = body["origin"].get<std::string>();
     }
+    // Why (optional; the reassigner checks its length and characters).
+    std::string reason;
+    if (body.contains("reason")) {
+      if (!body["reason"].is_string()) {
+        respond(http_response::error(400, "invalid_request", "reason must be a string"));
+        return;
+      }
+      reason = body["reason"].get<std::string>();
+    }
     with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-               [ctx, respond, topic, partition, to, origin](int64_t at, const std::string& controller) {
+               [ctx, respond, topic, partition, to, origin, reason](int64_t at, const std::string& controller) {
                  ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
                                   [respond](std::string& row) { respond(row_answer(202, row)); },
                                   [ctx, respond, topic, partition](const caf::error& e) {
                                     respond(move_refused(ctx, e, topic, partition));
                                   },
-                                  move_atom::value, topic, partition, to, at, controller, origin);
+                                  move_atom::value, topic, partition, to, at, controller, origin, reason);
                });
   });
   r.add("GET", "/cluster/moves", [ctx](http_request&, responder respond) {

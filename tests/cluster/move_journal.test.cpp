@@ -301,6 +301,8 @@ TEST_CASE("a corrupt journal is refused with the file named", "[cluster][journal
       R"({"version":1,"moves":[)" + row + "," + row + "]}",  // two unfinished moves of one partition
       R"({"version":1,"moves":[)" + row.substr(0, row.size() - 1) + R"(,"origin":"cron"}]})",
       R"({"version":1,"moves":[)" + row.substr(0, row.size() - 1) + R"(,"origin":7}]})",
+      R"({"version":1,"moves":[)" + row.substr(0, row.size() - 1) + R"(,"reason":["x"]}]})",
+      R"({"version":1,"moves":[)" + row.substr(0, row.size() - 1) + R"(,"reason":"a\u0007bell"}]})",
   };
   for (const auto& text : bad) {
     temp_dir dir;
@@ -328,22 +330,30 @@ TEST_CASE("a torn temp journal is ignored", "[cluster][journal]") {
   CHECK(j->find("m-1")->state == m::copying);
 }
 
-TEST_CASE("a move's origin is journaled and read back, rows without one load with none", "[cluster][journal]") {
+TEST_CASE("a move's origin and reason are journaled and read back, rows without them load with none",
+          "[cluster][journal]") {
   temp_dir dir;
   {
     auto j = move_journal::open(dir.path());
     REQUIRE(j.ok());
     auto e = make_move();
     e.origin = "operator";
+    e.reason = "ticket OPS-17: empty rack r1 \xe2\x80\x94 maintenance";
     REQUIRE(j->add(e).ok());
     auto b = make_move("m-2", {"orders", 4});
     b.origin = "balancer";
     REQUIRE(j->add(b).ok());
+    auto bad = make_move("m-3", {"orders", 5});
+    bad.reason = std::string(max_move_reason_bytes + 1, 'x');
+    CHECK(j->add(bad).err().code == errc::invalid_argument);
   }
   auto again = move_journal::open(dir.path());
   REQUIRE(again.ok());
   CHECK(again->find("m-1")->origin == "operator");
+  CHECK(again->find("m-1")->reason == "ticket OPS-17: empty rack r1 \xe2\x80\x94 maintenance");
   CHECK(again->find("m-2")->origin == "balancer");
+  CHECK(again->find("m-2")->reason.empty());
+  CHECK(again->find("m-3") == nullptr);
   CHECK(valid_move_origin(""));
   CHECK_FALSE(valid_move_origin("admin"));
 }
@@ -410,4 +420,36 @@ TEST_CASE("a row's owner epoch is written with its transition and read back, old
   CHECK(again->find("m-9")->owner_epoch == 7);
   REQUIRE(again->transition("m-9", m::rolling_back, 1300, "taken back").ok());
   CHECK(again->find("m-9")->owner_epoch == 7);  // kept
+}
+
+TEST_CASE("a reason is text of at most 256 bytes, and clipping makes any text one", "[cluster][journal]") {
+  CHECK(valid_move_reason(""));
+  CHECK(valid_move_reason("drain: b3 empties (rack r1)"));
+  CHECK(valid_move_reason("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"));  // é, €, a 4-byte character
+  CHECK(valid_move_reason(std::string(max_move_reason_bytes, 'x')));
+  CHECK_FALSE(valid_move_reason(std::string(max_move_reason_bytes + 1, 'x')));
+  CHECK_FALSE(valid_move_reason("tab\there"));
+  CHECK_FALSE(valid_move_reason("del\x7f"));
+  CHECK_FALSE(valid_move_reason("\xc3"));          // a cut character
+  CHECK_FALSE(valid_move_reason("\xc0\xaf"));      // an overlong form
+  CHECK_FALSE(valid_move_reason("\xed\xa0\x80"));  // a surrogate
+  CHECK_FALSE(valid_move_reason("\xf4\x90\x80\x80"));  // above U+10FFFF
+
+  CHECK(clip_move_reason("NW_IN: fine") == "NW_IN: fine");
+  CHECK(clip_move_reason("a\nb\x01" "c") == "a b c");
+  CHECK(clip_move_reason("bad \xff byte") == "bad ? byte");
+  // Cut at a character boundary, with an ellipsis, whatever the width of
+  // the character at the cut.
+  for (const std::string unit : {"x", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x9a\x80"}) {
+    std::string text;
+    while (text.size() < 2 * max_move_reason_bytes)
+      text += unit;
+    auto clipped = clip_move_reason(text);
+    INFO(unit.size());
+    CHECK(valid_move_reason(clipped));
+    CHECK(clipped.size() <= max_move_reason_bytes);
+    CHECK(clipped.size() > max_move_reason_bytes - 3 - unit.size());
+    CHECK(clipped.substr(clipped.size() - 3) == "...");
+    CHECK(clipped.substr(0, unit.size()) == unit);
+  }
 }

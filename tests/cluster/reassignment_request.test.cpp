@@ -190,3 +190,22 @@ TEST_CASE("replicas may name the new owner by Kafka node id, as Kafka's reassign
   CHECK(out.accepted[1].from == broker_id{"b2"});
   CHECK(rejection_of(entry("orders", 0, {3})) == "broker_not_alive");
 }
+
+TEST_CASE("a plan's reason is kept for its moves, and a bad one refuses the whole body", "[cluster][request]") {
+  json body = {{"version", 1}, {"partitions", json::array({entry("orders", 0, {"b2"})})},
+               {"reason", "rack r1 maintenance"}};
+  auto r = parse_reassignment_request(body.dump(), test_view());
+  REQUIRE(r.ok());
+  CHECK(r->reason == "rack r1 maintenance");
+  CHECK(r->accepted.size() == 1);
+  // Absent: none.
+  CHECK(parse(json::array({entry("orders", 0, {"b2"})})).reason.empty());
+  for (const json& bad : {json(7), json(std::string(257, 'x')), json("two\nlines")}) {
+    body["reason"] = bad;
+    auto refused = parse_reassignment_request(body.dump(), test_view());
+    INFO(bad.dump());
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.err().code == errc::invalid_request);
+    CHECK_THAT(refused.err().message, Catch::Contains("\"reason\""));
+  }
+}

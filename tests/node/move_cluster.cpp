@@ -245,8 +245,11 @@ void create_topic(uint16_t client, const std::string& topic, int partitions, con
   REQUIRE((a.status == 201 || a.status == 200));
 }
 
-json submit_move(uint16_t admin, const std::string& topic, int partition, const std::string& to) {
+json submit_move(uint16_t admin, const std::string& topic, int partition, const std::string& to,
+                 const std::string& reason) {
   json body{{"version", 1}, {"partitions", {{{"topic", topic}, {"partition", partition}, {"replicas", {to}}}}}};
+  if (!reason.empty())
+    body["reason"] = reason;
   auto a = call(admin, "POST", "/admin/reassignments", body.dump());
   INFO(a.raw);
   REQUIRE(a.status == 202);

@@ -157,7 +157,9 @@ partition_read read_partition(uint16_t client, const std::string& topic, int par
 void create_topic(uint16_t client, const std::string& topic, int partitions, const json& config = nullptr);
 
 /// POST /admin/reassignments for one partition; REQUIRE 202 and returns the body.
-json submit_move(uint16_t admin, const std::string& topic, int partition, const std::string& to);
+/// POST /admin/reassignments of one move (with the plan's "reason" when not empty); the 202 answer.
+json submit_move(uint16_t admin, const std::string& topic, int partition, const std::string& to,
+                 const std::string& reason = {});
 
 /// The rows of GET /admin/reassignments (REQUIRE 200).
 json reassignments(uint16_t admin);

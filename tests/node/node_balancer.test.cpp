@@ -150,6 +150,13 @@ TEST_CASE("a live balance loop moves the planned partitions and a later pass on 
   for (const auto& r : rows) {
     CHECK(r["state"] == "done");
     CHECK(r["from"] == "b1");
+    // Why: the loop's move names the goal that planned it and its reason.
+    CHECK(r.value("origin", "") == "balancer");
+    auto reason = r.value("reason", "");
+    auto colon = reason.find(": ");
+    CHECK(colon != std::string::npos);
+    CHECK(colon != 0);
+    CHECK(reason.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == colon);  // a goal's name, then its text
     last_done_ms = std::max(last_done_ms, r.value("updated_ms", int64_t{0}));
   }
   CHECK(rows.size() == 4);  // the fewest moves that balance 6 partitions over 3 brokers

@@ -80,12 +80,13 @@ TEST_CASE("the balance loop leaves a partition an operator moved where it is for
   c.start(1);
   create_topic(c.client(0), "pinned", 1);
   create_topic(c.client(1), "t", 1);
-  auto sub = submit_move(c.admin(1), "t", 0, "b1");
+  auto sub = submit_move(c.admin(1), "t", 0, "b1", "ticket OPS-17: keep t next to pinned");
   INFO(sub.dump());
   REQUIRE(sub["accepted"].size() == 1);
   auto done = wait_move(c.admin(1), "t", 0, "b2", {"done"}, 30s);
   REQUIRE(done.value("state", "") == "done");
   CHECK(done.value("origin", "") == "operator");
+  CHECK(done.value("reason", "") == "ticket OPS-17: keep t next to pinned");
 
   // Eight passes later t/0 is still on b1, and the loop planned it in cooldown.
   std::this_thread::sleep_for(8s);

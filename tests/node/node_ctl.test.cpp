@@ -115,7 +115,8 @@ TEST_CASE("moonmqctl cluster info, broker list, balancer status and dry-run, and
     temp_dir dir{"moonmq-ctl-plan"};
     auto plan_file = dir.path() + "/plan.json";
     std::ofstream(plan_file) << R"({"version":1,"partitions":[{"topic":"skew","partition":0,"replicas":["b2"]}]})";
-    auto [rc, out] = moonmqctl(c.admin(0), "reassign execute --plan " + plan_file + " --wait --interval-ms 200");
+    auto [rc, out] = moonmqctl(c.admin(0), "reassign execute --plan " + plan_file
+                                             + " --reason OPS-18 --wait --interval-ms 200");
     INFO(out);
     CHECK(rc == 0);
     CHECK(out.find("accepted  skew/0  b1 -> b2") != std::string::npos);
@@ -129,6 +130,7 @@ TEST_CASE("moonmqctl cluster info, broker list, balancer status and dry-run, and
     REQUIRE(rows.size() == 1);
     CHECK(rows[0]["state"] == "done");
     CHECK(rows[0]["to"] == "b2");
+    CHECK(rows[0].value("reason", "") == "OPS-18");  // --reason, journaled with the move
 
     // --wait --format json: one document, the submission with the moves
     // as they ended.

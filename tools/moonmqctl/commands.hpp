@@ -108,6 +108,7 @@ struct reassign_options {
   std::vector<std::string> topics;   ///< generate: topics to spread
   std::vector<std::string> brokers;  ///< generate: target broker ids
   std::string plan_file;             ///< execute: version-1 plan JSON
+  std::string reason;                ///< execute: the plan's "reason" (replaces the file's; "" = keep it)
   bool wait = false;                 ///< execute / verify: poll until every move has ended
   int interval_ms = 1000;            ///< --wait: poll period
   std::string topic;                 ///< cancel

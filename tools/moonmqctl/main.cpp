@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
   gen->add_option("--brokers", ro.brokers, "target broker ids, comma separated")->required()->delimiter(',');
   auto* exec = reassign->add_subcommand("execute", "submit a plan (version-1 JSON)");
   exec->add_option("--plan", ro.plan_file, "plan file")->required();
+  exec->add_option("--reason", ro.reason,
+                   "why, journaled with every move of the plan and shown in its rows (at most 256 bytes)");
   exec->add_flag("--wait", ro.wait, "then follow the accepted moves until each has ended");
   exec->add_option("--interval-ms", ro.interval_ms, "poll period with --wait")->capture_default_str()->check(
     CLI::Range(50, 600000));

@@ -145,6 +145,14 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
     std::cerr << "moonmqctl: plan file " << o.plan_file << " is not a JSON object\n";
     return 2;
   }
+  if (!o.reason.empty()) {
+    if (!cluster::valid_move_reason(o.reason)) {
+      std::cerr << "moonmqctl: --reason must be at most " << cluster::max_move_reason_bytes
+                << " bytes of text without control characters\n";
+      return 2;
+    }
+    plan["reason"] = o.reason;
+  }
   auto res = admin_call(ep, "POST", "/admin/reassignments", plan.dump());
   if (!res)
     return 1;
