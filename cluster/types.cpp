@@ -61,9 +61,7 @@ bool is_internal_topic(std::string_view name) {
   return name.size() >= 2 && name[0] == '_' && name[1] == '_';
 }
 
-bool valid_broker_id(std::string_view id) {
-  return !id.empty() && id.size() <= max_broker_id_length && all_allowed(id);
-}
+bool valid_broker_id(std::string_view id) { return util::valid_broker_name(id); }
 
 std::string quote_input(std::string_view s) {
   constexpr size_t shown = 64;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <variant>
 
+#include "util/names.hpp"
 #include "util/result.hpp"
 
 namespace moonmq::cluster {
@@ -118,7 +119,7 @@ using status = result<void>;
 /// Longest topic name (DESIGN §2, Kafka's limit).
 inline constexpr size_t max_topic_length = 249;
 /// Longest broker id.
-inline constexpr size_t max_broker_id_length = 64;
+using util::max_broker_id_length;
 
 /// True when `name` is a valid topic name: [A-Za-z0-9._-]{1,249} without "..".
 bool valid_topic(std::string_view name);

@@ -215,6 +215,9 @@ void read_peers(reader& cluster, cluster_config& c) {
     r.finish();
     if (p.id.empty())
       r.error("Id", "required");
+    else if (!util::valid_broker_name(p.id))
+      r.error("Id", "a broker id is 1 to " + std::to_string(util::max_broker_id_length)
+                      + " letters, digits, '.', '_' or '-'");
     else if (!ids.insert(p.id).second)
       r.error("Id", "duplicate broker id '" + p.id + "' (peer ids must differ from each other and from BrokerId)");
     if (!valid_address(p.address))
@@ -238,8 +241,9 @@ void read_cluster(reader& server, node_config& cfg) {
   r.get("BrokerId", c.broker_id);
   if (c.broker_id.empty())
     r.error("BrokerId", "required when Cluster is present");
-  else if (!util::name_chars_only(c.broker_id))
-    r.error("BrokerId", "only letters, digits, '.', '_' and '-' are allowed");
+  else if (!util::valid_broker_name(c.broker_id))
+    r.error("BrokerId", "a broker id is 1 to " + std::to_string(util::max_broker_id_length)
+                          + " letters, digits, '.', '_' or '-'");
   r.get("Token", c.token);
   r.get_int("PeerTimeout", c.peer_timeout_seconds, 1, 3600);
   r.get_int("BatchBytes", c.batch_bytes, 1024, 1LL << 30);

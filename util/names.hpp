@@ -24,6 +24,13 @@ inline bool is_name(std::string_view s, std::size_t min, std::size_t max) {
   return s.size() >= min && s.size() <= max && name_chars_only(s);
 }
 
+/// Longest broker id (Server.Cluster.BrokerId, Peers[].Id, metadata-log
+/// entries, journal rows).
+inline constexpr std::size_t max_broker_id_length = 64;
+
+/// A broker id: 1 to max_broker_id_length characters of [A-Za-z0-9._-].
+inline bool valid_broker_name(std::string_view id) { return is_name(id, 1, max_broker_id_length); }
+
 /// A rack name (Server.Cluster.Rack, a model file's brokers[].rack): ""
 /// (none) or at most 64 characters of [A-Za-z0-9._-].
 inline bool valid_rack_name(std::string_view rack) { return is_name(rack, 0, 64); }

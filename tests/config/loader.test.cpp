@@ -169,6 +169,23 @@ TEST_CASE("cluster validation: broker id required, peers well formed and distinc
   CHECK(has_error_naming(r, "Server.Cluster.Raft.HeartbeatMs: must be below ElectionTimeoutMs"));
 }
 
+TEST_CASE("broker ids are 1 to 64 name characters, in BrokerId and in Peers", "[config]") {
+  auto with = [](const std::string& self, const std::string& peer) {
+    return load_text(R"({"Server": {"Cluster": {"BrokerId": ")" + self + R"(", "Peers": [{"Id": ")" + peer
+                       + R"(", "Address": "127.0.0.1:9096"}]}}})",
+                     "t.json");
+  };
+  const std::string longest(64, 'b');
+  CHECK(with(longest, "b2").ok());
+  CHECK(with("b1", "broker-2.rack_a").ok());
+  auto too_long = with(longest + "x", longest + "y");
+  CHECK(has_error_naming(too_long, "Server.Cluster.BrokerId: a broker id is 1 to 64 letters"));
+  CHECK(has_error_naming(too_long, "Server.Cluster.Peers[0].Id: a broker id is 1 to 64 letters"));
+  auto bad_chars = with("b 1", "b/2");
+  CHECK(has_error_naming(bad_chars, "Server.Cluster.BrokerId: a broker id"));
+  CHECK(has_error_naming(bad_chars, "Server.Cluster.Peers[0].Id: a broker id"));
+}
+
 TEST_CASE("Cluster.Raft.Voters: each voter has an address, each peer votes, and Raft is on", "[config]") {
   auto plain = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [{"Id": "b2", "Address": "127.0.0.1:9096"}]}}})",
                          "t.json");
