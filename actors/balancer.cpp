@@ -654,7 +654,8 @@ void claim_and_start(self_ptr self, bool failover_only) {
           now.not_controller = caf::to_string(e);
           logger()->debug("balancer.not_controller broker={}", now.settings.broker_id);
         } else {
-          logger()->error("balancer.claim_failed error=\"{}\"", caf::to_string(e));
+          // Retried at the next tick (an election or a slow commit).
+          logger()->warn("balancer.claim_failed error=\"{}\"", caf::to_string(e));
         }
         if (!failover_only)
           self->delayed_send(self, std::chrono::seconds(now.settings.config.interval_seconds), tick_atom::value);

@@ -131,8 +131,11 @@ std::optional<move_info> logged_move(self_ptr self, const std::string& id) {
 void unseal_local(self_ptr self, const std::string& id, const cluster::topic_partition& tp) {
   if (auto part = local_partition(self, tp))
     self->request(*part, local_timeout, seal_atom::value, false)
-      .then([](int64_t) {}, [id](caf::error& e) {
-        logger()->error("move.unseal_failed move={} error=\"{}\"", id, caf::to_string(e));
+      .then([](int64_t) {}, [self, id](caf::error& e) {
+        // Looked at again on the next reconcile (release_move_seal), which
+        // unseals once the log shows the move ended.
+        self->state.released_seals.erase(id);
+        logger()->warn("move.unseal_failed move={} error=\"{}\" retry=next_reconcile", id, caf::to_string(e));
       });
 }
 
@@ -423,7 +426,8 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
     self, *part, m.end, false, [self, id, tp = m.tp] { unseal_local(self, id, tp); },
     [self, id, tp = m.tp](const std::string& why) {
       self->state.released_seals.erase(id);  // looked at again on the next reconcile
-      logger()->error("move.seal_kept move={} topic={} partition={} error=\"{}\"", id, tp.topic, tp.partition, why);
+      logger()->warn("move.seal_kept move={} topic={} partition={} error=\"{}\" retry=next_reconcile", id, tp.topic,
+                     tp.partition, why);
     });
 }
 

@@ -112,7 +112,7 @@ void rollback(self_ptr self, const std::string& id, const std::string& why) {
     }
     if (followed_log(self, id, *e, "rolling_back", rolled_back))  // an earlier try (or one before a restart) applied
       return;
-    logger()->error("move.rollback_retry move={} error=\"{}\"", id, message_of(*e));
+    logger()->warn("move.rollback_retry move={} in_ms=1000 error=\"{}\"", id, message_of(*e));
     schedule(self, *run, 1000, [self, id, why] { rollback(self, id, why); });
   });
 }

@@ -14,13 +14,33 @@
 namespace {
 
 std::mutex unexpected_mtx;
-std::vector<std::string> unexpected;  // "<log file>: <line>"
+std::string current_test;             // the test case running, "" between them
+std::vector<std::string> unexpected;  // "<test case>: <log file>: <line>"
+
+/// Keeps current_test, so that each reported line names its test case.
+struct current_test_listener : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    std::lock_guard lock(unexpected_mtx);
+    current_test = info.name;
+  }
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    {
+      std::lock_guard lock(unexpected_mtx);
+      current_test.clear();
+    }
+    TestEventListenerBase::testCaseEnded(stats);
+  }
+};
 
 }  // namespace
 
+CATCH_REGISTER_LISTENER(current_test_listener)
+
 extern "C" void moonmq_test_unexpected_log_error(const char* log_file, const char* line) {
   std::lock_guard lock(unexpected_mtx);
-  unexpected.push_back(std::string(log_file) + ": " + line);
+  unexpected.push_back((current_test.empty() ? std::string{"(outside a test case)"} : current_test) + ": " + log_file
+                       + ": " + line);
 }
 
 int main(int argc, char* argv[]) {
