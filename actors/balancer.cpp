@@ -569,7 +569,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
       st.last_failover = pass;
   }
   for (auto& w : st.plan_waiters)
-    w.deliver(pass.dump());
+    w.deliver(pass.dump(-1, ' ', false, json::error_handler_t::replace));  // a plugin's text may not be UTF-8
   st.plan_waiters.clear();
 }
 
@@ -773,7 +773,9 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
           (*executed)["error"] = message;
       }
     },
-    [self](get_atom) -> std::string { return status_json(self).dump(); },
+    [self](get_atom) -> std::string {
+      return status_json(self).dump(-1, ' ', false, json::error_handler_t::replace);  // a plugin's text may not be UTF-8
+    },
     [self](plan_atom) -> caf::result<std::string> {
       auto rp = self->make_response_promise<std::string>();
       self->state.plan_waiters.push_back(rp);
@@ -785,7 +787,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       auto j = status_json(self);
       j.erase("last_pass");
       j["failover"].erase("last");
-      return j.dump();
+      return j.dump(-1, ' ', false, json::error_handler_t::replace);
     },
   };
 }

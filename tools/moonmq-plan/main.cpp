@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
   if (!plan) return invalid("invalid model \"" + model_path + "\": " + plan.error());
   std::cout << (format == "reassignment" ? moonmq::goals::plan_to_reassignment(plan.value())
                                           : moonmq::goals::plan_to_json(plan.value()))
-                 .dump(2)
+                 .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)  // a plugin's text may not be UTF-8
             << "\n";
   return std::cout.good() ? 0 : 1;
 }

@@ -182,6 +182,28 @@ TEST_CASE("moonmq-plan reads goals from --goals-dir and warns about unloadable f
   CHECK(plan["actions"].size() == 1);
 }
 
+#ifdef MOONMQ_BAD_TEXT_PLUGIN
+TEST_CASE("moonmq-plan prints a plan whose goal plugin wrote text that is not UTF-8", "[moonmq-plan]") {
+  // A plugin's text is untrusted: the bytes that are not UTF-8 are printed
+  // as U+FFFD, and the rest of the plan is unchanged.
+  temp_dir d;
+  fs::create_directories(d.path / "goals");
+  fs::copy_file(MOONMQ_BAD_TEXT_PLUGIN, d.path / "goals/bad_text.so");
+  const auto model = d.write(
+      "m.json", R"({"brokers":[{"id":"b1"},{"id":"b2"}],
+                   "partitions":[{"topic":"t","partition":0,"owner":"b1"},{"topic":"t","partition":1,"owner":"b1"}]})");
+  const auto r = run_plan("--model " + model + " --goals-dir " + (d.path / "goals").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json plan = json::parse(r.out);
+  REQUIRE(plan["goals"].size() == 1);
+  CHECK(plan["goals"][0]["name"] == "BAD_TEXT");
+  const auto explanation = plan["goals"][0].value("explanation", std::string{});
+  CHECK(explanation.find(" \xef\xbf\xbd\xef\xbf\xbd end") != std::string::npos);  // U+FFFD twice
+  CHECK(plan["actions"].size() == 1);
+}
+#endif
+
 TEST_CASE("moonmq-plan reads a case file and writes the plan's moves as a reassignment moonmqctl executes",
           "[moonmq-plan]") {
   const auto path = moonmq::test::cases_dir() + "/new-empty-broker.json";
