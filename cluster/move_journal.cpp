@@ -92,7 +92,17 @@ std::size_t utf8_char_at(std::string_view s, std::size_t i) {
   return 0;
 }
 
-bool control_char(unsigned char c) { return c < 0x20 || c == 0x7F; }
+/// True when the `n`-byte character at `s[i]` is a control character (C0,
+/// DEL, C1) or a line or paragraph separator (U+2028, U+2029): a reason
+/// stays one line of text.
+bool control_at(std::string_view s, std::size_t i, std::size_t n) {
+  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  if (n == 1)
+    return b(i) < 0x20 || b(i) == 0x7F;
+  if (n == 2)
+    return b(i) == 0xC2 && b(i + 1) < 0xA0;  // U+0080..U+009F
+  return n == 3 && b(i) == 0xE2 && b(i + 1) == 0x80 && (b(i + 2) == 0xA8 || b(i + 2) == 0xA9);
+}
 
 json encode(const move_entry& e) {
   return {{"move_id", e.move_id},     {"topic", e.tp.topic},
@@ -249,7 +259,7 @@ bool valid_move_reason(std::string_view r) {
     return false;
   for (std::size_t i = 0; i < r.size();) {
     auto n = utf8_char_at(r, i);
-    if (n == 0 || (n == 1 && control_char(static_cast<unsigned char>(r[i]))))
+    if (n == 0 || control_at(r, i, n))
       return false;
     i += n;
   }
@@ -261,9 +271,9 @@ std::string clip_move_reason(std::string_view text) {
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
     auto n = utf8_char_at(text, i);
-    std::string_view piece = n == 0 ? std::string_view{"?"}
-                             : n == 1 && control_char(static_cast<unsigned char>(text[i])) ? std::string_view{" "}
-                                                                                              : text.substr(i, n);
+    std::string_view piece = n == 0                 ? std::string_view{"?"}
+                             : control_at(text, i, n) ? std::string_view{" "}
+                                                      : text.substr(i, n);
     if (out.size() + piece.size() > max_move_reason_bytes) {
       // Cut: drop whole characters (continuation bytes, then the lead
       // byte) until the ellipsis fits.

@@ -96,8 +96,9 @@ inline bool valid_move_origin(const std::string& o) { return o.empty() || o == "
 
 /// Most bytes a move's reason holds.
 inline constexpr std::size_t max_move_reason_bytes = 256;
-/// True for a reason a journal row may hold: valid UTF-8, no control
-/// character, at most max_move_reason_bytes bytes.
+/// True for a reason a journal row may hold: valid UTF-8, one line (no
+/// control character, C0, DEL or C1, and no U+2028 or U+2029), at most
+/// max_move_reason_bytes bytes.
 bool valid_move_reason(std::string_view r);
 /// `text` made a valid reason: control characters and bytes that are not
 /// UTF-8 become spaces and '?', and it is cut at a character boundary to

@@ -430,6 +430,9 @@ TEST_CASE("a reason is text of at most 256 bytes, and clipping makes any text on
   CHECK_FALSE(valid_move_reason(std::string(max_move_reason_bytes + 1, 'x')));
   CHECK_FALSE(valid_move_reason("tab\there"));
   CHECK_FALSE(valid_move_reason("del\x7f"));
+  CHECK_FALSE(valid_move_reason("c1 \xc2\x85 next line"));        // U+0085
+  CHECK_FALSE(valid_move_reason("line \xe2\x80\xa8 separator"));  // U+2028
+  CHECK(valid_move_reason("nbsp\xc2\xa0ok"));                     // U+00A0 is text
   CHECK_FALSE(valid_move_reason("\xc3"));          // a cut character
   CHECK_FALSE(valid_move_reason("\xc0\xaf"));      // an overlong form
   CHECK_FALSE(valid_move_reason("\xed\xa0\x80"));  // a surrogate
@@ -438,6 +441,7 @@ TEST_CASE("a reason is text of at most 256 bytes, and clipping makes any text on
   CHECK(clip_move_reason("NW_IN: fine") == "NW_IN: fine");
   CHECK(clip_move_reason("a\nb\x01" "c") == "a b c");
   CHECK(clip_move_reason("bad \xff byte") == "bad ? byte");
+  CHECK(clip_move_reason("a\xc2\x85" "b\xe2\x80\xa9" "c") == "a b c");
   // Cut at a character boundary, with an ellipsis, whatever the width of
   // the character at the cut.
   for (const std::string unit : {"x", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x9a\x80"}) {
