@@ -36,9 +36,7 @@ bool all_allowed(const std::string& s) {
 
 }  // namespace
 
-bool valid_node_id(const std::string& id) {
-  return !id.empty() && id.size() <= 64 && all_allowed(id);
-}
+bool valid_node_id(const std::string& id) { return util::valid_broker_name(id); }
 
 bool valid_topic(const std::string& name) {
   return !name.empty() && name.size() <= 249 && all_allowed(name) && name.find("..") == std::string::npos;
