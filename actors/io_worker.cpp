@@ -325,7 +325,12 @@ append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool d
                           std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message)};
   }
   auto& st = self->state;
-  if (st.wal && p.settings.data_dir == st.data_dir) {
+  const bool wal = st.wal && p.settings.data_dir == st.data_dir;
+  if (wal && (p.segment_sync_due || (durable && size >= st.wal_max_batch_bytes))) {
+    // Written once, to its segment only: the round syncs the segment
+    // (docs/storage.md "Large batches skip the WAL").
+    p.segment_sync_due = true;
+  } else if (wal) {
     st.wal->add(p.settings.topic, p.settings.partition, batch);
     if (!p.in_wal)
       st.wal_names.emplace(p.settings.topic, p.settings.partition);
@@ -521,6 +526,7 @@ std::string worker_summary(worker_ptr self) {
                           {"file", st.wal ? st.wal->path() : ""},
                           {"file_bytes", st.wal ? st.wal->file_bytes() : 0},
                           {"checkpoint_bytes", st.wal_checkpoint_bytes},
+                          {"max_batch_bytes", st.wal_max_batch_bytes},
                           {"commits", st.wal_commits},
                           {"bytes_committed", st.wal_bytes},
                           {"checkpoints", st.wal_checkpoints},
@@ -554,6 +560,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
   self->state.index = index;
   self->state.data_dir = data_dir;
   self->state.wal_checkpoint_bytes = settings.wal_checkpoint_bytes;
+  self->state.wal_max_batch_bytes = static_cast<size_t>(std::max<int64_t>(settings.wal_max_batch_bytes, 1));
   self->state.write_behind_bytes = settings.write_behind_bytes;
   self->state.write_behind_ms = std::max<int64_t>(1, settings.write_behind_ms);
   if (settings.write_ahead_log && !data_dir.empty()) {

@@ -141,6 +141,12 @@ struct hosted {
   /// offset below it survives a crash, whatever its segments hold.
   int64_t wal_durable_end = 0;
   int64_t wal_added_end = 0;  ///< log end after its last entry added to the WAL
+  /// An append skipped the WAL (a large acks=leader batch) since the last
+  /// sync of this partition's segment: every later append skips it too
+  /// until one, so that its entries in the WAL never jump over a batch
+  /// that only its segment holds (replay continues a log only from its
+  /// end), and its rounds sync its segment.
+  bool segment_sync_due = false;
   /// A move's copied batches that reached this destination ahead of their
   /// turn (the source keeps a window of appends in flight over several
   /// connections), by the offset they start at; applied once the log end
@@ -197,6 +203,7 @@ struct worker_state {
   std::optional<storage::wal_writer> wal;
   std::string wal_stopped;
   int64_t wal_checkpoint_bytes = 64LL << 20;
+  size_t wal_max_batch_bytes = 64u << 10;  ///< io_settings::wal_max_batch_bytes
   uint64_t wal_commits = 0, wal_checkpoints = 0, wal_bytes = 0;
   std::vector<uint64_t> wal_uncommitted;  ///< partitions with entries in the WAL's next commit
   /// Topic and partition of every entry in the WAL's files (or buffer)

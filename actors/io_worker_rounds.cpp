@@ -75,7 +75,7 @@ void flush_one(worker_ptr self, hosted& p) {
   ++p.c.fsyncs;
   ++self->state.fdatasyncs;
   if (durable)
-    p.fresh = false;
+    p.fresh = p.segment_sync_due = false;
   answer(p, durable ? caf::error{} : take_offline(self, p, durable.err()));
 }
 
@@ -151,7 +151,7 @@ bool wal_checkpoint(worker_ptr self) {
   st.fdatasyncs += stats.fdatasyncs;
   for (size_t i = 0; i < in_wal.size(); ++i) {
     if (results[i])
-      in_wal[i]->fresh = false;
+      in_wal[i]->fresh = in_wal[i]->segment_sync_due = false;
     else
       answer(*in_wal[i], take_offline(self, *in_wal[i], results[i].err()));  // stops the WAL
   }
@@ -297,7 +297,7 @@ void sync_round(worker_ptr self) {
   std::vector<hosted*> via_wal, via_logs;
   for (auto* p : take_listed(st, st.waiting, &hosted::in_waiting))
     if (p->log && !p->pending.empty())
-      (st.wal && p->in_wal && !p->fresh ? via_wal : via_logs).push_back(p);
+      (st.wal && p->in_wal && !p->fresh && !p->segment_sync_due ? via_wal : via_logs).push_back(p);
   const bool commit = st.wal && st.wal->pending() && (!via_wal.empty() || st.wal->buffered_bytes() >= wal_buffer_limit);
   if (via_wal.empty() && via_logs.empty() && !commit)
     return;
@@ -349,7 +349,7 @@ void sync_round(worker_ptr self) {
     auto& p = *via_logs[i];
     ++p.c.fsyncs;
     if (results[i])
-      p.fresh = false;
+      p.fresh = p.segment_sync_due = false;
     answer(p, results[i] ? caf::error{} : take_offline(self, p, results[i].err()));
   }
   if (stats.syncfs_failed)

@@ -151,8 +151,8 @@ struct partition_settings {
 };
 
 /// Settings of a broker's I/O workers (config keys Storage.IoThreads,
-/// Storage.MaxOpenFiles, Storage.WriteAheadLog and Storage.WalCheckpointBytes,
-/// docs/configuration.md).
+/// Storage.MaxOpenFiles, Storage.WriteAheadLog, Storage.WalCheckpointBytes
+/// and Storage.WalMaxBatchBytes, docs/configuration.md).
 struct io_settings {
   int threads = 4;  ///< I/O workers (threads), >= 1
   /// Segment files held open across all workers; 0 = half the process's
@@ -173,6 +173,12 @@ struct io_settings {
   /// many bytes before its partitions' segments are synced (one syncfs)
   /// and the file is replaced by an empty one.
   int64_t wal_checkpoint_bytes = 64LL << 20;
+  /// Storage.WalMaxBatchBytes: an acks=leader batch of at least this many
+  /// bytes skips the WAL, and so does every later append of its partition
+  /// until a sync of the partition's segment; the rounds of such a
+  /// partition sync its segment (docs/storage.md "Large batches skip the
+  /// WAL").
+  int64_t wal_max_batch_bytes = 64LL << 10;
   /// Write-behind, with the WAL on (docs/storage.md "Write-behind"): bytes
   /// of appends a partition's active segment holds in memory before one
   /// pwrite (0: none held), and the longest they stay held (ms).

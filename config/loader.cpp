@@ -436,6 +436,7 @@ void read_server(const json& root, load_result& res) {
   storage.get_int("MaxOpenFiles", cfg.broker.max_open_files, 0, 100000000);
   storage.get("WriteAheadLog", cfg.broker.write_ahead_log);
   storage.get_int("WalCheckpointBytes", cfg.broker.wal_checkpoint_bytes, 1LL << 20, 1LL << 40);
+  storage.get_int("WalMaxBatchBytes", cfg.broker.wal_max_batch_bytes, 1LL << 10, 1LL << 30);
   storage.get("SharedDir", cfg.broker.shared_dir);
   if (!cfg.broker.shared_dir.empty()) {
     // One mode per cluster, one writer per owner epoch: the owner epochs

@@ -174,6 +174,9 @@ struct broker_config {
   int64_t max_open_files = 0;          ///< Storage.MaxOpenFiles: segment fds held open (0 = half RLIMIT_NOFILE)
   bool write_ahead_log = true;         ///< Storage.WriteAheadLog: group commit rounds sync one WAL file per I/O worker
   int64_t wal_checkpoint_bytes = 64LL << 20;  ///< Storage.WalCheckpointBytes: WAL size that triggers a segment sync
+  /// Storage.WalMaxBatchBytes: an acks=leader batch this large or larger
+  /// skips the WAL; its round syncs the partition's segment instead.
+  int64_t wal_max_batch_bytes = 64LL << 10;
   /// Storage.SharedDir: partition data on a directory every broker mounts
   /// at this path (docs/shared-storage.md); empty = local storage in DataDir.
   std::string shared_dir;

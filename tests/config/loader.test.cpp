@@ -113,6 +113,20 @@ TEST_CASE("Cluster.MoveWindow defaults to 4 and is refused outside 1-16", "[conf
   }
 }
 
+TEST_CASE("Storage.WalMaxBatchBytes defaults to 64 KiB, is read, and is refused outside 1 KiB-1 GiB", "[config]") {
+  auto ok = load_text(R"({"Server": {}})", "t.json");
+  REQUIRE(ok.ok());
+  CHECK(ok.config.broker.wal_max_batch_bytes == 65536);
+  auto set = load_text(R"({"Server": {"Storage": {"WalMaxBatchBytes": 1024}}})", "t.json");
+  REQUIRE(set.ok());
+  CHECK(set.config.broker.wal_max_batch_bytes == 1024);
+  for (const char* bad : {"1023", "1073741825", "\"64k\""}) {
+    auto r = load_text(std::string(R"({"Server": {"Storage": {"WalMaxBatchBytes": )") + bad + "}}}", "t.json");
+    CHECK_FALSE(r.ok());
+    CHECK(has_error_naming(r, "Server.Storage.WalMaxBatchBytes"));
+  }
+}
+
 TEST_CASE("Autobalance.AvoidBrokerSeconds defaults to 1800 s, is read, and is refused out of range", "[config]") {
   CHECK(load("", "", {}).config.autobalance.avoid_broker_seconds == 1800);
   auto r = load_text(R"({"Server": {"Autobalance": {"AvoidBrokerSeconds": 600}}})", "t.json");

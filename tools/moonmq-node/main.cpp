@@ -341,6 +341,7 @@ int run(const config::load_result& loaded) {
   bs.io.max_open_files = cfg.broker.max_open_files;
   bs.io.write_ahead_log = cfg.broker.write_ahead_log;
   bs.io.wal_checkpoint_bytes = cfg.broker.wal_checkpoint_bytes;
+  bs.io.wal_max_batch_bytes = cfg.broker.wal_max_batch_bytes;
   bs.image = cfg.cluster ? owners : nullptr;
   bs.shared_dir = cfg.broker.shared_dir;
   if (!bs.shared_dir.empty())  // acknowledgements need the lease (docs/shared-storage.md)
