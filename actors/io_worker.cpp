@@ -432,6 +432,7 @@ caf::result<bool> remove_partition(worker_ptr self, uint64_t id) {
 /// are answered once their sync returned. A log whose sync failed is
 /// dropped without a checkpoint, as take_offline does.
 void close_logs(worker_ptr self, std::vector<std::unique_ptr<hosted>> logs, bool stopping = false) {
+  drain_commit(self);
   std::vector<hosted*> open;
   std::vector<storage::partition_log*> ls;
   std::vector<hosted*> shared;  // closed with their own fdatasync (see sync_round)
@@ -494,6 +495,7 @@ void finish_closes(worker_ptr self) {
 
 /// Every log the worker holds, closed together (the worker is stopping).
 void close_all(worker_ptr self) {
+  drain_commit(self);
   auto& st = self->state;
   auto logs = std::exchange(st.closing, {});
   for (auto& [id, p] : st.parts)
@@ -510,6 +512,9 @@ std::string worker_summary(worker_ptr self) {
     offline_count += p->log ? 0 : 1;
     waiting += p->pending.size();
   }
+  if (st.in_flight)
+    for (const auto& [id, acks] : st.in_flight->acks)
+      waiting += acks.size();
   return nlohmann::json{{"io_worker", st.index},
                         {"partitions", st.parts.size()},
                         {"offline_partitions", offline_count},
@@ -528,6 +533,7 @@ std::string worker_summary(worker_ptr self) {
                           {"checkpoint_bytes", st.wal_checkpoint_bytes},
                           {"max_batch_bytes", st.wal_max_batch_bytes},
                           {"commits", st.wal_commits},
+                          {"pipelined_commits", st.pipelined_commits},
                           {"bytes_committed", st.wal_bytes},
                           {"checkpoints", st.wal_checkpoints},
                           {"writebacks", st.writebacks},
@@ -560,6 +566,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
   self->state.index = index;
   self->state.data_dir = data_dir;
   self->state.wal_checkpoint_bytes = settings.wal_checkpoint_bytes;
+  self->state.before_wal_commit = settings.before_wal_commit;
   self->state.wal_max_batch_bytes = static_cast<size_t>(std::max<int64_t>(settings.wal_max_batch_bytes, 1));
   self->state.write_behind_bytes = settings.write_behind_bytes;
   self->state.write_behind_ms = std::max<int64_t>(1, settings.write_behind_ms);
@@ -597,10 +604,12 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
   });
   return {
     [self](open_atom, uint64_t id, partition_settings& s) {
+      drain_commit(self);
       finish_closes(self);
       open_partition(self, id, std::move(s));
     },
     [self](close_atom, uint64_t id) {
+      drain_commit(self);
       // Closed by the next close round, with every other close queued
       // before it (a stopping broker's partitions all exit at once).
       auto owned = take_out(self, id);
@@ -613,6 +622,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       }
     },
     [self](close_atom) {
+      drain_commit(self);
       self->state.close_scheduled = false;
       finish_closes(self);
     },
@@ -621,6 +631,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     },
     [self](append_atom, std::shared_ptr<detail::direct_group>& group) { append_group(self, *group); },
     [self](copy_atom, uint64_t id, std::string& batches, bool durable) -> caf::result<int64_t> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
         auto r = copy_batches(self, p, batches, durable);
         if (!r)
@@ -629,9 +640,11 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       });
     },
     [self](copy_atom, uint64_t id, int64_t expected, std::string& batches, bool durable) -> caf::result<int64_t> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) { return copy_at(self, p, expected, batches, durable); });
     },
     [self](reset_atom, uint64_t id, int64_t start) -> caf::result<int64_t> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
         if (p.settings.shared)  // its files are every later epoch's history
           return make_coded_error(409, "shared_storage", "reset of " + p.name()
@@ -653,6 +666,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       });
     },
     [self](seal_atom, uint64_t id, bool sealed, bool durable) -> caf::result<int64_t> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) { return seal(self, p, sealed, durable); });
     },
     [self](read_atom, uint64_t id, int64_t from, int32_t max_bytes,
@@ -668,6 +682,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
     },
     [self](marker_atom, uint64_t id, int64_t producer_id, int16_t producer_epoch, bool commit,
            int32_t coordinator_epoch) -> caf::result<int64_t> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) {
         return write_marker(self, p, producer_id, producer_epoch, commit, coordinator_epoch);
       });
@@ -708,10 +723,19 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       return with_partition(self, id, [&](hosted& p) { return time_lookup(p, timestamp, committed); });
     },
     [self](delete_atom, uint64_t id) -> caf::result<bool> {
+      drain_commit(self);
       finish_closes(self);
       return remove_partition(self, id);
     },
     [self](flush_atom) { sync_round(self); },
+    [self](committed_atom, uint64_t seq) {
+      auto& st = self->state;
+      if (!st.in_flight || st.in_flight->seq != seq)
+        return;  // a drain ended that commit already
+      finish_commit(self, st.committer->wait());
+      if (std::exchange(st.round_after_commit, false))
+        sync_round(self);
+    },
     [self](follow_atom) {
       follow_images(self);
       self->delayed_send(self, follow_period, follow_atom::value);
@@ -738,9 +762,11 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       });
     },
     [self](repair_atom, uint64_t id) -> caf::result<std::string> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) { return repair(self, p); });
     },
     [self](delete_records_atom, uint64_t id, int64_t before, bool sealed_ok) -> caf::result<int64_t> {
+      drain_commit(self);
       return with_partition(self, id, [&](hosted& p) { return delete_records(self, p, before, sealed_ok); });
     },
     [self](status_atom, uint64_t id) -> caf::result<std::string> {

@@ -16,14 +16,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <optional>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -47,6 +50,8 @@ namespace moonmq::io_worker_detail {
 
 using open_atom = caf::atom_constant<caf::atom("open")>;    ///< a worker opens a partition's log
 using close_atom = caf::atom_constant<caf::atom("close")>;  ///< a worker closes a partition's log
+/// A worker's WAL commit ran on its committer thread (the commit's number).
+using committed_atom = caf::atom_constant<caf::atom("walcommit")>;
 /// Shared storage: a worker looks for a newly published image (and opens or
 /// closes its shared partitions as it says, follow_atom) this often.
 constexpr std::chrono::milliseconds follow_period{100};
@@ -182,6 +187,51 @@ struct hosted {
   std::string name() const { return settings.topic + "-" + std::to_string(settings.partition); }
 };
 
+/// Runs one I/O worker's WAL commits (storage::wal_writer::run_commit: one
+/// pwrite and one fdatasync) on a thread of its own, one at a time, so
+/// that the worker takes the next round's appends while a round's
+/// fdatasync runs: the worker then writes and syncs side by side instead
+/// of in turn (docs/storage.md "Pipelined commits"). When a commit ends
+/// its result is kept and the worker is sent committed_atom with the
+/// commit's number; `wait` hands the result over (blocking until then).
+class wal_committer {
+ public:
+  /// Starts the thread. Throws std::system_error when none can be made.
+  /// `before` (tests only, may be null) runs before each commit.
+  wal_committer(caf::actor_addr worker, std::function<void()> before);
+  /// Lets a commit under way end, then joins the thread.
+  ~wal_committer();
+  wal_committer(const wal_committer&) = delete;
+  wal_committer& operator=(const wal_committer&) = delete;
+  /// Runs `job` as commit number `seq`; no other commit may be under way.
+  void start(storage::wal_writer::commit_job job, uint64_t seq);
+  /// The result of the commit started last, once it ended.
+  storage::status wait();
+
+ private:
+  void run();
+  caf::actor_addr worker_;
+  std::function<void()> before_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::optional<storage::wal_writer::commit_job> job_;
+  uint64_t seq_ = 0;
+  std::optional<storage::status> result_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+/// A group commit round whose WAL commit runs on the committer: the
+/// appends it answers, taken out of their partitions' `pending`, and the
+/// WAL end each partition reaches once it is durable.
+struct wal_round {
+  uint64_t seq = 0;
+  std::vector<std::pair<uint64_t, std::vector<pending_ack>>> acks;  ///< partition id, its appends in order
+  std::vector<std::pair<uint64_t, int64_t>> durable_ends;           ///< partition id, its wal_added_end
+  size_t bytes = 0;
+  std::chrono::steady_clock::time_point started;
+};
+
 struct worker_state {
   std::unordered_map<uint64_t, std::unique_ptr<hosted>> parts;
   std::vector<uint64_t> waiting;  ///< partitions with pending acks, in arrival order
@@ -206,6 +256,18 @@ struct worker_state {
   size_t wal_max_batch_bytes = 64u << 10;  ///< io_settings::wal_max_batch_bytes
   uint64_t wal_commits = 0, wal_checkpoints = 0, wal_bytes = 0;
   std::vector<uint64_t> wal_uncommitted;  ///< partitions with entries in the WAL's next commit
+  /// The round whose WAL commit runs on `committer` (at most one), and
+  /// whether another round was asked for meanwhile (it runs once that
+  /// commit ends; flush_scheduled stays set until then).
+  std::optional<wal_round> in_flight;
+  bool round_after_commit = false;
+  uint64_t commit_seq = 0, pipelined_commits = 0;
+  /// Made at the first pipelined commit (a worker without WAL traffic
+  /// costs no thread). Declared after `wal`, so it is destroyed first: its
+  /// destructor lets a commit under way, which uses the WAL's descriptor
+  /// and buffer, end before they go.
+  std::unique_ptr<wal_committer> committer;
+  std::function<void()> before_wal_commit;  ///< io_settings::before_wal_commit
   /// Topic and partition of every entry in the WAL's files (or buffer)
   /// since its last checkpoint, hosted or not: a stopped WAL keeps its
   /// files, and a log deleted or reset since must never have them replayed
@@ -287,6 +349,14 @@ void note_held(worker_ptr self, hosted& p);
 void write_out_held(worker_ptr self);
 /// One group commit round (see io_worker_rounds.cpp).
 void sync_round(worker_ptr self);
+/// Ends the round whose WAL commit runs on the committer with the
+/// commit's result: answers its appends, or on a failure stops the WAL and
+/// makes them durable by their segments.
+void finish_commit(worker_ptr self, const storage::status& result);
+/// Waits for the WAL commit under way, if any, and ends its round: what
+/// a request must do before it closes, resets, seals, checkpoints or
+/// otherwise needs every earlier append of the worker answered.
+void drain_commit(worker_ptr self);
 /// Holds `ack` until the next sync round.
 void wait_for_round(worker_ptr self, hosted& p, pending_ack ack);
 /// The answer of an append at `base` to `p`: now when it is durable

@@ -36,22 +36,32 @@ caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e) {
 /// oldest of them, whichever path answers it (a round, a seal's or a
 /// close's flush), in the process's produce latency window
 /// (storage/disk_latency.hpp): one sample per partition and answer.
-void answer(hosted& p, const caf::error& failure) {
-  if (p.pending.empty())
+namespace {
+
+/// answer for the appends `acks` of `p` (its pending ones, or a
+/// pipelined round's).
+void answer_acks(hosted& p, std::vector<pending_ack> acks, const caf::error& failure) {
+  if (acks.empty())
     return;
   if (!failure && p.shared && !p.shared->holds(p.settings.topic, p.settings.partition, p.epoch)) {
     // Durable, but at an epoch this broker may no longer vouch for (its
     // lease lapsed, or the image moved on): never acknowledged
     // (docs/shared-storage.md "The lease").
     auto lost = ownership_lost(p);
-    for (auto& a : std::exchange(p.pending, {}))
+    for (auto& a : acks)
       a.deliver(lost);
     return;
   }
   if (!failure)
-    storage::process_latency().produce.record_since(p.pending.front().queued);
-  for (auto& a : std::exchange(p.pending, {}))
+    storage::process_latency().produce.record_since(acks.front().queued);
+  for (auto& a : acks)
     a.deliver(failure);
+}
+
+}  // namespace
+
+void answer(hosted& p, const caf::error& failure) {
+  answer_acks(p, std::exchange(p.pending, {}), failure);
 }
 
 caf::error ownership_lost(const hosted& p) {
@@ -98,6 +108,7 @@ void sync_after_failed_syncfs(worker_ptr self) {
 /// the next start replays them, and every later round syncs the
 /// partitions' segments as without a WAL.
 void stop_wal(worker_ptr self, const std::string& why) {
+  drain_commit(self);
   auto& st = self->state;
   if (!st.wal)
     return;
@@ -128,6 +139,7 @@ void stop_wal(worker_ptr self, const std::string& why) {
 /// fails goes offline (its waiting appends fail) and the WAL stops with
 /// its files kept. Returns whether the WAL holds no entry any more.
 bool wal_checkpoint(worker_ptr self) {
+  drain_commit(self);
   auto& st = self->state;
   if (!st.wal)
     return st.wal_names.empty();
@@ -283,6 +295,8 @@ void note_held(worker_ptr self, hosted& p) {
   }
 }
 
+bool start_commit(worker_ptr self, const std::vector<hosted*>& via_wal);
+
 /// One group commit round over every partition of the worker with appends
 /// waiting, then every one of those appends is answered. With the WAL on,
 /// one commit of the WAL (one write, one fdatasync) makes the appends of
@@ -293,6 +307,13 @@ void note_held(worker_ptr self, hosted& p) {
 /// Storage.WalCheckpointBytes is checkpointed after the answers.
 void sync_round(worker_ptr self) {
   auto& st = self->state;
+  if (st.in_flight) {
+    // The round runs once the commit under way ends, with every append
+    // queued until then; flush_scheduled stays set, so those appends send
+    // no flush of their own.
+    st.round_after_commit = true;
+    return;
+  }
   st.flush_scheduled = false;
   std::vector<hosted*> via_wal, via_logs;
   for (auto* p : take_listed(st, st.waiting, &hosted::in_waiting))
@@ -300,6 +321,8 @@ void sync_round(worker_ptr self) {
       (st.wal && p->in_wal && !p->fresh && !p->segment_sync_due ? via_wal : via_logs).push_back(p);
   const bool commit = st.wal && st.wal->pending() && (!via_wal.empty() || st.wal->buffered_bytes() >= wal_buffer_limit);
   if (via_wal.empty() && via_logs.empty() && !commit)
+    return;
+  if (commit && via_logs.empty() && start_commit(self, via_wal))
     return;
   ++st.rounds;
   auto t0 = std::chrono::steady_clock::now();
@@ -358,6 +381,159 @@ void sync_round(worker_ptr self) {
     wal_checkpoint(self);
   else
     start_writeback(self);
+}
+
+wal_committer::wal_committer(caf::actor_addr worker, std::function<void()> before)
+  : worker_(std::move(worker)), before_(std::move(before)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+wal_committer::~wal_committer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void wal_committer::start(storage::wal_writer::commit_job job, uint64_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = job;
+    seq_ = seq;
+    result_.reset();
+  }
+  cv_.notify_all();
+}
+
+storage::status wal_committer::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return result_.has_value(); });
+  return *std::exchange(result_, std::nullopt);
+}
+
+void wal_committer::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    // A commit under way always ends, stopping or not: its appends wait.
+    cv_.wait(lock, [this] { return job_.has_value() || stopping_; });
+    if (!job_)
+      return;
+    auto job = *job_;
+    auto seq = seq_;
+    lock.unlock();
+    if (before_)
+      before_();
+    auto result = storage::wal_writer::run_commit(job);
+    storage::test_sync_delay();
+    lock.lock();
+    job_.reset();
+    result_ = std::move(result);
+    cv_.notify_all();
+    lock.unlock();
+    if (auto worker = caf::actor_cast<caf::actor>(worker_))
+      caf::anon_send<caf::message_priority::high>(worker, committed_atom::value, seq);
+    lock.lock();
+  }
+}
+
+/// Starts a round that only commits the WAL (`via_wal`: the partitions
+/// whose appends it answers) on the worker's committer and returns true;
+/// the worker goes on taking appends, and finish_commit answers these
+/// once the commit ends. False (nothing started) when no committer thread
+/// can be made: the caller then commits in place.
+bool start_commit(worker_ptr self, const std::vector<hosted*>& via_wal) {
+  auto& st = self->state;
+  if (!st.committer) {
+    try {
+      st.committer = std::make_unique<wal_committer>(self->address(), st.before_wal_commit);
+    } catch (const std::system_error& e) {
+      log::get("storage")->warn("wal.committer_failed io_worker={} error=\"{}\" msg=\"rounds commit in place\"",
+                                st.index, e.what());
+      return false;
+    }
+  }
+  wal_round round;
+  round.seq = ++st.commit_seq;
+  round.started = std::chrono::steady_clock::now();
+  round.bytes = st.wal->buffered_bytes();
+  for (auto id : std::exchange(st.wal_uncommitted, {}))
+    if (auto it = st.parts.find(id); it != st.parts.end()) {
+      it->second->wal_uncommitted = false;
+      round.durable_ends.emplace_back(id, it->second->wal_added_end);
+    }
+  round.acks.reserve(via_wal.size());
+  for (auto* p : via_wal)
+    round.acks.emplace_back(p->id, std::exchange(p->pending, {}));
+  ++st.rounds;
+  ++st.pipelined_commits;
+  st.committer->start(st.wal->begin_commit(), round.seq);
+  st.in_flight = std::move(round);
+  return true;
+}
+
+void finish_commit(worker_ptr self, const storage::status& result) {
+  auto& st = self->state;
+  auto round = std::move(*st.in_flight);
+  st.in_flight.reset();
+  st.wal->end_commit(result);
+  auto find = [&st](uint64_t id) -> hosted* {
+    auto it = st.parts.find(id);
+    return it == st.parts.end() ? nullptr : it->second.get();
+  };
+  if (!result) {
+    // As a failed commit in place: the WAL stops, and the round's appends
+    // are made durable by their segments (answered ahead of any later
+    // append of the same partition).
+    stop_wal(self, "commit: " + result.err().message);
+    for (auto& [id, acks] : round.acks) {
+      auto* p = find(id);
+      if (!p) {
+        auto failure = storage_failure(result.err());
+        for (auto& a : acks)
+          a.deliver(failure);
+        continue;
+      }
+      p->pending.insert(p->pending.begin(), std::make_move_iterator(acks.begin()),
+                        std::make_move_iterator(acks.end()));
+      flush_one(self, *p);
+    }
+    return;
+  }
+  ++st.wal_commits;
+  st.wal_bytes += round.bytes;
+  const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - round.started).count();
+  sync_histogram().observe(seconds);
+  storage::process_latency().sync.record_since(round.started);
+  for (auto [id, end] : round.durable_ends)
+    if (auto* p = find(id))
+      p->wal_durable_end = std::max(p->wal_durable_end, end);
+  for (auto& [id, acks] : round.acks) {
+    auto* p = find(id);
+    if (!p) {  // not reached: a partition leaves its worker only after a drain
+      for (auto& a : acks)
+        a.deliver({});
+      continue;
+    }
+    ++p->c.fsyncs;
+    answer_acks(*p, std::move(acks), {});
+  }
+  if (static_cast<int64_t>(st.wal->file_bytes()) >= st.wal_checkpoint_bytes)
+    wal_checkpoint(self);
+  else
+    start_writeback(self);
+}
+
+void drain_commit(worker_ptr self) {
+  auto& st = self->state;
+  if (!st.in_flight)
+    return;
+  finish_commit(self, st.committer->wait());
+  // A round asked for meanwhile runs from the mailbox, after the request
+  // that drained (flush_scheduled is still set for it).
+  if (std::exchange(st.round_after_commit, false))
+    self->send(self, flush_atom::value);
 }
 
 /// Holds `ack` until the next sync round (group commit: one round for

@@ -195,6 +195,10 @@ struct io_settings {
   std::shared_ptr<const owner_view> image;
   std::string broker_id;
   std::function<bool()> lease_valid;
+  /// Tests only: called on a worker's committer thread before each WAL
+  /// commit it runs ("Pipelined commits", docs/storage.md), so that a test
+  /// can hold a commit under way. Null in a broker.
+  std::function<void()> before_wal_commit;
 };
 
 /// A broker's I/O workers. Shared by the broker and every partition actor;

@@ -270,13 +270,34 @@ status wal_writer::start_file() {
 status wal_writer::commit() {
   if (buffer_.empty())
     return {};
-  if (auto st = pwrite_all(fd_.get(), file_bytes_, buffer_, path_); !st)
+  auto job = begin_commit();
+  auto result = run_commit(job);
+  end_commit(result);
+  return result;
+}
+
+wal_writer::commit_job wal_writer::begin_commit() {
+  committing_bytes_.clear();
+  std::swap(buffer_, committing_bytes_);
+  committing_ = true;
+  return {fd_.get(), file_bytes_, &committing_bytes_, &path_};
+}
+
+status wal_writer::run_commit(const commit_job& job) {
+  if (job.bytes->empty())
+    return {};
+  if (auto st = pwrite_all(job.fd, job.offset, *job.bytes, *job.path); !st)
     return st;
-  if (::fdatasync(fd_.get()) != 0)
-    return io_error("fdatasync", path_);
-  file_bytes_ += buffer_.size();
-  buffer_.clear();
+  if (::fdatasync(job.fd) != 0)
+    return io_error("fdatasync", *job.path);
   return {};
+}
+
+void wal_writer::end_commit(const status& result) {
+  if (result)
+    file_bytes_ += committing_bytes_.size();
+  committing_bytes_.clear();
+  committing_ = false;
 }
 
 status wal_writer::restart() {

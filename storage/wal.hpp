@@ -107,7 +107,33 @@ class wal_writer {
   /// fdatasyncs the file: when it returns ok, every entry added so far
   /// survives a crash. Errors: io_error (the file must not be trusted for
   /// later commits: the kernel may have dropped its pages).
+  /// The same as begin_commit, run_commit and end_commit in a row.
   status commit();
+
+  /// A commit's write and sync, to run on another thread while the owner
+  /// goes on adding entries (a pipelined group commit: the next round's
+  /// appends are taken while this round's fdatasync runs). `bytes` and
+  /// `path` stay valid and unchanged until end_commit.
+  struct commit_job {
+    int fd = -1;
+    uint64_t offset = 0;  ///< the file's committed end
+    const std::string* bytes = nullptr;
+    const std::string* path = nullptr;
+  };
+  /// Takes every entry added so far into a commit; entries added after
+  /// this call go to the next one. At most one commit may be under way:
+  /// call end_commit before the next begin_commit, restart or
+  /// remove_all, and do not move the writer meanwhile.
+  commit_job begin_commit();
+  /// One pwrite of the job's bytes at its offset, then one fdatasync.
+  /// Touches no writer state, so it may run on any thread. Errors:
+  /// io_error, as commit's.
+  static status run_commit(const commit_job& job);
+  /// Ends the commit begin_commit started with run_commit's result: on
+  /// success the file's committed end moves past its bytes.
+  void end_commit(const status& result);
+  /// A commit was begun and not ended.
+  bool committing() const { return committing_; }
 
   /// Bytes of the current file (header included), committed only.
   uint64_t file_bytes() const { return file_bytes_; }
@@ -137,6 +163,11 @@ class wal_writer {
   unique_fd fd_;
   uint64_t file_bytes_ = 0;
   std::string buffer_;
+  /// The bytes of the commit under way (begin_commit to end_commit), kept
+  /// with their capacity for the next one: a fresh buffer per commit
+  /// would fault its pages in again every round.
+  std::string committing_bytes_;
+  bool committing_ = false;
   std::vector<std::string> older_;  ///< earlier files of this worker, deleted by restart
 };
 

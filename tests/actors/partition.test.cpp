@@ -811,6 +811,89 @@ TEST_CASE("with the WAL, a large acks=leader batch skips it, and so does its par
   }
 }
 
+namespace {
+
+/// Holds each WAL commit a worker's committer thread starts until
+/// released (io_settings::before_wal_commit), and counts them.
+struct commit_gate {
+  std::mutex mtx;
+  std::condition_variable cv;
+  int started = 0;
+  bool open = false;
+
+  std::function<void()> hook() {
+    return [this] {
+      std::unique_lock<std::mutex> g{mtx};
+      ++started;
+      cv.notify_all();
+      cv.wait(g, [&] { return open; });
+    };
+  }
+  bool wait_started(int n) {
+    std::unique_lock<std::mutex> g{mtx};
+    return cv.wait_for(g, 10s, [&] { return started >= n; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> g{mtx};
+    open = true;
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("with the WAL, a worker takes appends and serves reads while a commit's fdatasync runs",
+          "[partition][io_worker][wal]") {
+  // docs/storage.md "Pipelined commits": the commit runs on the worker's
+  // committer thread; the appends it answers wait for it, later ones go to
+  // the next commit, and reads (a move's copy) do not wait at all.
+  commit_gate gate;
+  fixture f;
+  auto settings = with_wal(f.dir.path());
+  settings.before_wal_commit = gate.hook();
+  f.io = spawn_io_pool(f.sys, settings);
+  struct release_at_end {
+    commit_gate& g;
+    ~release_at_end() { g.release(); }  // before the workers stop: they wait for their commit
+  } guard{gate};
+  auto p = f.spawn("pipe", -1, 0);
+  CHECK(f.ask_int(p, append_atom::value, batch_of(2, "a"), true) == 0);  // a new directory: synced in place
+  REQUIRE(gate.started == 0);
+
+  answers got;
+  append_direct(f.sys, [&] {
+    std::vector<direct_append> v;
+    v.push_back(got.make(p, batch_of(1, "b"), true, "b"));
+    return v;
+  }(), 10s);
+  REQUIRE(gate.wait_started(1));  // b's commit is under way, held
+  // The worker still serves: a read sees b, and c is taken.
+  auto [batches, log_start, log_end] = f.read(p, 0);
+  CHECK(log_end == 3);
+  append_direct(f.sys, [&] {
+    std::vector<direct_append> v;
+    v.push_back(got.make(p, batch_of(2, "c"), true, "c"));
+    return v;
+  }(), 10s);
+  CHECK(f.status(p)["log_end_offset"] == 5);
+  {
+    std::lock_guard<std::mutex> g{got.mtx};
+    CHECK(got.bases.empty());  // neither is acknowledged before its commit
+    CHECK(got.errors.empty());
+  }
+  gate.release();
+  REQUIRE(got.wait_for(2));
+  CHECK(got.errors.empty());
+  CHECK(got.bases["b"] == 2);
+  CHECK(got.bases["c"] == 3);
+  CHECK(gate.wait_started(2));  // c went with a commit of its own
+  std::vector<int64_t> bases;
+  for (const auto& e : wal_entries(f.dir.path()))
+    bases.push_back(storage::peek_batch_header(e.batch).value().base.value);
+  CHECK(bases == std::vector<int64_t>{0, 2, 3});
+  CHECK(f.values(p) == std::vector<std::string>{"a0", "a1", "b0", "c0", "c1"});
+}
+
 TEST_CASE("with the WAL, appends wait in memory until a read, a sync or the write-behind interval writes them",
           "[partition][io_worker][wal][write_behind]") {
   fixture f;
