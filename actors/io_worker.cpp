@@ -107,8 +107,8 @@ void touch(worker_ptr self, hosted& p) {
     auto found = st.parts.find(*it);
     hosted* q = found == st.parts.end() ? nullptr : found->second.get();
     if (q && q->log && !q->log->release_fd()) {
-      if (!q->pending.empty() || q == &p)
-        continue;  // its round comes next, or it is the one in use
+      if (!q->pending.empty() || q->in_commit || q == &p)
+        continue;  // its round comes next or runs, or it is the one in use
       // acks=none data: synced before its file closes. Out of the list
       // first: a failed sync takes it offline.
       q->in_lru = false;

@@ -152,6 +152,9 @@ struct hosted {
   /// that only its segment holds (replay continues a log only from its
   /// end), and its rounds sync its segment.
   bool segment_sync_due = false;
+  /// Appends of this partition wait in the WAL commit under way (the
+  /// worker's in_flight round): its file is kept open meanwhile (touch).
+  bool in_commit = false;
   /// A move's copied batches that reached this destination ahead of their
   /// turn (the source keeps a window of appends in flight over several
   /// connections), by the offset they start at; applied once the log end
@@ -262,6 +265,9 @@ struct worker_state {
   std::optional<wal_round> in_flight;
   bool round_after_commit = false;
   uint64_t commit_seq = 0, pipelined_commits = 0;
+  /// No committer thread could be made: every round commits in place for
+  /// the rest of the run (logged once).
+  bool committer_failed = false;
   /// Made at the first pipelined commit (a worker without WAL traffic
   /// costs no thread). Declared after `wal`, so it is destroyed first: its
   /// destructor lets a commit under way, which uses the WAL's descriptor

@@ -445,10 +445,13 @@ void wal_committer::run() {
 /// can be made: the caller then commits in place.
 bool start_commit(worker_ptr self, const std::vector<hosted*>& via_wal) {
   auto& st = self->state;
+  if (st.committer_failed)
+    return false;
   if (!st.committer) {
     try {
       st.committer = std::make_unique<wal_committer>(self->address(), st.before_wal_commit);
     } catch (const std::system_error& e) {
+      st.committer_failed = true;
       log::get("storage")->warn("wal.committer_failed io_worker={} error=\"{}\" msg=\"rounds commit in place\"",
                                 st.index, e.what());
       return false;
@@ -464,8 +467,10 @@ bool start_commit(worker_ptr self, const std::vector<hosted*>& via_wal) {
       round.durable_ends.emplace_back(id, it->second->wal_added_end);
     }
   round.acks.reserve(via_wal.size());
-  for (auto* p : via_wal)
+  for (auto* p : via_wal) {
+    p->in_commit = true;
     round.acks.emplace_back(p->id, std::exchange(p->pending, {}));
+  }
   ++st.rounds;
   ++st.pipelined_commits;
   st.committer->start(st.wal->begin_commit(), round.seq);
@@ -482,6 +487,9 @@ void finish_commit(worker_ptr self, const storage::status& result) {
     auto it = st.parts.find(id);
     return it == st.parts.end() ? nullptr : it->second.get();
   };
+  for (const auto& [id, acks] : round.acks)
+    if (auto* p = find(id))
+      p->in_commit = false;
   if (!result) {
     // As a failed commit in place: the WAL stops, and the round's appends
     // are made durable by their segments (answered ahead of any later

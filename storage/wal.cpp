@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -277,6 +278,7 @@ status wal_writer::commit() {
 }
 
 wal_writer::commit_job wal_writer::begin_commit() {
+  assert(!committing_);  // one commit at a time: callers end the one under way first
   committing_bytes_.clear();
   std::swap(buffer_, committing_bytes_);
   committing_ = true;
@@ -301,6 +303,8 @@ void wal_writer::end_commit(const status& result) {
 }
 
 status wal_writer::restart() {
+  if (committing_)
+    return make_error(errc::invalid_argument, "WAL restart while a commit of " + path_ + " is under way");
   buffer_.clear();
   if (auto st = start_file(); !st)
     return st;
@@ -312,6 +316,8 @@ status wal_writer::restart() {
 }
 
 status wal_writer::remove_all() {
+  if (committing_)
+    return make_error(errc::invalid_argument, "WAL removal while a commit of " + path_ + " is under way");
   buffer_.clear();
   fd_.reset();
   older_.push_back(path_);

@@ -123,7 +123,8 @@ class wal_writer {
   /// Takes every entry added so far into a commit; entries added after
   /// this call go to the next one. At most one commit may be under way:
   /// call end_commit before the next begin_commit, restart or
-  /// remove_all, and do not move the writer meanwhile.
+  /// remove_all (which refuse with invalid_argument meanwhile), and do not
+  /// move the writer meanwhile.
   commit_job begin_commit();
   /// One pwrite of the job's bytes at its offset, then one fdatasync.
   /// Touches no writer state, so it may run on any thread. Errors:

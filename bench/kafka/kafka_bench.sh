@@ -29,13 +29,21 @@
 #                     then librdkafka at R msg/s for S seconds, acks=all,
 #                     64 requests in flight; p99 produce / p99 fdatasync
 #                     (issue 15 target: <= 3 at 5,000 msg/s)
+#   7. redis xadd   : with --redis, a redis-server (Debian's redis-server
+#                     package) with its append-only file in the scratch dir
+#                     and appendfsync always (an fsync before each reply),
+#                     and redis-benchmark sending the N values' size as XADD
+#                     on one connection, 500 and then 4,000 commands
+#                     pipelined (moonmqctl's 500 per request, and its 8
+#                     requests in flight); http produce / the faster of the
+#                     two (issue 20 target: >= 1.5)
 # and prints records/s and MB/s (MB = 10^6 bytes of values) of each, the
 # produce figures also as a fraction of the raw limit. Fails (exit 1) when a
 # log end offset (HTTP API) or the number/bytes of consumed records differ
 # from N.
 #
 #   bench/kafka/kafka_bench.sh [--bin-dir DIR] [--records N] [--value-bytes B] [--dir D]
-#                              [--wide W] [--rate R] [--latency-seconds S]
+#                              [--wide W] [--rate R] [--latency-seconds S] [--redis]
 #
 #   --bin-dir DIR     moonmq-node and moonmqctl (default build/release/bin)
 #   --records N       records per run (default 200000)
@@ -45,6 +53,8 @@
 #   --wide W          partitions of topic "wide" (default 1000)
 #   --rate R          records/s of the latency run (default 5000)
 #   --latency-seconds S  length of the latency run (default 10; 0 skips it)
+#   --redis           also run step 7 (needs redis-server and redis-benchmark:
+#                     apt-get install redis-server)
 #   --help            this text
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,6 +66,7 @@ parent=""
 wide=1000
 rate=5000
 latency_seconds=10
+redis=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin-dir) bin_dir="$2"; shift ;;
@@ -65,6 +76,7 @@ while [ $# -gt 0 ]; do
     --wide) wide="$2"; shift ;;
     --rate) rate="$2"; shift ;;
     --latency-seconds) latency_seconds="$2"; shift ;;
+    --redis) redis=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "kafka_bench: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
@@ -83,6 +95,11 @@ done
 for t in kcat curl python3; do
   command -v "$t" >/dev/null || die "$t is not installed (scripts/install-deps.sh installs it)"
 done
+if [ "$redis" = 1 ]; then
+  for t in redis-server redis-benchmark redis-cli; do
+    command -v "$t" >/dev/null || die "$t is not installed (apt-get install redis-server), needed by --redis"
+  done
+fi
 if [ "$latency_seconds" -gt 0 ]; then
   /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null ||
     die "python3-confluent-kafka is not installed (scripts/install-deps.sh installs it; --latency-seconds 0 skips the latency run)"
@@ -97,8 +114,13 @@ fi
 
 # --- node ---------------------------------------------------------------------
 node_pid=""
+redis_pid=""
 ok=0
 cleanup() {
+  if [ -n "$redis_pid" ]; then
+    kill -TERM "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+  fi
   if [ -n "$node_pid" ]; then
     # SIGTERM, then SIGKILL from a watchdog after 10 s; `wait` reaps the node
     # (inside an EXIT trap bash may not reap it by itself, so `kill -0` would
@@ -297,6 +319,31 @@ if [ "$latency_seconds" -gt 0 ]; then
     "$latency_seconds" "$value_bytes" "$admin") || die "the latency run failed"
 fi
 
+# --- 7. redis xadd --------------------------------------------------------------
+redis_rows=()
+if [ "$redis" = 1 ]; then
+  rport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$dir/redis"
+  redis-server --port "$rport" --bind 127.0.0.1 --dir "$dir/redis" --appendonly yes --appendfsync always \
+    --save '' --daemonize no --logfile "$dir/redis.log" </dev/null &
+  redis_pid=$!
+  for _ in $(seq 1 100); do
+    [ "$(redis-cli -p "$rport" ping 2>/dev/null)" = PONG ] && break
+    sleep 0.1
+  done
+  [ "$(redis-cli -p "$rport" config get appendfsync | tail -n 1)" = always ] || die "redis-server did not start with appendfsync always (log: $dir/redis.log)"
+  value=$(head -n 1 "$values")
+  for pipeline in 500 4000; do
+    t0=$(now)
+    redis-benchmark -h 127.0.0.1 -p "$rport" -c 1 -n "$records" -P "$pipeline" -q \
+      XADD "xadd$pipeline" '*' v "$value" >/dev/null || die "redis-benchmark failed"
+    t1=$(now)
+    len=$(redis-cli -p "$rport" XLEN "xadd$pipeline")
+    [ "$len" = "$records" ] || die "redis stream xadd$pipeline holds $len entries, expected $records"
+    redis_rows+=("redis xadd P$pipeline" "$(secs "$t0" "$t1")")
+  done
+fi
+
 # --- figures ------------------------------------------------------------------
 frac() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 row() {  # NAME SECONDS [raw fraction?]
@@ -313,10 +360,17 @@ row "kafka fetch" "$kafka_fetch_s"
 row "http fetch" "$http_fetch_s"
 row "http fetch json" "$json_fetch_s"
 row "kafka spread" "$kafka_spread_s" raw
+for ((i = 0; i < ${#redis_rows[@]}; i += 2)); do
+  row "${redis_rows[i]}" "${redis_rows[i + 1]}" raw
+done
 printf '%-16s %10.3f %12s %9s\n' "raw fsync" "$raw_s" "-" "$raw_mbs"
 echo "(MB = 10^6 bytes of values; raw fsync: $raw_bytes bytes in 256 KiB chunks, fdatasync after each; verified: both log end offsets and kcat -C = $records records)"
 echo "http produce, 8 in flight / 1 in flight, same run: $(frac "$http1_produce_s" "$http_produce_s") (records/s ratio)"
 echo "http (binary) / http json, same run: produce $(frac "$json_produce_s" "$http_produce_s"), fetch $(frac "$json_fetch_s" "$http_fetch_s"); http fetch / kafka fetch: binary $(frac "$kafka_fetch_s" "$http_fetch_s"), json $(frac "$kafka_fetch_s" "$json_fetch_s") (records/s ratios; verified: moonmqctl consume printed $records records of each)"
 echo "kafka spread over $wide partitions / kafka produce to 1: $(frac "$kafka_produce_s" "$kafka_spread_s") (records/s ratio, same run; verified: log end offsets of wide sum to $records)"
+if [ "${#redis_rows[@]}" -gt 0 ]; then
+  best=$(awk -v a="${redis_rows[1]}" -v b="${redis_rows[3]}" 'BEGIN { print (a < b ? a : b) }')
+  echo "http produce / redis xadd (the faster pipeline), same run: $(frac "$best" "$http_produce_s") (records/s ratio; redis-server appendfsync always, one connection; verified: XLEN = $records)"
+fi
 [ -z "$latency_out" ] || printf '%s\n' "$latency_out"
 ok=1

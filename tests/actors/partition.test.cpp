@@ -833,6 +833,10 @@ struct commit_gate {
     std::unique_lock<std::mutex> g{mtx};
     return cv.wait_for(g, 10s, [&] { return started >= n; });
   }
+  int count() {
+    std::lock_guard<std::mutex> g{mtx};
+    return started;
+  }
   void release() {
     std::lock_guard<std::mutex> g{mtx};
     open = true;
@@ -858,7 +862,7 @@ TEST_CASE("with the WAL, a worker takes appends and serves reads while a commit'
   } guard{gate};
   auto p = f.spawn("pipe", -1, 0);
   CHECK(f.ask_int(p, append_atom::value, batch_of(2, "a"), true) == 0);  // a new directory: synced in place
-  REQUIRE(gate.started == 0);
+  REQUIRE(gate.count() == 0);
 
   answers got;
   append_direct(f.sys, [&] {
@@ -892,6 +896,58 @@ TEST_CASE("with the WAL, a worker takes appends and serves reads while a commit'
     bases.push_back(storage::peek_batch_header(e.batch).value().base.value);
   CHECK(bases == std::vector<int64_t>{0, 2, 3});
   CHECK(f.values(p) == std::vector<std::string>{"a0", "a1", "b0", "c0", "c1"});
+}
+
+TEST_CASE("with the WAL, a large batch taken while a commit runs keeps its partition's later appends out of the WAL",
+          "[partition][io_worker][wal]") {
+  // The skip across requests, with a commit of another partition under
+  // way: the large batch and the small one after it wait for a round that
+  // syncs their segment, and neither gets a WAL entry.
+  commit_gate gate;
+  fixture f;
+  auto settings = with_wal(f.dir.path());
+  settings.wal_max_batch_bytes = 4096;
+  settings.before_wal_commit = gate.hook();
+  f.io = spawn_io_pool(f.sys, settings);
+  struct release_at_end {
+    commit_gate& g;
+    ~release_at_end() { g.release(); }
+  } guard{gate};
+  auto p = f.spawn("skip", -1, 0);
+  auto q = f.spawn("skip", -1, 1);
+  CHECK(f.ask_int(p, append_atom::value, batch_of(1, "p"), true) == 0);  // new directories: synced in place
+  CHECK(f.ask_int(q, append_atom::value, batch_of(1, "q"), true) == 0);
+  answers got;
+  auto send = [&](const partition_actor& to, std::string batch, const std::string& tag) {
+    append_direct(f.sys, [&] {
+      std::vector<direct_append> v;
+      v.push_back(got.make(to, std::move(batch), true, tag));
+      return v;
+    }(), 10s);
+  };
+  send(q, batch_of(1, "q"), "q1");
+  REQUIRE(gate.wait_started(1));  // q1's commit is under way, held
+  send(p, batch_of(1, std::string(6000, 'L')), "large");
+  send(p, batch_of(1, "small"), "small");
+  CHECK(f.status(p)["log_end_offset"] == 3);  // both taken
+  gate.release();
+  REQUIRE(got.wait_for(3));
+  CHECK(got.errors.empty());
+  CHECK(got.bases["large"] == 1);
+  CHECK(got.bases["small"] == 2);
+  CHECK(f.status(p)["segment_durable_offset"] == 3);
+  auto wal_bases_of = [&](int32_t partition) {
+    std::vector<int64_t> out;
+    for (const auto& e : wal_entries(f.dir.path()))
+      if (e.partition == partition)
+        out.push_back(storage::peek_batch_header(e.batch).value().base.value);
+    return out;
+  };
+  CHECK(wal_bases_of(0) == std::vector<int64_t>{0});  // nothing of p after its large batch
+  CHECK(wal_bases_of(1) == std::vector<int64_t>{0, 1});
+  // Synced: p's small appends go through the WAL again.
+  CHECK(f.ask_int(p, append_atom::value, batch_of(1, "again"), true) == 3);
+  CHECK(wal_bases_of(0) == std::vector<int64_t>{0, 3});
 }
 
 TEST_CASE("with the WAL, appends wait in memory until a read, a sync or the write-behind interval writes them",
