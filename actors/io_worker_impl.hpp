@@ -22,8 +22,8 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>

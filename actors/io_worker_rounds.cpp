@@ -31,11 +31,6 @@ caf::error take_offline(worker_ptr self, hosted& p, const storage::error& e) {
   return storage_failure(e);
 }
 
-/// Answers every append of `p` waiting for a sync: its base offset, or
-/// `failure` when the sync failed. A success records the wait of the
-/// oldest of them, whichever path answers it (a round, a seal's or a
-/// close's flush), in the process's produce latency window
-/// (storage/disk_latency.hpp): one sample per partition and answer.
 namespace {
 
 /// answer for the appends `acks` of `p` (its pending ones, or a
@@ -60,6 +55,11 @@ void answer_acks(hosted& p, std::vector<pending_ack> acks, const caf::error& fai
 
 }  // namespace
 
+/// Answers every append of `p` waiting for a sync: its base offset, or
+/// `failure` when the sync failed. A success records the wait of the
+/// oldest of them, whichever path answers it (a round, a seal's or a
+/// close's flush), in the process's produce latency window
+/// (storage/disk_latency.hpp): one sample per partition and answer.
 void answer(hosted& p, const caf::error& failure) {
   answer_acks(p, std::exchange(p.pending, {}), failure);
 }
@@ -497,8 +497,8 @@ void finish_commit(worker_ptr self, const storage::status& result) {
     stop_wal(self, "commit: " + result.err().message);
     for (auto& [id, acks] : round.acks) {
       auto* p = find(id);
-      if (!p) {
-        auto failure = storage_failure(result.err());
+      if (!p || !p->log) {  // gone or offline meanwhile: nothing can make them durable now
+        auto failure = p ? offline(*p) : storage_failure(result.err());
         for (auto& a : acks)
           a.deliver(failure);
         continue;
