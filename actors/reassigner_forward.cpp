@@ -477,7 +477,7 @@ void take_back(self_ptr self, const std::string& id) {
   auto expected = static_cast<int64_t>(row->owner_epoch);
   auto [owner, epoch] = self->state.owners->owner_and_epoch(tp);
   const auto& self_id = self->state.settings.broker_id;
-  switch (cluster::take_back_decision(*row, owner, static_cast<uint64_t>(std::max<int64_t>(epoch, 0)),
+  switch (cluster::take_back_decision(*row, owner, cluster::journal_epoch(epoch),
                                       run->take_back_refused)) {
     case cluster::take_back_action::rollback:
       // An earlier take-back applied (its answer was lost, or this broker
@@ -705,8 +705,7 @@ void reclaim_source(self_ptr self, const std::string& id, const cluster::topic_p
 
 bool confirmed_by_destination(self_ptr self, const cluster::move_entry& row) {
   auto [owner, epoch] = self->state.owners->owner_and_epoch(row.tp);
-  return cluster::destination_confirmed(row.to.value, row.owner_epoch, owner,
-                                        static_cast<uint64_t>(std::max<int64_t>(epoch, 0)));
+  return cluster::destination_confirmed(row.to.value, row.owner_epoch, owner, cluster::journal_epoch(epoch));
 }
 
 void complete_confirmed_moves(self_ptr self) {

@@ -319,8 +319,8 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   };
   auto [owner, epoch] = st.owners->owner_and_epoch(m.tp);
   bool confirmed = (m.state == "cutover" || m.state == "offsets")
-                   && cluster::destination_confirmed(m.to, static_cast<uint64_t>(std::max<int64_t>(m.epoch, 0)), owner,
-                                                     static_cast<uint64_t>(std::max<int64_t>(epoch, 0)));
+                   && cluster::destination_confirmed(m.to, cluster::journal_epoch(m.epoch), owner,
+                                                     cluster::journal_epoch(epoch));
   if (m.state == "queued" || m.state == "copying") {
     send(move_payload(id, m.tp, m.from, m.to, "failed", {m.state},
                       "the source " + m.from + " was fenced while the move was " + m.state + by));

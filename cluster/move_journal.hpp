@@ -138,6 +138,12 @@ struct recovery_plan {
 ///   done/failed/cancelled → none
 recovery_plan recovery_decision(const move_entry& e);
 
+/// An owner epoch as the applied image holds it (signed; below 0 means
+/// none) in the journal's unsigned terms: 0, "not known", for none.
+inline uint64_t journal_epoch(int64_t image_epoch) {
+  return image_epoch > 0 ? static_cast<uint64_t>(image_epoch) : 0;
+}
+
 /// True when the log shows that a move's destination confirmed it: `to`
 /// still owns the partition (`owner`) at an epoch above the cutover's
 /// (`cutover_epoch`, 0 = not known: never confirmed by this rule). Every

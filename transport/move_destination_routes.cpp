@@ -371,7 +371,7 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
       }
       if (this_move && !other_open
           && cluster::destination_confirmed(ctx.broker_id, static_cast<uint64_t>(cutover_epoch), owner,
-                                            static_cast<uint64_t>(std::max<int64_t>(epoch, 0)))) {
+                                            cluster::journal_epoch(epoch))) {
         auto unseal = [ctx, respond, topic, partition, part, epoch, fail] {
           ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
             log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,
