@@ -169,9 +169,12 @@ void settle_waiters(self_ptr self) {
       keep.push_back(std::move(w));
       continue;
     }
-    // The entry at w.index is still in the log unless compacted; then the
-    // applied table tells whether the change holds.
+    // The entry at w.index is still in the log, or was applied here lately
+    // and its term kept (raft/applied_terms.hpp); otherwise (applied through
+    // an installed snapshot) the applied table tells whether the change holds.
     auto t = core.log().term_at(raft::log_index{static_cast<uint64_t>(w.index)});
+    if (!t)
+      t = st.applied_terms.term_of(raft::log_index{static_cast<uint64_t>(w.index)});
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
     const auto* step = std::get_if<raft::move_entry>(&w.entry);
@@ -307,6 +310,7 @@ void drain_ready(self_ptr self) {
     applied = applied || rd.snap || !rd.committed.empty();
     bool brokers_changed = rd.snap.has_value();
     for (const auto& e : rd.committed) {
+      st.applied_terms.remember(e.index, e.entry_term);
       brokers_changed = brokers_changed || std::holds_alternative<raft::broker_entry>(e.payload);
       if (const auto* b = std::get_if<raft::broker_entry>(&e.payload))
         logger()->warn("raft.broker_{} broker={} index={} term={}", raft::to_string(b->change), b->id.str(),

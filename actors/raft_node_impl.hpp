@@ -24,6 +24,7 @@
 #include "actors/raft_node.hpp"
 #include "cluster/lease.hpp"
 #include "cluster/lease_gate.hpp"
+#include "raft/applied_terms.hpp"
 #include "raft/raft_core.hpp"
 #include "raft/raft_store.hpp"
 #include "util/logging.hpp"
@@ -72,6 +73,9 @@ struct raft_node_state {
   std::shared_ptr<raft_view> view;
   std::map<std::string, raft_peer> peers;
   std::vector<waiter> waiters;
+  /// Terms of the entries applied here lately, for waiters whose entry a
+  /// compaction took out of the log before they were settled.
+  raft::applied_terms applied_terms;
   std::map<int64_t, forward> forwards;
   /// Proposals made while no leader was known: each goes to the leader once
   /// one is, or is answered 503 no_controller at its deadline.

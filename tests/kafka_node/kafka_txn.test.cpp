@@ -306,3 +306,70 @@ TEST_CASE("kafka transactions with librdkafka on three brokers: consume-transfor
   INFO(offsets.raw);
   CHECK(offsets.raw.find("\"offset\":" + std::to_string(n)) != std::string::npos);
 }
+
+TEST_CASE("kafka transactions, a metadata log compacting at every flush: no request is answered with an error "
+          "because its entry was compacted before its proposer was settled",
+          "[kafka_cluster][txn]") {
+  // Cluster.Raft.MaxLogEntries 2: the log compacts the applied prefix into a
+  // snapshot at nearly every flush, so the entry of almost every
+  // InitProducerId, AddPartitionsToTxn and EndTxn is out of the log by the
+  // time its proposer is settled. The raft node keeps the terms of recently
+  // applied entries (raft/applied_terms.hpp); before it did, such a request
+  // was answered COORDINATOR_NOT_AVAILABLE and librdkafka waited 500 ms to
+  // find its coordinator again.
+  move_cluster c({"b1"}, kafka_raft({"Cluster.Raft.MaxLogEntries=2"}));
+  c.launch(0);
+  c.wait_ready(0);
+  REQUIRE(wait_until([&] { return call(c.admin(0), "GET", "/admin/cluster").body["controller"]["id"] == "b1"; }, 15s));
+  auto created = call(c.client(0), "POST", "/v1/topics", json{{"name", "snap0"}}.dump());
+  INFO(created.raw);
+  REQUIRE(created.status == 201);
+  // Four producers at once, so that proposals of several ids share a flush
+  // (the proposer of an entry applied in the flush that compacts the log is
+  // settled only after the compaction).
+  const int producers = 4, transactions = 10, per = 5, total = producers * transactions * per;
+  std::string py =
+    "import threading\n"
+    "from confluent_kafka import Producer, Consumer, TopicPartition\n"
+    "bs = '127.0.0.1:" + std::to_string(c.kafka(0)) + "'\n"
+    "topics = ['snap0']\n"
+    "def run(k):\n"
+    "    p = Producer({'bootstrap.servers': bs, 'transactional.id': 'snap-%d' % k})\n"
+    "    p.init_transactions(30)\n"
+    "    for t in range(" + std::to_string(transactions) + "):\n"
+    "        p.begin_transaction()\n"
+    "        for i in range(" + std::to_string(per) + "):\n"
+    "            n = (k * " + std::to_string(transactions) + " + t) * " + std::to_string(per) + " + i\n"
+    "            p.produce('snap0', value=('c-%d' % n).encode())\n"
+    "        p.commit_transaction(30)\n"
+    "threads = [threading.Thread(target=run, args=(k,)) for k in range(" + std::to_string(producers) + ")]\n"
+    "for t in threads: t.start()\n"
+    "for t in threads: t.join()\n"
+    "print('committed')\n"
+    + python_reader() +
+    "read('read_committed', " + std::to_string(total) + ")\n";
+  auto [rc, out] = python_script(c.data_dir(0), "snap.py", py);
+  INFO("confluent-kafka: " << out);
+  REQUIRE(rc == 0);
+  CHECK(out.find("committed\n") != std::string::npos);
+  CHECK(lines_with(out, "read_committed ") == values("c", total));
+
+  // The log did compact under the transactions (else this test shows nothing).
+  auto actors = call(c.admin(0), "GET", "/admin/actors");
+  REQUIRE(actors.body.contains("actors"));
+  int64_t snapshot_index = -1;
+  for (const auto& a : actors.body["actors"])
+    if (a.value("kind", "") == "raft_node" && a["state"].is_object())
+      snapshot_index = a["state"]["log"].value("snapshot_index", int64_t{-1});
+  INFO(actors.raw);
+  CHECK(snapshot_index > producers * transactions);
+
+  // No transactional request was answered with an error code.
+  auto metrics = call(c.admin(0), "GET", "/metrics").raw;
+  for (const char* api : {"InitProducerId", "AddPartitionsToTxn", "EndTxn"}) {
+    auto series = std::string("moonmq_kafka_errors_total{api=\"") + api + "\"} ";
+    auto at = metrics.find(series);
+    INFO(series);
+    CHECK((at == std::string::npos || metrics.compare(at + series.size(), 2, "0\n") == 0));
+  }
+}
