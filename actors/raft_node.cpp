@@ -170,11 +170,19 @@ void settle_waiters(self_ptr self) {
       continue;
     }
     // The entry at w.index is still in the log, or was applied here lately
-    // and its term kept (raft/applied_terms.hpp); otherwise (applied through
-    // an installed snapshot) the applied table tells whether the change holds.
-    auto t = core.log().term_at(raft::log_index{static_cast<uint64_t>(w.index)});
-    if (!t)
-      t = st.applied_terms.term_of(raft::log_index{static_cast<uint64_t>(w.index)});
+    // and kept with its term and refusal (raft/applied_terms.hpp; the
+    // applied table keeps refusals for fewer entries and forgets them at a
+    // snapshot install); otherwise (applied through an installed snapshot,
+    // or long ago) the applied table tells whether the change holds.
+    const raft::log_index at{static_cast<uint64_t>(w.index)};
+    auto t = core.log().term_at(at);
+    std::optional<raft::applied_terms::applied> kept;
+    if (!t) {
+      kept = st.applied_terms.find(at);
+      if (kept)
+        t = kept->entry_term;
+    }
+    const bool was_refused = kept ? kept->refused : core.state().refused(at);
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
     const auto* step = std::get_if<raft::move_entry>(&w.entry);
@@ -183,6 +191,8 @@ void settle_waiters(self_ptr self) {
     const auto* alter = removal && removal->alter ? removal : nullptr;
     if (removal && !removal->remove)
       removal = nullptr;
+    if (alter && kept)  // its payload is gone: the applied table must show the change (an earlier-version leader)
+      ours = ours && holds(core.state(), w.entry);
     if (removal && !t) {
       // Compacted before it was settled: the deleted names tell whether a
       // deletion at or after this index applied (a topic created again since
@@ -198,7 +208,7 @@ void settle_waiters(self_ptr self) {
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the txn entry " + raft::describe(w.entry)
                            + " was applied through a snapshot; read the image to learn its outcome"));
-    else if (txn && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+    else if (txn && ours && was_refused) {
       auto it = core.state().transactions().find(txn->transactional_id);
       w.rp.deliver(coded(409, "txn_state_changed",
                          "transactional id " + txn->transactional_id + " is at version "
@@ -208,7 +218,7 @@ void settle_waiters(self_ptr self) {
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the move entry " + raft::describe(w.entry)
                            + " was applied through a snapshot; read the image to learn its outcome"));
-    else if (step && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+    else if (step && ours && was_refused) {
       auto it = core.state().moves().find(step->id);
       w.rp.deliver(coded(409, "move_state_changed",
                          "move " + step->id + " is "
@@ -216,14 +226,14 @@ void settle_waiters(self_ptr self) {
                            + " in the metadata log (owner epoch "
                            + std::to_string(core.state().epoch_of({step->topic, step->partition}))
                            + "): the step to " + step->state + " was not applied"));
-    } else if (removal && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+    } else if (removal && ours && was_refused) {
       if (!core.state().topics().count(removal->topic))
         w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + removal->topic));
       else
         w.rp.deliver(coded(409, "topic_moving",
                            "topic " + removal->topic
                              + " has a move under way; cancel it or wait for it to end, then delete again"));
-    } else if (alter && ours && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})) {
+    } else if (alter && ours && was_refused) {
       w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + alter->topic + ": its config was not changed"));
     } else if (alter && ours && t && raft::log_index{static_cast<uint64_t>(w.index)} >= core.log().first_index()
                && !(core.log().at(raft::log_index{static_cast<uint64_t>(w.index)}).payload == w.entry)) {
@@ -238,13 +248,13 @@ void settle_waiters(self_ptr self) {
       w.rp.deliver(coded(503, "proposal_outcome_unknown",
                          "the conditional owner change of " + cas->topic + "/" + std::to_string(cas->partition)
                            + " was applied through a snapshot; read the image to learn its outcome"));
-    else if (ours && cas && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)})
+    else if (ours && cas && was_refused
              && core.state().deleted_topics().count(cas->topic) && !core.state().topics().count(cas->topic))
       // Refused as an owner of a deleted topic (conditional or not).
       w.rp.deliver(coded(404, "unknown_topic", "topic " + cas->topic + " was deleted: no owner of "
                                                  + cas->topic + "/" + std::to_string(cas->partition) + " was set"));
     else if (ours && cas && cas->expect_epoch != 0
-             && core.state().refused(raft::log_index{static_cast<uint64_t>(w.index)}))
+             && was_refused)
       w.rp.deliver(coded(409, "owner_epoch_changed",
                          cas->topic + "/" + std::to_string(cas->partition) + " is no longer at owner epoch "
                            + std::to_string(cas->expect_epoch) + " (now "
@@ -310,7 +320,7 @@ void drain_ready(self_ptr self) {
     applied = applied || rd.snap || !rd.committed.empty();
     bool brokers_changed = rd.snap.has_value();
     for (const auto& e : rd.committed) {
-      st.applied_terms.remember(e.index, e.entry_term);
+      st.applied_terms.remember(e.index, e.entry_term, st.core->state().refused(e.index));
       brokers_changed = brokers_changed || std::holds_alternative<raft::broker_entry>(e.payload);
       if (const auto* b = std::get_if<raft::broker_entry>(&e.payload))
         logger()->warn("raft.broker_{} broker={} index={} term={}", raft::to_string(b->change), b->id.str(),

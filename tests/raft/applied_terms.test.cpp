@@ -3,27 +3,36 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "raft/applied_terms.hpp"
 
 using namespace moonmq::raft;
 
-TEST_CASE("applied_terms keeps the last entries' terms, looks up by index and ignores indexes that do not grow",
+TEST_CASE("applied_terms keeps the last entries' terms and refusals, looks up by index, ignores indexes that do not grow",
           "[raft][applied_terms]") {
   applied_terms kept{3};
-  CHECK_FALSE(kept.term_of(log_index{1}));
-  kept.remember(log_index{1}, term{1});
-  kept.remember(log_index{2}, term{1});
-  kept.remember(log_index{5}, term{2});  // 3 and 4 came through an installed snapshot
-  CHECK(kept.term_of(log_index{1}) == term{1});
-  CHECK(kept.term_of(log_index{5}) == term{2});
-  CHECK_FALSE(kept.term_of(log_index{3}));
-  kept.remember(log_index{5}, term{9});  // not after the last: ignored
-  kept.remember(log_index{4}, term{9});
-  CHECK(kept.term_of(log_index{5}) == term{2});
+  auto term_of = [&](uint64_t i) -> std::optional<term> {
+    auto e = kept.find(log_index{i});
+    return e ? std::optional<term>{e->entry_term} : std::nullopt;
+  };
+  CHECK_FALSE(term_of(1));
+  kept.remember(log_index{1}, term{1}, false);
+  kept.remember(log_index{2}, term{1}, true);
+  kept.remember(log_index{5}, term{2}, false);  // 3 and 4 came through an installed snapshot
+  CHECK(term_of(1) == term{1});
+  CHECK(term_of(5) == term{2});
+  CHECK_FALSE(term_of(3));
+  CHECK(kept.find(log_index{2})->refused);
+  CHECK_FALSE(kept.find(log_index{5})->refused);
+  kept.remember(log_index{5}, term{9}, true);  // not after the last: ignored
+  kept.remember(log_index{4}, term{9}, true);
+  CHECK(term_of(5) == term{2});
+  CHECK_FALSE(kept.find(log_index{5})->refused);
   CHECK(kept.size() == 3);
-  kept.remember(log_index{6}, term{3});  // the oldest goes
+  kept.remember(log_index{6}, term{3}, false);  // the oldest goes
   CHECK(kept.size() == 3);
-  CHECK_FALSE(kept.term_of(log_index{1}));
-  CHECK(kept.term_of(log_index{2}) == term{1});
-  CHECK(kept.term_of(log_index{6}) == term{3});
+  CHECK_FALSE(term_of(1));
+  CHECK(term_of(2) == term{1});
+  CHECK(term_of(6) == term{3});
 }
