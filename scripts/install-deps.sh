@@ -11,6 +11,7 @@ packages=(
   libsimdjson-dev               # the produce route's JSON parser (dataplane/records_json.cpp)
   libbenchmark-dev prometheus curl python3
   kcat python3-confluent-kafka  # the Kafka listener's tests (librdkafka 2.0.2 through kcat and Python)
+  librdkafka-dev                # bench/kafka/kafka_txn_bench (librdkafka's C API)
   chromium                      # the web console's test (headless, through puppeteer-core)
 )
 

@@ -50,6 +50,7 @@ using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 using moonmq::bench::node_child;
 using moonmq::bench::proc_status;
+using moonmq::bench::cpu_seconds;
 using moonmq::transport::http_call;
 using moonmq::transport::http_connection;
 
@@ -76,25 +77,6 @@ constexpr const char* usage =
   "                   [--wide W] [--seconds N] [--skip-scale 1] [--skip-spread 1]\n";
 
 double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
-
-/// utime + stime of `pid` in seconds (/proc/<pid>/stat fields 14 and 15).
-double cpu_seconds(pid_t pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');
-  if (close == std::string::npos)
-    return -1;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14)
-      utime = std::atol(field.c_str());
-    if (i == 15)
-      stime = std::atol(field.c_str());
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
 std::string topic_name(int t) { return "scale-" + std::to_string(t); }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -39,6 +40,26 @@ inline long proc_status(pid_t pid, const std::string& field) {
     if (line.rfind(field + ":", 0) == 0)
       return std::atol(line.c_str() + field.size() + 1);
   return -1;
+}
+
+/// utime + stime of `pid` in seconds (/proc/<pid>/stat fields 14 and 15);
+/// -1 when the process is gone.
+inline double cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos)
+    return -1;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14)
+      utime = std::atol(field.c_str());
+    if (i == 15)
+      stime = std::atol(field.c_str());
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 class node_child {

@@ -74,6 +74,7 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using json = nlohmann::json;
 using moonmq::transport::http_call;
+using moonmq::bench::cpu_seconds;
 
 struct options : moonmq::bench::node_options {
   int connections = 4;
@@ -194,25 +195,6 @@ void read_answer(int fd, std::string& buf) {
       if (p.error_code != 0)
         throw std::runtime_error("produce to " + t.name + "/" + std::to_string(p.index) + " failed with error "
                                  + std::to_string(p.error_code));
-}
-
-/// utime + stime of `pid` in seconds.
-double cpu_seconds(pid_t pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto rest = s.substr(s.rfind(')') + 2);
-  std::istringstream fields{rest};
-  std::string f;
-  long ut = 0, st = 0;
-  for (int i = 3; fields >> f; ++i) {
-    if (i == 14)
-      ut = std::stol(f);
-    if (i == 15) {
-      st = std::stol(f);
-      break;
-    }
-  }
-  return static_cast<double>(ut + st) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 struct run_result {
