@@ -222,7 +222,7 @@ std::map<std::string, kafka::describe_configs_entry> described(uint16_t port, in
   return out;
 }
 
-TEST_CASE("kafka topic defaults log.segment.bytes, log.retention.bytes and log.retention.ms are dynamic cluster "
+TEST_CASE("kafka topic defaults: log.segment.bytes, log.retention.bytes and log.retention.ms are dynamic cluster "
           "config: every copy that does not set a key follows it at runtime, a broker that was down catches up, "
           "and the retention is enforced",
           "[kafka_cluster][metadata]") {

@@ -404,7 +404,7 @@ TEST_CASE("a client that ends its sending side gets the answers to what it sent"
   CHECK(bodies(answers_of(raw)) == std::vector<std::string>{"a", "b"});
 }
 
-TEST_CASE("stop answers every pipelined request already read, the last with Connection: close",
+TEST_CASE("at stop: every pipelined request already read is answered, the last with Connection: close",
           "[http][pipelining]") {
   pipeline_fixture f;
   std::vector<raw_answer> got;
