@@ -261,8 +261,40 @@ properties with_common(const run_setup& s, properties props) {
   return props;
 }
 
+/// One producer's place in its phase: the gate hears exactly once that it
+/// is ready (or left before) and once that it finished, whatever throws.
+class producer_turn {
+public:
+  producer_turn(phase_gate& gate, producer_result& out) : gate_(gate), out_(out) {}
+  ~producer_turn() {
+    if (!ready_)
+      gate_.leave();
+    else if (!finished_)
+      gate_.finish();
+  }
+  producer_turn(const producer_turn&) = delete;
+  producer_turn& operator=(const producer_turn&) = delete;
+  /// Waits for every producer of the phase.
+  void ready() {
+    ready_ = true;
+    gate_.ready();
+  }
+  /// The producer's part is done: its end time is now.
+  void done() {
+    out_.end = clock_type::now();
+    finished_ = true;
+    gate_.finish();
+  }
+
+private:
+  phase_gate& gate_;
+  producer_result& out_;
+  bool ready_ = false;
+  bool finished_ = false;
+};
+
 void idempotent_producer(const run_setup& s, int index, int64_t n, phase_gate& gate, producer_result& out) {
-  bool ready = false, finished = false;
+  producer_turn turn{gate, out};
   try {
     // The values outlive the client: librdkafka holds them (not copied)
     // until it is destroyed, also after a failed flush.
@@ -274,24 +306,17 @@ void idempotent_producer(const run_setup& s, int index, int64_t n, phase_gate& g
     const int32_t partition = index % s.o.partitions;
     produce(rk.get(), s.topic, partition, warm, 1);
     flush(rk.get(), reports);
-    ready = true;
-    gate.ready();
+    turn.ready();
     produce(rk.get(), s.topic, partition, value, n);
     flush(rk.get(), reports);
-    out.end = clock_type::now();
-    finished = true;
-    gate.finish();
+    turn.done();
   } catch (const std::exception& e) {
     out.error = e.what();
-    if (!ready)
-      gate.leave();
-    else if (!finished)
-      gate.finish();
   }
 }
 
 void transactional_producer(const run_setup& s, int index, int64_t n, phase_gate& gate, producer_result& out) {
-  bool ready = false, finished = false;
+  producer_turn turn{gate, out};
   try {
     const std::string warm = "warm";  // outlive the client, as above
     const std::string value(s.o.value_bytes, 'x');
@@ -305,8 +330,7 @@ void transactional_producer(const run_setup& s, int index, int64_t n, phase_gate
     produce(rk.get(), s.topic, partition, warm, 1);
     check(rd_kafka_commit_transaction(rk.get(), 60000), "commit_transaction");
     out.first_ms = moonmq::bench::ms_since(c0);
-    ready = true;
-    gate.ready();
+    turn.ready();
     for (int64_t left = n; left > 0;) {
       const int64_t k = std::min<int64_t>(s.o.per_txn, left);
       check(rd_kafka_begin_transaction(rk.get()), "begin_transaction");
@@ -318,15 +342,9 @@ void transactional_producer(const run_setup& s, int index, int64_t n, phase_gate
     }
     if (reports.failed.load() > 0)
       fail(std::to_string(reports.failed.load()) + " records not delivered, first: " + reports.first_error);
-    out.end = clock_type::now();
-    finished = true;
-    gate.finish();
+    turn.done();
   } catch (const std::exception& e) {
     out.error = e.what();
-    if (!ready)
-      gate.leave();
-    else if (!finished)
-      gate.finish();
   }
 }
 

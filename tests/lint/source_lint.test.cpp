@@ -28,9 +28,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// "path:line: text" of every line of the project's C++ sources matching `pattern`.
-std::vector<std::string> matches(const std::regex& pattern) {
-  std::vector<std::string> found;
+/// Calls `fn(relative path, whole text)` for each of the project's C++
+/// sources (.cpp, and .hpp unless `cpp_only`), build and dot directories and
+/// this folder (whose files spell the patterns out) left out.
+template <class Fn>
+void for_each_source(bool cpp_only, Fn fn) {
   const fs::path root{MOONMQ_SOURCE_DIR};
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
     const auto& p = it->path();
@@ -38,16 +40,27 @@ std::vector<std::string> matches(const std::regex& pattern) {
       it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file() || (p.extension() != ".cpp" && p.extension() != ".hpp"))
+    if (!it->is_regular_file() || (p.extension() != ".cpp" && (cpp_only || p.extension() != ".hpp")))
       continue;
-    if (p.parent_path().filename() == "lint")  // this file spells the patterns out
+    if (p.parent_path().filename() == "lint")
       continue;
     std::ifstream in(p);
+    std::stringstream text;
+    text << in.rdbuf();
+    fn(fs::relative(p, root).string(), text.str());
+  }
+}
+
+/// "path:line: text" of every line of the project's C++ sources matching `pattern`.
+std::vector<std::string> matches(const std::regex& pattern) {
+  std::vector<std::string> found;
+  for_each_source(false, [&](const std::string& path, const std::string& text) {
+    std::istringstream in(text);
     std::string line;
     for (int n = 1; std::getline(in, line); ++n)
       if (std::regex_search(line, pattern))
-        found.push_back(fs::relative(p, root).string() + ":" + std::to_string(n) + ": " + line);
-  }
+        found.push_back(path + ":" + std::to_string(n) + ": " + line);
+  });
   return found;
 }
 
@@ -94,28 +107,16 @@ TEST_CASE("test names keep their part before the first colon-space short", "[lin
   constexpr std::size_t longest = 64;  // leaves Catch2 15 columns to wrap the rest in
   std::vector<std::string> too_long;
   std::size_t names = 0;
-  const fs::path root{MOONMQ_SOURCE_DIR};
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    const auto& p = it->path();
-    if (it->is_directory() && (p.filename() == "build" || p.filename().string().front() == '.')) {
-      it.disable_recursion_pending();
-      continue;
-    }
-    if (!it->is_regular_file() || p.extension() != ".cpp" || p.parent_path().filename() == "lint")
-      continue;
-    std::ifstream in(p);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string source = text.str();
+  for_each_source(true, [&](const std::string& path, const std::string& source) {
     for (auto at = source.find("TEST_CASE("); at != std::string::npos; at = source.find("TEST_CASE(", at + 1)) {
       auto name = test_name_at(source, at + std::string("TEST_CASE").size());
       if (name.empty())
         continue;
       ++names;
       if (auto colon = name.find(": "); colon != std::string::npos && colon > longest)
-        too_long.push_back(fs::relative(p, root).string() + ": " + name);
+        too_long.push_back(path + ": " + name);
     }
-  }
+  });
   std::ostringstream list;
   for (const auto& t : too_long)
     list << t << "\n";
