@@ -175,13 +175,11 @@ void settle_waiters(self_ptr self) {
     // snapshot install); otherwise (applied through an installed snapshot,
     // or long ago) the applied table tells whether the change holds.
     const raft::log_index at{static_cast<uint64_t>(w.index)};
+    const auto kept = st.applied_terms.find(at);
     auto t = core.log().term_at(at);
-    std::optional<raft::applied_terms::applied> kept;
-    if (!t) {
-      kept = st.applied_terms.find(at);
-      if (kept)
-        t = kept->entry_term;
-    }
+    const bool in_log = t.has_value();
+    if (!t && kept)
+      t = kept->entry_term;
     const bool was_refused = kept ? kept->refused : core.state().refused(at);
     bool ours = t ? static_cast<int64_t>(t->value) == w.term : holds(core.state(), w.entry);
     const auto* cas = std::get_if<raft::owner_entry>(&w.entry);
@@ -191,7 +189,7 @@ void settle_waiters(self_ptr self) {
     const auto* alter = removal && removal->alter ? removal : nullptr;
     if (removal && !removal->remove)
       removal = nullptr;
-    if (alter && kept)  // its payload is gone: the applied table must show the change (an earlier-version leader)
+    if (alter && !in_log && kept)  // payload gone: the applied table must show the change (an earlier-version leader)
       ours = ours && holds(core.state(), w.entry);
     if (removal && !t) {
       // Compacted before it was settled: the deleted names tell whether a
