@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/balancer.hpp"
+#include "goals/detector.hpp"
 #include "goals/failover_planner.hpp"
 #include "goals/load_model.hpp"
 #include "goals/slow_brokers.hpp"
@@ -65,6 +66,30 @@ struct balancer_state {
 };
 
 using self_ptr = balancer_actor::stateful_pointer<balancer_state>;
+
+// --- load reports and metrics (actors/balancer_reports.cpp)
+
+/// Counters of the partitions a loads body reports, by (reporter, partition).
+void read_counters(const json& body,
+                   std::map<std::pair<std::string, goals::topic_partition>, std::pair<uint64_t, uint64_t>>& out);
+
+/// Publishes the last pass's figures. Only the brokers in `listed` (alive
+/// at this pass and not removed from the cluster) keep a
+/// moonmq_autobalancer_broker_load series: a dead or removed broker's go.
+void publish_metrics(const goals::plan& plan, const std::set<std::string>& listed);
+
+/// One pass of the slow-broker rule (goals/slow_brokers.hpp) over the
+/// brokers that reported, in a cluster of the brokers in `alive` (alive or
+/// not). A loop pass (`counted`) advances the rule and publishes its
+/// verdicts; a preview runs it on a copy and changes nothing. Returns the
+/// brokers held slow.
+std::set<std::string> mark_slow_brokers(balancer_state& st, const json& in, const std::map<std::string, bool>& alive,
+                                        bool counted);
+
+/// A broker's rack and weight as its load report gives them (docs/balancer.md
+/// "Racks and weights"); `b` keeps what it held when `body` is no report. A
+/// weight outside the planner's bounds is replaced by 1 and reported in `errors`.
+void read_traits(const json& body, const std::string& id, goals::broker_spec& b, json& errors);
 
 // --- failover (actors/balancer_failover.cpp, docs/balancer.md "Failover (shared storage)")
 
