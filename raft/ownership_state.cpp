@@ -151,14 +151,31 @@ status ownership_state::apply(const log_entry& e) {
     }
     if (it != topics_.end() && (t.grow || it->second.created_at == e.index)) {
       auto& rec = it->second;
-      for (int32_t p = rec.partitions; p < t.partitions; ++p)
-        owners_.try_emplace(topic_partition{t.topic, p}, t.owner);
+      bool placed = placement_readable(t.checked);
+      for (int32_t p = rec.partitions; p < t.partitions; ++p) {
+        auto owner = t.owner;
+        if (placed && p >= t.first && p - t.first < static_cast<int32_t>(t.owners.size())
+            && !removed_.count(t.owners[p - t.first])
+            && std::find(t.checked.begin(), t.checked.end(), t.owners[p - t.first]) != t.checked.end())
+          owner = t.owners[p - t.first];
+        owners_.try_emplace(topic_partition{t.topic, p}, owner);
+      }
       rec.partitions = std::max(rec.partitions, t.partitions);
     }
   }
   applied_index_ = e.index;
   applied_term_ = e.entry_term;
   return {};
+}
+
+bool ownership_state::placement_readable(const std::vector<node_id>& checked) const {
+  if (checked.empty())
+    return false;
+  std::set<node_id> known(checked.begin(), checked.end());
+  for (const auto& [id, endpoints] : registered_)
+    if (!removed_.count(id) && !known.count(id))
+      return false;
+  return true;
 }
 
 bool ownership_state::apply_topic_delete(const topic_entry& t, log_index at) {

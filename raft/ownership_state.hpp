@@ -66,6 +66,13 @@ class ownership_state {
   /// Brokers that joined at runtime (a register entry), with their
   /// endpoints; a removed one stays here (and in removed()).
   const std::map<node_id, broker_endpoints>& registered() const { return registered_; }
+  /// True when a placed create or growth may apply its `owners`: `checked`
+  /// (the brokers its proposer knew to read them) holds every registered
+  /// broker that is not removed. A broker of an earlier version that joined
+  /// after the proposer looked would read the entry as all on `owner`, so
+  /// then every broker does (docs/metadata.md "Placing a new topic's
+  /// partitions"). The voters are a fixed list the proposer checked.
+  bool placement_readable(const std::vector<node_id>& checked) const;
   /// The Kafka node id of each registered broker: given at its first
   /// register entry that asks for one, in log order, from
   /// first_joined_kafka_node_id up, and kept for good (a re-registration or

@@ -224,6 +224,15 @@ json to_json(const entry_payload& p) {
       j["alter"] = true;
     if (t.merge)
       j["merge"] = true;
+    if (!t.owners.empty()) {
+      auto& owners = j["owners"] = json::array();
+      for (const auto& named : t.owners)
+        owners.push_back(named.str());
+      j["first"] = t.first;
+      auto& checked = j["checked"] = json::array();
+      for (const auto& known : t.checked)
+        checked.push_back(known.str());
+    }
   }
   return j;
 }
@@ -249,6 +258,20 @@ broker_endpoints read_endpoints(detail::json_reader& r) {
   if (r.ok() && r.has("kafka"))
     e.kafka = r.string("kafka");
   return e;
+}
+
+/// An array of broker ids (`key`), each valid and non-empty.
+std::vector<node_id> read_nodes(detail::json_reader& r, const char* key) {
+  std::vector<node_id> ids;
+  if (const json* a = r.array(key))
+    for (const auto& x : *a) {
+      if (!x.is_string() || !valid_node_id(x.get<std::string>())) {
+        r.fail(key, "expected an array of broker ids");
+        break;
+      }
+      ids.emplace_back(x.get<std::string>());
+    }
+  return ids;
 }
 
 /// Reads the payload fields of `j` (by "type") into `out`.
@@ -287,6 +310,16 @@ void read_payload(detail::json_reader& r, entry_payload& out) {
       r.fail("merge", "only a config change (\"alter\":true) merges");
     if (r.ok() && (t.partitions < 1 || t.partitions > max_topic_partitions))
       r.fail("partitions", "expected an integer in [1, " + std::to_string(max_topic_partitions) + "]");
+    if (r.ok() && r.has("owners")) {  // absent in entries of earlier versions
+      t.owners = read_nodes(r, "owners");
+      t.first = r.partition("first");
+      t.checked = read_nodes(r, "checked");
+      if (r.ok() && (t.remove || t.alter))
+        r.fail("owners", "only a create or a growth places partitions");
+      if (r.ok() && (t.owners.empty() || static_cast<int64_t>(t.first) + static_cast<int64_t>(t.owners.size())
+                                            > static_cast<int64_t>(t.partitions)))
+        r.fail("owners", "expected 1.." + std::to_string(t.partitions) + " owners of partitions from \"first\" on");
+    }
     out = std::move(t);
   } else if (type == "config") {
     config_entry c;

@@ -122,9 +122,18 @@ struct owner_entry {
 /// key on its own, so any merge of valid patches is valid); refused for a
 /// topic that does not exist. `partitions` is the count the proposer saw,
 /// `owner` the proposer.
+/// A create or growth may place its partitions over several brokers
+/// (docs/metadata.md "Placing a new topic's partitions"): `owners[i]` owns
+/// partition `first + i`. It is applied only when every broker registered
+/// at apply time (and not removed) is among `checked`, the brokers the
+/// proposer knew to run a version that reads `owners`; otherwise, and for a
+/// named owner removed by then, `owner` owns the partition, which is what a
+/// broker of an earlier version (ignoring both fields) applies, so every
+/// broker's image agrees.
 /// JSON: {"type":"topic","topic":"orders","partitions":6,"owner":"b1","config":"","grow":false}
 /// (a deletion adds "delete":true, a config change "alter":true and, for a
-/// patch, "merge":true; absent = false).
+/// patch, "merge":true; absent = false; a placed create or growth adds
+/// "owners":["b1","b2",…],"first":0,"checked":["b1","b2","b3"]).
 struct topic_entry {
   std::string topic;
   int32_t partitions = 1;  ///< >= 1
@@ -134,9 +143,13 @@ struct topic_entry {
   bool remove = false;
   bool alter = false;
   bool merge = false;  ///< with alter: `config` is a patch
+  std::vector<node_id> owners{};   ///< create / grow: owner of partition first + i (empty = all `owner`)
+  int32_t first = 0;             ///< the partition `owners[0]` names
+  std::vector<node_id> checked{};  ///< the brokers known to read `owners` when it was proposed
   friend bool operator==(const topic_entry& a, const topic_entry& b) {
     return a.topic == b.topic && a.partitions == b.partitions && a.owner == b.owner && a.config == b.config &&
-           a.grow == b.grow && a.remove == b.remove && a.alter == b.alter && a.merge == b.merge;
+           a.grow == b.grow && a.remove == b.remove && a.alter == b.alter && a.merge == b.merge &&
+           a.owners == b.owners && a.first == b.first && a.checked == b.checked;
   }
 };
 

@@ -612,3 +612,96 @@ TEST_CASE("config patches merge key by key at apply time, so changes of differen
   j.erase("alter");
   CHECK_FALSE(payload_from_json(j).ok());
 }
+
+namespace {
+
+topic_entry placed(const std::string& name, int32_t n, const std::string& owner, std::vector<std::string> owners,
+                   int32_t first, std::vector<std::string> checked, bool grow = false) {
+  topic_entry t{name, n, node_id{owner}, "", grow};
+  for (auto& o : owners)
+    t.owners.emplace_back(std::move(o));
+  t.first = first;
+  for (auto& c : checked)
+    t.checked.emplace_back(std::move(c));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a placed topic entry has the documented JSON shape and decodes strictly", "[raft][wire][metadata]") {
+  log_entry e{term{2}, log_index{5}, placed("t", 3, "b1", {"b2", "b3", "b1"}, 0, {"b1", "b2", "b3"})};
+  json j = to_json(e);
+  CHECK(j == json::parse(R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":3,"owner":"b1","config":"",
+                             "grow":false,"owners":["b2","b3","b1"],"first":0,"checked":["b1","b2","b3"]})"));
+  auto back = entry_from_json(j);
+  REQUIRE(back.ok());
+  CHECK(*back == e);
+  const char* head = R"({"term":2,"index":5,"type":"topic","topic":"t","partitions":3,"owner":"b1","config":"","grow":false,)";
+  for (std::string bad : {R"("owners":[],"first":0,"checked":["b1"]})",               // nothing placed
+                          R"("owners":["b1","b2"],"first":2,"checked":["b1"]})",      // past the count
+                          R"("owners":["b1"],"checked":["b1"]})",                     // no first
+                          R"("owners":["b1"],"first":0})",                            // no checked
+                          R"("owners":["b 1"],"first":0,"checked":["b1"]})",          // not a broker id
+                          R"("owners":[1],"first":0,"checked":["b1"]})",
+                          R"("owners":["b1"],"first":0,"checked":["b1"],"delete":true})"}) {
+    INFO(bad);
+    auto r = entry_from_json(json::parse(head + bad));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.err().code == errc::malformed);
+  }
+}
+
+TEST_CASE("a placed create gives each partition its named owner, a growth places only what it adds",
+          "[raft][metadata]") {
+  ownership_state s;
+  REQUIRE(s.apply(log_entry{term{1}, log_index{1}, placed("t", 3, "b1", {"b2", "b3", "b1"}, 0, {"b1", "b2", "b3"})})
+            .ok());
+  CHECK(s.owner_of({"t", 0}) == id("b2"));
+  CHECK(s.owner_of({"t", 1}) == id("b3"));
+  CHECK(s.owner_of({"t", 2}) == id("b1"));
+  CHECK(s.epoch_of({"t", 0}) == 1);
+  // A growth from 3 to 5 placed by a proposer that saw 3 partitions.
+  REQUIRE(s.apply(log_entry{term{1}, log_index{2}, placed("t", 5, "b2", {"b3", "b3"}, 3, {"b1", "b2", "b3"}, true)})
+            .ok());
+  CHECK(s.owner_of({"t", 3}) == id("b3"));
+  CHECK(s.owner_of({"t", 4}) == id("b3"));
+  // A racing growth that saw 4 partitions: only partition 5 is new, and its owner is owners[5 - first].
+  REQUIRE(s.apply(log_entry{term{1}, log_index{3}, placed("t", 6, "b1", {"b1", "b2"}, 4, {"b1", "b2", "b3"}, true)})
+            .ok());
+  CHECK(s.owner_of({"t", 4}) == id("b3"));
+  CHECK(s.owner_of({"t", 5}) == id("b2"));
+  // A growth whose owners do not reach the new count leaves the rest to `owner`.
+  REQUIRE(s.apply(log_entry{term{1}, log_index{4}, placed("t", 8, "b3", {"b1"}, 6, {"b1", "b2", "b3"}, true)}).ok());
+  CHECK(s.owner_of({"t", 6}) == id("b1"));
+  CHECK(s.owner_of({"t", 7}) == id("b3"));
+  ownership_state copy;
+  copy.load(s.to_snapshot());
+  CHECK(copy == s);
+}
+
+TEST_CASE("a placed create falls back to its proposer for a broker that could not read it", "[raft][metadata]") {
+  ownership_state s;
+  uint64_t i = 0;
+  auto apply = [&](entry_payload p) { REQUIRE(s.apply(log_entry{term{1}, log_index{++i}, std::move(p)}).ok()); };
+  apply(broker_entry{id("b4"), broker_change::register_broker, {"h:1", "h:2", ""}});
+  // b4 joined after the proposer looked: it is not among `checked`, so
+  // every partition is the proposer's, as b4 (an earlier version) reads it.
+  apply(placed("late", 2, "b1", {"b2", "b3"}, 0, {"b1", "b2", "b3"}));
+  CHECK(s.owner_of({"late", 0}) == id("b1"));
+  CHECK(s.owner_of({"late", 1}) == id("b1"));
+  // With b4 checked the placement applies, b4 included.
+  apply(placed("known", 2, "b1", {"b4", "b3"}, 0, {"b1", "b2", "b3", "b4"}));
+  CHECK(s.owner_of({"known", 0}) == id("b4"));
+  CHECK(s.owner_of({"known", 1}) == id("b3"));
+  // A named owner removed before the entry applied, or one never checked, gives way to the proposer.
+  apply(broker_entry{id("b4"), broker_change::drain, {}});
+  apply(owner_entry{"known", 0, id("b1")});  // b4 must own nothing to be removed
+  apply(broker_entry{id("b4"), broker_change::remove, {}});
+  REQUIRE(s.removed().count(id("b4")) == 1);
+  apply(placed("gone", 3, "b2", {"b4", "b3", "b9"}, 0, {"b1", "b2", "b3", "b4"}));
+  CHECK(s.owner_of({"gone", 0}) == id("b2"));
+  CHECK(s.owner_of({"gone", 1}) == id("b3"));
+  CHECK(s.owner_of({"gone", 2}) == id("b2"));
+  // An entry without `checked` (never written so, but read strictly elsewhere) places nothing.
+  CHECK_FALSE(s.placement_readable({}));
+}
