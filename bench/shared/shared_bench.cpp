@@ -529,9 +529,9 @@ private:
       auto r = conn.call("POST", "/v1/topics/" + topic_ + "/records?acks=leader", body, std::chrono::seconds(30));
       std::string error;
       if (r.status != 200) {
-        auto body = json::parse(r.body, nullptr, false);
+        auto answer = json::parse(r.body, nullptr, false);
         error = std::to_string(r.status) + " "
-                + (body.is_object() ? body.value("error", std::string{"?"}) : std::string{"(no JSON body)"});
+                + (answer.is_object() ? answer.value("error", std::string{"?"}) : std::string{"(no JSON body)"});
       }
       std::lock_guard lock{mu_};
       samples_.push_back({t0, clock_type::now(), r.status == 200, std::move(error)});
