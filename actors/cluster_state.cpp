@@ -4,15 +4,19 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/broker_traits_view.hpp"
 #include "actors/errors.hpp"
 #include "cluster/ownership_table.hpp"
+#include "cluster/topic_placement.hpp"
 #include "config/dynamic.hpp"
 #include "dataplane/topic_name.hpp"
 #include "raft/types.hpp"
+#include "util/clock.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq {
@@ -25,6 +29,7 @@ struct cluster_state_state {
   std::optional<broker_actor> broker;
   std::shared_ptr<catalog_view> catalog;
   std::optional<group_actor> groups;  ///< told to forget a deleted topic's offsets
+  topic_placement_settings placement;
   /// Local topics whose import entry was proposed and not yet answered.
   std::set<std::string> importing;
   static inline const char* name = "cluster_state";
@@ -118,6 +123,99 @@ std::string placement_owner(self_ptr self) {
   return st.self_id;
 }
 
+/// The owners a create or growth proposed here gives the partitions
+/// [from, from + count) of `topic` (docs/metadata.md "Placing a new topic's
+/// partitions"), with the brokers checked to read them; empty owners, and
+/// why in `why_not`, when they all go to placement_owner() instead.
+struct spread_placement {
+  std::vector<std::string> owners;
+  std::vector<std::string> checked;
+  std::vector<std::string> candidates;  ///< the brokers that may get partitions now
+  std::string why_not;
+};
+
+spread_placement place_spread(self_ptr self, const std::string& topic, int32_t count) {
+  auto& st = self->state;
+  spread_placement out;
+  auto settings = nlohmann::json::parse(*st.view->balancer(), nullptr, false);
+  if (config::topic_placement_with(st.placement.configured, settings) != "spread") {
+    out.why_not = "TopicPlacement is proposer";
+    return out;
+  }
+  if (!st.placement.traits) {
+    out.why_not = "no broker traits are kept here";
+    return out;
+  }
+  auto traits = st.placement.traits->get();
+  auto standing = st.view->standing();
+  // The log's ExcludedBrokers replaces the configured list, as for the balance loop.
+  std::set<std::string> excluded(st.placement.excluded.begin(), st.placement.excluded.end());
+  if (settings.is_object() && settings.contains("ExcludedBrokers") && settings["ExcludedBrokers"].is_array()) {
+    excluded.clear();
+    for (const auto& b : settings["ExcludedBrokers"])
+      if (b.is_string())
+        excluded.insert(b.get<std::string>());
+  }
+  const auto& voters = st.raft.brokers;
+  auto now = util::monotonic_ms();
+  // Every broker that applies the entry must read `owners`: every voter
+  // (a removed voter still applies the log) and every registered broker
+  // that is not removed (a removed one is no longer replicated to).
+  std::vector<cluster::placement_candidate> candidates;
+  for (const auto& id : cluster_brokers(self)) {
+    bool voter = std::find(voters.begin(), voters.end(), id) != voters.end();
+    if (standing->removed.count(id) && !voter)
+      continue;
+    auto t = traits.find(id);
+    if (t == traits.end() || t->second.topic_placement < cluster::topic_placement_version) {
+      out.why_not = "broker " + id + (t == traits.end() ? " has not answered a load report here yet"
+                                                        : " runs a version that does not read placed topic entries");
+      return out;
+    }
+    out.checked.push_back(id);
+    // Candidates: heard from lately (a broker that stopped answering may be
+    // dead before it is fenced), neither removed, draining, fenced nor excluded.
+    bool fresh = t->second.heard_ms < 0 || now - t->second.heard_ms <= st.placement.fresh_ms;
+    if (fresh && !standing->removed.count(id) && !standing->draining.count(id) && !standing->fenced.count(id)
+        && !excluded.count(id))
+      candidates.push_back({id, t->second.rack, t->second.weight, 0, 0});
+  }
+  if (candidates.empty()) {
+    out.why_not = "no broker is answering and neither draining, fenced nor excluded";
+    return out;
+  }
+  for (const auto& c : candidates)
+    out.candidates.push_back(c.id);
+  if (count < 1)
+    return out;
+  std::map<std::string, std::pair<int64_t, int32_t>> held;  // broker -> (partitions, of this topic)
+  auto owners = st.view->get();
+  for (const auto& [tp, owner] : *owners) {
+    auto& h = held[owner];
+    ++h.first;
+    h.second += tp.topic == topic;
+  }
+  for (auto& c : candidates)
+    if (auto h = held.find(c.id); h != held.end())
+      std::tie(c.partitions, c.of_topic) = h->second;
+  out.owners = cluster::place_partitions(std::move(candidates), count);
+  return out;
+}
+
+/// "b1:2,b2:2,b3:4": the partitions [from, to) of `topic` per owner in the
+/// applied image.
+std::string owner_counts(self_ptr self, const std::string& topic, int32_t from, int32_t to) {
+  std::map<std::string, int> per_broker;
+  auto owners = self->state.view->get();
+  for (int32_t p = from; p < to; ++p)
+    if (auto it = owners->find(cluster::topic_partition{topic, p}); it != owners->end())
+      ++per_broker[it->second];
+  std::string out;
+  for (const auto& [id, n] : per_broker)
+    out += (out.empty() ? "" : ",") + id + ":" + std::to_string(n);
+  return out;
+}
+
 /// A broker's row for the admin API, read from the applied image.
 nlohmann::json broker_row(self_ptr self, const std::string& id) {
   auto standing = self->state.view->standing();
@@ -171,12 +269,42 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
 }
 
 /// A `topic` entry through the Raft log (create or grow), answered with the
-/// entry's index once applied here.
+/// entry's index once applied here. `place`: its partitions may be spread
+/// (docs/metadata.md "Placing a new topic's partitions"); an import of a
+/// local topic keeps them where their data is.
 void propose_topic(self_ptr self, const std::string& name, int32_t partitions, const std::string& config, bool grow,
-                   std::function<void(int64_t)> applied, std::function<void(caf::error&)> fail) {
+                   std::function<void(int64_t)> applied, std::function<void(caf::error&)> fail, bool place = true) {
   auto& st = self->state;
   auto on_ok = [applied](int64_t index, int64_t) { applied(index); };
   auto on_err = [fail](caf::error& e) { fail(e); };
+  int32_t first = 0;
+  if (grow) {
+    auto topics = st.view->topics();
+    auto it = topics->find(name);
+    first = it == topics->end() ? partitions : it->second.partitions;
+  }
+  auto spread = place && partitions > first ? place_spread(self, name, partitions - first) : spread_placement{};
+  if (!spread.owners.empty()) {
+    raft::topic_entry t{name, partitions, raft::node_id{placement_owner(self)}, grow ? "" : config, grow};
+    for (const auto& o : spread.owners)
+      t.owners.emplace_back(o);
+    for (const auto& c : spread.checked)
+      t.checked.emplace_back(c);
+    t.first = first;
+    // Logged as applied: a leader of an earlier version commits the entry
+    // without its owners (every broker then reads it as all on `owner`).
+    auto placed = [self, applied, name, first, partitions](int64_t index, int64_t) {
+      log::get("node")->info("topic.placed topic={} first={} partitions={} owners={} raft_index={}", name, first,
+                             partitions, owner_counts(self, name, first, partitions), index);
+      applied(index);
+    };
+    self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, create_atom::value,
+                  raft::to_json(raft::entry_payload{std::move(t)}).dump(), true)
+      .then(placed, on_err);
+    return;
+  }
+  if (!spread.why_not.empty() && spread.why_not != "TopicPlacement is proposer")
+    log::get("node")->info("topic.placed_on_proposer topic={} reason=\"{}\"", name, spread.why_not);
   if (grow)
     self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, grow_atom::value, name, partitions,
                   placement_owner(self), true)
@@ -353,7 +481,8 @@ void import_local_topics(self_ptr self) {
                   [self, name](caf::error& e) {
                     self->state.importing.erase(name);
                     log::get("node")->warn("topic.import_retry topic={} error=\"{}\"", name, message_of(e));
-                  });
+                  },
+                  false);  // never spread: the partitions' data is here
   }
   if (missing)
     self->delayed_send(self, import_every, tick_atom::value);
@@ -363,8 +492,10 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
                                                     std::shared_ptr<owner_view> view, raft_link raft,
                                                     std::optional<broker_actor> broker,
                                                     std::shared_ptr<catalog_view> catalog,
-                                                    std::optional<group_actor> groups) {
+                                                    std::optional<group_actor> groups,
+                                                    topic_placement_settings placement) {
   auto& init = self->state;
+  init.placement = std::move(placement);
   init.broker = std::move(broker);
   init.catalog = std::move(catalog);
   init.groups = std::move(groups);
@@ -465,6 +596,23 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
       for (const auto& [tp, owner] : *owners)
         rows.push_back({{"topic", tp.topic}, {"partition", tp.partition}, {"owner", owner}});
       j["owners"] = rows;
+      // Where a create here would place its partitions now, and what each
+      // broker said of itself (docs/metadata.md "Placing a new topic's partitions").
+      auto now = place_spread(self, "", 0);  // count 0: only whether a create would spread
+      auto mode = config::topic_placement_with(st.placement.configured,
+                                               nlohmann::json::parse(*st.view->balancer(), nullptr, false));
+      nlohmann::json brokers = nlohmann::json::object();
+      if (st.placement.traits)
+        for (const auto& [id, t] : st.placement.traits->get())
+          brokers[id] = {{"rack", t.rack},
+                         {"weight", t.weight},
+                         {"topic_placement", t.topic_placement},
+                         {"age_ms", t.heard_ms < 0 ? 0 : util::monotonic_ms() - t.heard_ms}};
+      j["topic_placement"] = {{"mode", mode},
+                              {"spreads", now.why_not.empty()},
+                              {"reason", now.why_not},
+                              {"candidates", now.candidates},
+                              {"brokers", std::move(brokers)}};
       return j.dump();
     },
   };
@@ -490,9 +638,10 @@ std::string check_legacy_cluster_state(const std::string& data_dir) {
 
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string self_id, std::shared_ptr<owner_view> view,
                                         registry_actor reg, raft_link raft, std::optional<broker_actor> broker,
-                                        std::shared_ptr<catalog_view> catalog, std::optional<group_actor> groups) {
+                                        std::shared_ptr<catalog_view> catalog, std::optional<group_actor> groups,
+                                        topic_placement_settings placement) {
   auto a = sys.spawn<caf::detached>(cluster_state_fn, std::move(self_id), std::move(view), std::move(raft),
-                                    std::move(broker), std::move(catalog), std::move(groups));
+                                    std::move(broker), std::move(catalog), std::move(groups), std::move(placement));
   enroll(reg, caf::actor_cast<caf::actor>(a), "cluster_state", "cluster_state");
   return a;
 }

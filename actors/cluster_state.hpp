@@ -124,12 +124,32 @@ struct raft_link {
   std::vector<std::string> brokers;
 };
 
+class broker_traits_view;
+
+/// Where the partitions of a topic created or grown through this broker
+/// start (docs/metadata.md "Placing a new topic's partitions").
+struct topic_placement_settings {
+  /// Cluster.TopicPlacement ("proposer" or "spread"); the metadata log's
+  /// TopicPlacement overrides it.
+  std::string configured = "proposer";
+  /// Each broker's rack, weight and topic placement version, as the
+  /// load_meter last heard them (null: always on this broker).
+  std::shared_ptr<broker_traits_view> traits;
+  /// Autobalance.ExcludedBrokers: never placed on (the log's
+  /// ExcludedBrokers, when set, replaces it).
+  std::vector<std::string> excluded;
+  /// A broker not heard from for longer (its load report) gets no new
+  /// partition: it may be dead before it is fenced (3 × Placement.HeartbeatMs).
+  int64_t fresh_ms = 15000;
+};
+
 /// Spawns the cluster state actor (detached) for broker `self_id`. `groups`
 /// forgets the committed offsets of a topic copy this actor deletes.
 cluster_state_actor spawn_cluster_state(caf::actor_system& sys, std::string self_id, std::shared_ptr<owner_view> view,
                                         registry_actor reg, raft_link raft,
                                         std::optional<broker_actor> broker = std::nullopt,
                                         std::shared_ptr<catalog_view> catalog = nullptr,
-                                        std::optional<group_actor> groups = std::nullopt);
+                                        std::optional<group_actor> groups = std::nullopt,
+                                        topic_placement_settings placement = {});
 
 }  // namespace moonmq

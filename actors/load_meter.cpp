@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/broker_traits_view.hpp"
 #include "actors/session_probe.hpp"
 #include "placement/cpu_stat.hpp"
 #include "placement/load_tracker.hpp"
@@ -139,6 +140,10 @@ void pull_peers(self_ptr self) {
                               json row{{"id", a.id}, {"ok", a.ok}, {"error", a.error}};
                               if (a.ok && a.body.is_object() && a.body.contains("session_load"))
                                 row["session_load"] = std::move(a.body["session_load"]);
+                              if (a.ok && a.body.is_object())
+                                for (const char* key : {"broker_id", "rack", "weight", "topic_placement"})
+                                  if (a.body.contains(key))
+                                    row[key] = std::move(a.body[key]);
                               rows.push_back(std::move(row));
                             }
                             caf::anon_send(handle, step_atom::value, rows.dump());
@@ -154,6 +159,20 @@ void note_peer_error(load_meter_state& st, const std::string& id, std::string er
       logger()->info("placement.peer_unreachable broker={} peer={} error=\"{}\"", st.settings.broker_id, id, error);
   }
   held = std::move(error);
+}
+
+/// A peer's account of itself in its answer (the defaults for what an
+/// earlier version leaves out: no rack, weight 1, no placed topic entries).
+announced_traits traits_of(const json& row, int64_t heard_ms) {
+  announced_traits t;
+  t.heard_ms = heard_ms;
+  if (auto it = row.find("rack"); it != row.end() && it->is_string())
+    t.rack = it->get<std::string>();
+  if (auto it = row.find("weight"); it != row.end() && it->is_number() && it->get<double>() > 0)
+    t.weight = it->get<double>();
+  if (auto it = row.find("topic_placement"); it != row.end() && it->is_number_integer())
+    t.topic_placement = it->get<int32_t>();
+  return t;
 }
 
 void take_answers(self_ptr self, const std::string& text) {
@@ -172,6 +191,9 @@ void take_answers(self_ptr self, const std::string& text) {
       continue;
     }
     st.tracker.set_alive(bid, true);
+    auto named = row.find("broker_id");  // an answer for another broker (a reused address) is not this peer's
+    if (st.settings.traits && (named == row.end() || (named->is_string() && named->get<std::string>() == id)))
+      st.settings.traits->set(id, traits_of(row, util::monotonic_ms()));
     if (!row.contains("session_load") || row["session_load"].is_null()) {
       // An older peer, or one whose meter has not sampled yet: no report, not dead.
       note_peer_error(st, id, "its /cluster/loads has no session_load yet", false);

@@ -8,7 +8,8 @@
 //   2. pulls every peer's GET /cluster/loads (net/peer_survey.hpp) and
 //      keeps each peer's "session_load" in the tracker; a peer that does not
 //      answer is marked not alive, a report that fails to parse is logged
-//      and ignored.
+//      and ignored; each answering peer's rack, weight and topic placement
+//      version go to the broker_traits_view.
 // GET /session/recommend asks it to rank the brokers (placement::recommend).
 // It answers status_atom with its state for /admin/actors: the latest local
 // report, the tracker snapshot and the last recommendation.
@@ -33,6 +34,7 @@ namespace moonmq {
 
 class session_probe;
 class session_load_view;
+class broker_traits_view;
 
 /// Rank the brokers for one client session (≤ 10 chars; local to placement).
 using recommend_atom = caf::atom_constant<caf::atom("recommend")>;
@@ -40,7 +42,8 @@ using recommend_atom = caf::atom_constant<caf::atom("recommend")>;
 using load_meter_actor = caf::typed_actor<
   // Internal: heartbeat — sample, publish, pull the peers' reports (re-armed every HeartbeatMs).
   caf::reacts_to<tick_atom>,
-  // Internal: the peers' answers of one pull, JSON text [{"id","ok","error","session_load"}].
+  // Internal: the peers' answers of one pull, JSON text
+  // [{"id","ok","error","session_load","broker_id","rack","weight","topic_placement"}].
   caf::reacts_to<step_atom, std::string>,
   // Recommend for (client id, topic or "", owner of each of the topic's partitions):
   // replies (HTTP status, JSON body): 200 {"broker_id","url","score","details"},
@@ -65,6 +68,9 @@ struct load_meter_settings {
   std::shared_ptr<std::atomic<uint16_t>> client_port;
   std::shared_ptr<session_probe> probe;
   std::shared_ptr<session_load_view> published;
+  /// Where each peer's rack, weight and topic placement version from its
+  /// answer go (null = not kept; actors/broker_traits_view.hpp).
+  std::shared_ptr<broker_traits_view> traits;
   std::string proc_dir = "/proc";  ///< where stat files are read (tests may point elsewhere)
 };
 

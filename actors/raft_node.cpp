@@ -640,6 +640,16 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, config, false},
                      forward_to_leader);
     },
+    [self](propose_atom, create_atom, std::string& payload, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
+      if (!self->state.core)
+        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+      auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
+      const auto* t = parsed ? std::get_if<raft::topic_entry>(&*parsed) : nullptr;
+      if (!t || t->remove || t->alter || t->owners.empty())
+        return coded(400, "invalid_request", "a placed topic proposal is a create or growth topic entry with owners: "
+                                               + (parsed ? std::string{"another entry"} : parsed.err().message));
+      return propose(self, std::move(*parsed), forward_to_leader);
+    },
     [self](propose_atom, delete_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)

@@ -119,6 +119,11 @@ using raft_actor = caf::typed_actor<
   // same answers and errors as an owner proposal.
   caf::replies_to<propose_atom, create_atom, std::string, int32_t, std::string, std::string, bool>::with<int64_t,
                                                                                                        int64_t>,
+  // Proposes a placed create or growth: a `topic` entry as JSON text with
+  // "owners", "first" and "checked" (docs/metadata.md "Placing a new
+  // topic's partitions"), forward. Error 400 invalid_request for another
+  // entry; otherwise the answers of a create.
+  caf::replies_to<propose_atom, create_atom, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a growth (`topic` entry with grow): topic, new count, owner of
   // the partitions it adds, forward.
   caf::replies_to<propose_atom, grow_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,

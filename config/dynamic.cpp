@@ -94,7 +94,7 @@ std::string check_balancer_patch(const json& patch) {
         topic_default = &k;
     if (v.is_null() && (key == "Enabled" || key == "DryRun" || key == "IntervalSeconds" || key == "MaxActionsPerDetect"
                         || key == "ExcludedTopics" || key == "ExcludedBrokers" || key == "MoveThrottleBytesPerSec"
-                        || key == "Goals" || key == "NumPartitions" || topic_default))
+                        || key == "Goals" || key == "NumPartitions" || key == "TopicPlacement" || topic_default))
       continue;
     std::string why;
     if (topic_default)
@@ -113,10 +113,15 @@ std::string check_balancer_patch(const json& patch) {
       why = check_goals(v);
     else if (key == "NumPartitions")
       why = check_int(v, key, 1, max_num_partitions);
+    else if (key == "TopicPlacement")
+      why = v.is_string() && valid_topic_placement(v.get<std::string>())
+              ? ""
+              : key + " must be \"proposer\" or \"spread\"";
     else
       why = "unknown setting " + key
             + " (Enabled, DryRun, IntervalSeconds, MaxActionsPerDetect, ExcludedTopics, ExcludedBrokers, "
-              "MoveThrottleBytesPerSec, Goals, NumPartitions, LogSegmentBytes, LogRetentionBytes, LogRetentionMs)";
+              "MoveThrottleBytesPerSec, Goals, NumPartitions, TopicPlacement, LogSegmentBytes, LogRetentionBytes, "
+              "LogRetentionMs)";
     if (!why.empty())
       return why;
   }
@@ -165,6 +170,14 @@ int32_t num_partitions_with(int32_t configured, const json& settings) {
     if (auto it = settings.find("NumPartitions"); it != settings.end() && it->is_number_integer()
                                                    && it->get<int64_t>() >= 1 && it->get<int64_t>() <= max_num_partitions)
       return static_cast<int32_t>(it->get<int64_t>());
+  return configured;
+}
+
+std::string topic_placement_with(const std::string& configured, const json& settings) {
+  if (settings.is_object())
+    if (auto it = settings.find("TopicPlacement"); it != settings.end() && it->is_string()
+                                                    && valid_topic_placement(it->get<std::string>()))
+      return it->get<std::string>();
   return configured;
 }
 

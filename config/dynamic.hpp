@@ -7,7 +7,7 @@
 // JSON object, every key optional, named as the configuration keys are:
 //   {"Enabled":true,"DryRun":false,"IntervalSeconds":30,"MaxActionsPerDetect":50,
 //    "ExcludedTopics":["audit"],"ExcludedBrokers":["b3"],"MoveThrottleBytesPerSec":0,
-//    "NumPartitions":3,"LogRetentionMs":604800000,"LogRetentionBytes":-1,"LogSegmentBytes":1073741824,
+//    "NumPartitions":3,"TopicPlacement":"spread","LogRetentionMs":604800000,"LogRetentionBytes":-1,"LogSegmentBytes":1073741824,
 //    "Goals":{"NW_IN":{"Enabled":false},"DISK":{"AvgDeviation":0.2}}}
 // A null value in a patch removes the key (the configured value applies again).
 // "Goals" is replaced whole by a patch that names it; each goal in it
@@ -34,7 +34,8 @@ constexpr int goal_priority_bound = 1000000;
 /// Checks a patch: an object whose keys are the ones above with values of
 /// their types (booleans; IntervalSeconds 1..86400; MaxActionsPerDetect
 /// 0..100000; arrays of strings of at most 10,000 names; a throttle >= 0;
-/// NumPartitions 1..max_num_partitions; LogSegmentBytes, LogRetentionBytes,
+/// NumPartitions 1..max_num_partitions; TopicPlacement "proposer" or
+/// "spread"; LogSegmentBytes, LogRetentionBytes,
 /// LogRetentionMs with the ranges of the topic keys they default
 /// (dataplane::topic_default_keys, dataplane::check_topic_default);
 /// Goals: goal name -> {Enabled bool, AvgDeviation 0..10, DetectThreshold
@@ -54,6 +55,11 @@ int64_t throttle_with(int64_t configured, const nlohmann::json& settings);
 /// NumPartitions (Kafka's num.partitions, a cluster default kept with the
 /// dynamic settings) when present, else `configured` (Cluster.NumPartitions).
 int32_t num_partitions_with(int32_t configured, const nlohmann::json& settings);
+
+/// Where a new topic's partitions start: `settings`' TopicPlacement when
+/// present, else `configured` (Cluster.TopicPlacement); docs/metadata.md
+/// "Placing a new topic's partitions".
+std::string topic_placement_with(const std::string& configured, const nlohmann::json& settings);
 
 /// The effective settings as the JSON object above (every key present), for
 /// GET /admin/balancer and the PATCH answer.

@@ -256,6 +256,9 @@ void read_cluster(reader& server, node_config& cfg) {
   if (!util::valid_rack_name(c.rack))  // the planner's model files take the same rule
     r.error("Rack", "at most 64 letters, digits, '.', '_' and '-'");
   r.get_double("Weight", c.weight, 0.01, 100.0);
+  r.get("TopicPlacement", c.topic_placement);
+  if (!valid_topic_placement(c.topic_placement))
+    r.error("TopicPlacement", "expected proposer or spread, got '" + c.topic_placement + "'");
   read_peers(r, c);
   reader tls = r.child("Tls");
   tls.get("CertFile", c.tls.cert_file);

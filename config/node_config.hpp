@@ -44,6 +44,9 @@ struct tls_config {
   std::string verify = "none";  ///< none | peer | required
 };
 
+/// Cluster.TopicPlacement's values: "proposer" or "spread".
+inline bool valid_topic_placement(const std::string& v) { return v == "proposer" || v == "spread"; }
+
 /// With Storage.SharedDir set, the defaults of the Raft timings a config
 /// leaves out (config/loader.cpp apply_shared_storage_defaults): a failover
 /// of about 2.5 s, SessionTimeoutMs = ElectionTimeoutMs + LeaseMs +
@@ -102,6 +105,13 @@ struct cluster_config : listener_config {
   /// rack and fills a new broker from its rack first (docs/balancer.md
   /// "Racks and weights").
   std::string rack;
+  /// Cluster.TopicPlacement: where the partitions of a topic created (or
+  /// grown) through this broker start: "proposer" (all on this broker, the
+  /// balancer spreads them later) or "spread" (over racks by rack weight and
+  /// brokers by weight, docs/metadata.md "Placing a new topic's
+  /// partitions"). The metadata log's TopicPlacement, set with PATCH
+  /// /admin/balancer, overrides it cluster-wide.
+  std::string topic_placement = "proposer";
   /// Cluster.Weight (0.01-100): this broker's relative size; the
   /// distribution goals give it a share of each resource proportional to it.
   double weight = 1.0;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/direct_append.hpp"
+#include "cluster/topic_placement.hpp"
 #include "storage/disk_latency.hpp"
 #include "util/clock.hpp"
 
@@ -57,7 +58,8 @@ void collect_local_loads(caf::actor_system& sys, std::shared_ptr<const topic_map
                                           {"topics", std::move(topic_list)},
                                           {"latency", latency_report()},
                                           {"rack", traits.rack},
-                                          {"weight", traits.weight}});
+                                          {"weight", traits.weight},
+                                          {"topic_placement", cluster::topic_placement_version}});
   // One message per I/O worker for every partition (actors/direct_append.hpp).
   read_loads(sys, partitions, timeout, [body, done = std::move(done)](std::vector<partition_load>& loads) {
     auto& listed = (*body)["partitions"];

@@ -35,7 +35,7 @@ struct broker_traits {
 /// "log_start_offset","log_end_offset","size_bytes","bytes_in","bytes_out",
 /// "records_in","records_out","error"?}],"topics":[{"name","partitions"}],
 /// "latency":{"window_seconds","sync":{"count","p50_ms","p90_ms","p99_ms","max_ms"},
-/// "produce":{…}},"rack","weight"} (storage/disk_latency.hpp: this
+/// "produce":{…}},"rack","weight","topic_placement"} (storage/disk_latency.hpp: this
 /// process's sync and produce latency over the last window; `traits`: rack
 /// "" = none, weight 0.01-100)
 /// (rows in topic, partition order; a row with "error" lacks the values its

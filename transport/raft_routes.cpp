@@ -123,7 +123,10 @@ void add_raft_routes(router& r, const raft_context& ctx) {
       return;
     }
     const auto& t = std::get<raft::topic_entry>(*payload);
-    if (t.remove)
+    if (!t.owners.empty() && !t.remove && !t.alter)  // a placed create or growth, whole
+      ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
+                                 create_atom::value, raft::to_json(*payload).dump(), false);
+    else if (t.remove)
       ask_many<int64_t, int64_t>(*ctx.system, *node, ctx.propose_timeout, ok, fail_with(respond), propose_atom::value,
                                  delete_atom::value, t.topic, t.partitions, t.owner.str(), false);
     else if (t.grow)

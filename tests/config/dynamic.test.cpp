@@ -93,6 +93,19 @@ TEST_CASE("NumPartitions is Kafka's num.partitions: checked, and the log's value
   CHECK(num_partitions_with(5, json(nullptr)) == 5);
 }
 
+TEST_CASE("TopicPlacement is checked, and the log's value overrides the configured one", "[config][dynamic]") {
+  CHECK(check_balancer_patch(json::parse(R"({"TopicPlacement":"spread"})")) == "");
+  CHECK(check_balancer_patch(json::parse(R"({"TopicPlacement":"proposer"})")) == "");
+  CHECK(check_balancer_patch(json::parse(R"({"TopicPlacement":null})")) == "");
+  for (const char* bad : {R"({"TopicPlacement":"round-robin"})", R"({"TopicPlacement":1})"}) {
+    INFO(bad);
+    CHECK(check_balancer_patch(json::parse(bad)).find("TopicPlacement") != std::string::npos);
+  }
+  CHECK(topic_placement_with("proposer", json::parse(R"({"TopicPlacement":"spread"})")) == "spread");
+  CHECK(topic_placement_with("spread", json::parse(R"({"DryRun":true})")) == "spread");
+  CHECK(topic_placement_with("proposer", json(nullptr)) == "proposer");
+}
+
 TEST_CASE("the topic defaults LogSegmentBytes, LogRetentionBytes and LogRetentionMs are checked with the ranges of "
           "the topic keys they default, naming the key",
           "[config][dynamic]") {

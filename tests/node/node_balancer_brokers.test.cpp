@@ -14,10 +14,12 @@
 #include <sstream>
 
 #include "tests/node/balancer_passes.hpp"
+#include "tests/node/placement_checks.hpp"
 
 using namespace moonmq::test;
 using namespace moonmq::test::move;
 using namespace moonmq::test::balancer_passes;
+using namespace moonmq::test::placement_checks;
 using namespace std::chrono_literals;
 
 TEST_CASE("brokers report their rack and weight and the loop plans partition counts by weight",
@@ -196,4 +198,72 @@ TEST_CASE("a broker whose fsync is slow is marked slow, its partitions move off,
   CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "b1"}}) == 0.0);
   check_readable(c, "wide", wide);
   check_readable(c, "held", held);
+}
+
+TEST_CASE("TopicPlacement spread: a new topic starts over racks by rack weight once every broker reads it",
+          "[node][balancer][scenario]") {
+  // docs/metadata.md "Placing a new topic's partitions": b1 and b2 in rack
+  // ra (weight 1 each), b3 alone in rb with weight 2, so the racks weigh 2
+  // each. Placement is "proposer" as configured until the log's
+  // TopicPlacement says spread, and even then only once every broker has
+  // answered a load report announcing it reads placed topic entries.
+  move_cluster c{{"b1", "b2", "b3"}, {"Placement.HeartbeatMs=300"}};
+  c.start(0, {"Cluster.Rack=ra"});
+  c.start(1, {"Cluster.Rack=ra"});
+  create_topic(c.client(1), "before", 2);
+  CHECK(image_owner_counts(c.admin(0), "before", 2) == std::map<std::string, int>{{"b2", 2}});
+  auto patch = call(c.admin(0), "PATCH", "/admin/balancer", R"({"TopicPlacement":"spread"})");
+  INFO(patch.raw);
+  REQUIRE(patch.status == 200);
+  auto bad = call(c.admin(0), "PATCH", "/admin/balancer", R"({"TopicPlacement":"random"})");
+  CHECK(bad.status == 400);
+  CHECK(bad.raw.find("TopicPlacement") != std::string::npos);
+
+  // b3 has never answered: b2 keeps creating on itself and says why.
+  json state;
+  for (int i = 0; i < 100 && (state = topic_placement_state(c.admin(1))).value("mode", "") != "spread"; ++i)
+    std::this_thread::sleep_for(100ms);
+  INFO(state.dump());
+  REQUIRE(state["mode"] == "spread");
+  CHECK(state["spreads"] == false);
+  CHECK(state["reason"].get<std::string>().find("b3") != std::string::npos);
+  create_topic(c.client(1), "waiting", 2);
+  CHECK(image_owner_counts(c.admin(0), "waiting", 2) == std::map<std::string, int>{{"b2", 2}});
+
+  c.start(2, {"Cluster.Rack=rb", "Cluster.Weight=2"});
+  wait_spreading(c, 3, {"b1", "b2", "b3"});
+  state = topic_placement_state(c.admin(1));
+  INFO(state.dump());
+  CHECK(state["brokers"]["b3"]["rack"] == "rb");
+  CHECK(state["brokers"]["b3"]["weight"] == 2.0);
+  CHECK(state["brokers"]["b1"]["topic_placement"] == 1);
+
+  // Two partitions: one per rack. Eight: half per rack, even within ra.
+  create_topic(c.client(1), "pair", 2);
+  auto pair = image_owner_counts(c.admin(0), "pair", 2);
+  CHECK(pair["b3"] == 1);
+  CHECK(pair["b1"] + pair["b2"] == 1);
+  create_topic(c.client(1), "wide", 8);
+  CHECK(image_owner_counts(c.admin(0), "wide", 8) == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 4}});
+  // Every broker's image agrees, partition by partition.
+  auto wide = image_owners(c.admin(1), "wide", 8);
+  CHECK(image_owners(c.admin(0), "wide", 8) == wide);
+  CHECK(image_owners(c.admin(2), "wide", 8) == wide);
+  // A growth through b1 places what it adds: "pair" ends 2 per rack, one per ra broker.
+  auto grown = call(c.client(0), "POST", "/v1/topics/pair/partitions", R"({"count":4})");
+  INFO(grown.raw);
+  REQUIRE(grown.status == 200);
+  CHECK(image_owner_counts(c.admin(2), "pair", 4) == std::map<std::string, int>{{"b1", 1}, {"b2", 1}, {"b3", 2}});
+
+  // Records produced through b1 to every partition of "wide" (forwarded to
+  // its owner) read back from the owner.
+  for (int p = 0; p < 8; ++p) {
+    auto sent = fill(c.client(0), "wide", p, 20, 10, 100, "w" + std::to_string(p));
+    auto owner = owner_of(c.admin(0), "wide", p);
+    size_t i = owner == "b1" ? 0 : owner == "b2" ? 1 : 2;
+    auto read = read_partition(c.client(i), "wide", p);
+    REQUIRE(read.records.size() == sent.size());
+    for (const auto& [offset, r] : sent)
+      CHECK(read.records.at(offset).value("key", "") == r.key);
+  }
 }

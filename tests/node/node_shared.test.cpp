@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "tests/node/placement_checks.hpp"
 #include "tests/node/shared_cluster.hpp"
 
 using namespace moonmq::test;
@@ -196,4 +197,34 @@ TEST_CASE("shared storage: kill -9 of one of three brokers: its partitions take 
   auto again = call(c.client(elected->first), "GET", "/v1/groups/gk/offsets?topic=kx");
   REQUIRE(again.status == 200);
   CHECK(again.body["offsets"][0]["offset"] == 20);
+}
+
+TEST_CASE("shared storage: TopicPlacement spread starts a topic on every broker and each owner takes writes",
+          "[node][shared][scenario]") {
+  // docs/metadata.md "Placing a new topic's partitions": the owners the
+  // create names open their partitions in the shared directory at epoch 1,
+  // as the proposer does its own.
+  temp_dir shared;
+  auto config = shared_config(shared);
+  config.push_back("Cluster.TopicPlacement=spread");
+  config.push_back("Placement.HeartbeatMs=300");
+  move_cluster c{{"b1", "b2", "b3"}, config};
+  start_all(c);
+  placement_checks::wait_spreading(c, 3, {"b1", "b2", "b3"});
+  create_topic(c.client(0), "spread", 6);
+  auto owners = placement_checks::image_owners(c.admin(0), "spread", 6);
+  REQUIRE(owners.size() == 6);
+  CHECK(placement_checks::image_owner_counts(c.admin(0), "spread", 6)
+        == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 2}});
+  CHECK(placement_checks::image_owners(c.admin(2), "spread", 6) == owners);
+  for (const auto& [p, owner] : owners) {
+    INFO("partition " << p << " owned by " << owner);
+    auto sent = fill(c.client(0), "spread", p, 20, 10, 100, "s" + std::to_string(p));
+    size_t i = owner == "b1" ? 0 : owner == "b2" ? 1 : 2;
+    auto read = read_partition(c.client(i), "spread", p);
+    REQUIRE(read.records.size() == sent.size());
+    for (const auto& [offset, r] : sent)
+      CHECK(read.records.at(offset).value("key", "") == r.key);
+    CHECK_FALSE(partition_root(shared.path(), "spread-" + std::to_string(p)).empty());
+  }
 }

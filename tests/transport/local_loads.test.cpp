@@ -122,7 +122,9 @@ TEST_CASE("local loads list every partition with owner bounds and counters and a
     CHECK(latency[w]["max_ms"].get<double>() >= latency[w]["p99_ms"].get<double>());
   }
   empty.erase("latency");
-  CHECK(empty == json::parse(R"({"broker_id":"b1","partitions":[],"topics":[],"rack":"","weight":1.0})"));
+  // "topic_placement": this version reads placed topic entries (docs/metadata.md).
+  CHECK(empty == json::parse(R"({"broker_id":"b1","partitions":[],"topics":[],"rack":"","weight":1.0,
+                                 "topic_placement":1})"));
   caf::anon_send_exit(real, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(stuck, caf::exit_reason::user_shutdown);
 }

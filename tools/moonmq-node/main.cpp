@@ -27,6 +27,7 @@
 
 #include "actors/balancer.hpp"
 #include "actors/broker.hpp"
+#include "actors/broker_traits_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/load_meter.hpp"
@@ -38,6 +39,7 @@
 #include "actors/session_probe.hpp"
 #include "actors/system.hpp"
 #include "cluster/lease_gate.hpp"
+#include "cluster/topic_placement.hpp"
 #include "config/loader.hpp"
 #include "moonmq/version.hpp"
 #include "dataplane/topic_catalog.hpp"
@@ -402,6 +404,9 @@ int run(const config::load_result& loaded) {
   cctx.sessions = sessions;
 
   std::optional<cluster_state_actor> cluster_state;
+  // Each broker's rack, weight and topic placement version (the load_meter
+  // keeps the peers', from their load reports) for placing new partitions.
+  auto broker_traits = std::make_shared<broker_traits_view>();
   std::optional<reassigner_actor> reassigner;
   std::optional<balancer_actor> balancer;
   std::vector<peer_actor> peer_actors;
@@ -462,7 +467,11 @@ int run(const config::load_result& loaded) {
                            view, directory, learned_peers);
     cactx.raft = raft.view;
     rctx.node = raft.node;
-    cluster_state = spawn_cluster_state(sys, cfg.broker_id(), owners, registry, raft, broker, view, groups);
+    topic_placement_settings placement{cfg.cluster->topic_placement, broker_traits, cfg.autobalance.excluded_brokers,
+                                       3 * static_cast<int64_t>(cfg.placement.heartbeat_ms)};
+    broker_traits->set(cfg.broker_id(), {cfg.cluster->rack, cfg.cluster->weight, cluster::topic_placement_version});
+    cluster_state = spawn_cluster_state(sys, cfg.broker_id(), owners, registry, raft, broker, view, groups,
+                                        std::move(placement));
     cctx.metadata = *cluster_state;  // topics are created through the metadata log
     cactx.state = *cluster_state;
     transport::cluster_context kctx;
@@ -557,6 +566,7 @@ int run(const config::load_result& loaded) {
   lms.client_port = client_port;
   lms.probe = sessions;
   lms.published = session_load;
+  lms.traits = broker_traits;
   auto meter = spawn_load_meter(sys, std::move(lms), registry);
   transport::session_context sctx;
   sctx.system = &sys;
