@@ -134,14 +134,17 @@ struct spread_placement {
   std::string why_not;
 };
 
-spread_placement place_spread(self_ptr self, const std::string& topic, int32_t count) {
+/// The brokers a placed entry must list as reading it, and those that may
+/// get partitions now; `why_not` says which broker holds placement back.
+struct broker_look {
+  std::vector<std::string> checked;
+  std::vector<cluster::placement_candidate> candidates;
+  std::string why_not;
+};
+
+broker_look look_at_brokers(self_ptr self, const nlohmann::json& settings) {
   auto& st = self->state;
-  spread_placement out;
-  auto settings = nlohmann::json::parse(*st.view->balancer(), nullptr, false);
-  if (config::topic_placement_with(st.placement.configured, settings) != "spread") {
-    out.why_not = "TopicPlacement is proposer";
-    return out;
-  }
+  broker_look out;
   if (!st.placement.traits) {
     out.why_not = "no broker traits are kept here";
     return out;
@@ -161,7 +164,6 @@ spread_placement place_spread(self_ptr self, const std::string& topic, int32_t c
   // Every broker that applies the entry must read `owners`: every voter
   // (a removed voter still applies the log) and every registered broker
   // that is not removed (a removed one is no longer replicated to).
-  std::vector<cluster::placement_candidate> candidates;
   for (const auto& id : cluster_brokers(self)) {
     bool voter = std::find(voters.begin(), voters.end(), id) != voters.end();
     if (standing->removed.count(id) && !voter)
@@ -170,6 +172,7 @@ spread_placement place_spread(self_ptr self, const std::string& topic, int32_t c
     if (t == traits.end() || t->second.topic_placement < cluster::topic_placement_version) {
       out.why_not = "broker " + id + (t == traits.end() ? " has not answered a load report here yet"
                                                         : " runs a version that does not read placed topic entries");
+      out.candidates.clear();
       return out;
     }
     out.checked.push_back(id);
@@ -178,12 +181,27 @@ spread_placement place_spread(self_ptr self, const std::string& topic, int32_t c
     bool fresh = t->second.heard_ms < 0 || now - t->second.heard_ms <= st.placement.fresh_ms;
     if (fresh && !standing->removed.count(id) && !standing->draining.count(id) && !standing->fenced.count(id)
         && !excluded.count(id))
-      candidates.push_back({id, t->second.rack, t->second.weight, 0, 0});
+      out.candidates.push_back({id, t->second.rack, t->second.weight, 0, 0});
   }
-  if (candidates.empty()) {
-    out.why_not = "no broker is answering and neither draining, fenced nor excluded";
+  return out;
+}
+
+spread_placement place_spread(self_ptr self, const std::string& topic, int32_t count) {
+  auto& st = self->state;
+  spread_placement out;
+  auto settings = nlohmann::json::parse(*st.view->balancer(), nullptr, false);
+  if (config::topic_placement_with(st.placement.configured, settings) != "spread") {
+    out.why_not = "TopicPlacement is proposer";
     return out;
   }
+  auto look = look_at_brokers(self, settings);
+  out.checked = std::move(look.checked);
+  out.why_not = std::move(look.why_not);
+  auto candidates = std::move(look.candidates);
+  if (out.why_not.empty() && candidates.empty())
+    out.why_not = "no broker is answering and neither draining, fenced nor excluded";
+  if (!out.why_not.empty())
+    return out;
   for (const auto& c : candidates)
     out.candidates.push_back(c.id);
   if (count < 1)
@@ -271,9 +289,12 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
 /// A `topic` entry through the Raft log (create or grow), answered with the
 /// entry's index once applied here. `place`: its partitions may be spread
 /// (docs/metadata.md "Placing a new topic's partitions"); an import of a
-/// local topic keeps them where their data is.
+/// local topic keeps them where their data is. `named`: the owner of each
+/// new partition, as a Kafka CreateTopics assignment gives them (refused
+/// with 409 placement_not_readable while a broker may not read them).
 void propose_topic(self_ptr self, const std::string& name, int32_t partitions, const std::string& config, bool grow,
-                   std::function<void(int64_t)> applied, std::function<void(caf::error&)> fail, bool place = true) {
+                   std::function<void(int64_t)> applied, std::function<void(caf::error&)> fail, bool place = true,
+                   std::vector<std::string> named = {}) {
   auto& st = self->state;
   auto on_ok = [applied](int64_t index, int64_t) { applied(index); };
   auto on_err = [fail](caf::error& e) { fail(e); };
@@ -283,7 +304,20 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
     auto it = topics->find(name);
     first = it == topics->end() ? partitions : it->second.partitions;
   }
-  auto spread = place && partitions > first ? place_spread(self, name, partitions - first) : spread_placement{};
+  auto spread = place && partitions > first && named.empty() ? place_spread(self, name, partitions - first)
+                                                             : spread_placement{};
+  if (!named.empty()) {
+    auto look = look_at_brokers(self, nlohmann::json::parse(*st.view->balancer(), nullptr, false));
+    if (!look.why_not.empty()) {
+      auto e = make_coded_error(409, "placement_not_readable",
+                                "partitions can be placed by name only once every broker reads placed topic "
+                                "entries: " + look.why_not);
+      fail(e);
+      return;
+    }
+    spread.owners = std::move(named);
+    spread.checked = std::move(look.checked);
+  }
   if (!spread.owners.empty()) {
     raft::topic_entry t{name, partitions, raft::node_id{placement_owner(self)}, grow ? "" : config, grow};
     for (const auto& o : spread.owners)
@@ -315,10 +349,22 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
       .then(on_ok, on_err);
 }
 
-caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t partitions, std::string& config) {
+caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t partitions, std::string& config,
+                                    std::vector<std::string> owners = {}) {
   auto& st = self->state;
   if (!st.broker)
     return make_error(errc::not_ready, "no broker actor to create the local copy");
+  if (!owners.empty()) {
+    if (static_cast<int64_t>(owners.size()) != partitions)
+      return make_error(errc::invalid_request, "one owner per partition: " + std::to_string(owners.size())
+                                                 + " owners for " + std::to_string(partitions) + " partitions");
+    auto members = cluster_brokers(self);
+    auto standing = st.view->standing();
+    for (size_t i = 0; i < owners.size(); ++i)
+      if (std::find(members.begin(), members.end(), owners[i]) == members.end() || standing->removed.count(owners[i]))
+        return make_error(errc::invalid_request, "owners[" + std::to_string(i) + "]: " + owners[i]
+                                                   + " is not a broker of this cluster (or was removed)");
+  }
   if (auto why = dataplane::check_topic_name(name); !why.empty())
     return make_error(errc::invalid_request, why);
   if (partitions < 1 || partitions > dataplane::max_partitions)
@@ -356,7 +402,7 @@ caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t pa
     if (created)
       log::get("node")->info("topic.created topic={} raft_index={}", name, index);
     finish(created);
-  }, fail);
+  }, fail, true, std::move(owners));
   return rp;
 }
 
@@ -578,6 +624,10 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
     [self](create_atom, std::string& name, int32_t partitions, std::string& config) -> caf::result<bool> {
       return raft_create_topic(self, name, partitions, config);
     },
+    [self](create_atom, std::string& name, int32_t partitions, std::string& config,
+           std::vector<std::string>& owners) -> caf::result<bool> {
+      return raft_create_topic(self, name, partitions, config, std::move(owners));
+    },
     [self](grow_atom, std::string& name, int32_t count) -> caf::result<int32_t> {
       return raft_grow_topic(self, name, count);
     },
@@ -608,7 +658,9 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
                          {"weight", t.weight},
                          {"topic_placement", t.topic_placement},
                          {"age_ms", t.heard_ms < 0 ? 0 : util::monotonic_ms() - t.heard_ms}};
+      auto readable = look_at_brokers(self, nlohmann::json::parse(*st.view->balancer(), nullptr, false));
       j["topic_placement"] = {{"mode", mode},
+                              {"readable", readable.why_not.empty()},
                               {"spreads", now.why_not.empty()},
                               {"reason", now.why_not},
                               {"candidates", now.candidates},

@@ -63,14 +63,20 @@ using cluster_state_actor = caf::typed_actor<
   caf::replies_to<get_atom>::with<int64_t, std::string>,
   // Creates a topic cluster-wide through the metadata log
   // (name, partitions, config JSON text or ""): a `topic` entry naming this
-  // broker owner of every partition, answered once it is applied here and
+  // broker owner of every partition (or spreading them, with TopicPlacement
+  // spread: docs/metadata.md "Placing a new topic's partitions"), answered once it is applied here and
   // the local copy exists. Replies true when this request's entry created
   // it, false when it existed with that count; errors: invalid_request (bad
   // name, count or config; existing with another count), the proposal's
   // errors (503 no_controller / proposal_lost, 504 timeout).
   caf::replies_to<create_atom, std::string, int32_t, std::string>::with<bool>,
+  // The same with the owner of each partition named (a Kafka CreateTopics
+  // assignment): one broker of the cluster per partition; errors besides:
+  // invalid_request (a count that differs, a broker not of the cluster or
+  // removed), 409 placement_not_readable (a broker may not read the owners).
+  caf::replies_to<create_atom, std::string, int32_t, std::string, std::vector<std::string>>::with<bool>,
   // Grows a topic to `count` partitions cluster-wide (the new
-  // ones owned by this broker). Replies the new count; errors: unknown_topic,
+  // ones owned by this broker, or spread as a create). Replies the new count; errors: unknown_topic,
   // invalid_request (not larger, over the limit), the proposal's errors.
   caf::replies_to<grow_atom, std::string, int32_t>::with<int32_t>,
   // Changes a topic's config cluster-wide through the metadata log

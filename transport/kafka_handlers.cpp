@@ -120,10 +120,15 @@ namespace {
 
 /// Creates a topic with `config` (JSON text, "" = defaults): committed to
 /// the metadata log (and so created on every broker) with Raft, else on
-/// this broker alone.
+/// this broker alone. `owners`: the owner of each partition, as a
+/// CreateTopics assignment names them (with the metadata log only).
 void create_topic(const kafka_context& ctx, const std::string& name, int32_t partitions, std::string config,
-                  std::function<void(bool&)> ok, std::function<void(const caf::error&)> fail) {
-  if (ctx.metadata)
+                  std::function<void(bool&)> ok, std::function<void(const caf::error&)> fail,
+                  std::vector<std::string> owners = {}) {
+  if (ctx.metadata && !owners.empty())
+    ask<bool>(*ctx.system, *ctx.metadata, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
+              partitions, std::move(config), std::move(owners));
+  else if (ctx.metadata)
     ask<bool>(*ctx.system, *ctx.metadata, ctx.timeout, std::move(ok), std::move(fail), create_atom::value, name,
               partitions, std::move(config));
   else
@@ -332,6 +337,40 @@ void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
       });
 }
 
+/// The owner of each partition a CreateTopics assignment names into
+/// `owners` (the first broker of each partition's list: moonmq keeps one
+/// copy, so the others are ignored, as the replication factor is), or why
+/// the assignment is refused (Kafka's INVALID_REPLICA_ASSIGNMENT): partition
+/// indexes must be 0..n-1, each once, and every first broker a broker of the
+/// cluster (this broker without the metadata log, where `owners` stays
+/// empty: every partition is local).
+std::string assigned_owners(const kafka_context& ctx, const kafka::creatable_topic& t,
+                            std::vector<std::string>& owners) {
+  std::vector<std::string> named(t.assignments.size());
+  std::vector<bool> seen(t.assignments.size(), false);
+  for (const auto& a : t.assignments) {
+    auto p = a.partition_index;
+    if (p < 0 || static_cast<size_t>(p) >= t.assignments.size() || seen[static_cast<size_t>(p)])
+      return "partition indexes must run 0.." + std::to_string(t.assignments.size() - 1) + ", each once; got "
+             + std::to_string(p);
+    seen[static_cast<size_t>(p)] = true;
+    if (a.broker_ids.empty())
+      return "partition " + std::to_string(p) + " names no broker";
+    auto node = a.broker_ids.front();
+    std::optional<std::string> broker;
+    if (ctx.owners)
+      broker = ctx.owners->broker_of_kafka_node_id(node);
+    else if (node == kafka_node_id(ctx, ctx.broker_id))
+      broker = ctx.broker_id;
+    if (!broker)
+      return "partition " + std::to_string(p) + ": no broker has node id " + std::to_string(node);
+    named[static_cast<size_t>(p)] = *broker;
+  }
+  if (ctx.metadata)
+    owners = std::move(named);
+  return {};
+}
+
 void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topics_request req, kafka_done done) {
   auto resp = std::make_shared<kafka::create_topics_response>();
   resp->topics.resize(req.topics.size());
@@ -341,11 +380,21 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
   // created with the same default.
   auto fallback = num_partitions(*ctx);
   std::vector<std::string> configs(req.topics.size());
+  std::vector<std::vector<std::string>> owners(req.topics.size());
   for (size_t i = 0; i < req.topics.size(); ++i) {
     const auto& t = req.topics[i];
     auto& r = resp->topics[i];
     r.name = t.name;
-    auto n = t.num_partitions == -1 ? fallback : t.num_partitions;
+    auto n = !t.assignments.empty() ? static_cast<int32_t>(t.assignments.size())
+             : t.num_partitions == -1 ? fallback
+                                      : t.num_partitions;
+    // With assignments the count is theirs; a client that also sends it
+    // (rather than -1) must agree. The replication factor is ignored, as
+    // everywhere (one copy per partition).
+    bool counted = t.num_partitions == -1 || t.num_partitions == n;
+    std::string unassignable;
+    if (!t.assignments.empty() && counted)
+      unassignable = assigned_owners(*ctx, t, owners[i]);
     // Kafka clients create their internal topics with configs moonmq does
     // not implement (Connect and Streams: cleanup.policy=compact,
     // min.insync.replicas, ...): those are ignored with a warning, as
@@ -366,6 +415,13 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     } else if (topics->count(t.name)) {
       r.error_code = ec::topic_already_exists;
       r.error_message = "topic " + t.name + " already exists";
+    } else if (!t.assignments.empty() && !counted) {
+      r.error_code = ec::invalid_request;
+      r.error_message = "num_partitions " + std::to_string(t.num_partitions) + " disagrees with "
+                        + std::to_string(t.assignments.size()) + " partition assignments";
+    } else if (!unassignable.empty()) {
+      r.error_code = ec::invalid_replica_assignment;
+      r.error_message = unassignable;
     } else if (n < 1 || n > dataplane::max_partitions) {
       r.error_code = ec::invalid_partitions;
       r.error_message = "num_partitions must be between 1 and " + std::to_string(dataplane::max_partitions);
@@ -383,7 +439,10 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     done(std::move(*resp), errors);
   });
   for (auto i : todo) {
-    auto n = req.topics[i].num_partitions == -1 ? fallback : req.topics[i].num_partitions;
+    auto n = !req.topics[i].assignments.empty() ? static_cast<int32_t>(req.topics[i].assignments.size())
+             : req.topics[i].num_partitions == -1 ? fallback
+                                                  : req.topics[i].num_partitions;
+    bool assigned = !owners[i].empty();
     create_topic(
       *ctx, req.topics[i].name, n, configs[i],
       [g, resp, i](bool& created) {
@@ -393,16 +452,20 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
         }
         g->one();
       },
-      [g, resp, i](const caf::error& e) {
+      [g, resp, i, assigned](const caf::error& e) {
         // Existing with another count: 36; the metadata log unavailable
-        // (no leader, a timeout): 7, retriable; anything else: 42.
+        // (no leader, a timeout): 7, retriable; an assignment the cluster
+        // cannot take (a broker removed, one that may not read it): 39;
+        // anything else: 42.
         auto msg = message_of(e);
         resp->topics[i].error_code = msg.find("already exists") != std::string::npos ? ec::topic_already_exists
                                      : http_status_of(e) >= 500                      ? ec::request_timed_out
+                                     : assigned                                      ? ec::invalid_replica_assignment
                                                                                      : ec::invalid_request;
         resp->topics[i].error_message = msg;
         g->one();
-      });
+      },
+      std::move(owners[i]));
   }
 }
 

@@ -20,6 +20,7 @@
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/kafka_node/raft_kafka.hpp"
 #include "tests/node/move_cluster.hpp"
+#include "tests/node/placement_checks.hpp"
 #include "tests/support/raw_http.hpp"
 
 using namespace moonmq;
@@ -768,4 +769,54 @@ TEST_CASE("groups over HTTP: every broker lists a group, describes its members, 
   CHECK(call(c.client(0), "GET", "/v1/groups/" + group + "/offsets").status == 404);
   CHECK(call(c.client(1), "DELETE", "/v1/groups/" + group).status == 404);
   CHECK(call(c.client(1), "GET", "/v1/groups/bad%20id").status == 400);
+}
+
+TEST_CASE("kafka listener with the metadata log: CreateTopics replica assignments name each partition's owner",
+          "[kafka_cluster][metadata]") {
+  // docs/kafka.md CreateTopics: the first broker of each partition's list
+  // owns it (one copy per partition), named in the topic entry as a placed
+  // create (docs/metadata.md "Placing a new topic's partitions"), once every
+  // broker has announced it reads such entries. Node ids: b1 1, b2 2, b3 3.
+  move_cluster c({"b1", "b2", "b3"}, kafka_raft({"Placement.HeartbeatMs=300"}));
+  start_three(c);
+  REQUIRE(raft_leader(c));
+  auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
+  REQUIRE(wait_until([&] { return placement_checks::topic_placement_state(c.admin(0)).value("readable", false); },
+                     20s));
+  {
+    std::ofstream f(c.data_dir(0) + "/assign.py");
+    f << "from confluent_kafka.admin import AdminClient, NewTopic\n"
+         "a = AdminClient({'bootstrap.servers': '" + addr(0) + "'})\n"
+         "fs = a.create_topics([NewTopic('ra3', 3, replica_assignment=[[3], [1, 2], [2]]),\n"
+         "                      NewTopic('rbad', 1, replica_assignment=[[7]])], request_timeout=20)\n"
+         "fs['ra3'].result()\n"
+         "print('created')\n"
+         "try:\n"
+         "    fs['rbad'].result()\n"
+         "    print('rbad created')\n"
+         "except Exception as e:\n"
+         "    print('rbad refused', e.args[0].code(), e.args[0].str())\n";
+  }
+  auto [rc, out] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(0) + "/assign.py 2>&1");
+  INFO("confluent-kafka create_topics: " << out);
+  REQUIRE(rc == 0);
+  CHECK(out.find("created\n") != std::string::npos);
+  CHECK(out.find("rbad refused 39") != std::string::npos);  // INVALID_REPLICA_ASSIGNMENT
+  CHECK(out.find("node id 7") != std::string::npos);
+  std::map<int, std::string> expected{{0, "b3"}, {1, "b1"}, {2, "b2"}};
+  for (size_t i = 0; i < 3; ++i) {
+    INFO(c.id(i));
+    CHECK(placement_checks::image_owners(c.admin(i), "ra3", 3) == expected);
+  }
+  // kcat produces to each partition through b1 and reads it back.
+  for (int p = 0; p < 3; ++p) {
+    auto [prc, ptext] = sh("echo v" + std::to_string(p) + " | timeout 30 kcat -b " + addr(0) + " -P -t ra3 -p "
+                           + std::to_string(p) + " -X message.timeout.ms=20000 2>&1");
+    INFO("produce to ra3-" << p << ": " << ptext);
+    REQUIRE(prc == 0);
+    auto [crc, ctext] = sh("timeout 30 kcat -b " + addr(1) + " -C -t ra3 -p " + std::to_string(p)
+                           + " -o beginning -e -q 2>&1");
+    INFO("consume ra3-" << p << ": " << ctext);
+    CHECK(ctext.find("v" + std::to_string(p)) != std::string::npos);
+  }
 }
