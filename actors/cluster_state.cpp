@@ -326,10 +326,23 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
       t.checked.emplace_back(c);
     t.first = first;
     // Logged as applied: a leader of an earlier version commits the entry
-    // without its owners (every broker then reads it as all on `owner`).
-    auto placed = [self, applied, name, first, partitions](int64_t index, int64_t) {
+    // without its owners, and a broker that registered after the look
+    // makes every broker apply it as all on `owner`.
+    auto wanted = spread.owners;
+    auto placed = [self, applied, name, first, partitions, wanted](int64_t index, int64_t) {
       log::get("node")->info("topic.placed topic={} first={} partitions={} owners={} raft_index={}", name, first,
                              partitions, owner_counts(self, name, first, partitions), index);
+      auto owners = self->state.view->get();
+      for (int32_t p = first; p < partitions; ++p)
+        if (auto it = owners->find(cluster::topic_partition{name, p});
+            it != owners->end() && it->second != wanted[static_cast<size_t>(p - first)]) {
+          log::get("node")->warn("topic.placement_not_applied topic={} partition={} owner={} wanted={} "
+                                 "msg=\"the log gave the partition another owner than placed (a broker "
+                                 "that may not read placed entries registered meanwhile, or a racing "
+                                 "growth); the balance loop or a move spreads them\"",
+                                 name, p, it->second, wanted[static_cast<size_t>(p - first)]);
+          break;
+        }
       applied(index);
     };
     self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, create_atom::value,
@@ -354,7 +367,7 @@ caf::result<bool> raft_create_topic(self_ptr self, std::string& name, int32_t pa
   auto& st = self->state;
   if (!st.broker)
     return make_error(errc::not_ready, "no broker actor to create the local copy");
-  if (!owners.empty()) {
+  if (!owners.empty() && !st.view->topics()->count(name)) {  // an existing topic answers "existed" below
     if (static_cast<int64_t>(owners.size()) != partitions)
       return make_error(errc::invalid_request, "one owner per partition: " + std::to_string(owners.size())
                                                  + " owners for " + std::to_string(partitions) + " partitions");

@@ -1,6 +1,7 @@
 #include "actors/load_meter.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -168,10 +169,14 @@ announced_traits traits_of(const json& row, int64_t heard_ms) {
   t.heard_ms = heard_ms;
   if (auto it = row.find("rack"); it != row.end() && it->is_string())
     t.rack = it->get<std::string>();
-  if (auto it = row.find("weight"); it != row.end() && it->is_number() && it->get<double>() > 0)
+  // Cluster.Weight's range; anything else (an infinite weight would pull
+  // every new partition to one broker) keeps the default.
+  if (auto it = row.find("weight"); it != row.end() && it->is_number() && std::isfinite(it->get<double>())
+                                     && it->get<double>() >= 0.01 && it->get<double>() <= 100)
     t.weight = it->get<double>();
-  if (auto it = row.find("topic_placement"); it != row.end() && it->is_number_integer())
-    t.topic_placement = it->get<int32_t>();
+  if (auto it = row.find("topic_placement"); it != row.end() && it->is_number_integer()
+                                              && it->get<int64_t>() >= 0 && it->get<int64_t>() <= 1000000)
+    t.topic_placement = static_cast<int32_t>(it->get<int64_t>());
   return t;
 }
 

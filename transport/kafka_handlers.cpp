@@ -338,16 +338,19 @@ void metadata_with(const std::shared_ptr<kafka_context>& ctx, int16_t version,
 }
 
 /// The owner of each partition a CreateTopics assignment names into
-/// `owners` (the first broker of each partition's list: moonmq keeps one
-/// copy, so the others are ignored, as the replication factor is), or why
-/// the assignment is refused (Kafka's INVALID_REPLICA_ASSIGNMENT): partition
-/// indexes must be 0..n-1, each once, and every first broker a broker of the
-/// cluster (this broker without the metadata log, where `owners` stays
-/// empty: every partition is local).
+/// `owners`, or why the assignment is refused (Kafka's
+/// INVALID_REPLICA_ASSIGNMENT). Partition indexes must be 0..n-1, each once;
+/// every node id of a partition's list must be a broker of the cluster,
+/// each once. moonmq keeps one copy, so the owner is the first broker of
+/// the list that is neither fenced, draining nor removed (Kafka takes the
+/// first live replica as leader); a list with none is refused. Without the
+/// metadata log only this broker's node id is a broker, and `owners` stays
+/// empty (every partition is local).
 std::string assigned_owners(const kafka_context& ctx, const kafka::creatable_topic& t,
                             std::vector<std::string>& owners) {
   std::vector<std::string> named(t.assignments.size());
   std::vector<bool> seen(t.assignments.size(), false);
+  auto standing = ctx.owners ? ctx.owners->standing() : std::make_shared<const broker_standing>();
   for (const auto& a : t.assignments) {
     auto p = a.partition_index;
     if (p < 0 || static_cast<size_t>(p) >= t.assignments.size() || seen[static_cast<size_t>(p)])
@@ -356,15 +359,23 @@ std::string assigned_owners(const kafka_context& ctx, const kafka::creatable_top
     seen[static_cast<size_t>(p)] = true;
     if (a.broker_ids.empty())
       return "partition " + std::to_string(p) + " names no broker";
-    auto node = a.broker_ids.front();
-    std::optional<std::string> broker;
-    if (ctx.owners)
-      broker = ctx.owners->broker_of_kafka_node_id(node);
-    else if (node == kafka_node_id(ctx, ctx.broker_id))
-      broker = ctx.broker_id;
-    if (!broker)
-      return "partition " + std::to_string(p) + ": no broker has node id " + std::to_string(node);
-    named[static_cast<size_t>(p)] = *broker;
+    std::set<int32_t> listed;
+    for (auto node : a.broker_ids) {
+      if (!listed.insert(node).second)
+        return "partition " + std::to_string(p) + " names node id " + std::to_string(node) + " twice";
+      std::optional<std::string> broker;
+      if (ctx.owners)
+        broker = ctx.owners->broker_of_kafka_node_id(node);
+      else if (node == kafka_node_id(ctx, ctx.broker_id))
+        broker = ctx.broker_id;
+      if (!broker)
+        return "partition " + std::to_string(p) + ": no broker has node id " + std::to_string(node);
+      if (named[static_cast<size_t>(p)].empty() && !standing->fenced.count(*broker)
+          && !standing->draining.count(*broker) && !standing->removed.count(*broker))
+        named[static_cast<size_t>(p)] = *broker;
+    }
+    if (named[static_cast<size_t>(p)].empty())
+      return "partition " + std::to_string(p) + ": every broker of its list is fenced, draining or removed";
   }
   if (ctx.metadata)
     owners = std::move(named);
@@ -393,7 +404,7 @@ void create_topics(const std::shared_ptr<kafka_context>& ctx, kafka::create_topi
     // everywhere (one copy per partition).
     bool counted = t.num_partitions == -1 || t.num_partitions == n;
     std::string unassignable;
-    if (!t.assignments.empty() && counted)
+    if (!t.assignments.empty() && counted && n <= dataplane::max_partitions)
       unassignable = assigned_owners(*ctx, t, owners[i]);
     // Kafka clients create their internal topics with configs moonmq does
     // not implement (Connect and Streams: cleanup.policy=compact,
