@@ -121,6 +121,11 @@ inline caf::error coded(int status, const std::string& code, const std::string& 
   return make_coded_error(status, code, message);
 }
 
+/// Resolves waiters whose index is now applied: delivered when the applied
+/// entry is theirs, refused when another entry took its place
+/// (actors/raft_node_waiters.cpp).
+void settle_waiters(self_ptr self);
+
 /// Gives registered brokers Raft clients (raft_node_membership.cpp).
 void connect_registered(self_ptr self);
 /// On the leader, every tick: fences silent peers, unfences returned ones.

@@ -134,10 +134,37 @@ void run(self_ptr self, const std::string& id);
 void start_ending(self_ptr self, const std::string& id, const txn_record& rec);
 void complete(self_ptr self, const std::string& id);
 
+/// Whether the image shows the write of `rec` (or the removal) for `id`
+/// proposed at version `expect` applied: the record now in the image is
+/// `rec` at a later version (a write by another coordinator of the very
+/// same record has the same effect), or the id is gone for a removal.
+/// Asked when the raft node could not tell (its entry arrived inside an
+/// installed snapshot) or the entry was replaced after a change of leader;
+/// by then the image has applied past the entry's index.
+std::optional<txn_record> applied_in_image(self_ptr self, const std::string& id, const txn_record& rec,
+                                           uint64_t expect, bool remove) {
+  auto current = record_of(self, id);
+  if (remove)
+    return current ? std::nullopt : std::optional<txn_record>(rec);
+  if (!current || current->version <= expect)
+    return std::nullopt;
+  auto same = rec;
+  same.version = current->version;
+  if (!(same == *current))
+    return std::nullopt;
+  return current;
+}
+
 /// Proposes `rec` for `id` at version `expect` (with `remove`, the id's
 /// removal instead); `ok` gets the applied record (its version set),
 /// `refused` is told of a lost compare-and-set, `failed` of anything else
-/// (no leader, timeout).
+/// (no leader, timeout). An outcome the raft node cannot tell (503
+/// proposal_outcome_unknown: the entry arrived here inside an installed
+/// snapshot) or an entry replaced after a change of leader (503
+/// proposal_lost) is decided from the image: `ok` when it holds the write,
+/// else `refused`, so that the request is decided again against the image
+/// (every write is a compare-and-set on the version, so deciding again
+/// never applies a change twice).
 void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expect,
              std::function<void(txn_record)> ok, std::function<void()> refused,
              std::function<void(std::string)> failed, bool remove = false) {
@@ -154,11 +181,22 @@ void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expe
         rec.version = static_cast<uint64_t>(index);
         ok(std::move(rec));
       },
-      [refused, failed](const caf::error& err) {
-        if (error_code_of(err) == "txn_state_changed")
+      [self, id, rec, expect, remove, ok, refused, failed](const caf::error& err) {
+        const auto code = error_code_of(err);
+        if (code == "proposal_outcome_unknown" || code == "proposal_lost") {
+          auto applied = applied_in_image(self, id, rec, expect, remove);
+          log::get("broker")->info("txn.proposal_settled_from_image id=\"{}\" expect_version={} applied={} "
+                                   "why=\"{}\"",
+                                   id, expect, applied.has_value(), message_of(err));
+          if (applied)
+            ok(std::move(*applied));
+          else
+            refused();
+        } else if (code == "txn_state_changed") {
           refused();
-        else
+        } else {
           failed(message_of(err));
+        }
       });
 }
 

@@ -157,6 +157,9 @@ class raft_core {
 
   /// The latest snapshot (compaction or install), if any.
   const std::optional<snapshot>& latest_snapshot() const { return snapshot_; }
+  /// Snapshots installed from a leader since start (a follower that fell
+  /// behind the leader's compaction, Raft paper §7).
+  uint64_t snapshots_installed() const { return snapshots_installed_; }
   const core_config& config() const { return cfg_; }
   std::size_t quorum() const { return cfg_.members.size() / 2 + 1; }
   /// The learners the leader replicates to (in id order).
@@ -231,6 +234,7 @@ class raft_core {
   hard_state last_hard_;                  ///< hard state as of the last ready()
   std::optional<log_index> unstable_from_;  ///< first log index not yet handed out for persistence
   bool snapshot_unsaved_ = false;
+  uint64_t snapshots_installed_ = 0;
   std::vector<message> msgs_;
 };
 

@@ -188,8 +188,9 @@ void raft_core::handle_snapshot(const message& m, const snapshot_request& req) {
     send(m.from, term_, snapshot_response{s.last_index, req.seq});
     return;
   }
-  log::get("raft")->debug("raft.snapshot_install node={} index={} term={}", cfg_.self.str(), s.last_index.value,
-                          s.last_term.value);
+  log::get("raft")->info("raft.snapshot_installed node={} index={} term={} leader={}", cfg_.self.str(),
+                         s.last_index.value, s.last_term.value, m.from.str());
+  ++snapshots_installed_;
   log_.reset(s.last_index, s.last_term);
   state_.load(s);
   sync_learners();

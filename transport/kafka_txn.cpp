@@ -56,7 +56,7 @@ void ask_coordinator(const std::shared_ptr<kafka_context>& ctx, txn_request req,
     *ctx->system, *ctx->txns, std::chrono::milliseconds(txn_ask_timeout),
     [answer, key, version](txn_answer& a) {
       if (a.error != txn_error::none && !a.message.empty())
-        log::get("broker")->debug("txn.refused code={} why=\"{}\"", cluster::to_string(a.error), a.message);
+        log::get("broker")->info("txn.refused code={} why=\"{}\"", cluster::to_string(a.error), a.message);
       answer(kafka_txn_code(a.error, key, version), a);
     },
     [answer](const caf::error&) { answer(ec::coordinator_not_available, txn_answer{}); }, txn_atom::value,

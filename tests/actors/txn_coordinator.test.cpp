@@ -46,6 +46,10 @@ struct fake_log {
   txn_image lagging;
   uint64_t next_index = 100;
   std::vector<uint64_t> expected;  ///< the expect_version of every proposal, in order
+  /// How many of the next proposals, applied or refused as usual, are
+  /// answered as the raft node answers an entry that arrived inside an
+  /// installed snapshot (503 proposal_outcome_unknown).
+  int unknown_outcomes = 0;
 
   caf::behavior behavior(caf::event_based_actor*) {
     return {
@@ -70,6 +74,10 @@ struct fake_log {
           applied[e.transactional_id].version = index;
         }
         view->set_transactions(std::make_shared<const txn_image>(applied));
+        if (unknown_outcomes > 0) {
+          --unknown_outcomes;
+          return make_coded_error(503, "proposal_outcome_unknown", "applied through a snapshot");
+        }
         if (refused)
           return make_coded_error(409, "txn_state_changed", "not at the expected version");
         return {static_cast<int64_t>(index), int64_t{1}};
@@ -340,4 +348,45 @@ TEST_CASE("txn coordinator: an id idle past its expiration is removed by a compa
   CHECK(f.log.applied.count("open") == 1);
   CHECK(f.log.applied.count("old") == 1);
   CHECK(f.log.expected == std::vector<uint64_t>{10});  // one removal, at the idle id's version
+}
+
+TEST_CASE("txn coordinator: an EndTxn whose outcome the raft node cannot tell is settled from the image, once",
+          "[txn][coordinator]") {
+  // The prepared record arrived inside an installed snapshot: the image
+  // holds it, so the EndTxn is taken as applied and answered once its
+  // markers are written, with no second write and no error.
+  coordinator_fixture f{10s};
+  {
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    f.log.unknown_outcomes = 1;
+  }
+  end_open_transaction(f, {{"t", 0}, {"t", 1}}, true);
+  std::lock_guard<std::mutex> g{f.log.mtx};
+  CHECK(f.markers == std::vector<std::string>{"t/0", "t/1"});
+  CHECK(f.log.expected == std::vector<uint64_t>{10});
+  CHECK(f.log.applied["app"].state == cluster::txn_state::prepare_commit);
+}
+
+TEST_CASE("txn coordinator: a refused write whose outcome the raft node cannot tell is decided again",
+          "[txn][coordinator]") {
+  // AddPartitionsToTxn proposed on a stale image (another broker's write is
+  // not applied here yet) loses its compare-and-set, and the raft node
+  // cannot tell: the image does not hold the write, so the request is
+  // decided again against the newer record and applied.
+  coordinator_fixture f;
+  f.publish(ongoing({}, 10));
+  {
+    std::lock_guard<std::mutex> g{f.log.mtx};
+    f.log.lagging["app"] = ongoing({"g"}, 11);
+    f.log.unknown_outcomes = 1;
+  }
+  auto a = f.ask(add_partition("t", 3));
+  INFO(a.message);
+  CHECK(a.error == txn_error::none);
+  std::lock_guard<std::mutex> g{f.log.mtx};
+  CHECK(f.log.expected == std::vector<uint64_t>{10, 11});
+  const auto& now = f.log.applied["app"];
+  CHECK(now.groups == std::vector<std::string>{"g"});
+  REQUIRE(now.partitions.size() == 1);
+  CHECK(now.partitions[0].partition == 3);
 }

@@ -347,11 +347,13 @@ void transactions_under_compaction(move_cluster& c, size_t brokers, size_t coord
     "print('committed')\n"
     + python_reader() +
     "read('read_committed', " + std::to_string(total) + ")\n";
-  auto [rc, out] = python_script(c.data_dir(coord), "compacting.py", py);
-  INFO("confluent-kafka: " << out);
-  REQUIRE(rc == 0);
-  CHECK(out.find("committed\n") != std::string::npos);
-  CHECK(lines_with(out, "read_committed ") == values("c", total));
+  {
+    auto [rc, out] = python_script(c.data_dir(coord), "compacting.py", py);
+    INFO("confluent-kafka: " << out);
+    REQUIRE(rc == 0);
+    CHECK(out.find("committed\n") != std::string::npos);
+    CHECK(lines_with(out, "read_committed ") == values("c", total));
+  }
 
   // The log did compact under the transactions (else this test shows nothing).
   auto actors = call(c.admin(coord), "GET", "/admin/actors");
@@ -363,14 +365,26 @@ void transactions_under_compaction(move_cluster& c, size_t brokers, size_t coord
   INFO(actors.raw);
   CHECK(snapshot_index > producers * transactions);
 
-  // No transactional request was answered with an error code.
+  // No transactional request was answered with an error code. On failure:
+  // the series and, from the broker's log, what its coordinator and raft
+  // node said of the transactions and of installed snapshots.
   for (size_t b = 0; b < brokers; ++b) {
     auto metrics = call(c.admin(b), "GET", "/metrics").raw;
     for (const char* api : {"InitProducerId", "AddPartitionsToTxn", "EndTxn"}) {
       auto series = std::string("moonmq_kafka_errors_total{api=\"") + api + "\"} ";
       auto at = metrics.find(series);
-      INFO(c.id(b) << " " << series);
-      CHECK((at == std::string::npos || metrics.compare(at + series.size(), 2, "0\n") == 0));
+      const bool clean = at == std::string::npos || metrics.compare(at + series.size(), 2, "0\n") == 0;
+      std::string said;
+      if (!clean) {
+        std::istringstream lines(c.logs(b));
+        for (std::string line; std::getline(lines, line);)
+          if (line.find("txn.") != std::string::npos || line.find("snapshot_installed") != std::string::npos
+              || line.find("NOT_COORDINATOR") != std::string::npos || line.find("fenced") != std::string::npos)
+            said += line + "\n";
+      }
+      INFO(c.id(b) << " " << metrics.substr(at == std::string::npos ? 0 : at, at == std::string::npos ? 0 : 60));
+      INFO(said);
+      CHECK(clean);
     }
   }
 }

@@ -77,6 +77,8 @@ TEST_CASE("a follower behind the snapshot receives it, installs it and catches u
   cl.ticks(10);
   REQUIRE(cl.core(lag).log().snapshot_index().value > installs_before);
   CHECK(cl.disk(lag).snap);
+  CHECK(cl.core(lag).snapshots_installed() == 1);          // one install, counted
+  CHECK(cl.core(leader->c_str()).snapshots_installed() == 0);  // the leader only compacted
   REQUIRE(l.propose(owner_entry{"audit", 0, id("b3")}).ok());
   cl.ticks(5);
   CHECK(cl.core(lag).commit_index() == l.commit_index());
@@ -103,6 +105,7 @@ TEST_CASE("a stale snapshot is refused", "[raft][snapshot]") {
   CHECK(f.log().last_index() == log_index{6});
   CHECK(f.log().snapshot_index() == log_index{0});
   CHECK(f.state().owner_of({"orders", 0}) == id("b2"));  // unchanged (from entry 1)
+  CHECK(f.snapshots_installed() == 0);
 }
 
 TEST_CASE("a snapshot that conflicts with the follower's log replaces the whole log", "[raft][snapshot]") {
