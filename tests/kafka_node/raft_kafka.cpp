@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 
+#include "cluster/group_placement.hpp"
 #include "tests/kafka_node/kafka_client.hpp"
 #include "tests/support/process.hpp"
 
@@ -64,6 +65,14 @@ nlohmann::json catalogue_config(const std::string& data_dir, const std::string& 
       if (t.is_object() && t.value("name", "") == topic && t.contains("config"))
         return t["config"];
   return nullptr;
+}
+
+std::string group_coordinated_by(const std::string& id) {
+  for (int n = 0;; ++n) {
+    auto g = "kmeta-" + std::to_string(n);
+    if (cluster::group_coordinator(g, {"b1", "b2", "b3"}) == id)
+      return g;
+  }
 }
 
 }  // namespace moonmq::test

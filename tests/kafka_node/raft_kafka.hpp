@@ -35,4 +35,8 @@ std::pair<int, std::string> kafkajs_admin(const std::string& broker, const std::
 /// catalogue does not hold it.
 nlohmann::json catalogue_config(const std::string& data_dir, const std::string& topic);
 
+/// A group id ("kmeta-<n>") the group placement of brokers b1, b2 and b3
+/// gives to broker `id`.
+std::string group_coordinated_by(const std::string& id);
+
 }  // namespace moonmq::test
