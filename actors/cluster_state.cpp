@@ -151,14 +151,12 @@ broker_look look_at_brokers(self_ptr self, const nlohmann::json& settings) {
   }
   auto traits = st.placement.traits->get();
   auto standing = st.view->standing();
-  // The log's ExcludedBrokers replaces the configured list, as for the balance loop.
-  std::set<std::string> excluded(st.placement.excluded.begin(), st.placement.excluded.end());
-  if (settings.is_object() && settings.contains("ExcludedBrokers") && settings["ExcludedBrokers"].is_array()) {
-    excluded.clear();
-    for (const auto& b : settings["ExcludedBrokers"])
-      if (b.is_string())
-        excluded.insert(b.get<std::string>());
-  }
+  // The log's ExcludedBrokers replaces the configured list, as for the
+  // balance loop (the same reading of the dynamic settings).
+  config::autobalance_config base;
+  base.excluded_brokers = st.placement.excluded;
+  base = config::apply_balancer_settings(std::move(base), settings);  // unchanged by a non-object
+  const std::set<std::string> excluded(base.excluded_brokers.begin(), base.excluded_brokers.end());
   const auto& voters = st.raft.brokers;
   auto now = util::monotonic_ms();
   // Every broker that applies the entry must read `owners`: every voter
@@ -186,15 +184,17 @@ broker_look look_at_brokers(self_ptr self, const nlohmann::json& settings) {
   return out;
 }
 
-spread_placement place_spread(self_ptr self, const std::string& topic, int32_t count) {
+/// Where `count` new partitions of `topic` go under the dynamic settings
+/// `settings` (the metadata log's), given `look` (look_at_brokers of the
+/// same settings).
+spread_placement place_spread(self_ptr self, const std::string& topic, int32_t count,
+                              const nlohmann::json& settings, broker_look look) {
   auto& st = self->state;
   spread_placement out;
-  auto settings = nlohmann::json::parse(*st.view->balancer(), nullptr, false);
   if (config::topic_placement_with(st.placement.configured, settings) != "spread") {
     out.why_not = "TopicPlacement is proposer";
     return out;
   }
-  auto look = look_at_brokers(self, settings);
   out.checked = std::move(look.checked);
   out.why_not = std::move(look.why_not);
   auto candidates = std::move(look.candidates);
@@ -218,6 +218,13 @@ spread_placement place_spread(self_ptr self, const std::string& topic, int32_t c
       std::tie(c.partitions, c.of_topic) = h->second;
   out.owners = cluster::place_partitions(std::move(candidates), count);
   return out;
+}
+
+/// The same under the settings the image holds now.
+spread_placement place_spread(self_ptr self, const std::string& topic, int32_t count) {
+  auto settings = nlohmann::json::parse(*self->state.view->balancer(), nullptr, false);
+  auto look = look_at_brokers(self, settings);
+  return place_spread(self, topic, count, settings, std::move(look));
 }
 
 /// "b1:2,b2:2,b3:4": the partitions [from, to) of `topic` per owner in the
@@ -661,9 +668,11 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
       j["owners"] = rows;
       // Where a create here would place its partitions now, and what each
       // broker said of itself (docs/metadata.md "Placing a new topic's partitions").
-      auto now = place_spread(self, "", 0);  // count 0: only whether a create would spread
-      auto mode = config::topic_placement_with(st.placement.configured,
-                                               nlohmann::json::parse(*st.view->balancer(), nullptr, false));
+      auto settings = nlohmann::json::parse(*st.view->balancer(), nullptr, false);
+      auto look = look_at_brokers(self, settings);
+      const bool readable = look.why_not.empty();
+      auto now = place_spread(self, "", 0, settings, std::move(look));  // count 0: only whether a create would spread
+      auto mode = config::topic_placement_with(st.placement.configured, settings);
       nlohmann::json brokers = nlohmann::json::object();
       if (st.placement.traits)
         for (const auto& [id, t] : st.placement.traits->get())
@@ -671,9 +680,8 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
                          {"weight", t.weight},
                          {"topic_placement", t.topic_placement},
                          {"age_ms", t.heard_ms < 0 ? 0 : util::monotonic_ms() - t.heard_ms}};
-      auto readable = look_at_brokers(self, nlohmann::json::parse(*st.view->balancer(), nullptr, false));
       j["topic_placement"] = {{"mode", mode},
-                              {"readable", readable.why_not.empty()},
+                              {"readable", readable},
                               {"spreads", now.why_not.empty()},
                               {"reason", now.why_not},
                               {"candidates", now.candidates},

@@ -255,6 +255,20 @@ TEST_CASE("TopicPlacement spread: a new topic starts over racks by rack weight o
   REQUIRE(grown.status == 200);
   CHECK(image_owner_counts(c.admin(2), "pair", 4) == std::map<std::string, int>{{"b1", 1}, {"b2", 1}, {"b3", 2}});
 
+  // The log's ExcludedBrokers keeps b3 out of placement (as it keeps it out
+  // of the balance loop's destinations); rack rb is then empty, so all six
+  // go to ra, three each.
+  auto excluded = call(c.admin(2), "PATCH", "/admin/balancer", R"({"ExcludedBrokers":["b3"]})");
+  INFO(excluded.raw);
+  REQUIRE(excluded.status == 200);
+  REQUIRE(wait_until([&] {
+    auto st = topic_placement_state(c.admin(1));
+    return st["spreads"] == true && st["candidates"] == json::array({"b1", "b2"});
+  }, 10s));
+  create_topic(c.client(1), "kept_off_b3", 6);
+  CHECK(image_owner_counts(c.admin(0), "kept_off_b3", 6) == std::map<std::string, int>{{"b1", 3}, {"b2", 3}});
+  REQUIRE(call(c.admin(2), "PATCH", "/admin/balancer", R"({"ExcludedBrokers":[]})").status == 200);
+
   // Records produced through b1 to every partition of "wide" (forwarded to
   // its owner) read back from the owner.
   for (int p = 0; p < 8; ++p) {
