@@ -33,7 +33,7 @@
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
 #include "config/node_config.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 
 namespace moonmq::plugins {
 class goal_registry;

@@ -5,7 +5,7 @@
 //      from the session_probe the client routes feed, process and machine
 //      cpu from /proc — into a placement::load_report, publishes it for
 //      GET /cluster/loads ("session_load") and keeps it in its load_tracker;
-//   2. pulls every peer's GET /cluster/loads (net/peer_survey.hpp) and
+//   2. pulls every peer's GET /cluster/loads (peers/peer_survey.hpp) and
 //      keeps each peer's "session_load" in the tracker; a peer that does not
 //      answer is marked not alive, a report that fails to parse is logged
 //      and ignored; each answering peer's rack, weight and topic placement
@@ -28,7 +28,7 @@
 #include "actors/atoms.hpp"
 #include "actors/registry.hpp"
 #include "config/node_config.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 
 namespace moonmq {
 

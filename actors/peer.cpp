@@ -3,7 +3,6 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "net/http_client.hpp"
 #include "util/clock.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"

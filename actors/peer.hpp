@@ -3,10 +3,10 @@
 // view of that broker the node shows operators: its keep-alive client's
 // connections, and whether the peer answers — probed on its cluster
 // listener (GET /cluster/health) every `probe_interval`, each probe with the
-// PeerTimeout deadline. Requests themselves go through the peer's
-// http_client (net/http_client.hpp: keep-alive pool, one deadline per
-// request, a retry only for idempotent requests, TLS/mTLS from
-// Cluster.Tls), which every component shares; this actor is what
+// PeerTimeout deadline. Requests themselves go through the peer's link
+// (peers/peer_link.hpp; in the node an HTTP client with a keep-alive pool,
+// one deadline per request, a retry only for idempotent requests, TLS/mTLS
+// from Cluster.Tls), which every component shares; this actor is what
 // /admin/actors lists and what `moonmq_peer_up{peer}` reports.
 
 #include <chrono>
@@ -19,7 +19,7 @@
 #include "actors/atoms.hpp"
 #include "actors/image.hpp"
 #include "actors/registry.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 
 namespace moonmq {
 

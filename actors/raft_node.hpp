@@ -30,7 +30,7 @@
 #include "actors/atoms.hpp"
 #include "actors/image.hpp"
 #include "actors/registry.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 
 namespace moonmq::raft {
 class raft_store;

@@ -14,7 +14,7 @@
 // copy; a failed drain rolls ownership back to the source. Once the
 // destination was asked to confirm, the move only goes forward: it retries
 // until the destination confirms, so a lost answer can never leave two
-// owners. Peers are called over HTTP (net/peer_survey.hpp); their
+// owners. Peers are called over HTTP (peers/peer_survey.hpp); their
 // answers come back as step messages.
 
 #include <chrono>
@@ -32,7 +32,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/registry.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 
 namespace moonmq {
 

@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include "peers/peer_link.hpp"
+
 namespace moonmq::transport {
 
 class io_pool;      // net/http_server.hpp
@@ -57,28 +59,12 @@ enum class client_error {
 const std::error_category& client_error_category();
 std::error_code make_error_code(client_error e);
 
-struct http_client_result {
-  int status = 0;  ///< HTTP status; 0 when the exchange failed (see error)
-  std::string body;
-  std::map<std::string, std::string> headers;  ///< names lower-cased
-  std::error_code error;                       ///< empty on success; a client_error otherwise
-  std::string error_message;  ///< detail for logs: what failed and why ("connect 10.0.0.2:9095: Connection refused")
-  int attempts = 0;           ///< 1, or 2 when the request was retried
-
-  bool ok() const { return !error; }
-};
-
-using http_client_headers = std::vector<std::pair<std::string, std::string>>;
-using http_client_callback = std::function<void(http_client_result)>;
-
-struct http_client_request {
-  std::string method = "GET";
-  std::string target = "/";  ///< path plus query, already encoded
-  std::string body;          ///< sent with Content-Type application/json unless headers set one
-  http_client_headers headers;
-  std::chrono::milliseconds timeout{0};  ///< 0 = http_client_options::timeout
-  bool idempotent = false;               ///< allows the one retry described above
-};
+/// The request, answer and callback of a peer link (peers/peer_link.hpp):
+/// http_client is the link over HTTP/1.1.
+using http_client_result = peer_result;
+using http_client_headers = peer_headers;
+using http_client_callback = peer_callback;
+using http_client_request = peer_request;
 
 struct http_client_options {
   std::string name = "peer";  ///< label in logs (e.g. the peer's broker id)
@@ -92,21 +78,21 @@ struct http_client_options {
   std::shared_ptr<const tls_context> tls;
 };
 
-class http_client {
+class http_client final : public peer_link {
 public:
   /// Opens nothing yet; connections are made by the first requests.
   /// Throws std::invalid_argument when options.tls is a server-role context
   /// (a wiring mistake, not a runtime condition).
   http_client(io_pool& pool, http_client_options options);
   /// Closes the client (see close()).
-  ~http_client();
+  ~http_client() override;
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
 
   /// Sends one request; `done` is called exactly once with the answer (any
   /// HTTP status counts as an answer) or the error. After close(), fails at
   /// once with client_error::closed.
-  void request(http_client_request req, http_client_callback done);
+  void request(http_client_request req, http_client_callback done) override;
 
   /// The same with positional arguments; `timeout` 0 = the default.
   void request(std::string method, std::string target, std::string body, http_client_headers headers,
@@ -116,12 +102,12 @@ public:
   /// closes every connection. Idempotent. Called from outside the client's
   /// callbacks it returns once those callbacks have run (it waits at most
   /// 2 s, and not at all when the io_pool is already stopped).
-  void close();
+  void close() override;
 
   /// Connections currently open (idle, busy or connecting).
-  int open_connections() const;
+  int open_connections() const override;
   /// Connections opened since construction (a measure of reuse).
-  int connections_opened() const;
+  int connections_opened() const override;
 
   struct impl;  ///< implementation detail (http_client.cpp)
 

@@ -17,7 +17,7 @@
 #include "actors/node.hpp"
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 #include "net/router.hpp"
 
 namespace moonmq::plugins {

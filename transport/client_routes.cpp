@@ -21,7 +21,7 @@
 #include "transport/actor_answers.hpp"
 #include "transport/group_routes.hpp"
 #include "net/http_client.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 #include "transport/session_routes.hpp"
 #include "util/clock.hpp"
 

@@ -23,7 +23,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/load_meter.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 #include "net/router.hpp"
 
 namespace moonmq {

@@ -3,7 +3,7 @@
 // whether each answers now, every partition of the cluster with its owner
 // and holders, and the controller fence's highest epoch and holder. Peers
 // are surveyed in parallel on their cluster listener (GET /cluster/loads,
-// net/peer_survey.hpp) with a short deadline, so a dead peer shows as
+// peers/peer_survey.hpp) with a short deadline, so a dead peer shows as
 // "alive": false instead of stalling the answer; what the live ones report
 // is merged with this broker's own loads by cluster::merge_partition_reports.
 
@@ -22,7 +22,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/reassigner.hpp"
 #include "actors/txn_coordinator.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 #include "net/router.hpp"
 #include "transport/local_loads.hpp"
 

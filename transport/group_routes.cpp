@@ -15,7 +15,7 @@
 #include "groups/types.hpp"
 #include "transport/actor_answers.hpp"
 #include "net/http_client.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 #include "util/names.hpp"
 
 namespace moonmq::transport {
@@ -111,7 +111,7 @@ struct fan_in {
 
 /// One request to a peer's cluster listener (token set); `done` gets the
 /// reply with status 0 when the peer could not be reached.
-void peer_request(const client_context& ctx, const std::string& broker, const std::string& method,
+void ask_peer(const client_context& ctx, const std::string& broker, const std::string& method,
                   const std::string& target, std::string body, std::function<void(reply)> done) {
   auto peer = ctx.peers->find(broker);
   if (!peer || !peer->client) {
@@ -246,7 +246,7 @@ void local_leave(const client_context& ctx, const std::string& group, const std:
 void to_coordinator(const client_context& ctx, const std::string& group, const std::string& coordinator,
                     const std::string& method, const std::string& target, std::string body, responder respond,
                     std::function<void(const json&)> on_ok) {
-  peer_request(ctx, coordinator, method, target, std::move(body),
+  ask_peer(ctx, coordinator, method, target, std::move(body),
                [ctx, group, coordinator, respond, on_ok](reply r) {
                  if (r.status == 0) {
                    json j{{"error", "coordinator_unavailable"},
@@ -478,7 +478,7 @@ void commit_split(const client_context& ctx, std::shared_ptr<commit_request> c,
       body["generation"] = part.generation;
     if (!part.member.empty())
       body["member_id"] = part.member;
-    peer_request(ctx, owner, "POST", "/cluster/groups/" + c->group + "/offsets", body.dump(), done);
+    ask_peer(ctx, owner, "POST", "/cluster/groups/" + c->group + "/offsets", body.dump(), done);
   }
 }
 
@@ -641,7 +641,7 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
   size_t i = 1;
   for (const auto& p : peers) {
     auto index = i++;
-    peer_request(ctx, p.id, "GET", "/cluster/groups/" + group + "/offsets" + (topic.empty() ? "" : "?topic=" + topic),
+    ask_peer(ctx, p.id, "GET", "/cluster/groups/" + group + "/offsets" + (topic.empty() ? "" : "?topic=" + topic),
                  {}, [fan, index](reply r) { fan->put(index, std::move(r)); });
   }
 }

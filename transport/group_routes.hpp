@@ -14,7 +14,7 @@
 // Without a Cluster section everything is local, as before.
 
 #include "transport/client_routes.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 
 #include <functional>
 #include <string>

@@ -26,7 +26,7 @@
 #include "actors/group_coordinator.hpp"
 #include "actors/txn_coordinator.hpp"
 #include "kafka/codec.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 
 namespace moonmq::transport {
 

@@ -18,7 +18,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/reassigner.hpp"
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 #include "net/router.hpp"
 
 namespace moonmq::transport {

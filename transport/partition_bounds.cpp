@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 
 namespace moonmq::transport {
 namespace {

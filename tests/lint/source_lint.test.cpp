@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -124,4 +125,44 @@ TEST_CASE("test names keep their part before the first colon-space short", "[lin
   CHECK(too_long.empty());
   CHECK(names > 500);  // the scan does find the suite's tests
   CHECK(test_name_at(R"x(("a b: " "c\"d", "[x]"))x", 0) == R"x(a b: c\"d)x");
+}
+
+// The folders form layers (README "Layout"): the pure libraries below
+// everything, `peers/` (how a broker reaches its peers) above them, `net/`
+// (HTTP) and `actors/` side by side above that, `transport/` (routes and the
+// Kafka listener) over both, `tools/` on top. An include that goes up or
+// sideways makes a cycle in the folder graph: the actors would depend on
+// HTTP types, or the HTTP machinery on actors.
+TEST_CASE("folders include only the folders below them", "[lint]") {
+  const std::vector<std::string> pure{"util",    "config", "storage", "groups", "dataplane", "cluster",
+                                      "placement", "goals", "plugins", "raft",   "kafka"};
+  std::vector<std::pair<std::string, std::vector<std::string>>> forbidden;  // folder -> folders it may not include
+  for (const auto& p : pure)
+    forbidden.push_back({p, {"peers", "net", "actors", "transport", "tools"}});
+  forbidden.push_back({"peers", {"net", "actors", "transport", "tools"}});
+  forbidden.push_back({"net", {"actors", "transport", "tools"}});
+  forbidden.push_back({"actors", {"net", "transport", "tools"}});
+  forbidden.push_back({"transport", {"tools"}});
+  std::vector<std::string> found;
+  const std::regex include{R"re(^\s*#\s*include\s*"([a-z_]+)/)re"};
+  for_each_source(false, [&](const std::string& path, const std::string& text) {
+    auto folder = path.substr(0, path.find('/'));
+    auto rule = std::find_if(forbidden.begin(), forbidden.end(), [&](const auto& r) { return r.first == folder; });
+    if (rule == forbidden.end())
+      return;
+    std::istringstream in(text);
+    std::string line;
+    std::smatch m;
+    for (int n = 1; std::getline(in, line); ++n)
+      if (std::regex_search(line, m, include)
+          && std::find(rule->second.begin(), rule->second.end(), m[1].str()) != rule->second.end())
+        found.push_back(path + ":" + std::to_string(n) + ": " + line);
+  });
+  INFO([&] {
+    std::string all;
+    for (const auto& f : found)
+      all += f + "\n";
+    return all;
+  }());
+  CHECK(found.empty());
 }

@@ -1,8 +1,7 @@
-#include "net/peer_directory.hpp"
+#include "peers/peer_directory.hpp"
 
 #include <algorithm>
 
-#include "net/http_client.hpp"
 
 namespace moonmq::transport {
 
@@ -80,7 +79,7 @@ cluster_peer peer_directory::adopt(cluster_peer p) {
 }
 
 void peer_directory::close() {
-  std::vector<std::shared_ptr<http_client>> clients;
+  std::vector<std::shared_ptr<peer_link>> clients;
   {
     std::lock_guard<std::mutex> g{mtx_};
     closed_ = true;  // no client is made after this

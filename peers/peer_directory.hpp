@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cluster/types.hpp"
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 
 namespace moonmq::transport {
 
@@ -23,7 +23,7 @@ class peer_directory {
  public:
   /// Makes the keep-alive client of a broker learned from the log (`id`,
   /// its cluster host:port); null when the address is unusable.
-  using connector = std::function<std::shared_ptr<http_client>(const std::string& id, const std::string& address)>;
+  using connector = std::function<std::shared_ptr<peer_link>(const std::string& id, const std::string& address)>;
 
   peer_directory() = default;
   peer_directory(std::vector<cluster_peer> configured, connector connect, std::string token);
@@ -62,7 +62,7 @@ class peer_directory {
   mutable std::mutex mtx_;
   std::vector<cluster_peer> configured_;
   std::map<std::string, cluster_peer> learned_;
-  std::vector<std::shared_ptr<http_client>> retired_;  ///< replaced clients, closed at close()
+  std::vector<std::shared_ptr<peer_link>> retired_;  ///< replaced clients, closed at close()
   bool closed_ = false;
   connector connect_;
   std::string token_;

@@ -1,9 +1,8 @@
-#include "net/peer_survey.hpp"
+#include "peers/peer_survey.hpp"
 
 #include <atomic>
 #include <mutex>
 
-#include "net/http_client.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -36,14 +35,14 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& met
   round->done = std::move(done);
   for (size_t i = 0; i < peers.size(); ++i) {
     round->answers[i].id = peers[i].id;
-    http_client_request req;
+    peer_request req;
     req.method = method;
     req.target = target;
     req.timeout = timeout;
     req.idempotent = true;  // the caller's promise (see the header)
     if (!peers[i].token.empty())
       req.headers.emplace_back("X-Cluster-Token", peers[i].token);
-    peers[i].client->request(std::move(req), [round, i](http_client_result res) {
+    peers[i].client->request(std::move(req), [round, i](peer_result res) {
       {
         std::lock_guard<std::mutex> g{round->mtx};
         auto& a = round->answers[i];
@@ -73,7 +72,7 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& met
 void call_peer(const cluster_peer& peer, const std::string& method, const std::string& target, std::string body,
                int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
                std::function<void(int status, json body, std::string error)> done) {
-  http_client_request req;
+  peer_request req;
   req.method = method;
   req.target = target;
   req.body = std::move(body);
@@ -85,7 +84,7 @@ void call_peer(const cluster_peer& peer, const std::string& method, const std::s
     req.headers.emplace_back("X-Controller-Epoch", std::to_string(epoch));
     req.headers.emplace_back("X-Controller-Id", controller);
   }
-  peer.client->request(std::move(req), [done = std::move(done), id = peer.id](http_client_result res) {
+  peer.client->request(std::move(req), [done = std::move(done), id = peer.id](peer_result res) {
     if (!res.ok()) {
       done(0, nullptr, id + ": " + res.error_message);
       return;

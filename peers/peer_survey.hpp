@@ -13,17 +13,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "peers/peer_link.hpp"
+
 namespace moonmq::transport {
 
-class http_client;
-
-/// One configured peer (Cluster.Peers[]) and its keep-alive client.
+/// One configured peer (Cluster.Peers[]) and its link (net/http_client.hpp
+/// in the node: a keep-alive HTTP client).
 struct cluster_peer {
   std::string id;
   std::string address;         ///< cluster listener host:port
   std::string client_address;  ///< client API host:port ("" when not configured)
   std::string token;           ///< X-Cluster-Token sent to this peer ("" = none)
-  std::shared_ptr<http_client> client;
+  std::shared_ptr<peer_link> client;
   std::string kafka_address;   ///< Kafka listener host:port ("" when not configured)
 };
 
