@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actors/reassigner_impl.hpp"
+#include "cluster/move_messages.hpp"
 #include "raft/types.hpp"
 #include "util/metrics.hpp"
 
@@ -103,24 +104,21 @@ void begin_copy(self_ptr self, const std::string& id) {
         auto topics = self->state.catalog->get();
         const auto& t = topics->at(tp.topic);
         auto owners = self->state.owners->get();
-        json owner_list = json::array();
-        for (size_t q = 0; q < t.partitions.size(); ++q) {
-          auto it = owners->find(cluster::topic_partition{tp.topic, static_cast<int32_t>(q)});
-          owner_list.push_back(
-            json{{"partition", q}, {"owner", it == owners->end() ? self->state.settings.broker_id : it->second}});
+        cluster::move_ensure ensure;
+        ensure.from = self->state.settings.broker_id;
+        ensure.partitions = static_cast<int32_t>(t.partitions.size());
+        ensure.log_start_offset = log_start;
+        ensure.config = {{"segment.bytes", t.config.segment_bytes},
+                         {"retention.bytes", t.config.retention_bytes},
+                         {"retention.ms", t.config.retention_ms}};
+        for (int32_t q = 0; q < ensure.partitions; ++q) {
+          auto it = owners->find(cluster::topic_partition{tp.topic, q});
+          ensure.owners[q] = it == owners->end() ? self->state.settings.broker_id : it->second;
         }
-        json body{{"from", self->state.settings.broker_id},
-                  {"partitions", t.partitions.size()},
-                  {"config",
-                   {{"segment.bytes", t.config.segment_bytes},
-                    {"retention.bytes", t.config.retention_bytes},
-                    {"retention.ms", t.config.retention_ms}}},
-                  {"log_start_offset", log_start},
-                  {"owners", owner_list}};
         const auto* row = row_of(self, id);
         logger()->info("move.ensure move={} topic={} partition={} to={} log_start={} log_end={} bytes={} copy={}", id,
                        tp.topic, tp.partition, row->to.value, log_start, log_end, size, shared ? "none" : "bytes");
-        send_ensure(self, id, body.dump(), log_start, 0);
+        send_ensure(self, id, cluster::to_json(ensure).dump(), log_start, 0);
       },
       [self, id, seq](caf::error& e) {
         auto* run = run_of(self, id);
@@ -433,7 +431,7 @@ void send_offsets(self_ptr self, const std::string& id) {
           finish(self, id);
           return;
         }
-        json body{{"topic", tp.topic}, {"partition", tp.partition}, {"offsets", std::move(offsets)}};
+        auto body = cluster::to_json(cluster::move_offsets{tp.topic, tp.partition, std::move(offsets)});
         const auto* row = row_of(self, id);
         call(self, *run, row->to.value, "POST", "/cluster/offsets", body.dump(), true,
              [self, id, failed](int status, json& answer, const std::string& error) {
@@ -541,15 +539,12 @@ void take_back(self_ptr self, const std::string& id) {
 void send_confirm(self_ptr self, const std::string& id, int64_t log_start) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
-  json body{{"from", self->state.settings.broker_id},
-            {"log_end_offset", run->final_end},
-            {"log_start_offset", log_start}};
   // The cutover's epoch: a destination that holds the partition at a later
   // one confirmed an earlier try (its answer lost, or the controller
   // confirmed in this broker's place while it was fenced) and may have
   // taken writes since, so its end no longer matches; it answers 200.
-  if (row->owner_epoch > 0)
-    body["owner_epoch"] = row->owner_epoch;
+  auto body = cluster::to_json(
+    cluster::move_confirm{self->state.settings.broker_id, run->final_end, log_start, static_cast<int64_t>(row->owner_epoch)});
   call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/confirm", body.dump(), true,
        [self, id](int status, json& answer, const std::string& confirm_error) {
          // A destination that is no longer owner answers

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "actors/reassigner_impl.hpp"
+#include "cluster/move_messages.hpp"
 #include "raft/types.hpp"
 
 #pragma GCC diagnostic ignored "-Wshadow"
@@ -374,11 +375,10 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
   auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
   auto handle = caf::actor_cast<reassigner_actor>(self);
   logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
-  json confirm{{"from", m.from}, {"log_end_offset", m.end}};
-  if (m.log_start >= 0)  // the source's sealed log start: records it deleted during the copy stay deleted
-    confirm["log_start_offset"] = m.log_start;
-  if (m.epoch > 0)  // the cutover's epoch: a destination past it confirmed an earlier try
-    confirm["owner_epoch"] = m.epoch;
+  // The source's sealed log start (records it deleted during the copy stay
+  // deleted) and the cutover's epoch (a destination past it confirmed an
+  // earlier try), when the image knows them.
+  auto confirm = cluster::to_json(cluster::move_confirm{m.from, m.end, m.log_start, m.epoch});
   transport::call_peer(*peer, "POST", tp_path(m.tp) + "/confirm", confirm.dump(), status.term, status.leader,
                        st.settings.peer_timeout, [handle, id](int code, json, std::string error) {
                          // Whatever the answer, the next tick decides again from the image.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "actors/reassigner_impl.hpp"
+#include "cluster/move_messages.hpp"
 #include "raft/types.hpp"
 
 // Continuations look their move up again by id instead of capturing a
@@ -25,7 +26,7 @@ void cleanup_destination(self_ptr self, const cluster::move_entry& e, const std:
   auto epoch = static_cast<int64_t>(e.at.value);
   auto holder = controller;
   current_controller(self, epoch, holder);
-  transport::call_peer(*peer, "POST", tp_path(e.tp) + "/cleanup", json{{"owner", e.from.value}}.dump(), epoch,
+  transport::call_peer(*peer, "POST", tp_path(e.tp) + "/cleanup", cluster::to_json(cluster::move_cleanup{e.from.value}).dump(), epoch,
                        holder, self->state.settings.peer_timeout,
                        [id = e.move_id, to = e.to.value](int status, json, std::string error) {
                          if (status == 200 || status == 404)

@@ -11,6 +11,7 @@
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
 #include "cluster/move_journal.hpp"
+#include "cluster/move_messages.hpp"
 #include "raft/types.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/cluster_routes.hpp"
@@ -83,25 +84,21 @@ void ensure(const move_context& ctx, http_request& req, const responder& respond
     return;
   auto topic = req.params["topic"];
   const auto& raw = req.params["partition"];
-  if (!is_str(body, "from") || !is_int(body, "partitions") || !is_int(body, "log_start_offset")
-      || body["log_start_offset"].get<int64_t>() < 0 || raw.empty() || raw.size() > 9
-      || raw.find_first_not_of("0123456789") != std::string::npos
-      || body["partitions"].get<int64_t>() <= std::stoll(raw) || body["partitions"].get<int64_t>() > 100000) {
-    respond(http_response::error(400, "invalid_request",
-                                 "body must be {\"from\",\"partitions\" (> the partition),\"log_start_offset\","
-                                 "\"config\"?,\"owners\"?}"));
+  if (raw.empty() || raw.size() > 9 || raw.find_first_not_of("0123456789") != std::string::npos) {
+    respond(http_response::error(400, "invalid_request", "the partition must be a number"));
     return;
   }
   auto partition = static_cast<int32_t>(std::stol(raw));
-  auto count = static_cast<int32_t>(body["partitions"].get<int64_t>());
-  auto from = body["from"].get<std::string>();
-  auto start = body["log_start_offset"].get<int64_t>();
-  std::map<int32_t, std::string> named;
-  if (body.contains("owners") && body["owners"].is_array())
-    for (const auto& o : body["owners"])
-      if (o.is_object() && is_int(o, "partition") && is_str(o, "owner"))
-        named[o["partition"].get<int32_t>()] = o["owner"].get<std::string>();
-  auto config = body.contains("config") && body["config"].is_object() ? body["config"].dump() : std::string{};
+  auto ensure = cluster::move_ensure_from_json(body, partition);
+  if (!ensure) {
+    respond(http_response::error(400, "invalid_request", ensure.err().message));
+    return;
+  }
+  auto count = ensure->partitions;
+  auto from = ensure->from;
+  auto start = ensure->log_start_offset;
+  auto named = ensure->owners;
+  auto config = ensure->config.is_object() ? ensure->config.dump() : std::string{};
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
              [ctx, respond, topic, partition, count, from, start, named, config](int64_t at, const std::string&) {
     auto topics = ctx.catalog->get();
@@ -218,13 +215,14 @@ void merge_offsets(const move_context& ctx, http_request& req, const responder& 
   json body;
   if (!object_body(req, respond, body))
     return;
-  if (!is_str(body, "topic") || !is_int(body, "partition") || !body.contains("offsets") || !body["offsets"].is_array()) {
-    respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"offsets\":[...]}"));
+  auto pushed = cluster::move_offsets_from_json(body);
+  if (!pushed) {
+    respond(http_response::error(400, "invalid_request", pushed.err().message));
     return;
   }
-  auto topic = body["topic"].get<std::string>();
-  auto partition = body["partition"].get<int32_t>();
-  auto offsets = body["offsets"].dump();
+  auto topic = pushed->topic;
+  auto partition = pushed->partition;
+  auto offsets = pushed->offsets.dump();
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
              [ctx, respond, topic, partition, offsets](int64_t, const std::string&) {
                ask<int32_t>(*ctx.system, ctx.groups, ctx.timeout,
@@ -311,17 +309,18 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
   json body;
   if (!object_body(req, respond, body))
     return;
-  if (!is_int(body, "log_end_offset")) {
-    respond(http_response::error(400, "invalid_request", "body must be {\"from\",\"log_end_offset\"}"));
+  auto confirmed = cluster::move_confirm_from_json(body);
+  if (!confirmed) {
+    respond(http_response::error(400, "invalid_request", confirmed.err().message));
     return;
   }
-  auto expected = body["log_end_offset"].get<int64_t>();
-  // The source's log start (DeleteRecords); absent from a confirm sent in
-  // the source's place, which leaves the copy's own.
-  const int64_t log_start = is_int(body, "log_start_offset") ? body["log_start_offset"].get<int64_t>() : -1;
-  auto from = is_str(body, "from") ? body["from"].get<std::string>() : std::string{};
-  // The cutover's epoch (absent from an older source's confirm): see below.
-  const int64_t cutover_epoch = is_int(body, "owner_epoch") ? body["owner_epoch"].get<int64_t>() : 0;
+  auto expected = confirmed->log_end_offset;
+  // The source's log start (DeleteRecords); -1 (absent) from a confirm sent
+  // in the source's place without it, which leaves the copy's own.
+  const int64_t log_start = confirmed->log_start_offset;
+  auto from = confirmed->from;
+  // The cutover's epoch (0: absent from an older source's confirm): see below.
+  const int64_t cutover_epoch = confirmed->owner_epoch;
   auto topic = req.params["topic"];
   auto [partition, part] = *local;
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
@@ -455,8 +454,8 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
   json body;
   if (!object_body(req, respond, body))
     return;
-  if (!is_str(body, "owner")) {
-    respond(http_response::error(400, "invalid_request", "body must be {\"owner\"}"));
+  if (auto cleanup = cluster::move_cleanup_from_json(body); !cleanup) {
+    respond(http_response::error(400, "invalid_request", cleanup.err().message));
     return;
   }
   auto topic = req.params["topic"];

@@ -1,0 +1,99 @@
+#include "cluster/move_messages.hpp"
+
+#include <limits>
+
+namespace moonmq::cluster {
+namespace {
+
+using json = nlohmann::json;
+
+bool is_int(const json& j, const char* key) { return j.contains(key) && j[key].is_number_integer(); }
+bool is_str(const json& j, const char* key) { return j.contains(key) && j[key].is_string(); }
+
+/// A partition index: an integer in [0, 2^31).
+bool is_partition(const json& j, const char* key) {
+  if (!is_int(j, key))
+    return false;
+  auto v = j[key].get<int64_t>();
+  return v >= 0 && v <= std::numeric_limits<int32_t>::max();
+}
+
+error bad(const char* shape) { return make_error(errc::invalid_request, std::string("body must be ") + shape); }
+
+}  // namespace
+
+json to_json(const move_ensure& m) {
+  json owners = json::array();
+  for (const auto& [p, owner] : m.owners)
+    owners.push_back({{"partition", p}, {"owner", owner}});
+  json j{{"from", m.from}, {"partitions", m.partitions}, {"log_start_offset", m.log_start_offset}, {"owners", owners}};
+  if (!m.config.is_null())
+    j["config"] = m.config;
+  return j;
+}
+
+result<move_ensure> move_ensure_from_json(const json& j, int32_t partition) {
+  const char* shape = R"({"from","partitions" (> the partition),"log_start_offset","config"?,"owners"?})";
+  if (!j.is_object() || !is_str(j, "from") || !is_int(j, "partitions") || !is_int(j, "log_start_offset"))
+    return bad(shape);
+  auto count = j["partitions"].get<int64_t>();
+  move_ensure m;
+  m.from = j["from"].get<std::string>();
+  m.log_start_offset = j["log_start_offset"].get<int64_t>();
+  if (m.log_start_offset < 0 || count <= partition || count > move_max_partitions)
+    return bad(shape);
+  m.partitions = static_cast<int32_t>(count);
+  // Owners the source could not name (a malformed row) are left to the
+  // destination's own image, as before they were sent at all.
+  if (j.contains("owners") && j["owners"].is_array())
+    for (const auto& o : j["owners"])
+      if (o.is_object() && is_partition(o, "partition") && is_str(o, "owner"))
+        m.owners[o["partition"].get<int32_t>()] = o["owner"].get<std::string>();
+  if (j.contains("config") && j["config"].is_object())
+    m.config = j["config"];
+  return m;
+}
+
+json to_json(const move_offsets& m) {
+  return json{{"topic", m.topic}, {"partition", m.partition}, {"offsets", m.offsets}};
+}
+
+result<move_offsets> move_offsets_from_json(const json& j) {
+  if (!j.is_object() || !is_str(j, "topic") || !is_partition(j, "partition") || !j.contains("offsets")
+      || !j["offsets"].is_array())
+    return bad(R"({"topic","partition","offsets":[...]})");
+  return move_offsets{j["topic"].get<std::string>(), j["partition"].get<int32_t>(), j["offsets"]};
+}
+
+json to_json(const move_confirm& m) {
+  json j{{"from", m.from}, {"log_end_offset", m.log_end_offset}};
+  if (m.log_start_offset >= 0)
+    j["log_start_offset"] = m.log_start_offset;
+  if (m.owner_epoch > 0)
+    j["owner_epoch"] = m.owner_epoch;
+  return j;
+}
+
+result<move_confirm> move_confirm_from_json(const json& j) {
+  if (!j.is_object() || !is_int(j, "log_end_offset"))
+    return bad(R"({"from","log_end_offset","log_start_offset"?,"owner_epoch"?})");
+  move_confirm m;
+  m.log_end_offset = j["log_end_offset"].get<int64_t>();
+  if (is_int(j, "log_start_offset"))
+    m.log_start_offset = j["log_start_offset"].get<int64_t>();
+  if (is_str(j, "from"))
+    m.from = j["from"].get<std::string>();
+  if (is_int(j, "owner_epoch"))
+    m.owner_epoch = j["owner_epoch"].get<int64_t>();
+  return m;
+}
+
+json to_json(const move_cleanup& m) { return json{{"owner", m.owner}}; }
+
+result<move_cleanup> move_cleanup_from_json(const json& j) {
+  if (!j.is_object() || !is_str(j, "owner"))
+    return bad(R"({"owner"})");
+  return move_cleanup{j["owner"].get<std::string>()};
+}
+
+}  // namespace moonmq::cluster
