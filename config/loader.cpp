@@ -37,7 +37,7 @@ public:
 
   /// The sub-object `key`; an absent key gives a reader that reads nothing.
   reader child(const std::string& key) {
-    const json* j = take(key);
+    const json* j = take(key, false);
     if (j && !j->is_object()) {
       error(key, "expected an object, got " + type_name(*j));
       j = nullptr;
@@ -153,8 +153,12 @@ private:
     return s;
   }
 
-  const json* take(const std::string& key) {
+  /// Marks `key` consumed and, for a value (`leaf`, not a section), notes
+  /// its path in load_result::keys_read whether or not it is set.
+  const json* take(const std::string& key, bool leaf = true) {
     seen_.insert(key);
+    if (leaf)
+      result_.keys_read.insert(join(key));
     if (!obj_)
       return nullptr;
     auto it = obj_->find(key);

@@ -9,6 +9,7 @@
 //   4. each `--set Dotted.Key=value` (value parsed as JSON when it parses,
 //      otherwise taken as a string; the leading "Server." may be omitted).
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct load_result {
   std::vector<std::string> warnings;
   /// Files actually read, in order.
   std::vector<std::string> files;
+  /// The dotted path of every value the loader looked for, set or not
+  /// ("Server.Cluster.Peers[0].Id", "Server.Autobalance.Goals.NW_IN.Enabled"):
+  /// what docs/configuration.md must document (tests/config/docs_keys.test.cpp).
+  std::set<std::string> keys_read;
   bool ok() const { return errors.empty(); }
 };
 
