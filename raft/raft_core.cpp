@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "util/invariant.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::raft {
@@ -172,6 +173,9 @@ void raft_core::tick_leader() {
 // ---- roles ------------------------------------------------------------------
 
 void raft_core::become_follower(term t, node_id leader) {
+  // Terms only grow (Raft paper §5.1): a node that went back to an earlier
+  // term could vote twice in it.
+  MOONMQ_INVARIANT(t >= term_, "node {} would go from term {} back to {}", cfg_.self.str(), term_.value, t.value);
   if (t != term_) {
     term_ = t;
     vote_ = node_id{};
@@ -385,11 +389,16 @@ ready_batch raft_core::ready() {
   }
   rd.messages = std::move(msgs_);
   msgs_.clear();
+  MOONMQ_INVARIANT(commit_ <= log_.last_index(), "node {} commits {} past its last entry {}", cfg_.self.str(),
+                   commit_.value, log_.last_index().value);
   for (log_index i = applied_.next(); i <= commit_; i = i.next()) {
     const log_entry& e = log_.at(i);
     auto st = state_.apply(e);
-    if (!st)  // cannot happen: applied_ tracks state_.applied_index() exactly
-      log::get("raft")->error("raft.impossible node={} reason=apply error={}", cfg_.self.str(), st.err().message);
+    // applied_ tracks state_.applied_index() exactly, and entries apply in
+    // index order: a refusal here means the applied table and the log
+    // disagree, and nothing applied after could be trusted.
+    MOONMQ_INVARIANT(st.ok(), "node {} could not apply entry {}: {}", cfg_.self.str(), e.index.value,
+                     st.ok() ? std::string{} : st.err().message);
     rd.committed.push_back(e);
     if (std::holds_alternative<broker_entry>(e.payload))
       sync_learners();

@@ -15,6 +15,7 @@
 #include "storage/record_batch.hpp"
 #include "storage/recovery_point.hpp"
 #include "util/atomic_file.hpp"
+#include "util/invariant.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::storage {
@@ -376,8 +377,14 @@ result<offset> partition_log::append_validated(std::string_view batch, offset ba
     if (auto st = roll(); !st)
       return st.err();
   }
+  // Offsets are handed out once, in order, without gaps: every caller
+  // appends at the log end (docs/storage.md "Appends, rolls and reads").
+  MOONMQ_INVARIANT(base == log_end() && last >= base, "{}: batch [{}, {}] appended at log end {}", dir_,
+                   base.value, last.value, log_end().value);
   if (auto st = active_.append(batch, base, last, max_timestamp, hold_up_to); !st)
     return st.err();
+  MOONMQ_INVARIANT(log_end() == offset{last.value + 1}, "{}: log end {} after appending up to {}", dir_, log_end().value,
+                   last.value);
   dirty_ = true;
   written_since_fdatasync_ = true;
   return base;
