@@ -137,7 +137,7 @@ class broker_traits_view;
 struct topic_placement_settings {
   /// Cluster.TopicPlacement ("proposer" or "spread"); the metadata log's
   /// TopicPlacement overrides it.
-  std::string configured = "proposer";
+  std::string configured = "spread";
   /// Each broker's rack, weight and topic placement version, as the
   /// load_meter last heard them (null: always on this broker).
   std::shared_ptr<broker_traits_view> traits;

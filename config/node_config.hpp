@@ -106,12 +106,13 @@ struct cluster_config : listener_config {
   /// "Racks and weights").
   std::string rack;
   /// Cluster.TopicPlacement: where the partitions of a topic created (or
-  /// grown) through this broker start: "proposer" (all on this broker, the
-  /// balancer spreads them later) or "spread" (over racks by rack weight and
-  /// brokers by weight, docs/metadata.md "Placing a new topic's
-  /// partitions"). The metadata log's TopicPlacement, set with PATCH
-  /// /admin/balancer, overrides it cluster-wide.
-  std::string topic_placement = "proposer";
+  /// grown) through this broker start: "spread" (the default: over racks by
+  /// rack weight and brokers by weight, docs/metadata.md "Placing a new
+  /// topic's partitions", as Kafka spreads a new topic's replicas) or
+  /// "proposer" (all on this broker, the balancer spreads them later). The
+  /// metadata log's TopicPlacement, set with PATCH /admin/balancer,
+  /// overrides it cluster-wide.
+  std::string topic_placement = "spread";
   /// Cluster.Weight (0.01-100): this broker's relative size; the
   /// distribution goals give it a share of each resource proportional to it.
   double weight = 1.0;

@@ -169,6 +169,10 @@ for i in 0 1 2; do
       // demo's progress bars have something to show (with --shared a move
       // copies nothing).
       "MoveThrottleBytesPerSec": 262144,
+      // Every topic starts on the broker it is created through (b1), not
+      // spread as it would be by default, so that the balance loop has
+      // something to spread while the demo watches.
+      "TopicPlacement": "proposer",
       "Peers": [
         $peers
       ]

@@ -67,6 +67,7 @@ public:
                                   std::string("Cluster.Token=") + token,
                                   "Cluster.Peers=" + peers.dump(),
                                   "Cluster.Raft.Enabled=true",
+                                  "Cluster.TopicPlacement=proposer",  // topics start where the bench creates them
                                   "LogLevel=info"};
     sets.insert(sets.end(), common_.begin(), common_.end());
     // A restart must not find the previous run's node.ready line.

@@ -358,6 +358,7 @@ int main(int argc, char** argv) {
                                       "Cluster.BatchBytes=" + std::to_string(o.batch_bytes),
                                       "Cluster.MoveThrottleBytesPerSec=" + std::to_string(o.throttle),
                                       "Cluster.MoveWindow=" + std::to_string(window),
+                                      "Cluster.TopicPlacement=proposer",  // the moved topic starts on the source
                                       "Port=" + std::to_string(client),
                                       "Cluster.Peers=" + peers.dump()};
     };

@@ -367,13 +367,13 @@ TEST_CASE("Cluster.Rack and Cluster.Weight default to none and 1, and are checke
   }
 }
 
-TEST_CASE("Cluster.TopicPlacement is proposer by default, spread when set, and nothing else", "[config]") {
+TEST_CASE("Cluster.TopicPlacement is spread by default, proposer when set, and nothing else", "[config]") {
   auto plain = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})", "t.json");
   REQUIRE(plain.ok());
-  CHECK(plain.config.cluster->topic_placement == "proposer");
-  auto set = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "TopicPlacement": "spread"}}})", "t.json");
+  CHECK(plain.config.cluster->topic_placement == "spread");
+  auto set = load_text(R"({"Server": {"Cluster": {"BrokerId": "b1", "TopicPlacement": "proposer"}}})", "t.json");
   REQUIRE(set.ok());
-  CHECK(set.config.cluster->topic_placement == "spread");
+  CHECK(set.config.cluster->topic_placement == "proposer");
   for (const char* bad : {R"({"Server": {"Cluster": {"BrokerId": "b1", "TopicPlacement": "Spread"}}})",
                           R"({"Server": {"Cluster": {"BrokerId": "b1", "TopicPlacement": true}}})"}) {
     auto r = load_text(bad, "t.json");

@@ -99,6 +99,10 @@ void move_cluster::launch(size_t i, std::vector<std::string> extra) {
     };
     return has(common_) || has(b.extra);
   };
+  // Unless a test says otherwise, a topic starts on the broker it was
+  // created through (TopicPlacement proposer): the tests name its owner.
+  if (!sets("Cluster.TopicPlacement="))
+    overrides.push_back("Cluster.TopicPlacement=proposer");
   if (!sets("Cluster.Raft.ElectionTimeoutMs=")) {
     overrides.push_back(std::string("Cluster.Raft.ElectionTimeoutMs=") + (i == 0 ? "600" : "3000"));
     if (!sets("Cluster.Raft.HeartbeatMs="))

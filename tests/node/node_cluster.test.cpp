@@ -21,7 +21,7 @@ namespace {
 
 std::vector<std::string> member(const std::string& id, uint16_t port, const std::string& peer, uint16_t peer_port) {
   return {"Cluster.BrokerId=" + id, "Cluster.Port=" + std::to_string(port), "Cluster.Token=tok",
-          "Cluster.PeerTimeout=1",
+          "Cluster.PeerTimeout=1", "Cluster.TopicPlacement=proposer",
           "Cluster.Peers=[{\"Id\":\"" + peer + "\",\"Address\":\"127.0.0.1:" + std::to_string(peer_port) + "\"}]"};
 }
 
