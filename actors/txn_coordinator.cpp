@@ -139,8 +139,10 @@ void complete(self_ptr self, const std::string& id);
 /// `rec` at a later version (a write by another coordinator of the very
 /// same record has the same effect), or the id is gone for a removal.
 /// Asked when the raft node could not tell (its entry arrived inside an
-/// installed snapshot) or the entry was replaced after a change of leader;
-/// by then the image has applied past the entry's index.
+/// installed snapshot). For a proposal made here the image has applied past
+/// the entry's index by then; for one relayed from the leader it may still
+/// be behind, and the request is then decided again, which the version's
+/// compare-and-set keeps safe.
 std::optional<txn_record> applied_in_image(self_ptr self, const std::string& id, const txn_record& rec,
                                            uint64_t expect, bool remove) {
   auto current = record_of(self, id);
@@ -158,13 +160,12 @@ std::optional<txn_record> applied_in_image(self_ptr self, const std::string& id,
 /// Proposes `rec` for `id` at version `expect` (with `remove`, the id's
 /// removal instead); `ok` gets the applied record (its version set),
 /// `refused` is told of a lost compare-and-set, `failed` of anything else
-/// (no leader, timeout). An outcome the raft node cannot tell (503
-/// proposal_outcome_unknown: the entry arrived here inside an installed
-/// snapshot) or an entry replaced after a change of leader (503
-/// proposal_lost) is decided from the image: `ok` when it holds the write,
-/// else `refused`, so that the request is decided again against the image
-/// (every write is a compare-and-set on the version, so deciding again
-/// never applies a change twice).
+/// (no leader, timeout, an entry replaced after a change of leader). An
+/// outcome the raft node cannot tell (503 proposal_outcome_unknown: the
+/// entry arrived here inside an installed snapshot) is decided from the
+/// image: `ok` when it holds the write, else `refused`, so that the request
+/// is decided again against the image (every write is a compare-and-set on
+/// the version, so deciding again never applies a change twice).
 void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expect,
              std::function<void(txn_record)> ok, std::function<void()> refused,
              std::function<void(std::string)> failed, bool remove = false) {
@@ -183,7 +184,7 @@ void propose(self_ptr self, const std::string& id, txn_record rec, uint64_t expe
       },
       [self, id, rec, expect, remove, ok, refused, failed](const caf::error& err) {
         const auto code = error_code_of(err);
-        if (code == "proposal_outcome_unknown" || code == "proposal_lost") {
+        if (code == "proposal_outcome_unknown") {
           auto applied = applied_in_image(self, id, rec, expect, remove);
           log::get("broker")->info("txn.proposal_settled_from_image id=\"{}\" expect_version={} applied={} "
                                    "why=\"{}\"",
@@ -427,8 +428,14 @@ void complete(self_ptr self, const std::string& id) {
       end_round(self, id, success_of(applied));
     },
     [self, id, rec] {
-      // Another coordinator completed it first (the record moved on).
-      self->state.done.erase(id);
+      // Another coordinator completed it first (the record moved on). A
+      // completion whose outcome the raft node could not tell and that the
+      // image does not show either may still have left the record prepared
+      // at this version: then what succeeded of the ending is kept, so that
+      // the tick's next round sends no marker or offset twice.
+      auto now = record_of(self, id);
+      if (!now || now->version != rec.version)
+        self->state.done.erase(id);
       end_round(self, id, success_of(rec));
     },
     [self, id, rec](std::string why) {

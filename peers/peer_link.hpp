@@ -52,7 +52,9 @@ public:
   /// Sends one request; `done` gets the answer (any status counts) or the
   /// error. After close(), fails at once.
   virtual void request(peer_request req, peer_callback done) = 0;
-  /// Fails whatever is pending and closes the link. Idempotent.
+  /// Fails whatever is pending and closes the link. Idempotent. May wait
+  /// for the pending callbacks to run (http_client: up to 2 s), so it is
+  /// never called from one of the link's own callbacks.
   virtual void close() = 0;
   /// Connections currently open (for /admin/actors).
   virtual int open_connections() const = 0;

@@ -32,7 +32,6 @@ class session_probe;
 
 namespace moonmq::transport {
 
-class http_client;
 class kafka_group_table;
 
 struct client_context {

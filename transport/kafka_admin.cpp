@@ -104,8 +104,8 @@ void create_partitions(const std::shared_ptr<kafka_context>& ctx, kafka::create_
       r.error_message = "the partition count must be at most " + std::to_string(dataplane::max_partitions);
     } else if (t.assignments && !t.assignments->empty()) {
       r.error_code = ec::invalid_replica_assignment;
-      r.error_message = "manual assignment is not supported: new partitions are owned by the broker that adds "
-                        "them; move them afterwards (moonmqctl reassign)";
+      r.error_message = "manual assignment is not supported: new partitions start as TopicPlacement says; "
+                        "move them afterwards (moonmqctl reassign)";
     } else if (!req.validate_only) {
       todo.push_back(i);
     }

@@ -32,7 +32,6 @@ namespace moonmq::transport {
 
 class kafka_producer_ids;
 class kafka_group_table;
-class http_client;
 
 struct kafka_context {
   caf::actor_system* system = nullptr;

@@ -121,8 +121,10 @@ TEST_CASE("produce for a partition owned elsewhere is forwarded and fetch answer
            + "\",\"ClientAddress\":\"127.0.0.1:" + std::to_string(client) + "\"}]";
   };
   node_process b1{d1, {"Cluster.BrokerId=b1", "Cluster.Port=" + std::to_string(p1), "Cluster.Token=tok",
+                       "Cluster.TopicPlacement=proposer",
                        "Port=" + std::to_string(c1), "Cluster.PeerTimeout=1", peer_of("b2", p2, c2)}};
   node_process b2{d2, {"Cluster.BrokerId=b2", "Cluster.Port=" + std::to_string(p2), "Cluster.Token=tok",
+                       "Cluster.TopicPlacement=proposer",
                        "Port=" + std::to_string(c2), peer_of("b1", p1, c1)}};
   auto admin1 = b1.wait_ready();
   REQUIRE(admin1);
