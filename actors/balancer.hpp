@@ -29,6 +29,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/broker_traits_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/reassigner.hpp"
 #include "actors/registry.hpp"
@@ -86,6 +87,9 @@ struct balancer_settings {
   /// This broker's Raft status: leadership and the leader's per-peer
   /// silence (raft_status::silent_ms). Without it there is no failover.
   std::shared_ptr<raft_view> raft;
+  /// Where each counted pass publishes the brokers it holds slow, for the
+  /// placement of a new topic's partitions (null: nowhere).
+  std::shared_ptr<broker_traits_view> traits;
 };
 
 /// Spawns the balance loop. It runs passes only when config.enabled; the

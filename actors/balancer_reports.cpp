@@ -141,6 +141,8 @@ std::set<std::string> mark_slow_brokers(balancer_state& st, const json& in, cons
       slow.insert(id);
   if (!counted)
     return slow;
+  if (st.settings.traits)
+    st.settings.traits->set_slow(slow);
   st.last_slow = json::array();
   for (const auto& v : verdicts) {
     if (v.slow != (was_slow.count(v.broker) > 0))

@@ -5,12 +5,15 @@
 // topic's partitions (docs/metadata.md "Placing a new topic's partitions").
 // Written by the load_meter from every answer to its pulls of the peers'
 // reports, and once at start for this broker; a broker that stops answering
-// keeps what it last said, with the time it said it. Thread-safe; readers
+// keeps what it last said, with the time it said it. Beside it, the brokers
+// this broker's balance loop holds slow at its last pass (docs/balancer.md
+// "Slow brokers"), which get no new partition either. Thread-safe; readers
 // take a copy.
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 namespace moonmq {
@@ -34,10 +37,21 @@ class broker_traits_view {
     std::lock_guard<std::mutex> g{mtx_};
     return traits_;
   }
+  /// The brokers the balance loop's last pass holds slow (set by the
+  /// balancer; empty while it runs no passes).
+  void set_slow(std::set<std::string> ids) {
+    std::lock_guard<std::mutex> g{mtx_};
+    slow_ = std::move(ids);
+  }
+  std::set<std::string> slow() const {
+    std::lock_guard<std::mutex> g{mtx_};
+    return slow_;
+  }
 
  private:
   mutable std::mutex mtx_;
   std::map<std::string, announced_traits> traits_;
+  std::set<std::string> slow_;
 };
 
 }  // namespace moonmq

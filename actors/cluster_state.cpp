@@ -150,6 +150,7 @@ broker_look look_at_brokers(self_ptr self, const nlohmann::json& settings) {
     return out;
   }
   auto traits = st.placement.traits->get();
+  const auto slow = st.placement.traits->slow();  // this broker's balance loop's verdicts
   auto standing = st.view->standing();
   // The log's ExcludedBrokers replaces the configured list, as for the
   // balance loop (the same reading of the dynamic settings).
@@ -175,10 +176,11 @@ broker_look look_at_brokers(self_ptr self, const nlohmann::json& settings) {
     }
     out.checked.push_back(id);
     // Candidates: heard from lately (a broker that stopped answering may be
-    // dead before it is fenced), neither removed, draining, fenced nor excluded.
+    // dead before it is fenced), neither removed, draining, fenced,
+    // excluded nor held slow (docs/balancer.md "Slow brokers").
     bool fresh = t->second.heard_ms < 0 || now - t->second.heard_ms <= st.placement.fresh_ms;
     if (fresh && !standing->removed.count(id) && !standing->draining.count(id) && !standing->fenced.count(id)
-        && !excluded.count(id))
+        && !excluded.count(id) && !slow.count(id))
       out.candidates.push_back({id, t->second.rack, t->second.weight, 0, 0});
   }
   return out;
@@ -199,7 +201,7 @@ spread_placement place_spread(self_ptr self, const std::string& topic, int32_t c
   out.why_not = std::move(look.why_not);
   auto candidates = std::move(look.candidates);
   if (out.why_not.empty() && candidates.empty())
-    out.why_not = "no broker is answering and neither draining, fenced nor excluded";
+    out.why_not = "no broker is answering and neither draining, fenced, excluded nor slow";
   if (!out.why_not.empty())
     return out;
   for (const auto& c : candidates)
@@ -674,12 +676,15 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
       auto now = place_spread(self, "", 0, settings, std::move(look));  // count 0: only whether a create would spread
       auto mode = config::topic_placement_with(st.placement.configured, settings);
       nlohmann::json brokers = nlohmann::json::object();
-      if (st.placement.traits)
+      if (st.placement.traits) {
+        const auto slow = st.placement.traits->slow();
         for (const auto& [id, t] : st.placement.traits->get())
           brokers[id] = {{"rack", t.rack},
                          {"weight", t.weight},
                          {"topic_placement", t.topic_placement},
+                         {"slow", slow.count(id) > 0},
                          {"age_ms", t.heard_ms < 0 ? 0 : util::monotonic_ms() - t.heard_ms}};
+      }
       j["topic_placement"] = {{"mode", mode},
                               {"readable", readable},
                               {"spreads", now.why_not.empty()},

@@ -198,6 +198,23 @@ TEST_CASE("a broker whose fsync is slow is marked slow, its partitions move off,
   CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "b1"}}) == 0.0);
   check_readable(c, "wide", wide);
   check_readable(c, "held", held);
+
+  // A new topic spread over the brokers (TopicPlacement spread) leaves the
+  // slow b2 out: its six partitions go three to b1 and three to b3.
+  REQUIRE(call(c.admin(0), "PATCH", "/admin/balancer", R"({"TopicPlacement":"spread"})").status == 200);
+  json placement;
+  REQUIRE(wait_until(
+    [&] {
+      placement = placement_checks::topic_placement_state(c.admin(0));
+      return placement.value("spreads", false) && placement["candidates"] == json::array({"b1", "b3"});
+    },
+    10s));
+  INFO("placement " << placement.dump());
+  CHECK(placement["brokers"]["b2"]["slow"] == true);
+  CHECK(placement["brokers"]["b1"]["slow"] == false);
+  create_topic(c.client(0), "fresh", 6);
+  CHECK(placement_checks::image_owner_counts(c.admin(0), "fresh", 6)
+        == std::map<std::string, int>{{"b1", 3}, {"b3", 3}});
 }
 
 TEST_CASE("TopicPlacement spread: a new topic starts over racks by rack weight once every broker reads it",

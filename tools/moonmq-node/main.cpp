@@ -533,6 +533,7 @@ int run(const config::load_result& loaded) {
     loop.throttle_bytes_per_sec = cfg.cluster->move_throttle_bytes_per_sec;
     loop.image = owners;  // PATCH /admin/balancer settings from the metadata log
     loop.raft = raft.view;  // the leader's per-peer silence, for the shared-storage failover
+    loop.traits = broker_traits;  // its slow verdicts keep new partitions off slow brokers
     // Shared storage: the leader hands a fenced broker's partitions over
     // once it has been silent for the lease and its margin (docs/shared-storage.md).
     loop.shared_storage = !cfg.broker.shared_dir.empty();
