@@ -1,20 +1,11 @@
 #include "peers/peer_survey.hpp"
 
-#include <atomic>
-#include <mutex>
-
+#include "util/fan_in.hpp"
 
 namespace moonmq::transport {
 namespace {
 
 using json = nlohmann::json;
-
-struct survey_round {
-  std::mutex mtx;
-  std::vector<peer_answer> answers;
-  std::atomic<size_t> pending{0};
-  std::function<void(std::vector<peer_answer>)> done;
-};
 
 }  // namespace
 
@@ -25,16 +16,12 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& tar
 
 void survey_peers(const std::vector<cluster_peer>& peers, const std::string& method, const std::string& target,
                   std::chrono::milliseconds timeout, std::function<void(std::vector<peer_answer>)> done) {
-  if (peers.empty()) {
-    done({});
-    return;
-  }
-  auto round = std::make_shared<survey_round>();
-  round->answers.resize(peers.size());
-  round->pending = peers.size();
-  round->done = std::move(done);
+  std::vector<peer_answer> answers(peers.size());
+  for (size_t i = 0; i < peers.size(); ++i)
+    answers[i].id = peers[i].id;
+  auto round = util::fan_in<std::vector<peer_answer>>::make(
+    peers.size(), std::move(answers), [done = std::move(done)](std::vector<peer_answer>& all) { done(std::move(all)); });
   for (size_t i = 0; i < peers.size(); ++i) {
-    round->answers[i].id = peers[i].id;
     peer_request req;
     req.method = method;
     req.target = target;
@@ -43,9 +30,8 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& met
     if (!peers[i].token.empty())
       req.headers.emplace_back("X-Cluster-Token", peers[i].token);
     peers[i].client->request(std::move(req), [round, i](peer_result res) {
-      {
-        std::lock_guard<std::mutex> g{round->mtx};
-        auto& a = round->answers[i];
+      round->add([&](std::vector<peer_answer>& all) {
+        auto& a = all[i];
         a.status = res.status;
         if (!res.ok()) {
           a.error = res.error_message;
@@ -59,12 +45,7 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& met
             a.body = nullptr;
           }
         }
-      }
-      if (--round->pending == 0) {
-        // `done` may own the last reference to `round`: move it out first.
-        auto finish = std::move(round->done);
-        finish(std::move(round->answers));
-      }
+      });
     });
   }
 }

@@ -13,6 +13,7 @@
 #include "raft/types.hpp"
 #include "transport/actor_answers.hpp"
 #include "transport/local_loads.hpp"
+#include "util/fan_in.hpp"
 
 namespace moonmq::transport {
 namespace {
@@ -21,22 +22,9 @@ using json = nlohmann::json;
 
 /// One /admin/cluster answer in the making: the peers' /cluster/loads
 /// answers and this broker's own loads, gathered in parallel.
-struct cluster_round {
-  std::mutex mtx;
+struct cluster_parts {
   std::vector<peer_answer> peers;
   json local;
-  int pending = 2;
-  std::function<void()> done;
-
-  /// `done` captures the round itself; moving it out breaks that cycle.
-  void finish_one() {
-    std::unique_lock<std::mutex> g{mtx};
-    if (--pending != 0)
-      return;
-    g.unlock();
-    auto finish = std::move(done);
-    finish();
-  }
 };
 
 json brokers_json(const cluster_admin_context& ctx, const std::vector<peer_answer>& answers) {
@@ -161,13 +149,9 @@ void answer(const cluster_admin_context& ctx, const responder& respond, json bro
 /// journal and every reachable peer's (GET /cluster/moves), then calls
 /// `done` on some thread. A peer that does not answer counts nothing.
 void moves_naming(const cluster_admin_context& ctx, const std::string& id, std::function<void(int64_t)> done) {
-  struct round {
-    std::mutex mtx;
-    int64_t count = 0;
-    int pending = 2;
-    std::function<void(int64_t)> done;
-    void add(const json& rows, const std::string& id) {
-      std::unique_lock<std::mutex> g{mtx};
+  auto counted = util::fan_in<int64_t>::make(2, 0, [done = std::move(done)](int64_t& count) { done(count); });
+  auto add = [counted, id](const json& rows) {
+    counted->add([&](int64_t& count) {
       if (rows.is_array())
         for (const auto& row : rows) {
           auto state = cluster::parse_move_state(row.value("state", std::string{}));
@@ -175,29 +159,22 @@ void moves_naming(const cluster_admin_context& ctx, const std::string& id, std::
               && (row.value("from", std::string{}) == id || row.value("to", std::string{}) == id))
             ++count;
         }
-      if (--pending != 0)
-        return;
-      g.unlock();
-      auto finish = std::move(done);
-      finish(count);
-    }
+    });
   };
-  auto r = std::make_shared<round>();
-  r->done = std::move(done);
   if (ctx.reassigner)
     ask<std::string>(
       *ctx.system, *ctx.reassigner, std::chrono::seconds(5),
-      [r, id](std::string& rows) { r->add(json::parse(rows, nullptr, false), id); },
-      [r, id](const caf::error&) { r->add(json(), id); }, list_atom::value);
+      [add](std::string& rows) { add(json::parse(rows, nullptr, false)); }, [add](const caf::error&) { add(json()); },
+      list_atom::value);
   else
-    r->add(json(), id);
-  survey_peers(ctx.peers->all(), "/cluster/moves", ctx.probe_timeout, [r, id](std::vector<peer_answer> answers) {
+    add(json());
+  survey_peers(ctx.peers->all(), "/cluster/moves", ctx.probe_timeout, [add](std::vector<peer_answer> answers) {
     json rows = json::array();
     for (auto& a : answers)
       if (a.ok && a.body.is_object() && a.body.contains("moves") && a.body["moves"].is_array())
         for (auto& row : a.body["moves"])
           rows.push_back(std::move(row));
-    r->add(rows, id);
+    add(rows);
   });
 }
 
@@ -278,28 +255,19 @@ void add_broker_routes(router& r, const cluster_admin_context& ctx) {
 
 void add_cluster_admin_routes(router& r, const cluster_admin_context& ctx) {
   r.add("GET", "/admin/cluster", [ctx](http_request&, responder respond) {
-    auto round = std::make_shared<cluster_round>();
-    round->done = [ctx, respond, round] {
-      answer(ctx, respond, brokers_json(ctx, round->peers), partitions_json(ctx, round->local, round->peers));
-    };
+    auto round = util::fan_in<cluster_parts>::make(2, {}, [ctx, respond](cluster_parts& p) {
+      answer(ctx, respond, brokers_json(ctx, p.peers), partitions_json(ctx, p.local, p.peers));
+    });
     // A peer is alive when its /cluster/loads answered 200 in time.
     survey_peers(ctx.peers->all(), "/cluster/loads", ctx.probe_timeout, [round](std::vector<peer_answer> answers) {
-      {
-        std::lock_guard<std::mutex> g{round->mtx};
-        round->peers = std::move(answers);
-      }
-      round->finish_one();
+      round->add([&](cluster_parts& p) { p.peers = std::move(answers); });
     });
     // Local partitions get half the peers' deadline, as a peer's own
     // /cluster/loads does (cluster_context::loads_timeout).
     collect_local_loads(*ctx.system, ctx.catalog->get(), ctx.owners ? ctx.owners->get() : nullptr, ctx.broker_id,
-                        ctx.probe_timeout / 2, [round](json body) {
-                          {
-                            std::lock_guard<std::mutex> g{round->mtx};
-                            round->local = std::move(body);
-                          }
-                          round->finish_one();
-                        }, ctx.traits);
+                        ctx.probe_timeout / 2,
+                        [round](json body) { round->add([&](cluster_parts& p) { p.local = std::move(body); }); },
+                        ctx.traits);
   });
 
   // The balance loop's status and last pass; a plan from the live model now.

@@ -16,6 +16,7 @@
 #include "transport/actor_answers.hpp"
 #include "net/http_client.hpp"
 #include "peers/peer_survey.hpp"
+#include "util/fan_in.hpp"
 #include "util/names.hpp"
 
 namespace moonmq::transport {
@@ -91,23 +92,13 @@ struct reply {
   std::string error;
 };
 
-/// Collects one reply per part and calls `done` once with all of them.
-struct fan_in {
-  std::mutex mtx;
-  std::vector<reply> replies;
-  size_t pending = 0;
-  std::function<void(std::vector<reply>&)> done;
+/// One reply per part, in part order; `done` once all are in.
+using replies_in = util::fan_in<std::vector<reply>>;
 
-  void put(size_t i, reply r) {
-    std::unique_lock<std::mutex> g{mtx};
-    replies[i] = std::move(r);
-    if (--pending != 0)
-      return;
-    g.unlock();
-    auto finish = std::move(done);  // may hold the last reference to this fan-in
-    finish(replies);
-  }
-};
+/// The callback that stores part `index`'s reply in `in`.
+std::function<void(reply)> part_of(const std::shared_ptr<replies_in>& in, size_t index) {
+  return [in, index](reply r) { in->add([&](std::vector<reply>& all) { all[index] = std::move(r); }); };
+}
 
 /// One request to a peer's cluster listener (token set); `done` gets the
 /// reply with status 0 when the peer could not be reached.
@@ -444,10 +435,7 @@ void store_local(const client_context& ctx, const commit_request& c, std::functi
 /// failing owner's answer (503 owner_unavailable when unreachable).
 void commit_split(const client_context& ctx, std::shared_ptr<commit_request> c,
                   const std::map<std::string, json>& parts, const responder& respond) {
-  auto fan = std::make_shared<fan_in>();
-  fan->replies.resize(parts.size());
-  fan->pending = parts.size();
-  fan->done = [respond](std::vector<reply>& replies) {
+  auto answer = [respond](std::vector<reply>& replies) {
     for (auto& r : replies) {
       if (r.status == 200)
         continue;
@@ -463,10 +451,11 @@ void commit_split(const client_context& ctx, std::shared_ptr<commit_request> c,
     }
     respond(http_response::json(200, "{}"));
   };
+  auto fan = replies_in::make(parts.size(), std::vector<reply>(parts.size()), answer);
   size_t i = 0;
   for (const auto& [owner, offsets] : parts) {
     auto index = i++;
-    auto done = [fan, index](reply r) { fan->put(index, std::move(r)); };
+    auto done = part_of(fan, index);
     commit_request part = *c;
     part.offsets = offsets;
     if (owner == ctx.broker_id) {
@@ -588,10 +577,7 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
       if (topic.empty() || tp.topic == topic)
         holders->insert(owner);
   }
-  auto fan = std::make_shared<fan_in>();
-  fan->replies.resize(peers.size() + 1);
-  fan->pending = peers.size() + 1;
-  fan->done = [done, holders](std::vector<reply>& replies) {
+  auto merge = [done, holders](std::vector<reply>& replies) {
     // The highest offset of each partition wins, with its metadata.
     std::map<std::pair<std::string, int32_t>, std::pair<int64_t, std::string>> merged;
     const reply* not_found = nullptr;
@@ -637,12 +623,13 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
                           {"metadata", committed.second}});
     done(200, json{{"offsets", list}}.dump());
   };
-  read_local(ctx, group, topic, [fan](reply r) { fan->put(0, std::move(r)); });
+  auto fan = replies_in::make(peers.size() + 1, std::vector<reply>(peers.size() + 1), merge);
+  read_local(ctx, group, topic, part_of(fan, 0));
   size_t i = 1;
   for (const auto& p : peers) {
     auto index = i++;
     ask_peer(ctx, p.id, "GET", "/cluster/groups/" + group + "/offsets" + (topic.empty() ? "" : "?topic=" + topic),
-                 {}, [fan, index](reply r) { fan->put(index, std::move(r)); });
+                 {}, part_of(fan, index));
   }
 }
 

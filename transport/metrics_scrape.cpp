@@ -10,6 +10,7 @@
 #include "actors/ask.hpp"
 #include "actors/direct_append.hpp"
 #include "cluster/move_journal.hpp"
+#include "util/fan_in.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::transport {
@@ -122,23 +123,7 @@ void add_broker_families(const broker_census& census, std::vector<sample_family>
 
 /// One scrape in the making: the loads, the committed offsets and the
 /// journal, gathered in parallel.
-struct scrape_round {
-  std::mutex mtx;
-  scrape_input in;
-  int pending = 3;
-  std::function<void(std::string)> done;
-
-  template <class F>
-  void finish_one(F&& fill) {
-    std::unique_lock<std::mutex> g{mtx};
-    fill(in);
-    if (--pending != 0)
-      return;
-    g.unlock();
-    auto finish = std::move(done);  // may hold the last reference to this round
-    finish(metrics::render_families(scrape_families(in)));
-  }
-};
+using scrape_round = util::fan_in<scrape_input>;
 
 std::vector<committed_offset> parse_committed(const std::string& text) {
   std::vector<committed_offset> out;
@@ -168,15 +153,15 @@ template <class Handle, class Atom>
 void ask_part(const scrape_context& ctx, const std::optional<Handle>& dest, Atom msg, const char* part,
               std::shared_ptr<scrape_round> round, std::function<void(scrape_input&, const std::string&)> store) {
   if (!dest) {
-    round->finish_one([](scrape_input&) {});
+    round->add([](scrape_input&) {});
     return;
   }
   ask<std::string>(
     *ctx.system, *dest, ctx.timeout,
-    [round, store](std::string& text) { round->finish_one([&](scrape_input& in) { store(in, text); }); },
+    [round, store](std::string& text) { round->add([&](scrape_input& in) { store(in, text); }); },
     [round, part](const caf::error& e) {
       log::get("transport")->warn("metrics.unanswered part={} error=\"{}\"", part, caf::to_string(e));
-      round->finish_one([](scrape_input&) {});
+      round->add([](scrape_input&) {});
     },
     msg);
 }
@@ -196,10 +181,12 @@ std::vector<sample_family> scrape_families(const scrape_input& in) {
 }
 
 void collect_scrape_metrics(const scrape_context& ctx, std::function<void(std::string)> done) {
-  auto round = std::make_shared<scrape_round>();
-  round->done = std::move(done);
+  scrape_input start;
   if (ctx.owners)
-    round->in.brokers = broker_census{ctx.owners->members(), ctx.owners->standing()};
+    start.brokers = broker_census{ctx.owners->members(), ctx.owners->standing()};
+  auto round = scrape_round::make(3, std::move(start), [done = std::move(done)](scrape_input& all) {
+    done(metrics::render_families(scrape_families(all)));
+  });
   // The partitions this broker owns: every local one without a metadata
   // image, else those the image names this broker owner of.
   auto topics = ctx.catalog ? ctx.catalog->get() : std::make_shared<const topic_map>();
@@ -219,7 +206,7 @@ void collect_scrape_metrics(const scrape_context& ctx, std::function<void(std::s
     }
   read_loads(*ctx.system, actors, ctx.timeout,
              [round, rows = std::move(rows)](std::vector<partition_load>& loads) mutable {
-               round->finish_one([&](scrape_input& in) {
+               round->add([&](scrape_input& in) {
                  for (size_t i = 0; i < loads.size() && i < rows.size(); ++i) {
                    if (!loads[i].error.empty())
                      continue;  // offline: counted by moonmq_offline_partitions instead

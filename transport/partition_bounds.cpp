@@ -7,29 +7,23 @@
 
 #include "actors/errors.hpp"
 #include "peers/peer_survey.hpp"
+#include "util/fan_in.hpp"
 
 namespace moonmq::transport {
 namespace {
 
 using json = nlohmann::json;
 
-struct bounds_round {
-  std::mutex mtx;
-  std::vector<partition_bounds> rows;
-  size_t left = 0;
-  std::function<void(std::vector<partition_bounds>)> done;
+/// The rows of a gather_bounds, one per partition asked for.
+using bounds_in = util::fan_in<std::vector<partition_bounds>>;
 
-  void set(size_t i, partition_bounds b) {
-    std::unique_lock<std::mutex> lock{mtx};
+/// Stores partition `i`'s bounds, keeping the owner its row was given.
+void set_row(const std::shared_ptr<bounds_in>& in, size_t i, partition_bounds b) {
+  in->add([&](std::vector<partition_bounds>& rows) {
     b.owner = rows[i].owner;
     rows[i] = std::move(b);
-    if (--left != 0)
-      return;
-    lock.unlock();
-    auto f = std::move(done);  // may hold the last reference to this round
-    f(std::move(rows));
-  }
-};
+  });
+}
 
 partition_bounds failed(std::string why) {
   partition_bounds b;
@@ -41,48 +35,44 @@ partition_bounds failed(std::string why) {
 
 void gather_bounds(const client_context& ctx, std::vector<cluster::topic_partition> parts,
                    std::function<void(std::vector<partition_bounds>)> done) {
-  auto round = std::make_shared<bounds_round>();
-  round->rows.resize(parts.size());
-  round->left = parts.size();
-  round->done = std::move(done);
-  if (parts.empty()) {
-    round->done({});
-    return;
-  }
   // Every owner first: the answers below fill the rows from other threads.
+  std::vector<partition_bounds> rows(parts.size());
   auto image = ctx.owners ? ctx.owners->get() : nullptr;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!image) {
-      round->rows[i].owner = ctx.broker_id;
+      rows[i].owner = ctx.broker_id;
     } else if (auto it = image->find(parts[i]); it != image->end()) {
-      round->rows[i].owner = it->second;
+      rows[i].owner = it->second;
     }
   }
   std::vector<std::optional<std::string>> owners;
-  for (const auto& r : round->rows)
+  for (const auto& r : rows)
     owners.push_back(r.owner);
+  auto round = bounds_in::make(parts.size(), std::move(rows), [done = std::move(done)](std::vector<partition_bounds>& all) {
+    done(std::move(all));
+  });
   auto local = ctx.catalog->get();
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& tp = parts[i];
     if (!owners[i]) {
-      round->set(i, failed("partition_offline"));
+      set_row(round, i, failed("partition_offline"));
     } else if (*owners[i] != ctx.broker_id) {
       auto peer = ctx.peers->find(*owners[i]);
       if (!peer || !peer->client) {
-        round->set(i, failed("owner_unreachable"));
+        set_row(round, i, failed("owner_unreachable"));
         continue;
       }
       call_peer(*peer, "GET", "/cluster/partitions/" + tp.topic + "/" + std::to_string(tp.partition) + "/log-end", {},
                 0, {}, ctx.timeout, [round, i](int status, json body, std::string) {
                   if (status != 200 || !body.is_object() || !body.contains("log_end_offset")) {
-                    round->set(i, failed("owner_unreachable"));
+                    set_row(round, i, failed("owner_unreachable"));
                     return;
                   }
                   partition_bounds b;
                   b.log_start_offset = body.value("log_start_offset", int64_t{-1});
                   b.log_end_offset = body.value("log_end_offset", int64_t{-1});
                   b.size_bytes = body.value("size_bytes", int64_t{-1});
-                  round->set(i, std::move(b));
+                  set_row(round, i, std::move(b));
                 });
     } else if (auto t = local->find(tp.topic);
                t != local->end() && tp.partition >= 0
@@ -96,13 +86,13 @@ void gather_bounds(const client_context& ctx, std::vector<cluster::topic_partiti
                 b.log_start_offset = lo;
                 b.log_end_offset = hi;
                 b.size_bytes = size;
-                round->set(i, std::move(b));
+                set_row(round, i, std::move(b));
               },
-              [round, i](caf::error& e) { round->set(i, failed(error_code_of(e))); });
+              [round, i](caf::error& e) { set_row(round, i, failed(error_code_of(e))); });
         },
         t->second.partitions[static_cast<size_t>(tp.partition)], ctx.timeout);
     } else {
-      round->set(i, failed("partition_offline"));
+      set_row(round, i, failed("partition_offline"));
     }
   }
 }
