@@ -123,6 +123,10 @@ std::string placement_owner(self_ptr self) {
   return st.self_id;
 }
 
+/// The reason place_spread gives when the mode is proposer (not logged: no
+/// spread was asked for).
+constexpr const char* proposer_mode = "TopicPlacement is proposer";
+
 /// The owners a create or growth proposed here gives the partitions
 /// [from, from + count) of `topic` (docs/metadata.md "Placing a new topic's
 /// partitions"), with the brokers checked to read them; empty owners, and
@@ -194,7 +198,7 @@ spread_placement place_spread(self_ptr self, const std::string& topic, int32_t c
   auto& st = self->state;
   spread_placement out;
   if (config::topic_placement_with(st.placement.configured, settings) != "spread") {
-    out.why_not = "TopicPlacement is proposer";
+    out.why_not = proposer_mode;
     return out;
   }
   out.checked = std::move(look.checked);
@@ -359,7 +363,7 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
       .then(placed, on_err);
     return;
   }
-  if (!spread.why_not.empty() && spread.why_not != "TopicPlacement is proposer")
+  if (!spread.why_not.empty() && spread.why_not != proposer_mode)
     log::get("node")->info("topic.placed_on_proposer topic={} reason=\"{}\"", name, spread.why_not);
   if (grow)
     self->request(st.raft.node, std::chrono::seconds(60), propose_atom::value, grow_atom::value, name, partitions,

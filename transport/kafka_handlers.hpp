@@ -27,6 +27,7 @@
 #include "actors/txn_coordinator.hpp"
 #include "kafka/codec.hpp"
 #include "peers/peer_directory.hpp"
+#include "util/fan_in.hpp"
 
 namespace moonmq::transport {
 
@@ -71,29 +72,22 @@ struct kafka_context {
   std::optional<txn_actor> txns;
 };
 
-/// Calls `finish` once `left` parts reported (from any thread); the
-/// handlers' fan-in of per-partition actor and peer requests.
-struct kafka_gather {
-  std::mutex mtx;
-  size_t left = 0;
-  std::function<void()> finish;
-
-  static std::shared_ptr<kafka_gather> make(size_t n, std::function<void()> f) {
+/// Calls `finish` once `n` parts reported (from any thread); the
+/// handlers' fan-in of per-partition actor and peer requests, which keep
+/// their answers themselves: a util::fan_in that gathers only the count.
+class kafka_gather {
+public:
+  static std::shared_ptr<kafka_gather> make(size_t n, std::function<void()> finish) {
     auto g = std::make_shared<kafka_gather>();
-    g->left = n;
-    g->finish = std::move(f);
-    if (n == 0)
-      g->finish();
+    g->in_ = util::fan_in<bool>::make(n, false, [finish = std::move(finish)](bool&) { finish(); });
     return g;
   }
   void one() {
-    std::unique_lock<std::mutex> lock{mtx};
-    if (--left != 0)
-      return;
-    lock.unlock();
-    auto f = std::move(finish);  // may hold the last reference to this gather
-    f();
+    in_->add([](bool&) {});
   }
+
+private:
+  std::shared_ptr<util::fan_in<bool>> in_;
 };
 
 /// The Kafka node id of `broker` (owner_view::kafka_node_id: a voter's

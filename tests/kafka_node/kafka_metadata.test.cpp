@@ -449,21 +449,19 @@ TEST_CASE("kafka listener with the metadata log: CreateTopics replica assignment
   auto addr = [&](size_t i) { return "127.0.0.1:" + std::to_string(c.kafka(i)); };
   REQUIRE(wait_until([&] { return placement_checks::topic_placement_state(c.admin(0)).value("readable", false); },
                      20s));
-  {
-    std::ofstream f(c.data_dir(0) + "/assign.py");
-    f << "from confluent_kafka.admin import AdminClient, NewTopic\n"
-         "a = AdminClient({'bootstrap.servers': '" + addr(0) + "'})\n"
-         "fs = a.create_topics([NewTopic('ra3', 3, replica_assignment=[[3], [1, 2], [2]]),\n"
-         "                      NewTopic('rbad', 1, replica_assignment=[[7]])], request_timeout=20)\n"
-         "fs['ra3'].result()\n"
-         "print('created')\n"
-         "try:\n"
-         "    fs['rbad'].result()\n"
-         "    print('rbad created')\n"
-         "except Exception as e:\n"
-         "    print('rbad refused', e.args[0].code(), e.args[0].str())\n";
-  }
-  auto [rc, out] = sh("timeout 60 /usr/bin/python3 " + c.data_dir(0) + "/assign.py 2>&1");
+  const std::string py =
+    "from confluent_kafka.admin import AdminClient, NewTopic\n"
+    "a = AdminClient({'bootstrap.servers': '" + addr(0) + "'})\n"
+    "fs = a.create_topics([NewTopic('ra3', 3, replica_assignment=[[3], [1, 2], [2]]),\n"
+    "                      NewTopic('rbad', 1, replica_assignment=[[7]])], request_timeout=20)\n"
+    "fs['ra3'].result()\n"
+    "print('created')\n"
+    "try:\n"
+    "    fs['rbad'].result()\n"
+    "    print('rbad created')\n"
+    "except Exception as e:\n"
+    "    print('rbad refused', e.args[0].code(), e.args[0].str())\n";
+  auto [rc, out] = python_script(c.data_dir(0), "assign.py", py);
   INFO("confluent-kafka create_topics: " << out);
   REQUIRE(rc == 0);
   CHECK(out.find("created\n") != std::string::npos);
