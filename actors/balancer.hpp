@@ -36,6 +36,10 @@
 #include "config/node_config.hpp"
 #include "peers/peer_directory.hpp"
 
+namespace moonmq::cluster {
+class takeover_hold;  // cluster/takeover_hold.hpp
+}
+
 namespace moonmq::plugins {
 class goal_registry;
 }
@@ -84,6 +88,10 @@ struct balancer_settings {
   /// before its partitions are handed over, in ms: the caller passes
   /// LeaseMs + LeaseMarginMs (docs/shared-storage.md "The lease").
   int64_t failover_wait_ms = 3500;
+  /// Shared storage: a partition its source took back after a move's
+  /// cutover is not failed over before this hold ran (null: no hold;
+  /// docs/shared-storage.md "Take-back").
+  std::shared_ptr<cluster::takeover_hold> takeover_hold;
   /// This broker's Raft status: leadership and the leader's per-peer
   /// silence (raft_status::silent_ms). Without it there is no failover.
   std::shared_ptr<raft_view> raft;

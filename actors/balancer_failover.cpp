@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include "actors/balancer_impl.hpp"
+#include "actors/shared_mode.hpp"
 #include "actors/errors.hpp"
 #include "raft/types.hpp"
 #include "util/metrics.hpp"
@@ -93,6 +94,18 @@ goals::failover_selection failover_now(const balancer_state& st, int64_t* term) 
     if (!raft::finished_move_state(m.state))
       v.held.insert({m.tp.topic, m.tp.partition});
   v.held.insert(st.failover_pending.begin(), st.failover_pending.end());
+  // A partition its source took back after a cutover may still have taken
+  // writes at the destination until the destination's lease ran out; the
+  // next owner would read where that epoch ends, so it is not handed over
+  // before the hold a takeover waits (docs/shared-storage.md "Take-back").
+  if (st.settings.takeover_hold)
+    for (const auto& row : v.owners) {
+      cluster::topic_partition tp{row.tp.topic, row.tp.partition};
+      const auto epoch = static_cast<int64_t>(row.epoch);
+      if (st.settings.image->taken_back_epoch(tp) == epoch
+          && st.settings.takeover_hold->holding(tp.topic, tp.partition, epoch, shared_mode::steady_ms()))
+        v.held.insert(row.tp);
+    }
   if (term)
     *term = status.term;
   return goals::select_failover(v);
@@ -113,7 +126,7 @@ void run_failover(self_ptr self, json& pass, goals::cluster_model& model,
   if (sel.partitions.empty()) {
     report["explanation"] = sel.held.empty() ? "fenced brokers are not silent for the wait yet"
                                              : std::to_string(sel.held.size())
-                                                 + " partition(s) wait for an unfinished move or an answer";
+                                                 + " partition(s) wait for an unfinished move, a take-back's hold or an answer";
     pass["failover"] = report;
     return;
   }

@@ -154,8 +154,15 @@ public:
            std::shared_ptr<const epoch_map> epochs = std::make_shared<const epoch_map>(),
            std::shared_ptr<const move_image> moves = std::make_shared<const move_image>(),
            std::shared_ptr<const deleted_topic_map> deleted = std::make_shared<const deleted_topic_map>()) {
+    auto taken_back = std::make_shared<std::map<cluster::topic_partition, int64_t>>();
+    for (const auto& [id, m] : *moves)
+      if (m.epoch > 0 && (m.state == "rolling_back" || m.state == "failed")) {
+        auto& at = (*taken_back)[m.tp];
+        at = std::max(at, m.epoch + 1);
+      }
     {
       std::lock_guard<std::mutex> g{mtx_};
+      taken_back_ = std::move(taken_back);
       moves_ = std::move(moves);
       deleted_ = std::move(deleted);
       current_ = std::move(next);
@@ -222,6 +229,18 @@ public:
   std::shared_ptr<const txn_image> transactions() const {
     std::lock_guard<std::mutex> g{mtx_};
     return txns_;
+  }
+  /// The owner epoch at which a move's source took `tp` back after its
+  /// cutover (a rollback names the source owner at the cutover's epoch + 1),
+  /// as far as the kept moves tell; 0 when none did. Shared storage holds a
+  /// takeover at that epoch until the destination's lease has run out
+  /// (shared_mode::epoch_of, docs/shared-storage.md "Take-back").
+  int64_t taken_back_epoch(const cluster::topic_partition& tp) const {
+    std::unique_lock<std::mutex> g{mtx_};
+    auto back = taken_back_;
+    g.unlock();
+    auto it = back->find(tp);
+    return it == back->end() ? 0 : it->second;
   }
   /// The moves of the metadata log, by id.
   std::shared_ptr<const move_image> moves() const {
@@ -332,6 +351,8 @@ private:
   std::shared_ptr<const broker_standing> standing_ = std::make_shared<const broker_standing>();
   std::shared_ptr<const epoch_map> epochs_ = std::make_shared<const epoch_map>();
   std::shared_ptr<const move_image> moves_ = std::make_shared<const move_image>();
+  std::shared_ptr<const std::map<cluster::topic_partition, int64_t>> taken_back_ =
+    std::make_shared<const std::map<cluster::topic_partition, int64_t>>();
   std::shared_ptr<const txn_image> txns_ = std::make_shared<const txn_image>();
   int64_t txns_changed_at_ = -1;
   std::shared_ptr<const deleted_topic_map> deleted_ = std::make_shared<const deleted_topic_map>();

@@ -63,7 +63,7 @@ std::string seal_marker(const std::string& dir) { return dir + "/sealed"; }
 std::string seal_marker_of(worker_ptr self, const hosted& p) {
   if (!p.settings.shared)
     return seal_marker(dir_of(p.settings));
-  return self->state.data_dir + "/shared-seals/" + std::filesystem::path(dir_of(p.settings)).filename().string();
+  return shared_seal_marker(self->state.data_dir, p.settings.topic, p.settings.partition, p.settings.created_at);
 }
 
 storage::log_config log_config_of(worker_ptr self, const partition_settings& s) {
@@ -584,7 +584,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
   self->state.syncfs = std::make_unique<storage::syncfs_handles>(data_dir);
   if (settings.image) {
     self->state.shared = std::make_unique<shared_mode>(
-      shared_mode{settings.image, settings.broker_id, settings.lease_valid});
+      shared_mode{settings.image, settings.broker_id, settings.lease_valid, settings.takeover_hold});
     self->send(self, follow_atom::value);
     // A new image is followed at once (a move's destination takes the
     // partition over while the source's next steps run, not at the next

@@ -167,6 +167,8 @@ struct hosted {
   /// dormant (the image names another owner: no log, nothing written).
   const shared_mode* shared = nullptr;
   int64_t epoch = 0;
+  /// The image's epoch whose held takeover was logged (shared_mode::held).
+  int64_t held_logged = 0;
 
   hosted() = default;
   hosted(const hosted&) = delete;

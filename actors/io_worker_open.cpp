@@ -147,6 +147,20 @@ void follow_images(worker_ptr self) {
     if (p->settings.shared) {
       (void)follow_image(self, *p);
       touch(self, *p);
+      // A takeover held after a take-back opens on a later poll (polled
+      // until it opened or failed to, not only while the hold runs: the
+      // hold may end between this broker's two looks at it).
+      auto [owner, epoch] = st.shared->image->owner_and_epoch({p->settings.topic, p->settings.partition});
+      if (st.shared->hold && !p->log && !p->damage && !p->counted_offline && owner == st.shared->broker_id
+          && st.shared->after_take_back(p->settings.topic, p->settings.partition, epoch)) {
+        st.followed_image = nullptr;
+        if (p->held_logged != epoch) {
+          p->held_logged = epoch;
+          log::get("broker")->info("partition.takeover_held topic={} partition={} epoch={} hold_ms={} "
+                                   "reason=\"taken back from a move's destination: its lease may still run\"",
+                                   p->settings.topic, p->settings.partition, epoch, st.shared->hold->hold_ms());
+        }
+      }
     }
 }
 

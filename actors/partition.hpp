@@ -30,6 +30,10 @@
 #include "actors/registry.hpp"
 #include "dataplane/topic_catalog.hpp"
 
+namespace moonmq::cluster {
+class takeover_hold;  // cluster/takeover_hold.hpp
+}
+
 namespace moonmq {
 
 class owner_view;  // actors/image.hpp
@@ -195,6 +199,8 @@ struct io_settings {
   std::shared_ptr<const owner_view> image;
   std::string broker_id;
   std::function<bool()> lease_valid;
+  /// Takeovers held after a move's take-back (shared_mode::hold; null: none).
+  std::shared_ptr<cluster::takeover_hold> takeover_hold;
   /// Tests only: called on a worker's committer thread before each WAL
   /// commit it runs ("Pipelined commits", docs/storage.md), so that a test
   /// can hold a commit under way. Null in a broker.

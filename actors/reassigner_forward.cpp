@@ -212,12 +212,13 @@ void flip_failed(self_ptr self, const std::string& id, const std::string& why, s
   if (!run || !row)
     return;
   // Shared storage: the cutover may have committed although its proposal
-  // failed here (a timeout, an election). The destination then confirms by
-  // itself at once, and a rollback, conditional on the cutover's epoch,
-  // would be refused for ever: follow the log forward instead. The seal
+  // failed here (a timeout, an election). The destination then confirms in
+  // place at once (the move may be `done` already), and a rollback would
+  // be refused for ever: follow the log forward instead. The seal
   // held from the start (the log only takes a cutover after it).
   if (row->state != move_state::offsets && self->state.settings.shared) {
-    if (auto m = logged_move(self, id); m && (m->state == "cutover" || m->state == "offsets") && m->epoch > 0) {
+    if (auto m = logged_move(self, id);
+        m && (m->state == "cutover" || m->state == "offsets" || m->state == "done") && m->epoch > 0) {
       if (run->final_end < 0)
         run->final_end = m->end;
       if (run->final_end >= 0) {
@@ -293,7 +294,7 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
         // the log has the move before cutover (a cancel or a controller's
         // verdict may have ended it: then the log is followed). Shared
         // storage: it carries the sealed end, with which the destination
-        // confirms by itself as soon as it applies it (confirm_own_moves).
+        // confirms in place as soon as it applies it (confirm_own_moves).
         propose_step(self, step_payload(self, id, "cutover", {"queued", "copying"}, {},
                                         self->state.settings.shared ? log_end : -1),
                      [self, id, seq2, then](const caf::error* err) {
@@ -589,10 +590,11 @@ void finish(self_ptr self, const std::string& id) {
     return;
   }
   if (self->state.settings.shared) {
-    // The destination confirms by itself as soon as it applies the cutover
-    // (confirm_own_moves in reassigner_log.cpp): its conditional owner
-    // entry in the log is the confirm, and this broker completes when it
-    // sees it (complete_confirmed_moves). The request is sent only when the
+    // The destination confirms in place as soon as it applies the cutover
+    // (confirm_own_moves in reassigner_log.cpp): the move's `done` at the
+    // cutover's epoch (or, from an earlier version, its conditional owner
+    // entry) is the confirm, and this broker completes when it sees it
+    // (complete_confirmed_moves). The request is sent only when the
     // log has not shown it within own_confirm_wait_ms (a destination that
     // does not confirm by itself, or whose own confirm failed). Nothing
     // was copied, so nothing can be missing at the destination, and the
@@ -700,7 +702,12 @@ void reclaim_source(self_ptr self, const std::string& id, const cluster::topic_p
 
 bool confirmed_by_destination(self_ptr self, const cluster::move_entry& row) {
   auto [owner, epoch] = self->state.owners->owner_and_epoch(row.tp);
-  return cluster::destination_confirmed(row.to.value, row.owner_epoch, owner, cluster::journal_epoch(epoch));
+  if (cluster::destination_confirmed(row.to.value, row.owner_epoch, owner, cluster::journal_epoch(epoch)))
+    return true;
+  // Shared storage: the destination's own `done` at the cutover's epoch
+  // (reassigner_log.cpp confirm_in_place).
+  auto m = logged_move(self, row.move_id);
+  return self->state.settings.shared && m && m->state == "done";
 }
 
 void complete_confirmed_moves(self_ptr self) {

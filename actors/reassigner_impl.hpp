@@ -134,7 +134,9 @@ struct orphan_run {
 /// A destination's own confirm of a move (shared storage).
 struct own_confirm {
   bool in_flight = false;
-  bool unsealed = false;  ///< confirmed and unsealed here: nothing left to do
+  bool unsealed = false;  ///< the end checked and the seal lifted here
+  bool done_in_flight = false;  ///< its `done` step is being proposed
+  int64_t done_failed_ms = 0;   ///< when the last `done` proposal failed: proposed again reconcile_retry_ms later
   int64_t failed_ms = 0;  ///< when the last try failed (0 = none did): retried reconcile_retry_ms later
 };
 
@@ -214,6 +216,12 @@ std::string step_payload(self_ptr self, const std::string& id, const std::string
 /// Proposes `payload` through the cluster state; `then(nullptr)` once
 /// applied here, else `then(&error)` (409 move_state_changed: a no-op).
 void propose_step(self_ptr self, std::string payload, std::function<void(const caf::error*)> then);
+/// Shared storage: the log shows move `id` done by its destination (in
+/// place, reassigner_log.cpp confirm_in_place) while this source still runs
+/// it past its cutover. Its run goes on to push the group offsets and then
+/// completes by itself (finish sees the move confirmed), so it is not
+/// adopted: adopting would drop the offsets push.
+bool finishes_itself(self_ptr self, const std::string& id, const move_info& m);
 /// Proposes a step the move does not wait for; a refusal because the log
 /// has ended the move hands over to adopt(), other failures to reconcile().
 void log_step_async(self_ptr self, const std::string& id, const std::string& state,

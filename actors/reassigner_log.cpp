@@ -6,8 +6,11 @@
 // log recorded, so that a source gone for good never strands a move.
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "actors/reassigner_impl.hpp"
+#include "actors/shared_mode.hpp"
 #include "cluster/move_messages.hpp"
 #include "raft/types.hpp"
 
@@ -46,6 +49,12 @@ void propose_step(self_ptr self, std::string payload, std::function<void(const c
     .then([then](bool) { then(nullptr); }, [then](caf::error& e) { then(&e); });
 }
 
+bool finishes_itself(self_ptr self, const std::string& id, const move_info& m) {
+  const auto* row = row_of(self, id);
+  return self->state.settings.shared && m.state == "done" && run_of(self, id) && row
+         && (row->state == move_state::cutover || row->state == move_state::offsets);
+}
+
 void log_step_async(self_ptr self, const std::string& id, const std::string& state,
                     const std::vector<std::string>& expect, const std::string& error, int64_t end,
                     int64_t log_start) {
@@ -57,7 +66,7 @@ void log_step_async(self_ptr self, const std::string& id, const std::string& sta
                    return;
                  if (error_code_of(*e) == "move_state_changed") {
                    auto m = logged_move(self, id);
-                   if (m && raft::finished_move_state(m->state) && m->state != state)
+                   if (m && raft::finished_move_state(m->state) && m->state != state && !finishes_itself(self, id, *m))
                      adopt(self, id);
                    return;
                  }
@@ -115,7 +124,10 @@ bool followed_log(self_ptr self, const std::string& id, const caf::error& err, c
     return true;
   }
   if (m && raft::finished_move_state(m->state)) {
-    adopt(self, id);
+    if (finishes_itself(self, id, *m))
+      proceed();  // the destination's own `done`: the run goes on to complete
+    else
+      adopt(self, id);
     return true;
   }
   return false;
@@ -213,9 +225,9 @@ void when_end_reaches(self_ptr self, partition_actor part, int64_t end, bool exa
 /// the sealed end E, take the source's sealed log start when the log
 /// recorded it (durably, before ownership), take the partition by a
 /// conditional owner entry at the epoch it holds it at, unseal. Run by the
-/// Raft leader driving an orphaned move when it is the destination, and,
-/// with shared storage, by every destination as soon as it applied its
-/// move's cutover (confirm_own_moves). Shared storage: the end is checked
+/// Raft leader driving an orphaned move when it is the destination (a
+/// shared-storage destination confirms its own moves in place instead,
+/// confirm_in_place). Shared storage: the end is checked
 /// before the entry (exactly E: a wrong end leaves the entry unproposed,
 /// so the source can still take the partition back) and again at the new
 /// epoch before the seal is lifted (at least E: another confirm may have
@@ -342,8 +354,10 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
     // confirmed meanwhile (then the next tick finds it confirmed).
     send(move_payload(id, m.tp, m.from, m.to, "failed", {m.state}, why + by, -1, m.epoch));
   };
-  if (m.state == "cutover" || m.end < 0) {
+  if ((m.state == "cutover" && !(st.settings.shared && m.end >= 0)) || m.end < 0) {
     // The drain may not have finished: only the source holds every record.
+    // (Shared storage: the cutover entry carries the sealed end, and the
+    // destination's chain holds every record up to it: confirmed below.)
     give_back("the source " + m.from + " was fenced before its drain finished; the partition is its again");
     return;
   }
@@ -388,8 +402,8 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
 }
 
 /// Shared storage: a move of this broker (source or destination) that the
-/// log ended leaves the seal it set here with no purpose: the destination
-/// wrote nothing for the move, and the source's partition is either
+/// log ended leaves the seal it set here with no purpose: the destination's
+/// files are the chain's whatever it wrote, and the source's partition is either
 /// another broker's or its own again. The step that would lift it may never
 /// come or be refused: a source gone or frozen, whose move the Raft leader
 /// ended, cleans up nothing, and once the controller's failover gave the
@@ -433,6 +447,92 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
 
 }  // namespace
 
+namespace {
+
+/// The destination's own `done` of a move it confirmed in place: the move's
+/// step at the cutover's epoch, which the log applies only while the move
+/// is still in cutover or offsets, so exactly one of it and a take-back
+/// applies (raft/ownership_state.cpp apply_move).
+void propose_own_done(self_ptr self, const std::string& id, const move_info& m) {
+  // Test hook: MOONMQ_TEST_WITHHOLD_OWN_DONE=1 (read once) makes a
+  // destination serve after confirming in place but never propose its
+  // `done`, so that the move can end only by a take-back after it served
+  // (tests/node/node_shared_move.test.cpp).
+  static const bool withheld = [] {
+    const char* v = std::getenv("MOONMQ_TEST_WITHHOLD_OWN_DONE");
+    return v && std::string{v} == "1";
+  }();
+  if (withheld) {
+    self->state.own_confirms[id].done_failed_ms = util::wall_ms();
+    logger()->warn("move.own_done_withheld move={} reason=\"MOONMQ_TEST_WITHHOLD_OWN_DONE\"", id);
+    return;
+  }
+  auto& own = self->state.own_confirms[id];
+  own.done_in_flight = true;
+  propose_step(self, move_payload(id, m.tp, m.from, m.to, "done", {"cutover", "offsets"}, {}, -1, m.epoch),
+               [self, id](const caf::error* e) {
+                 auto& own = self->state.own_confirms[id];
+                 own.done_in_flight = false;
+                 if (!e) {
+                   logger()->info("move.own_done move={}", id);
+                   return;
+                 }
+                 auto m = logged_move(self, id);
+                 if (error_code_of(*e) == "move_state_changed" && m && raft::finished_move_state(m->state)) {
+                   // Done already, or taken back first: then the image
+                   // names the source, and this broker's worker closes the
+                   // partition (the source's takeover waits out this
+                   // broker's lease, docs/shared-storage.md "Take-back").
+                   logger()->info("move.own_done_refused move={} log_state={}", id, m->state);
+                   return;
+                 }
+                 own.done_failed_ms = util::wall_ms();
+                 logger()->warn("move.own_done_failed move={} error=\"{}\" retry_ms={}", id, message_of(*e),
+                                reconcile_retry_ms);
+               });
+}
+
+/// Shared storage: the destination confirms a move to it in place, at the
+/// cutover's epoch it took the partition over at: its log must end exactly
+/// at the sealed end the cutover entry carries (a wrong end proposes
+/// nothing and keeps the seal, so the source can still take the partition
+/// back), then its `done` step is proposed and the seal lifted at once,
+/// without waiting for the step to commit. Writes are acknowledged from
+/// then on at the cutover's epoch; a take-back that the log orders before
+/// the `done` is safe because the source's takeover waits out this
+/// broker's lease (docs/shared-storage.md "Take-back"). A partition whose
+/// durable seal is already gone (this broker checked and unsealed it before
+/// a restart, and has taken writes since) only needs its end at or past the
+/// sealed end. Returns false when this broker does not own the partition
+/// at the cutover's epoch (nothing started); else `unsealed` is called
+/// once, with an empty error on success.
+bool confirm_in_place(self_ptr self, const std::string& id, const move_info& m,
+                      std::function<void(const std::string&)> unsealed) {
+  auto part = local_partition(self, m.tp);
+  auto [owner, epoch] = self->state.owners->owner_and_epoch(m.tp);
+  if (!part || owner != self->state.settings.broker_id || epoch != m.epoch)
+    return false;
+  bool sealed = true;  // the destination sealed it durably at the move's ensure
+  auto topics = self->state.owners->topics();
+  if (auto t = topics->find(m.tp.topic); t != topics->end() && !self->state.settings.data_dir.empty()) {
+    std::error_code ec;
+    sealed = std::filesystem::exists(
+      shared_seal_marker(self->state.settings.data_dir, m.tp.topic, m.tp.partition, t->second.created_at), ec);
+    sealed = sealed || ec;
+  }
+  when_end_reaches(
+    self, *part, m.end, sealed,
+    [self, id, m, part = *part, unsealed] {
+      propose_own_done(self, id, m);
+      self->request(part, local_timeout, seal_atom::value, false)
+        .then([unsealed](int64_t) { unsealed({}); }, [unsealed](caf::error& e) { unsealed(caf::to_string(e)); });
+    },
+    unsealed);
+  return true;
+}
+
+}  // namespace
+
 void confirm_own_moves(self_ptr self) {
   auto& st = self->state;
   if (!st.settings.shared || !st.journal)
@@ -443,17 +543,24 @@ void confirm_own_moves(self_ptr self) {
   for (const auto& [id, m] : *moves) {
     if (m.to != me || (m.state != "cutover" && m.state != "offsets") || m.end < 0 || m.epoch <= 0)
       continue;
-    // At the cutover's epoch: confirm. Above it the owner entry applied
-    // (this broker's, or the confirm request's): only the seal is left to
-    // lift, once. Another owner: taken back or failed over.
+    // At the cutover's epoch: confirm in place. Above it an owner entry
+    // applied (the confirm request's, or an earlier version's own
+    // confirm): only the seal is left to lift, once. Another owner: taken
+    // back or failed over.
     auto [owner, epoch] = st.owners->owner_and_epoch(m.tp);
     if (owner != me || epoch < m.epoch)
       continue;
     auto& own = st.own_confirms[id];
-    if (own.in_flight || own.unsealed || (own.failed_ms > 0 && now - own.failed_ms < reconcile_retry_ms))
-      continue;
     const bool confirmed = cluster::destination_confirmed(me, static_cast<uint64_t>(m.epoch), owner,
                                                           static_cast<uint64_t>(epoch));
+    if (own.unsealed) {
+      // Serving at the cutover's epoch; its `done` has not applied yet.
+      if (!confirmed && !own.done_in_flight && now - own.done_failed_ms >= reconcile_retry_ms)
+        propose_own_done(self, id, m);
+      continue;
+    }
+    if (own.in_flight || (own.failed_ms > 0 && now - own.failed_ms < reconcile_retry_ms))
+      continue;
     if (!confirmed)
       logger()->info("move.own_confirm move={} topic={} partition={} from={} log_end={} epoch={}", id, m.tp.topic,
                      m.tp.partition, m.from, m.end, m.epoch);
@@ -471,11 +578,12 @@ void confirm_own_moves(self_ptr self) {
       own.failed_ms = util::wall_ms();
       logger()->warn("move.own_confirm_failed move={} error=\"{}\"", id, error);
     };
-    own.in_flight = confirmed ? unseal_confirmed(self, m, done) : confirm_here(self, m, done);
+    own.in_flight = confirmed ? unseal_confirmed(self, m, done) : confirm_in_place(self, id, m, done);
   }
   for (auto it = st.own_confirms.begin(); it != st.own_confirms.end();) {
     auto m = moves->find(it->first);
-    bool keep = it->second.in_flight || (m != moves->end() && !finished(m->second.state));
+    bool keep = it->second.in_flight || it->second.done_in_flight
+                || (m != moves->end() && !finished(m->second.state));
     it = keep ? std::next(it) : st.own_confirms.erase(it);
   }
 }
@@ -503,7 +611,7 @@ void reconcile(self_ptr self) {
     }
     bool log_done = finished(m.state);
     bool journal_done = cluster::is_terminal(row->state);
-    if (log_done && !journal_done)
+    if (log_done && !journal_done && !finishes_itself(self, id, m))
       adopt(self, id);
     else if (!log_done && journal_done)
       log_journal_end(self, id, *row, m);

@@ -168,7 +168,16 @@ void adopt(self_ptr self, const std::string& id) {
     start_queued(self);
     return;
   }
-  if (m->state == "done") {
+  if (m->state == "done" && row->state == move_state::rolling_back) {
+    // A rollback this source journaled while the destination's own `done`
+    // (shared storage, in place) reached the log first: the journal allows
+    // only `failed` from here, but the partition is the destination's and
+    // holds every record. The row ends failed, saying so.
+    (void)journal_to(self, id, move_state::failed,
+                     "the destination confirmed before this source's rollback applied; the move is done in the "
+                     "metadata log and the partition is " + row->to.value + "'s");
+    reclaim_source(self, id, tp, m->end);
+  } else if (m->state == "done") {
     if (row->state != move_state::offsets)
       (void)journal_to(self, id, move_state::offsets);
     (void)journal_to(self, id, move_state::done, why);

@@ -146,12 +146,14 @@ inline uint64_t journal_epoch(int64_t image_epoch) {
 
 /// True when the log shows that a move's destination confirmed it: `to`
 /// still owns the partition (`owner`) at an epoch above the cutover's
-/// (`cutover_epoch`, 0 = not known: never confirmed by this rule). Every
-/// confirm (the destination's own, its answer to the source's request, or
-/// one in a fenced source's place) is a conditional owner entry that moves
-/// the epoch past the cutover's before the destination unseals, and a
-/// take-back expects the cutover's epoch, so the log applies exactly one of
-/// them (docs/cluster.md "Moves in the log"). Used by the source (to
+/// (`cutover_epoch`, 0 = not known: never confirmed by this rule). A
+/// confirm by request (its answer to the source's, or one in a fenced
+/// source's place) is a conditional owner entry that moves the epoch past
+/// the cutover's before the destination unseals, and a take-back expects
+/// the cutover's epoch, so the log applies exactly one of them
+/// (docs/cluster.md "Moves in the log"). A shared-storage destination's
+/// own confirm is a `done` at the cutover's epoch instead, which this rule
+/// does not see: its callers also read the move's state. Used by the source (to
 /// complete, and never to take back), the controller for a fenced source's
 /// move, and take_back_decision.
 bool destination_confirmed(const std::string& to, uint64_t cutover_epoch, const std::string& owner, uint64_t epoch);

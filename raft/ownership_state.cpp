@@ -260,12 +260,16 @@ bool ownership_state::apply_move(const move_entry& m, log_index at) {
     bool rollback = past_cutover && (m.state == "rolling_back" || m.state == "failed");
     // The owner change each step implies, in the same entry. A cutover
     // takes the partition from its source only; `done` needs the
-    // destination's confirm (its conditional owner entry bumped the epoch
-    // past the cutover's); a rollback must name the cutover's epoch, so
-    // that it can never apply over a confirm.
+    // destination's confirm: its conditional owner entry bumped the epoch
+    // past the cutover's, or (shared storage) it is the destination's own
+    // `done` at the cutover's epoch (expect_epoch = the cutover's, checked
+    // above), which the log orders against a take-back by the move's
+    // state. A rollback must name the cutover's epoch, so that it can never
+    // apply over a confirm.
     if (m.state == "cutover" && owner_of(tp) != std::optional{rec.from})
       return false;
-    if (m.state == "done" && (owner_of(tp) != std::optional{rec.to} || epoch_of(tp) <= rec.epoch))
+    const bool done_in_place = rec.epoch > 0 && m.expect_epoch == rec.epoch;
+    if (m.state == "done" && (owner_of(tp) != std::optional{rec.to} || (epoch_of(tp) <= rec.epoch && !done_in_place)))
       return false;
     if (rollback && m.expect_epoch == 0)
       return false;

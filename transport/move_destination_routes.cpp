@@ -270,11 +270,13 @@ void confirm_shared(const move_context& ctx, const responder& respond, const std
     if (!checked(end))
       return;
     auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
-    // The entry expects the cutover's epoch, never a later one: this broker
-    // may have confirmed by itself meanwhile (reassigner_log.cpp
-    // confirm_own_moves) and be taking writes at the epoch after it, which
-    // a second entry would end under them. Refused then: the source retries
-    // and is answered "already confirmed".
+    // The entry expects the cutover's epoch, never a later one: an earlier
+    // try of this confirm may have applied and this broker be taking writes
+    // at the epoch after it, which a second entry would end under them.
+    // Refused then: the source retries and is answered "already
+    // confirmed". (This broker's own confirm in place, reassigner_log.cpp
+    // confirm_in_place, stays at the cutover's epoch and ends the move
+    // `done`; a request after it is answered above.)
     if (cutover_epoch > 0)
       epoch = cutover_epoch;
     if (owner != ctx.broker_id) {
@@ -354,7 +356,7 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
       // cutover epoch; not taken back), and only while no other move of
       // the partition runs: its seal must not be lifted here.
       auto [owner, epoch] = ctx.owners->owner_and_epoch({topic, partition});
-      bool this_move = false, other_open = false;
+      bool this_move = false, other_open = false, done_in_place = false;
       int64_t sealed_end = -1;  // as the log recorded it (shared storage: from the cutover on)
       const auto moves = ctx.owners->moves();
       for (const auto& [mid, m] : *moves) {
@@ -364,13 +366,16 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
             && (m.state == "cutover" || m.state == "offsets" || m.state == "done")) {
           this_move = true;
           sealed_end = m.end;
+          // Shared storage: this broker's own `done` at the cutover's
+          // epoch (reassigner_log.cpp confirm_in_place).
+          done_in_place = ctx.shared && m.state == "done" && owner == ctx.broker_id && epoch == cutover_epoch;
         } else if (!raft::finished_move_state(m.state)) {
           other_open = true;
         }
       }
       if (this_move && !other_open
-          && cluster::destination_confirmed(ctx.broker_id, static_cast<uint64_t>(cutover_epoch), owner,
-                                            cluster::journal_epoch(epoch))) {
+          && (done_in_place || cluster::destination_confirmed(ctx.broker_id, static_cast<uint64_t>(cutover_epoch),
+                                                              owner, cluster::journal_epoch(epoch)))) {
         auto unseal = [ctx, respond, topic, partition, part, epoch, fail] {
           ask<int64_t>(*ctx.system, part, ctx.timeout, [ctx, respond, topic, partition, epoch](int64_t& end) {
             log::get("reassigner")->info("move.confirmed topic={} partition={} log_end={} epoch={} again=true", topic,
@@ -468,9 +473,10 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
     }
     auto fail = fail_with(respond);
     if (ctx.shared) {
-      // Shared storage: this broker never wrote the partition for the move
-      // (it was sealed whenever it held it open), and its files are every
-      // later epoch's history: only the seal is lifted.
+      // Shared storage: the partition's files are every later epoch's
+      // history (a destination that confirmed in place and was then taken
+      // back may have written at the cutover's epoch: the source's takeover
+      // read them): only the seal is lifted.
       ask<int64_t>(*ctx.system, part, ctx.timeout, [respond, topic, partition](int64_t& end) {
         log::get("reassigner")->info("move.cleaned topic={} partition={} copy=none", topic, partition);
         respond(http_response::json(200, json{{"log_end_offset", end}}.dump()));

@@ -95,16 +95,17 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   CHECK(row.value("bytes_copied", int64_t{-1}) == 0);
   CHECK(row.value("bytes_total", int64_t{-1}) == 0);
   CHECK(row.value("error", "") == "");
-  // The destination confirmed by itself once it applied the cutover (its
-  // conditional owner entry is the confirm), and the source completed on
-  // seeing that entry in the log, without sending a confirm request.
+  // The destination confirmed in place once it applied the cutover (its
+  // `done` step at the cutover's epoch is the confirm), and the source
+  // completed on seeing the move done in the log, without sending a
+  // confirm request.
   const auto move_id = row.value("move_id", std::string{});
   REQUIRE_FALSE(move_id.empty());
   CHECK(c.logs(dst).find("move.own_confirm move=" + move_id) != std::string::npos);
   CHECK(c.logs(dst).find("copy=none own=true") != std::string::npos);
   CHECK(c.logs(src).find("move.confirmed_in_log move=" + move_id) != std::string::npos);
-  // The group offsets' push raced that confirm's epoch bump and was merged
-  // at the new epoch, not refused and retried.
+  // The group offsets' push was merged at the cutover's epoch, where the
+  // destination stays, not refused and retried.
   CHECK(c.logs(src).find("move.offsets_retry move=" + move_id) == std::string::npos);
 
   // The source's epoch directory after its seal, as the chain reads it.
@@ -121,7 +122,8 @@ TEST_CASE("shared storage: a move copies nothing, and every acknowledged record 
   // directory is unchanged (no reset, nothing appended after the seal).
   const auto records_after = epochs_of(root);
   INFO("epoch records before " << records_before.size() << ", after " << records_after.size());
-  CHECK(records_after.size() > records_before.size());
+  // One takeover: the destination serves at the cutover's epoch.
+  CHECK(records_after.size() == records_before.size() + 1);
   CHECK(records_after.front() == records_before.front());
   CHECK(files_of(src_epoch_dir) == src_files);
   // Nothing was copied to the destination's own disk.
@@ -200,4 +202,109 @@ TEST_CASE("shared storage: a move of ~50 MB takes about as long as one of ~50 KB
   // The big partition reads whole from its new owner.
   auto read = read_partition(c.client((big_src + 1) % 3), "big", 0);
   CHECK(read.records.size() == 50000);
+}
+
+TEST_CASE("shared storage: a destination that served before its move was done is taken back only after its lease, "
+          "with every record it acknowledged",
+          "[node][shared][move][scenario]") {
+  // docs/shared-storage.md "Take-back": b2 confirms in place and takes
+  // writes at the cutover's epoch, but withholds its `done` (the test hook),
+  // so after MoveConfirmTimeoutSeconds the source b1 takes the partition
+  // back. b1's takeover waits LeaseMs + LeaseMarginMs (700 ms here) from the
+  // moment it sees the take-back, so that b2 has stopped acknowledging
+  // before b1 reads where b2's epoch ends.
+  temp_dir shared;
+  auto settings = shared_config(shared);
+  settings.push_back("Cluster.MoveConfirmTimeoutSeconds=2");
+  move_cluster c{{"b1", "b2", "b3"}, settings};
+  c.start(0);
+  ::setenv("MOONMQ_TEST_WITHHOLD_OWN_DONE", "1", 1);
+  c.start(1);
+  ::unsetenv("MOONMQ_TEST_WITHHOLD_OWN_DONE");
+  c.start(2);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+  create_topic(c.client(0), "tk", 1);
+  REQUIRE(owner_of(c, "tk") == 0);
+  auto all = fill(c.client(0), "tk", 0, 200, 20, 200, "a");
+
+  // Through the source, which forwards to b2 while b2 owns the partition.
+  producer during(c.client(0), "tk", 0, 5, "b");
+  REQUIRE(wait_until([&] { return during.ok_requests() >= 20; }, 10s));
+  auto sub = submit_move(c.admin(0), "tk", 0, "b2");
+  REQUIRE(sub["accepted"].size() == 1);
+  REQUIRE(wait_until([&] { return c.logs(1).find("copy=none own=true") != std::string::npos; }, 20s));
+  const int ok_at_confirm = during.ok_requests();
+  auto row = wait_terminal(c, 0, "tk", 0, "b1", 30s);
+  const int ok_at_end = during.ok_requests();
+  INFO(row.dump() << "\n" << lines_with(c, "move.") << lines_with(c, "partition.takeover_held"));
+  CHECK(row.value("state", "") == "failed");
+  CHECK(row.value("error", "").find("took the partition back") != std::string::npos);
+  CHECK(c.logs(1).find("move.own_done_withheld") != std::string::npos);
+  // b2 acknowledged writes at the cutover's epoch before the take-back.
+  INFO("acknowledged requests: " << ok_at_confirm << " at b2's confirm, " << ok_at_end << " when the move failed");
+  CHECK(ok_at_end - ok_at_confirm >= 10);
+  // b1 held its takeover, then serves again.
+  CHECK(c.logs(0).find("partition.takeover_held topic=tk partition=0 epoch=3 hold_ms=700") != std::string::npos);
+  REQUIRE(wait_until([&] { return who_serves(c.client(0), "tk", 0).first == 200; }, 10s));
+  const int ok_after = during.ok_requests();
+  CHECK(wait_until([&] { return during.ok_requests() >= ok_after + 20; }, 20s));
+  during.stop();
+  CHECK(during.double_acks().empty());
+  auto acked = during.acked();
+  INFO("acknowledged during the test: " << acked.size() << ", failed requests: " << during.failed_requests());
+  for (const auto& [off, r] : acked) {
+    CHECK(all.count(off) == 0);
+    all[off] = r;
+  }
+  // Every record acknowledged by b1 before the move, by b2 at the cutover's
+  // epoch, and by b1 after the take-back reads back at its offset.
+  check_acked(all, read_partition(c.client(0), "tk", 0));
+  CHECK(who_serves(c.client(1), "tk", 0) == std::make_pair(421, std::string{"b1"}));
+}
+
+TEST_CASE("shared storage: a destination restarted after it confirmed in place, before its done applied, finishes "
+          "the move done",
+          "[node][shared][move][scenario]") {
+  // b2 confirms in place and serves, withholding its `done` (the test
+  // hook); it is killed and restarted without the hook. Its durable seal is
+  // gone and its log has moved past the sealed end with the writes it took,
+  // so its own confirm after the restart checks only that the end is at
+  // or past the sealed end, and proposes the `done` then.
+  temp_dir shared;
+  move_cluster c{{"b1", "b2", "b3"}, shared_config(shared)};
+  c.start(0);
+  ::setenv("MOONMQ_TEST_WITHHOLD_OWN_DONE", "1", 1);
+  c.start(1);
+  ::unsetenv("MOONMQ_TEST_WITHHOLD_OWN_DONE");
+  c.start(2);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+  create_topic(c.client(0), "tr", 1);
+  REQUIRE(owner_of(c, "tr") == 0);
+  auto all = fill(c.client(0), "tr", 0, 200, 20, 200, "a");
+  producer during(c.client(0), "tr", 0, 5, "b");
+  REQUIRE(wait_until([&] { return during.ok_requests() >= 20; }, 10s));
+  auto sub = submit_move(c.admin(0), "tr", 0, "b2");
+  REQUIRE(sub["accepted"].size() == 1);
+  REQUIRE(wait_until([&] { return c.logs(1).find("copy=none own=true") != std::string::npos; }, 20s));
+  const int ok_at_confirm = during.ok_requests();
+  REQUIRE(wait_until([&] { return during.ok_requests() >= ok_at_confirm + 10; }, 10s));  // b2 took writes
+  c.kill(1);
+  c.restart(1);
+  auto row = wait_terminal(c, 0, "tr", 0, "b1", 60s);
+  INFO(row.dump() << "\n" << lines_with(c, "move."));
+  CHECK(row.value("state", "") == "done");
+  CHECK(c.logs(1).find("move.own_done move=") != std::string::npos);
+  CHECK(c.logs(0).find("partition.takeover_held") == std::string::npos);  // never taken back
+  REQUIRE(wait_until([&] { return who_serves(c.client(1), "tr", 0).first == 200; }, 10s));
+  const int ok_after = during.ok_requests();
+  CHECK(wait_until([&] { return during.ok_requests() >= ok_after + 20; }, 20s));
+  during.stop();
+  CHECK(during.double_acks().empty());
+  for (const auto& [off, r] : during.acked()) {
+    CHECK(all.count(off) == 0);
+    all[off] = r;
+  }
+  check_acked(all, read_partition(c.client(1), "tr", 0));
 }

@@ -239,3 +239,36 @@ TEST_CASE("done needs the destination's confirm, a rollback names the cutover's 
   CHECK(g.s.owner_of(tp) == id("b1"));
   CHECK(g.s.epoch_of(tp) == 1);
 }
+
+TEST_CASE("shared storage: the destination's own done at the cutover's epoch and a take-back exclude each other",
+          "[raft][metadata][move]") {
+  auto cut_over = [](log_fixture& f) {
+    REQUIRE(f.apply(topic_entry{"orders", 1, id("b1"), "", false}));
+    REQUIRE(f.apply(log_fixture::step("m1", "queued", {})));
+    REQUIRE(f.apply(log_fixture::step("m1", "cutover", {"queued", "copying"})));
+    REQUIRE(f.s.epoch_of(tp) == 2);
+  };
+  SECTION("the done first: the move ends at the cutover's epoch and the take-back is refused") {
+    log_fixture f;
+    cut_over(f);
+    // Naming another epoch than the cutover's, or none, is not the
+    // destination's own done.
+    CHECK_FALSE(f.apply(log_fixture::step("m1", "done", {"cutover", "offsets"}, 1)));
+    CHECK_FALSE(f.apply(log_fixture::step("m1", "done", {"cutover", "offsets"}, 3)));
+    CHECK(f.apply(log_fixture::step("m1", "done", {"cutover", "offsets"}, 2)));
+    CHECK(f.s.moves().at("m1").state == "done");
+    CHECK(f.s.owner_of(tp) == id("b2"));
+    CHECK(f.s.epoch_of(tp) == 2);  // no bump: the destination goes on writing where it is
+    CHECK_FALSE(f.apply(log_fixture::step("m1", "rolling_back", {"cutover", "offsets"}, 2)));
+    CHECK(f.s.owner_of(tp) == id("b2"));
+  }
+  SECTION("the take-back first: the done is refused and the source owns the partition at the next epoch") {
+    log_fixture f;
+    cut_over(f);
+    REQUIRE(f.apply(log_fixture::step("m1", "rolling_back", {"cutover", "offsets"}, 2)));
+    CHECK_FALSE(f.apply(log_fixture::step("m1", "done", {"cutover", "offsets"}, 2)));
+    CHECK(f.s.owner_of(tp) == id("b1"));
+    CHECK(f.s.epoch_of(tp) == 3);
+    CHECK(f.s.moves().at("m1").state == "rolling_back");
+  }
+}

@@ -39,6 +39,7 @@
 #include "actors/session_probe.hpp"
 #include "actors/system.hpp"
 #include "cluster/lease_gate.hpp"
+#include "cluster/takeover_hold.hpp"
 #include "cluster/topic_placement.hpp"
 #include "config/loader.hpp"
 #include "moonmq/version.hpp"
@@ -346,8 +347,16 @@ int run(const config::load_result& loaded) {
   bs.io.wal_max_batch_bytes = cfg.broker.wal_max_batch_bytes;
   bs.image = cfg.cluster ? owners : nullptr;
   bs.shared_dir = cfg.broker.shared_dir;
-  if (!bs.shared_dir.empty())  // acknowledgements need the lease (docs/shared-storage.md)
+  // Shared storage: acknowledgements need the lease, and a take-back waits
+  // out the destination's (docs/shared-storage.md "The lease", "Take-back").
+  std::shared_ptr<cluster::takeover_hold> takeover_hold;
+  if (!bs.shared_dir.empty()) {
     bs.io.lease_valid = [] { return cluster::lease_gate::process().valid_now(); };
+    if (cfg.cluster)
+      takeover_hold = std::make_shared<cluster::takeover_hold>(cfg.cluster->raft.lease_ms
+                                                               + cfg.cluster->raft.lease_margin_ms);
+    bs.io.takeover_hold = takeover_hold;
+  }
   auto broker = spawn_broker(sys, std::move(bs), std::move(*catalog), view, registry);
   // The disk's latency even without traffic, for the balancer's slow-broker
   // check (storage/disk_latency.hpp); a standalone broker has no balancer.
@@ -360,7 +369,7 @@ int run(const config::load_result& loaded) {
   if (!cfg.broker.shared_dir.empty()) {  // committed offsets live beside the logs (docs/shared-storage.md)
     gs.shared_dir = cfg.broker.shared_dir;
     gs.shared = std::make_shared<const shared_mode>(
-      shared_mode{owners, cfg.broker_id(), [] { return cluster::lease_gate::process().valid_now(); }});
+      shared_mode{owners, cfg.broker_id(), [] { return cluster::lease_gate::process().valid_now(); }, takeover_hold});
   }
   auto groups = spawn_group_coordinator(sys, std::move(gs), view, registry);
   // The broker loads the topic catalogue into `view` when it starts running,
@@ -541,6 +550,7 @@ int run(const config::load_result& loaded) {
     // LeaseMs) after this leader starts counting (docs/shared-storage.md).
     loop.failover_wait_ms = std::max<int64_t>(cfg.cluster->raft.election_timeout_ms, cfg.cluster->raft.lease_ms) +
                             cfg.cluster->raft.lease_ms + cfg.cluster->raft.lease_margin_ms;
+    loop.takeover_hold = takeover_hold;
     loop.local_loads = [&sys, view, owners, id = cfg.broker_id(), timeout = kctx.loads_timeout,
                         traits = kctx.traits](std::function<void(nlohmann::json)> done) {
       transport::collect_local_loads(sys, view->get(), owners->get(), id, timeout, std::move(done), traits);
