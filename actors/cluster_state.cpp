@@ -107,19 +107,25 @@ std::vector<std::string> cluster_brokers(self_ptr self) {
 }
 
 /// The broker named owner of the partitions a create or growth proposed
-/// here adds: this broker, unless it is draining or removed, then the first
-/// broker (in id order) that is neither draining, removed nor fenced.
+/// here adds (TopicPlacement proposer, or spread falling back): this
+/// broker, unless it is draining, removed or held slow by this broker's
+/// balance loop (docs/balancer.md "Slow brokers"), then the first broker
+/// (in id order) that is none of those nor fenced. When every broker is
+/// slow, slowness is not looked at.
 std::string placement_owner(self_ptr self) {
   auto& st = self->state;
   auto standing = st.view->standing();
-  auto usable = [&](const std::string& id) {
-    return !standing->draining.count(id) && !standing->removed.count(id);
-  };
-  if (usable(st.self_id))
-    return st.self_id;
-  for (const auto& id : cluster_brokers(self))
-    if (usable(id) && !standing->fenced.count(id))
-      return id;
+  const auto slow = st.placement.traits ? st.placement.traits->slow() : std::set<std::string>{};
+  for (bool skip_slow : {true, false}) {
+    auto usable = [&](const std::string& id) {
+      return !standing->draining.count(id) && !standing->removed.count(id) && !(skip_slow && slow.count(id));
+    };
+    if (usable(st.self_id))
+      return st.self_id;
+    for (const auto& id : cluster_brokers(self))
+      if (usable(id) && !standing->fenced.count(id))
+        return id;
+  }
   return st.self_id;
 }
 
