@@ -79,7 +79,7 @@ struct call {
   explicit call(const strand_type& s) : timer(s) {}
   std::shared_ptr<request_message> msg;  ///< null when the request could not be formed
   std::string build_error;
-  http_client_callback done;
+  peer_callback done;
   std::chrono::milliseconds timeout{0};
   std::chrono::steady_clock::time_point deadline;
   net::steady_timer timer;
@@ -89,8 +89,8 @@ struct call {
   bool queued = false;
 };
 
-http_client_result failure(client_error kind, std::string message) {
-  http_client_result r;
+peer_result failure(client_error kind, std::string message) {
+  peer_result r;
   r.error = make_error_code(kind);
   r.error_message = std::move(message);
   return r;
@@ -135,9 +135,9 @@ struct http_client::impl : std::enable_shared_from_this<http_client::impl> {
 
   void submit(const std::shared_ptr<call>& c);
   void pump();
-  void finish(const std::shared_ptr<call>& c, http_client_result r);
+  void finish(const std::shared_ptr<call>& c, peer_result r);
   void on_timeout(const std::shared_ptr<call>& c);
-  void on_done(const std::shared_ptr<connection_base>& k, const std::shared_ptr<call>& c, http_client_result r,
+  void on_done(const std::shared_ptr<connection_base>& k, const std::shared_ptr<call>& c, peer_result r,
                bool reusable);
   void on_failed(const std::shared_ptr<connection_base>& k, const std::shared_ptr<call>& c, client_error kind,
                  std::string message, bool retriable);
@@ -287,7 +287,7 @@ private:
       if (ec || self->call_->finished)
         return self->fail(exchange_error(ec), "read from " + self->owner_->peer + ": " + ec.message(), true);
       auto& res = self->parser_->get();
-      http_client_result r;
+      peer_result r;
       r.status = static_cast<int>(res.result_int());
       for (const auto& f : res) {
         std::string name(f.name_string());
@@ -377,7 +377,7 @@ void http_client::impl::pump() {
   }
 }
 
-void http_client::impl::finish(const std::shared_ptr<call>& c, http_client_result r) {
+void http_client::impl::finish(const std::shared_ptr<call>& c, peer_result r) {
   if (c->finished)
     return;
   c->finished = true;
@@ -409,7 +409,7 @@ void http_client::impl::on_timeout(const std::shared_ptr<call>& c) {
 }
 
 void http_client::impl::on_done(const std::shared_ptr<connection_base>& k, const std::shared_ptr<call>& c,
-                                http_client_result r, bool reusable) {
+                                peer_result r, bool reusable) {
   busy.erase(k);
   // A call that timed out meanwhile had its connection closed.
   reusable = reusable && !c->finished;
@@ -470,7 +470,7 @@ http_client::~http_client() {
   close();
 }
 
-void http_client::request(http_client_request req, http_client_callback done) {
+void http_client::request(peer_request req, peer_callback done) {
   auto c = std::make_shared<call>(impl_->strand);
   c->done = std::move(done);
   c->idempotent = req.idempotent;
@@ -495,9 +495,9 @@ void http_client::request(http_client_request req, http_client_callback done) {
   net::post(impl_->strand, [self = impl_, c] { self->submit(c); });
 }
 
-void http_client::request(std::string method, std::string target, std::string body, http_client_headers headers,
-                          std::chrono::milliseconds timeout, http_client_callback done, bool idempotent) {
-  http_client_request req;
+void http_client::request(std::string method, std::string target, std::string body, peer_headers headers,
+                          std::chrono::milliseconds timeout, peer_callback done, bool idempotent) {
+  peer_request req;
   req.method = std::move(method);
   req.target = std::move(target);
   req.body = std::move(body);

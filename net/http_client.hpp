@@ -59,12 +59,6 @@ enum class client_error {
 const std::error_category& client_error_category();
 std::error_code make_error_code(client_error e);
 
-/// The request, answer and callback of a peer link (peers/peer_link.hpp):
-/// http_client is the link over HTTP/1.1.
-using http_client_result = peer_result;
-using http_client_headers = peer_headers;
-using http_client_callback = peer_callback;
-using http_client_request = peer_request;
 
 struct http_client_options {
   std::string name = "peer";  ///< label in logs (e.g. the peer's broker id)
@@ -92,11 +86,11 @@ public:
   /// Sends one request; `done` is called exactly once with the answer (any
   /// HTTP status counts as an answer) or the error. After close(), fails at
   /// once with client_error::closed.
-  void request(http_client_request req, http_client_callback done) override;
+  void request(peer_request req, peer_callback done) override;
 
   /// The same with positional arguments; `timeout` 0 = the default.
-  void request(std::string method, std::string target, std::string body, http_client_headers headers,
-               std::chrono::milliseconds timeout, http_client_callback done, bool idempotent = false);
+  void request(std::string method, std::string target, std::string body, peer_headers headers,
+               std::chrono::milliseconds timeout, peer_callback done, bool idempotent = false);
 
   /// Fails every queued and in-flight request with client_error::closed and
   /// closes every connection. Idempotent. Called from outside the client's

@@ -208,7 +208,7 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
   std::vector<int32_t> partitions;
   partitions.reserve(parts.size());
   const auto acks = std::string{"?acks="} + (parts.front()->durable ? "leader" : "none");
-  http_client_request req;
+  peer_request req;
   req.method = "POST";
   if (batched) {
     req.target = "/cluster/topics/" + parts.front()->topic + "/records" + acks;
@@ -230,7 +230,7 @@ void forward_parts(const client_context& ctx, std::shared_ptr<produce_gather> ga
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
   peer->client->request(std::move(req), [ctx, gather, parts = std::move(parts), partitions = std::move(partitions), owner,
-                                         fail_all, batched](http_client_result res) {
+                                         fail_all, batched](peer_result res) {
     if (!res.ok()) {
       fail_all(parts, http_response::error(503, "owner_unreachable",
                                            "forwarding to " + owner + " failed: " + res.error_message));

@@ -109,14 +109,14 @@ void ask_peer(const client_context& ctx, const std::string& broker, const std::s
     done(reply{broker, 0, {}, "broker " + broker + " is not a known peer"});
     return;
   }
-  http_client_request req;
+  peer_request req;
   req.method = method;
   req.target = target;
   req.body = std::move(body);
   if (!peer->token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = ctx.timeout;
-  peer->client->request(std::move(req), [broker, done](http_client_result res) {
+  peer->client->request(std::move(req), [broker, done](peer_result res) {
     if (!res.ok())
       done(reply{broker, 0, {}, res.error_message});
     else

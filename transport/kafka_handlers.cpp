@@ -596,14 +596,14 @@ void kafka_peer_call(const kafka_context& ctx, const std::string& broker, const 
     done(0, {});
     return;
   }
-  http_client_request req;
+  peer_request req;
   req.method = method;
   req.target = target;
   req.body = std::move(body);
   if (!peer->token.empty())
     req.headers.emplace_back("X-Cluster-Token", peer->token);
   req.timeout = timeout.count() > 0 ? timeout : ctx.timeout;
-  peer->client->request(std::move(req), [done](http_client_result res) {
+  peer->client->request(std::move(req), [done](peer_result res) {
     done(res.ok() ? res.status : 0, std::move(res.body));
   });
 }

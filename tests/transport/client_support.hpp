@@ -20,8 +20,8 @@ namespace moonmq::test {
 /// assertions stay on the test thread).
 class result_collector {
 public:
-  transport::http_client_callback callback() {
-    return [this](transport::http_client_result r) {
+  transport::peer_callback callback() {
+    return [this](transport::peer_result r) {
       std::lock_guard<std::mutex> g{mtx_};
       results_.push_back(std::move(r));
       cv_.notify_all();
@@ -32,7 +32,7 @@ public:
     std::unique_lock<std::mutex> g{mtx_};
     return cv_.wait_for(g, timeout, [&] { return results_.size() >= n; });
   }
-  std::vector<transport::http_client_result> results() {
+  std::vector<transport::peer_result> results() {
     std::lock_guard<std::mutex> g{mtx_};
     return results_;
   }
@@ -44,11 +44,11 @@ public:
 private:
   std::mutex mtx_;
   std::condition_variable cv_;
-  std::vector<transport::http_client_result> results_;
+  std::vector<transport::peer_result> results_;
 };
 
 /// One request, waited for on the calling thread (up to 10 s).
-inline transport::http_client_result call(transport::http_client& client, transport::http_client_request req) {
+inline transport::peer_result call(transport::http_client& client, transport::peer_request req) {
   result_collector c;
   client.request(std::move(req), c.callback());
   if (!c.wait_for(1, std::chrono::seconds(10)))

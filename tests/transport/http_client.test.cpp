@@ -73,8 +73,8 @@ struct server_fixture {
   std::vector<responder> parked;
 };
 
-http_client_request get(std::string target, bool idempotent = true) {
-  http_client_request r;
+peer_request get(std::string target, bool idempotent = true) {
+  peer_request r;
   r.method = "GET";
   r.target = std::move(target);
   r.idempotent = idempotent;
@@ -298,7 +298,7 @@ TEST_CASE("close fails in-flight and queued requests exactly once", "[http_clien
   std::vector<std::atomic<int>> calls(n);
   result_collector got;
   for (int i = 0; i < n; ++i)
-    client.request(get("/never"), [&, i, cb = got.callback()](http_client_result r) {
+    client.request(get("/never"), [&, i, cb = got.callback()](peer_result r) {
       ++calls[static_cast<size_t>(i)];
       cb(std::move(r));
     });

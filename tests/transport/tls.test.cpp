@@ -111,8 +111,8 @@ struct tls_server {
   std::unique_ptr<http_server> server;
 };
 
-http_client_request hello() {
-  http_client_request r;
+peer_request hello() {
+  peer_request r;
   r.target = "/hello";
   r.idempotent = true;
   return r;
