@@ -1,7 +1,5 @@
 #include "transport/move_routes.hpp"
 
-#include <atomic>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -14,6 +12,7 @@
 #include "transport/actor_answers.hpp"
 #include "transport/cluster_routes.hpp"
 #include "transport/move_routes_impl.hpp"
+#include "util/fan_in.hpp"
 #include "util/logging.hpp"
 
 namespace moonmq::transport {
@@ -64,13 +63,12 @@ std::chrono::milliseconds survey_timeout(const move_context& ctx) {
 /// Surveys /cluster/loads and /cluster/moves on every peer plus this
 /// broker's own state, then calls `done` (on some thread; must not block).
 void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_survey>)> done) {
-  auto result = std::make_shared<cluster_survey>();
-  auto pending = std::make_shared<std::atomic<int>>(3);
-  auto mtx = std::make_shared<std::mutex>();
-  auto finish_one = [result, pending, done] {
-    if (--*pending == 0)
-      done(result);
-  };
+  // Three parts: the peers' loads, the peers' moves, this broker's moves.
+  cluster_survey first;
+  first.alive[cluster::broker_id{ctx.broker_id}] = true;
+  auto in = util::fan_in<cluster_survey>::make(3, std::move(first), [done](cluster_survey& s) {
+    done(std::make_shared<cluster_survey>(std::move(s)));
+  });
   // This broker: partitions from its catalogue and table, moves from the reassigner.
   std::vector<cluster::partition_report> own;
   {
@@ -84,44 +82,43 @@ void survey(const move_context& ctx, std::function<void(std::shared_ptr<cluster_
                        cluster::broker_id{it == owners->end() ? ctx.broker_id : it->second}});
       }
   }
-  result->alive[cluster::broker_id{ctx.broker_id}] = true;
   survey_peers(ctx.peers->all(), "/cluster/loads", survey_timeout(ctx),
-               [result, own, mtx, finish_one](std::vector<peer_answer> answers) mutable {
-                 std::lock_guard<std::mutex> g{*mtx};
-                 auto reports = std::move(own);
-                 for (auto& a : answers) {
-                   result->alive[cluster::broker_id{a.id}] = a.ok;
-                   if (!a.ok) {
-                     result->unreachable.push_back(a.id);
-                     continue;
+               [in, own = std::move(own)](std::vector<peer_answer> answers) mutable {
+                 in->add([&](cluster_survey& result) {
+                   auto reports = std::move(own);
+                   for (auto& a : answers) {
+                     result.alive[cluster::broker_id{a.id}] = a.ok;
+                     if (!a.ok) {
+                       result.unreachable.push_back(a.id);
+                       continue;
+                     }
+                     auto more = cluster::parse_loads(a.body);
+                     reports.insert(reports.end(), more.begin(), more.end());
                    }
-                   auto more = cluster::parse_loads(a.body);
-                   reports.insert(reports.end(), more.begin(), more.end());
-                 }
-                 result->placements = cluster::merge_partition_reports(reports);
-                 finish_one();
+                   result.placements = cluster::merge_partition_reports(reports);
+                 });
                });
-  survey_peers(ctx.peers->all(), "/cluster/moves", survey_timeout(ctx), [result, mtx, finish_one](std::vector<peer_answer> answers) {
-    std::lock_guard<std::mutex> g{*mtx};
-    for (auto& a : answers)
-      if (a.ok && a.body.contains("moves") && a.body["moves"].is_array())
-        for (auto& row : a.body["moves"])
-          result->moves.push_back(row);
-    finish_one();
+  survey_peers(ctx.peers->all(), "/cluster/moves", survey_timeout(ctx), [in](std::vector<peer_answer> answers) {
+    in->add([&](cluster_survey& result) {
+      for (auto& a : answers)
+        if (a.ok && a.body.contains("moves") && a.body["moves"].is_array())
+          for (auto& row : a.body["moves"])
+            result.moves.push_back(row);
+    });
   });
   ask<std::string>(
     *ctx.system, ctx.reassigner, ctx.timeout,
-    [result, mtx, finish_one](std::string& rows) {
-      std::lock_guard<std::mutex> g{*mtx};
-      auto list = json::parse(rows, nullptr, false);
-      if (list.is_array())
-        for (auto& row : list)
-          result->moves.push_back(row);
-      finish_one();
+    [in](std::string& rows) {
+      in->add([&](cluster_survey& result) {
+        auto list = json::parse(rows, nullptr, false);
+        if (list.is_array())
+          for (auto& row : list)
+            result.moves.push_back(row);
+      });
     },
-    [finish_one](const caf::error& e) {
+    [in](const caf::error& e) {
       log::get("reassigner")->warn("reassignments.local_list_failed error=\"{}\"", caf::to_string(e));
-      finish_one();
+      in->add([](cluster_survey&) {});
     },
     list_atom::value);
 }
@@ -145,34 +142,30 @@ void acting_epoch(const move_context& ctx, std::function<void(int64_t, std::stri
 
 std::optional<cluster_peer> find_peer(const move_context& ctx, const std::string& id) { return ctx.peers->find(id); }
 
-/// Collects the answers of queued moves; answers 202 when the last arrives.
-struct submit_round {
-  std::mutex mtx;
-  cluster::reassignment_outcome outcome;
+/// The answers of one submission (POST /admin/reassignments): what each
+/// accepted move's source said, gathered into one 202.
+struct submit_answers {
   json accepted = json::array();
   json rejected = json::array();
-  size_t pending = 0;
-  responder respond;
-
-  void add(size_t index, json row, std::optional<std::pair<std::string, std::string>> error) {
-    std::lock_guard<std::mutex> g{mtx};
-    const auto& m = outcome.accepted[index];
-    json entry{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"replicas", json::array({m.to.value})},
-               {"from", m.from.value}, {"to", m.to.value}};
-    if (error) {
-      entry["error"] = error->first;
-      entry["message"] = error->second;
-      rejected.push_back(entry);
-    } else {
-      entry["state"] = row.value("state", std::string{"queued"});
-      if (row.contains("move_id"))
-        entry["move_id"] = row["move_id"];
-      accepted.push_back(entry);
-    }
-    if (--pending == 0)
-      respond(http_response::json(202, json{{"accepted", accepted}, {"rejected", rejected}}.dump()));
-  }
 };
+
+/// Records the source's answer for `m`: its journal row (queued, or done
+/// for a no-op), or the error that refused it.
+void record_submitted(submit_answers& a, const cluster::requested_move& m, const json& row,
+                      const std::optional<std::pair<std::string, std::string>>& error) {
+  json entry{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"replicas", json::array({m.to.value})},
+             {"from", m.from.value}, {"to", m.to.value}};
+  if (error) {
+    entry["error"] = error->first;
+    entry["message"] = error->second;
+    a.rejected.push_back(entry);
+    return;
+  }
+  entry["state"] = row.value("state", std::string{"queued"});
+  if (row.contains("move_id"))
+    entry["move_id"] = row["move_id"];
+  a.accepted.push_back(entry);
+}
 
 void submit(const move_context& ctx, http_request& req, const responder& respond) {
   auto body = std::make_shared<std::string>(std::move(req.body));
@@ -206,62 +199,61 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
       respond(http_response::error(400, "invalid_request", outcome.err().message));
       return;
     }
-    auto round = std::make_shared<submit_round>();
-    round->respond = respond;
-    round->outcome = std::move(outcome.value());
-    for (const auto& r : round->outcome.rejected) {
+    auto out = std::make_shared<const cluster::reassignment_outcome>(std::move(outcome.value()));
+    submit_answers first;
+    for (const auto& r : out->rejected) {
       auto entry = r.entry;
       if (!entry.is_object())
         entry = json{{"entry", entry}};
       entry["error"] = r.error;
       entry["message"] = r.message;
-      round->rejected.push_back(entry);
+      first.rejected.push_back(entry);
     }
-    round->pending = round->outcome.accepted.size() + 1;
-    acting_epoch(ctx, [ctx, round](int64_t epoch, std::string holder) {
-      for (size_t i = 0; i < round->outcome.accepted.size(); ++i) {
-        const auto& m = round->outcome.accepted[i];
+    acting_epoch(ctx, [ctx, out, first, respond](int64_t epoch, std::string holder) {
+      auto in = util::fan_in<submit_answers>::make(out->accepted.size(), first, [respond](submit_answers& a) {
+        respond(http_response::json(202, json{{"accepted", a.accepted}, {"rejected", a.rejected}}.dump()));
+      });
+      auto add = [in, out](size_t i, json row, std::optional<std::pair<std::string, std::string>> error) {
+        in->add([&](submit_answers& a) { record_submitted(a, out->accepted[i], row, error); });
+      };
+      for (size_t i = 0; i < out->accepted.size(); ++i) {
+        const auto& m = out->accepted[i];
         if (m.noop) {
-          round->add(i, json{{"state", "done"}}, std::nullopt);
+          add(i, json{{"state", "done"}}, std::nullopt);
           continue;
         }
         if (m.from.value == ctx.broker_id) {
           ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
-                           [round, i](std::string& row) { round->add(i, json::parse(row, nullptr, false), std::nullopt); },
-                           [round, i](const caf::error& e) {
-                             round->add(i, nullptr, std::make_pair(error_code_of(e), message_of(e)));
+                           [add, i](std::string& row) { add(i, json::parse(row, nullptr, false), std::nullopt); },
+                           [add, i](const caf::error& e) {
+                             add(i, nullptr, std::make_pair(error_code_of(e), message_of(e)));
                            },
                            move_atom::value, m.tp.topic, m.tp.partition, m.to.value, epoch, holder,
-                           std::string{"operator"}, round->outcome.reason);
+                           std::string{"operator"}, out->reason);
           continue;
         }
         auto peer = find_peer(ctx, m.from.value);
         if (!peer) {
-          round->add(i, nullptr, std::make_pair(std::string{"source_not_alive"}, "broker " + m.from.value + " is not a peer"));
+          add(i, nullptr, std::make_pair(std::string{"source_not_alive"}, "broker " + m.from.value + " is not a peer"));
           continue;
         }
         json request{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}, {"origin", "operator"}};
-        if (!round->outcome.reason.empty())
-          request["reason"] = round->outcome.reason;
-        call_peer(*peer, "POST", "/cluster/moves", request.dump(),
-                  epoch, holder,
-                  ctx.peer_timeout, [round, i](int status, json answer, std::string error) {
+        if (!out->reason.empty())
+          request["reason"] = out->reason;
+        call_peer(*peer, "POST", "/cluster/moves", request.dump(), epoch, holder, ctx.peer_timeout,
+                  [add, i](int status, json answer, std::string error) {
                     if (status == 202) {
-                      round->add(i, std::move(answer), std::nullopt);
+                      add(i, std::move(answer), std::nullopt);
                       return;
                     }
                     auto code = answer.is_object() && answer.contains("error") && answer["error"].is_string()
                                   ? answer["error"].get<std::string>()
                                   : std::string{status == 0 ? "source_not_alive" : "move_refused"};
-                    round->add(i, nullptr, std::make_pair(code, error));
+                    add(i, nullptr, std::make_pair(code, error));
                   });
       }
-      // The extra count keeps the round open until every request is sent.
-      std::lock_guard<std::mutex> g{round->mtx};
-      if (--round->pending == 0)
-        round->respond(http_response::json(202, json{{"accepted", round->accepted}, {"rejected", round->rejected}}.dump()));
-    }, [round](const caf::error& e) {
-      round->respond(http_response::error(503, "no_controller_epoch", "cannot act as controller: " + message_of(e)));
+    }, [respond](const caf::error& e) {
+      respond(http_response::error(503, "no_controller_epoch", "cannot act as controller: " + message_of(e)));
     });
   });
 }
