@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "tests/node/shared_cluster.hpp"
 
@@ -55,6 +56,36 @@ double timed_move(const move_cluster& c, const std::string& topic, size_t from, 
   CHECK(row.value("copy", "") == "none");
   CHECK(row.value("bytes_copied", int64_t{-1}) == 0);
   return took;
+}
+
+/// Starts b1, b2 and b3 with `settings`, b2 with the test hook
+/// MOONMQ_TEST_WITHHOLD_OWN_DONE=1 (it confirms its moves in place and
+/// serves, but never proposes their `done`), and waits for a leader.
+void start_with_done_withheld(move_cluster& c) {
+  c.start(0);
+  ::setenv("MOONMQ_TEST_WITHHOLD_OWN_DONE", "1", 1);
+  c.start(1);
+  ::unsetenv("MOONMQ_TEST_WITHHOLD_OWN_DONE");
+  c.start(2);
+  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
+    FAIL("no leader elected\n" << log_tails(c));
+}
+
+/// Creates `topic` (one partition, on b1) and fills it; then, with
+/// `during` writing through b1, moves it to b2 and waits for b2's confirm
+/// in place. Returns the records acknowledged before the move.
+std::map<int64_t, sent_record> move_to_b2_in_place(move_cluster& c, const std::string& topic,
+                                                   std::unique_ptr<producer>& during) {
+  create_topic(c.client(0), topic, 1);
+  REQUIRE(owner_of(c, topic) == 0);
+  auto before = fill(c.client(0), topic, 0, 200, 20, 200, "a");
+  // Through the source, which forwards to b2 while b2 owns the partition.
+  during = std::make_unique<producer>(c.client(0), topic, 0, 5, "b");
+  REQUIRE(wait_until([&] { return during->ok_requests() >= 20; }, 10s));
+  auto sub = submit_move(c.admin(0), topic, 0, "b2");
+  REQUIRE(sub["accepted"].size() == 1);
+  REQUIRE(wait_until([&] { return c.logs(1).find("copy=none own=true") != std::string::npos; }, 20s));
+  return before;
 }
 
 }  // namespace
@@ -217,23 +248,10 @@ TEST_CASE("shared storage: a destination that served before its move was done is
   auto settings = shared_config(shared);
   settings.push_back("Cluster.MoveConfirmTimeoutSeconds=2");
   move_cluster c{{"b1", "b2", "b3"}, settings};
-  c.start(0);
-  ::setenv("MOONMQ_TEST_WITHHOLD_OWN_DONE", "1", 1);
-  c.start(1);
-  ::unsetenv("MOONMQ_TEST_WITHHOLD_OWN_DONE");
-  c.start(2);
-  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
-    FAIL("no leader elected\n" << log_tails(c));
-  create_topic(c.client(0), "tk", 1);
-  REQUIRE(owner_of(c, "tk") == 0);
-  auto all = fill(c.client(0), "tk", 0, 200, 20, 200, "a");
-
-  // Through the source, which forwards to b2 while b2 owns the partition.
-  producer during(c.client(0), "tk", 0, 5, "b");
-  REQUIRE(wait_until([&] { return during.ok_requests() >= 20; }, 10s));
-  auto sub = submit_move(c.admin(0), "tk", 0, "b2");
-  REQUIRE(sub["accepted"].size() == 1);
-  REQUIRE(wait_until([&] { return c.logs(1).find("copy=none own=true") != std::string::npos; }, 20s));
+  start_with_done_withheld(c);
+  std::unique_ptr<producer> writer;
+  auto all = move_to_b2_in_place(c, "tk", writer);
+  auto& during = *writer;
   const int ok_at_confirm = during.ok_requests();
   auto row = wait_terminal(c, 0, "tk", 0, "b1", 30s);
   const int ok_at_end = during.ok_requests();
@@ -273,21 +291,10 @@ TEST_CASE("shared storage: a destination restarted after it confirmed in place, 
   // or past the sealed end, and proposes the `done` then.
   temp_dir shared;
   move_cluster c{{"b1", "b2", "b3"}, shared_config(shared)};
-  c.start(0);
-  ::setenv("MOONMQ_TEST_WITHHOLD_OWN_DONE", "1", 1);
-  c.start(1);
-  ::unsetenv("MOONMQ_TEST_WITHHOLD_OWN_DONE");
-  c.start(2);
-  if (!agreed_leader(c, {0, 1, 2}, 0, 4 * election_bound))
-    FAIL("no leader elected\n" << log_tails(c));
-  create_topic(c.client(0), "tr", 1);
-  REQUIRE(owner_of(c, "tr") == 0);
-  auto all = fill(c.client(0), "tr", 0, 200, 20, 200, "a");
-  producer during(c.client(0), "tr", 0, 5, "b");
-  REQUIRE(wait_until([&] { return during.ok_requests() >= 20; }, 10s));
-  auto sub = submit_move(c.admin(0), "tr", 0, "b2");
-  REQUIRE(sub["accepted"].size() == 1);
-  REQUIRE(wait_until([&] { return c.logs(1).find("copy=none own=true") != std::string::npos; }, 20s));
+  start_with_done_withheld(c);
+  std::unique_ptr<producer> writer;
+  auto all = move_to_b2_in_place(c, "tr", writer);
+  auto& during = *writer;
   const int ok_at_confirm = during.ok_requests();
   REQUIRE(wait_until([&] { return during.ok_requests() >= ok_at_confirm + 10; }, 10s));  // b2 took writes
   c.kill(1);
