@@ -445,10 +445,6 @@ void release_move_seal(self_ptr self, const std::string& id, const move_info& m,
     });
 }
 
-}  // namespace
-
-namespace {
-
 /// The destination's own `done` of a move it confirmed in place: the move's
 /// step at the cutover's epoch, which the log applies only while the move
 /// is still in cutover or offsets, so exactly one of it and a take-back
