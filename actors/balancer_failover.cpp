@@ -8,9 +8,10 @@
 #include <caf/all.hpp>
 
 #include "actors/balancer_impl.hpp"
-#include "actors/shared_mode.hpp"
 #include "actors/errors.hpp"
+#include "cluster/takeover_hold.hpp"
 #include "raft/types.hpp"
+#include "util/clock.hpp"
 #include "util/metrics.hpp"
 
 namespace moonmq::balancer_detail {
@@ -103,7 +104,7 @@ goals::failover_selection failover_now(const balancer_state& st, int64_t* term) 
       cluster::topic_partition tp{row.tp.topic, row.tp.partition};
       const auto epoch = static_cast<int64_t>(row.epoch);
       if (st.settings.image->taken_back_epoch(tp) == epoch
-          && st.settings.takeover_hold->holding(tp.topic, tp.partition, epoch, shared_mode::steady_ms()))
+          && st.settings.takeover_hold->holding(tp.topic, tp.partition, epoch, util::monotonic_ms()))
         v.held.insert(row.tp);
     }
   if (term)

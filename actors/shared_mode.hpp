@@ -5,7 +5,6 @@
 // (committed offsets), each on its own thread: the image is read
 // lock-free of any actor and lease_valid is thread-safe.
 
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -15,6 +14,7 @@
 #include "actors/image.hpp"
 #include "cluster/takeover_hold.hpp"
 #include "storage/partition_log.hpp"
+#include "util/clock.hpp"
 
 namespace moonmq {
 
@@ -35,7 +35,7 @@ struct shared_mode {
     auto [owner, epoch] = image->owner_and_epoch({topic, partition});
     if (owner != broker_id)
       return 0;
-    if (hold && after_take_back(topic, partition, epoch) && hold->holding(topic, partition, epoch, steady_ms()))
+    if (hold && after_take_back(topic, partition, epoch) && hold->holding(topic, partition, epoch, util::monotonic_ms()))
       return 0;
     return epoch;
   }
@@ -47,10 +47,6 @@ struct shared_mode {
   bool after_take_back(const std::string& topic, int32_t partition, int64_t epoch) const {
     const int64_t back = image->taken_back_epoch({topic, partition});
     return back > 0 && epoch == back;
-  }
-  static int64_t steady_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
   }
   /// A write made durable at `epoch` may be acknowledged now: the lease is
   /// valid and the image still names this broker owner at `epoch`.

@@ -6,6 +6,7 @@
 
 #include "actors/shared_mode.hpp"
 #include "cluster/takeover_hold.hpp"
+#include "util/clock.hpp"
 
 using namespace moonmq;
 
@@ -60,7 +61,7 @@ TEST_CASE("shared mode: a source that took its partition back opens it only afte
     shared_mode source{view, "b1", nullptr, hold};
     CHECK(source.epoch_of("orders", 0) == 0);
     CHECK(source.after_take_back("orders", 0, 3));
-    CHECK(hold->remaining_ms("orders", 0, 3, shared_mode::steady_ms()) > 0);
+    CHECK(hold->remaining_ms("orders", 0, 3, util::monotonic_ms()) > 0);
     CHECK_FALSE(source.holds("orders", 0, 3));
     shared_mode destination{view, "b2", nullptr, hold};
     CHECK(destination.epoch_of("orders", 0) == 0);  // not its partition any more
