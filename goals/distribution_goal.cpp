@@ -159,7 +159,17 @@ bool distribution_goal::view_pair(const snapshot& s, const band& det, const band
     const double amount = shedding ? (pv.ns - pv.m) / pv.ss : (pv.m - pv.nd) / pv.sd;
     if (spare >= 1.0 && amount > 0.0 && std::isfinite(amount)) pv.target = std::min(pv.best, amount / spare);
   }
-  pv.trivial = res_ == resource::partition_count ? 0.0 : kTrivialFraction * det.mean;
+  // The trivial amount (band.hpp): 0.01% of the mean, or 1% of the mean
+  // partition's load when that is smaller.
+  pv.trivial = 0.0;
+  if (res_ != resource::partition_count) {
+    pv.trivial = kTrivialFraction * det.mean;
+    const double partitions = s.eligible_total(resource::partition_count);
+    if (partitions > 0.0) {
+      const double per_partition = det.mean * static_cast<double>(s.eligible_count()) / partitions;
+      pv.trivial = std::min(pv.trivial, kTrivialPartitionFraction * per_partition);
+    }
+  }
   pv.f0 = (pv.ns - pv.m) * (pv.ns - pv.m) + (pv.nd - pv.m) * (pv.nd - pv.m);
   pv.why = std::string(resource_name(res_)) + ": " + s.broker_id(shedding ? src : dst) + " at " +
            format_amount(shedding ? pv.ns : pv.nd) + (shedding ? " above " : " below ") +

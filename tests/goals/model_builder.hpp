@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers to build cluster models in tests.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,10 @@ inline goals::avoided_destination avoid(std::string topic, int partition, std::s
 
 /// `m` with every action of `p` applied (each partition on its planned owner).
 inline goals::cluster_model applied(goals::cluster_model m, const goals::plan& p) {
-  for (const auto& a : p.actions)
-    for (auto& r : m.replicas)
-      if (r.topic == a.topic && r.partition == a.partition) r.owner = a.to;
+  std::map<std::pair<std::string, std::int32_t>, const std::string*> to;
+  for (const auto& a : p.actions) to[{a.topic, a.partition}] = &a.to;
+  for (auto& r : m.replicas)
+    if (auto it = to.find({r.topic, r.partition}); it != to.end()) r.owner = *it->second;
   return m;
 }
 
