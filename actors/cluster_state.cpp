@@ -106,19 +106,32 @@ std::vector<std::string> cluster_brokers(self_ptr self) {
   return ids;
 }
 
+/// The brokers placement leaves out: the log's ExcludedBrokers (replacing
+/// the configured list, as for the balance loop) from the dynamic
+/// balancer settings `settings` (a non-object changes nothing).
+std::set<std::string> excluded_brokers(self_ptr self, const nlohmann::json& settings) {
+  config::autobalance_config base;
+  base.excluded_brokers = self->state.placement.excluded;
+  base = config::apply_balancer_settings(std::move(base), settings);
+  return {base.excluded_brokers.begin(), base.excluded_brokers.end()};
+}
+
 /// The broker named owner of the partitions a create or growth proposed
 /// here adds (TopicPlacement proposer, or spread falling back): this
-/// broker, unless it is draining, removed or held slow by this broker's
-/// balance loop (docs/balancer.md "Slow brokers"), then the first broker
-/// (in id order) that is none of those nor fenced. When every broker is
-/// slow, slowness is not looked at.
+/// broker, unless it is draining, removed, excluded (ExcludedBrokers) or
+/// held slow by this broker's balance loop (docs/balancer.md "Slow
+/// brokers"), then the first broker (in id order) that is none of those
+/// nor fenced. When every broker is slow or excluded, slowness and then
+/// exclusion are not looked at.
 std::string placement_owner(self_ptr self) {
   auto& st = self->state;
   auto standing = st.view->standing();
   const auto slow = st.placement.traits ? st.placement.traits->slow() : std::set<std::string>{};
-  for (bool skip_slow : {true, false}) {
+  const auto excluded = excluded_brokers(self, nlohmann::json::parse(*st.view->balancer(), nullptr, false));
+  for (int leniency = 0; leniency < 3; ++leniency) {
     auto usable = [&](const std::string& id) {
-      return !standing->draining.count(id) && !standing->removed.count(id) && !(skip_slow && slow.count(id));
+      return !standing->draining.count(id) && !standing->removed.count(id) &&
+             !(leniency < 1 && slow.count(id)) && !(leniency < 2 && excluded.count(id));
     };
     if (usable(st.self_id))
       return st.self_id;
@@ -162,12 +175,7 @@ broker_look look_at_brokers(self_ptr self, const nlohmann::json& settings) {
   auto traits = st.placement.traits->get();
   const auto slow = st.placement.traits->slow();  // this broker's balance loop's verdicts
   auto standing = st.view->standing();
-  // The log's ExcludedBrokers replaces the configured list, as for the
-  // balance loop (the same reading of the dynamic settings).
-  config::autobalance_config base;
-  base.excluded_brokers = st.placement.excluded;
-  base = config::apply_balancer_settings(std::move(base), settings);  // unchanged by a non-object
-  const std::set<std::string> excluded(base.excluded_brokers.begin(), base.excluded_brokers.end());
+  const std::set<std::string> excluded = excluded_brokers(self, settings);
   const auto& voters = st.raft.brokers;
   auto now = util::monotonic_ms();
   // Every broker that applies the entry must read `owners`: every voter

@@ -293,7 +293,14 @@ TEST_CASE("TopicPlacement spread: a new topic starts over racks by rack weight o
   }, 10s));
   create_topic(c.client(1), "kept_off_b3", 6);
   CHECK(image_owner_counts(c.admin(0), "kept_off_b3", 6) == std::map<std::string, int>{{"b1", 3}, {"b2", 3}});
-  REQUIRE(call(c.admin(2), "PATCH", "/admin/balancer", R"({"ExcludedBrokers":[]})").status == 200);
+  // With TopicPlacement proposer, a topic created through the excluded b3
+  // goes to the first broker that is not excluded, b1.
+  REQUIRE(call(c.admin(2), "PATCH", "/admin/balancer", R"({"TopicPlacement":"proposer"})").status == 200);
+  REQUIRE(wait_until([&] { return topic_placement_state(c.admin(2))["spreads"] == false; }, 10s));
+  create_topic(c.client(2), "proposed_off_b3", 2);
+  CHECK(image_owner_counts(c.admin(0), "proposed_off_b3", 2) == std::map<std::string, int>{{"b1", 2}});
+  REQUIRE(call(c.admin(2), "PATCH", "/admin/balancer", R"({"TopicPlacement":"spread","ExcludedBrokers":[]})").status ==
+          200);
 
   // Records produced through b1 to every partition of "wide" (forwarded to
   // its owner) read back from the owner.
