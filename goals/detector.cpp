@@ -90,6 +90,74 @@ class detector_context final : public optimize_context {
     return sum;
   }
 
+  bool propose_together(const std::vector<action>& moves, std::string_view reason) override {
+    if (moves.empty() || moves.size() > 4) return false;
+    const action& first = moves.front();
+    long long count = static_cast<long long>(s_.moved_count());
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+      const action& a = moves[i];
+      if (a.type != action_type::move) return reject(first, "invalid action", "invalid action");
+      for (std::size_t j = 0; j < i; ++j)
+        if (moves[j].replica == a.replica) return reject(first, "invalid action", "invalid action");
+      if (const char* why = inadmissible(a)) return reject(a, why, why);
+      const bool was = s_.owner(a.replica) != s_.origin(a.replica), will = a.to != s_.origin(a.replica);
+      count += static_cast<long long>(will) - static_cast<long long>(was);
+    }
+    if (count > static_cast<long long>(max_actions_))
+      return reject(first, "max_actions", "the plan would move more than max_actions partitions");
+    // Hard goals: every subset, in the given order, each move checked on
+    // the snapshot with the subset's earlier moves applied.
+    const std::size_t n = moves.size();
+    for (std::uint32_t mask = 1; mask < (1u << n); ++mask) {
+      std::vector<const action*> applied_now;
+      std::size_t refusing = goals_.size();
+      std::string text;
+      for (std::size_t i = 0; i < n && refusing == goals_.size(); ++i) {
+        if (!(mask & (1u << i))) continue;
+        for (std::size_t j = 0; j < goals_.size() && refusing == goals_.size(); ++j) {
+          if (!goals_[j].impl->hard()) continue;
+          auto v = goals_[j].impl->check(s_, goals_[j].config, moves[i]);
+          if (!v.accept) {
+            refusing = j;
+            text = v.reason + " (a part of a combined step alone)";
+          }
+        }
+        if (refusing == goals_.size()) {
+          s_.apply(moves[i]);
+          applied_now.push_back(&moves[i]);
+        }
+      }
+      for (auto it = applied_now.rbegin(); it != applied_now.rend(); ++it) s_.undo(**it);
+      if (refusing != goals_.size()) return reject(first, reports_[refusing].name, text);
+    }
+    // Every goal: accepted move by move, or no higher cost after all of them.
+    std::vector<std::size_t> by_cost;
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < goals_.size(); ++j)
+        if (std::find(by_cost.begin(), by_cost.end(), j) == by_cost.end() &&
+            !goals_[j].impl->check(s_, goals_[j].config, moves[i]).accept)
+          by_cost.push_back(j);
+      s_.apply(moves[i]);
+    }
+    std::vector<double> after(by_cost.size());
+    for (std::size_t k = 0; k < by_cost.size(); ++k)
+      after[k] = goals_[by_cost[k]].impl->stats(s_, goals_[by_cost[k]].config).cost;
+    for (std::size_t i = n; i-- > 0;) s_.undo(moves[i]);
+    for (std::size_t k = 0; k < by_cost.size(); ++k) {
+      const double before = goals_[by_cost[k]].impl->stats(s_, goals_[by_cost[k]].config).cost;
+      if (after[k] > before + 1e-9 * std::max(1.0, std::fabs(before)))
+        return reject(first, reports_[by_cost[k]].name,
+                      reports_[by_cost[k]].name + " would end further from satisfied after a combined step");
+    }
+    for (const action& a : moves) {
+      s_.apply(a);
+      records_.push_back(move_record{current_, std::string(reason), std::nullopt});
+      note(a.replica);
+    }
+    ++reports_[current_].accepted;
+    return true;
+  }
+
   /// Refusals of goal `g`'s proposals that moved a partition off or onto `b`.
   const refusals* refused(std::size_t g, broker_index b) const {
     auto it = refused_[g].find(b.value);

@@ -19,6 +19,13 @@ constexpr std::size_t kCandidatesPerPair = 16;
 constexpr std::size_t kSwapPartners = 8;
 constexpr std::size_t kSwapCandidatesEach = 4;
 constexpr int kMaxRounds = 3;
+/// Two-for-one search (PARTITION_COUNT) per pair: partitions of the broker
+/// giving two, of the one giving one, and combinations proposed.
+constexpr std::size_t kTwoForOneSources = 12;
+constexpr std::size_t kTwoForOnePartners = 6;
+constexpr std::size_t kTwoForOneProposals = 16;
+/// Partners tried for a two-for-one, nearest first.
+constexpr std::size_t kTwoForOnePairs = 4;
 /// Candidates (best by the goal's own rank) that the other goals' score re-ranks.
 constexpr std::size_t kRankedByAllGoals = 4;
 /// Proposals per pair, best ranked first: when these are all refused, the
@@ -122,6 +129,13 @@ class distribution_goal final : public goal {
                 const band& tgt, broker_index src, broker_index dst, bool shedding) const;
   bool try_swap(snapshot& s, optimize_context& ctx, replica_load_index& idx, const band& det,
                 const band& tgt, broker_index src, broker_index dst, bool shedding) const;
+
+  /// PARTITION_COUNT when every single move is refused: src gives two
+  /// partitions to dst and takes one back, one partition net, with the
+  /// measured loads of both brokers kept near their means (docs/balancer.md
+  /// "Reaching every band").
+  bool try_two_for_one(snapshot& s, optimize_context& ctx, replica_load_index& idx, const band& det,
+                       const band& tgt, broker_index src, broker_index dst, bool shedding) const;
 
   resource res_;
 };
@@ -256,6 +270,65 @@ bool distribution_goal::try_swap(snapshot& s, optimize_context& ctx, replica_loa
   return propose_best(ctx, idx, cands, pv.why + " (swap)");
 }
 
+bool distribution_goal::try_two_for_one(snapshot& s, optimize_context& ctx, replica_load_index& idx,
+                                        const band& det, const band& tgt, broker_index src, broker_index dst,
+                                        bool shedding) const {
+  pair_view pv;
+  double unused = 0.0;
+  if (!view_pair(s, det, tgt, src, dst, shedding, pv) || !improves(det, pv, 1.0, unused)) return false;
+  std::vector<replica_index> give, take;
+  idx.spread(src, kTwoForOneSources, [&](replica_index r, double) {
+    if (!s.avoided(r, dst)) give.push_back(r);
+    return false;
+  });
+  idx.spread(dst, kTwoForOnePartners, [&](replica_index q, double) {
+    if (!s.avoided(q, src)) take.push_back(q);
+    return false;
+  });
+  // Ranked by how far the two brokers' measured loads end from their
+  // shares of the mean (squared, relative to the mean, summed over the
+  // measured resources): the combinations most likely to keep every other
+  // goal in band come first.
+  const double w = s.eligible_weight_total();
+  auto deviation = [&](replica_index r1, replica_index r2, replica_index q) {
+    double d = 0.0;
+    for (std::size_t k = 0; k < kMeasuredResources; ++k) {
+      const auto res = static_cast<resource>(k);
+      const double per_weight = w > 0.0 ? s.eligible_total(res) / w : 0.0;
+      if (!(per_weight > 0.0)) continue;
+      const double shift = s.load(r1, res) + s.load(r2, res) - s.load(q, res);
+      const double a = (s.load(src, res) - shift) / s.weight(src) - per_weight,
+                   b = (s.load(dst, res) + shift) / s.weight(dst) - per_weight;
+      d += (a * a + b * b) / (per_weight * per_weight);
+    }
+    return d;
+  };
+  struct combination {
+    double deviation;
+    replica_index r1, r2, q;
+  };
+  std::vector<combination> combos;
+  for (replica_index q : take)
+    for (std::size_t i = 0; i < give.size(); ++i)
+      for (std::size_t j = i + 1; j < give.size(); ++j)
+        combos.push_back({deviation(give[i], give[j], q), give[i], give[j], q});
+  const std::size_t n = std::min(combos.size(), kTwoForOneProposals);
+  std::partial_sort(combos.begin(), combos.begin() + static_cast<std::ptrdiff_t>(n), combos.end(),
+                    [](const combination& x, const combination& y) { return x.deviation < y.deviation; });
+  for (std::size_t i = 0; i < n; ++i) {
+    const combination& c = combos[i];
+    const std::vector<action> moves{{action_type::move, c.r1, src, dst, {}},
+                                    {action_type::move, c.r2, src, dst, {}},
+                                    {action_type::move, c.q, dst, src, {}}};
+    if (!ctx.propose_together(moves, pv.why + " (two for one)")) continue;
+    idx.on_move(c.r1, src, dst);
+    idx.on_move(c.r2, src, dst);
+    idx.on_move(c.q, dst, src);
+    return true;
+  }
+  return false;
+}
+
 std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, optimize_context& ctx) const {
   const band det = make_band(s, res_, cfg.avg_deviation, cfg.detect_threshold);
   const std::string n = name();
@@ -276,7 +349,7 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
   for (std::uint32_t i = 0; i < s.broker_count(); ++i)
     if (s.eligible(broker_index{i})) eligible.push_back(broker_index{i});
 
-  std::size_t moved = 0, swapped = 0;
+  std::size_t moved = 0, swapped = 0, combined = 0;
   bool capped = false;
   for (int round = 0; round < kMaxRounds; ++round) {
     std::size_t moved_this_round = 0;
@@ -328,17 +401,24 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
           done = above ? try_pair(s, ctx, idx, det, tgt, v, p, true) : try_pair(s, ctx, idx, det, tgt, p, v, false);
           if (done || ctx.full()) break;
         }
-        // Every single move refused or overshooting: exchange partitions
-        // instead (Cruise Control swaps when its moves are vetoed), for a
-        // broker outside the detection band only (between the two bands it
-        // is already fine for the next pass). A swap of PARTITION_COUNT
-        // changes nothing.
-        if (!done && res_ != resource::partition_count && !ctx.full() && det.outside_of(s, v, det.norm(s, v)) > 0.0) {
+        // Every single move refused or overshooting, for a broker outside
+        // the detection band only (between the two bands it is already fine
+        // for the next pass): exchange partitions instead (Cruise Control
+        // swaps when its moves are vetoed); for PARTITION_COUNT, whose
+        // counts a swap does not change, two partitions for one (a swap and
+        // a move made together) with the nearest few partners.
+        if (!done && !ctx.full() && det.outside_of(s, v, det.norm(s, v)) > 0.0) {
           std::vector<broker_index> partners{first};
           for (const auto& [key, b] : order) partners.push_back(broker_index{b});
-          for (broker_index p : partners) {
-            done = above ? try_swap(s, ctx, idx, det, tgt, v, p, true) : try_swap(s, ctx, idx, det, tgt, p, v, false);
-            if (done) { ++swapped; break; }
+          const bool count = res_ == resource::partition_count;
+          for (std::size_t i = 0; i < partners.size() && (!count || i < kTwoForOnePairs); ++i) {
+            const broker_index p = partners[i];
+            if (count)
+              done = above ? try_two_for_one(s, ctx, idx, det, tgt, v, p, true)
+                           : try_two_for_one(s, ctx, idx, det, tgt, p, v, false);
+            else
+              done = above ? try_swap(s, ctx, idx, det, tgt, v, p, true) : try_swap(s, ctx, idx, det, tgt, p, v, false);
+            if (done) { ++(count ? combined : swapped); break; }
             if (ctx.full()) break;
           }
         }
@@ -349,8 +429,10 @@ std::string distribution_goal::optimize(snapshot& s, const goal_config& cfg, opt
     if (capped || moved_this_round == 0) break;
   }
   const auto remaining = violators_of(s, det);
-  std::string out = "moved " + std::to_string(moved - swapped) + " partition(s)" +
-                    (swapped ? " and swapped " + std::to_string(swapped) + " pair(s)" : std::string()) + " for " + n +
+  std::string out = "moved " + std::to_string(moved - swapped - combined) + " partition(s)" +
+                    (swapped ? " and swapped " + std::to_string(swapped) + " pair(s)" : std::string()) +
+                    (combined ? " and made " + std::to_string(combined) + " two-for-one exchange(s)" : std::string()) +
+                    " for " + n +
                     "; band [" + format_amount(det.lower) + ", " + format_amount(det.upper) + "]";
   if (capped) out += "; stopped at max_actions";
   if (!remaining.empty())

@@ -77,6 +77,21 @@ class optimize_context {
     (void)a;
     return 0.0;
   }
+  /// Proposes `moves` (MOVEs of distinct partitions, not yet applied) as
+  /// one step, for a goal that needs them together: with 1 to 4 moves,
+  /// each admissible as for propose and the plan within max_actions after
+  /// all of them. Hard goals must accept every subset of them applied in
+  /// the given order (the balance loop runs them as independent moves, any
+  /// of which may fail), and no goal may end worse after all of them: a
+  /// goal that accepts each move in turn is fine, else its goal_stats::cost
+  /// after all of them must not exceed its cost before (O(cost of stats)
+  /// for such goals). Returns true and leaves them applied, or false with
+  /// the snapshot unchanged. Since ABI 7; the default refuses.
+  virtual bool propose_together(const std::vector<action>& moves, std::string_view reason) {
+    (void)moves;
+    (void)reason;
+    return false;
+  }
 };
 
 class goal {

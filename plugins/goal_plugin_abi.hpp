@@ -33,15 +33,17 @@
 /// snapshot::topic_partitions_on and friends, appended after its other
 /// members; 5: snapshot::slow, appended after those; 6: broker weights and
 /// racks, snapshot::weight, rack, same_rack, eligible_weight_total,
-/// weighted, appended after those).
-#define MOONMQ_GOAL_ABI_VERSION 6u
+/// weighted, appended after those; 7: optimize_context::propose_together,
+/// appended after others_score).
+#define MOONMQ_GOAL_ABI_VERSION 7u
 /// The oldest ABI this host loads. A version 3 plugin reads every snapshot
 /// member it knows at the same offset, and changes the snapshot only
 /// through optimize_context::propose, so it runs unchanged (a version 3 or
 /// 4 plugin never sees a slow broker as eligible, so it never moves
 /// partitions onto one; a version 3 to 5 plugin carries its own copy of
 /// the older SDK and ignores weights and racks, so a distribution goal built
-/// that way balances towards the unweighted mean); a newer plugin is
+/// that way balances towards the unweighted mean; a version 3 to 6 plugin
+/// never calls propose_together, whose slot comes after every older one); a newer plugin is
 /// refused by an older host, whose
 /// snapshots lack what it reads.
 #define MOONMQ_GOAL_ABI_MIN_VERSION 3u
