@@ -1,6 +1,7 @@
 #include "goals/detector.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -109,7 +110,8 @@ class detector_context final : public optimize_context {
     // the snapshot with the subset's earlier moves applied.
     const std::size_t n = moves.size();
     for (std::uint32_t mask = 1; mask < (1u << n); ++mask) {
-      std::vector<const action*> applied_now;
+      std::array<const action*, 4> applied_now{};
+      std::size_t applied_count = 0;
       std::size_t refusing = goals_.size();
       std::string text;
       for (std::size_t i = 0; i < n && refusing == goals_.size(); ++i) {
@@ -124,17 +126,18 @@ class detector_context final : public optimize_context {
         }
         if (refusing == goals_.size()) {
           s_.apply(moves[i]);
-          applied_now.push_back(&moves[i]);
+          applied_now[applied_count++] = &moves[i];
         }
       }
-      for (auto it = applied_now.rbegin(); it != applied_now.rend(); ++it) s_.undo(**it);
+      while (applied_count > 0) s_.undo(*applied_now[--applied_count]);
       if (refusing != goals_.size()) return reject(first, reports_[refusing].name, text);
     }
-    // Every goal: accepted move by move, or no higher cost after all of them.
+    // Every soft goal (the hard ones accepted every subset above): accepted
+    // move by move, or no higher cost after all of them.
     std::vector<std::size_t> by_cost;
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t j = 0; j < goals_.size(); ++j)
-        if (std::find(by_cost.begin(), by_cost.end(), j) == by_cost.end() &&
+        if (!goals_[j].impl->hard() && std::find(by_cost.begin(), by_cost.end(), j) == by_cost.end() &&
             !goals_[j].impl->check(s_, goals_[j].config, moves[i]).accept)
           by_cost.push_back(j);
       s_.apply(moves[i]);
@@ -145,7 +148,7 @@ class detector_context final : public optimize_context {
     for (std::size_t i = n; i-- > 0;) s_.undo(moves[i]);
     for (std::size_t k = 0; k < by_cost.size(); ++k) {
       const double before = goals_[by_cost[k]].impl->stats(s_, goals_[by_cost[k]].config).cost;
-      if (after[k] > before + 1e-9 * std::max(1.0, std::fabs(before)))
+      if (!(after[k] <= before + 1e-9 * std::max(1.0, std::fabs(before))))  // a NaN cost refuses too
         return reject(first, reports_[by_cost[k]].name,
                       reports_[by_cost[k]].name + " would end further from satisfied after a combined step");
     }

@@ -80,7 +80,7 @@ class optimize_context {
   /// Proposes `moves` (MOVEs of distinct partitions, not yet applied) as
   /// one step, for a goal that needs them together: with 1 to 4 moves,
   /// each admissible as for propose and the plan within max_actions after
-  /// all of them. Hard goals must accept every subset of them applied in
+  /// all of them (a move off a slow broker is judged by every goal here). Hard goals must accept every subset of them applied in
   /// the given order (the balance loop runs them as independent moves, any
   /// of which may fail), and no goal may end worse after all of them: a
   /// goal that accepts each move in turn is fine, else its goal_stats::cost

@@ -392,3 +392,126 @@ TEST_CASE("an accepted SWAP appears as two SWAP actions naming each other, immov
   CHECK(again.accepted == std::vector<bool>{false});
   CHECK(q->actions.empty());
 }
+
+namespace {
+
+// Proposes each of its step lists through propose_together and records the answers.
+class together_goal final : public goal {
+ public:
+  explicit together_goal(std::vector<std::vector<step>> combos) : combos_(std::move(combos)) {}
+  std::string name() const override { return "TOGETHER"; }
+  bool hard() const override { return false; }
+  goal_config default_config() const override {
+    goal_config c;
+    c.priority = 1;
+    return c;
+  }
+  goal_stats stats(const snapshot&, const goal_config&) const override { return {}; }
+  verdict check(const snapshot&, const goal_config&, const action&) const override { return verdict::yes(); }
+  std::string optimize(snapshot& s, const goal_config&, optimize_context& ctx) const override {
+    accepted.clear();
+    for (const auto& combo : combos_) {
+      std::vector<action> moves;
+      for (const auto& st : combo) {
+        const auto r = *s.find_replica(st.topic, st.partition);
+        moves.push_back({action_type::move, r, s.owner(r), *s.find_broker(st.to), {}});
+      }
+      accepted.push_back(ctx.propose_together(moves, "together"));
+    }
+    return "together";
+  }
+  mutable std::vector<bool> accepted;
+
+ private:
+  std::vector<std::vector<step>> combos_;
+};
+
+// Soft: b1's NW_IN should be 10; cost |NW_IN(b1) − 10|, a move that raises it refused.
+class b1_at_ten_goal final : public goal {
+ public:
+  std::string name() const override { return "B1_AT_TEN"; }
+  bool hard() const override { return false; }
+  goal_config default_config() const override {
+    goal_config c;
+    c.priority = 50;
+    return c;
+  }
+  goal_stats stats(const snapshot& s, const goal_config&) const override {
+    goal_stats st;
+    st.cost = std::fabs(s.load(*s.find_broker("b1"), resource::nw_in) - 10.0);
+    return st;
+  }
+  verdict check(const snapshot& s, const goal_config&, const action& a) const override {
+    const broker_index b1 = *s.find_broker("b1");
+    const double before = std::fabs(s.load(b1, resource::nw_in) - 10.0);
+    const double after = std::fabs(load_after(s, a, b1, resource::nw_in) - 10.0);
+    return after > before ? verdict::no("b1 further from 10") : verdict::yes();
+  }
+  std::string optimize(snapshot&, const goal_config&, optimize_context&) const override { return "nothing"; }
+};
+
+// a 5, c 5 on b1; d 3, e 2, f 8 on b2.
+cluster_model together_model() {
+  cluster_model m;
+  m.brokers = {broker("b1"), broker("b2")};
+  m.replicas = {replica("a", 0, "b1", 5), replica("c", 0, "b1", 5), replica("d", 0, "b2", 3),
+                replica("e", 0, "b2", 2), replica("f", 0, "b2", 8)};
+  m.max_actions = 50;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("moves proposed together: applied all or none, each admissible, within the cap", "[detector]") {
+  const std::vector<step> two_for_one{{"a", 0, "b2"}, {"c", 0, "b2"}, {"f", 0, "b1"}};
+  together_goal g({{{"a", 0, "b2"}, {"a", 0, "b2"}},                                            // the same partition twice
+                   {{"a", 0, "b2"}, {"c", 0, "b2"}, {"d", 0, "b1"}, {"e", 0, "b1"}, {"f", 0, "b1"}},  // five
+                   {},                                                                            // none
+                   two_for_one});
+  auto p = make_plan(together_model(), {&g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{false, false, false, true});
+  REQUIRE(p->actions.size() == 3);
+  for (const auto& a : p->actions) {
+    CHECK(a.type == action_type::move);
+    CHECK(a.reason == "together");
+  }
+  CHECK(p->brokers_after[0][index_of(resource::nw_in)] == 8.0);   // f
+  CHECK(p->brokers_after[1][index_of(resource::nw_in)] == 15.0);  // d e a c
+
+  // Three moved partitions over a cap of 2: refused, nothing applied.
+  auto capped = together_model();
+  capped.max_actions = 2;
+  together_goal h({two_for_one});
+  auto q = make_plan(capped, {&h});
+  REQUIRE(q.ok());
+  CHECK(h.accepted == std::vector<bool>{false});
+  CHECK(q->actions.empty());
+  CHECK(q->brokers_after[0][index_of(resource::nw_in)] == 10.0);
+}
+
+TEST_CASE("moves proposed together: a hard goal judges every subset, a soft goal the whole step", "[detector]") {
+  // HARD: b2's NW_IN (13) at most 19. a, c → b2 and f → b1 end b2 at 15,
+  // and each move alone leaves it at 18 at most, but a and c arriving
+  // before f leaves put it at 23: refused, snapshot unchanged.
+  refusing_goal hard(true, 100, [](const snapshot& s, const action& a) {
+    return load_after(s, a, *s.find_broker("b2"), resource::nw_in) > 19.0;
+  });
+  together_goal g({{{"a", 0, "b2"}, {"c", 0, "b2"}, {"f", 0, "b1"}}});
+  auto p = make_plan(together_model(), {&hard, &g});
+  REQUIRE(p.ok());
+  CHECK(g.accepted == std::vector<bool>{false});
+  CHECK(p->actions.empty());
+  CHECK(p->brokers_after[1][index_of(resource::nw_in)] == 13.0);
+
+  // B1_AT_TEN: a → b2 alone takes b1 to 5 (refused move by move), but a →
+  // b2 with d, e → b1 ends it at 10 again (cost 0, not above 0): accepted.
+  // a, c → b2 with f → b1 ends it at 8 (cost 2 > 0): refused.
+  b1_at_ten_goal soft;
+  together_goal t({{{"a", 0, "b2"}, {"c", 0, "b2"}, {"f", 0, "b1"}}, {{"a", 0, "b2"}, {"d", 0, "b1"}, {"e", 0, "b1"}}});
+  auto q = make_plan(together_model(), {&soft, &t});
+  REQUIRE(q.ok());
+  CHECK(t.accepted == std::vector<bool>{false, true});
+  CHECK(q->actions.size() == 3);
+  CHECK(q->brokers_after[0][index_of(resource::nw_in)] == 10.0);
+}

@@ -338,12 +338,12 @@ TEST_CASE("brokers left outside when max_actions stops the plan, or by a capacit
 TEST_CASE("a broker over the band with thousands of near-idle partitions still sheds load", "[reach]") {
   // b1: ten partitions of 100, one of 40 and 4,000 near-idle ones (0.004 ·
   // (i + 0.5) / 4000); b2: ten of 100. NW_IN (AvgDeviation 0.02) has b1 at
-  // 1340 against a mean of 1170 with ~2,000 surplus partitions, so each
-  // move aims at about 0.085, above every idle partition, all of them below
-  // the trivial amount (1% of the mean partition's 0.58, 0.0058; 0.01% of
-  // the mean, 0.117, is larger): the search must start at the lightest
-  // non-trivial partition, not spend its 16 candidates on idle ones between
-  // the two.
+  // 1048 against a mean of 1024 with ~2,000 surplus partitions, so each
+  // move aims at about 0.012, above every idle partition, all of them below
+  // the trivial amount (1% of the mean partition's 0.51, 0.0051; 0.01% of
+  // the mean, 0.10, is larger): the search must start at the lightest
+  // non-trivial partition ("warm"), not spend its 16 candidates on the idle
+  // ones, nearer the target than it.
   cluster_model m;
   m.brokers = {broker("b1"), broker("b2")};
   for (int p = 0; p < 10; ++p) {
@@ -426,8 +426,9 @@ TEST_CASE("a two-for-one exchange part of which alone would break a capacity lim
   const goal_report* count = moonmq::test::report_of(refused.value(), "PARTITION_COUNT");
   REQUIRE(count);
   REQUIRE_FALSE(count->still_outside.empty());
-  // Every final placement of a two-for-one leaves b1 at most at 27: the
-  // refusals are the capacity goal's on the parts applied alone.
+  // The capacity goal refused the single moves and the combined steps
+  // (every final placement of a two-for-one leaves b1 at most at 27: what
+  // it refused were their parts applied alone).
   CHECK(count->still_outside[0].why.find("NW_IN_CAPACITY") != std::string::npos);
 
   auto made = make_plan(with_limit(50.0), moonmq::test::builtin_goals());
