@@ -70,7 +70,7 @@ struct balancer_settings {
   std::shared_ptr<transport::peer_directory> peers = std::make_shared<transport::peer_directory>();
   std::chrono::milliseconds peer_timeout{5000};
   /// The GET /cluster/loads body of this broker, delivered to the callback
-  /// (on any thread); transport/local_loads.hpp.
+  /// (on any thread); api/local_loads.hpp.
   std::function<void(std::function<void(nlohmann::json)>)> local_loads;
   /// With the metadata log: the image whose dynamic balancer settings
   /// (PATCH /admin/balancer, config/dynamic.hpp) apply on top of `config`,

@@ -1,5 +1,5 @@
 // What the balance loop reads from the brokers' load reports
-// (GET /cluster/loads, transport/local_loads.hpp) and what it publishes
+// (GET /cluster/loads, api/local_loads.hpp) and what it publishes
 // after a pass: traffic counters, racks and weights, the slow-broker rule's
 // verdicts (docs/balancer.md "Slow brokers") and the autobalancer metrics.
 
@@ -25,7 +25,7 @@ std::optional<size_t> resource_of(const std::string& goal) {
   return std::nullopt;
 }
 
-/// The latency a /cluster/loads body reports (transport/local_loads.hpp
+/// The latency a /cluster/loads body reports (api/local_loads.hpp
 /// "latency"); nullopt when it has none (a broker of an older version).
 std::optional<goals::broker_latency> latency_in(const json& body) {
   if (!body.is_object() || !body.contains("latency") || !body["latency"].is_object())

@@ -21,7 +21,7 @@ namespace moonmq::cluster {
 inline constexpr int32_t max_transaction_timeout_ms = 900000;
 
 /// Errors a transactional request can get, mapped to Kafka codes at the
-/// edge (transport/kafka_txn.cpp).
+/// edge (api/kafka_txn.cpp).
 enum class txn_error : uint8_t {
   none,
   invalid_producer_id_mapping,  ///< 49: unknown id, or another producer id

@@ -24,7 +24,7 @@ namespace moonmq::config {
 
 /// The largest NumPartitions, here and in Cluster.NumPartitions: the
 /// largest topic a create accepts (dataplane::max_partitions; checked equal
-/// where both are in scope, transport/kafka_handlers.cpp).
+/// where both are in scope, api/kafka_handlers.cpp).
 constexpr int max_num_partitions = 10000;
 
 /// The ranges of a goal's settings, here and in Autobalance.Goals.

@@ -1,4 +1,4 @@
-// HTTP/1.1 pipelining on a real node's client listener (transport/
+// HTTP/1.1 pipelining on a real node's client listener (api/
 // http_server.hpp): requests written at once on one connection are answered
 // in order, produce requests run side by side and still land in each
 // partition in the order sent, and other requests wait for those before them.

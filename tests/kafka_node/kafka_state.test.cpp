@@ -6,7 +6,7 @@
 
 #include <optional>
 
-#include "transport/kafka_groups.hpp"
+#include "api/kafka_groups.hpp"
 
 using namespace moonmq;
 using namespace moonmq::transport;

@@ -45,25 +45,25 @@
 #include "moonmq/version.hpp"
 #include "dataplane/topic_catalog.hpp"
 #include "plugins/goal_loader.hpp"
-#include "transport/admin_routes.hpp"
-#include "transport/client_routes.hpp"
-#include "transport/group_routes.hpp"
-#include "transport/cluster_admin_routes.hpp"
-#include "transport/console_routes.hpp"
-#include "transport/cluster_routes.hpp"
-#include "transport/move_routes.hpp"
-#include "transport/raft_routes.hpp"
+#include "api/admin_routes.hpp"
+#include "api/client_routes.hpp"
+#include "api/group_routes.hpp"
+#include "api/cluster_admin_routes.hpp"
+#include "api/console_routes.hpp"
+#include "api/cluster_routes.hpp"
+#include "api/move_routes.hpp"
+#include "api/raft_routes.hpp"
 #include "raft/raft_store.hpp"
 #include "storage/disk_latency.hpp"
-#include "transport/session_routes.hpp"
-#include "transport/local_loads.hpp"
+#include "api/session_routes.hpp"
+#include "api/local_loads.hpp"
 #include "net/blocking_client.hpp"
 #include "net/http_client.hpp"
 #include "net/tls.hpp"
 #include "net/http_server.hpp"
-#include "transport/kafka_groups.hpp"
-#include "transport/kafka_listener.hpp"
-#include "transport/kafka_txn.hpp"
+#include "api/kafka_groups.hpp"
+#include "api/kafka_listener.hpp"
+#include "api/kafka_txn.hpp"
 #include "util/logging.hpp"
 #include "util/metrics.hpp"
 
@@ -591,7 +591,7 @@ int run(const config::load_result& loaded) {
   if (cfg.kafka.enabled)
     cctx.kafka_groups = std::make_shared<transport::kafka_group_table>(
       std::chrono::milliseconds{cfg.kafka.group_initial_rebalance_delay_ms});
-  // Cluster-wide groups (transport/group_routes.hpp): join answers
+  // Cluster-wide groups (api/group_routes.hpp): join answers
   // name the coordinator's URL and the meter's recommended URL; joins and
   // commits forwarded by peers arrive on the cluster listener.
   cctx.client_host = cfg.client.host;
