@@ -225,7 +225,7 @@ broker_actor::behavior_type broker_fn(self_ptr self, broker_settings settings, d
         return invalid("partitions must be between 1 and " + std::to_string(dataplane::max_partitions));
       auto it = st.topics.find(name);
       if (it != st.topics.end() && it->second.created_at != 0 && created_at != 0 && it->second.created_at != created_at)
-        return make_coded_error(409, "topic_recreated",
+        return make_coded_error(fault::conflict, "topic_recreated",
                                 "the local copy of " + name + " belongs to the topic created at log index "
                                   + std::to_string(it->second.created_at) + ", not " + std::to_string(created_at));
       if (it == st.topics.end())

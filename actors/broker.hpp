@@ -37,7 +37,7 @@ using broker_actor = caf::typed_actor<
   // grows it, changes its config, or changes nothing; a copy not stamped
   // yet is stamped with that index.
   // Replies the local count; errors: invalid_request (bad name or count),
-  // 409 topic_recreated (the local copy belongs to another creation of the
+  // conflict topic_recreated (the local copy belongs to another creation of the
   // name: delete it first), storage_error. A config the log holds but this
   // build cannot read is logged and the defaults used.
   caf::replies_to<adopt_atom, std::string, int32_t, std::string, int64_t>::with<int32_t>,

@@ -44,10 +44,10 @@ using self_ptr = cluster_state_actor::stateful_pointer<cluster_state_state>;
 caf::result<int64_t> raft_observe(const raft_status& s, int64_t at, const std::string& controller) {
   auto held = " (highest epoch " + std::to_string(s.term) + " held by " + s.leader + ")";
   if (at < s.term)
-    return make_coded_error(409, "stale_epoch",
+    return make_coded_error(fault::conflict, "stale_epoch",
                             "controller epoch " + std::to_string(at) + " is older than the Raft term" + held);
   if (at == s.term && !s.leader.empty() && controller != s.leader)
-    return make_coded_error(409, "epoch_conflict",
+    return make_coded_error(fault::conflict, "epoch_conflict",
                             controller + " is not the Raft leader of term " + std::to_string(at) + held);
   return std::max(at, s.term);
 }
@@ -276,17 +276,17 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
   auto& st = self->state;
   const auto ids = cluster_brokers(self);
   if (std::find(ids.begin(), ids.end(), broker) == ids.end())
-    return make_coded_error(404, "unknown_broker", "no broker " + broker + " in this cluster");
+    return make_coded_error(fault::not_found, "unknown_broker", "no broker " + broker + " in this cluster");
   auto row = broker_row(self, broker);
   auto state = row["state"].get<std::string>();
   if (state == "removed" && change != "remove")
-    return make_coded_error(409, "broker_removed", "broker " + broker + " was removed from the cluster");
+    return make_coded_error(fault::conflict, "broker_removed", "broker " + broker + " was removed from the cluster");
   if (change == "remove" && state == "active")
-    return make_coded_error(409, "not_draining",
+    return make_coded_error(fault::conflict, "not_draining",
                             "broker " + broker + " is not draining: drain it first (POST /admin/brokers/" + broker
                               + "/drain), then remove it once it owns no partition");
   if (change == "remove" && state == "draining" && row["partitions"].get<int64_t>() > 0)
-    return make_coded_error(409, "broker_not_empty", "broker " + broker + " still owns "
+    return make_coded_error(fault::conflict, "broker_not_empty", "broker " + broker + " still owns "
                                                        + std::to_string(row["partitions"].get<int64_t>())
                                                        + " partition(s); removal waits until the drain has moved them");
   auto rp = self->make_response_promise<std::string>();
@@ -297,12 +297,12 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
         // The log decided at apply time: a partition handed to the broker
         // after the check above keeps it in the cluster.
         if (change == "remove" && after["state"] == "active") {
-          rp.deliver(make_coded_error(409, "not_draining",
+          rp.deliver(make_coded_error(fault::conflict, "not_draining",
                                       "broker " + broker + " was not draining when the removal was applied"));
           return;
         }
         if (change == "remove" && after["state"] != "removed") {
-          rp.deliver(make_coded_error(409, "broker_not_empty",
+          rp.deliver(make_coded_error(fault::conflict, "broker_not_empty",
                                       "broker " + broker + " owned partitions when the removal was applied"));
           return;
         }
@@ -318,7 +318,7 @@ caf::result<std::string> raft_change_broker(self_ptr self, const std::string& br
 /// (docs/metadata.md "Placing a new topic's partitions"); an import of a
 /// local topic keeps them where their data is. `named`: the owner of each
 /// new partition, as a Kafka CreateTopics assignment gives them (refused
-/// with 409 placement_not_readable while a broker may not read them).
+/// with conflict placement_not_readable while a broker may not read them).
 void propose_topic(self_ptr self, const std::string& name, int32_t partitions, const std::string& config, bool grow,
                    std::function<void(int64_t)> applied, std::function<void(caf::error&)> fail, bool place = true,
                    std::vector<std::string> named = {}) {
@@ -336,7 +336,7 @@ void propose_topic(self_ptr self, const std::string& name, int32_t partitions, c
   if (!named.empty()) {
     auto look = look_at_brokers(self, nlohmann::json::parse(*st.view->balancer(), nullptr, false));
     if (!look.why_not.empty()) {
-      auto e = make_coded_error(409, "placement_not_readable",
+      auto e = make_coded_error(fault::conflict, "placement_not_readable",
                                 "partitions can be placed by name only once every broker reads placed topic "
                                 "entries: " + look.why_not);
       fail(e);
@@ -512,7 +512,7 @@ caf::result<bool> raft_delete_topic(self_ptr self, const std::string& name) {
   auto moves = st.view->moves();  // held: a range-for over *view->moves() would free it mid-loop
   for (const auto& [id, m] : *moves)
     if (m.tp.topic == name && !raft::finished_move_state(m.state))
-      return make_coded_error(409, "topic_moving",
+      return make_coded_error(fault::conflict, "topic_moving",
                               "topic " + name + " has move " + id + " of partition " + std::to_string(m.tp.partition)
                                 + " in state " + m.state + "; cancel it or wait for it to end, then delete again");
   auto rp = self->make_response_promise<bool>();
@@ -596,13 +596,13 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
       auto s = st.raft.view->get();
       if (s.is_leader)
         return s.term;
-      return make_coded_error(409, "not_controller",
+      return make_coded_error(fault::conflict, "not_controller",
                               "broker " + st.self_id + " is not the Raft leader (term " + std::to_string(s.term)
                                 + ", leader " + (s.leader.empty() ? std::string("unknown") : s.leader) + ")");
     },
     [self](observe_atom, int64_t at, std::string& controller) -> caf::result<int64_t> {
       if (at <= 0)
-        return make_coded_error(400, "invalid_request", "X-Controller-Epoch must be a positive integer");
+        return make_coded_error(fault::invalid, "invalid_request", "X-Controller-Epoch must be a positive integer");
       return raft_observe(self->state.raft.view->get(), at, controller);
     },
     [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t) -> caf::result<bool> {
@@ -611,13 +611,13 @@ cluster_state_actor::behavior_type cluster_state_fn(self_ptr self, std::string s
     [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t,
            int64_t expect_epoch) -> caf::result<bool> {
       if (expect_epoch < 1)
-        return make_coded_error(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
+        return make_coded_error(fault::invalid, "invalid_request", "a conditional owner change expects an epoch >= 1");
       return raft_set_owner(self, topic, partition, owner, expect_epoch);
     },
     [self](owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t, int64_t expect_epoch,
            bool forward) -> caf::result<bool> {
       if (expect_epoch < 1)
-        return make_coded_error(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
+        return make_coded_error(fault::invalid, "invalid_request", "a conditional owner change expects an epoch >= 1");
       // Only the shared-storage failover proposes unforwarded owner changes:
       // they also expect the old owner still fenced (cluster_state.hpp).
       return raft_set_owner(self, topic, partition, owner, expect_epoch, forward, !forward);

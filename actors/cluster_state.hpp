@@ -31,10 +31,10 @@ namespace moonmq {
 
 using cluster_state_actor = caf::typed_actor<
   // The controller epoch (the Raft term) when this broker is the Raft
-  // leader; error 409 not_controller otherwise.
+  // leader; error conflict not_controller otherwise.
   caf::replies_to<claim_atom>::with<int64_t>,
   // Checks a control-plane request's (epoch, controller id) against the Raft
-  // term and leader. Replies the higher of the two epochs; error 409
+  // term and leader. Replies the higher of the two epochs; error conflict
   // stale_epoch (below the term) / epoch_conflict (at the term, not the
   // leader), 400 for an epoch below 1.
   caf::replies_to<observe_atom, int64_t, std::string>::with<int64_t>,
@@ -43,12 +43,12 @@ using cluster_state_actor = caf::typed_actor<
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t>::with<bool>,
   // The conditional change (docs/metadata.md "Owner
   // epochs"): topic, partition, owner, unused epoch, the owner epoch the
-  // partition must still be at. Replies true once applied here; error 409
+  // partition must still be at. Replies true once applied here; error conflict
   // owner_epoch_changed when the partition's epoch had moved on (nothing
   // changed).
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t>::with<bool>,
   // The same, proposed on this broker only when `forward` is false: error
-  // 503 no_controller unless it is the Raft leader (a failover the leader
+  // unavailable no_controller unless it is the Raft leader (a failover the leader
   // decided from its own count of a broker's silence must not be carried
   // out by another leader, which has not waited). Unforwarded, the entry
   // also expects the old owner still fenced (raft::owner_entry::
@@ -56,7 +56,7 @@ using cluster_state_actor = caf::typed_actor<
   caf::replies_to<owner_atom, std::string, int32_t, std::string, int64_t, int64_t, bool>::with<bool>,
   // Proposes a move entry (raft::move_entry's JSON payload text,
   // docs/cluster.md "Moves in the log"). Replies true once applied here;
-  // errors: 409 move_state_changed (committed as a no-op: the move was not
+  // errors: conflict move_state_changed (committed as a no-op: the move was not
   // in the state it expected), the proposal's errors.
   caf::replies_to<move_atom, std::string>::with<bool>,
   // (Raft term, leader id or "" while none is known).
@@ -68,12 +68,12 @@ using cluster_state_actor = caf::typed_actor<
   // the local copy exists. Replies true when this request's entry created
   // it, false when it existed with that count; errors: invalid_request (bad
   // name, count or config; existing with another count), the proposal's
-  // errors (503 no_controller / proposal_lost, 504 timeout).
+  // errors (unavailable no_controller / proposal_lost, timeout).
   caf::replies_to<create_atom, std::string, int32_t, std::string>::with<bool>,
   // The same with the owner of each partition named (a Kafka CreateTopics
   // assignment): one broker of the cluster per partition; errors besides:
   // invalid_request (a count that differs, a broker not of the cluster or
-  // removed), 409 placement_not_readable (a broker may not read the owners).
+  // removed), conflict placement_not_readable (a broker may not read the owners).
   caf::replies_to<create_atom, std::string, int32_t, std::string, std::vector<std::string>>::with<bool>,
   // Grows a topic to `count` partitions cluster-wide (the new
   // ones owned by this broker, or spread as a create). Replies the new count; errors: unknown_topic,
@@ -89,7 +89,7 @@ using cluster_state_actor = caf::typed_actor<
   // Deletes a topic cluster-wide through the metadata log (docs/metadata.md
   // "Deleting a topic"). Replies true once the deletion is applied here
   // (every broker then removes its local copy as it applies it); errors:
-  // unknown_topic, 409 topic_moving (a move of one of its partitions is
+  // unknown_topic, conflict topic_moving (a move of one of its partitions is
   // unfinished; decided again in log order), the proposal's errors.
   caf::replies_to<delete_atom, std::string>::with<bool>,
   // Changes the cluster's dynamic balancer settings (a patch,
@@ -103,8 +103,8 @@ using cluster_state_actor = caf::typed_actor<
   caf::replies_to<broker_atom>::with<std::string>,
   // Changes a broker's standing through the metadata log:
   // broker id, change ("drain", "undrain" or "remove"). Replies the broker's
-  // row as above once applied here. Errors: 404 unknown_broker, 409
-  // broker_removed (drain of a removed broker), 409 not_draining / broker_not_empty
+  // row as above once applied here. Errors: not_found unknown_broker, conflict
+  // broker_removed (drain of a removed broker), conflict not_draining / broker_not_empty
   // (remove of a broker that is not draining or still owns partitions; the
   // metadata log decides in log order, so a race ends the same way), the
   // proposal's errors.

@@ -63,44 +63,88 @@ std::string message_of(const caf::error& e) {
   return {};
 }
 
-int http_status_of(const caf::error& e) {
+fault fault_of(const caf::error& e) {
   if (e.category() == caf::atom("system")) {
     auto code = static_cast<caf::sec>(e.code());
     if (code == caf::sec::request_timeout)
-      return 504;
+      return fault::timeout;
     if (code == caf::sec::request_receiver_down)
-      return 503;
-    return 500;
+      return fault::unavailable;
+    return fault::internal;
   }
   if (e.category() == caf::atom("moonmq")) {
     switch (static_cast<errc>(e.code())) {
       case errc::unknown_actor:
-        return 404;
+      case errc::unknown_topic:
+      case errc::unknown_partition:
+        return fault::not_found;
       case errc::not_ready:
       case errc::partition_offline:
       case errc::partition_moved:
-        return 503;
+        return fault::unavailable;
       case errc::invalid_request:
       case errc::offset_out_of_range:
-        return 400;
-      case errc::unknown_topic:
-      case errc::unknown_partition:
-        return 404;
+        return fault::invalid;
       case errc::storage_error:
-        return 500;
+        return fault::internal;
       case errc::invalid_producer_epoch:
-        return 409;
-      case errc::coded:
-        return e.context().match_elements<std::string, int32_t, std::string>() ? e.context().get_as<int32_t>(1)
-                                                                               : 500;
+        return fault::conflict;
+      case errc::coded: {
+        if (!e.context().match_elements<std::string, int32_t, std::string>())
+          return fault::internal;
+        const auto kind = e.context().get_as<int32_t>(1);
+        return kind >= static_cast<int32_t>(fault::invalid) && kind <= static_cast<int32_t>(fault::internal)
+                 ? static_cast<fault>(kind)
+                 : fault::internal;
+      }
     }
+  }
+  return fault::internal;
+}
+
+fault fault_of_status(int status) {
+  switch (status) {
+    case 0:
+    case 503:
+      return fault::unavailable;
+    case 400:
+      return fault::invalid;
+    case 404:
+      return fault::not_found;
+    case 409:
+      return fault::conflict;
+    case 421:
+      return fault::misdirected;
+    case 504:
+      return fault::timeout;
+    default:
+      return fault::internal;
+  }
+}
+
+int http_status_of(const caf::error& e) {
+  switch (fault_of(e)) {
+    case fault::invalid:
+      return 400;
+    case fault::not_found:
+      return 404;
+    case fault::conflict:
+      return 409;
+    case fault::misdirected:
+      return 421;
+    case fault::unavailable:
+      return 503;
+    case fault::timeout:
+      return 504;
+    case fault::internal:
+      return 500;
   }
   return 500;
 }
 
-caf::error make_coded_error(int http_status, std::string code, std::string message) {
+caf::error make_coded_error(fault kind, std::string code, std::string message) {
   return caf::error{static_cast<uint8_t>(errc::coded), caf::atom("moonmq"),
-                    caf::make_message(std::move(message), static_cast<int32_t>(http_status), std::move(code))};
+                    caf::make_message(std::move(message), static_cast<int32_t>(kind), std::move(code))};
 }
 
 std::string error_code_of(const caf::error& e) {

@@ -18,15 +18,37 @@ enum class errc : uint8_t {
   storage_error,      ///< the partition log failed (500)
   partition_offline,  ///< the partition's log could not be opened (503)
   partition_moved,    ///< the partition is sealed for a move (503, retry at the owner)
-  coded,              ///< context: (message, http status, error code string)
+  coded,              ///< context: (message, fault, error code string)
   /// A producer's batch or transaction marker of an epoch older than the
   /// partition knows for it (409; Kafka INVALID_PRODUCER_EPOCH, 47).
   invalid_producer_epoch,
 };
 
-/// An error with its own HTTP status and machine code (for errors of pure
-/// modules such as groups/ that already know both).
-caf::error make_coded_error(int http_status, std::string code, std::string message);
+/// What kind of failure a coded error is. Actors name the kind; the edge
+/// turns it into an HTTP status (http_status_of, CONTRACT §3) or a Kafka
+/// error code, so no actor chooses a status.
+enum class fault : uint8_t {
+  invalid = 1,  ///< the request is malformed or names a bad value (HTTP 400)
+  not_found,    ///< no such topic, group, member, move or broker (404)
+  conflict,     ///< the state does not allow it now: an epoch moved on, a move is under way (409)
+  misdirected,  ///< another broker serves it (421)
+  unavailable,  ///< retry later or elsewhere: no leader, not running, outcome unknown (503)
+  timeout,      ///< no answer in time (504)
+  internal,     ///< an I/O failure or corrupt state (500)
+};
+
+/// An error with its kind and machine code (`code`, the `error` field of
+/// CONTRACT §3, e.g. "move_state_changed").
+caf::error make_coded_error(fault kind, std::string code, std::string message);
+
+/// The kind of any error coming back from an actor request: a coded
+/// error's own, a moonmq code's, a CAF timeout's (timeout) or receiver
+/// down (unavailable); internal for anything else.
+fault fault_of(const caf::error& e);
+
+/// The kind a peer's HTTP answer with `status` stands for, for an error
+/// relayed from it (0, no answer: unavailable; an unknown status: internal).
+fault fault_of_status(int status);
 
 /// An offset_out_of_range error carrying the log's bounds.
 caf::error make_out_of_range(int64_t offset, int64_t log_start, int64_t log_end);
@@ -41,8 +63,11 @@ std::string to_string(errc x);
 
 caf::error make_error(errc x, std::string message = {});
 
-/// The HTTP status for an error coming back from an actor request:
-/// timeouts → 504, moonmq errors by code, anything else → 500.
+/// The HTTP status of an error's kind (fault_of): invalid 400, not_found
+/// 404, conflict 409, misdirected 421, unavailable 503, timeout 504,
+/// internal 500. The one table from kinds to statuses, for the edge (api/)
+/// and for the balancer's executed rows, which show peers' HTTP answers
+/// beside local ones.
 int http_status_of(const caf::error& e);
 
 /// A short machine-readable code for an error ("timeout", "unknown_actor", ...).

@@ -52,8 +52,28 @@ struct group_coordinator_state {
 
 using self_ptr = group_actor::stateful_pointer<group_coordinator_state>;
 
+/// The kind of a group error (actors/errors.hpp): bad input invalid, an
+/// unknown member or topic not_found, an old generation conflict, I/O and
+/// corrupt state internal.
+fault fault_of(groups::errc code) {
+  switch (code) {
+    case groups::errc::invalid_group_id:
+    case groups::errc::invalid_argument:
+      return fault::invalid;
+    case groups::errc::unknown_member:
+    case groups::errc::unknown_topic:
+      return fault::not_found;
+    case groups::errc::illegal_generation:
+      return fault::conflict;
+    case groups::errc::io_error:
+    case groups::errc::corrupt_state:
+      return fault::internal;
+  }
+  return fault::internal;
+}
+
 caf::error from(const groups::error& e) {
-  return make_coded_error(groups::http_status(e.code), groups::to_string(e.code), e.message);
+  return make_coded_error(fault_of(e.code), groups::to_string(e.code), e.message);
 }
 
 std::string membership_json(const groups::membership& m) {
@@ -99,7 +119,7 @@ caf::error parse_commit(self_ptr self, const std::string& offsets_json, std::vec
         return make_error(errc::invalid_request, where + ".metadata: must be a string");
       po.metadata = o["metadata"].get<std::string>();
       if (po.metadata.size() > groups::max_offset_metadata_bytes)
-        return make_coded_error(400, "offset_metadata_too_large",
+        return make_coded_error(fault::invalid, "offset_metadata_too_large",
                                 where + ".metadata: " + std::to_string(po.metadata.size()) + " bytes, more than "
                                   + std::to_string(groups::max_offset_metadata_bytes));
     }
@@ -134,7 +154,7 @@ std::string shared_root(self_ptr self, const std::string& topic, int32_t partiti
 }
 
 caf::error ownership_lost(const std::string& topic, int32_t partition) {
-  return make_coded_error(503, "ownership_lost",
+  return make_coded_error(fault::unavailable, "ownership_lost",
                           "the committed offsets of " + topic + "-" + std::to_string(partition)
                             + " are not this broker's to serve: the metadata log names another owner, or this "
                               "broker's lease lapsed; retry at the owner");
@@ -142,7 +162,7 @@ caf::error ownership_lost(const std::string& topic, int32_t partition) {
 
 /// The offsets of the shared partition (topic, partition) at `root`, which
 /// this broker must own at the image's epoch with a valid lease, opened for
-/// writing or for reading (shared_offsets). Errors: ownership_lost (503),
+/// writing or for reading (shared_offsets). Errors: ownership_lost (unavailable),
 /// storage_error (an earlier epoch's offsets do not decode, or I/O).
 caf::error open_shared(self_ptr self, const std::string& root, const cluster::topic_partition& tp, bool write,
                        shared_offsets*& out) {
@@ -407,7 +427,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
         return e;
       auto seen = self->state.newest_generation.find(group);
       if (gen >= 0 && seen != self->state.newest_generation.end() && gen < seen->second)
-        return make_coded_error(409, "stale_generation",
+        return make_coded_error(fault::conflict, "stale_generation",
                                 "generation " + std::to_string(gen) + " of group " + group
                                   + " is older than generation " + std::to_string(seen->second)
                                   + ", the newest this partition owner has seen; rejoin the group");
@@ -420,7 +440,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
     [self](beat_atom, std::string& group, std::string& member) -> caf::result<std::string> {
       auto it = self->state.groups.find(group);
       if (it == self->state.groups.end())
-        return make_coded_error(404, "unknown_member", "member " + member + " is not in group " + group);
+        return make_coded_error(fault::not_found, "unknown_member", "member " + member + " is not in group " + group);
       auto r = it->second.heartbeat(member, util::monotonic_ms());
       if (!r)
         return from(r.err());
@@ -429,7 +449,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
     [self](leave_atom, std::string& group, std::string& member) -> caf::result<bool> {
       auto it = self->state.groups.find(group);
       if (it == self->state.groups.end())
-        return make_coded_error(404, "unknown_member", "member " + member + " is not in group " + group);
+        return make_coded_error(fault::not_found, "unknown_member", "member " + member + " is not in group " + group);
       if (auto r = it->second.leave(member); !r)
         return from(r.err());
       log::get("broker")->info("group.member_left group={} member={} generation={}", group, member,
@@ -456,7 +476,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
         if (auto c = it->second.check_commit(m, requested); !c)
           return from(c.err());
       } else if (requested) {
-        return make_coded_error(409, "illegal_generation",
+        return make_coded_error(fault::conflict, "illegal_generation",
                                 "group " + group + " has no live generation; commit without a generation");
       }
       fence.request = requested;
@@ -474,7 +494,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
           return e;
       }
       if (!known)
-        return make_coded_error(404, "unknown_group", "no group " + group);
+        return make_coded_error(fault::not_found, "unknown_group", "no group " + group);
       if (auto r = self->state.store->fetch(group, topic.empty() ? std::nullopt : std::optional<std::string>(topic)))
         found.insert(found.end(), r->begin(), r->end());
       std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
@@ -606,7 +626,7 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       bool held = false;
       if (auto it = self->state.groups.find(group); it != self->state.groups.end()) {
         if (it->second.member_count() > 0)
-          return make_coded_error(409, "non_empty_group",
+          return make_coded_error(fault::conflict, "non_empty_group",
                                   "group " + group + " has " + std::to_string(it->second.member_count())
                                     + " members; they must leave first");
         self->state.groups.erase(it);

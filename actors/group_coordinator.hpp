@@ -30,17 +30,17 @@ using group_actor = caf::typed_actor<
   // catalogue's and the learned one; learned counts are kept for later
   // joins and housekeeping. Same answer as join.
   caf::replies_to<join_atom, std::string, std::string, std::vector<std::string>, std::string>::with<std::string>,
-  // Heartbeat (group, member) → same shape as join; 404 unknown_member when evicted.
+  // Heartbeat (group, member) → same shape as join; not_found unknown_member when evicted.
   caf::replies_to<beat_atom, std::string, std::string>::with<std::string>,
   // Leave (group, member) → true.
   caf::replies_to<leave_atom, std::string, std::string>::with<bool>,
   // Commit (group, offsets JSON array, generation or -1, member or "") → true
-  // once durable; 409 illegal_generation when fenced.
+  // once durable; conflict illegal_generation when fenced.
   caf::replies_to<commit_atom, std::string, std::string, int32_t, std::string>::with<bool>,
   // Commit on a partition owner that is not the group's coordinator (group,
   // offsets JSON array, generation or -1, member (ignored), owner_fence_atom):
   // fenced by the newest generation this broker has seen for the group
-  // (409 stale_generation when older); a newer one raises it. → true once durable.
+  // (conflict stale_generation when older); a newer one raises it. → true once durable.
   caf::replies_to<commit_atom, std::string, std::string, int32_t, std::string, owner_fence_atom>::with<bool>,
   // A generation seen in a join/heartbeat answer relayed from the
   // coordinator (group, generation): raises the owner fence.
@@ -65,7 +65,7 @@ using group_actor = caf::typed_actor<
   caf::reacts_to<delete_atom, std::string, int32_t>,
   // Deletes a group (Kafka DeleteGroups) on this broker: its committed
   // offsets (durably) and its HTTP membership state. Replies whether this
-  // broker held anything of it; errors: coded 409 non_empty_group (HTTP
+  // broker held anything of it; errors: conflict non_empty_group (HTTP
   // members are in it), not_ready, storage_error.
   caf::replies_to<delete_atom, std::string>::with<bool>,
   // The groups known here (JSON text): {"groups":[{"group","state",

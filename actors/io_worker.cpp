@@ -320,7 +320,7 @@ append_outcome try_append(worker_ptr self, hosted& p, std::string& batch, bool d
     if (code == storage::errc::invalid_producer_epoch)
       return {0, make_error(errc::invalid_producer_epoch, base.err().message)};
     if (code == storage::errc::out_of_order_sequence)
-      return {0, make_coded_error(409, storage::to_string(code), base.err().message)};
+      return {0, make_coded_error(fault::conflict, storage::to_string(code), base.err().message)};
     return {0, make_error(errc::invalid_request,
                           std::string("invalid batch: ") + storage::to_string(code) + ": " + base.err().message)};
   }
@@ -647,7 +647,7 @@ caf::behavior worker_fn(worker_ptr self, int index, size_t fd_budget, std::share
       drain_commit(self);
       return with_partition(self, id, [&](hosted& p) -> caf::result<int64_t> {
         if (p.settings.shared)  // its files are every later epoch's history
-          return make_coded_error(409, "shared_storage", "reset of " + p.name()
+          return make_coded_error(fault::conflict, "shared_storage", "reset of " + p.name()
                                                            + " refused: a shared partition is never rewritten");
         if (!p.log)
           return offline(p);

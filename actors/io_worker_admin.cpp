@@ -18,12 +18,12 @@ namespace moonmq::io_worker_detail {
 caf::result<std::string> repair(worker_ptr self, hosted& p) {
   const auto name = p.name();
   if (p.log)
-    return make_coded_error(409, "not_corrupt", "partition " + name + " is online: nothing to repair");
+    return make_coded_error(fault::conflict, "not_corrupt", "partition " + name + " is online: nothing to repair");
   if (!p.damage)
-    return make_coded_error(409, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
+    return make_coded_error(fault::conflict, "not_corrupt", "partition " + name + " is offline but its log is not corrupt ("
                                                   + p.open_error + "); restart the node instead");
   if (p.settings.shared)  // the damage is in an earlier epoch's files, which no owner rewrites
-    return make_coded_error(409, "shared_storage", "partition " + name
+    return make_coded_error(fault::conflict, "shared_storage", "partition " + name
                                                      + " is a corrupt shared partition: repairing one is not supported "
                                                        "yet (" + p.open_error + ")");
   storage::repair_result report;

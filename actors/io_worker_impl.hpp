@@ -335,7 +335,7 @@ void stop_wal(worker_ptr self, const std::string& why);
 /// `failure` when the sync failed. A shared partition's successes are
 /// answered ownership_lost instead when shared_mode::holds fails.
 void answer(hosted& p, const caf::error& failure);
-/// 503 ownership_lost (Kafka NOT_LEADER_OR_FOLLOWER): `p`'s appends were
+/// unavailable ownership_lost (Kafka NOT_LEADER_OR_FOLLOWER): `p`'s appends were
 /// written at an owner epoch this broker may no longer vouch for; the
 /// client retries at the owner (an idempotent producer's resend is then
 /// answered as a duplicate).

@@ -65,7 +65,7 @@ void answer(hosted& p, const caf::error& failure) {
 }
 
 caf::error ownership_lost(const hosted& p) {
-  return make_coded_error(503, "ownership_lost",
+  return make_coded_error(fault::unavailable, "ownership_lost",
                           "partition " + p.name() + ": this broker's owner epoch " + std::to_string(p.epoch) +
                             " ended or its lease lapsed before the append was acknowledged; retry at the owner");
 }

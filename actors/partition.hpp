@@ -118,7 +118,7 @@ using partition_actor = caf::typed_actor<
   // repair: cut at each damage, appends continue at or above the recovery
   // point) and brings the partition online. Replies the report (JSON text:
   // records_removed, bytes_removed, cuts, new bounds); errors: not_corrupt
-  // (409: online, or offline for another reason), storage_error.
+  // (conflict: online, or offline for another reason), storage_error.
   caf::replies_to<repair_atom>::with<std::string>,
   // Kafka DeleteRecords (KIP-107): advances the log start to `before` (-1:
   // the log end; see storage::partition_log::advance_log_start), durably

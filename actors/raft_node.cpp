@@ -148,19 +148,19 @@ void count_offline(self_ptr self) {
   st.offline_gauge->set(static_cast<double>(offline));
 }
 
-/// Answers every pending proposal with 503 raft_failed (the store failed:
+/// Answers every pending proposal with unavailable raft_failed (the store failed:
 /// nothing more will be applied here until a restart).
 void fail_pending(self_ptr self) {
   auto& st = self->state;
   auto why = "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken;
   for (auto& w : st.waiters)
-    w.rp.deliver(coded(503, "raft_failed", why));
+    w.rp.deliver(coded(fault::unavailable, "raft_failed", why));
   st.waiters.clear();
   for (auto& [id, f] : st.forwards)
-    f.rp.deliver(coded(503, "raft_failed", why));
+    f.rp.deliver(coded(fault::unavailable, "raft_failed", why));
   st.forwards.clear();
   for (auto& f : st.parked)
-    f.rp.deliver(coded(503, "raft_failed", why));
+    f.rp.deliver(coded(fault::unavailable, "raft_failed", why));
   st.parked.clear();
 }
 
@@ -225,7 +225,7 @@ void expire(self_ptr self) {
       keep.push_back(std::move(w));
       continue;
     }
-    w.rp.deliver(coded(504, "timeout", "the Raft entry for " + raft::describe(w.entry) + " at index "
+    w.rp.deliver(coded(fault::timeout, "timeout", "the Raft entry for " + raft::describe(w.entry) + " at index "
                                          + std::to_string(w.index) + " was not applied in time; it may still commit"));
   }
   st.waiters = std::move(keep);
@@ -234,7 +234,7 @@ void expire(self_ptr self) {
       ++it;
       continue;
     }
-    it->second.rp.deliver(coded(504, "timeout", "the leader did not answer the proposal for "
+    it->second.rp.deliver(coded(fault::timeout, "timeout", "the leader did not answer the proposal for "
                                                   + raft::describe(it->second.entry) + " in time"));
     it = st.forwards.erase(it);
   }
@@ -244,7 +244,7 @@ void expire(self_ptr self) {
       parked.push_back(std::move(f));
       continue;
     }
-    f.rp.deliver(coded(503, "no_controller", "no Raft leader was elected within "
+    f.rp.deliver(coded(fault::unavailable, "no_controller", "no Raft leader was elected within "
                                                + std::to_string(st.settings.leader_wait.count()) + " ms on broker "
                                                + st.settings.broker_id + " for " + raft::describe(f.entry)));
   }
@@ -310,7 +310,7 @@ void submit_parked(self_ptr self) {
 caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, bool forward_to_leader) {
   auto& st = self->state;
   if (!st.broken.empty())
-    return coded(503, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken);
+    return coded(fault::unavailable, "raft_failed", "Raft on broker " + st.settings.broker_id + " stopped: " + st.broken);
   // The promise is made only on the paths that answer through it: once made
   // it owns the reply, and an error returned beside it would never reach the
   // caller (who would wait for its whole timeout instead).
@@ -320,11 +320,11 @@ caf::result<int64_t, int64_t> propose(self_ptr self, raft::entry_payload entry, 
     auto rp = self->make_response_promise<int64_t, int64_t>();
     if (submit(self, entry, rp))
       return rp;
-    rp.deliver(coded(503, "no_controller", "the Raft leader changed on broker " + st.settings.broker_id));
+    rp.deliver(coded(fault::unavailable, "no_controller", "the Raft leader changed on broker " + st.settings.broker_id));
     return rp;
   }
   if (!forward_to_leader || !leader.empty())
-    return coded(503, "no_controller",
+    return coded(fault::unavailable, "no_controller",
                  leader.empty() ? "no Raft leader is known on broker " + st.settings.broker_id + " (term "
                                     + std::to_string(st.core->current_term().value) + ")"
                                 : "broker " + st.settings.broker_id + " is not the Raft leader; " + leader.str()
@@ -342,9 +342,9 @@ caf::result<int64_t, int64_t> propose_owner(self_ptr self, const std::string& to
                                             const std::string& owner, int64_t expect_epoch, bool forward_to_leader,
                                             bool expect_owner_fenced) {
   if (!self->state.core)
-    return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+    return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
   if (expect_epoch < 1)
-    return coded(400, "invalid_request", "a conditional owner change expects an epoch >= 1");
+    return coded(fault::invalid, "invalid_request", "a conditional owner change expects an epoch >= 1");
   raft::owner_entry entry{topic, partition, raft::node_id{owner}, static_cast<uint64_t>(expect_epoch)};
   entry.expect_owner_fenced = expect_owner_fenced;
   return propose(self, std::move(entry), forward_to_leader);
@@ -492,7 +492,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     [self](propose_atom, std::string& topic, int32_t partition, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::owner_entry{topic, partition, raft::node_id{owner}, 0}, forward_to_leader);
     },
     [self](propose_atom, owner_atom, std::string& topic, int32_t partition, std::string& owner, int64_t expect_epoch,
@@ -506,56 +506,56 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     [self](propose_atom, create_atom, std::string& topic, int32_t partitions, std::string& owner, std::string& config,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, config, false},
                      forward_to_leader);
     },
     [self](propose_atom, create_atom, std::string& payload, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
       const auto* t = parsed ? std::get_if<raft::topic_entry>(&*parsed) : nullptr;
       if (!t || t->remove || t->alter || t->owners.empty())
-        return coded(400, "invalid_request", "a placed topic proposal is a create or growth topic entry with owners: "
+        return coded(fault::invalid, "invalid_request", "a placed topic proposal is a create or growth topic entry with owners: "
                                                + (parsed ? std::string{"another entry"} : parsed.err().message));
       return propose(self, std::move(*parsed), forward_to_leader);
     },
     [self](propose_atom, delete_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       raft::topic_entry t{topic, partitions, raft::node_id{owner}, "", false};
       t.remove = true;
       return propose(self, std::move(t), forward_to_leader);
     },
     [self](propose_atom, config_atom, std::string& balancer, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::config_entry{balancer}, forward_to_leader);
     },
     [self](propose_atom, broker_atom, std::string& broker, std::string& change,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       auto c = raft::broker_change_from(change);
       if (!c || *c == raft::broker_change::fence || *c == raft::broker_change::unfence
           || *c == raft::broker_change::register_broker)
-        return coded(400, "invalid_request", "a proposed broker change is drain, undrain or remove, not \"" + change
+        return coded(fault::invalid, "invalid_request", "a proposed broker change is drain, undrain or remove, not \"" + change
                                                + "\" (fencing is the controller's; a registration names endpoints)");
       return propose(self, raft::broker_entry{raft::node_id{broker}, *c, {}, false}, forward_to_leader);
     },
     [self](propose_atom, register_atom, std::string& broker, std::string& cluster, std::string& client,
            std::string& kafka, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       if (!raft::valid_node_id(broker) || !reachable_address(cluster)
           || (!client.empty() && !reachable_address(client)) || (!kafka.empty() && !reachable_address(kafka)))
-        return coded(400, "invalid_request",
+        return coded(fault::invalid, "invalid_request",
                      "a registration names a valid broker id and host:port addresses other brokers can reach "
                      "(not a wildcard such as 0.0.0.0); got cluster \"" + cluster + "\"");
       const auto& voters = self->state.core->config().members;
       if (std::find(voters.begin(), voters.end(), raft::node_id{broker}) != voters.end())
-        return coded(409, "broker_is_voter", "broker " + broker + " is a voter (Cluster.Raft.Voters); only other "
+        return coded(fault::conflict, "broker_is_voter", "broker " + broker + " is a voter (Cluster.Raft.Voters); only other "
                                              "brokers register");
       return propose(self,
                      raft::broker_entry{raft::node_id{broker}, raft::broker_change::register_broker,
@@ -564,19 +564,19 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     },
     [self](propose_atom, move_atom, std::string& payload, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
       if (!parsed || !std::holds_alternative<raft::move_entry>(*parsed))
-        return coded(400, "invalid_request", "a move proposal is a move entry: "
+        return coded(fault::invalid, "invalid_request", "a move proposal is a move entry: "
                                                + (parsed ? std::string{"another entry type"} : parsed.err().message));
       return propose(self, std::move(*parsed), forward_to_leader);
     },
     [self](propose_atom, txn_atom, std::string& payload, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       auto parsed = raft::payload_from_json(json::parse(payload, nullptr, false));
       if (!parsed || !std::holds_alternative<raft::txn_entry>(*parsed))
-        return coded(400, "invalid_request", "a txn proposal is a txn entry: "
+        return coded(fault::invalid, "invalid_request", "a txn proposal is a txn entry: "
                                                + (parsed ? std::string{"another entry type"} : parsed.err().message));
       return propose(self, std::move(*parsed), forward_to_leader);
     },
@@ -591,7 +591,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     [self](propose_atom, config_atom, std::string& topic, int32_t partitions, std::string& owner,
            std::string& config, bool merge, bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       raft::topic_entry t{topic, partitions, raft::node_id{owner}, config, false};
       t.alter = true;
       t.merge = merge;
@@ -600,7 +600,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
     [self](propose_atom, grow_atom, std::string& topic, int32_t partitions, std::string& owner,
            bool forward_to_leader) -> caf::result<int64_t, int64_t> {
       if (!self->state.core)
-        return coded(503, "raft_failed", "Raft is not running: " + self->state.broken);
+        return coded(fault::unavailable, "raft_failed", "Raft is not running: " + self->state.broken);
       return propose(self, raft::topic_entry{topic, partitions, raft::node_id{owner}, {}, true}, forward_to_leader);
     },
     [self](step_atom, int64_t id, int32_t status, std::string& body) {
@@ -619,7 +619,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       }
       auto code = answer.is_object() ? answer.value("error", std::string{"forward_failed"}) : "forward_failed";
       auto message = answer.is_object() ? answer.value("message", body) : body;
-      f.rp.deliver(coded(status == 0 ? 503 : status, code, "proposal via the leader: " + message));
+      f.rp.deliver(coded(fault_of_status(status), code, "proposal via the leader: " + message));
     },
     [self](status_atom) { return status_json(self).dump(); },
   };

@@ -99,14 +99,14 @@ using raft_actor = caf::typed_actor<
   // the entry is committed and applied on this broker. A follower forwards
   // the proposal to the leader when `forward` is set (POST
   // /cluster/raft/propose). Errors: 503 no_controller (no leader known),
-  // 503 proposal_lost (leadership changed and the entry was overwritten),
-  // 504 timeout (not committed within the proposal deadline; it may still
+  // unavailable proposal_lost (leadership changed and the entry was overwritten),
+  // timeout (not committed within the proposal deadline; it may still
   // commit later, in log order).
   caf::replies_to<propose_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
   // The same, conditional (docs/metadata.md "Owner epochs"): topic,
   // partition, owner, the owner epoch it expects (>= 1), forward. Applied
   // only while the partition is still at that epoch; otherwise the entry
-  // commits as a no-op and the answer is 409 owner_epoch_changed.
+  // commits as a no-op and the answer is conflict owner_epoch_changed.
   caf::replies_to<propose_atom, owner_atom, std::string, int32_t, std::string, int64_t, bool>::with<int64_t,
                                                                                                     int64_t>,
   // The same with raft::owner_entry::expect_owner_fenced (the last bool):
@@ -121,7 +121,7 @@ using raft_actor = caf::typed_actor<
                                                                                                        int64_t>,
   // Proposes a placed create or growth: a `topic` entry as JSON text with
   // "owners", "first" and "checked" (docs/metadata.md "Placing a new
-  // topic's partitions"), forward. Error 400 invalid_request for another
+  // topic's partitions"), forward. Error invalid invalid_request for another
   // entry; otherwise the answers of a create.
   caf::replies_to<propose_atom, create_atom, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a growth (`topic` entry with grow): topic, new count, owner of
@@ -129,14 +129,14 @@ using raft_actor = caf::typed_actor<
   caf::replies_to<propose_atom, grow_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a topic deletion (`topic` entry with delete): topic, the
   // partition count the proposer saw, proposer id, forward. Errors besides a
-  // proposal's: 404 unknown_topic, 409 topic_moving (a move of one of its
+  // proposal's: not_found unknown_topic, conflict topic_moving (a move of one of its
   // partitions is unfinished), decided in log order.
   caf::replies_to<propose_atom, delete_atom, std::string, int32_t, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a topic config change (`topic` entry with alter): topic, the
   // partition count the proposer saw, proposer id, the topic's whole new
   // config or (merge true) a patch of it (JSON object text, validated by
-  // the caller), merge, forward. Errors besides a proposal's: 404
-  // unknown_topic (refused in log order), 409 config_not_applied (the
+  // the caller), merge, forward. Errors besides a proposal's: not_found
+  // unknown_topic (refused in log order), conflict config_not_applied (the
   // leader committed another entry in its place: an earlier version).
   caf::replies_to<propose_atom, config_atom, std::string, int32_t, std::string, std::string, bool,
                   bool>::with<int64_t, int64_t>,
@@ -145,26 +145,26 @@ using raft_actor = caf::typed_actor<
   caf::replies_to<propose_atom, config_atom, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a `broker` entry an operator asked for: broker id, change
   // ("drain", "undrain" or "remove"; fencing is the leader's own), forward.
-  // Errors: 400 invalid_request for another change, then as above.
+  // Errors: invalid invalid_request for another change, then as above.
   caf::replies_to<propose_atom, broker_atom, std::string, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a `broker` register entry (docs/metadata.md "Joining"): broker
   // id, cluster, client and Kafka host:port ("" = not served), forward.
-  // Errors: 400 invalid_request for an empty cluster address, then as above.
+  // Errors: invalid invalid_request for an empty cluster address, then as above.
   caf::replies_to<propose_atom, register_atom, std::string, std::string, std::string, std::string,
                   bool>::with<int64_t, int64_t>,
   // Proposes a `move` entry (raft::move_entry as its JSON payload text,
-  // docs/cluster.md "Moves in the log"), forward. Errors: 400
-  // invalid_request for a payload that is not a move entry; 409
+  // docs/cluster.md "Moves in the log"), forward. Errors: invalid
+  // invalid_request for a payload that is not a move entry; conflict
   // move_state_changed when it committed as a no-op (the move's state or
-  // the partition's owner epoch was not what it expected); 503
+  // the partition's owner epoch was not what it expected); unavailable
   // proposal_outcome_unknown when it was compacted before it was settled
   // here (read the image); then as above.
   caf::replies_to<propose_atom, move_atom, std::string, bool>::with<int64_t, int64_t>,
   // Proposes a `txn` entry (raft::txn_entry as its JSON payload text,
-  // docs/transactions.md "Coordinator state"), forward. Errors: 400
-  // invalid_request for a payload that is not a txn entry; 409
+  // docs/transactions.md "Coordinator state"), forward. Errors: invalid
+  // invalid_request for a payload that is not a txn entry; conflict
   // txn_state_changed when it committed as a no-op (the id's record was
-  // not at the version it expected); 503 proposal_outcome_unknown when it
+  // not at the version it expected); unavailable proposal_outcome_unknown when it
   // was compacted before it was settled here (read the image); then as above.
   caf::replies_to<propose_atom, txn_atom, std::string, bool>::with<int64_t, int64_t>,
   // This broker's own endpoints (cluster, client, Kafka host:port), sent once
@@ -197,7 +197,7 @@ struct raft_node_settings {
   /// Deadline of a proposal (commit and apply), and of a forwarded one.
   std::chrono::milliseconds proposal_timeout{5000};
   /// How long a proposal made while no leader is known waits for one to be
-  /// elected before it is answered 503 no_controller (a forwarded proposal,
+  /// elected before it is answered unavailable no_controller (a forwarded proposal,
   /// forward_to_leader false, is answered at once).
   std::chrono::milliseconds leader_wait{5000};
   /// Called (on the raft node's thread) with the applied image after every

@@ -78,7 +78,7 @@ struct raft_node_state {
   raft::applied_terms applied_terms;
   std::map<int64_t, forward> forwards;
   /// Proposals made while no leader was known: each goes to the leader once
-  /// one is, or is answered 503 no_controller at its deadline.
+  /// one is, or is answered unavailable no_controller at its deadline.
   std::vector<forward> parked;
   int64_t next_forward = 0;
   std::string broken;  ///< why the node stopped taking part (a failed save)
@@ -117,8 +117,8 @@ struct raft_node_state {
 
 using self_ptr = raft_actor::stateful_pointer<raft_node_state>;
 
-inline caf::error coded(int status, const std::string& code, const std::string& message) {
-  return make_coded_error(status, code, message);
+inline caf::error coded(fault kind, const std::string& code, const std::string& message) {
+  return make_coded_error(kind, code, message);
 }
 
 /// Resolves waiters whose index is now applied: delivered when the applied

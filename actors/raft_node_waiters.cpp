@@ -69,26 +69,26 @@ void settle_waiters(self_ptr self) {
       if (d != core.state().deleted_topics().end() && static_cast<int64_t>(d->second.value) >= w.index)
         w.rp.deliver(w.index, w.term);
       else
-        w.rp.deliver(coded(503, "proposal_outcome_unknown",
+        w.rp.deliver(coded(fault::unavailable, "proposal_outcome_unknown",
                            "the deletion of " + removal->topic
                              + " was applied through a snapshot; read the image to learn its outcome"));
     } else if (txn && !t)
-      w.rp.deliver(coded(503, "proposal_outcome_unknown",
+      w.rp.deliver(coded(fault::unavailable, "proposal_outcome_unknown",
                          "the txn entry " + raft::describe(w.entry)
                            + " was applied through a snapshot; read the image to learn its outcome"));
     else if (txn && ours && was_refused) {
       auto it = core.state().transactions().find(txn->transactional_id);
-      w.rp.deliver(coded(409, "txn_state_changed",
+      w.rp.deliver(coded(fault::conflict, "txn_state_changed",
                          "transactional id " + txn->transactional_id + " is at version "
                            + std::to_string(it == core.state().transactions().end() ? 0 : it->second.version)
                            + ", not " + std::to_string(txn->expect_version) + ": the change was not applied"));
     } else if (step && !t)
-      w.rp.deliver(coded(503, "proposal_outcome_unknown",
+      w.rp.deliver(coded(fault::unavailable, "proposal_outcome_unknown",
                          "the move entry " + raft::describe(w.entry)
                            + " was applied through a snapshot; read the image to learn its outcome"));
     else if (step && ours && was_refused) {
       auto it = core.state().moves().find(step->id);
-      w.rp.deliver(coded(409, "move_state_changed",
+      w.rp.deliver(coded(fault::conflict, "move_state_changed",
                          "move " + step->id + " is "
                            + (it == core.state().moves().end() ? std::string{"unknown"} : it->second.state)
                            + " in the metadata log (owner epoch "
@@ -96,34 +96,34 @@ void settle_waiters(self_ptr self) {
                            + "): the step to " + step->state + " was not applied"));
     } else if (removal && ours && was_refused) {
       if (!core.state().topics().count(removal->topic))
-        w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + removal->topic));
+        w.rp.deliver(coded(fault::not_found, "unknown_topic", "unknown topic " + removal->topic));
       else
-        w.rp.deliver(coded(409, "topic_moving",
+        w.rp.deliver(coded(fault::conflict, "topic_moving",
                            "topic " + removal->topic
                              + " has a move under way; cancel it or wait for it to end, then delete again"));
     } else if (alter && ours && was_refused) {
-      w.rp.deliver(coded(404, "unknown_topic", "unknown topic " + alter->topic + ": its config was not changed"));
+      w.rp.deliver(coded(fault::not_found, "unknown_topic", "unknown topic " + alter->topic + ": its config was not changed"));
     } else if (alter && ours && t && raft::log_index{static_cast<uint64_t>(w.index)} >= core.log().first_index()
                && !(core.log().at(raft::log_index{static_cast<uint64_t>(w.index)}).payload == w.entry)) {
       // A leader of an earlier version took the forwarded change for a
       // create of an existing topic, which changes nothing.
-      w.rp.deliver(coded(409, "config_not_applied",
+      w.rp.deliver(coded(fault::conflict, "config_not_applied",
                          "the leader committed another entry at index " + std::to_string(w.index) + " than the config "
                            "change of " + alter->topic + " (an earlier version?): upgrade every broker, then retry"));
     } else if (!t && cas && cas->expect_epoch != 0)
       // Compacted into a snapshot before it was settled here: whether the
       // condition held is not known any more (the caller re-reads the image).
-      w.rp.deliver(coded(503, "proposal_outcome_unknown",
+      w.rp.deliver(coded(fault::unavailable, "proposal_outcome_unknown",
                          "the conditional owner change of " + cas->topic + "/" + std::to_string(cas->partition)
                            + " was applied through a snapshot; read the image to learn its outcome"));
     else if (ours && cas && was_refused
              && core.state().deleted_topics().count(cas->topic) && !core.state().topics().count(cas->topic))
       // Refused as an owner of a deleted topic (conditional or not).
-      w.rp.deliver(coded(404, "unknown_topic", "topic " + cas->topic + " was deleted: no owner of "
+      w.rp.deliver(coded(fault::not_found, "unknown_topic", "topic " + cas->topic + " was deleted: no owner of "
                                                  + cas->topic + "/" + std::to_string(cas->partition) + " was set"));
     else if (ours && cas && cas->expect_epoch != 0
              && was_refused)
-      w.rp.deliver(coded(409, "owner_epoch_changed",
+      w.rp.deliver(coded(fault::conflict, "owner_epoch_changed",
                          cas->topic + "/" + std::to_string(cas->partition) + " is no longer at owner epoch "
                            + std::to_string(cas->expect_epoch) + " (now "
                            + std::to_string(core.state().epoch_of({cas->topic, cas->partition}))
@@ -131,7 +131,7 @@ void settle_waiters(self_ptr self) {
     else if (ours)
       w.rp.deliver(w.index, w.term);
     else
-      w.rp.deliver(coded(503, "proposal_lost",
+      w.rp.deliver(coded(fault::unavailable, "proposal_lost",
                          "the Raft entry for " + raft::describe(w.entry) + " at index " + std::to_string(w.index)
                            + " was replaced after a change of leader; retry"));
   }

@@ -150,7 +150,7 @@ void call(self_ptr self, move_run& run, const std::string& peer_id, const std::s
   if (control && self->state.settings.raft_status) {
     // No leader known (this broker restarted, or an election is running):
     // the request would carry no X-Controller-Id, or the old term, and be
-    // refused (400, or 409 stale_epoch at a broker already in the new
+    // refused (HTTP 400, or 409 stale_epoch at a broker already in the new
     // term). It waits for a leader, up to leader_wait, then goes as it is
     // and fails cleanly.
     auto now = util::wall_ms();
@@ -239,8 +239,8 @@ void start_queued(self_ptr self) {
 
 namespace {
 
-caf::error coded(int status, const std::string& code, const std::string& message) {
-  return make_coded_error(status, code, message);
+caf::error coded(fault kind, const std::string& code, const std::string& message) {
+  return make_coded_error(kind, code, message);
 }
 
 reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings settings,
@@ -289,37 +289,37 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         return make_error(errc::not_ready, "move journal unavailable: " + st.open_error);
       cluster::topic_partition tp{topic, partition};
       if (topic.rfind("__", 0) == 0)
-        return coded(400, "internal_topic", "internal topics (" + topic + ") never move");
+        return coded(fault::invalid, "internal_topic", "internal topics (" + topic + ") never move");
       if (!local_partition(self, tp))
-        return coded(404, "unknown_partition", "no partition " + topic + "/" + std::to_string(partition)
+        return coded(fault::not_found, "unknown_partition", "no partition " + topic + "/" + std::to_string(partition)
                                                  + " on broker " + st.settings.broker_id);
       auto route = st.owners->route(st.settings.broker_id, tp);
       if (route.where == partition_route::kind::remote)
-        return coded(421, "not_owner", topic + "/" + std::to_string(partition) + " is owned by broker " + route.owner);
+        return coded(fault::misdirected, "not_owner", topic + "/" + std::to_string(partition) + " is owned by broker " + route.owner);
       if (route.where == partition_route::kind::unowned)
-        return coded(503, "partition_offline", topic + "/" + std::to_string(partition)
+        return coded(fault::unavailable, "partition_offline", topic + "/" + std::to_string(partition)
                                                  + " has no owner in the metadata log; it cannot move");
       // A copy still sealed as a move's destination (its move has not
       // confirmed: its log may be incomplete) is not moved on.
       std::error_code ec;
       if (std::filesystem::exists(storage::partition_dir(st.settings.data_dir, topic, partition) + "/sealed", ec))
-        return coded(409, "partition_in_move", topic + "/" + std::to_string(partition) + " on broker "
+        return coded(fault::conflict, "partition_in_move", topic + "/" + std::to_string(partition) + " on broker "
                                                  + st.settings.broker_id
                                                  + " is a move's copy not yet confirmed; it moves on once confirmed");
       if (to == st.settings.broker_id)
-        return coded(400, "invalid_request", "broker " + to + " already owns " + topic + "/"
+        return coded(fault::invalid, "invalid_request", "broker " + to + " already owns " + topic + "/"
                                                + std::to_string(partition));
       if (!peer_of(self, to))
-        return coded(400, "unknown_broker", "broker " + to + " is not a peer of " + st.settings.broker_id);
+        return coded(fault::invalid, "unknown_broker", "broker " + to + " is not a peer of " + st.settings.broker_id);
       if (!cluster::valid_move_origin(origin))
-        return coded(400, "invalid_request", "a move's origin is \"operator\" or \"balancer\"");
+        return coded(fault::invalid, "invalid_request", "a move's origin is \"operator\" or \"balancer\"");
       if (!cluster::valid_move_reason(reason))
-        return coded(400, "invalid_request", "a move's reason is at most "
+        return coded(fault::invalid, "invalid_request", "a move's reason is at most "
                                                + std::to_string(cluster::max_move_reason_bytes)
                                                + " bytes of text without control characters");
       // Nothing moves onto a broker being drained or removed (docs/metadata.md "Drain and removal").
       if (auto standing = st.owners->standing(); standing->draining.count(to) || standing->removed.count(to))
-        return coded(409, "broker_draining", "broker " + to + " is "
+        return coded(fault::conflict, "broker_draining", "broker " + to + " is "
                                                + (standing->removed.count(to) ? "removed" : "draining")
                                                + "; partitions move off it, not onto it");
       auto rp = self->make_response_promise<std::string>();
@@ -340,7 +340,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
         e.reason = reason;
         st.holders[static_cast<uint64_t>(epoch)] = holder;
         if (auto r = st.journal->add(e); !r) {
-          rp.deliver(coded(r.err().code == cluster::errc::move_in_progress ? 409 : 400,
+          rp.deliver(coded(r.err().code == cluster::errc::move_in_progress ? fault::conflict : fault::invalid,
                            cluster::to_string(r.err().code), r.err().message));
           return;
         }
@@ -381,7 +381,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
               || m.from == st.settings.broker_id)
             continue;
           if (m.state != "queued" && m.state != "copying")
-            return coded(409, "past_cutover", "move " + id + " is in " + m.state + ": past cutover it can only finish");
+            return coded(fault::conflict, "past_cutover", "move " + id + " is in " + m.state + ": past cutover it can only finish");
           auto rp = self->make_response_promise<std::string>();
           auto payload = move_payload(id, m.tp, m.from, m.to, "cancelled", {"queued", "copying"},
                                       "cancelled by an operator through " + st.settings.broker_id);
@@ -392,7 +392,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
               return;
             }
             if (now->state != "cancelled") {
-              rp.deliver(coded(409, "past_cutover", "move " + id + " is in " + now->state + " now"));
+              rp.deliver(coded(fault::conflict, "past_cutover", "move " + id + " is in " + now->state + " now"));
               return;
             }
             rp.deliver(json{{"move_id", id}, {"topic", now->tp.topic}, {"partition", now->tp.partition},
@@ -401,10 +401,10 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
           });
           return rp;
         }
-        return coded(404, "no_move", "no unfinished move of " + topic + "/" + std::to_string(partition));
+        return coded(fault::not_found, "no_move", "no unfinished move of " + topic + "/" + std::to_string(partition));
       }
       if (cluster::is_past_cutover(row->state))
-        return coded(409, "past_cutover", "move " + row->move_id + " is in " + cluster::to_string(row->state)
+        return coded(fault::conflict, "past_cutover", "move " + row->move_id + " is in " + cluster::to_string(row->state)
                                             + ": past cutover it can only finish");
       auto id = row->move_id;
       if (auto* run = run_of(self, id))

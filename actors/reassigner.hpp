@@ -39,15 +39,16 @@ namespace moonmq {
 using reassigner_actor = caf::typed_actor<
   // Queues a move of (topic, partition) from this broker to broker `to`
   // under controller (epoch, id); epoch 0 = this broker's fence decides.
-  // Replies the journal row (JSON text, docs/cluster-api.md). Errors (coded):
-  // 400 internal_topic / invalid_request / unknown_broker, 404
-  // unknown_partition, 421 not_owner, 409 move_in_progress. The last two
+  // Replies the journal row (JSON text, docs/cluster-api.md). Errors (coded, by
+  // kind): invalid internal_topic / invalid_request / unknown_broker,
+  // not_found unknown_partition, misdirected not_owner, conflict
+  // move_in_progress. The last two
   // arguments are the move's origin ("operator" or "balancer") and its
   // reason (cluster::valid_move_reason; "" = none), both journaled.
   caf::replies_to<move_atom, std::string, int32_t, std::string, int64_t, std::string, std::string,
                   std::string>::with<std::string>,
   // Cancels the unfinished move of (topic, partition). Replies the row;
-  // errors: 404 no_move, 409 past_cutover.
+  // errors: not_found no_move, conflict past_cutover.
   caf::replies_to<cancel_atom, std::string, int32_t>::with<std::string>,
   // Every journal row: a JSON array text.
   caf::replies_to<list_atom>::with<std::string>,

@@ -309,8 +309,8 @@ void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> t
               if (followed_log(self, id, e, "cutover", then))
                 return;
               const auto* row = row_of(self, id);
-              auto status = http_status_of(e);
-              if (row && row->state == move_state::cutover && (status == 503 || status == 504)
+              const auto kind = fault_of(e);
+              if (row && row->state == move_state::cutover && (kind == fault::unavailable || kind == fault::timeout)
                   && ++run->flip_attempts < flip_attempts) {
                 // No leader to take it right now (an election): try again.
                 auto delay = finish_backoff_min_ms << (run->flip_attempts - 1);

@@ -48,7 +48,7 @@ constexpr int offsets_push_attempts = 5;
 /// (the same backoff), before the move fails.
 constexpr int ensure_attempts = 5;
 /// Tries of the cutover's owner change refused for want of a Raft leader
-/// (503 / 504: no leader known, the forward to a dead leader refused, the
+/// (unavailable / timeout: no leader known, the forward to a dead leader refused, the
 /// entry lost or not applied in time) before the move rolls back. Safe to
 /// repeat: the same owner again, and a later rollback's entry follows it in
 /// log order.
@@ -214,7 +214,7 @@ std::string step_payload(self_ptr self, const std::string& id, const std::string
                          const std::vector<std::string>& expect, const std::string& error = {}, int64_t end = -1,
                          int64_t expect_epoch = 0, int64_t log_start = -1);
 /// Proposes `payload` through the cluster state; `then(nullptr)` once
-/// applied here, else `then(&error)` (409 move_state_changed: a no-op).
+/// applied here, else `then(&error)` (conflict move_state_changed: a no-op).
 void propose_step(self_ptr self, std::string payload, std::function<void(const caf::error*)> then);
 /// Shared storage: the log shows move `id` done by its destination (in
 /// place, reassigner_log.cpp confirm_in_place) while this source still runs

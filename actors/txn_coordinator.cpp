@@ -161,7 +161,7 @@ std::optional<txn_record> applied_in_image(self_ptr self, const std::string& id,
 /// removal instead); `ok` gets the applied record (its version set),
 /// `refused` is told of a lost compare-and-set, `failed` of anything else
 /// (no leader, timeout, an entry replaced after a change of leader). An
-/// outcome the raft node cannot tell (503 proposal_outcome_unknown: the
+/// outcome the raft node cannot tell (unavailable proposal_outcome_unknown: the
 /// entry arrived here inside an installed snapshot) is decided from the
 /// image: `ok` when it holds the write, else `refused`, so that the request
 /// is decided again against the image (every write is a compare-and-set on

@@ -43,7 +43,7 @@ int16_t commit_code_of(const caf::error& e) {
     auto code = static_cast<errc>(e.code());
     if (code == errc::unknown_topic || code == errc::unknown_partition)
       return ec::unknown_topic_or_partition;
-    if (code == errc::not_ready || (code == errc::coded && http_status_of(e) == 503))
+    if (code == errc::not_ready || (code == errc::coded && fault_of(e) == fault::unavailable))
       return ec::coordinator_not_available;  // e.g. ownership_lost: retry at the partition's new owner
     if (code == errc::invalid_request)
       return ec::invalid_commit_offset_size;

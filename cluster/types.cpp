@@ -37,21 +37,6 @@ const char* to_string(errc code) {
   return "unknown_error";
 }
 
-int http_status(errc code) {
-  switch (code) {
-    case errc::invalid_argument:
-    case errc::invalid_request: return 400;
-    case errc::unknown_move: return 404;
-    case errc::stale_epoch:
-    case errc::epoch_conflict:
-    case errc::invalid_transition:
-    case errc::move_in_progress: return 409;
-    case errc::io_error:
-    case errc::corrupt_state: return 500;
-  }
-  return 500;
-}
-
 bool valid_topic(std::string_view name) {
   return !name.empty() && name.size() <= max_topic_length && all_allowed(name) &&
          name.find("..") == std::string_view::npos;

@@ -88,14 +88,9 @@ enum class errc {
 /// HTTP `error` field.
 const char* to_string(errc code);
 
-/// HTTP status for `code`: 400 invalid_argument/invalid_request, 404
-/// unknown_move, 409 stale_epoch/epoch_conflict/invalid_transition/
-/// move_in_progress, 500 io_error/corrupt_state.
-int http_status(errc code);
-
 /// An error value. `sys_errno` is only set for errc::io_error; `highest` and
 /// `holder` only for stale_epoch / epoch_conflict (the highest epoch seen and
-/// the controller that holds it, for the 409 answer).
+/// the controller that holds it, for the answer).
 struct error {
   errc code = errc::invalid_argument;
   std::string message;

@@ -15,19 +15,6 @@ const char* to_string(errc code) {
   return "unknown_error";
 }
 
-int http_status(errc code) {
-  switch (code) {
-    case errc::invalid_group_id:
-    case errc::invalid_argument: return 400;
-    case errc::unknown_member:
-    case errc::unknown_topic: return 404;
-    case errc::illegal_generation: return 409;
-    case errc::io_error:
-    case errc::corrupt_state: return 500;
-  }
-  return 500;
-}
-
 int16_t kafka_error_code(errc code) {
   switch (code) {
     case errc::unknown_member: return 25;      // UNKNOWN_MEMBER_ID

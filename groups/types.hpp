@@ -85,10 +85,6 @@ enum class errc {
 /// HTTP `error` field.
 const char* to_string(errc code);
 
-/// HTTP status for `code` (CONTRACT §3): 400 bad input, 404 unknown
-/// member/topic, 409 illegal_generation, 500 io_error/corrupt_state.
-int http_status(errc code);
-
 /// Kafka protocol error code for `code` (KAFKA.md): unknown_member 25,
 /// illegal_generation 22, unknown_topic 3, invalid_group_id 24,
 /// invalid_argument 42 (INVALID_REQUEST), io_error/corrupt_state -1 (UNKNOWN).

@@ -68,7 +68,7 @@ struct fake_log {
         proposals.push_back({topic, partition, owner, expect_epoch, forward});
         cluster::topic_partition tp{topic, partition};
         if (epoch_of(tp) != expect_epoch)
-          return make_coded_error(409, "owner_epoch_changed", "the partition's owner epoch moved on");
+          return make_coded_error(fault::conflict, "owner_epoch_changed", "the partition's owner epoch moved on");
         owners[tp] = owner;
         epochs[tp] = expect_epoch + 1;
         publish();

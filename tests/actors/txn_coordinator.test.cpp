@@ -57,7 +57,7 @@ struct fake_log {
         std::lock_guard<std::mutex> g{mtx};
         auto p = raft::payload_from_json(nlohmann::json::parse(payload, nullptr, false));
         if (!p || !std::holds_alternative<raft::txn_entry>(*p))
-          return make_coded_error(400, "invalid_request", "not a txn entry");  // fails the test's answer
+          return make_coded_error(fault::invalid, "invalid_request", "not a txn entry");  // fails the test's answer
         const auto& e = std::get<raft::txn_entry>(*p);
         for (auto& [id, rec] : lagging)
           applied[id] = rec;
@@ -76,10 +76,10 @@ struct fake_log {
         view->set_transactions(std::make_shared<const txn_image>(applied));
         if (unknown_outcomes > 0) {
           --unknown_outcomes;
-          return make_coded_error(503, "proposal_outcome_unknown", "applied through a snapshot");
+          return make_coded_error(fault::unavailable, "proposal_outcome_unknown", "applied through a snapshot");
         }
         if (refused)
-          return make_coded_error(409, "txn_state_changed", "not at the expected version");
+          return make_coded_error(fault::conflict, "txn_state_changed", "not at the expected version");
         return {static_cast<int64_t>(index), int64_t{1}};
       },
     };

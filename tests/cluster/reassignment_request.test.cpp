@@ -163,7 +163,6 @@ TEST_CASE("malformed bodies are refused as a whole", "[cluster][request]") {
     auto r = parse_reassignment_request(body, v);
     REQUIRE_FALSE(r.ok());
     CHECK(r.err().code == errc::invalid_request);
-    CHECK(http_status(r.err().code) == 400);
   }
   auto ver = parse_reassignment_request(R"({"version":2,"partitions":[]})", v);
   CHECK_THAT(ver.err().message, Catch::Contains("must be 1"));

@@ -27,11 +27,9 @@ TEST_CASE("invalid group ids are refused with invalid_group_id", "[groups]") {
   CHECK(r.err().message.find("at most 249") != std::string::npos);
 }
 
-TEST_CASE("error codes map to stable names, HTTP statuses and Kafka codes", "[groups]") {
+TEST_CASE("error codes map to stable names and Kafka codes", "[groups]") {
   CHECK(std::string(to_string(errc::unknown_member)) == "unknown_member");
   CHECK(std::string(to_string(errc::illegal_generation)) == "illegal_generation");
-  CHECK(http_status(errc::invalid_group_id) == 400);
-  CHECK(http_status(errc::unknown_topic) == 404);
   CHECK(kafka_error_code(errc::unknown_member) == 25);
   CHECK(kafka_error_code(errc::illegal_generation) == 22);
 }
