@@ -360,7 +360,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
     for (const auto& b : model.brokers)
       if (b.alive && !standing->removed.count(b.id))
         listed.insert(b.id);
-    publish_metrics(plan.value(), listed);
+    st.probe.plan_made(plan.value(), listed);
     // Goal moves follow DryRun; drain moves are made whenever this loop
     // holds the controllership (it claimed it for this pass); a failover
     // pass makes neither.
@@ -387,7 +387,7 @@ void finish_pass(self_ptr self, const json& in, bool execute) {
   pass["duration_ms"] = util::wall_ms() - started;
   if (execute) {
     ++st.passes;
-    metrics::registry::global().get_counter("moonmq_autobalancer_passes_total", "Balance loop passes run").inc();
+    st.probe.pass_run();
     st.last_pass = pass;
     if (pass.contains("failover") && pass["failover"].value("proposed", size_t{0}) > 0)
       st.last_failover = pass;
@@ -511,8 +511,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
   if (init.settings.shared_storage && init.settings.image && init.settings.raft) {
     logger()->info("balancer.failover_watch broker={} wait_ms={}", init.settings.broker_id,
                    init.settings.failover_wait_ms);
-    metrics::registry::global().get_counter("moonmq_autobalancer_failover_partitions_total",
-                                            "Partitions of fenced brokers handed to a new owner (shared storage)");
+    self->state.probe.failover_watch();
     self->delayed_send(self, failover_poll, tick_atom::value, owner_atom::value);
   }
   return {
@@ -572,7 +571,6 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
     },
     [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, std::string& message) {
       auto& st = self->state;
-      auto& reg = metrics::registry::global();
       // The action this move carried out: a half of a SWAP counts as "swap".
       json* executed = nullptr;
       if (st.last_pass.is_object() && st.last_pass.contains("executed"))
@@ -581,9 +579,7 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
             executed = &e;
       const bool swap_half = executed && executed->value("type", "") == "SWAP";
       if (status == 202 || status == 200)
-        reg.get_counter("moonmq_autobalancer_actions_total", "Moves the balance loop sent to a reassigner",
-                        {{"type", swap_half ? "swap" : "move"}})
-          .inc();
+        st.probe.action_queued(swap_half);
       else if (status == 409 && (message.find("stale_epoch") != std::string::npos
                                  || message.find("epoch_conflict") != std::string::npos))
         supersede(self, "move of " + topic + "/" + std::to_string(partition) + " refused: " + message);

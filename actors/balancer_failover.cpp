@@ -12,7 +12,6 @@
 #include "cluster/takeover_hold.hpp"
 #include "raft/types.hpp"
 #include "util/clock.hpp"
-#include "util/metrics.hpp"
 
 namespace moonmq::balancer_detail {
 namespace {
@@ -26,10 +25,7 @@ void failover_settled(self_ptr self, const goals::failover_action& a, int status
   auto& st = self->state;
   st.failover_pending.erase(a.tp);
   if (status == 200) {
-    metrics::registry::global()
-      .get_counter("moonmq_autobalancer_failover_partitions_total",
-                   "Partitions of fenced brokers handed to a new owner (shared storage)")
-      .inc();
+    st.probe.failover_applied();
   } else {
     logger()->warn("balancer.failover_refused topic={} partition={} from={} to={} expect_epoch={} status={} "
                    "error=\"{}\"",

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/balancer.hpp"
+#include "actors/balancer_probe.hpp"
 #include "goals/detector.hpp"
 #include "goals/failover_planner.hpp"
 #include "goals/load_model.hpp"
@@ -32,6 +33,7 @@ inline auto logger() { return log::get("balancer"); }
 
 struct balancer_state {
   balancer_settings settings;
+  balancer_probe probe;  ///< the loop's metrics
   std::shared_ptr<plugins::goal_registry> goals;
   cluster_state_actor cstate;
   reassigner_actor reassigner;
@@ -67,16 +69,11 @@ struct balancer_state {
 
 using self_ptr = balancer_actor::stateful_pointer<balancer_state>;
 
-// --- load reports and metrics (actors/balancer_reports.cpp)
+// --- load reports (actors/balancer_reports.cpp; the metrics: actors/balancer_probe.hpp)
 
 /// Counters of the partitions a loads body reports, by (reporter, partition).
 void read_counters(const json& body,
                    std::map<std::pair<std::string, goals::topic_partition>, std::pair<uint64_t, uint64_t>>& out);
-
-/// Publishes the last pass's figures. Only the brokers in `listed` (alive
-/// at this pass and not removed from the cluster) keep a
-/// moonmq_autobalancer_broker_load series: a dead or removed broker's go.
-void publish_metrics(const goals::plan& plan, const std::set<std::string>& listed);
 
 /// One pass of the slow-broker rule (goals/slow_brokers.hpp) over the
 /// brokers that reported, in a cluster of the brokers in `alive` (alive or

@@ -1,29 +1,16 @@
 // What the balance loop reads from the brokers' load reports
 // (GET /cluster/loads, api/local_loads.hpp) and what it publishes
 // after a pass: traffic counters, racks and weights, the slow-broker rule's
-// verdicts (docs/balancer.md "Slow brokers") and the autobalancer metrics.
+// verdicts (docs/balancer.md "Slow brokers"); the metrics go through the
+// probe (actors/balancer_probe.hpp).
 
 #include <optional>
 
 #include "actors/balancer_impl.hpp"
 #include "goals/slow_brokers.hpp"
-#include "util/metrics.hpp"
 
 namespace moonmq::balancer_detail {
 namespace {
-
-/// The resource a built-in distribution goal balances (for the stddev metric).
-std::optional<size_t> resource_of(const std::string& goal) {
-  if (goal == "NW_IN")
-    return 0;
-  if (goal == "NW_OUT")
-    return 1;
-  if (goal == "DISK")
-    return 2;
-  if (goal == "PARTITION_COUNT")
-    return 3;
-  return std::nullopt;
-}
 
 /// The latency a /cluster/loads body reports (api/local_loads.hpp
 /// "latency"); nullopt when it has none (a broker of an older version).
@@ -61,49 +48,6 @@ void read_counters(const json& body, std::map<std::pair<std::string, goals::topi
     out[{reporter, tp}] = {row["bytes_in"].get<uint64_t>(), row["bytes_out"].get<uint64_t>()};
   }
 }
-
-/// Publishes the last pass's figures. Only the brokers in `listed` (alive
-/// at this pass and not removed from the cluster) keep a
-/// moonmq_autobalancer_broker_load series: a dead or removed broker's go.
-void publish_metrics(const goals::plan& plan, const std::set<std::string>& listed) {
-  auto& reg = metrics::registry::global();
-  const std::string load_name = "moonmq_autobalancer_broker_load";
-  for (size_t b = 0; b < plan.broker_ids.size() && b < plan.brokers_before.size(); ++b) {
-    if (!listed.count(plan.broker_ids[b]))
-      continue;
-    for (size_t r = 0; r < goals::kResourceCount; ++r)
-      reg.get_gauge(load_name, "Load per broker and resource at the last pass (bytes/s, bytes, partitions)",
-                    {{"broker", plan.broker_ids[b]},
-                     {"resource", std::string(goals::resource_key(static_cast<goals::resource>(r)))}})
-        .set(plan.brokers_before[b][r]);
-  }
-  reg.remove_if(load_name, [&listed](const metrics::labels& l) {
-    for (const auto& [key, value] : l)
-      if (key == "broker")
-        return listed.count(value) == 0;
-    return false;
-  });
-  for (const auto& g : plan.goals) {
-    reg.get_gauge("moonmq_autobalancer_load_mean", "Mean broker load a goal balances around, at the last pass",
-                  {{"goal", g.name}})
-      .set(g.before.mean);
-    if (auto r = resource_of(g.name); r && !plan.brokers_before.empty()) {
-      double sum = 0, sq = 0;
-      for (const auto& loads : plan.brokers_before) {
-        sum += loads[*r];
-        sq += loads[*r] * loads[*r];
-      }
-      auto n = static_cast<double>(plan.brokers_before.size());
-      auto mean = sum / n;
-      reg.get_gauge("moonmq_autobalancer_load_stddev", "Standard deviation of broker loads a goal balances, at the last pass",
-                    {{"goal", g.name}})
-        .set(std::sqrt(std::max(0.0, sq / n - mean * mean)));
-    }
-  }
-  reg.get_gauge("moonmq_autobalancer_last_plan_size", "Moves in the last pass's plan")
-    .set(static_cast<double>(plan.actions.size()));
-}
-
 
 /// One pass of the slow-broker rule (goals/slow_brokers.hpp) over the
 /// brokers that reported, in a cluster of the brokers in `alive` (alive or
@@ -153,21 +97,7 @@ std::set<std::string> mark_slow_brokers(balancer_state& st, const json& in, cons
     row["bar_ms"] = v.bar_ms;
     st.last_slow.push_back(std::move(row));
   }
-  auto& reg = metrics::registry::global();
-  for (const auto& [id, up] : alive)
-    if (up)
-      reg.get_gauge("moonmq_autobalancer_broker_slow",
-                    "1 while the balancer holds a broker slow (docs/balancer.md \"Slow brokers\"), else 0",
-                    {{"broker", id}})
-        .set(slow.count(id) ? 1.0 : 0.0);
-  reg.remove_if("moonmq_autobalancer_broker_slow", [&alive](const metrics::labels& l) {
-    for (const auto& [key, value] : l)
-      if (key == "broker") {
-        auto it = alive.find(value);
-        return it == alive.end() || !it->second;
-      }
-    return false;
-  });
+  st.probe.slow_brokers(alive, slow);
   return slow;
 }
 

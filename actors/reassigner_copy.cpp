@@ -261,10 +261,7 @@ void copy_answer(self_ptr self, const std::string& id, int64_t gen, int64_t from
   // Answers may arrive out of order; the destination applied the lists in
   // order, so the highest log end answered is the copy's position.
   run->position = std::max(run->position, answer["log_end_offset"].get<int64_t>());
-  metrics::registry::global()
-    .get_counter("moonmq_reassign_bytes_total", "Bytes a move sent to its destination (copy and drain)",
-                 {{"dest", row_of(self, id)->to.value}})
-    .inc(static_cast<double>(size));
+  self->state.probe.bytes_sent(row_of(self, id)->to.value, static_cast<double>(size));
   run->bytes_copied += size;
   run->bytes_total = std::max(run->bytes_total, run->bytes_copied);
   save_progress(self, *run, false);

@@ -173,10 +173,7 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
                  return;
                }
                run->position = answer["log_end_offset"].get<int64_t>();
-               metrics::registry::global()
-                 .get_counter("moonmq_reassign_bytes_total", "Bytes a move sent to its destination (copy and drain)",
-                              {{"dest", row_of(self, id)->to.value}})
-                 .inc(static_cast<double>(size));
+               self->state.probe.bytes_sent(row_of(self, id)->to.value, static_cast<double>(size));
                run->bytes_copied += size;
                run->copied_this_run += size;
                run->bytes_total = std::max(run->bytes_total, run->bytes_copied);
@@ -737,13 +734,7 @@ void complete(self_ptr self, const std::string& id, const std::string& note) {
     return;
   log_step_async(self, id, "done", {"cutover", "offsets"}, note);
   const auto* row = row_of(self, id);
-  auto& reg = metrics::registry::global();
-  reg.get_counter("moonmq_reassign_partitions_total", "Partition moves finished (done) as their source",
-                  {{"dest", row->to.value}})
-    .inc();
-  reg.get_histogram("moonmq_reassign_duration_seconds", "Time from a move's acceptance to done",
-                    {0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200})
-    .observe(static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
+  self->state.probe.move_done(row->to.value, static_cast<double>(row->updated_ms - row->started_ms) / 1000.0);
   reclaim_source(self, id, row->tp, final_end);
   self->state.running.erase(id);
   start_queued(self);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/balancer_probe.hpp"
 #include "actors/reassigner.hpp"
 #include "cluster/move_journal.hpp"
 #include "util/clock.hpp"
@@ -142,6 +143,7 @@ struct own_confirm {
 
 struct reassigner_state {
   reassigner_settings settings;
+  reassigner_probe probe;  ///< the reassigner's metrics
   std::shared_ptr<catalog_view> catalog;
   std::shared_ptr<owner_view> owners;
   cluster_state_actor cstate;
