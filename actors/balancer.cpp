@@ -21,7 +21,6 @@
 #include "plugins/goal_loader.hpp"
 #include "util/clock.hpp"
 #include "util/logging.hpp"
-#include "util/metrics.hpp"
 
 namespace moonmq {
 namespace {

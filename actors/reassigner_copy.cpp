@@ -25,7 +25,6 @@
 
 #include "actors/reassigner_impl.hpp"
 #include "storage/record_batch.hpp"
-#include "util/metrics.hpp"
 
 // Continuations look their move up again by id instead of capturing a
 // pointer that may dangle (see reassigner.cpp); the same names are deliberate.

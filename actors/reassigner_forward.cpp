@@ -7,7 +7,6 @@
 #include "actors/reassigner_impl.hpp"
 #include "cluster/move_messages.hpp"
 #include "raft/types.hpp"
-#include "util/metrics.hpp"
 
 // Continuations look their move up again by id instead of capturing a
 // pointer that may dangle (see reassigner.cpp); the same names are deliberate.
