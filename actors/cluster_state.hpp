@@ -36,7 +36,7 @@ using cluster_state_actor = caf::typed_actor<
   // Checks a control-plane request's (epoch, controller id) against the Raft
   // term and leader. Replies the higher of the two epochs; error conflict
   // stale_epoch (below the term) / epoch_conflict (at the term, not the
-  // leader), 400 for an epoch below 1.
+  // leader), invalid for an epoch below 1.
   caf::replies_to<observe_atom, int64_t, std::string>::with<int64_t>,
   // Sets the owner of (topic, partition) through the metadata log (the
   // epoch is unused). Replies true once applied here; the proposal's errors.

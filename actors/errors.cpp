@@ -27,6 +27,7 @@ std::string to_string(errc x) {
     case errc::partition_moved:
       return "partition_moved";
     case errc::coded:
+    case errc::relayed:
       return "error";
     case errc::invalid_producer_epoch:
       return "invalid_producer_epoch";
@@ -89,6 +90,10 @@ fault fault_of(const caf::error& e) {
         return fault::internal;
       case errc::invalid_producer_epoch:
         return fault::conflict;
+      case errc::relayed:
+        return e.context().match_elements<std::string, int32_t, std::string>()
+                 ? fault_of_status(e.context().get_as<int32_t>(1))
+                 : fault::internal;
       case errc::coded: {
         if (!e.context().match_elements<std::string, int32_t, std::string>())
           return fault::internal;
@@ -123,6 +128,12 @@ fault fault_of_status(int status) {
 }
 
 int http_status_of(const caf::error& e) {
+  if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::relayed
+      && e.context().match_elements<std::string, int32_t, std::string>()) {
+    const auto status = e.context().get_as<int32_t>(1);
+    if (status >= 400 && status <= 599)
+      return status;
+  }
   switch (fault_of(e)) {
     case fault::invalid:
       return 400;
@@ -142,13 +153,19 @@ int http_status_of(const caf::error& e) {
   return 500;
 }
 
+caf::error make_relayed_error(int status, std::string code, std::string message) {
+  return caf::error{static_cast<uint8_t>(errc::relayed), caf::atom("moonmq"),
+                    caf::make_message(std::move(message), static_cast<int32_t>(status), std::move(code))};
+}
+
 caf::error make_coded_error(fault kind, std::string code, std::string message) {
   return caf::error{static_cast<uint8_t>(errc::coded), caf::atom("moonmq"),
                     caf::make_message(std::move(message), static_cast<int32_t>(kind), std::move(code))};
 }
 
 std::string error_code_of(const caf::error& e) {
-  if (e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::coded
+  if (e.category() == caf::atom("moonmq")
+      && (static_cast<errc>(e.code()) == errc::coded || static_cast<errc>(e.code()) == errc::relayed)
       && e.context().match_elements<std::string, int32_t, std::string>())
     return e.context().get_as<std::string>(2);
   if (e.category() == caf::atom("moonmq"))

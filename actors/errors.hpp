@@ -22,6 +22,10 @@ enum class errc : uint8_t {
   /// A producer's batch or transaction marker of an epoch older than the
   /// partition knows for it (409; Kafka INVALID_PRODUCER_EPOCH, 47).
   invalid_producer_epoch,
+  /// A peer's HTTP answer passed on as it was: context (message, the
+  /// peer's status, error code string). The status was chosen at the
+  /// peer's edge; this broker's edge answers it again.
+  relayed,
 };
 
 /// What kind of failure a coded error is. Actors name the kind; the edge
@@ -46,9 +50,14 @@ caf::error make_coded_error(fault kind, std::string code, std::string message);
 /// down (unavailable); internal for anything else.
 fault fault_of(const caf::error& e);
 
-/// The kind a peer's HTTP answer with `status` stands for, for an error
-/// relayed from it (0, no answer: unavailable; an unknown status: internal).
+/// The kind a peer's HTTP answer with `status` stands for (0, no answer:
+/// unavailable; a status outside the table: internal).
 fault fault_of_status(int status);
+
+/// A peer's error answer (`status`, its `error` code and message) passed on
+/// as it was: http_status_of gives `status` back when it is 400–599 (else
+/// 503 for 0, no answer, and 500), fault_of its kind (fault_of_status).
+caf::error make_relayed_error(int status, std::string code, std::string message);
 
 /// An offset_out_of_range error carrying the log's bounds.
 caf::error make_out_of_range(int64_t offset, int64_t log_start, int64_t log_end);
@@ -65,7 +74,7 @@ caf::error make_error(errc x, std::string message = {});
 
 /// The HTTP status of an error's kind (fault_of): invalid 400, not_found
 /// 404, conflict 409, misdirected 421, unavailable 503, timeout 504,
-/// internal 500. The one table from kinds to statuses, for the edge (api/)
+/// internal 500; a relayed peer answer's own status. The one table from kinds to statuses, for the edge (api/)
 /// and for the balancer's executed rows, which show peers' HTTP answers
 /// beside local ones.
 int http_status_of(const caf::error& e);

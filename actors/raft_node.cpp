@@ -619,7 +619,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
       }
       auto code = answer.is_object() ? answer.value("error", std::string{"forward_failed"}) : "forward_failed";
       auto message = answer.is_object() ? answer.value("message", body) : body;
-      f.rp.deliver(coded(fault_of_status(status), code, "proposal via the leader: " + message));
+      f.rp.deliver(make_relayed_error(status, code, "proposal via the leader: " + message));
     },
     [self](status_atom) { return status_json(self).dump(); },
   };

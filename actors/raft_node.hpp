@@ -98,7 +98,7 @@ using raft_actor = caf::typed_actor<
   // Proposes "owner of (topic, partition) = owner". Replies (index, term) once
   // the entry is committed and applied on this broker. A follower forwards
   // the proposal to the leader when `forward` is set (POST
-  // /cluster/raft/propose). Errors: 503 no_controller (no leader known),
+  // /cluster/raft/propose). Errors: unavailable no_controller (no leader known),
   // unavailable proposal_lost (leadership changed and the entry was overwritten),
   // timeout (not committed within the proposal deadline; it may still
   // commit later, in log order).

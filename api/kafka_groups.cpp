@@ -43,7 +43,7 @@ int16_t commit_code_of(const caf::error& e) {
     auto code = static_cast<errc>(e.code());
     if (code == errc::unknown_topic || code == errc::unknown_partition)
       return ec::unknown_topic_or_partition;
-    if (code == errc::not_ready || (code == errc::coded && fault_of(e) == fault::unavailable))
+    if (code == errc::not_ready || ((code == errc::coded || code == errc::relayed) && fault_of(e) == fault::unavailable))
       return ec::coordinator_not_available;  // e.g. ownership_lost: retry at the partition's new owner
     if (code == errc::invalid_request)
       return ec::invalid_commit_offset_size;
@@ -224,7 +224,7 @@ void offset_fetch(const std::shared_ptr<kafka_context>& ctx, kafka::offset_fetch
       g->one();
     },
     [g, read, ctx](const caf::error& e) {
-      // Unknown group (a coded 404): nothing committed here.
+      // Unknown group (a coded not_found): nothing committed here.
       if (!(e.category() == caf::atom("moonmq") && static_cast<errc>(e.code()) == errc::coded)) {
         std::lock_guard<std::mutex> lock{read->mtx};
         read->failed.insert(ctx->broker_id);

@@ -86,7 +86,8 @@ int16_t kafka_code_of(const caf::error& e) {
   if (e.category() != caf::atom("moonmq"))
     return ec::unknown_server_error;
   switch (static_cast<errc>(e.code())) {
-    case errc::coded: {
+    case errc::coded:
+    case errc::relayed: {
       auto code = error_code_of(e);
       if (code == "out_of_order_sequence")
         return ec::out_of_order_sequence_number;

@@ -27,6 +27,18 @@ TEST_CASE("a coded error keeps its kind, code and message, and its kind alone gi
   CHECK(fault_of_status(418) == fault::internal);
 }
 
+TEST_CASE("a peer's answer relayed as an error keeps its status, code and message", "[errors]") {
+  for (int status : {401, 405, 409, 413, 503}) {
+    auto e = make_relayed_error(status, "unauthorized", "proposal via the leader: no token");
+    CHECK(http_status_of(e) == status);
+    CHECK(error_code_of(e) == "unauthorized");
+    CHECK(message_of(e) == "proposal via the leader: no token");
+    CHECK(fault_of(e) == fault_of_status(status));
+  }
+  CHECK(http_status_of(make_relayed_error(0, "peer_unreachable", "no answer")) == 503);
+  CHECK(http_status_of(make_relayed_error(200, "forward_failed", "no index in the answer")) == 500);
+}
+
 TEST_CASE("moonmq codes and CAF's errors have kinds too", "[errors]") {
   CHECK(fault_of(make_error(errc::unknown_topic, "t")) == fault::not_found);
   CHECK(fault_of(make_error(errc::partition_moved, "sealed")) == fault::unavailable);
