@@ -6,29 +6,23 @@
 
 #include "actors/balancer_probe.hpp"
 #include "goals/detector.hpp"
+#include "tests/support/metrics_text.hpp"
 #include "util/metrics.hpp"
 
 using namespace moonmq;
-
-namespace {
-
-bool has_line(const std::string& text, const std::string& line) {
-  return text.find("\n" + line + "\n") != std::string::npos;
-}
-
-}  // namespace
+using moonmq::test::metric;
 
 TEST_CASE("the balancer probe keeps a series per live broker and drops the others'", "[probes]") {
   balancer_probe probe;
   probe.slow_brokers({{"pb1", true}, {"pb2", true}, {"pb3", false}}, {"pb2"});
   auto text = metrics::registry::global().render();
-  CHECK(has_line(text, R"(moonmq_autobalancer_broker_slow{broker="pb1"} 0)"));
-  CHECK(has_line(text, R"(moonmq_autobalancer_broker_slow{broker="pb2"} 1)"));
-  CHECK(text.find(R"(broker="pb3")") == std::string::npos);  // not alive: no series
+  CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "pb1"}}) == 0.0);
+  CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "pb2"}}) == 1.0);
+  CHECK_FALSE(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "pb3"}}));  // not alive: no series
   probe.slow_brokers({{"pb1", true}}, {});
   text = metrics::registry::global().render();
-  CHECK(has_line(text, R"(moonmq_autobalancer_broker_slow{broker="pb1"} 0)"));
-  CHECK(text.find(R"(broker="pb2")") == std::string::npos);  // gone from the cluster
+  CHECK(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "pb1"}}) == 0.0);
+  CHECK_FALSE(metric(text, "moonmq_autobalancer_broker_slow", {{"broker", "pb2"}}));  // gone from the cluster
 
   goals::plan plan;
   plan.broker_ids = {"pb1", "pb2"};
@@ -36,9 +30,9 @@ TEST_CASE("the balancer probe keeps a series per live broker and drops the other
   plan.actions.resize(3);
   probe.plan_made(plan, {"pb1"});
   text = metrics::registry::global().render();
-  CHECK(has_line(text, R"(moonmq_autobalancer_broker_load{broker="pb1",resource="partitions"} 4)"));
-  CHECK(text.find(R"(moonmq_autobalancer_broker_load{broker="pb2")") == std::string::npos);  // not listed
-  CHECK(has_line(text, "moonmq_autobalancer_last_plan_size 3"));
+  CHECK(metric(text, "moonmq_autobalancer_broker_load", {{"broker", "pb1"}, {"resource", "partitions"}}) == 4.0);
+  CHECK_FALSE(metric(text, "moonmq_autobalancer_broker_load", {{"broker", "pb2"}}));  // not listed
+  CHECK(metric(text, "moonmq_autobalancer_last_plan_size") == 3.0);
 }
 
 TEST_CASE("the reassigner probe counts bytes and finished moves per destination", "[probes]") {
@@ -47,6 +41,6 @@ TEST_CASE("the reassigner probe counts bytes and finished moves per destination"
   probe.bytes_sent("pd1", 50);
   probe.move_done("pd1", 2.5);
   const auto text = metrics::registry::global().render();
-  CHECK(has_line(text, R"(moonmq_reassign_bytes_total{dest="pd1"} 150)"));
-  CHECK(has_line(text, R"(moonmq_reassign_partitions_total{dest="pd1"} 1)"));
+  CHECK(metric(text, "moonmq_reassign_bytes_total", {{"dest", "pd1"}}) == 150.0);
+  CHECK(metric(text, "moonmq_reassign_partitions_total", {{"dest", "pd1"}}) == 1.0);
 }
