@@ -4,6 +4,7 @@
 // (docs/shared-storage.md "Take-back"). Pure and thread-safe; times are
 // passed in (steady-clock milliseconds).
 
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -37,10 +38,13 @@ public:
     std::lock_guard<std::mutex> g{mtx_};
     auto key = std::make_tuple(topic, partition, epoch);
     auto [it, first] = until_.emplace(key, now_ms + hold_ms_);
-    if (first)  // one epoch per partition is held at a time: the newest
-      for (auto o = until_.begin(); o != until_.end();)
-        o = o != it && std::get<0>(o->first) == topic && std::get<1>(o->first) == partition ? until_.erase(o)
-                                                                                               : std::next(o);
+    if (first) {
+      // One epoch per partition is held at a time, the newest: the map keeps
+      // a partition's epochs next to each other.
+      using limits = std::numeric_limits<int64_t>;
+      until_.erase(until_.lower_bound(std::make_tuple(topic, partition, limits::min())), it);
+      until_.erase(std::next(it), until_.upper_bound(std::make_tuple(topic, partition, limits::max())));
+    }
     return now_ms < it->second;
   }
   /// Milliseconds a takeover of the partition at `epoch` still waits (0 when

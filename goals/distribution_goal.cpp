@@ -2,6 +2,7 @@
 // builtin_goals.hpp and docs/balancer.md for the algorithm.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -289,17 +290,18 @@ bool distribution_goal::try_two_for_one(snapshot& s, optimize_context& ctx, repl
   // shares of the mean (squared, relative to the mean, summed over the
   // measured resources): the combinations most likely to keep every other
   // goal in band come first.
-  const double w = s.eligible_weight_total();
+  std::array<double, kMeasuredResources> share{};  // the mean load per unit of weight, 0 when idle
+  if (const double w = s.eligible_weight_total(); w > 0.0)
+    for (std::size_t k = 0; k < kMeasuredResources; ++k) share[k] = s.eligible_total(static_cast<resource>(k)) / w;
   auto deviation = [&](replica_index r1, replica_index r2, replica_index q) {
     double d = 0.0;
     for (std::size_t k = 0; k < kMeasuredResources; ++k) {
+      if (!(share[k] > 0.0)) continue;
       const auto res = static_cast<resource>(k);
-      const double per_weight = w > 0.0 ? s.eligible_total(res) / w : 0.0;
-      if (!(per_weight > 0.0)) continue;
       const double shift = s.load(r1, res) + s.load(r2, res) - s.load(q, res);
-      const double a = (s.load(src, res) - shift) / s.weight(src) - per_weight,
-                   b = (s.load(dst, res) + shift) / s.weight(dst) - per_weight;
-      d += (a * a + b * b) / (per_weight * per_weight);
+      const double a = (s.load(src, res) - shift) / s.weight(src) - share[k],
+                   b = (s.load(dst, res) + shift) / s.weight(dst) - share[k];
+      d += (a * a + b * b) / (share[k] * share[k]);
     }
     return d;
   };
