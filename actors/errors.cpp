@@ -31,6 +31,8 @@ std::string to_string(errc x) {
       return "error";
     case errc::invalid_producer_epoch:
       return "invalid_producer_epoch";
+    case errc::offset_mismatch:
+      return "offset_mismatch";
   }
   return "unknown";
 }
@@ -54,6 +56,19 @@ bool out_of_range_bounds(const caf::error& e, int64_t& log_start, int64_t& log_e
     return false;
   log_start = ctx.get_as<int64_t>(1);
   log_end = ctx.get_as<int64_t>(2);
+  return true;
+}
+
+caf::error make_offset_mismatch(int64_t log_end, std::string message) {
+  return caf::error{static_cast<uint8_t>(errc::offset_mismatch), caf::atom("moonmq"),
+                    caf::make_message(std::move(message), log_end)};
+}
+
+bool mismatch_log_end(const caf::error& e, int64_t& log_end) {
+  if (e.category() != caf::atom("moonmq") || static_cast<errc>(e.code()) != errc::offset_mismatch
+      || !e.context().match_elements<std::string, int64_t>())
+    return false;
+  log_end = e.context().get_as<int64_t>(1);
   return true;
 }
 
@@ -89,6 +104,7 @@ fault fault_of(const caf::error& e) {
       case errc::storage_error:
         return fault::internal;
       case errc::invalid_producer_epoch:
+      case errc::offset_mismatch:
         return fault::conflict;
       case errc::relayed:
         return e.context().match_elements<std::string, int32_t, std::string>()

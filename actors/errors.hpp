@@ -26,6 +26,10 @@ enum class errc : uint8_t {
   /// peer's status, error code string). The status was chosen at the
   /// peer's edge; this broker's edge answers it again.
   relayed,
+  /// A move's destination does not end where the source says it must:
+  /// context (message, the destination's log-end offset), so that the
+  /// source can resume from there (409 offset_mismatch).
+  offset_mismatch,
 };
 
 /// What kind of failure a coded error is. Actors name the kind; the edge
@@ -64,6 +68,12 @@ caf::error make_out_of_range(int64_t offset, int64_t log_start, int64_t log_end)
 
 /// The bounds of an offset_out_of_range error, if `e` is one.
 bool out_of_range_bounds(const caf::error& e, int64_t& log_start, int64_t& log_end);
+
+/// An offset_mismatch error carrying the destination's log-end offset.
+caf::error make_offset_mismatch(int64_t log_end, std::string message);
+
+/// The log-end offset of an offset_mismatch error, if `e` is one.
+bool mismatch_log_end(const caf::error& e, int64_t& log_end);
 
 /// The human-readable message inside a moonmq error ("" for others).
 std::string message_of(const caf::error& e);

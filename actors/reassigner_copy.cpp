@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "actors/reassigner_impl.hpp"
+#include "cluster/move_messages.hpp"
 #include "storage/record_batch.hpp"
 
 // Continuations look their move up again by id instead of capturing a
@@ -252,14 +253,14 @@ void copy_answer(self_ptr self, const std::string& id, int64_t gen, int64_t from
   auto size = sent->second;
   w.in_flight.erase(sent);
   auto answer = body.empty() ? json(nullptr) : json::parse(body, nullptr, false);
-  if (status != 200 || !answer.is_object() || !answer.contains("log_end_offset")
-      || !answer["log_end_offset"].is_number_integer()) {
+  auto appended = cluster::move_answer_from_json(answer);
+  if (status != 200 || !appended) {
     fail_copy(self, *run, "append on the destination failed: " + answer_error(status, answer, error));
     return;
   }
   // Answers may arrive out of order; the destination applied the lists in
   // order, so the highest log end answered is the copy's position.
-  run->position = std::max(run->position, answer["log_end_offset"].get<int64_t>());
+  run->position = std::max(run->position, appended->log_end_offset);
   self->state.probe.bytes_sent(row_of(self, id)->to.value, static_cast<double>(size));
   run->bytes_copied += size;
   run->bytes_total = std::max(run->bytes_total, run->bytes_copied);

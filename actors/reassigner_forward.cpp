@@ -166,12 +166,12 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
              std::move(batches), false,
              [self, id, size, log_end, after](int status, json& answer, const std::string& error) {
                auto* run = run_of(self, id);
-               if (status != 200 || !answer.is_object() || !answer.contains("log_end_offset")
-                   || !answer["log_end_offset"].is_number_integer()) {
+               auto appended = cluster::move_answer_from_json(answer);
+               if (status != 200 || !appended) {
                  fail(self, id, "append on the destination failed: " + answer_error(status, answer, error));
                  return;
                }
-               run->position = answer["log_end_offset"].get<int64_t>();
+               run->position = appended->log_end_offset;
                self->state.probe.bytes_sent(row_of(self, id)->to.value, static_cast<double>(size));
                run->bytes_copied += size;
                run->copied_this_run += size;

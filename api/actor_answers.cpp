@@ -14,6 +14,8 @@ http_response error_response(const caf::error& e) {
     j["log_start_offset"] = lo;
     j["log_end_offset"] = hi;
   }
+  if (mismatch_log_end(e, hi))
+    j["log_end_offset"] = hi;
   return http_response::json(http_status_of(e), j.dump());
 }
 

@@ -17,7 +17,8 @@
 namespace moonmq::transport {
 
 /// `{"error","message"}` with the error's HTTP status (actors/errors.hpp);
-/// offset_out_of_range also carries "log_start_offset" and "log_end_offset".
+/// offset_out_of_range also carries "log_start_offset" and "log_end_offset",
+/// offset_mismatch "log_end_offset".
 http_response error_response(const caf::error& e);
 
 /// A failure callback answering error_response(e) on `respond`.

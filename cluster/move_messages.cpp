@@ -96,4 +96,31 @@ result<move_cleanup> move_cleanup_from_json(const json& j) {
   return move_cleanup{j["owner"].get<std::string>()};
 }
 
+json to_json(const move_answer& a) {
+  json j{{"log_end_offset", a.log_end_offset}};
+  if (a.log_start_offset >= 0)
+    j["log_start_offset"] = a.log_start_offset;
+  if (a.copy_none)
+    j["copy"] = "none";
+  if (!a.owner.empty())
+    j["owner"] = a.owner;
+  if (a.already_confirmed)
+    j["already_confirmed"] = true;
+  return j;
+}
+
+result<move_answer> move_answer_from_json(const json& j) {
+  if (!j.is_object() || !is_int(j, "log_end_offset"))
+    return bad(R"({"log_end_offset","log_start_offset"?,"copy"?,"owner"?,"already_confirmed"?})");
+  move_answer a;
+  a.log_end_offset = j["log_end_offset"].get<int64_t>();
+  if (is_int(j, "log_start_offset"))
+    a.log_start_offset = j["log_start_offset"].get<int64_t>();
+  a.copy_none = is_str(j, "copy") && j["copy"] == "none";
+  if (is_str(j, "owner"))
+    a.owner = j["owner"].get<std::string>();
+  a.already_confirmed = j.contains("already_confirmed") && j["already_confirmed"] == true;
+  return a;
+}
+
 }  // namespace moonmq::cluster

@@ -65,4 +65,18 @@ struct move_cleanup {
 nlohmann::json to_json(const move_cleanup& m);
 result<move_cleanup> move_cleanup_from_json(const nlohmann::json& j);
 
+/// The destination's answer to ensure, append, confirm and cleanup:
+/// {"log_end_offset", "log_start_offset"? (ensure), "copy"? ("none": an
+/// ensure with shared storage), "owner"? and "already_confirmed"?
+/// (confirm)}.
+struct move_answer {
+  int64_t log_end_offset = 0;     ///< the destination copy's log end after the step
+  int64_t log_start_offset = -1;  ///< ensure: where the copy starts; -1: absent
+  bool copy_none = false;         ///< ensure with shared storage: nothing will be copied
+  std::string owner;              ///< confirm: the partition's owner now (the destination); "": absent
+  bool already_confirmed = false; ///< confirm: an earlier try of this confirm took effect
+};
+nlohmann::json to_json(const move_answer& a);
+result<move_answer> move_answer_from_json(const nlohmann::json& j);
+
 }  // namespace moonmq::cluster

@@ -49,3 +49,15 @@ TEST_CASE("moonmq codes and CAF's errors have kinds too", "[errors]") {
   CHECK(http_status_of(caf::make_error(caf::sec::request_timeout)) == 504);
   CHECK(fault_of(caf::make_error(caf::sec::request_receiver_down)) == fault::unavailable);
 }
+
+TEST_CASE("an offset mismatch is a conflict that carries the destination's log end", "[errors]") {
+  auto e = make_offset_mismatch(12, "log end is 12, the source's is 14");
+  CHECK(fault_of(e) == fault::conflict);
+  CHECK(http_status_of(e) == 409);
+  CHECK(error_code_of(e) == "offset_mismatch");
+  CHECK(message_of(e) == "log end is 12, the source's is 14");
+  int64_t end = 0;
+  REQUIRE(mismatch_log_end(e, end));
+  CHECK(end == 12);
+  CHECK_FALSE(mismatch_log_end(make_out_of_range(9, 0, 5), end));
+}

@@ -88,3 +88,30 @@ TEST_CASE("move messages: offsets and cleanup read back, and refuse what does no
   CHECK(cleanup->owner == "b2");
   CHECK_FALSE(move_cleanup_from_json(json{{"owner", 2}}));
 }
+
+TEST_CASE("move messages: a destination's answer carries its optional fields only when set, and reads back",
+          "[cluster][move]") {
+  move_answer appended;
+  appended.log_end_offset = 7;
+  CHECK(to_json(appended) == json{{"log_end_offset", 7}});
+  move_answer ensured;
+  ensured.log_start_offset = 0;
+  ensured.log_end_offset = 0;
+  ensured.copy_none = true;
+  CHECK(to_json(ensured) == json{{"log_start_offset", 0}, {"log_end_offset", 0}, {"copy", "none"}});
+  move_answer confirmed;
+  confirmed.owner = "b2";
+  confirmed.log_end_offset = 9;
+  confirmed.already_confirmed = true;
+  auto back = move_answer_from_json(json::parse(to_json(confirmed).dump()));
+  REQUIRE(back);
+  CHECK(back->owner == "b2");
+  CHECK(back->log_end_offset == 9);
+  CHECK(back->already_confirmed);
+  CHECK(back->log_start_offset == -1);
+  CHECK_FALSE(back->copy_none);
+  // Without its end an answer is not one: the source cannot resume from it.
+  auto bad = move_answer_from_json(json{{"owner", "b2"}});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().message.find("log_end_offset") != std::string::npos);
+}
