@@ -53,5 +53,10 @@ using txn_atom = caf::atom_constant<caf::atom("txn")>;        ///< a transaction
 /// Shared storage: a newly applied image is to be followed (an I/O worker
 /// opens or closes its shared partitions; a reassigner confirms its moves).
 using follow_atom = caf::atom_constant<caf::atom("follow")>;
+/// The destination half of a move (actors/move_destination.hpp): prepare
+/// the copy, confirm it, or discard it.
+using ensure_atom = caf::atom_constant<caf::atom("ensure")>;
+using confirm_atom = caf::atom_constant<caf::atom("confirm")>;
+using cleanup_atom = caf::atom_constant<caf::atom("cleanup")>;
 
 }  // namespace moonmq

@@ -220,7 +220,7 @@ void when_end_reaches(self_ptr self, partition_actor part, int64_t end, bool exa
       [failed](caf::error& e) { failed(caf::to_string(e)); });
 }
 
-/// The destination's confirm (api/move_destination_routes.cpp
+/// The destination's confirm (actors/move_destination.cpp
 /// `confirm`) run on the destination itself: fsync, check the log end is
 /// the sealed end E, take the source's sealed log start when the log
 /// recorded it (durably, before ownership), take the partition by a

@@ -13,10 +13,9 @@
 
 #include <caf/fwd.hpp>
 
-#include "actors/broker.hpp"
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
-#include "actors/group_coordinator.hpp"
+#include "actors/move_destination.hpp"
 #include "actors/reassigner.hpp"
 #include "peers/peer_directory.hpp"
 #include "net/router.hpp"
@@ -27,9 +26,10 @@ struct move_context {
   caf::actor_system* system = nullptr;
   std::string broker_id;
   cluster_state_actor state;
-  broker_actor broker;
-  group_actor groups;
   reassigner_actor reassigner;
+  /// The destination half of this broker's incoming moves (ensure, append,
+  /// offsets, confirm, cleanup).
+  move_destination_actor destination;
   std::shared_ptr<catalog_view> catalog;
   std::shared_ptr<owner_view> owners;
   std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
@@ -37,11 +37,6 @@ struct move_context {
   std::chrono::milliseconds timeout{5000};
   /// Deadline of one peer request (Cluster.PeerTimeout).
   std::chrono::milliseconds peer_timeout{5000};
-  /// Storage.SharedDir is set: a move copies nothing (docs/shared-storage.md
-  /// "Moves and failover"). The destination's ensure only seals, append is
-  /// refused, confirm takes the partition over by its owner entry and
-  /// checks the end, cleanup only unseals; nothing is ever reset.
-  bool shared = false;
 };
 
 /// /cluster/partitions/{t}/{p}/{ensure,append,confirm,cleanup},

@@ -31,6 +31,7 @@
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
 #include "actors/load_meter.hpp"
+#include "actors/move_destination.hpp"
 #include "actors/node.hpp"
 #include "actors/peer.hpp"
 #include "actors/reassigner.hpp"
@@ -417,6 +418,7 @@ int run(const config::load_result& loaded) {
   // keeps the peers', from their load reports) for placing new partitions.
   auto broker_traits = std::make_shared<broker_traits_view>();
   std::optional<reassigner_actor> reassigner;
+  std::optional<move_destination_actor> destination;
   std::optional<balancer_actor> balancer;
   std::vector<peer_actor> peer_actors;
   auto learned_peers = std::make_shared<learned_peer_actors>();
@@ -519,19 +521,22 @@ int run(const config::load_result& loaded) {
     rs.raft_status = raft.view;
     rs.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
+    move_destination_settings ds;
+    ds.broker_id = cfg.broker_id();
+    ds.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
+    ds.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     transport::move_context mctx;
     mctx.system = &sys;
     mctx.broker_id = cfg.broker_id();
     mctx.state = *cluster_state;
-    mctx.broker = broker;
-    mctx.groups = groups;
     mctx.reassigner = *reassigner;
+    destination = spawn_move_destination(sys, ds, view, owners, *cluster_state, broker, groups, registry);
+    mctx.destination = *destination;
     mctx.catalog = view;
     mctx.owners = owners;
     mctx.peers = directory;
     mctx.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     mctx.peer_timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
-    mctx.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
     transport::add_move_routes(*cluster_router, mctx);
     transport::add_reassignment_routes(*admin_router, mctx);
     balancer_settings loop;
@@ -621,6 +626,8 @@ int run(const config::load_result& loaded) {
     children.push_back(caf::actor_cast<caf::actor>(*cluster_state));
   if (reassigner)
     children.push_back(caf::actor_cast<caf::actor>(*reassigner));
+  if (destination)
+    children.push_back(caf::actor_cast<caf::actor>(*destination));
   if (balancer)
     children.push_back(caf::actor_cast<caf::actor>(*balancer));
   for (const auto& p : peer_actors)
