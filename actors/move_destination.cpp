@@ -68,8 +68,16 @@ std::optional<partition_actor> local_partition(self_ptr self, const std::string&
   return t->second.partitions[static_cast<size_t>(partition)];
 }
 
-caf::error no_copy(const std::string& topic, int32_t partition) {
-  return make_error(errc::unknown_partition, "no local partition " + name_of(topic, partition));
+/// Starts a step on this broker's copy of (topic, partition):
+/// `run(step, copy)`, or unknown_partition when it has none.
+template <class F>
+caf::result<move_answer> on_copy(self_ptr self, const std::string& topic, int32_t partition, F run) {
+  auto s = begin(self);
+  if (auto found = local_partition(self, topic, partition))
+    run(s, *found);
+  else
+    s.fail(make_error(errc::unknown_partition, "no local partition " + name_of(topic, partition)));
+  return s.rp;
 }
 
 /// True when this broker's table names another broker as the owner: only
@@ -232,19 +240,11 @@ caf::result<move_answer> ensure(self_ptr self, const std::string& topic, int32_t
 
 // --- steps 2 and 4: append --------------------------------------------------------
 
-caf::result<move_answer> append(self_ptr self, const std::string& topic, int32_t partition, int64_t expected,
-                                std::string& batches, bool sync) {
-  auto s = begin(self);
-  auto found = local_partition(self, topic, partition);
-  if (!found) {
-    s.fail(no_copy(topic, partition));
-    return s.rp;
-  }
-  auto part = *found;
+void append(self_ptr self, step s, const partition_actor& part, int64_t expected, std::string& batches, bool sync) {
   if (self->state.settings.shared) {
     s.fail(make_coded_error(fault::conflict, "shared_storage",
                             "a move copies nothing with shared storage: the destination reads the shared directory"));
-    return s.rp;
+    return;
   }
   // With the metadata log the destination is named owner at cutover, before
   // the drain's appends: there the durable seal of its copy (set by ensure,
@@ -265,7 +265,6 @@ caf::result<move_answer> append(self_ptr self, const std::string& topic, int32_t
         else
           s.fail(std::move(e));
       });
-  return s.rp;
 }
 
 // --- step 6: confirm ---------------------------------------------------------------
@@ -404,15 +403,8 @@ bool confirmed_before(self_ptr self, step s, const std::string& topic, int32_t p
   return true;
 }
 
-caf::result<move_answer> confirm(self_ptr self, const std::string& topic, int32_t partition,
-                                 const cluster::move_confirm& req, int64_t at) {
-  auto s = begin(self);
-  auto found = local_partition(self, topic, partition);
-  if (!found) {
-    s.fail(no_copy(topic, partition));
-    return s.rp;
-  }
-  auto part = *found;
+void confirm(self_ptr self, step s, const partition_actor& part, const std::string& topic, int32_t partition,
+             const cluster::move_confirm& req, int64_t at) {
   const auto& me = self->state.settings.broker_id;
   const int64_t expected = req.log_end_offset;
   // The source's log start (DeleteRecords); -1 (absent) from a confirm sent
@@ -427,20 +419,20 @@ caf::result<move_answer> confirm(self_ptr self, const std::string& topic, int32_
   auto r = self->state.owners->route(me, {topic, partition});
   if (r.where == partition_route::kind::unowned || (r.where == partition_route::kind::remote && r.owner == req.from)) {
     s.fail(not_ready("broker " + me + " has not applied the cutover of " + name_of(topic, partition) + " yet; retry"));
-    return s.rp;
+    return;
   }
   if (r.where == partition_route::kind::remote) {
     s.fail(owner_changed(topic, partition, r.owner));
-    return s.rp;
+    return;
   }
   // Owner at a later epoch than the cutover's: this broker's conditional
   // owner entry applied, so an earlier try of this confirm (or the
   // controller's, in a fenced source's place) succeeded.
   if (cutover_epoch > 0 && confirmed_before(self, s, topic, partition, part, req.from, cutover_epoch))
-    return s.rp;
+    return;
   if (self->state.settings.shared) {
     confirm_shared(self, s, topic, partition, part, at, expected, cutover_epoch);
-    return s.rp;
+    return;
   }
   // Owner since the cutover (checked above). Before taking writes it bumps
   // the owner epoch by a conditional entry at the epoch it holds the
@@ -475,22 +467,14 @@ caf::result<move_answer> confirm(self_ptr self, const std::string& topic, int32_
           .then([own](int64_t) { own(); }, [s](caf::error& e) { s.fail(std::move(e)); });
       },
       [s](caf::error& e) { s.fail(std::move(e)); });
-  return s.rp;
 }
 
 // --- cleanup -------------------------------------------------------------------------
 
-caf::result<move_answer> cleanup(self_ptr self, const std::string& topic, int32_t partition) {
-  auto s = begin(self);
-  auto found = local_partition(self, topic, partition);
-  if (!found) {
-    s.fail(no_copy(topic, partition));
-    return s.rp;
-  }
-  auto part = *found;
+void cleanup(self_ptr self, step s, const partition_actor& part, const std::string& topic, int32_t partition) {
   if (!owned_elsewhere(self, topic, partition)) {
     s.fail(owns_it(self, topic, partition));
-    return s.rp;
+    return;
   }
   auto cleaned = [s, topic, partition, shared = self->state.settings.shared](int64_t end) {
     logger()->info("move.cleaned topic={} partition={}{}", topic, partition, shared ? " copy=none" : "");
@@ -504,7 +488,7 @@ caf::result<move_answer> cleanup(self_ptr self, const std::string& topic, int32_
     // have written at the cutover's epoch: the source's takeover read
     // them): only the seal is lifted.
     set_seal(self, part, false, false, cleaned, s.failer());
-    return s.rp;
+    return;
   }
   // The source's own entries name the owner (the request's "owner" is not
   // written here: a late write could undo a later entry).
@@ -513,7 +497,6 @@ caf::result<move_answer> cleanup(self_ptr self, const std::string& topic, int32_
       .then([self, s, part, cleaned](int64_t) { set_seal(self, part, false, false, cleaned, s.failer()); },
             [s](caf::error& e) { s.fail(std::move(e)); });
   }, s.failer());
-  return s.rp;
 }
 
 move_destination_actor::behavior_type move_destination_fn(self_ptr self, move_destination_settings settings,
@@ -533,7 +516,8 @@ move_destination_actor::behavior_type move_destination_fn(self_ptr self, move_de
       return ensure(self, topic, partition, req, at);
     },
     [self](copy_atom, std::string& topic, int32_t partition, int64_t expected, std::string& batches, bool sync) {
-      return append(self, topic, partition, expected, batches, sync);
+      return on_copy(self, topic, partition,
+                     [&](step s, const partition_actor& part) { append(self, s, part, expected, batches, sync); });
     },
     [self](merge_atom, cluster::move_offsets& pushed) -> caf::result<int32_t> {
       ++self->state.requests;
@@ -548,9 +532,13 @@ move_destination_actor::behavior_type move_destination_fn(self_ptr self, move_de
       return rp;
     },
     [self](confirm_atom, std::string& topic, int32_t partition, cluster::move_confirm& req, int64_t at) {
-      return confirm(self, topic, partition, req, at);
+      return on_copy(self, topic, partition,
+                     [&](step s, const partition_actor& part) { confirm(self, s, part, topic, partition, req, at); });
     },
-    [self](cleanup_atom, std::string& topic, int32_t partition, int64_t) { return cleanup(self, topic, partition); },
+    [self](cleanup_atom, std::string& topic, int32_t partition, int64_t) {
+      return on_copy(self, topic, partition,
+                     [&](step s, const partition_actor& part) { cleanup(self, s, part, topic, partition); });
+    },
     [self](status_atom) -> std::string {
       const auto& s = self->state;
       return nlohmann::json{{"broker_id", s.settings.broker_id},
