@@ -14,6 +14,7 @@
 #include "actors/shared_mode.hpp"
 #include "groups/epoch_offsets.hpp"
 #include "groups/group_state.hpp"
+#include "groups/kafka_membership.hpp"
 #include "groups/offset_store.hpp"
 #include "util/clock.hpp"
 #include "util/logging.hpp"
@@ -46,6 +47,8 @@ struct group_coordinator_state {
   std::map<std::string, int32_t> newest_generation;
   /// Shared storage: the offsets of shared partitions, by partition.
   std::map<cluster::topic_partition, shared_offsets> shared_stores;
+  /// The Kafka groups' membership (JoinGroup/SyncGroup rounds).
+  groups::kafka_membership kafka;
   uint64_t seed = 0;
   static inline const char* name = "group_coordinator";
 };
@@ -386,6 +389,16 @@ void housekeeping(self_ptr self) {
   }
 }
 
+/// How often the Kafka groups' membership expires silent members and
+/// closes overdue join rounds.
+constexpr std::chrono::milliseconds kafka_tick{250};
+
+/// Runs the replies a membership call completed.
+void run_all(groups::kafka_membership::actions& out) {
+  for (auto& f : out)
+    f();
+}
+
 group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings, std::shared_ptr<catalog_view> view) {
   self->state.settings = std::move(settings);
   self->state.view = std::move(view);
@@ -396,6 +409,8 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
     log::get("broker")->error("groups.store_failed error=\"{}\"", store.err().message);
   auto tick = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));
   self->delayed_send(self, tick, tick_atom::value);
+  self->state.kafka = groups::kafka_membership{self->state.settings.kafka_initial_rebalance_delay_ms};
+  self->delayed_send(self, kafka_tick, kafka_group_atom::value, tick_atom::value);
   return {
     [self](join_atom, std::string& group, std::string& member, std::vector<std::string>& topics)
       -> caf::result<std::string> { return run_join(self, group, member, topics); },
@@ -692,6 +707,54 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                   {"members", members}}
         .dump();
     },
+    [self](kafka_group_atom, kafka::join_group_request& req, std::string& client_id, int16_t version,
+           std::string& host) {
+      auto rp = self->make_response_promise<kafka::join_group_response>();
+      groups::kafka_membership::actions out;
+      self->state.kafka.join(req, client_id, version, host,
+                             [rp](kafka::join_group_response r) mutable { rp.deliver(std::move(r)); },
+                             util::monotonic_ms(), out);
+      run_all(out);
+      return rp;
+    },
+    [self](kafka_group_atom, kafka::sync_group_request& req) {
+      auto rp = self->make_response_promise<kafka::sync_group_response>();
+      groups::kafka_membership::actions out;
+      self->state.kafka.sync(req, [rp](kafka::sync_group_response r) mutable { rp.deliver(std::move(r)); },
+                             util::monotonic_ms(), out);
+      run_all(out);
+      return rp;
+    },
+    [self](kafka_group_atom, kafka::heartbeat_request& req) {
+      return self->state.kafka.heartbeat(req, util::monotonic_ms());
+    },
+    [self](kafka_group_atom, kafka::leave_group_request& req, int16_t version) {
+      groups::kafka_membership::actions out;
+      auto r = self->state.kafka.leave(req, version, util::monotonic_ms(), out);
+      run_all(out);
+      return r;
+    },
+    [self](kafka_group_atom, groups::kafka_commit_check& c) { return self->state.kafka.check_commit(c); },
+    [self](kafka_group_atom, list_atom) { return self->state.kafka.list(); },
+    [self](kafka_group_atom, status_atom, std::string& id) { return self->state.kafka.describe_group(id); },
+    [self](kafka_group_atom, status_atom) {
+      std::vector<kafka::described_group> out;
+      for (const auto& listed : self->state.kafka.list())
+        out.push_back(self->state.kafka.describe_group(listed.group_id));
+      return out;
+    },
+    [self](kafka_group_atom, std::string& group) { return self->state.kafka.subscribed(group); },
+    [self](kafka_group_atom, delete_atom, std::string& group) {
+      bool existed = false;
+      auto code = self->state.kafka.remove_if_empty(group, existed);
+      return std::make_tuple(code, existed);
+    },
+    [self](kafka_group_atom, tick_atom) {
+      groups::kafka_membership::actions out;
+      self->state.kafka.tick(util::monotonic_ms(), out);
+      run_all(out);
+      self->delayed_send(self, kafka_tick, kafka_group_atom::value, tick_atom::value);
+    },
     [self](tick_atom) {
       housekeeping(self);
       auto t = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));
@@ -707,8 +770,10 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
                   {"learned_partition_counts", self->state.learned_counts},
                   {"newest_generation_seen", self->state.newest_generation},
                   {"committed_groups", committed_groups(self).size()},
+                  {"kafka_groups", self->state.kafka.describe()},
                   {"session_timeout_ms", self->state.settings.session_timeout_ms}}
-        .dump();
+        // Kafka member and client ids are a client's bytes: invalid UTF-8 becomes U+FFFD.
+        .dump(-1, ' ', false, json::error_handler_t::replace);
     },
   };
 }

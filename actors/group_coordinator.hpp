@@ -1,7 +1,9 @@
 #pragma once
 // The group coordinator actor: consumer groups (membership, generation,
 // range assignment; groups/group_state.hpp) and their committed offsets
-// (durable; groups/offset_store.hpp). Answers are JSON texts in the shapes
+// (durable; groups/offset_store.hpp), and the Kafka groups' membership
+// (JoinGroup/SyncGroup rounds; groups/kafka_membership.hpp). HTTP answers
+// are JSON texts in the shapes
 // of CONTRACT.md §3 so the bridge only forwards them.
 
 #include <memory>
@@ -15,11 +17,28 @@
 #include "actors/atoms.hpp"
 #include "actors/catalog_view.hpp"
 #include "actors/registry.hpp"
+#include "groups/kafka_membership.hpp"
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::join_group_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::join_group_response)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::sync_group_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::sync_group_response)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::heartbeat_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::leave_group_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::leave_group_response)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::described_group)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<moonmq::kafka::described_group>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<moonmq::kafka::listed_group>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::groups::kafka_commit_check)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::groups::kafka_subscription)
 
 namespace moonmq {
 
 /// Marks the owner-side commit of a cluster-wide group (≤ 10 chars).
 using owner_fence_atom = caf::atom_constant<caf::atom("ownfence")>;
+/// The Kafka groups' membership (groups/kafka_membership.hpp), which this
+/// actor owns: every Kafka group API is a request to it.
+using kafka_group_atom = caf::atom_constant<caf::atom("kgroup")>;
 
 using group_actor = caf::typed_actor<
   // Join (group, member id or "", topics) → {"member_id","generation","assignment"}.
@@ -83,6 +102,31 @@ using group_actor = caf::typed_actor<
   caf::replies_to<delete_atom, std::string, std::string, std::vector<int32_t>>::with<int32_t>,
   // Internal: evict expired members, follow partition growth.
   caf::reacts_to<tick_atom>,
+  // Kafka JoinGroup (request, client id, API version, client host "/<address>"):
+  // answered when the join round completes (groups::kafka_membership::join).
+  caf::replies_to<kafka_group_atom, kafka::join_group_request, std::string, int16_t, std::string>::with<
+    kafka::join_group_response>,
+  // Kafka SyncGroup: answered when the leader's assignments are in.
+  caf::replies_to<kafka_group_atom, kafka::sync_group_request>::with<kafka::sync_group_response>,
+  // Kafka Heartbeat: its error code.
+  caf::replies_to<kafka_group_atom, kafka::heartbeat_request>::with<int16_t>,
+  // Kafka LeaveGroup (request, API version).
+  caf::replies_to<kafka_group_atom, kafka::leave_group_request, int16_t>::with<kafka::leave_group_response>,
+  // Whether a Kafka commit may go ahead: its error code (0: yes).
+  caf::replies_to<kafka_group_atom, groups::kafka_commit_check>::with<int16_t>,
+  // Kafka ListGroups: every Kafka group with its protocol type.
+  caf::replies_to<kafka_group_atom, list_atom>::with<std::vector<kafka::listed_group>>,
+  // Kafka DescribeGroups of one group ("Dead" when unknown).
+  caf::replies_to<kafka_group_atom, status_atom, std::string>::with<kafka::described_group>,
+  // Every Kafka group, described (GET /cluster/groups).
+  caf::replies_to<kafka_group_atom, status_atom>::with<std::vector<kafka::described_group>>,
+  // A Kafka group's members and subscribed topics (OffsetDelete).
+  caf::replies_to<kafka_group_atom, std::string>::with<groups::kafka_subscription>,
+  // Forgets a Kafka group without members (DeleteGroups): (error code,
+  // whether it was known); 68 NON_EMPTY_GROUP while members are in it.
+  caf::replies_to<kafka_group_atom, delete_atom, std::string>::with<int16_t, bool>,
+  // Internal: expire silent Kafka members, close overdue join rounds (every 250 ms).
+  caf::reacts_to<kafka_group_atom, tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;
 
 struct shared_mode;  // actors/shared_mode.hpp
@@ -90,6 +134,10 @@ struct shared_mode;  // actors/shared_mode.hpp
 struct group_settings {
   std::string data_dir;
   int64_t session_timeout_ms = 10000;
+  /// Kafka.GroupInitialRebalanceDelayMs (Kafka's
+  /// group.initial.rebalance.delay.ms): how long the first join round of
+  /// an Empty Kafka group waits for more members.
+  int64_t kafka_initial_rebalance_delay_ms = 0;
   /// Shared storage (docs/shared-storage.md "Committed group offsets"): the
   /// committed offsets of a partition the metadata log knows live in its
   /// shared directory, per owner epoch (groups/epoch_offsets.hpp), written

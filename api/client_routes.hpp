@@ -32,7 +32,6 @@ class session_probe;
 
 namespace moonmq::transport {
 
-class kafka_group_table;
 
 struct client_context {
   caf::actor_system* system = nullptr;
@@ -72,9 +71,6 @@ struct client_context {
   /// cluster state actor, which commits them cluster-wide; unset = the
   /// broker creates them locally.
   std::optional<cluster_state_actor> metadata;
-  /// The Kafka listener's group membership (null when it is off): GET and
-  /// DELETE /v1/groups/{g} see Kafka members as well as HTTP ones.
-  std::shared_ptr<kafka_group_table> kafka_groups;
 };
 
 void add_client_routes(router& r, const client_context& ctx);

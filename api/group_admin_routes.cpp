@@ -1,7 +1,7 @@
 // Consumer group administration (docs/groups.md "Administration"): list
 // every group of the cluster, describe one with its members, committed
 // offsets and lag, delete one. HTTP groups (the group actor) and Kafka
-// groups (the Kafka listener's kafka_group_table) are both shown; each
+// groups (its Kafka membership) are both shown; each
 // group's membership lives on its coordinator, its committed offsets with
 // each partition's owner, and the log end offsets with the owners too.
 
@@ -49,11 +49,27 @@ json consumer_assignment(const std::string& bytes) {
 }
 
 /// This broker's membership of `group` (it coordinates it): Kafka's when
-/// the Kafka listener knows the group, else the HTTP group actor's.
+/// the group actor's Kafka membership knows the group, else its HTTP one.
 void local_membership(const client_context& ctx, const std::string& group, std::function<void(json)> done) {
-  if (ctx.kafka_groups) {
-    auto d = ctx.kafka_groups->describe_group(group);
-    if (d.group_state != "Dead") {
+  auto http = [ctx, group, done] {
+    ask<std::string>(
+      *ctx.system, ctx.groups, ctx.timeout,
+      [done](std::string& text) {
+        auto j = json::parse(text, nullptr, false);
+        if (!j.is_object())
+          j = json{{"state", "Dead"}, {"members", json::array()}};
+        j["protocol"] = "http";
+        done(std::move(j));
+      },
+      [done](const caf::error& e) { done(json{{"error", error_code_of(e)}}); }, status_atom::value, group);
+  };
+  ask<kafka::described_group>(
+    *ctx.system, ctx.groups, ctx.timeout,
+    [done, http](kafka::described_group& d) {
+      if (d.group_state == "Dead") {
+        http();
+        return;
+      }
       json members = json::array();
       for (const auto& m : d.members)
         members.push_back(json{{"member_id", m.member_id},
@@ -63,48 +79,41 @@ void local_membership(const client_context& ctx, const std::string& group, std::
                                {"host", m.client_host},
                                {"assignment", consumer_assignment(m.member_assignment)}});
       done(json{{"protocol", "kafka"}, {"state", d.group_state}, {"members", members}});
-      return;
-    }
-  }
-  ask<std::string>(
-    *ctx.system, ctx.groups, ctx.timeout,
-    [done](std::string& text) {
-      auto j = json::parse(text, nullptr, false);
-      if (!j.is_object())
-        j = json{{"state", "Dead"}, {"members", json::array()}};
-      j["protocol"] = "http";
-      done(std::move(j));
     },
-    [done](const caf::error& e) { done(json{{"error", error_code_of(e)}}); }, status_atom::value, group);
+    [done](const caf::error& e) { done(json{{"error", error_code_of(e)}}); }, kafka_group_atom::value,
+    status_atom::value, group);
 }
 
 /// The groups this broker coordinates and those it holds offsets of:
 /// GET /cluster/groups.
 void local_groups(const client_context& ctx, std::function<void(json)> done) {
+  auto fail = [done](const caf::error& e) { done(json{{"error", error_code_of(e)}}); };
   ask<std::string>(
     *ctx.system, ctx.groups, ctx.timeout,
-    [ctx, done](std::string& text) {
+    [ctx, done, fail](std::string& text) {
       auto j = json::parse(text, nullptr, false);
-      json groups = json::array();
+      auto groups = std::make_shared<json>(json::array());
       json committed = json::array();
       if (j.is_object()) {
         for (auto g : j.value("groups", json::array())) {
           g["protocol"] = "http";
-          groups.push_back(std::move(g));
+          groups->push_back(std::move(g));
         }
         committed = j.value("committed", json::array());
       }
-      if (ctx.kafka_groups)
-        for (const auto& listed : ctx.kafka_groups->list()) {
-          auto d = ctx.kafka_groups->describe_group(listed.group_id);
-          groups.push_back(json{{"group", listed.group_id},
-                                {"protocol", "kafka"},
-                                {"state", d.group_state},
-                                {"members", d.members.size()}});
-        }
-      done(json{{"broker", ctx.broker_id}, {"groups", groups}, {"committed", committed}});
+      ask<std::vector<kafka::described_group>>(
+        *ctx.system, ctx.groups, ctx.timeout,
+        [ctx, done, groups, committed](std::vector<kafka::described_group>& kafka_groups) {
+          for (const auto& d : kafka_groups)
+            groups->push_back(json{{"group", d.group_id},
+                                   {"protocol", "kafka"},
+                                   {"state", d.group_state},
+                                   {"members", d.members.size()}});
+          done(json{{"broker", ctx.broker_id}, {"groups", std::move(*groups)}, {"committed", committed}});
+        },
+        fail, kafka_group_atom::value, status_atom::value);
     },
-    [done](const caf::error& e) { done(json{{"error", error_code_of(e)}}); }, list_atom::value);
+    fail, list_atom::value);
 }
 
 /// GET /v1/groups: every broker's report merged. A group's row comes from
@@ -265,7 +274,7 @@ http_response deletion_answer(const std::string& group, group_deletion d) {
 }
 
 void delete_here(const client_context& ctx, const std::string& group, const responder& respond) {
-  delete_group_everywhere(*ctx.system, ctx.groups, ctx.kafka_groups.get(), ctx.peers->all(), ctx.timeout, group,
+  delete_group_everywhere(*ctx.system, ctx.groups, ctx.peers->all(), ctx.timeout, group,
                           [respond, group](group_deletion d) { respond(deletion_answer(group, d)); });
 }
 
@@ -300,24 +309,15 @@ void delete_group(const client_context& ctx, http_request& req, const responder&
 
 }  // namespace
 
-void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, kafka_group_table* table,
-                             std::vector<cluster_peer> peers, std::chrono::milliseconds timeout,
-                             const std::string& group, std::function<void(group_deletion)> done) {
-  if (table && table->subscribed(group).has_members) {
-    done(group_deletion::non_empty);
-    return;
-  }
+void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,
+                             std::chrono::milliseconds timeout, const std::string& group,
+                             std::function<void(group_deletion)> done) {
   peers.erase(std::remove_if(peers.begin(), peers.end(), [](const cluster_peer& p) { return !p.client; }),
               peers.end());
   // This broker first: its group actor refuses while HTTP members are in
   // the group, and only then do the other brokers delete their offsets (a
   // refused deletion deletes nothing anywhere).
-  auto spread = [table, peers, timeout, group, done](bool held_here) {
-    bool in_table = false;
-    if (table && table->remove_if_empty(group, in_table) != 0) {
-      done(group_deletion::non_empty);  // a Kafka member joined meanwhile
-      return;
-    }
+  auto spread = [peers, timeout, group, done](bool held_here, bool in_table) {
     struct tally {
       std::mutex mtx;
       bool held = false;
@@ -348,12 +348,24 @@ void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, 
                   done(outcome);
                 });
   };
-  ask<bool>(
-    sys, groups, timeout, [spread](bool& held) { spread(held); },
-    [done](const caf::error& e) {
-      done(error_code_of(e) == "non_empty_group" ? group_deletion::non_empty : group_deletion::unavailable);
+  // The group actor forgets an empty Kafka membership first (refused while
+  // Kafka members are in it), then deletes the HTTP membership and this
+  // broker's offsets (refused while HTTP members are in it).
+  auto unavailable = [done](const caf::error& e) {
+    done(error_code_of(e) == "non_empty_group" ? group_deletion::non_empty : group_deletion::unavailable);
+  };
+  ask_many<int16_t, bool>(
+    sys, groups, timeout,
+    [sys = &sys, groups, timeout, group, spread, done, unavailable](int16_t& code, bool& in_kafka) {
+      if (code != 0) {
+        done(group_deletion::non_empty);
+        return;
+      }
+      ask<bool>(
+        *sys, groups, timeout, [spread, in_kafka](bool& held) { spread(held, in_kafka); }, unavailable,
+        delete_atom::value, group);
     },
-    delete_atom::value, group);
+    unavailable, kafka_group_atom::value, delete_atom::value, group);
 }
 
 void delete_offsets_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,

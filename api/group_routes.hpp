@@ -22,7 +22,6 @@
 
 namespace moonmq::transport {
 
-class kafka_group_table;
 
 /// POST/DELETE /v1/groups/{g}/members..., POST/GET /v1/groups/{g}/offsets
 /// and GET /v1/groups/{g}/coordinator on the client API.
@@ -53,15 +52,14 @@ void gather_committed_offsets(const client_context& ctx, const std::string& grou
 enum class group_deletion { deleted, not_found, non_empty, unavailable };
 
 /// Deletes `group` on its coordinator (this broker): refused (non_empty)
-/// while HTTP members (the group actor) or Kafka members (`table`, may be
-/// null) are in it; else its committed offsets on every broker (each owner
+/// while HTTP or Kafka members (both the group actor's) are in it; else its committed offsets on every broker (each owner
 /// keeps its partitions': the local group actor and every peer's DELETE
 /// /cluster/groups/{g}/offsets) and its membership state here. not_found
 /// when no broker held anything of it; unavailable when a peer did not
 /// answer (deleting again is harmless). Kafka DeleteGroups and DELETE
 /// /v1/groups/{g} both end here. `done` once, on any thread.
-void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, kafka_group_table* table,
-                             std::vector<cluster_peer> peers, std::chrono::milliseconds timeout,
+void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,
+                             std::chrono::milliseconds timeout,
                              const std::string& group, std::function<void(group_deletion)> done);
 
 /// Deletes `group`'s committed offsets of `partitions` of `topic` on every

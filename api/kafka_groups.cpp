@@ -51,13 +51,25 @@ int16_t commit_code_of(const caf::error& e) {
   return ec::unknown_server_error;
 }
 
+/// How much longer than the members' rebalance timeout a JoinGroup waits
+/// for the group actor's answer, and how long a SyncGroup may (the leader's
+/// assignments, or a member's session expiry that restarts the round:
+/// sessions are at most 30 min).
+constexpr std::chrono::milliseconds park_margin{30000};
+constexpr std::chrono::milliseconds max_park{std::chrono::minutes(31)};
+
 /// OffsetCommit: fenced by the Kafka group, then split by partition owner
 /// as the HTTP API does (docs/groups.md): this broker's part goes to the
 /// group_coordinator actor's offset store, each other owner's part to its
 /// POST /cluster/groups/{g}/offsets.
 void offset_commit(const std::shared_ptr<kafka_context>& ctx, kafka::offset_commit_request req, kafka_done done) {
-  auto fence = ctx->group_table->check_commit(req.group_id, req.member_id, req.group_instance_id, req.generation_id);
-  commit_at_owners(ctx, std::move(req), fence, std::move(done));
+  groups::kafka_commit_check check{req.group_id, req.member_id, req.group_instance_id, req.generation_id};
+  auto commit = std::make_shared<kafka::offset_commit_request>(std::move(req));
+  ask<int16_t>(
+    *ctx->system, ctx->groups, ctx->timeout,
+    [ctx, commit, done](int16_t& fence) { commit_at_owners(ctx, std::move(*commit), fence, done); },
+    [ctx, commit, done](const caf::error& e) { commit_at_owners(ctx, std::move(*commit), commit_code_of(e), done); },
+    kafka_group_atom::value, check);
 }
 
 }  // namespace
@@ -288,6 +300,7 @@ void offset_only_groups(const std::shared_ptr<kafka_context>& ctx, std::function
   struct survey {
     std::mutex mtx;
     std::set<std::string> committed, busy;
+    std::set<std::string> kafka;  ///< the groups of this broker's Kafka membership
   };
   auto sum = std::make_shared<survey>();
   auto add = [sum](const std::string& text) {
@@ -306,17 +319,27 @@ void offset_only_groups(const std::shared_ptr<kafka_context>& ctx, std::function
   size_t peers = 0;
   for (const auto& p : known)
     peers += p.client != nullptr;
-  auto g = kafka_gather::make(1 + peers, [ctx, sum, done] {
+  auto g = kafka_gather::make(2 + peers, [ctx, sum, done] {
     std::set<std::string> out;
     for (const auto& id : sum->committed)
-      if (!sum->busy.count(id) && kafka_coordinator_of(*ctx, id) == ctx->broker_id
-          && !ctx->group_table->subscribed(id).exists)
+      if (!sum->busy.count(id) && kafka_coordinator_of(*ctx, id) == ctx->broker_id && !sum->kafka.count(id))
         out.insert(id);
     done(std::move(out));
   });
   // ListGroups and DescribeGroups run alone on their connection: a silent
   // peer may hold it for this bound, not for the whole request timeout.
   const auto bound = std::min<std::chrono::milliseconds>(ctx->timeout, std::chrono::seconds(2));
+  ask<std::vector<kafka::listed_group>>(
+    *ctx->system, ctx->groups, bound,
+    [g, sum](std::vector<kafka::listed_group>& listed) {
+      {
+        std::lock_guard<std::mutex> lock{sum->mtx};
+        for (const auto& l : listed)
+          sum->kafka.insert(l.group_id);
+      }
+      g->one();
+    },
+    [g](const caf::error&) { g->one(); }, kafka_group_atom::value, list_atom::value);
   ask<std::string>(
     *ctx->system, ctx->groups, bound,
     [g, add](std::string& text) {
@@ -344,18 +367,28 @@ void offset_only_groups(const std::shared_ptr<kafka_context>& ctx, std::function
 /// take either).
 void list_groups(const std::shared_ptr<kafka_context>& ctx, kafka_done done) {
   offset_only_groups(ctx, [ctx, done](std::set<std::string> offset_only) {
-    kafka::list_groups_response r;
-    std::set<std::string> listed;
-    for (auto& g : ctx->group_table->list())
-      if (kafka_coordinator_of(*ctx, g.group_id) == ctx->broker_id) {
-        listed.insert(g.group_id);
-        r.groups.push_back(std::move(g));
-      }
-    // A group that got members since the survey is listed once, from the table.
-    for (const auto& id : offset_only)
-      if (!listed.count(id))
-        r.groups.push_back({id, "consumer"});
-    done(std::move(r), 0);
+    auto answer = [ctx, done, offset_only](std::vector<kafka::listed_group> known) {
+      kafka::list_groups_response r;
+      std::set<std::string> listed;
+      for (auto& g : known)
+        if (kafka_coordinator_of(*ctx, g.group_id) == ctx->broker_id) {
+          listed.insert(g.group_id);
+          r.groups.push_back(std::move(g));
+        }
+      // A group that got members since the survey is listed once, from the membership.
+      for (const auto& id : offset_only)
+        if (!listed.count(id))
+          r.groups.push_back({id, "consumer"});
+      done(std::move(r), 0);
+    };
+    ask<std::vector<kafka::listed_group>>(
+      *ctx->system, ctx->groups, ctx->timeout, [answer](std::vector<kafka::listed_group>& known) { answer(known); },
+      [done](const caf::error&) {
+        kafka::list_groups_response r;
+        r.error_code = ec::coordinator_not_available;
+        done(std::move(r), 1);
+      },
+      kafka_group_atom::value, list_atom::value);
   });
 }
 
@@ -366,40 +399,56 @@ void list_groups(const std::shared_ptr<kafka_context>& ctx, kafka_done done) {
 void describe_groups(const std::shared_ptr<kafka_context>& ctx, const kafka::describe_groups_request& req,
                      kafka_done done) {
   auto r = std::make_shared<kafka::describe_groups_response>();
-  bool unknown = false;
-  for (const auto& id : req.groups) {
-    if (kafka_coordinator_of(*ctx, id) != ctx->broker_id) {
-      kafka::described_group g;
-      g.error_code = ec::not_coordinator;
-      g.group_id = id;
-      r->groups.push_back(std::move(g));
-      continue;
-    }
-    r->groups.push_back(ctx->group_table->describe_group(id));
-    unknown = unknown || r->groups.back().group_state == "Dead";
-    // Asked for (v3+): with no authorizer, every operation a group allows:
-    // READ (3), DELETE (6), DESCRIBE (8) of Kafka's AclOperation codes.
-    if (req.include_authorized_operations)
-      r->groups.back().authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
-  }
+  r->groups.resize(req.groups.size());
   auto finish = [r, done] {
     int errors = 0;
     for (const auto& g : r->groups)
       errors += g.error_code != 0;
     done(std::move(*r), errors);
   };
-  if (!unknown) {
-    finish();
-    return;
-  }
-  offset_only_groups(ctx, [r, finish](std::set<std::string> offset_only) {
-    for (auto& g : r->groups)
-      if (g.error_code == 0 && g.group_state == "Dead" && offset_only.count(g.group_id)) {
-        g.group_state = "Empty";
-        g.protocol_type = "consumer";
-      }
-    finish();
+  // Each group coordinated here as its membership holds it; then the Dead
+  // ones are looked for among the groups known only by committed offsets.
+  auto described = kafka_gather::make(req.groups.size(), [ctx, r, finish] {
+    bool unknown = false;
+    for (const auto& g : r->groups)
+      unknown = unknown || (g.error_code == 0 && g.group_state == "Dead");
+    if (!unknown) {
+      finish();
+      return;
+    }
+    offset_only_groups(ctx, [r, finish](std::set<std::string> offset_only) {
+      for (auto& g : r->groups)
+        if (g.error_code == 0 && g.group_state == "Dead" && offset_only.count(g.group_id)) {
+          g.group_state = "Empty";
+          g.protocol_type = "consumer";
+        }
+      finish();
+    });
   });
+  for (size_t i = 0; i < req.groups.size(); ++i) {
+    auto* slot = &r->groups[i];
+    slot->group_id = req.groups[i];
+    if (kafka_coordinator_of(*ctx, slot->group_id) != ctx->broker_id) {
+      slot->error_code = ec::not_coordinator;
+      described->one();
+      continue;
+    }
+    // Asked for (v3+): with no authorizer, every operation a group allows:
+    // READ (3), DELETE (6), DESCRIBE (8) of Kafka's AclOperation codes.
+    ask<kafka::described_group>(
+      *ctx->system, ctx->groups, ctx->timeout,
+      [slot, described, authorized = req.include_authorized_operations](kafka::described_group& d) {
+        *slot = std::move(d);
+        if (authorized)
+          slot->authorized_operations = (1 << 3) | (1 << 6) | (1 << 8);
+        described->one();
+      },
+      [slot, described](const caf::error&) {
+        slot->error_code = ec::coordinator_not_available;
+        described->one();
+      },
+      kafka_group_atom::value, status_atom::value, slot->group_id);
+  }
 }
 
 /// DeleteGroups, one group on its coordinator: refused (68) while Kafka or
@@ -411,7 +460,7 @@ void describe_groups(const std::shared_ptr<kafka_context>& ctx, const kafka::des
 /// did not answer.
 void delete_group(const std::shared_ptr<kafka_context>& ctx, const std::string& group,
                   std::function<void(int16_t)> done) {
-  delete_group_everywhere(*ctx->system, ctx->groups, ctx->group_table.get(), ctx->peers->all(), ctx->timeout, group,
+  delete_group_everywhere(*ctx->system, ctx->groups, ctx->peers->all(), ctx->timeout, group,
                           [done](group_deletion d) {
                             switch (d) {
                               case group_deletion::deleted: done(0); return;
@@ -515,71 +564,77 @@ void offset_delete(const std::shared_ptr<kafka_context>& ctx, kafka::offset_dele
     answer(ec::not_coordinator);
     return;
   }
-  auto kafka_subs = ctx->group_table->subscribed(req.group_id);
-  if (kafka_subs.has_members && !kafka_subs.consumer) {
-    answer(ec::non_empty_group);
-    return;
-  }
-  // The HTTP members' subscriptions, from this broker's group actor.
-  ask<std::string>(
+  // The Kafka members' subscriptions, then the HTTP members', both from
+  // this broker's group actor.
+  ask<groups::kafka_subscription>(
     *ctx->system, ctx->groups, ctx->timeout,
-    [ctx, req, resp, answer, kafka_subs](std::string& text) {
-      auto http = json::parse(text, nullptr, false);
-      std::set<std::string> subscribed = kafka_subs.topics;
-      bool known = kafka_subs.exists;
-      if (http.is_object()) {
-        known = known || http.value("state", std::string{"Dead"}) != "Dead";
-        for (const auto& m : http.value("members", json::array()))
-          for (const auto& t : m.value("topics", json::array()))
-            subscribed.insert(t.get<std::string>());
+    [ctx, req, resp, answer](groups::kafka_subscription& kafka_subs) {
+      if (kafka_subs.has_members && !kafka_subs.consumer) {
+        answer(ec::non_empty_group);
+        return;
       }
-      auto topics = ctx->catalog->get();
-      std::vector<std::pair<std::string, std::vector<int32_t>>> todo;
-      for (auto& t : resp->topics) {
-        auto local = topics->find(t.name);
-        int32_t count = local == topics->end() ? -1 : static_cast<int32_t>(local->second.partitions.size());
-        if (ctx->owners)
-          if (auto image = ctx->owners->topics(); image->count(t.name))
-            count = std::max(count, image->at(t.name).partitions);
-        std::vector<int32_t> parts;
-        for (auto& p : t.partitions) {
-          if (p.partition_index < 0 || p.partition_index >= count)
-            p.error_code = ec::unknown_topic_or_partition;
-          else if (subscribed.count(t.name))
-            p.error_code = ec::group_subscribed_to_topic;
-          else
-            parts.push_back(p.partition_index);
-        }
-        if (!parts.empty())
-          todo.emplace_back(t.name, std::move(parts));
-      }
-      struct tally {
-        std::mutex mtx;
-        bool ok = true;
-        bool held = false;
-      };
-      auto sum = std::make_shared<tally>();
-      auto g = kafka_gather::make(todo.size(), [sum, known, answer] {
-        // Nothing of the group anywhere (no membership, no broker storing
-        // any offset of it): Kafka's GROUP_ID_NOT_FOUND. A group whose
-        // offsets were already deleted, or that has none for these
-        // partitions, still exists.
-        answer(!sum->ok                  ? ec::coordinator_not_available
-               : !known && !sum->held ? ec::group_id_not_found
-                                      : int16_t{0});
-      });
-      for (auto& [topic, parts] : todo)
-        delete_offsets_everywhere(*ctx->system, ctx->groups, ctx->peers->all(), ctx->timeout, req.group_id, topic,
-                                  std::move(parts), [sum, g](bool ok, bool held) {
-                                    {
-                                      std::lock_guard<std::mutex> lock{sum->mtx};
-                                      sum->ok = sum->ok && ok;
-                                      sum->held = sum->held || held;
-                                    }
-                                    g->one();
-                                  });
+      // The HTTP members' subscriptions.
+      ask<std::string>(
+        *ctx->system, ctx->groups, ctx->timeout,
+        [ctx, req, resp, answer, kafka_subs](std::string& text) {
+          auto http = json::parse(text, nullptr, false);
+          std::set<std::string> subscribed = kafka_subs.topics;
+          bool known = kafka_subs.exists;
+          if (http.is_object()) {
+            known = known || http.value("state", std::string{"Dead"}) != "Dead";
+            for (const auto& m : http.value("members", json::array()))
+              for (const auto& t : m.value("topics", json::array()))
+                subscribed.insert(t.get<std::string>());
+          }
+          auto topics = ctx->catalog->get();
+          std::vector<std::pair<std::string, std::vector<int32_t>>> todo;
+          for (auto& t : resp->topics) {
+            auto local = topics->find(t.name);
+            int32_t count = local == topics->end() ? -1 : static_cast<int32_t>(local->second.partitions.size());
+            if (ctx->owners)
+              if (auto image = ctx->owners->topics(); image->count(t.name))
+                count = std::max(count, image->at(t.name).partitions);
+            std::vector<int32_t> parts;
+            for (auto& p : t.partitions) {
+              if (p.partition_index < 0 || p.partition_index >= count)
+                p.error_code = ec::unknown_topic_or_partition;
+              else if (subscribed.count(t.name))
+                p.error_code = ec::group_subscribed_to_topic;
+              else
+                parts.push_back(p.partition_index);
+            }
+            if (!parts.empty())
+              todo.emplace_back(t.name, std::move(parts));
+          }
+          struct tally {
+            std::mutex mtx;
+            bool ok = true;
+            bool held = false;
+          };
+          auto sum = std::make_shared<tally>();
+          auto g = kafka_gather::make(todo.size(), [sum, known, answer] {
+            // Nothing of the group anywhere (no membership, no broker storing
+            // any offset of it): Kafka's GROUP_ID_NOT_FOUND. A group whose
+            // offsets were already deleted, or that has none for these
+            // partitions, still exists.
+            answer(!sum->ok                  ? ec::coordinator_not_available
+                   : !known && !sum->held ? ec::group_id_not_found
+                                          : int16_t{0});
+          });
+          for (auto& [topic, parts] : todo)
+            delete_offsets_everywhere(*ctx->system, ctx->groups, ctx->peers->all(), ctx->timeout, req.group_id, topic,
+                                      std::move(parts), [sum, g](bool ok, bool held) {
+                                        {
+                                          std::lock_guard<std::mutex> lock{sum->mtx};
+                                          sum->ok = sum->ok && ok;
+                                          sum->held = sum->held || held;
+                                        }
+                                        g->one();
+                                      });
+        },
+        [answer](const caf::error&) { answer(ec::coordinator_not_available); }, status_atom::value, req.group_id);
     },
-    [answer](const caf::error&) { answer(ec::coordinator_not_available); }, status_atom::value, req.group_id);
+    [answer](const caf::error&) { answer(ec::coordinator_not_available); }, kafka_group_atom::value, req.group_id);
 }
 
 }  // namespace
@@ -636,40 +691,50 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     done(error_answer(req.body, code), 1);
     return;
   }
+  // Membership is the group actor's (groups/kafka_membership.hpp). A
+  // JoinGroup or SyncGroup is answered when its round completes, which may
+  // take up to the members' rebalance timeout: its request waits that long.
+  // No answer from the group actor: the client retries after
+  // COORDINATOR_NOT_AVAILABLE, as when a coordinator is moving.
+  auto fail = [done, unavailable = error_answer(req.body, ec::coordinator_not_available)](const caf::error&) {
+    done(unavailable, 1);
+  };
   if (auto* j = std::get_if<kafka::join_group_request>(&req.body)) {
-    ctx->group_table->join(
-      *j, req.header.client_id.value_or(""), version,
-      [done](kafka::join_group_response r) {
+    const auto wait = std::chrono::milliseconds(std::max(j->rebalance_timeout_ms, j->session_timeout_ms)) + park_margin;
+    ask<kafka::join_group_response>(
+      *ctx->system, ctx->groups, wait,
+      [done](kafka::join_group_response& r) {
         auto e = r.error_code != 0;
         done(std::move(r), e);
       },
-      req.client_host);
+      fail, kafka_group_atom::value, *j, req.header.client_id.value_or(""), version, req.client_host);
   } else if (auto* s = std::get_if<kafka::sync_group_request>(&req.body)) {
-    ctx->group_table->sync(*s, [done](kafka::sync_group_response r) {
-      auto e = r.error_code != 0;
-      done(std::move(r), e);
-    });
+    ask<kafka::sync_group_response>(
+      *ctx->system, ctx->groups, max_park,
+      [done](kafka::sync_group_response& r) {
+        auto e = r.error_code != 0;
+        done(std::move(r), e);
+      },
+      fail, kafka_group_atom::value, *s);
   } else if (auto* h = std::get_if<kafka::heartbeat_request>(&req.body)) {
-    kafka::heartbeat_response r;
-    r.error_code = ctx->group_table->heartbeat(*h);
-    done(r, r.error_code != 0);
+    ask<int16_t>(
+      *ctx->system, ctx->groups, ctx->timeout,
+      [done](int16_t& code) {
+        kafka::heartbeat_response r;
+        r.error_code = code;
+        done(r, code != 0);
+      },
+      fail, kafka_group_atom::value, *h);
   } else if (auto* l = std::get_if<kafka::leave_group_request>(&req.body)) {
-    // v0-2 name one member and answer its error at the top level; v3+
-    // (KIP-345) name a batch, by member id or group instance id, and answer
-    // each one's error.
-    kafka::leave_group_response r;
-    int errors = 0;
-    if (version < 3) {
-      r.error_code = ctx->group_table->leave(l->group_id, l->member_id);
-      errors = r.error_code != 0;
-    } else {
-      for (const auto& m : l->members) {
-        r.members.push_back({m.member_id, m.group_instance_id,
-                             ctx->group_table->leave(l->group_id, m.member_id, m.group_instance_id)});
-        errors += r.members.back().error_code != 0;
-      }
-    }
-    done(r, errors);
+    ask<kafka::leave_group_response>(
+      *ctx->system, ctx->groups, ctx->timeout,
+      [done](kafka::leave_group_response& r) {
+        int errors = r.error_code != 0;
+        for (const auto& m : r.members)
+          errors += m.error_code != 0;
+        done(std::move(r), errors);
+      },
+      fail, kafka_group_atom::value, *l, version);
   } else if (auto* c = std::get_if<kafka::offset_commit_request>(&req.body)) {
     offset_commit(ctx, std::move(*c), std::move(done));
   } else if (auto* f = std::get_if<kafka::offset_fetch_request>(&req.body)) {

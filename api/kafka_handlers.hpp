@@ -32,7 +32,6 @@
 namespace moonmq::transport {
 
 class kafka_producer_ids;
-class kafka_group_table;
 
 struct kafka_context {
   caf::actor_system* system = nullptr;
@@ -56,11 +55,10 @@ struct kafka_context {
   /// Partitions of a topic created by Metadata auto-creation or by a
   /// CreateTopics entry with num_partitions = -1 (Kafka num.partitions).
   int32_t default_partitions = 1;
-  /// Runs `fn` after `delay` on the listener's I/O threads (long polls,
-  /// group timers). Set by the listener.
+  /// Runs `fn` after `delay` on the listener's I/O threads (long polls).
+  /// Set by the listener.
   std::function<void(std::chrono::milliseconds, std::function<void()>)> schedule;
   std::shared_ptr<kafka_producer_ids> producers;
-  std::shared_ptr<kafka_group_table> group_table;
   /// With the metadata log: topics are created through the cluster state
   /// actor (cluster-wide); unset = by this broker alone.
   std::optional<cluster_state_actor> metadata;

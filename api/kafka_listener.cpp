@@ -53,7 +53,6 @@ struct kafka_listener::impl : std::enable_shared_from_this<kafka_listener::impl>
     : ioc(io), opts(std::move(o)), ctx(std::move(c)), acceptor(io) {}
 
   void accept();
-  void tick_groups();
   void forget(const std::shared_ptr<connection>& c) {
     std::lock_guard<std::mutex> g{mtx};
     live.erase(c);
@@ -317,17 +316,6 @@ void kafka_listener::impl::accept() {
   });
 }
 
-void kafka_listener::impl::tick_groups() {
-  if (stopped)
-    return;
-  if (ctx->group_table)
-    ctx->group_table->tick();
-  ctx->schedule(milliseconds{250}, [weak = std::weak_ptr<impl>(shared_from_this())] {
-    if (auto self = weak.lock())
-      self->tick_groups();
-  });
-}
-
 kafka_listener::kafka_listener(io_pool& pool, kafka_listener_options options, std::shared_ptr<kafka_context> ctx)
   : impl_(std::make_shared<impl>(*static_cast<net::io_context*>(pool.native()), std::move(options), std::move(ctx))) {
   auto* ioc = &impl_->ioc;
@@ -341,8 +329,6 @@ kafka_listener::kafka_listener(io_pool& pool, kafka_listener_options options, st
   if (!impl_->ctx->producers)
     impl_->ctx->producers =
       std::make_shared<kafka_producer_ids>(kafka_node_id(*impl_->ctx, impl_->ctx->broker_id));
-  if (!impl_->ctx->group_table)
-    impl_->ctx->group_table = std::make_shared<kafka_group_table>();
 }
 
 kafka_listener::~kafka_listener() {
@@ -375,7 +361,6 @@ std::error_code kafka_listener::start() {
   }
   impl_->ctx->port = a.local_endpoint().port();
   impl_->accept();
-  impl_->tick_groups();
   return {};
 }
 
@@ -430,8 +415,6 @@ caf::behavior kafka_probe(caf::event_based_actor* self, std::string address,
                      {"requests_total", stats->requests_total.load()},
                      {"errors_total", stats->errors_total.load()},
                      {"closed_malformed", stats->closed_malformed.load()}};
-    if (ctx && ctx->group_table)
-      j["groups"] = nlohmann::json::parse(ctx->group_table->describe())["groups"];
     return j.dump();
   }};
 }

@@ -1,8 +1,12 @@
 // The group coordinator's cluster-wide messages (docs/groups.md
 // "Cluster-wide groups"): joins with partition counts learned from other
-// brokers, and the owner-side commit fence by the newest generation seen.
+// brokers, the owner-side commit fence by the newest generation seen, and
+// the Kafka groups' membership it owns (groups/kafka_membership.hpp).
 
 #include <catch2/catch.hpp>
+
+#include <optional>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -102,4 +106,98 @@ TEST_CASE("an owner that is not the coordinator refuses generations older than t
   CHECK(f.owner_commit("g", 6, 14) == "stale_generation");
   CHECK(f.owner_commit("g", -1, 15).empty());  // no generation: a plain commit
   CHECK(f.owner_commit("other", 1, 16).empty());  // per group
+}
+
+namespace {
+
+kafka::join_group_request kafka_join(const std::string& member) {
+  kafka::join_group_request r;
+  r.group_id = "kg";
+  r.session_timeout_ms = 10000;
+  r.rebalance_timeout_ms = 10000;
+  r.member_id = member;
+  r.protocol_type = "consumer";
+  r.protocols = {{"range", "meta"}};
+  return r;
+}
+
+/// A JoinGroup v5 through the group actor, from its own requester: the
+/// answer once the round completed.
+kafka::join_group_response join_kafka(caf::actor_system& sys, const group_actor& groups, const std::string& member,
+                                      const std::string& client) {
+  caf::scoped_actor requester{sys};
+  kafka::join_group_response out;
+  out.error_code = -1;
+  requester->request(groups, 20s, kafka_group_atom::value, kafka_join(member), client, int16_t{5}, std::string{"/h"})
+    .receive([&](kafka::join_group_response& r) { out = std::move(r); }, [](caf::error& e) { FAIL(caf::to_string(e)); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the Kafka membership is the group actor's: a JoinGroup parks until its round completes, the leader's "
+          "SyncGroup assigns, and a group with members is not deleted",
+          "[groups][kafka]") {
+  fixture f;
+  auto a = join_kafka(f.sys, f.groups, "", "c1");
+  REQUIRE(a.error_code == 0);
+  CHECK(a.generation_id == 1);
+  CHECK(a.leader == a.member_id);
+  // A second member's join waits for the first to rejoin the new round.
+  std::optional<kafka::join_group_response> b;
+  std::thread second([&] { b = join_kafka(f.sys, f.groups, "", "c2"); });
+  int16_t beat = 0;
+  for (int i = 0; i < 200 && beat != kafka::error_code::rebalance_in_progress; ++i) {
+    kafka::heartbeat_request h;
+    h.group_id = "kg";
+    h.generation_id = 1;
+    h.member_id = a.member_id;
+    f.self->request(f.groups, 10s, kafka_group_atom::value, h)
+      .receive([&](int16_t code) { beat = code; }, [](caf::error& e) { FAIL(caf::to_string(e)); });
+    if (beat != kafka::error_code::rebalance_in_progress)
+      std::this_thread::sleep_for(5ms);
+  }
+  CHECK(beat == kafka::error_code::rebalance_in_progress);
+  CHECK_FALSE(b);
+  auto a2 = join_kafka(f.sys, f.groups, a.member_id, "c1");
+  second.join();
+  REQUIRE(b);
+  CHECK(a2.generation_id == 2);
+  CHECK(b->generation_id == 2);
+  CHECK(a2.members.size() == 2);  // only the leader gets the member list
+  CHECK(b->members.empty());
+  // The leader's SyncGroup brings the assignments.
+  kafka::sync_group_request s;
+  s.group_id = "kg";
+  s.generation_id = 2;
+  s.member_id = a.member_id;
+  s.assignments = {{a.member_id, "pa"}, {b->member_id, "pb"}};
+  std::string assigned;
+  f.self->request(f.groups, 10s, kafka_group_atom::value, s)
+    .receive([&](kafka::sync_group_response& r) { assigned = r.assignment; }, [](caf::error& e) { FAIL(caf::to_string(e)); });
+  CHECK(assigned == "pa");
+  // Commits are fenced by the Kafka generation.
+  int16_t fence = -1;
+  f.self->request(f.groups, 10s, kafka_group_atom::value, groups::kafka_commit_check{"kg", a.member_id, {}, 1})
+    .receive([&](int16_t code) { fence = code; }, [](caf::error& e) { FAIL(caf::to_string(e)); });
+  CHECK(fence == kafka::error_code::illegal_generation);
+  // The group shows Stable in the actor's status, and is not deleted while
+  // members are in it.
+  json status;
+  f.self->request(f.groups, 10s, status_atom::value)
+    .receive([&](std::string& text) { status = json::parse(text); }, [](caf::error& e) { FAIL(caf::to_string(e)); });
+  REQUIRE(status["kafka_groups"].size() == 1);
+  CHECK(status["kafka_groups"][0]["state"] == "Stable");
+  CHECK(status["kafka_groups"][0]["members"] == 2);
+  int16_t deleted = -1;
+  bool existed = false;
+  f.self->request(f.groups, 10s, kafka_group_atom::value, delete_atom::value, std::string{"kg"})
+    .receive(
+      [&](int16_t code, bool known) {
+        deleted = code;
+        existed = known;
+      },
+      [](caf::error& e) { FAIL(caf::to_string(e)); });
+  CHECK(deleted == kafka::error_code::non_empty_group);
+  CHECK(existed);
 }

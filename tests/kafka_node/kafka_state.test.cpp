@@ -1,12 +1,13 @@
-// The Kafka listener's in-memory state, without sockets or actors:
-// kafka_group_table (Kafka's JoinGroup/SyncGroup protocol) and
-// kafka_producer_table (idempotent producer sequences).
+// The Kafka groups' membership (groups/kafka_membership.hpp: Kafka's
+// JoinGroup/SyncGroup protocol, pure, on a clock the test holds) and the
+// Kafka listener's kafka_producer_table (idempotent producer sequences).
 
 #include <catch2/catch.hpp>
 
 #include <optional>
 
 #include "api/kafka_groups.hpp"
+#include "groups/kafka_membership.hpp"
 
 using namespace moonmq;
 using namespace moonmq::transport;
@@ -54,11 +55,58 @@ kafka::heartbeat_request beat(const std::string& member, int32_t gen,
   return r;
 }
 
+/// The membership as the group actor drives it: the replies a call
+/// completes run when it returns. Requests are at `now` (fixed unless a
+/// test moves it); tick() runs at the time it is given.
+struct table {
+  explicit table(int64_t initial_delay_ms = 0) : m(initial_delay_ms) {}
+
+  void join(const kafka::join_group_request& r, const std::string& client_id, int16_t version,
+            groups::kafka_membership::join_reply reply, const std::string& host = {}) {
+    groups::kafka_membership::actions out;
+    m.join(r, client_id, version, host, std::move(reply), now, out);
+    run(out);
+  }
+  void sync(const kafka::sync_group_request& r, groups::kafka_membership::sync_reply reply) {
+    groups::kafka_membership::actions out;
+    m.sync(r, std::move(reply), now, out);
+    run(out);
+  }
+  int16_t heartbeat(const kafka::heartbeat_request& r) { return m.heartbeat(r, now); }
+  int16_t leave(const std::string& group, const std::string& member,
+                const std::optional<std::string>& instance = std::nullopt) {
+    groups::kafka_membership::actions out;
+    auto code = m.leave(group, member, instance, now, out);
+    run(out);
+    return code;
+  }
+  int16_t check_commit(const std::string& group, const std::string& member, const std::optional<std::string>& instance,
+                       int32_t generation) const {
+    return m.check_commit({group, member, instance, generation});
+  }
+  void tick(int64_t at) {
+    groups::kafka_membership::actions out;
+    m.tick(at, out);
+    run(out);
+  }
+  std::vector<kafka::listed_group> list() const { return m.list(); }
+  kafka::described_group describe_group(const std::string& id) const { return m.describe_group(id); }
+  groups::kafka_subscription subscribed(const std::string& group) const { return m.subscribed(group); }
+  int16_t remove_if_empty(const std::string& group, bool& existed) { return m.remove_if_empty(group, existed); }
+
+  static void run(groups::kafka_membership::actions& out) {
+    for (auto& f : out)
+      f();
+  }
+  groups::kafka_membership m;
+  int64_t now = 1'000'000;
+};
+
 using join_answer = std::optional<kafka::join_group_response>;
 
 /// Static members "a" (the leader) and "b" of a Stable group "g" in
 /// generation 2, assigned "pa" and "pb".
-std::pair<kafka::join_group_response, kafka::join_group_response> two_static_members(kafka_group_table& t) {
+std::pair<kafka::join_group_response, kafka::join_group_response> two_static_members(table& t) {
   join_answer a, a2, b;
   t.join(static_req("", "a"), "ca", 5, [&](kafka::join_group_response r) { a = r; });
   REQUIRE(a);
@@ -85,7 +133,7 @@ std::pair<kafka::join_group_response, kafka::join_group_response> two_static_mem
 }  // namespace
 
 TEST_CASE("kafka groups: one member joins, leads and syncs its own assignment", "[kafka_state]") {
-  kafka_group_table t;
+  table t;
   std::optional<kafka::join_group_response> j;
   t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { j = r; });
   REQUIRE(j);
@@ -108,7 +156,7 @@ TEST_CASE("kafka groups: one member joins, leads and syncs its own assignment", 
 }
 
 TEST_CASE("kafka groups: a second member triggers a rebalance, only the leader gets the members", "[kafka_state]") {
-  kafka_group_table t;
+  table t;
   std::optional<kafka::join_group_response> a;
   t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; });
   REQUIRE(a);
@@ -148,7 +196,7 @@ TEST_CASE("kafka groups: a second member triggers a rebalance, only the leader g
 }
 
 TEST_CASE("kafka groups: a silent member is expired and the round closes without it", "[kafka_state]") {
-  kafka_group_table t;
+  table t;
   std::optional<kafka::join_group_response> a;
   t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; });
   REQUIRE(a);
@@ -157,7 +205,7 @@ TEST_CASE("kafka groups: a silent member is expired and the round closes without
   t.join(join_req(""), "c2", 5, [&](kafka::join_group_response r) { b = r; });
   CHECK(!b);
   // a never rejoins: after its session timeout it is removed and b's join completes.
-  t.tick(kafka_group_table::clock::now() + std::chrono::seconds(11));
+  t.tick(t.now + 11000);
   REQUIRE(b);
   CHECK(b->error_code == 0);
   CHECK(b->leader == b->member_id);
@@ -165,7 +213,7 @@ TEST_CASE("kafka groups: a silent member is expired and the round closes without
 }
 
 TEST_CASE("kafka groups: ListGroups and DescribeGroups show each group as Kafka's summary does", "[kafka_state]") {
-  kafka_group_table t;
+  table t;
   CHECK(t.list().empty());
   // A refused join (a member id the group never gave out) leaves no group.
   std::optional<kafka::join_group_response> stale;
@@ -230,19 +278,18 @@ TEST_CASE("kafka groups: ListGroups and DescribeGroups show each group as Kafka'
 
 TEST_CASE("kafka groups: the first round of an empty group waits the initial rebalance delay for more members",
           "[kafka_state]") {
-  using std::chrono::milliseconds;
-  kafka_group_table t{milliseconds{3000}};
-  const auto t0 = kafka_group_table::clock::now();
+  table t{3000};
+  const auto t0 = t.now;
   std::optional<kafka::join_group_response> a, b;
   t.join(join_req(""), "c1", 5, [&](kafka::join_group_response r) { a = r; });
-  t.tick(t0 + milliseconds{1000});
+  t.tick(t0 + 1000);
   CHECK(!a);  // still waiting for others
   t.join(join_req(""), "c2", 5, [&](kafka::join_group_response r) { b = r; });
   CHECK(!a);  // every member joined, but the delay has not passed
   CHECK(!b);
-  t.tick(t0 + milliseconds{2900});
+  t.tick(t0 + 2900);
   CHECK(!a);
-  t.tick(kafka_group_table::clock::now() + milliseconds{3100});
+  t.tick(t0 + 3100);
   REQUIRE(a);
   REQUIRE(b);
   // Both start in the same, first generation: no rebalance follows.
@@ -264,7 +311,7 @@ TEST_CASE("kafka groups: the first round of an empty group waits the initial reb
 
 TEST_CASE("kafka groups: a static member rejoining without its member id takes its assignment over, no rebalance",
           "[kafka_state][static]") {
-  kafka_group_table t;
+  table t;
   auto [a, b] = two_static_members(t);
   // "a" restarts: a JoinGroup with no member id and its instance id.
   join_answer a2;
@@ -319,7 +366,7 @@ TEST_CASE("kafka groups: a static member rejoining without its member id takes i
 
 TEST_CASE("kafka groups: a static member rejoining with other metadata, or during a rebalance, rebalances",
           "[kafka_state][static]") {
-  kafka_group_table t;
+  table t;
   auto [a, b] = two_static_members(t);
   // b restarts subscribing to something else: a new round.
   join_answer b2;
@@ -355,7 +402,7 @@ TEST_CASE("kafka groups: a static member rejoining with other metadata, or durin
 
 TEST_CASE("kafka groups: static members expire with their session, leave by instance id, show it in DescribeGroups",
           "[kafka_state][static]") {
-  kafka_group_table t;
+  table t;
   auto [a, b] = two_static_members(t);
   auto described = t.describe_group("g");
   REQUIRE(described.members.size() == 2);
@@ -375,7 +422,7 @@ TEST_CASE("kafka groups: static members expire with their session, leave by inst
   t.sync(sync_req(a.member_id, 3, {{a.member_id, "all"}}), [](kafka::sync_group_response) {});
   // A static member that stays silent past its session timeout is removed;
   // its instance id is free again and joins as a new member.
-  t.tick(kafka_group_table::clock::now() + std::chrono::seconds(11));
+  t.tick(t.now + 11000);
   CHECK(t.describe_group("g").group_state == "Empty");
   CHECK(t.heartbeat(beat(a.member_id, 3, "a")) == ec::unknown_member_id);
   join_answer again;

@@ -367,6 +367,7 @@ int run(const config::load_result& loaded) {
   group_settings gs;
   gs.data_dir = cfg.data_dir;
   gs.session_timeout_ms = cfg.broker.session_timeout_ms;
+  gs.kafka_initial_rebalance_delay_ms = cfg.kafka.group_initial_rebalance_delay_ms;
   if (!cfg.broker.shared_dir.empty()) {  // committed offsets live beside the logs (docs/shared-storage.md)
     gs.shared_dir = cfg.broker.shared_dir;
     gs.shared = std::make_shared<const shared_mode>(
@@ -591,11 +592,6 @@ int run(const config::load_result& loaded) {
   sctx.owners = cctx.owners;
   sctx.broker_id = cfg.broker_id();
   transport::add_session_routes(*client_router, sctx);
-  // The Kafka listener's groups, made here so that the HTTP group admin
-  // routes see them too.
-  if (cfg.kafka.enabled)
-    cctx.kafka_groups = std::make_shared<transport::kafka_group_table>(
-      std::chrono::milliseconds{cfg.kafka.group_initial_rebalance_delay_ms});
   // Cluster-wide groups (api/group_routes.hpp): join answers
   // name the coordinator's URL and the meter's recommended URL; joins and
   // commits forwarded by peers arrive on the cluster listener.
@@ -677,7 +673,6 @@ int run(const config::load_result& loaded) {
     kx->broker_id = cfg.broker_id();
     kx->advertised_host = cfg.kafka.advertised_host;
     kx->peers = directory;
-    kx->group_table = cctx.kafka_groups;
     // Transactions keep their coordinator state in the metadata log (docs/transactions.md).
     if (rctx.node) {
       auto txns = transport::spawn_kafka_txn_coordinator(
