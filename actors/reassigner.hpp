@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/cluster_state.hpp"
 #include "actors/group_coordinator.hpp"
+#include "actors/move_destination.hpp"
 #include "actors/registry.hpp"
 #include "peers/peer_directory.hpp"
 
@@ -92,6 +94,11 @@ struct reassigner_settings {
   /// The current Raft term and leader, stamped on a move's control-plane
   /// requests (null = the move's own epoch; unit tests).
   std::shared_ptr<raft_view> raft_status;
+  /// This broker's move destination actor: as the Raft leader driving the
+  /// move of a fenced source to this broker, it asks it to confirm, as the
+  /// source would have (docs/cluster.md "Moves in the log"); unset = such a
+  /// move waits (unit tests).
+  std::optional<move_destination_actor> destination;
   /// Storage.SharedDir is set (docs/shared-storage.md "Moves and failover"):
   /// a move copies nothing. The destination's ensure only seals; the copy,
   /// the drain and the destination's catch-up are skipped; `done` leaves

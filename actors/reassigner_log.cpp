@@ -220,74 +220,9 @@ void when_end_reaches(self_ptr self, partition_actor part, int64_t end, bool exa
       [failed](caf::error& e) { failed(caf::to_string(e)); });
 }
 
-/// The destination's confirm (actors/move_destination.cpp
-/// `confirm`) run on the destination itself: fsync, check the log end is
-/// the sealed end E, take the source's sealed log start when the log
-/// recorded it (durably, before ownership), take the partition by a
-/// conditional owner entry at the epoch it holds it at, unseal. Run by the
-/// Raft leader driving an orphaned move when it is the destination (a
-/// shared-storage destination confirms its own moves in place instead,
-/// confirm_in_place). Shared storage: the end is checked
-/// before the entry (exactly E: a wrong end leaves the entry unproposed,
-/// so the source can still take the partition back) and again at the new
-/// epoch before the seal is lifted (at least E: another confirm may have
-/// unsealed it and it may have taken writes). Returns false when this
-/// broker does not own the partition in its image (nothing started); else
-/// `done` is called once, with an empty error on success.
-bool confirm_here(self_ptr self, const move_info& m, std::function<void(const std::string&)> done) {
-  auto part = local_partition(self, m.tp);
-  auto [owner, epoch] = self->state.owners->owner_and_epoch(m.tp);
-  if (!part || owner != self->state.settings.broker_id)
-    return false;
-  auto tp = m.tp;
-  auto end = m.end;
-  auto log_start = m.log_start;
-  auto at = static_cast<int64_t>(self->state.settings.raft_status ? self->state.settings.raft_status->get().term : 0);
-  const bool shared = self->state.settings.shared;
-  auto check_end = [self, end, part = *part, done](bool exact, std::function<void()> next) {
-    when_end_reaches(self, part, end, exact, std::move(next), done);
-  };
-  auto take = [self, tp, at, epoch = epoch, part = *part, done, shared, check_end] {
-    self->request(self->state.cstate, local_timeout, owner_atom::value, tp.topic, tp.partition,
-                  self->state.settings.broker_id, at, epoch)
-      .then(
-        [self, part, done, shared, check_end](bool) {
-          auto unseal = [self, part, done] {
-            self->request(part, local_timeout, seal_atom::value, false)
-              .then([done](int64_t) { done({}); }, [done](caf::error& e) { done(caf::to_string(e)); });
-          };
-          if (shared)
-            check_end(false, unseal);
-          else
-            unseal();
-        },
-        [done](caf::error& e) { done(message_of(e)); });
-  };
-  if (shared) {  // nothing copied: no fsync, and the chain's log start is the partition's
-    check_end(true, take);
-    return true;
-  }
-  self->request(*part, local_timeout, copy_atom::value, std::string{}, true)
-    .then(
-      [self, end, log_start, part = *part, take, done](int64_t log_end) {
-        if (log_end != end) {
-          done("log end is " + std::to_string(log_end) + ", the sealed end " + std::to_string(end));
-          return;
-        }
-        if (log_start < 0) {  // not recorded (an earlier version's entry): the copy's own stays
-          take();
-          return;
-        }
-        self->request(part, local_timeout, delete_records_atom::value, log_start, true)
-          .then([take](int64_t) { take(); }, [done](caf::error& e) { done(caf::to_string(e)); });
-      },
-      [done](caf::error& e) { done(caf::to_string(e)); });
-  return true;
-}
-
 /// Shared storage: lifts the seal of a move's destination whose owner entry
 /// applied (the image names it owner past the cutover's epoch) over a log
-/// holding every sealed record: the second half of confirm_here, for a
+/// holding every sealed record: the second half of a confirm, for a
 /// confirm that stopped between its entry and its unseal. Returns false
 /// when this broker does not own the partition (nothing started).
 bool unseal_confirmed(self_ptr self, const move_info& m, std::function<void(const std::string&)> done) {
@@ -373,26 +308,34 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
               + " s of its source " + m.from + " being fenced");
     return;
   }
+  auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
+  // The source's sealed log start (records it deleted during the copy stay
+  // deleted) and the cutover's epoch (a destination past it confirmed an
+  // earlier try), when the image knows them.
+  const cluster::move_confirm request{m.from, m.end, m.log_start, m.epoch};
   if (m.to == st.settings.broker_id) {
+    // This broker is the destination: its own move destination actor
+    // confirms, exactly as for a confirm request from the source.
+    if (!st.settings.destination)
+      return;
     logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
-    o.in_flight = confirm_here(self, m, [self, id](const std::string& error) {
-      self->state.orphans[id].in_flight = false;
-      if (!error.empty())
-        logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, error);
-    });
+    o.in_flight = true;
+    self->request(*st.settings.destination, local_timeout, confirm_atom::value, m.tp.topic, m.tp.partition, request,
+                  static_cast<int64_t>(status.term))
+      .then([self, id](cluster::move_answer&) { self->state.orphans[id].in_flight = false; },
+            [self, id](caf::error& e) {
+              self->state.orphans[id].in_flight = false;
+              logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, message_of(e));
+            });
     return;
   }
   auto peer = peer_of(self, m.to);
   if (!peer)
     return;
   o.in_flight = true;
-  auto status = st.settings.raft_status ? st.settings.raft_status->get() : raft_status{};
   auto handle = caf::actor_cast<reassigner_actor>(self);
   logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
-  // The source's sealed log start (records it deleted during the copy stay
-  // deleted) and the cutover's epoch (a destination past it confirmed an
-  // earlier try), when the image knows them.
-  auto confirm = cluster::to_json(cluster::move_confirm{m.from, m.end, m.log_start, m.epoch});
+  auto confirm = cluster::to_json(request);
   transport::call_peer(*peer, "POST", tp_path(m.tp) + "/confirm", confirm.dump(), status.term, status.leader,
                        st.settings.peer_timeout, [handle, id](int code, json, std::string error) {
                          // Whatever the answer, the next tick decides again from the image.

@@ -62,7 +62,6 @@
 #include "net/http_client.hpp"
 #include "net/tls.hpp"
 #include "net/http_server.hpp"
-#include "api/kafka_groups.hpp"
 #include "api/kafka_listener.hpp"
 #include "api/kafka_txn.hpp"
 #include "util/logging.hpp"
@@ -521,17 +520,18 @@ int run(const config::load_result& loaded) {
                                std::chrono::milliseconds(10000)});
     rs.raft_status = raft.view;
     rs.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
-    reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     move_destination_settings ds;
     ds.broker_id = cfg.broker_id();
     ds.timeout = std::chrono::seconds(cfg.cluster->peer_timeout_seconds);
     ds.shared = !cfg.broker.shared_dir.empty();  // a move copies nothing
+    destination = spawn_move_destination(sys, ds, view, owners, *cluster_state, broker, groups, registry);
+    rs.destination = *destination;  // the leader's confirm of an orphaned move to this broker
+    reassigner = spawn_reassigner(sys, rs, view, owners, *cluster_state, groups, registry);
     transport::move_context mctx;
     mctx.system = &sys;
     mctx.broker_id = cfg.broker_id();
     mctx.state = *cluster_state;
     mctx.reassigner = *reassigner;
-    destination = spawn_move_destination(sys, ds, view, owners, *cluster_state, broker, groups, registry);
     mctx.destination = *destination;
     mctx.catalog = view;
     mctx.owners = owners;
