@@ -638,15 +638,24 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
         return make_error(errc::not_ready, "the offset store could not be opened");
       if (auto v = groups::validate_group_id(group); !v)
         return from(v.err());
+      // Refused while Kafka or HTTP members are in it, before anything is
+      // deleted: a refused deletion deletes nothing.
+      if (self->state.kafka.subscribed(group).has_members)
+        return make_coded_error(fault::conflict, "non_empty_group",
+                                "group " + group + " has Kafka members; they must leave first");
       bool held = false;
-      if (auto it = self->state.groups.find(group); it != self->state.groups.end()) {
-        if (it->second.member_count() > 0)
-          return make_coded_error(fault::conflict, "non_empty_group",
-                                  "group " + group + " has " + std::to_string(it->second.member_count())
-                                    + " members; they must leave first");
+      auto it = self->state.groups.find(group);
+      if (it != self->state.groups.end() && it->second.member_count() > 0)
+        return make_coded_error(fault::conflict, "non_empty_group",
+                                "group " + group + " has " + std::to_string(it->second.member_count())
+                                  + " members; they must leave first");
+      if (it != self->state.groups.end()) {
         self->state.groups.erase(it);
         held = true;
       }
+      bool in_kafka = false;
+      self->state.kafka.remove_if_empty(group, in_kafka);  // empty: checked above
+      held = held || in_kafka;
       auto removed = self->state.store->remove_group(group);
       if (!removed)
         return make_error(errc::storage_error, "delete of group " + group + ": " + removed.err().message);
@@ -744,11 +753,6 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
       return out;
     },
     [self](kafka_group_atom, std::string& group) { return self->state.kafka.subscribed(group); },
-    [self](kafka_group_atom, delete_atom, std::string& group) {
-      bool existed = false;
-      auto code = self->state.kafka.remove_if_empty(group, existed);
-      return std::make_tuple(code, existed);
-    },
     [self](kafka_group_atom, tick_atom) {
       groups::kafka_membership::actions out;
       self->state.kafka.tick(util::monotonic_ms(), out);

@@ -83,9 +83,10 @@ using group_actor = caf::typed_actor<
   // topic (its local copy was deleted: docs/metadata.md "Deleting a topic").
   caf::reacts_to<delete_atom, std::string, int32_t>,
   // Deletes a group (Kafka DeleteGroups) on this broker: its committed
-  // offsets (durably) and its HTTP membership state. Replies whether this
-  // broker held anything of it; errors: conflict non_empty_group (HTTP
-  // members are in it), not_ready, storage_error.
+  // offsets (durably) and its HTTP and Kafka membership state. Replies
+  // whether this broker held anything of it; errors: conflict
+  // non_empty_group (HTTP or Kafka members are in it: nothing is deleted),
+  // not_ready, storage_error.
   caf::replies_to<delete_atom, std::string>::with<bool>,
   // The groups known here (JSON text): {"groups":[{"group","state",
   // "generation","members"}]} for every group with HTTP membership state
@@ -122,9 +123,6 @@ using group_actor = caf::typed_actor<
   caf::replies_to<kafka_group_atom, status_atom>::with<std::vector<kafka::described_group>>,
   // A Kafka group's members and subscribed topics (OffsetDelete).
   caf::replies_to<kafka_group_atom, std::string>::with<groups::kafka_subscription>,
-  // Forgets a Kafka group without members (DeleteGroups): (error code,
-  // whether it was known); 68 NON_EMPTY_GROUP while members are in it.
-  caf::replies_to<kafka_group_atom, delete_atom, std::string>::with<int16_t, bool>,
   // Internal: expire silent Kafka members, close overdue join rounds (every 250 ms).
   caf::reacts_to<kafka_group_atom, tick_atom>,
   caf::replies_to<status_atom>::with<std::string>>;

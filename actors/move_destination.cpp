@@ -39,7 +39,8 @@ std::shared_ptr<spdlog::logger> logger() { return log::get("reassigner"); }
 std::string name_of(const std::string& topic, int32_t partition) { return topic + "/" + std::to_string(partition); }
 
 /// A step's promise with its error path counted.
-/// Copies share the promise; the first answer or failure is the reply.
+/// Copies share one request: exactly one of them answers it (each path
+/// below ends in one answer or one failure).
 struct step {
   self_ptr self;
   mutable answer_promise rp;

@@ -320,12 +320,18 @@ void drive_orphan(self_ptr self, const std::string& id, const move_info& m) {
       return;
     logger()->info("move.orphan_confirm move={} to={} log_end={} log_start={}", id, m.to, m.end, m.log_start);
     o.in_flight = true;
-    self->request(*st.settings.destination, local_timeout, confirm_atom::value, m.tp.topic, m.tp.partition, request,
+    // The confirm is up to four requests of the destination actor, each
+    // bounded by PeerTimeout: waited for whole, so that the next tick never
+    // starts a second one beside it.
+    const auto wait = std::max(local_timeout, 4 * st.settings.peer_timeout + std::chrono::seconds(1));
+    self->request(*st.settings.destination, wait, confirm_atom::value, m.tp.topic, m.tp.partition, request,
                   static_cast<int64_t>(status.term))
       .then([self, id](cluster::move_answer&) { self->state.orphans[id].in_flight = false; },
             [self, id](caf::error& e) {
               self->state.orphans[id].in_flight = false;
-              logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id, message_of(e));
+              if (error_code_of(e) != "not_ready")  // the cutover not applied here yet: the next tick retries
+                logger()->warn("move.orphan_confirm_failed move={} error=\"{}\"", id,
+                               message_of(e).empty() ? caf::to_string(e) : message_of(e));
             });
     return;
   }

@@ -314,10 +314,10 @@ void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, 
                              std::function<void(group_deletion)> done) {
   peers.erase(std::remove_if(peers.begin(), peers.end(), [](const cluster_peer& p) { return !p.client; }),
               peers.end());
-  // This broker first: its group actor refuses while HTTP members are in
+  // This broker first: its group actor refuses while HTTP or Kafka members are in
   // the group, and only then do the other brokers delete their offsets (a
   // refused deletion deletes nothing anywhere).
-  auto spread = [peers, timeout, group, done](bool held_here, bool in_table) {
+  auto spread = [peers, timeout, group, done](bool held_here) {
     struct tally {
       std::mutex mtx;
       bool held = false;
@@ -325,7 +325,7 @@ void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, 
       size_t left = 0;
     };
     auto t = std::make_shared<tally>();
-    t->held = held_here || in_table;
+    t->held = held_here;
     t->left = peers.size();
     if (peers.empty()) {
       done(t->held ? group_deletion::deleted : group_deletion::not_found);
@@ -348,24 +348,12 @@ void delete_group_everywhere(caf::actor_system& sys, const group_actor& groups, 
                   done(outcome);
                 });
   };
-  // The group actor forgets an empty Kafka membership first (refused while
-  // Kafka members are in it), then deletes the HTTP membership and this
-  // broker's offsets (refused while HTTP members are in it).
-  auto unavailable = [done](const caf::error& e) {
-    done(error_code_of(e) == "non_empty_group" ? group_deletion::non_empty : group_deletion::unavailable);
-  };
-  ask_many<int16_t, bool>(
-    sys, groups, timeout,
-    [sys = &sys, groups, timeout, group, spread, done, unavailable](int16_t& code, bool& in_kafka) {
-      if (code != 0) {
-        done(group_deletion::non_empty);
-        return;
-      }
-      ask<bool>(
-        *sys, groups, timeout, [spread, in_kafka](bool& held) { spread(held, in_kafka); }, unavailable,
-        delete_atom::value, group);
+  ask<bool>(
+    sys, groups, timeout, [spread](bool& held) { spread(held); },
+    [done](const caf::error& e) {
+      done(error_code_of(e) == "non_empty_group" ? group_deletion::non_empty : group_deletion::unavailable);
     },
-    unavailable, kafka_group_atom::value, delete_atom::value, group);
+    delete_atom::value, group);
 }
 
 void delete_offsets_everywhere(caf::actor_system& sys, const group_actor& groups, std::vector<cluster_peer> peers,

@@ -51,10 +51,11 @@ int16_t commit_code_of(const caf::error& e) {
   return ec::unknown_server_error;
 }
 
-/// How much longer than the members' rebalance timeout a JoinGroup waits
-/// for the group actor's answer, and how long a SyncGroup may (the leader's
-/// assignments, or a member's session expiry that restarts the round:
-/// sessions are at most 30 min).
+/// How long a parked JoinGroup or SyncGroup waits for the group actor's
+/// answer: a SyncGroup until the leader's assignments, or a member's
+/// session expiry that restarts the round (sessions are at most 30 min); a
+/// JoinGroup at least as long, and its own rebalance timeout plus a margin
+/// when that is longer.
 constexpr std::chrono::milliseconds park_margin{30000};
 constexpr std::chrono::milliseconds max_park{std::chrono::minutes(31)};
 
@@ -700,7 +701,10 @@ void handle_kafka_group_request(const std::shared_ptr<kafka_context>& ctx, kafka
     done(unavailable, 1);
   };
   if (auto* j = std::get_if<kafka::join_group_request>(&req.body)) {
-    const auto wait = std::chrono::milliseconds(std::max(j->rebalance_timeout_ms, j->session_timeout_ms)) + park_margin;
+    // At least as long as a SyncGroup may park: another member's longer
+    // rebalance timeout may hold the round open past this member's own.
+    const auto wait = std::max(
+      max_park, std::chrono::milliseconds(std::max(j->rebalance_timeout_ms, j->session_timeout_ms)) + park_margin);
     ask<kafka::join_group_response>(
       *ctx->system, ctx->groups, wait,
       [done](kafka::join_group_response& r) {

@@ -17,9 +17,12 @@
 namespace moonmq::transport::move_detail {
 namespace {
 
-/// How long a route waits for the destination's answer: a step is up to
-/// four local requests (a confirm: fsync, log start, owner entry, unseal),
-/// each bounded by the actor at `ctx.timeout`.
+/// How long a route waits for the destination's answer: a confirm is up to
+/// four local requests (fsync, log start, owner entry, unseal), each
+/// bounded by the actor at `ctx.timeout`; an ensure that creates many
+/// partitions may take longer, and then carries on after the route
+/// answered 504 (its source has given up at PeerTimeout anyway: its
+/// request to this broker has that deadline).
 std::chrono::milliseconds step_timeout(const move_context& ctx) { return 4 * ctx.timeout; }
 
 /// Answers the destination's move_answer (or its error) on `respond`.
