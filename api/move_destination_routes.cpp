@@ -6,6 +6,8 @@
 // encodes its answer. The operator's routes and the broker-to-broker move
 // requests are in move_routes.cpp.
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "actors/ask.hpp"
@@ -24,6 +26,22 @@ namespace {
 /// answered 504 (its source has given up at PeerTimeout anyway: its
 /// request to this broker has that deadline).
 std::chrono::milliseconds step_timeout(const move_context& ctx) { return 4 * ctx.timeout; }
+
+/// The message `parse` (a *_from_json of cluster/move_messages.hpp) reads
+/// from the JSON object body; answers 400 invalid_request naming the shape
+/// otherwise.
+template <class T, class Parse>
+std::optional<T> read_message(const http_request& req, const responder& respond, Parse parse) {
+  json body;
+  if (!object_body(req, respond, body))
+    return std::nullopt;
+  auto m = parse(body);
+  if (!m) {
+    respond(http_response::error(400, "invalid_request", m.err().message));
+    return std::nullopt;
+  }
+  return std::move(*m);
+}
 
 /// Answers the destination's move_answer (or its error) on `respond`.
 template <class... Ts>
@@ -77,14 +95,9 @@ void append(const move_context& ctx, http_request& req, const responder& respond
 
 /// Step 5: POST /cluster/offsets.
 void merge_offsets(const move_context& ctx, http_request& req, const responder& respond) {
-  json body;
-  if (!object_body(req, respond, body))
+  auto pushed = read_message<cluster::move_offsets>(req, respond, cluster::move_offsets_from_json);
+  if (!pushed)
     return;
-  auto pushed = cluster::move_offsets_from_json(body);
-  if (!pushed) {
-    respond(http_response::error(400, "invalid_request", pushed.err().message));
-    return;
-  }
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
              [ctx, respond, p = std::move(*pushed)](int64_t, const std::string&) {
                ask<int32_t>(
@@ -99,14 +112,9 @@ void confirm(const move_context& ctx, http_request& req, const responder& respon
   auto local = route_partition(*ctx.catalog, req, respond);
   if (!local)
     return;
-  json body;
-  if (!object_body(req, respond, body))
+  auto confirmed = read_message<cluster::move_confirm>(req, respond, cluster::move_confirm_from_json);
+  if (!confirmed)
     return;
-  auto confirmed = cluster::move_confirm_from_json(body);
-  if (!confirmed) {
-    respond(http_response::error(400, "invalid_request", confirmed.err().message));
-    return;
-  }
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
              [ctx, respond, topic = req.params["topic"], partition = local->first,
               c = std::move(*confirmed)](int64_t at, const std::string&) {
@@ -119,13 +127,8 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
   auto local = route_partition(*ctx.catalog, req, respond);
   if (!local)
     return;
-  json body;
-  if (!object_body(req, respond, body))
+  if (!read_message<cluster::move_cleanup>(req, respond, cluster::move_cleanup_from_json))
     return;
-  if (auto cleanup = cluster::move_cleanup_from_json(body); !cleanup) {
-    respond(http_response::error(400, "invalid_request", cleanup.err().message));
-    return;
-  }
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
              [ctx, respond, topic = req.params["topic"], partition = local->first](int64_t at, const std::string&) {
                ask_destination(ctx, respond, cleanup_atom::value, topic, partition, at);
