@@ -55,15 +55,23 @@ void direct_reply::deliver(const caf::error& failure) {
 
 namespace {
 
+/// Partition actor → its route. Keyed by the actor's control block, not by
+/// actor_addr equality: CAF 0.17 compares two addresses by actor id and node
+/// id, and every actor system of one process has the same node id, so with
+/// several systems in a process (brokers run in one test process through
+/// node/node_runtime.hpp) two partition actors with the same id would share
+/// a route and one broker's produce would land in another's log. Each entry
+/// keeps its address, so its control block stays allocated (and its key
+/// unique) while the entry exists.
 class route_table {
  public:
   void add(const caf::actor_addr& a, partition_route r) {
     std::lock_guard<std::mutex> g{mtx_};
-    routes_[a] = std::move(r);
+    routes_[key(a)] = entry{a, std::move(r)};
   }
   void remove(const caf::actor_addr& a) {
     std::lock_guard<std::mutex> g{mtx_};
-    routes_.erase(a);
+    routes_.erase(key(a));
   }
   /// The route of each partition (nullopt: none), under one lock; `dest`
   /// picks the partition actor out of an element.
@@ -74,15 +82,22 @@ class route_table {
     std::lock_guard<std::mutex> g{mtx_};
     for (const auto& item : items) {
       const partition_actor& a = dest(item);
-      auto it = a ? routes_.find(a.address()) : routes_.end();
-      out.push_back(it == routes_.end() ? std::nullopt : std::optional<partition_route>{it->second});
+      auto it = a ? routes_.find(caf::actor_cast<caf::actor_control_block*>(a)) : routes_.end();
+      out.push_back(it == routes_.end() ? std::nullopt : std::optional<partition_route>{it->second.route});
     }
     return out;
   }
 
  private:
+  struct entry {
+    caf::actor_addr keep;  ///< holds the control block while the route exists
+    partition_route route;
+  };
+  static const caf::actor_control_block* key(const caf::actor_addr& a) {
+    return caf::actor_cast<caf::actor_control_block*>(a);
+  }
   mutable std::mutex mtx_;
-  std::unordered_map<caf::actor_addr, partition_route> routes_;
+  std::unordered_map<const caf::actor_control_block*, entry> routes_;
 };
 
 /// Never destroyed: partition actors of any actor system in the process may
