@@ -4,7 +4,7 @@
 // once with a status and body, or an error. The actors reach peers only
 // through this interface (peers/peer_survey.hpp, peers/peer_directory.hpp);
 // net/http_client.hpp implements it over HTTP/1.1 (Beast), and the node
-// (tools/moonmq-node) hands each peer its client. No Asio, no CAF.
+// (node/node_actors.cpp) hands each peer its client. No Asio, no CAF.
 
 #include <chrono>
 #include <functional>

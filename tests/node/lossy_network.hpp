@@ -1,0 +1,99 @@
+#pragma once
+// A seeded faulty network between brokers running in one process
+// (node_hooks::wrap_peer_link): every request a broker sends a peer goes
+// through it and may be delayed, lost before it arrives, or have its answer
+// lost after the peer acted on it; a pair of brokers can be cut off from
+// each other and healed. The faults are drawn from one seeded generator, so
+// a failing seed names the same fault schedule (the brokers' own timing
+// still varies from run to run: real threads, real clocks).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "peers/peer_link.hpp"
+
+namespace moonmq::test {
+
+/// The odds of each fault, per request.
+struct network_faults {
+  double drop_request = 0;  ///< the request never arrives (the sender sees a connection error)
+  double drop_answer = 0;   ///< the peer acts on it, the answer is lost (the sender sees a connection error)
+  std::chrono::milliseconds max_delay{0};  ///< each request and answer waits a uniform [0, max_delay]
+};
+
+class lossy_network {
+public:
+  explicit lossy_network(uint64_t seed);
+  ~lossy_network();
+  lossy_network(const lossy_network&) = delete;
+  lossy_network& operator=(const lossy_network&) = delete;
+
+  /// The link `from` uses to reach `to`, wrapping the real one.
+  std::shared_ptr<transport::peer_link> wrap(const std::string& from, const std::string& to,
+                                             std::shared_ptr<transport::peer_link> real);
+
+  void set_faults(network_faults f);
+  /// Cuts `a` and `b` off from each other (both directions) until heal().
+  void cut(const std::string& a, const std::string& b);
+  /// Ends every cut (the faults stay).
+  void heal_cuts();
+  /// Ends every cut and fault.
+  void heal();
+
+  /// Requests sent, lost before arrival, answers lost, requests refused by a cut.
+  struct counts {
+    int64_t sent = 0, dropped_requests = 0, dropped_answers = 0, cut = 0;
+  };
+  counts tally() const;
+
+  /// A uniform draw in [0, n) from the network's generator (for a test's
+  /// own seeded choices).
+  uint64_t draw(uint64_t n);
+
+private:
+  class link;
+  enum class fate { deliver, drop_request, drop_answer, cut };
+  /// The fate of one request from `from` to `to`, and its delay.
+  std::pair<fate, std::chrono::milliseconds> judge(const std::string& from, const std::string& to);
+  /// Runs `fn` after `delay` on the network's timer thread; `cancel`
+  /// instead when `owner` (a link) closes first or the network goes.
+  void later(std::chrono::milliseconds delay, const void* owner, std::function<void()> fn,
+             std::function<void()> cancel);
+  /// Cancels every queued item of `owner` now (after the one the timer may
+  /// be running for it).
+  void forget(const void* owner);
+  void run_timer();
+
+  mutable std::mutex mtx_;
+  std::mt19937_64 rng_;
+  network_faults faults_;
+  std::set<std::pair<std::string, std::string>> cuts_;
+  counts counts_;
+  struct timed {
+    std::chrono::steady_clock::time_point at;
+    uint64_t order;
+    const void* owner;
+    std::function<void()> fn;
+    std::function<void()> cancel;
+  };
+  /// The heap order: the earliest (then the first queued) on top.
+  static bool later_first(const timed& a, const timed& b) { return a.at != b.at ? a.at > b.at : a.order > b.order; }
+  const void* running_ = nullptr;  ///< the owner of the item the timer runs now
+  std::vector<timed> queue_;  ///< a heap by (at, order)
+  uint64_t next_order_ = 0;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread timer_;
+};
+
+}  // namespace moonmq::test
