@@ -90,6 +90,49 @@ void fail_copy(self_ptr self, move_run& run, const std::string& why) {
   fail(self, id, why);
 }
 
+/// The copy's position the destination's answer `answer` (status `status`)
+/// allows a restart from, or -1 when it allows none: a failed exchange (the
+/// append may or may not have been applied: the next one finds out), or an
+/// offset_mismatch naming an end between what the destination confirmed
+/// and what was sent (an answer was lost, or an append of the window
+/// reached it after one that did not).
+int64_t restart_point(const move_run& run, int status, const json& answer) {
+  if (status == 0)
+    return run.position;
+  if (status != 409 || !answer.is_object() || answer.value("error", std::string{}) != "offset_mismatch"
+      || !answer.contains("log_end_offset") || !answer["log_end_offset"].is_number_integer())
+    return -1;
+  auto end = answer["log_end_offset"].get<int64_t>();
+  return end >= run.position && end <= run.window.read_pos ? end : -1;
+}
+
+/// Opens a new window at `from` after a failed append, once the backoff
+/// has passed: the old window's answers, read and throttle wait are stale
+/// from now on. False when the copy has restarted max_copy_restarts times in
+/// a row already, or the destination has not answered an append for
+/// PeerTimeout (the caller then fails the move).
+bool restart_window(self_ptr self, move_run& run, int64_t from, const std::string& why) {
+  auto silent_ms = util::wall_ms() - run.copy_answered_ms;
+  if (from < 0 || run.copy_restarts >= max_copy_restarts
+      || silent_ms >= static_cast<int64_t>(self->state.settings.peer_timeout.count()))
+    return false;
+  auto& w = run.window;
+  w.gen = ++run.seq;
+  w.in_flight.clear();
+  w.reading = false;
+  w.caught_up = false;
+  w.read_pos = from;
+  run.position = std::max(run.position, from);
+  save_progress(self, run, false);
+  auto delay = std::chrono::milliseconds(100LL << run.copy_restarts);
+  ++run.copy_restarts;
+  logger()->warn("move.copy_retry move={} from={} in_ms={} attempt={} error=\"{}\"", run.id, from, delay.count(),
+                 run.copy_restarts, why);
+  w.throttled = true;  // the backoff: copy_throttle_over opens the window
+  self->delayed_send(self, delay, copy_atom::value, run.id, w.gen);
+  return true;
+}
+
 /// Makes the destination fsync the copy so far (an empty synced append),
 /// then cuts over: the confirm inside the cutover window then only syncs the
 /// drained tail, which keeps the produce stall short.
@@ -101,7 +144,14 @@ void sync_then_cutover(self_ptr self, const std::string& id) {
        tp_path(row->tp) + "/append?expected_offset=" + std::to_string(run->position) + "&sync=true", {}, false,
        [self, id](int status, json& answer, const std::string& error) {
          if (status != 200) {
-           fail(self, id, "syncing the destination's copy failed: " + answer_error(status, answer, error));
+           auto why = "syncing the destination's copy failed: " + answer_error(status, answer, error);
+           auto* run = run_of(self, id);
+           const auto* row = row_of(self, id);
+           // Still copying (not cancelled meanwhile): a lost exchange copies on.
+           if (run && row && row->state == move_state::copying && status == 0
+               && restart_window(self, *run, run->position, why))
+             return;
+           fail(self, id, why);
            return;
          }
          cutover(self, id);
@@ -140,6 +190,7 @@ void copy_next(self_ptr self, const std::string& id) {
   if (w.gen == 0) {  // the copy's first step: open the window at the log start
     w.gen = ++run->seq;
     w.read_pos = run->position;
+    run->copy_answered_ms = util::wall_ms();
   }
   if (!copying_run(self, id, w.gen))
     return;
@@ -255,9 +306,13 @@ void copy_answer(self_ptr self, const std::string& id, int64_t gen, int64_t from
   auto answer = body.empty() ? json(nullptr) : json::parse(body, nullptr, false);
   auto appended = cluster::move_answer_from_json(answer);
   if (status != 200 || !appended) {
-    fail_copy(self, *run, "append on the destination failed: " + answer_error(status, answer, error));
+    auto why = "append on the destination failed: " + answer_error(status, answer, error);
+    if (!restart_window(self, *run, restart_point(*run, status, answer), why))
+      fail_copy(self, *run, why);
     return;
   }
+  run->copy_restarts = 0;
+  run->copy_answered_ms = util::wall_ms();
   // Answers may arrive out of order; the destination applied the lists in
   // order, so the highest log end answered is the copy's position.
   run->position = std::max(run->position, appended->log_end_offset);

@@ -66,6 +66,14 @@ constexpr int64_t sync_every_bytes = 16LL << 20;
 /// move in `copying` forever; the drain (source sealed) then takes the rest.
 constexpr int64_t max_extra_batches = 64;
 
+/// Failed appends in a row (a lost request or answer, or the destination's
+/// offset_mismatch after one) that restart the copy's window at the
+/// destination's end before the move fails, with a backoff of 100 ms
+/// doubling; and only while the destination answered an append within the
+/// last PeerTimeout, so that a destination that is down or stopped fails
+/// the move as soon as without restarts.
+constexpr int max_copy_restarts = 5;
+
 /// Step 2's window of appends in flight (reassigner_copy.cpp).
 struct copy_window_state {
   int64_t gen = 0;           ///< answers and reads of another generation are stale (0 = not opened)
@@ -109,6 +117,8 @@ struct move_run {
   int64_t backoff_ms = finish_backoff_min_ms;
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
+  int copy_restarts = 0;           ///< the copy's window restarts since its last answered append
+  int64_t copy_answered_ms = 0;    ///< when the destination last answered an append (or the copy began)
   int64_t offsets_since_ms = 0;    ///< when this run entered (or resumed) `offsets`
   /// Shared storage: since when the source has waited for the destination's
   /// own confirm to show in the log (0 = not waiting; finish in

@@ -33,7 +33,7 @@ public:
       done(failed(std::errc::operation_canceled, "link closed"));
       return;
     }
-    auto [what, delay] = net_.judge(from_, to_);
+    auto [what, delay] = net_.judge(from_, to_, req.target);
     auto self = shared_from_this();
     switch (what) {
       case fate::cut:
@@ -153,8 +153,15 @@ uint64_t lossy_network::draw(uint64_t n) {
   return std::uniform_int_distribution<uint64_t>{0, n - 1}(rng_);
 }
 
+void lossy_network::lose_next(const std::string& from, const std::string& to, const std::string& target_part,
+                              int count, bool answer) {
+  std::lock_guard<std::mutex> g{mtx_};
+  rules_.push_back({from, to, target_part, count, answer ? fate::drop_answer : fate::drop_request});
+}
+
 std::pair<lossy_network::fate, std::chrono::milliseconds> lossy_network::judge(const std::string& from,
-                                                                              const std::string& to) {
+                                                                              const std::string& to,
+                                                                              const std::string& target) {
   std::lock_guard<std::mutex> g{mtx_};
   ++counts_.sent;
   std::uniform_real_distribution<double> coin{0.0, 1.0};
@@ -164,6 +171,13 @@ std::pair<lossy_network::fate, std::chrono::milliseconds> lossy_network::judge(c
     ++counts_.cut;
     return {fate::cut, delay};
   }
+  for (auto& r : rules_)
+    if (r.count > 0 && r.from == from && r.to == to && target.find(r.target_part) != std::string::npos) {
+      --r.count;
+      ++counts_.targeted;
+      ++(r.what == fate::drop_request ? counts_.dropped_requests : counts_.dropped_answers);
+      return {r.what, delay};
+    }
   double draw_request = coin(rng_), draw_answer = coin(rng_);
   if (draw_request < faults_.drop_request) {
     ++counts_.dropped_requests;

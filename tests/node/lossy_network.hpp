@@ -45,6 +45,12 @@ public:
   void set_faults(network_faults f);
   /// Cuts `a` and `b` off from each other (both directions) until heal().
   void cut(const std::string& a, const std::string& b);
+  /// Loses the next `count` requests from `from` to `to` whose target holds
+  /// `target_part` (before they arrive), or their answers (after the peer
+  /// acted) when `answer`. Rules apply in the order given, each once its
+  /// predecessors for the same link and target are used up.
+  void lose_next(const std::string& from, const std::string& to, const std::string& target_part, int count,
+                 bool answer);
   /// Ends every cut (the faults stay).
   void heal_cuts();
   /// Ends every cut and fault.
@@ -53,6 +59,7 @@ public:
   /// Requests sent, lost before arrival, answers lost, requests refused by a cut.
   struct counts {
     int64_t sent = 0, dropped_requests = 0, dropped_answers = 0, cut = 0;
+    int64_t targeted = 0;  ///< lost by a lose_next rule (also counted above)
   };
   counts tally() const;
 
@@ -63,8 +70,9 @@ public:
 private:
   class link;
   enum class fate { deliver, drop_request, drop_answer, cut };
-  /// The fate of one request from `from` to `to`, and its delay.
-  std::pair<fate, std::chrono::milliseconds> judge(const std::string& from, const std::string& to);
+  /// The fate of one request from `from` to `to` for `target`, and its delay.
+  std::pair<fate, std::chrono::milliseconds> judge(const std::string& from, const std::string& to,
+                                                   const std::string& target);
   /// Runs `fn` after `delay` on the network's timer thread; `cancel`
   /// instead when `owner` (a link) closes first or the network goes.
   void later(std::chrono::milliseconds delay, const void* owner, std::function<void()> fn,
@@ -78,6 +86,12 @@ private:
   std::mt19937_64 rng_;
   network_faults faults_;
   std::set<std::pair<std::string, std::string>> cuts_;
+  struct loss_rule {
+    std::string from, to, target_part;
+    int count;
+    fate what;
+  };
+  std::vector<loss_rule> rules_;
   counts counts_;
   struct timed {
     std::chrono::steady_clock::time_point at;
