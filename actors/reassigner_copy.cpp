@@ -90,30 +90,45 @@ void fail_copy(self_ptr self, move_run& run, const std::string& why) {
   fail(self, id, why);
 }
 
-/// The copy's position the destination's answer `answer` (status `status`)
-/// allows a restart from, or -1 when it allows none: a failed exchange (the
-/// append may or may not have been applied: the next one finds out), or an
-/// offset_mismatch naming an end between what the destination confirmed
-/// and what was sent (an answer was lost, or an append of the window
-/// reached it after one that did not).
-int64_t restart_point(const move_run& run, int status, const json& answer) {
-  if (status == 0)
-    return run.position;
+/// The log end an offset_mismatch answer names, or -1 for any other answer.
+int64_t mismatch_end(int status, const json& answer) {
   if (status != 409 || !answer.is_object() || answer.value("error", std::string{}) != "offset_mismatch"
       || !answer.contains("log_end_offset") || !answer["log_end_offset"].is_number_integer())
     return -1;
-  auto end = answer["log_end_offset"].get<int64_t>();
-  return end >= run.position && end <= run.window.read_pos ? end : -1;
+  return answer["log_end_offset"].get<int64_t>();
 }
 
-/// Opens a new window at `from` after a failed append, once the backoff
-/// has passed: the old window's answers, read and throttle wait are stale
-/// from now on. False when the copy has restarted max_copy_restarts times in
-/// a row already, or the destination has not answered an append for
-/// PeerTimeout (the caller then fails the move).
+/// The copy's position a failed append's answer allows a restart from, or
+/// -1 when it allows none: a failed exchange (the append may or may not
+/// have been applied: the next one finds out), or an offset_mismatch naming
+/// an end between what the destination confirmed and the end of what any
+/// window sent (an answer was lost, or appends of an earlier window landed
+/// after it was given up).
+int64_t restart_point(const move_run& run, int status, int64_t end) {
+  if (status == 0)
+    return run.position;
+  return end >= run.position && end <= run.copy_sent_end ? end : -1;
+}
+
+/// Opens a new window at `from` after a failed append: the old window's
+/// answers, read and throttle wait are stale from now on. A destination
+/// that holds more than it confirmed (an answer was lost, or appends of the
+/// old window still landed) has made progress: the window reopens at once
+/// and the failures in a row start again. Otherwise it reopens after a
+/// backoff of 100 ms doubling. False when `from` allows no restart, the copy
+/// has restarted max_copy_restarts times in a row without progress, or the
+/// destination has not answered for PeerTimeout (the caller then fails the
+/// move).
 bool restart_window(self_ptr self, move_run& run, int64_t from, const std::string& why) {
+  if (from < 0)
+    return false;
+  const bool progress = from > run.position;
+  if (progress) {
+    run.copy_restarts = 0;
+    run.copy_answered_ms = util::wall_ms();
+  }
   auto silent_ms = util::wall_ms() - run.copy_answered_ms;
-  if (from < 0 || run.copy_restarts >= max_copy_restarts
+  if (run.copy_restarts >= max_copy_restarts
       || silent_ms >= static_cast<int64_t>(self->state.settings.peer_timeout.count()))
     return false;
   auto& w = run.window;
@@ -122,13 +137,14 @@ bool restart_window(self_ptr self, move_run& run, int64_t from, const std::strin
   w.reading = false;
   w.caught_up = false;
   w.read_pos = from;
-  run.position = std::max(run.position, from);
+  run.position = from;
   save_progress(self, run, false);
-  auto delay = std::chrono::milliseconds(100LL << run.copy_restarts);
-  ++run.copy_restarts;
+  auto delay = std::chrono::milliseconds(progress ? 0 : 100LL << run.copy_restarts);
+  if (!progress)
+    ++run.copy_restarts;
   logger()->warn("move.copy_retry move={} from={} in_ms={} attempt={} error=\"{}\"", run.id, from, delay.count(),
                  run.copy_restarts, why);
-  w.throttled = true;  // the backoff: copy_throttle_over opens the window
+  w.throttled = true;  // until the delay is over: copy_throttle_over opens the window
   self->delayed_send(self, delay, copy_atom::value, run.id, w.gen);
   return true;
 }
@@ -191,6 +207,7 @@ void copy_next(self_ptr self, const std::string& id) {
     w.gen = ++run->seq;
     w.read_pos = run->position;
     run->copy_answered_ms = util::wall_ms();
+    run->copy_sent_end = std::max(run->copy_sent_end, run->position);
   }
   if (!copying_run(self, id, w.gen))
     return;
@@ -263,6 +280,7 @@ void copy_next(self_ptr self, const std::string& id) {
           w.largest_append = std::max(w.largest_append, static_cast<int64_t>(one.size));
           if (run->bytes_copied + w.bytes_in_flight() + static_cast<int64_t>(one.size) > run->initial_total)
             ++run->extra_batches;
+          run->copy_sent_end = std::max(run->copy_sent_end, one.end);
           send_window_append(self, *run, one.from,
                              pieces.size() == 1 ? std::move(batches) : batches.substr(one.pos, one.size));
           if (!copying_run(self, id, gen))
@@ -306,8 +324,15 @@ void copy_answer(self_ptr self, const std::string& id, int64_t gen, int64_t from
   auto answer = body.empty() ? json(nullptr) : json::parse(body, nullptr, false);
   auto appended = cluster::move_answer_from_json(answer);
   if (status != 200 || !appended) {
+    auto end = mismatch_end(status, answer);
+    if (end >= 0 && end < run->position) {
+      // Stale: the destination's end has since passed what it named (its
+      // answers may arrive out of order), so the refused records are there.
+      copy_next(self, id);
+      return;
+    }
     auto why = "append on the destination failed: " + answer_error(status, answer, error);
-    if (!restart_window(self, *run, restart_point(*run, status, answer), why))
+    if (!restart_window(self, *run, restart_point(*run, status, end), why))
       fail_copy(self, *run, why);
     return;
   }

@@ -119,6 +119,7 @@ struct move_run {
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
   int copy_restarts = 0;           ///< the copy's window restarts since its last answered append
   int64_t copy_answered_ms = 0;    ///< when the destination last answered an append (or the copy began)
+  int64_t copy_sent_end = 0;       ///< end of the furthest append any window of the copy sent
   int64_t offsets_since_ms = 0;    ///< when this run entered (or resumed) `offsets`
   /// Shared storage: since when the source has waited for the destination's
   /// own confirm to show in the log (0 = not waiting; finish in
