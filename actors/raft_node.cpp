@@ -83,7 +83,7 @@ void publish_status(self_ptr self) {
   s.lease_ms = st.settings.lease_ms;
   if (core.current_role() == raft::role::candidate && st.last_role != raft::role::candidate) {
     ++st.elections;
-    st.elections_counter->inc();
+    st.probe->election_started();
   }
   if (s.is_leader && st.last_role != raft::role::leader)
     logger()->info("raft.leader broker={} term={}", st.settings.broker_id, s.term);
@@ -91,10 +91,7 @@ void publish_status(self_ptr self) {
     logger()->warn("raft.stepped_down broker={} term={} leader={}", st.settings.broker_id, s.term,
                    s.leader.empty() ? "unknown" : s.leader);
   st.last_role = core.current_role();
-  st.term_gauge->set(static_cast<double>(s.term));
-  st.controller_gauge->set(s.is_leader ? 1.0 : 0.0);
-  st.commit_gauge->set(static_cast<double>(s.commit_index));
-  st.lease_gauge->set(st.gate->valid_now() ? 1.0 : 0.0);
+  st.probe->status(s.term, s.is_leader, s.commit_index, st.gate->valid_now());
   st.view->set(std::move(s));
 }
 
@@ -145,7 +142,7 @@ void count_offline(self_ptr self) {
   if (!table.fenced().empty())
     for (const auto& [tp, owner] : table.owners())
       offline += table.fenced().count(owner);
-  st.offline_gauge->set(static_cast<double>(offline));
+  st.probe->offline_partitions(offline);
 }
 
 /// Answers every pending proposal with unavailable raft_failed (the store failed:
@@ -416,17 +413,7 @@ raft_actor::behavior_type raft_node_fn(self_ptr self, raft_node_settings setting
   cfg.heartbeat_ticks = init.timing.heartbeat_ticks;
   cfg.max_log_entries = static_cast<std::size_t>(init.settings.max_log_entries);
   cfg.seed = std::random_device{}() ^ static_cast<uint64_t>(clock_type::now().time_since_epoch().count());
-  auto& reg = metrics::registry::global();
-  init.term_gauge = &reg.get_gauge("moonmq_raft_term", "Current Raft term of this broker");
-  init.controller_gauge =
-    &reg.get_gauge("moonmq_raft_is_controller", "1 while this broker is the Raft leader (the controller)");
-  init.commit_gauge = &reg.get_gauge("moonmq_raft_commit_index", "Highest Raft log index known committed");
-  // Registered at 0 so that the series exists before the first election.
-  init.elections_counter = &reg.get_counter("moonmq_raft_elections_total", "Elections this broker started");
-  init.offline_gauge = &reg.get_gauge("moonmq_cluster_offline_partitions",
-                                      "Partitions whose owner the metadata log has fenced (no broker serves them)");
-  init.lease_gauge = &reg.get_gauge("moonmq_broker_lease_valid",
-                                    "1 while this broker's lease is valid (docs/shared-storage.md \"The lease\")");
+  init.probe.emplace();  // every series exists from here, elections_total at 0
   init.gate = init.settings.lease_gate ? init.settings.lease_gate : &cluster::lease_gate::process();
   init.gate->publish(clock_type::time_point::min());
   auto core = raft::raft_core::open(cfg, init.store->state());

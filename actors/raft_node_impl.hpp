@@ -28,7 +28,7 @@
 #include "raft/raft_core.hpp"
 #include "raft/raft_store.hpp"
 #include "util/logging.hpp"
-#include "util/metrics.hpp"
+#include "actors/raft_probe.hpp"
 
 namespace moonmq::raft_node_impl {
 using json = nlohmann::json;
@@ -86,15 +86,11 @@ struct raft_node_state {
   /// Liveness proposals in flight (broker id → log index), so a silent peer
   /// is fenced by one entry, not one per tick.
   std::map<std::string, uint64_t> liveness_pending;
-  metrics::gauge* offline_gauge = nullptr;
   raft::role last_role = raft::role::follower;
   uint64_t elections = 0, sent = 0, dropped = 0, received = 0, refused = 0;
-  // Looked up once: publish_status runs after every tick and message.
-  metrics::gauge* term_gauge = nullptr;
-  metrics::gauge* controller_gauge = nullptr;
-  metrics::gauge* commit_gauge = nullptr;
-  metrics::counter* elections_counter = nullptr;
-  metrics::gauge* lease_gauge = nullptr;
+  /// The node's series (raft_probe.hpp), registered once: publish_status
+  /// runs after every tick and message.
+  std::optional<raft_probe> probe;
   /// The broker lease (docs/shared-storage.md "The lease") and where its
   /// deadline is published.
   std::optional<cluster::broker_lease> lease;
