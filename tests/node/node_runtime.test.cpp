@@ -320,9 +320,9 @@ TEST_CASE("node runtime: a move whose ensure and appends are lost once each stil
   move::create_topic(nodes[0].port("client"), "lossy", 1);
   auto before = move::fill(nodes[0].port("client"), "lossy", 0, 800, 100, 1024, "before");
   move::producer traffic{nodes[2].port("client"), "lossy", 0, 5, "during"};
-  net.lose_next("b1", "b2", "/ensure", 1, false);
-  net.lose_next("b1", "b2", "/append", 1, true);
-  net.lose_next("b1", "b2", "/append", 1, false);
+  net.lose_next("b1", "b2", "/cluster/partitions/lossy/0/ensure", 1, false);
+  net.lose_next("b1", "b2", "/cluster/partitions/lossy/0/append", 1, true);
+  net.lose_next("b1", "b2", "/cluster/partitions/lossy/0/append", 1, false);
   auto submitted = move::submit_move(nodes[0].port("admin"), "lossy", 0, "b2", "operator");
   REQUIRE(submitted["accepted"].size() == 1);
   auto row = wait_accepted(nodes[0].port("admin"), submitted["accepted"][0], 60s);
