@@ -24,12 +24,9 @@ void cutover(self_ptr self, const std::string& id);
 
 /// Refusals of an ensure that a Raft election explains: the destination has
 /// moved to a newer term than this broker knows (stale_epoch,
-/// epoch_conflict) or knows no leader yet (no_controller); or an exchange
-/// that failed (a lost request or answer). Retried, since an ensure only
-/// (re)creates the destination's sealed copy.
-bool retriable_ensure_refusal(int status, const json& answer) {
-  if (status == 0)
-    return true;
+/// epoch_conflict) or knows no leader yet (no_controller). Retried, since an
+/// ensure only (re)creates the destination's sealed copy.
+bool election_refusal(int status, const json& answer) {
   auto code = answer.is_object() && answer.contains("error") && answer["error"].is_string()
                 ? answer["error"].get<std::string>()
                 : std::string{};
@@ -43,7 +40,7 @@ void send_ensure(self_ptr self, const std::string& id, std::string body, int64_t
   call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/ensure", body, true,
        [self, id, log_start, attempt, body](int status, json& answer, const std::string& error) {
          auto* run = run_of(self, id);
-         if (status != 200 && retriable_ensure_refusal(status, answer) && attempt + 1 < ensure_attempts) {
+         if (status != 200 && election_refusal(status, answer) && attempt + 1 < ensure_attempts) {
            // 200, 400, 800, 1600 ms: past an election with the default timeouts.
            auto delay = finish_backoff_min_ms << attempt;
            logger()->warn("move.ensure_retry move={} in_ms={} error=\"{}\"", id, delay,

@@ -70,9 +70,12 @@ constexpr int64_t max_extra_batches = 64;
 /// offset_mismatch after one) that restart the copy's window at the
 /// destination's end before the move fails, with a backoff of 100 ms
 /// doubling; and only while the destination answered an append within the
-/// last PeerTimeout, so that a destination that is down or stopped fails
-/// the move as soon as without restarts.
+/// last two PeerTimeouts, so that one timed-out exchange is retried and a
+/// destination that stays down or stopped fails the move.
 constexpr int max_copy_restarts = 5;
+/// Restarts of one copy in all, progress or not: a copy that keeps
+/// restarting ends `failed` (a move always ends).
+constexpr int max_copy_restarts_total = 32;
 
 /// Step 2's window of appends in flight (reassigner_copy.cpp).
 struct copy_window_state {
@@ -118,6 +121,7 @@ struct move_run {
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
   int copy_restarts = 0;           ///< the copy's window restarts since its last answered append
+  int copy_restarts_total = 0;     ///< the copy's window restarts in all
   int64_t copy_answered_ms = 0;    ///< when the destination last answered an append (or the copy began)
   int64_t copy_sent_end = 0;       ///< end of the furthest append any window of the copy sent
   int64_t offsets_since_ms = 0;    ///< when this run entered (or resumed) `offsets`

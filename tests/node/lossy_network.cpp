@@ -25,8 +25,8 @@ transport::peer_result failed(std::errc e, std::string why) {
 /// returned (the peer_link contract).
 class lossy_network::link : public transport::peer_link, public std::enable_shared_from_this<link> {
 public:
-  link(lossy_network& net, std::string from, std::string to, std::shared_ptr<transport::peer_link> real)
-      : net_(net), from_(std::move(from)), to_(std::move(to)), real_(std::move(real)) {}
+  link(lossy_network& net, uint64_t id, std::string from, std::string to, std::shared_ptr<transport::peer_link> real)
+      : net_(net), id_(id), from_(std::move(from)), to_(std::move(to)), real_(std::move(real)) {}
 
   void request(transport::peer_request req, transport::peer_callback done) override {
     if (closed()) {  // at once, on the caller's thread, as a closed HTTP client fails
@@ -62,7 +62,7 @@ public:
       send();
       return;
     }
-    net_.later(delay, this, send, [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed")); });
+    net_.later(delay, id_, send, [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed")); });
   }
 
   void close() override {
@@ -70,7 +70,7 @@ public:
       std::lock_guard<std::mutex> g{mtx_};
       closed_ = true;
     }
-    net_.forget(this);  // fails this link's queued work now
+    net_.forget(id_);  // fails this link's queued work now, and any queued later
     real_->close();
   }
   int open_connections() const override { return real_->open_connections(); }
@@ -90,11 +90,12 @@ private:
     }
     auto shared_done = std::make_shared<transport::peer_callback>(std::move(done));
     auto result = std::make_shared<transport::peer_result>(std::move(r));
-    net_.later(delay, this, [shared_done, result] { (*shared_done)(std::move(*result)); },
+    net_.later(delay, id_, [shared_done, result] { (*shared_done)(std::move(*result)); },
                [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed")); });
   }
 
   lossy_network& net_;
+  uint64_t id_;
   std::string from_, to_;
   std::shared_ptr<transport::peer_link> real_;
   mutable std::mutex mtx_;
@@ -118,7 +119,12 @@ std::shared_ptr<transport::peer_link> lossy_network::wrap(const std::string& fro
                                                           std::shared_ptr<transport::peer_link> real) {
   if (!real)
     return nullptr;
-  return std::make_shared<link>(*this, from, to, std::move(real));
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> g{mtx_};
+    id = ++next_link_;
+  }
+  return std::make_shared<link>(*this, id, from, to, std::move(real));
 }
 
 void lossy_network::set_faults(network_faults f) {
@@ -190,20 +196,26 @@ std::pair<lossy_network::fate, std::chrono::milliseconds> lossy_network::judge(c
   return {fate::deliver, delay};
 }
 
-void lossy_network::later(std::chrono::milliseconds delay, const void* owner, std::function<void()> fn,
+void lossy_network::later(std::chrono::milliseconds delay, uint64_t owner, std::function<void()> fn,
                           std::function<void()> cancel) {
   {
-    std::lock_guard<std::mutex> g{mtx_};
+    std::unique_lock<std::mutex> g{mtx_};
+    if (closed_links_.count(owner)) {  // closed meanwhile: nothing is queued after close()
+      g.unlock();
+      cancel();
+      return;
+    }
     queue_.push_back({std::chrono::steady_clock::now() + delay, next_order_++, owner, std::move(fn), std::move(cancel)});
     std::push_heap(queue_.begin(), queue_.end(), later_first);
   }
   wake_.notify_all();
 }
 
-void lossy_network::forget(const void* owner) {
+void lossy_network::forget(uint64_t owner) {
   std::vector<timed> mine;
   {
     std::unique_lock<std::mutex> g{mtx_};
+    closed_links_.insert(owner);
     // The timer may be running one of this link's items right now: wait for it.
     wake_.wait(g, [&] { return running_ != owner; });
     auto split = std::partition(queue_.begin(), queue_.end(), [&](const timed& t) { return t.owner != owner; });
@@ -239,7 +251,7 @@ void lossy_network::run_timer() {
     // CAF logger, and ~actor_system waits for its logger to go: let it go.
     caf::logger::set_current_actor_system(nullptr);
     g.lock();
-    running_ = nullptr;
+    running_ = 0;
     wake_.notify_all();
   }
 }

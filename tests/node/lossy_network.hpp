@@ -74,12 +74,12 @@ private:
   std::pair<fate, std::chrono::milliseconds> judge(const std::string& from, const std::string& to,
                                                    const std::string& target);
   /// Runs `fn` after `delay` on the network's timer thread; `cancel`
-  /// instead when `owner` (a link) closes first or the network goes.
-  void later(std::chrono::milliseconds delay, const void* owner, std::function<void()> fn,
-             std::function<void()> cancel);
-  /// Cancels every queued item of `owner` now (after the one the timer may
-  /// be running for it).
-  void forget(const void* owner);
+  /// instead when link `owner` closes first or the network goes, and at
+  /// once (on the calling thread) when it has closed already.
+  void later(std::chrono::milliseconds delay, uint64_t owner, std::function<void()> fn, std::function<void()> cancel);
+  /// Marks link `owner` closed and cancels its queued items now (after the
+  /// one the timer may be running for it).
+  void forget(uint64_t owner);
   void run_timer();
 
   mutable std::mutex mtx_;
@@ -96,13 +96,15 @@ private:
   struct timed {
     std::chrono::steady_clock::time_point at;
     uint64_t order;
-    const void* owner;
+    uint64_t owner;
     std::function<void()> fn;
     std::function<void()> cancel;
   };
   /// The heap order: the earliest (then the first queued) on top.
   static bool later_first(const timed& a, const timed& b) { return a.at != b.at ? a.at > b.at : a.order > b.order; }
-  const void* running_ = nullptr;  ///< the owner of the item the timer runs now
+  uint64_t running_ = 0;           ///< the link whose item the timer runs now (0: none)
+  uint64_t next_link_ = 0;         ///< the last link id given (ids start at 1)
+  std::set<uint64_t> closed_links_;
   std::vector<timed> queue_;  ///< a heap by (at, order)
   uint64_t next_order_ = 0;
   std::condition_variable wake_;
