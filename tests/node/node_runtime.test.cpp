@@ -145,11 +145,7 @@ TEST_CASE("node runtime: a broker built in-process serves, stops cleanly and rec
   REQUIRE(again.wait_ready());
   auto read = move::read_partition(again.port("client"), "rt", 1);
   REQUIRE(read.records.size() == sent.size());
-  for (const auto& [offset, record] : sent) {
-    REQUIRE(read.records.count(offset) == 1);
-    CHECK(read.records[offset]["key"] == record.key);
-    CHECK(read.records[offset]["value"] == record.value);
-  }
+  move::check_acked(sent, read);
   CHECK(again.stop() == 0);
 }
 
@@ -277,13 +273,8 @@ TEST_CASE("node runtime: three brokers in one process elect a controller and mov
   CHECK(traffic.ok_requests() > 0);
   // Every acknowledged record, before and during the move, at its offset on b2.
   auto read = move::read_partition(nodes[1].port("client"), "moving", 0);
-  auto acked = traffic.acked();
-  for (const auto& part : {before, acked})
-    for (const auto& [offset, record] : part) {
-      INFO("offset " << offset);
-      REQUIRE(read.records.count(offset) == 1);
-      CHECK(read.records[offset]["key"] == record.key);
-    }
+  move::check_acked(before, read);
+  move::check_acked(traffic.acked(), read);
   nodes.stop_all();
 }
 
@@ -334,13 +325,8 @@ TEST_CASE("node runtime: a move whose appends and sync are lost once each still 
   traffic.stop();
   CHECK(traffic.double_acks().empty());
   auto read = move::read_partition(nodes[1].port("client"), "lossy", 0);
-  for (const auto& part : {before, traffic.acked()})
-    for (const auto& [offset, record] : part) {
-      INFO("offset " << offset);
-      REQUIRE(read.records.count(offset) == 1);
-      CHECK(read.records[offset]["key"] == record.key);
-      CHECK(read.records[offset]["value"] == record.value);
-    }
+  move::check_acked(before, read);
+  move::check_acked(traffic.acked(), read);
   nodes.stop_all();
 }
 
@@ -464,13 +450,8 @@ TEST_CASE("node runtime: under a seeded faulty network every move ends and no ac
     CHECK(traffic[p]->double_acks().empty());
     CHECK(traffic[p]->ok_requests() > 0);
     auto read = move::read_partition(nodes[owner_of(p)].port("client"), topic, p);
-    for (const auto& part : {before[p], traffic[p]->acked()})
-      for (const auto& [offset, record] : part) {
-        INFO("offset " << offset);
-        REQUIRE(read.records.count(offset) == 1);
-        CHECK(read.records[offset]["key"] == record.key);
-        CHECK(read.records[offset]["value"] == record.value);
-      }
+    move::check_acked(before[p], read);
+    move::check_acked(traffic[p]->acked(), read);
   }
   nodes.stop_all();
 }
