@@ -18,6 +18,7 @@
 #include "goals/model_json.hpp"
 #include "goals/move_history.hpp"
 #include "goals/slow_brokers.hpp"
+#include "peers/move_submit.hpp"
 #include "plugins/goal_loader.hpp"
 #include "util/clock.hpp"
 #include "util/logging.hpp"
@@ -165,26 +166,19 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
   auto reason = cluster::clip_move_reason(a.reason.empty() ? a.goal : a.goal + ": " + a.reason);
   if (a.from == st.settings.broker_id) {
     self->request(st.reassigner, local_timeout, move_atom::value, a.topic, a.partition, a.to, st.epoch,
-                  st.settings.broker_id, std::string{"balancer"}, reason)
+                  st.settings.broker_id, std::string{"balancer"}, reason, std::string{})
       .then([report](std::string& row) { report(202, row); },
             [report](caf::error& e) { report(http_status_of(e), error_code_of(e) + ": " + message_of(e)); });
     return;
   }
   for (const auto& peer : st.settings.peers->all())
     if (peer.id == a.from) {
-      transport::call_peer(peer, "POST", "/cluster/moves",
-                           json{{"topic", a.topic},
-                                {"partition", a.partition},
-                                {"to", a.to},
-                                {"origin", "balancer"},
-                                {"reason", reason}}
-                             .dump(),
-                           st.epoch,
-                           st.settings.broker_id, st.settings.peer_timeout,
-                           [report](int status, json body, std::string error) {
-                             auto code = body.is_object() ? body.value("error", std::string{}) : std::string{};
-                             report(status, error.empty() ? body.dump() : code + " " + error);
-                           });
+      cluster::move_request request{cluster::topic_partition{a.topic, a.partition}, a.to, "balancer", reason, {}};
+      transport::submit_move(peer, std::move(request), st.epoch, st.settings.broker_id, st.settings.peer_timeout,
+                             [report](transport::move_submit_outcome o) {
+                               auto code = o.body.is_object() ? o.body.value("error", std::string{}) : std::string{};
+                               report(o.status, o.error.empty() ? o.body.dump() : code + " " + o.error);
+                             });
       return;
     }
   report(0, "broker " + a.from + " is not a peer");

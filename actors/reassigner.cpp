@@ -283,11 +283,18 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
   }
   return {
     [self](move_atom, std::string& topic, int32_t partition, std::string& to, int64_t at, std::string& controller,
-           std::string& origin, std::string& reason) -> caf::result<std::string> {
+           std::string& origin, std::string& reason, std::string& submission) -> caf::result<std::string> {
       auto& st = self->state;
       if (!st.journal)
         return make_error(errc::not_ready, "move journal unavailable: " + st.open_error);
       cluster::topic_partition tp{topic, partition};
+      // A retry of a submission queued here: its move, whatever its state now.
+      if (auto known = st.submissions.find(submission); !submission.empty() && known != st.submissions.end()) {
+        const auto* row = st.journal->find(known->second);
+        if (!row || row->tp != tp || row->to.value != to)
+          return coded(fault::invalid, "invalid_request", "submission " + submission + " does not name a queued move of " + topic + "/" + std::to_string(partition) + " to broker " + to);
+        return row_json(*row, run_of(self, row->move_id), st.settings.shared).dump();
+      }
       if (topic.rfind("__", 0) == 0)
         return coded(fault::invalid, "internal_topic", "internal topics (" + topic + ") never move");
       if (!local_partition(self, tp))
@@ -325,7 +332,7 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
       auto rp = self->make_response_promise<std::string>();
       // A move runs under a controller epoch; an operator's move on a
       // cluster that never had a controller claims the first one.
-      auto queue = [self, rp, tp, to, origin, reason](int64_t epoch, std::string holder) mutable {
+      auto queue = [self, rp, tp, to, origin, reason, submission](int64_t epoch, std::string holder) mutable {
         auto& st = self->state;
         auto now = util::wall_ms();
         cluster::move_entry e;
@@ -343,6 +350,13 @@ reassigner_actor::behavior_type reassigner_fn(self_ptr self, reassigner_settings
           rp.deliver(coded(r.err().code == cluster::errc::move_in_progress ? fault::conflict : fault::invalid,
                            cluster::to_string(r.err().code), r.err().message));
           return;
+        }
+        if (!submission.empty() && st.submissions.emplace(submission, e.move_id).second) {
+          st.submission_order.push_back(submission);
+          if (st.submission_order.size() > max_submissions) {
+            st.submissions.erase(st.submission_order.front());
+            st.submission_order.pop_front();
+          }
         }
         // Answered once journaled; the move starts once the metadata log
         // has it (docs/cluster.md "Moves in the log").

@@ -44,11 +44,13 @@ using reassigner_actor = caf::typed_actor<
   // Replies the journal row (JSON text, docs/cluster-api.md). Errors (coded, by
   // kind): invalid internal_topic / invalid_request / unknown_broker,
   // not_found unknown_partition, misdirected not_owner, conflict
-  // move_in_progress. The last two
-  // arguments are the move's origin ("operator" or "balancer") and its
-  // reason (cluster::valid_move_reason; "" = none), both journaled.
+  // move_in_progress. Then the move's origin ("operator" or "balancer")
+  // and its reason (cluster::valid_move_reason; "" = none), both
+  // journaled, and its submission token ("" = none): a token this
+  // reassigner queued a move for is answered with that move's row
+  // (cluster::move_request).
   caf::replies_to<move_atom, std::string, int32_t, std::string, int64_t, std::string, std::string,
-                  std::string>::with<std::string>,
+                  std::string, std::string>::with<std::string>,
   // Cancels the unfinished move of (topic, partition). Replies the row;
   // errors: not_found no_move, conflict past_cutover.
   caf::replies_to<cancel_atom, std::string, int32_t>::with<std::string>,

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -76,6 +77,10 @@ constexpr int max_copy_restarts = 5;
 /// Restarts of one copy in all, progress or not: a copy that keeps
 /// restarting ends `failed` (a move always ends).
 constexpr int max_copy_restarts_total = 32;
+/// Submission tokens remembered (reassigner_state::submissions): far more
+/// than the moves one broker runs at once, so that a retry, sent within
+/// seconds, always finds its own.
+constexpr size_t max_submissions = 1024;
 
 /// Step 2's window of appends in flight (reassigner_copy.cpp).
 struct copy_window_state {
@@ -169,6 +174,11 @@ struct reassigner_state {
   /// Holder of each controller epoch moves run under (X-Controller-Id).
   std::map<uint64_t, std::string> holders;
   uint64_t next_id = 0;
+  /// The submission tokens of the moves queued here (token -> move id), so
+  /// that a retried POST /cluster/moves answers the move it queued; the
+  /// oldest go past max_submissions (in memory: a restart forgets them).
+  std::map<std::string, std::string> submissions;
+  std::deque<std::string> submission_order;
   /// When each move's step was last proposed by reconcile (id -> ms), so a
   /// slow commit is not proposed again on every tick.
   std::map<std::string, int64_t> reconciling;

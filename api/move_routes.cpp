@@ -7,11 +7,13 @@
 
 #include "actors/ask.hpp"
 #include "actors/errors.hpp"
+#include "cluster/move_messages.hpp"
 #include "cluster/partition_map.hpp"
 #include "cluster/reassignment_request.hpp"
 #include "api/actor_answers.hpp"
 #include "api/cluster_routes.hpp"
 #include "api/move_routes_impl.hpp"
+#include "peers/move_submit.hpp"
 #include "util/fan_in.hpp"
 #include "util/logging.hpp"
 
@@ -147,14 +149,22 @@ std::optional<cluster_peer> find_peer(const move_context& ctx, const std::string
 struct submit_answers {
   json accepted = json::array();
   json rejected = json::array();
+  /// Moves whose source answered none of the requests to queue them: each
+  /// may have been queued all the same (the answers were lost).
+  json unknown = json::array();
 };
+
+/// An entry of a submission's answer for `m`, before its outcome.
+json submitted_entry(const cluster::requested_move& m) {
+  return json{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"replicas", json::array({m.to.value})},
+              {"from", m.from.value}, {"to", m.to.value}};
+}
 
 /// Records the source's answer for `m`: its journal row (queued, or done
 /// for a no-op), or the error that refused it.
 void record_submitted(submit_answers& a, const cluster::requested_move& m, const json& row,
                       const std::optional<std::pair<std::string, std::string>>& error) {
-  json entry{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"replicas", json::array({m.to.value})},
-             {"from", m.from.value}, {"to", m.to.value}};
+  auto entry = submitted_entry(m);
   if (error) {
     entry["error"] = error->first;
     entry["message"] = error->second;
@@ -211,10 +221,22 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
     }
     acting_epoch(ctx, [ctx, out, first, respond](int64_t epoch, std::string holder) {
       auto in = util::fan_in<submit_answers>::make(out->accepted.size(), first, [respond](submit_answers& a) {
-        respond(http_response::json(202, json{{"accepted", a.accepted}, {"rejected", a.rejected}}.dump()));
+        respond(http_response::json(
+          202, json{{"accepted", a.accepted}, {"rejected", a.rejected}, {"unknown", a.unknown}}.dump()));
       });
       auto add = [in, out](size_t i, json row, std::optional<std::pair<std::string, std::string>> error) {
         in->add([&](submit_answers& a) { record_submitted(a, out->accepted[i], row, error); });
+      };
+      auto unknown = [in, out](size_t i, const transport::move_submit_outcome& o) {
+        in->add([&](submit_answers& a) {
+          const auto& m = out->accepted[i];
+          auto entry = submitted_entry(m);
+          entry["error"] = "source_no_answer";
+          entry["message"] = "broker " + m.from.value + " answered none of " + std::to_string(o.attempts)
+                             + " requests to queue this move (last: " + o.error
+                             + "); it may have queued it: see GET /admin/reassignments";
+          a.unknown.push_back(std::move(entry));
+        });
       };
       for (size_t i = 0; i < out->accepted.size(); ++i) {
         const auto& m = out->accepted[i];
@@ -229,7 +251,7 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
                              add(i, nullptr, std::make_pair(error_code_of(e), message_of(e)));
                            },
                            move_atom::value, m.tp.topic, m.tp.partition, m.to.value, epoch, holder,
-                           std::string{"operator"}, out->reason);
+                           std::string{"operator"}, out->reason, std::string{});
           continue;
         }
         auto peer = find_peer(ctx, m.from.value);
@@ -237,20 +259,22 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
           add(i, nullptr, std::make_pair(std::string{"source_not_alive"}, "broker " + m.from.value + " is not a peer"));
           continue;
         }
-        json request{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to.value}, {"origin", "operator"}};
-        if (!out->reason.empty())
-          request["reason"] = out->reason;
-        call_peer(*peer, "POST", "/cluster/moves", request.dump(), epoch, holder, ctx.peer_timeout,
-                  [add, i](int status, json answer, std::string error) {
-                    if (status == 202) {
-                      add(i, std::move(answer), std::nullopt);
-                      return;
-                    }
-                    auto code = answer.is_object() && answer.contains("error") && answer["error"].is_string()
-                                  ? answer["error"].get<std::string>()
-                                  : std::string{status == 0 ? "source_not_alive" : "move_refused"};
-                    add(i, nullptr, std::make_pair(code, error));
-                  });
+        cluster::move_request request{m.tp, m.to.value, "operator", out->reason, {}};
+        transport::submit_move(*peer, std::move(request), epoch, holder, ctx.peer_timeout,
+                               [add, unknown, i](transport::move_submit_outcome o) {
+                                 if (o.status == 202) {
+                                   add(i, std::move(o.body), std::nullopt);
+                                   return;
+                                 }
+                                 if (o.status == 0) {
+                                   unknown(i, o);
+                                   return;
+                                 }
+                                 auto code = o.body.is_object() && o.body.contains("error") && o.body["error"].is_string()
+                                               ? o.body["error"].get<std::string>()
+                                               : std::string{"move_refused"};
+                                 add(i, nullptr, std::make_pair(code, o.error));
+                               });
       }
     }, [respond](const caf::error& e) {
       respond(http_response::error(503, "no_controller_epoch", "cannot act as controller: " + message_of(e)));
@@ -315,40 +339,20 @@ void add_move_routes(router& r, const move_context& ctx) {
     json body;
     if (!object_body(req, respond, body))
       return;
-    if (!is_str(body, "topic") || !is_int(body, "partition") || !is_str(body, "to")) {
-      respond(http_response::error(400, "invalid_request", "body must be {\"topic\",\"partition\",\"to\"}"));
+    auto m = cluster::move_request_from_json(body);
+    if (!m) {
+      respond(http_response::error(400, "invalid_request", m.err().message));
       return;
     }
-    auto topic = body["topic"].get<std::string>();
-    auto partition = body["partition"].get<int32_t>();
-    auto to = body["to"].get<std::string>();
-    // Who asked for it: the balance loop or an operator through another
-    // broker's admin API (absent = an operator, as before origins).
-    std::string origin = "operator";
-    if (body.contains("origin")) {
-      if (!body["origin"].is_string() || (body["origin"] != "operator" && body["origin"] != "balancer")) {
-        respond(http_response::error(400, "invalid_request", "origin must be \"operator\" or \"balancer\""));
-        return;
-      }
-      origin = body["origin"].get<std::string>();
-    }
-    // Why (optional; the reassigner checks its length and characters).
-    std::string reason;
-    if (body.contains("reason")) {
-      if (!body["reason"].is_string()) {
-        respond(http_response::error(400, "invalid_request", "reason must be a string"));
-        return;
-      }
-      reason = body["reason"].get<std::string>();
-    }
     with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-               [ctx, respond, topic, partition, to, origin, reason](int64_t at, const std::string& controller) {
+               [ctx, respond, m = std::move(m.value())](int64_t at, const std::string& controller) {
                  ask<std::string>(*ctx.system, ctx.reassigner, ctx.timeout,
                                   [respond](std::string& row) { respond(row_answer(202, row)); },
-                                  [ctx, respond, topic, partition](const caf::error& e) {
-                                    respond(move_refused(ctx, e, topic, partition));
+                                  [ctx, respond, tp = m.tp](const caf::error& e) {
+                                    respond(move_refused(ctx, e, tp.topic, tp.partition));
                                   },
-                                  move_atom::value, topic, partition, to, at, controller, origin, reason);
+                                  move_atom::value, m.tp.topic, m.tp.partition, m.to, at, controller, m.origin,
+                                  m.reason, m.submission);
                });
   });
   r.add("GET", "/cluster/moves", [ctx](http_request&, responder respond) {

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "util/names.hpp"
+
 namespace moonmq::cluster {
 namespace {
 
@@ -21,6 +23,41 @@ bool is_partition(const json& j, const char* key) {
 error bad(const char* shape) { return make_error(errc::invalid_request, std::string("body must be ") + shape); }
 
 }  // namespace
+
+json to_json(const move_request& m) {
+  json j{{"topic", m.tp.topic}, {"partition", m.tp.partition}, {"to", m.to}, {"origin", m.origin}};
+  if (!m.reason.empty())
+    j["reason"] = m.reason;
+  if (!m.submission.empty())
+    j["submission"] = m.submission;
+  return j;
+}
+
+result<move_request> move_request_from_json(const json& j) {
+  if (!j.is_object() || !is_str(j, "topic") || !is_partition(j, "partition") || !is_str(j, "to"))
+    return bad(R"({"topic","partition","to","origin"?,"reason"?,"submission"?})");
+  move_request m;
+  m.tp = topic_partition{j["topic"].get<std::string>(), j["partition"].get<int32_t>()};
+  m.to = j["to"].get<std::string>();
+  if (j.contains("origin")) {
+    if (!j["origin"].is_string() || (j["origin"] != "operator" && j["origin"] != "balancer"))
+      return make_error(errc::invalid_request, "origin must be \"operator\" or \"balancer\"");
+    m.origin = j["origin"].get<std::string>();
+  }
+  if (j.contains("reason")) {
+    if (!j["reason"].is_string())
+      return make_error(errc::invalid_request, "reason must be a string");
+    m.reason = j["reason"].get<std::string>();
+  }
+  if (j.contains("submission")) {
+    if (!j["submission"].is_string() || !util::is_name(j["submission"].get_ref<const std::string&>(), 1,
+                                                       max_submission_bytes))
+      return make_error(errc::invalid_request, "submission must be 1 to " + std::to_string(max_submission_bytes)
+                                                 + " characters of [A-Za-z0-9._-]");
+    m.submission = j["submission"].get<std::string>();
+  }
+  return m;
+}
 
 json to_json(const move_ensure& m) {
   json owners = json::array();

@@ -19,6 +19,25 @@ namespace moonmq::cluster {
 /// dataplane::max_partitions).
 inline constexpr int64_t move_max_partitions = 100000;
 
+/// Longest submission token of a move_request.
+inline constexpr size_t max_submission_bytes = 128;
+
+/// POST /cluster/moves, a request to a move's source to queue it:
+/// {"topic","partition","to","origin"?,"reason"?,"submission"?}. The
+/// submission token (1 to 128 of [A-Za-z0-9._-]) makes a retry idempotent:
+/// the source answers a token it has queued a move for with that move's row
+/// instead of refusing the retry as `move_in_progress` (docs/cluster.md
+/// "Moves under network faults").
+struct move_request {
+  topic_partition tp;
+  std::string to;
+  std::string origin = "operator";  ///< "operator" or "balancer" (absent = operator)
+  std::string reason;               ///< why ("" = none; the reassigner checks its text)
+  std::string submission;           ///< "" = none
+};
+nlohmann::json to_json(const move_request& m);
+result<move_request> move_request_from_json(const nlohmann::json& j);
+
 /// Step 1, POST /cluster/partitions/{topic}/{partition}/ensure:
 /// {"from","partitions","log_start_offset","config"?,"owners"?}.
 struct move_ensure {

@@ -115,3 +115,38 @@ TEST_CASE("move messages: a destination's answer carries its optional fields onl
   REQUIRE_FALSE(bad);
   CHECK(bad.err().message.find("log_end_offset") != std::string::npos);
 }
+
+TEST_CASE("move messages: a move request reads back as written, its token checked", "[cluster][move]") {
+  move_request m{topic_partition{"orders", 3}, "b2", "balancer", "rack spread", "b1-1733616000000-9f3a0c2e71d4b865"};
+  auto back = move_request_from_json(json::parse(to_json(m).dump()));
+  REQUIRE(back);
+  CHECK(back->tp == m.tp);
+  CHECK(back->to == "b2");
+  CHECK(back->origin == "balancer");
+  CHECK(back->reason == "rack spread");
+  CHECK(back->submission == m.submission);
+
+  // Only the three required fields: an operator's move without a token.
+  auto bare = move_request_from_json(json{{"topic", "orders"}, {"partition", 0}, {"to", "b3"}});
+  REQUIRE(bare);
+  CHECK(bare->origin == "operator");
+  CHECK(bare->reason.empty());
+  CHECK(bare->submission.empty());
+  CHECK_FALSE(to_json(*bare).contains("submission"));
+
+  auto base = json{{"topic", "orders"}, {"partition", 0}, {"to", "b3"}};
+  auto with = [&](const char* key, json value) {
+    auto j = base;
+    j[key] = std::move(value);
+    return j;
+  };
+  for (const auto& bad : {json{{"partition", 0}, {"to", "b3"}}, with("partition", -1), with("partition", "0"),
+                          with("to", 2), with("origin", "cron"), with("reason", 5), with("submission", ""),
+                          with("submission", "a/b"), with("submission", std::string(129, 'x')), json::array()}) {
+    INFO(bad.dump());
+    auto r = move_request_from_json(bad);
+    REQUIRE_FALSE(r);
+    CHECK(r.err().code == errc::invalid_request);
+  }
+  CHECK(move_request_from_json(with("submission", std::string(128, 'x'))));
+}

@@ -33,7 +33,7 @@ public:
       done(failed(std::errc::operation_canceled, "link closed"));
       return;
     }
-    auto [what, delay] = net_.judge(from_, to_, req.target);
+    auto [what, delay] = net_.judge(from_, to_, req.method + " " + req.target);
     auto self = shared_from_this();
     switch (what) {
       case fate::cut:

@@ -45,8 +45,8 @@ public:
   void set_faults(network_faults f);
   /// Cuts `a` and `b` off from each other (both directions) until heal().
   void cut(const std::string& a, const std::string& b);
-  /// Loses the next `count` requests from `from` to `to` whose target holds
-  /// `target_part` (before they arrive), or their answers (after the peer
+  /// Loses the next `count` requests from `from` to `to` whose method and
+  /// target ("POST /cluster/moves") hold `target_part` (before they arrive), or their answers (after the peer
   /// acted) when `answer`. Rules apply in the order given, each once its
   /// predecessors for the same link and target are used up.
   void lose_next(const std::string& from, const std::string& to, const std::string& target_part, int count,
@@ -70,7 +70,8 @@ public:
 private:
   class link;
   enum class fate { deliver, drop_request, drop_answer, cut };
-  /// The fate of one request from `from` to `to` for `target`, and its delay.
+  /// The fate of one request from `from` to `to` for `target` (its method,
+  /// a space and its target), and its delay.
   std::pair<fate, std::chrono::milliseconds> judge(const std::string& from, const std::string& to,
                                                    const std::string& target);
   /// Runs `fn` after `delay` on the network's timer thread; `cancel`

@@ -24,6 +24,7 @@
 
 #include "config/loader.hpp"
 #include "node/node_runtime.hpp"
+#include "peers/move_submit.hpp"
 #include "tests/node/lossy_network.hpp"
 #include "tests/node/move_checks.hpp"
 #include "tests/node/move_cluster.hpp"
@@ -330,6 +331,61 @@ TEST_CASE("node runtime: a move whose appends and sync are lost once each still 
   nodes.stop_all();
 }
 
+// A move handed to its source by another broker (POST /cluster/moves) whose
+// answer is lost is sent again with the same submission token: the source
+// answers with the move it queued, not `move_in_progress`, and queues
+// nothing twice. When every answer is lost the move is reported `unknown`,
+// never `rejected`, since the source may have queued it (docs/cluster.md
+// "Moves under network faults").
+TEST_CASE("node runtime: a move handed to its source is queued once and reported so when answers are lost",
+          "[node][runtime][cluster][faults]") {
+  lossy_network net{2};
+  inproc_cluster nodes{&net};
+  REQUIRE(nodes.agreed_controller() == "b1");
+  move::create_topic(nodes[0].port("client"), "handed", 1);
+  auto before = move::fill(nodes[0].port("client"), "handed", 0, 100, 50, 256, "before");
+  auto rows_of = [&] {
+    std::vector<json> rows;
+    for (auto& r : move::reassignments(nodes[0].port("admin")))
+      if (r.value("topic", std::string{}) == "handed")
+        rows.push_back(r);
+    return rows;
+  };
+
+  // b2 asks b1; b1 queues the move and its answer is lost once.
+  net.lose_next("b2", "b1", "POST /cluster/moves", 1, true);
+  auto first = move::submit_move(nodes[1].port("admin"), "handed", 0, "b2", "");
+  INFO(first.dump());
+  CHECK(net.tally().targeted == 1);
+  REQUIRE(first["accepted"].size() == 1);
+  CHECK(first["rejected"].empty());
+  CHECK(first["unknown"].empty());
+  auto row = wait_accepted(nodes[1].port("admin"), first["accepted"][0], 60s);
+  INFO(row.dump());
+  REQUIRE(row.is_object());
+  CHECK(row["state"] == "done");
+  CHECK(rows_of().size() == 1);
+
+  // b3 asks b2 to move it on to b3; every answer is lost.
+  net.lose_next("b3", "b2", "POST /cluster/moves", transport::move_submit_attempts, true);
+  auto second = move::submit_move(nodes[2].port("admin"), "handed", 0, "b3", "");
+  INFO(second.dump());
+  CHECK(net.tally().targeted == 1 + transport::move_submit_attempts);
+  CHECK(second["accepted"].empty());
+  CHECK(second["rejected"].empty());
+  REQUIRE(second["unknown"].size() == 1);
+  CHECK(second["unknown"][0]["error"] == "source_no_answer");
+  // It was queued by the first request, and runs to its end once.
+  auto moved = move::wait_move(nodes[0].port("admin"), "handed", 0, "b2", {"done"}, 60s);
+  INFO(moved.dump());
+  REQUIRE(moved.is_object());
+  CHECK(moved["state"] == "done");
+  CHECK(rows_of().size() == 2);
+  auto read = move::read_partition(nodes[2].port("client"), "handed", 0);
+  move::check_acked(before, read);
+  nodes.stop_all();
+}
+
 // The move invariants of docs/cluster.md under a faulty network between the
 // brokers: requests and answers lost (an answer lost after the peer acted is
 // the case a retried step must tolerate), every message delayed, and a pair
@@ -392,14 +448,17 @@ TEST_CASE("node runtime: under a seeded faulty network every move ends and no ac
   std::map<std::string, int> outcomes;
   for (int round = 0; round < 3; ++round) {
     std::map<int, json> submitted;
+    std::map<int, std::string> unknown;  // partition -> the source that did not answer
     for (int p = 0; p < 2; ++p) {
       auto from = owner_of(p);
       auto to = (from + 1 + net.draw(2)) % 3;
-      // b1 hands a move to its source; one it could not reach is answered
-      // among the rejected (202 all the same).
+      // b1 hands a move to its source; one whose source never answered is
+      // `unknown` (it may run), one refused is `rejected` (202 all the same).
       auto answer = move::submit_move(nodes[0].port("admin"), topic, p, nodes.id(to), "operator");
       if (answer["accepted"].size() == 1)
         submitted[p] = answer["accepted"][0];
+      else if (answer["unknown"].size() == 1)
+        unknown[p] = nodes.id(from);
       else
         ++outcomes["rejected"];
     }
@@ -411,11 +470,18 @@ TEST_CASE("node runtime: under a seeded faulty network every move ends and no ac
       REQUIRE(move::is_terminal(row.value("state", "")));
       ++outcomes[row.value("state", "")];
     }
+    // A move reported unknown ends too, if its source queued it.
+    for (const auto& [p, from] : unknown) {
+      auto row = move::wait_move(nodes[0].port("admin"), topic, p, from, {"done", "failed", "cancelled"}, 90s);
+      INFO("round " << round << ", partition " << p << ", unknown: " << row.dump());
+      REQUIRE(row.is_object());
+      ++outcomes["unknown"];
+    }
   }
   cutter.join();
   net.heal();
   INFO("moves: " << outcomes["done"] << " done, " << outcomes["failed"] << " failed, " << outcomes["rejected"]
-                 << " rejected");
+                 << " rejected, " << outcomes["unknown"] << " unknown");
   auto tally = net.tally();
   INFO("network: sent " << tally.sent << ", requests lost " << tally.dropped_requests << ", answers lost "
                         << tally.dropped_answers << ", refused by the cut " << tally.cut);
@@ -431,7 +497,7 @@ TEST_CASE("node runtime: under a seeded faulty network every move ends and no ac
     for (auto deadline = std::chrono::steady_clock::now() + 90s;
          row.value("state", "") != "done" && std::chrono::steady_clock::now() < deadline;) {
       auto answer = move::submit_move(nodes[0].port("admin"), topic, p, nodes.id(to), "operator");
-      if (answer["accepted"].size() != 1) {  // e.g. move_in_progress: a submit whose answer was lost ran
+      if (answer["accepted"].size() != 1) {  // e.g. move_in_progress: a move reported unknown still runs
         row = answer;
         std::this_thread::sleep_for(500ms);
         continue;

@@ -2,16 +2,19 @@
 // cluster token, the controller headers, idempotent only for GET) and how
 // it reports answers; survey_peers' answers in the order of the peers, one
 // per peer, whatever each answered; the peer directory's learning,
-// replacing and closing of links.
+// replacing and closing of links; a move's submission sent again with its
+// token only when no answer came.
 
 #include <catch2/catch.hpp>
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "peers/move_submit.hpp"
 #include "peers/peer_directory.hpp"
 #include "peers/peer_survey.hpp"
 
@@ -26,6 +29,7 @@ struct stand_in_link : peer_link {
   std::mutex mtx;
   std::vector<peer_request> seen;
   std::map<std::string, peer_result> answers;
+  std::map<std::string, int> fail_first;  ///< target -> requests that fail before `answers` applies
   bool closed = false;
 
   void request(peer_request req, peer_callback done) override {
@@ -34,7 +38,8 @@ struct stand_in_link : peer_link {
       std::lock_guard<std::mutex> g{mtx};
       seen.push_back(req);
       auto it = answers.find(req.target);
-      if (closed || it == answers.end()) {
+      auto& failing = fail_first[req.target];
+      if (closed || it == answers.end() || failing-- > 0) {
         r.error = std::make_error_code(std::errc::connection_refused);
         r.error_message = closed ? "closed" : "connect refused";
       } else {
@@ -187,4 +192,54 @@ TEST_CASE("the peer directory learns registered brokers, replaces a moved one's 
   CHECK(made[0]->closed);
   CHECK(made[1]->closed);
   CHECK_FALSE(dir.connect("b6", "a6").client);  // nothing is made after close()
+}
+
+TEST_CASE("peers: a move submission is sent again with the same token only while no answer comes",
+          "[peers][unit]") {
+  auto link = std::make_shared<stand_in_link>();
+  cluster_peer peer{"b1", "127.0.0.1:1", "", "", link, ""};
+  link->answers["/cluster/moves"] = answer(202, R"({"move_id":"b1-7","state":"queued"})");
+  auto submit = [&](int lost) {
+    link->seen.clear();
+    link->fail_first["/cluster/moves"] = lost;
+    move_submit_outcome got;
+    cluster::move_request m{cluster::topic_partition{"orders", 3}, "b2", "operator", "", ""};
+    submit_move(peer, m, 4, "b9", std::chrono::milliseconds{100}, [&](move_submit_outcome o) { got = std::move(o); });
+    return got;
+  };
+
+  // Two exchanges without an answer, then the source's row.
+  auto queued = submit(2);
+  CHECK(queued.status == 202);
+  CHECK(queued.attempts == 3);
+  CHECK(queued.body["move_id"] == "b1-7");
+  REQUIRE(link->seen.size() == 3);
+  std::set<std::string> tokens;
+  for (const auto& r : link->seen) {
+    CHECK(r.method == "POST");
+    CHECK(header(r, "X-Controller-Epoch") == "4");
+    auto body = cluster::move_request_from_json(nlohmann::json::parse(r.body));
+    REQUIRE(body);
+    CHECK(body->tp == (cluster::topic_partition{"orders", 3}));
+    tokens.insert(body->submission);
+  }
+  REQUIRE(tokens.size() == 1);  // one token for every exchange
+  CHECK(tokens.begin()->rfind("b9-", 0) == 0);
+
+  // No answer at all: given up after move_submit_attempts, status 0.
+  auto lost = submit(move_submit_attempts);
+  CHECK(lost.status == 0);
+  CHECK(lost.attempts == move_submit_attempts);
+  CHECK(link->seen.size() == static_cast<size_t>(move_submit_attempts));
+  CHECK_FALSE(lost.error.empty());
+
+  // An answer, even a refusal, is never sent again.
+  link->answers["/cluster/moves"] = answer(409, R"({"error":"move_in_progress"})");
+  auto refused = submit(0);
+  CHECK(refused.status == 409);
+  CHECK(refused.attempts == 1);
+  CHECK(link->seen.size() == 1);
+
+  // Two submissions never share a token.
+  CHECK(new_submission_token("b1") != new_submission_token("b1"));
 }

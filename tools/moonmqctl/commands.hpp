@@ -118,7 +118,8 @@ struct reassign_options {
 
 /// `reassign generate`: prints a version-1 plan spreading `topics` over `brokers`.
 int reassign_generate(const admin_endpoint& ep, const reassign_options& o);
-/// `reassign execute`: posts the plan; exit 1 when any entry is rejected.
+/// `reassign execute`: posts the plan; exit 1 when any entry is rejected or unknown (its
+/// source never answered).
 /// With `wait`, then follows the accepted moves as `verify --wait` does.
 int reassign_execute(const admin_endpoint& ep, const reassign_options& o);
 /// `reassign verify`: one line per partition's newest move (state, progress

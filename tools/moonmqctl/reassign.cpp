@@ -45,8 +45,8 @@ std::string str_field(const json& j, const char* key) {
 
 using partition_set = std::set<std::pair<std::string, int32_t>>;
 
-/// Prints an execute's accepted and rejected entries, a line each.
-void print_submission(const json& accepted, const json& rejected);
+/// Prints an execute's accepted, rejected and unknown entries, a line each.
+void print_submission(const json& accepted, const json& rejected, const json& unknown);
 /// The moves of `only` (every partition when null), each partition's newest
 /// move a line, until they have ended with `o.wait`; exit 1 when one failed.
 /// With --format json one document is printed: `submission` (when given,
@@ -166,23 +166,25 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
   auto list = [&](const char* key) { return doc->contains(key) && (*doc)[key].is_array() ? (*doc)[key] : json::array(); };
   auto accepted = list("accepted");
   auto rejected = list("rejected");
-  int rc = rejected.empty() ? 0 : 1;
-  const bool follow = o.wait && !accepted.empty();
+  auto unknown = list("unknown");  // the source never answered: the move may run
+  int rc = rejected.empty() && unknown.empty() ? 0 : 1;
+  const bool follow = o.wait && !(accepted.empty() && unknown.empty());
   if (o.format != "json")
-    print_submission(accepted, rejected);
+    print_submission(accepted, rejected, unknown);
   else if (!follow)
     std::cout << doc->dump(2) << "\n";  // with --wait, one document once the moves ended
   if (!follow)
     return rc;
   partition_set only;
-  for (const auto& a : accepted)
-    only.insert({str_field(a, "topic"), static_cast<int32_t>(int_field(a, "partition"))});
+  for (const auto& list_of : {accepted, unknown})
+    for (const auto& a : list_of)
+      only.insert({str_field(a, "topic"), static_cast<int32_t>(int_field(a, "partition"))});
   return std::max(rc, follow_moves(ep, o, &only, &*doc));
 }
 
 namespace {
 
-void print_submission(const json& accepted, const json& rejected) {
+void print_submission(const json& accepted, const json& rejected, const json& unknown) {
   for (const auto& a : accepted) {
     std::cout << "accepted  " << str_field(a, "topic") << "/" << str_field(a, "partition") << "  "
               << str_field(a, "from") << " -> " << str_field(a, "to");
@@ -190,14 +192,17 @@ void print_submission(const json& accepted, const json& rejected) {
       std::cout << "  " << str_field(a, "state");
     std::cout << "\n";
   }
-  for (const auto& r : rejected) {
-    std::cout << "rejected  " << str_field(r, "topic") << "/" << str_field(r, "partition") << "  "
-              << str_field(r, "error");
-    if (r.contains("message"))
-      std::cout << ": " << str_field(r, "message");
-    std::cout << "\n";
-  }
-  std::cerr << "moonmqctl: " << accepted.size() << " accepted, " << rejected.size() << " rejected\n";
+  for (const auto& [label, entries] : {std::pair{"rejected  ", &rejected}, std::pair{"unknown   ", &unknown}})
+    for (const auto& r : *entries) {
+      std::cout << label << str_field(r, "topic") << "/" << str_field(r, "partition") << "  " << str_field(r, "error");
+      if (r.contains("message"))
+        std::cout << ": " << str_field(r, "message");
+      std::cout << "\n";
+    }
+  std::cerr << "moonmqctl: " << accepted.size() << " accepted, " << rejected.size() << " rejected";
+  if (!unknown.empty())
+    std::cerr << ", " << unknown.size() << " unknown (their source did not answer; they may run)";
+  std::cerr << "\n";
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#include "peers/move_submit.hpp"
+
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "util/clock.hpp"
+
+namespace moonmq::transport {
+namespace {
+
+void attempt(const cluster_peer& peer, std::shared_ptr<const std::string> body, int64_t epoch,
+             const std::string& controller, std::chrono::milliseconds timeout, int made,
+             std::shared_ptr<std::function<void(move_submit_outcome)>> done) {
+  call_peer(peer, "POST", "/cluster/moves", *body, epoch, controller, timeout,
+            [peer, body, epoch, controller, timeout, made, done](int status, nlohmann::json answer, std::string error) {
+              if (status == 0 && made + 1 < move_submit_attempts) {
+                attempt(peer, body, epoch, controller, timeout, made + 1, done);
+                return;
+              }
+              (*done)(move_submit_outcome{status, std::move(answer), std::move(error), made + 1});
+            });
+}
+
+}  // namespace
+
+std::string new_submission_token(const std::string& prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char random[17];
+  std::snprintf(random, sizeof random, "%016llx", static_cast<unsigned long long>(rng()));
+  return prefix + "-" + std::to_string(util::wall_ms()) + "-" + random;
+}
+
+void submit_move(const cluster_peer& peer, cluster::move_request move, int64_t epoch, const std::string& controller,
+                 std::chrono::milliseconds timeout, std::function<void(move_submit_outcome)> done) {
+  if (move.submission.empty())
+    move.submission = new_submission_token(controller.empty() ? std::string{"m"} : controller);
+  attempt(peer, std::make_shared<const std::string>(cluster::to_json(move).dump()), epoch, controller, timeout, 0,
+          std::make_shared<std::function<void(move_submit_outcome)>>(std::move(done)));
+}
+
+}  // namespace moonmq::transport
