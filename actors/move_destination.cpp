@@ -1,6 +1,7 @@
 #include "actors/move_destination.hpp"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@ struct move_destination_state {
   group_actor groups;
   int64_t requests = 0;  ///< steps asked of this actor
   int64_t failed = 0;    ///< steps answered with an error
+  /// The latest ensure received per partition (move id, attempt): an
+  /// ensure of the same move with no higher attempt is stale.
+  std::map<std::pair<std::string, int32_t>, std::pair<std::string, int64_t>> ensures;
   static inline const char* name = "move_destination";
 };
 
@@ -150,9 +154,35 @@ void set_owners(self_ptr self, const std::string& topic,
 
 // --- step 1: ensure -------------------------------------------------------------
 
+/// Refuses with conflict stale_ensure.
+caf::error stale_ensure(const std::string& topic, int32_t partition, const cluster::move_ensure& req) {
+  return make_coded_error(fault::conflict, "stale_ensure",
+                          "a later ensure of move " + req.move_id + " for " + name_of(topic, partition)
+                            + " arrived; attempt " + std::to_string(req.attempt) + " is stale");
+}
+
+/// True, after failing `s` with stale_ensure, when an ensure of the same
+/// move with a higher attempt arrived since `req` (never for a request
+/// without a move id): a late ensure stops before its next step, so it
+/// never resets or seals after a later one answered.
+bool superseded(self_ptr self, const step& s, const std::string& topic, int32_t partition,
+                const cluster::move_ensure& req) {
+  if (req.move_id.empty())
+    return false;
+  const auto& latest = self->state.ensures[{topic, partition}];
+  if (latest.first != req.move_id || latest.second == req.attempt)
+    return false;
+  s.fail(stale_ensure(topic, partition, req));
+  return true;
+}
+
 /// The copy exists now: reset it to the source's log start (local storage)
 /// and seal it durably.
-void prepare_copy(self_ptr self, step s, const std::string& topic, int32_t partition, int64_t start) {
+void prepare_copy(self_ptr self, step s, const std::string& topic, int32_t partition,
+                  const cluster::move_ensure& req) {
+  if (superseded(self, s, topic, partition, req))
+    return;
+  const int64_t start = req.log_start_offset;
   auto now = self->state.catalog->get();
   auto created = now->find(topic);
   if (created == now->end() || static_cast<size_t>(partition) >= created->second.partitions.size()) {
@@ -182,13 +212,25 @@ void prepare_copy(self_ptr self, step s, const std::string& topic, int32_t parti
     return;
   }
   self->request(part, self->state.settings.timeout, reset_atom::value, start)
-    .then([self, part, sealed, s](int64_t) { set_seal(self, part, true, true, sealed, s.failer()); },
-          [s](caf::error& e) { s.fail(std::move(e)); });
+    .then(
+      [self, part, sealed, s, topic, partition, req](int64_t) {
+        if (!superseded(self, s, topic, partition, req))
+          set_seal(self, part, true, true, sealed, s.failer());
+      },
+      [s](caf::error& e) { s.fail(std::move(e)); });
 }
 
 caf::result<move_answer> ensure(self_ptr self, const std::string& topic, int32_t partition,
                                 const cluster::move_ensure& req, int64_t at) {
   auto s = begin(self);
+  if (!req.move_id.empty()) {
+    auto& latest = self->state.ensures[{topic, partition}];
+    if (latest.first == req.move_id && req.attempt <= latest.second) {
+      s.fail(stale_ensure(topic, partition, req));
+      return s.rp;
+    }
+    latest = {req.move_id, req.attempt};
+  }
   auto topics = self->state.catalog->get();
   auto t = topics->find(topic);
   int32_t had = t == topics->end() ? 0 : static_cast<int32_t>(t->second.partitions.size());
@@ -219,10 +261,9 @@ caf::result<move_answer> ensure(self_ptr self, const std::string& topic, int32_t
     if (q != partition)
       owners->emplace_back(q, req.owners.count(q) ? req.owners.at(q) : req.from);
   owners->emplace_back(partition, req.from);
-  const int64_t start = req.log_start_offset;
-  auto prepare = [self, s, topic, partition, start, owners, at] {
-    set_owners(self, topic, owners, 0, at, [self, s, topic, partition, start] {
-      prepare_copy(self, s, topic, partition, start);
+  auto prepare = [self, s, topic, partition, req, owners, at] {
+    set_owners(self, topic, owners, 0, at, [self, s, topic, partition, req] {
+      prepare_copy(self, s, topic, partition, req);
     }, s.failer());
   };
   auto on_err = [s](caf::error& e) { s.fail(std::move(e)); };

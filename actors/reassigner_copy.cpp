@@ -98,37 +98,20 @@ int64_t mismatch_end(int status, const json& answer) {
   return answer["log_end_offset"].get<int64_t>();
 }
 
-/// The copy's position a failed append's (or sync's) answer allows a
-/// restart from, or -1 when it allows none:
-///  - a failed exchange: the confirmed position (the append may or may not
-///    have been applied: the next one finds out);
-///  - an offset_mismatch naming an end between the confirmed position and
-///    the end of what any window sent (an answer was lost, or appends of an
-///    earlier window landed after it was given up): that end;
-///  - one naming an end below the confirmed position (an answer overtaken by
-///    a later one, or a refusal of a held append): the confirmed position.
-/// A destination claiming more than was ever sent allows none.
-int64_t restart_point(const move_run& run, int status, int64_t end) {
+}  // namespace
+
+int64_t restart_from(const move_run& run, int status, const json& answer, int64_t upper) {
   if (status == 0)
     return run.position;
-  if (end < 0 || end > run.copy_sent_end)
+  auto end = mismatch_end(status, answer);
+  if (end < 0 || end > upper)
     return -1;
   return std::max(end, run.position);
 }
 
-/// Opens a new window at `from` after a failed append: the old window's
-/// answers, read and throttle wait are stale from now on. A destination
-/// that holds more than it confirmed (an answer was lost, or appends of the
-/// old window landed) has made progress: the window reopens at once and
-/// the failures in a row start again. Otherwise it reopens after a backoff
-/// of 100 ms doubling. False when `from` allows no restart, the copy has
-/// restarted max_copy_restarts times in a row without progress or
-/// max_copy_restarts_total times in all, or the destination has not
-/// answered for two PeerTimeouts (the caller then fails the move): one
-/// timed-out exchange is retried, a destination that stays silent is not.
-bool restart_window(self_ptr self, move_run& run, int64_t from, const std::string& why) {
+int64_t allow_restart(self_ptr self, move_run& run, int64_t from, const char* step, const std::string& why) {
   if (from < 0 || run.copy_restarts_total >= max_copy_restarts_total)
-    return false;
+    return -1;
   const bool progress = from > run.position;
   if (progress) {
     run.copy_restarts = 0;
@@ -137,23 +120,37 @@ bool restart_window(self_ptr self, move_run& run, int64_t from, const std::strin
   auto silent_ms = util::wall_ms() - run.copy_answered_ms;
   if (run.copy_restarts >= max_copy_restarts
       || silent_ms >= 2 * static_cast<int64_t>(self->state.settings.peer_timeout.count()))
+    return -1;
+  run.position = from;
+  int64_t delay = progress ? 0 : 100LL << run.copy_restarts;
+  if (!progress)
+    ++run.copy_restarts;
+  ++run.copy_restarts_total;
+  logger()->warn("move.{}_retry move={} from={} in_ms={} attempt={} error=\"{}\"", step, run.id, from, delay,
+                 run.copy_restarts, why);
+  return delay;
+}
+
+namespace {
+
+/// Opens a new window at the position a failed append's (or sync's)
+/// answer allows (restart_from, up to the furthest end any window sent)
+/// after allow_restart's delay: the old window's answers, read and throttle
+/// wait are stale from now on. False when allow_restart allows none (the
+/// caller then fails the move).
+bool restart_window(self_ptr self, move_run& run, int status, const json& answer, const std::string& why) {
+  auto delay = allow_restart(self, run, restart_from(run, status, answer, run.copy_sent_end), "copy", why);
+  if (delay < 0)
     return false;
   auto& w = run.window;
   w.gen = ++run.seq;
   w.in_flight.clear();
   w.reading = false;
   w.caught_up = false;
-  w.read_pos = from;
-  run.position = from;
+  w.read_pos = run.position;
   save_progress(self, run, false);
-  auto delay = std::chrono::milliseconds(progress ? 0 : 100LL << run.copy_restarts);
-  if (!progress)
-    ++run.copy_restarts;
-  ++run.copy_restarts_total;
-  logger()->warn("move.copy_retry move={} from={} in_ms={} attempt={} error=\"{}\"", run.id, from, delay.count(),
-                 run.copy_restarts, why);
   w.throttled = true;  // until the delay is over: copy_throttle_over opens the window
-  self->delayed_send(self, delay, copy_atom::value, run.id, w.gen);
+  self->delayed_send(self, std::chrono::milliseconds(delay), copy_atom::value, run.id, w.gen);
   return true;
 }
 
@@ -174,7 +171,7 @@ void sync_then_cutover(self_ptr self, const std::string& id) {
            // Still copying (not cancelled meanwhile): a lost exchange, or a
            // destination whose end is not the position, copies on.
            if (run && row && row->state == move_state::copying
-               && restart_window(self, *run, restart_point(*run, status, mismatch_end(status, answer)), why))
+               && restart_window(self, *run, status, answer, why))
              return;
            fail(self, id, why);
            return;
@@ -334,7 +331,7 @@ void copy_answer(self_ptr self, const std::string& id, int64_t gen, int64_t from
   auto appended = cluster::move_answer_from_json(answer);
   if (status != 200 || !appended) {
     auto why = "append on the destination failed: " + answer_error(status, answer, error);
-    if (!restart_window(self, *run, restart_point(*run, status, mismatch_end(status, answer)), why))
+    if (!restart_window(self, *run, status, answer, why))
       fail_copy(self, *run, why);
     return;
   }

@@ -34,19 +34,28 @@ bool election_refusal(int status, const json& answer) {
          || (status == 503 && code == "no_controller");
 }
 
-void send_ensure(self_ptr self, const std::string& id, std::string body, int64_t log_start, int attempt) {
+/// Sends `ensure` (a fresh attempt each time) and goes on to the copy on
+/// its answer. Retried after an election's refusal (ensure_attempts in
+/// all, 200 ms doubling), and after an exchange that got no answer
+/// (ensure_lost_attempts of those): the attempt, above every earlier one
+/// and kept across restarts by the wall clock, lets the destination refuse
+/// an earlier ensure that arrives late.
+void send_ensure(self_ptr self, const std::string& id, cluster::move_ensure ensure, int attempt, int lost) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
-  call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/ensure", body, true,
-       [self, id, log_start, attempt, body](int status, json& answer, const std::string& error) {
+  ensure.move_id = id;
+  ensure.attempt = std::max(ensure.attempt + 1, util::wall_ms());
+  call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/ensure", cluster::to_json(ensure).dump(), true,
+       [self, id, attempt, lost, ensure](int status, json& answer, const std::string& error) {
          auto* run = run_of(self, id);
-         if (status != 200 && election_refusal(status, answer) && attempt + 1 < ensure_attempts) {
+         const bool no_answer = status == 0 && lost + 1 < ensure_lost_attempts;
+         if (status != 200 && (election_refusal(status, answer) || no_answer) && attempt + 1 < ensure_attempts) {
            // 200, 400, 800, 1600 ms: past an election with the default timeouts.
            auto delay = finish_backoff_min_ms << attempt;
            logger()->warn("move.ensure_retry move={} in_ms={} error=\"{}\"", id, delay,
                           answer_error(status, answer, error));
-           schedule(self, *run, delay, [self, id, body, log_start, attempt] {
-             send_ensure(self, id, body, log_start, attempt + 1);
+           schedule(self, *run, delay, [self, id, ensure, attempt, lost, status] {
+             send_ensure(self, id, ensure, attempt + 1, lost + (status == 0 ? 1 : 0));
            });
            return;
          }
@@ -54,6 +63,7 @@ void send_ensure(self_ptr self, const std::string& id, std::string body, int64_t
            fail(self, id, "ensure on the destination failed: " + answer_error(status, answer, error));
            return;
          }
+         const int64_t log_start = ensure.log_start_offset;
          run->copy_started_ms = util::wall_ms();
          run->copied_this_run = 0;
          run->rate = effective_throttle(self);
@@ -117,7 +127,7 @@ void begin_copy(self_ptr self, const std::string& id) {
         const auto* row = row_of(self, id);
         logger()->info("move.ensure move={} topic={} partition={} to={} log_start={} log_end={} bytes={} copy={}", id,
                        tp.topic, tp.partition, row->to.value, log_start, log_end, size, shared ? "none" : "bytes");
-        send_ensure(self, id, cluster::to_json(ensure).dump(), log_start, 0);
+        send_ensure(self, id, std::move(ensure), 0, 0);
       },
       [self, id, seq](caf::error& e) {
         auto* run = run_of(self, id);
@@ -168,9 +178,26 @@ void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t
                auto* run = run_of(self, id);
                auto appended = cluster::move_answer_from_json(answer);
                if (status != 200 || !appended) {
-                 fail(self, id, "append on the destination failed: " + answer_error(status, answer, error));
+                 // Drained on from the destination's end (restart_from: at
+                 // most the sealed end), or rolled back.
+                 auto why = "append on the destination failed: " + answer_error(status, answer, error);
+                 auto from = restart_from(*run, status, answer, run->final_end);
+                 // One append at a time: a refusal that allows no step
+                 // forward names an end below the confirmed position, so
+                 // the destination lost records it confirmed (a restart).
+                 if (status != 0 && from == run->position)
+                   from = -1;
+                 auto delay = allow_restart(self, *run, from, "drain", why);
+                 if (delay < 0) {
+                   fail(self, id, why);
+                   return;
+                 }
+                 save_progress(self, *run, false);
+                 schedule(self, *run, delay, [self, id] { drain_next(self, id); });
                  return;
                }
+               run->copy_restarts = 0;
+               run->copy_answered_ms = util::wall_ms();
                run->position = appended->log_end_offset;
                self->state.probe.bytes_sent(row_of(self, id)->to.value, static_cast<double>(size));
                run->bytes_copied += size;
@@ -336,12 +363,15 @@ void cutover(self_ptr self, const std::string& id) {
     }
     if (!journal_to(self, id, move_state::draining))
       return;
+    run_of(self, id)->copy_answered_ms = util::wall_ms();  // the drain's restarts count from here
     drain_next(self, id);
   });
 }
 
 /// Step 4: sends the tail written during the copy, up to the sealed log end.
-/// Any failure rolls the move back (the destination does not own it yet).
+/// A failed append restarts at the destination's end as the copy's do
+/// (allow_restart); past those bounds, or any other failure, rolls the move
+/// back (the destination is sealed until the confirm).
 void drain_next(self_ptr self, const std::string& id) {
   auto* run = run_of(self, id);
   // Shared storage: the destination reads the sealed end from the shared

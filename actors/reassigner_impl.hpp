@@ -49,6 +49,10 @@ constexpr int offsets_push_attempts = 5;
 /// Tries of a move's ensure refused because a Raft election is under way
 /// (the same backoff), before the move fails.
 constexpr int ensure_attempts = 5;
+/// Of those, exchanges that got no answer (a lost request or answer, a
+/// timeout): each retry carries a higher attempt, so the destination
+/// refuses the earlier one should it still arrive (cluster::move_ensure).
+constexpr int ensure_lost_attempts = 3;
 /// Tries of the cutover's owner change refused for want of a Raft leader
 /// (unavailable / timeout: no leader known, the forward to a dead leader refused, the
 /// entry lost or not applied in time) before the move rolls back. Safe to
@@ -68,14 +72,15 @@ constexpr int64_t sync_every_bytes = 16LL << 20;
 constexpr int64_t max_extra_batches = 64;
 
 /// Failed appends in a row (a lost request or answer, or the destination's
-/// offset_mismatch after one) that restart the copy's window at the
-/// destination's end before the move fails, with a backoff of 100 ms
-/// doubling; and only while the destination answered an append within the
-/// last two PeerTimeouts, so that one timed-out exchange is retried and a
-/// destination that stays down or stopped fails the move.
+/// offset_mismatch after one) that restart the copy's window, or the
+/// drain, at the destination's end before the move fails (rolls back, in
+/// the drain), with a backoff of 100 ms doubling; and only while the
+/// destination answered an append within the last two PeerTimeouts, so
+/// that one timed-out exchange is retried and a destination that stays
+/// down or stopped ends the move.
 constexpr int max_copy_restarts = 5;
-/// Restarts of one copy in all, progress or not: a copy that keeps
-/// restarting ends `failed` (a move always ends).
+/// Restarts of one move's copy and drain in all, progress or not: a move
+/// that keeps restarting ends (a move always ends).
 constexpr int max_copy_restarts_total = 32;
 /// Submission tokens remembered (reassigner_state::submissions): far more
 /// than the moves one broker runs at once, so that a retry, sent within
@@ -125,9 +130,9 @@ struct move_run {
   int64_t backoff_ms = finish_backoff_min_ms;
   int offsets_attempts = 0;        ///< tries of the group-offsets push so far
   int flip_attempts = 0;           ///< tries of the cutover's owner change so far
-  int copy_restarts = 0;           ///< the copy's window restarts since its last answered append
-  int copy_restarts_total = 0;     ///< the copy's window restarts in all
-  int64_t copy_answered_ms = 0;    ///< when the destination last answered an append (or the copy began)
+  int copy_restarts = 0;           ///< restarts of the copy or drain since the last answered append
+  int copy_restarts_total = 0;     ///< restarts of the copy and drain in all
+  int64_t copy_answered_ms = 0;    ///< when the destination last answered an append (or the copy or drain began)
   int64_t copy_sent_end = 0;       ///< end of the furthest append any window of the copy sent
   int64_t offsets_since_ms = 0;    ///< when this run entered (or resumed) `offsets`
   /// Shared storage: since when the source has waited for the destination's
@@ -302,6 +307,30 @@ void begin_copy(self_ptr self, const std::string& id);
 /// Seals the source, then (with `flip`) records the destination as owner.
 void seal_and_flip(self_ptr self, const std::string& id, std::function<void()> then, bool flip = true);
 void drain_next(self_ptr self, const std::string& id);
+
+// Defined in reassigner_copy.cpp: restarts after a failed append of the
+// copy or the drain (docs/cluster.md "Moves under network faults").
+
+/// The position a failed append's answer allows the copy or the drain to
+/// go on from, or -1 when it allows none:
+///  - a failed exchange (`status` 0): the confirmed position (the append
+///    may or may not have been applied: the next one finds out);
+///  - an offset_mismatch naming an end between the confirmed position and
+///    `upper`, the furthest end the destination can rightly hold (what any
+///    window of the copy sent; the sealed end for the drain): that end (an
+///    answer was lost, or appends of an earlier window landed after it);
+///  - one naming an end below the confirmed position (an answer overtaken
+///    by a later one, or a refusal of a held append): the confirmed position.
+/// A destination claiming more than `upper` allows none.
+int64_t restart_from(const move_run& run, int status, const json& answer, int64_t upper);
+/// Counts a restart of step `step` ("copy" or "drain") at `from` and moves
+/// the run's position there: the delay before the next append in ms (0
+/// after progress, i.e. `from` past the confirmed position; else 100 ms
+/// doubling), or -1 when none is allowed: `from` < 0, max_copy_restarts in
+/// a row without progress or max_copy_restarts_total in all, or a
+/// destination silent for two PeerTimeouts (one timed-out exchange is
+/// retried, a destination that stays silent is not).
+int64_t allow_restart(self_ptr self, move_run& run, int64_t from, const char* step, const std::string& why);
 /// Step 5: journals `offsets` (with the cutover's owner epoch), records the
 /// sealed end in the log, pushes the group offsets, then confirms.
 void push_offsets(self_ptr self, const std::string& id);

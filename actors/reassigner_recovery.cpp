@@ -273,6 +273,7 @@ void recover(self_ptr self) {
                return;
              }
              run->position = dest_end;
+             run->copy_answered_ms = util::wall_ms();
              drain_next(self, id);
            });
     }, flip);

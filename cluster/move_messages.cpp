@@ -66,12 +66,23 @@ json to_json(const move_ensure& m) {
   json j{{"from", m.from}, {"partitions", m.partitions}, {"log_start_offset", m.log_start_offset}, {"owners", owners}};
   if (!m.config.is_null())
     j["config"] = m.config;
+  if (!m.move_id.empty()) {
+    j["move_id"] = m.move_id;
+    j["attempt"] = m.attempt;
+  }
   return j;
 }
 
 result<move_ensure> move_ensure_from_json(const json& j, int32_t partition) {
-  const char* shape = R"({"from","partitions" (> the partition),"log_start_offset","config"?,"owners"?})";
+  const char* shape =
+    R"({"from","partitions" (> the partition),"log_start_offset","config"?,"owners"?,"move_id"?,"attempt"?})";
   if (!j.is_object() || !is_str(j, "from") || !is_int(j, "partitions") || !is_int(j, "log_start_offset"))
+    return bad(shape);
+  // A move id comes with its attempt (a positive integer), or neither.
+  if (j.contains("move_id") != j.contains("attempt")
+      || (j.contains("move_id")
+          && (!is_str(j, "move_id") || !util::is_name(j["move_id"].get_ref<const std::string&>(), 1, 128)
+              || !is_int(j, "attempt") || j["attempt"].get<int64_t>() <= 0)))
     return bad(shape);
   auto count = j["partitions"].get<int64_t>();
   move_ensure m;
@@ -88,6 +99,10 @@ result<move_ensure> move_ensure_from_json(const json& j, int32_t partition) {
         m.owners[o["partition"].get<int32_t>()] = o["owner"].get<std::string>();
   if (j.contains("config") && j["config"].is_object())
     m.config = j["config"];
+  if (j.contains("move_id")) {
+    m.move_id = j["move_id"].get<std::string>();
+    m.attempt = j["attempt"].get<int64_t>();
+  }
   return m;
 }
 

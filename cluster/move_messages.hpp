@@ -39,7 +39,11 @@ nlohmann::json to_json(const move_request& m);
 result<move_request> move_request_from_json(const nlohmann::json& j);
 
 /// Step 1, POST /cluster/partitions/{topic}/{partition}/ensure:
-/// {"from","partitions","log_start_offset","config"?,"owners"?}.
+/// {"from","partitions","log_start_offset","config"?,"owners"?,"move_id"?,
+/// "attempt"?}. `move_id` and `attempt` make a retried ensure safe: the
+/// destination refuses an ensure of a move whose attempt is not above the
+/// highest it received for that move (`stale_ensure`), so an ensure that
+/// arrives late never resets a copy a later one let begin.
 struct move_ensure {
   std::string from;              ///< the source broker
   int32_t partitions = 0;        ///< the topic's partition count at the source (> the partition)
@@ -48,6 +52,8 @@ struct move_ensure {
   /// "retention.ms"}), or null to keep the destination's.
   nlohmann::json config = nullptr;
   std::map<int32_t, std::string> owners;  ///< each partition's owner at the source (may be empty)
+  std::string move_id;           ///< the move ("" when absent: a source of an earlier version)
+  int64_t attempt = 0;           ///< increases with every ensure of the move (ms-based; 0 when absent)
 };
 nlohmann::json to_json(const move_ensure& m);
 /// The ensure of partition `partition` in `j`, or why not.

@@ -14,6 +14,7 @@
 #include "actors/registry.hpp"
 #include "actors/system.hpp"
 #include "dataplane/topic_catalog.hpp"
+#include "storage/record_batch.hpp"
 #include "tests/actors/partition_fixture.hpp"
 #include "tests/support/process.hpp"
 
@@ -127,11 +128,14 @@ struct destination_fixture {
       .receive([&](cluster::move_answer& a) { out = a; }, [&](caf::error& e) { err = e; });
     return out;
   }
-  std::optional<cluster::move_answer> ensure(caf::error& err, int64_t log_start = 0) {
+  std::optional<cluster::move_answer> ensure(caf::error& err, int64_t log_start = 0, std::string move_id = {},
+                                             int64_t attempt = 0) {
     cluster::move_ensure e;
     e.from = "b2";
     e.partitions = 1;
     e.log_start_offset = log_start;
+    e.move_id = std::move(move_id);
+    e.attempt = attempt;
     return ask(err, ensure_atom::value, std::string{"t"}, int32_t{0}, e, int64_t{1});
   }
   std::optional<cluster::move_answer> append(caf::error& err, int64_t expected, std::string batches) {
@@ -231,6 +235,39 @@ TEST_CASE("a move's destination: ensure creates a sealed copy, batches land at e
   // This broker owns the copy now: a cleanup may not discard it.
   CHECK_FALSE(f.cleanup(err));
   CHECK(error_code_of(err) == "destination_owns_partition");
+}
+
+// A retried ensure carries a higher attempt (docs/cluster.md "Moves under
+// network faults"): one that arrives after a later attempt of its move, or
+// twice, is refused and leaves the copy as it is.
+TEST_CASE("a move's destination refuses an ensure older than one it received for the same move",
+          "[move_destination]") {
+  destination_fixture f;
+  caf::error err;
+  REQUIRE(f.ensure(err, 0, "b2-7", 10));
+  REQUIRE(f.append(err, 0, batch_of(3, "r")));
+  for (int64_t stale : {9, 10}) {
+    INFO("attempt " << stale);
+    CHECK_FALSE(f.ensure(err, 0, "b2-7", stale));
+    CHECK(error_code_of(err) == "stale_ensure");
+    CHECK(http_status_of(err) == 409);
+  }
+  // The copy was not reset: the next batch still lands at 3.
+  auto next = batch_of(2, "r");
+  REQUIRE(storage::set_base_offset(next, storage::offset{3}));
+  auto appended = f.append(err, 3, next);
+  REQUIRE(appended);
+  CHECK(appended->log_end_offset == 5);
+  // A later attempt of the move starts the copy again, as does another move.
+  auto again = f.ensure(err, 0, "b2-7", 11);
+  REQUIRE(again);
+  CHECK(again->log_end_offset == 0);
+  REQUIRE(f.append(err, 0, batch_of(1, "r")));
+  auto other = f.ensure(err, 0, "b2-8", 1);
+  REQUIRE(other);
+  CHECK(other->log_end_offset == 0);
+  // A source of an earlier version sends no move id: never refused as stale.
+  CHECK(f.ensure(err, 0));
 }
 
 TEST_CASE("a repeated confirm of the same move is answered already confirmed, one after the source took the "

@@ -38,6 +38,28 @@ TEST_CASE("move messages: an ensure reads back as written, and a bad one names t
   REQUIRE(skipped);
   CHECK(skipped->owners == e.owners);
 
+  // The move id and attempt travel together, or not at all.
+  e.move_id = "b1-17";
+  e.attempt = 1733616000000;
+  auto fenced = move_ensure_from_json(to_json(e), 2);
+  REQUIRE(fenced);
+  CHECK(fenced->move_id == "b1-17");
+  CHECK(fenced->attempt == 1733616000000);
+  CHECK(bare->move_id.empty());
+  CHECK(bare->attempt == 0);
+  auto with = [&](const char* key, json value, const char* drop = nullptr) {
+    auto j = to_json(e);
+    j[key] = std::move(value);
+    if (drop)
+      j.erase(drop);
+    return j;
+  };
+  for (const auto& bad : {with("attempt", 0), with("attempt", "5"), with("move_id", "a/b"), with("move_id", 3),
+                          with("move_id", "b1-17", "attempt"), with("attempt", 5, "move_id")}) {
+    INFO(bad.dump());
+    CHECK_FALSE(move_ensure_from_json(bad, 2));
+  }
+
   for (const auto& bad : {json{{"partitions", 3}, {"log_start_offset", 0}},                    // no from
                           json{{"from", "b1"}, {"partitions", "3"}, {"log_start_offset", 0}},  // not a number
                           json{{"from", "b1"}, {"partitions", 3}, {"log_start_offset", -1}},   // negative start

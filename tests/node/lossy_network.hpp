@@ -46,11 +46,14 @@ public:
   /// Cuts `a` and `b` off from each other (both directions) until heal().
   void cut(const std::string& a, const std::string& b);
   /// Loses the next `count` requests from `from` to `to` whose method and
-  /// target ("POST /cluster/moves") hold `target_part` (before they arrive), or their answers (after the peer
-  /// acted) when `answer`. Rules apply in the order given, each once its
+  /// target ("POST /cluster/moves") hold `target_part` (before they
+  /// arrive), or their answers (after the peer acted) when `answer`. With
+  /// `after`, only requests sent after one on that link whose method and
+  /// target hold `after` (a later step of a move: "sync=true" for the
+  /// drain's appends). Rules apply in the order given, each once its
   /// predecessors for the same link and target are used up.
   void lose_next(const std::string& from, const std::string& to, const std::string& target_part, int count,
-                 bool answer);
+                 bool answer, const std::string& after = {});
   /// Ends every cut (the faults stay).
   void heal_cuts();
   /// Ends every cut and fault.
@@ -91,6 +94,8 @@ private:
     std::string from, to, target_part;
     int count;
     fate what;
+    std::string after;  ///< "": armed from the start
+    bool armed;
   };
   std::vector<loss_rule> rules_;
   counts counts_;
