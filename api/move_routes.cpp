@@ -261,9 +261,15 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
         }
         cluster::move_request request{m.tp, m.to.value, "operator", out->reason, {}};
         transport::submit_move(*peer, std::move(request), epoch, holder, ctx.peer_timeout,
-                               [add, unknown, i](transport::move_submit_outcome o) {
+                               [add, unknown, i, from = m.from.value](transport::move_submit_outcome o) {
                                  if (o.status == 202) {
                                    add(i, std::move(o.body), std::nullopt);
+                                   return;
+                                 }
+                                 if (o.status == 0 && o.unsent) {  // never reached it: not queued
+                                   add(i, nullptr, std::make_pair(std::string{"source_not_alive"},
+                                                                  "broker " + from + " could not be reached ("
+                                                                    + std::to_string(o.attempts) + " tries): " + o.error));
                                    return;
                                  }
                                  if (o.status == 0) {

@@ -87,6 +87,7 @@ struct call {
   int attempts = 0;
   bool finished = false;
   bool queued = false;
+  bool written = false;  ///< a write of the request began (the peer may act on it)
 };
 
 peer_result failure(client_error kind, std::string message) {
@@ -264,6 +265,7 @@ private:
     parser_->body_limit(owner_->opts.max_response_bytes);
     // The answer to HEAD announces a body it does not carry.
     parser_->skip(call_->msg->method() == http::verb::head);
+    call_->written = true;
     http::async_write(stream_, *call_->msg, [self = self()](beast::error_code ec, std::size_t) {
       if (ec || self->call_->finished)
         return self->fail(exchange_error(ec), "write to " + self->owner_->peer + ": " + ec.message(), true);
@@ -383,6 +385,7 @@ void http_client::impl::finish(const std::shared_ptr<call>& c, peer_result r) {
   c->finished = true;
   c->timer.cancel();
   r.attempts = c->attempts;
+  r.unsent = !r.ok() && !c->written;
   auto done = std::move(c->done);
   try {
     if (done)

@@ -26,6 +26,9 @@ struct move_submit_outcome {
   nlohmann::json body;         ///< the source's answer (its journal row on 202; null when none)
   std::string error;           ///< why not 202, for logs and operators
   int attempts = 0;            ///< exchanges made (1 to move_submit_attempts)
+  /// Status 0 and no attempt ever left this broker (peer_result::unsent):
+  /// the source cannot have queued the move.
+  bool unsent = false;
 };
 
 /// A fresh submission token: `prefix` (a broker id), the wall clock in ms and

@@ -37,6 +37,11 @@ struct peer_result {
   std::error_code error;                       ///< empty on success (a transport's own category otherwise)
   std::string error_message;  ///< detail for logs: what failed and why ("connect 10.0.0.2:9095: Connection refused")
   int attempts = 0;           ///< 1, or 2 when the request was retried
+  /// On a failure: the link knows the request never left this broker (no
+  /// connection, a full queue, a closed link, a deadline passed before it
+  /// was written), so the peer cannot have acted on it. False when it may
+  /// have (a write began; an answer lost or late).
+  bool unsent = false;
 
   bool ok() const { return !error; }
 };

@@ -53,6 +53,13 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& met
 void call_peer(const cluster_peer& peer, const std::string& method, const std::string& target, std::string body,
                int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
                std::function<void(int status, json body, std::string error)> done) {
+  call_peer_reply(peer, method, target, std::move(body), epoch, controller, timeout,
+                  [done = std::move(done)](peer_reply r) { done(r.status, std::move(r.body), std::move(r.error)); });
+}
+
+void call_peer_reply(const cluster_peer& peer, const std::string& method, const std::string& target, std::string body,
+                     int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
+                     std::function<void(peer_reply)> done) {
   peer_request req;
   req.method = method;
   req.target = target;
@@ -67,7 +74,7 @@ void call_peer(const cluster_peer& peer, const std::string& method, const std::s
   }
   peer.client->request(std::move(req), [done = std::move(done), id = peer.id](peer_result res) {
     if (!res.ok()) {
-      done(0, nullptr, id + ": " + res.error_message);
+      done(peer_reply{0, nullptr, id + ": " + res.error_message, res.unsent});
       return;
     }
     auto j = json::parse(res.body, nullptr, false);
@@ -79,7 +86,7 @@ void call_peer(const cluster_peer& peer, const std::string& method, const std::s
       if (j.is_object() && j.contains("message") && j["message"].is_string())
         error += ": " + j["message"].get<std::string>();
     }
-    done(res.status, std::move(j), std::move(error));
+    done(peer_reply{res.status, std::move(j), std::move(error), false});
   });
 }
 

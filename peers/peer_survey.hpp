@@ -58,4 +58,17 @@ void call_peer(const cluster_peer& peer, const std::string& method, const std::s
                int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
                std::function<void(int status, nlohmann::json body, std::string error)> done);
 
+/// call_peer's report in one struct, with what the link knows of a failure.
+struct peer_reply {
+  int status = 0;       ///< HTTP status; 0 when the exchange failed
+  nlohmann::json body;  ///< the parsed body (null when not JSON)
+  std::string error;    ///< why not 2xx, for logs
+  bool unsent = false;  ///< failed, and the request never left (peer_result::unsent)
+};
+
+/// The same as call_peer, reporting a peer_reply.
+void call_peer_reply(const cluster_peer& peer, const std::string& method, const std::string& target, std::string body,
+                     int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
+                     std::function<void(peer_reply)> done);
+
 }  // namespace moonmq::transport

@@ -157,6 +157,7 @@ TEST_CASE("a request with no answer times out and its connection is dropped", "[
   CHECK(r.error == client_error::timeout);
   CHECK(r.status == 0);
   CHECK(r.attempts == 1);
+  CHECK_FALSE(r.unsent);  // written: the peer may have acted on it
   CHECK(took >= 290ms);
   CHECK(took < 1500ms);
   CHECK(moonmq::test::wait_until([&] { return client.open_connections() == 0; }, 2s));
@@ -180,6 +181,7 @@ TEST_CASE("the deadline includes the wait for a free connection", "[http_client]
   auto r = call(client, queued);
   CHECK(r.error == client_error::timeout);
   CHECK(r.attempts == 0);  // never got a connection
+  CHECK(r.unsent);
   CHECK(std::chrono::steady_clock::now() - t0 < 1500ms);
   CHECK(blocker.count() == 0);
 }
@@ -230,6 +232,7 @@ TEST_CASE("a non-idempotent request is not retried", "[http_client]") {
   auto r = call(client, {"POST", "/x", "{}", {}, 2s, false});
   CHECK(r.error == client_error::connection_lost);
   CHECK(r.attempts == 1);
+  CHECK_FALSE(r.unsent);
   CHECK_FALSE(r.error_message.empty());
   std::this_thread::sleep_for(100ms);
   CHECK(peer.connections() == 1);
@@ -274,6 +277,7 @@ TEST_CASE("connection refused fails at once with connect_failed", "[http_client]
   auto r = call(client, get("/x", true));
   CHECK(r.error == client_error::connect_failed);
   CHECK(r.attempts == 1);
+  CHECK(r.unsent);
   CHECK(r.error_message.find("connect 127.0.0.1:") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - t0 < 1s);
   CHECK(client.open_connections() == 0);

@@ -9,11 +9,14 @@ namespace moonmq::test {
 
 namespace {
 
-transport::peer_result failed(std::errc e, std::string why) {
+/// A failed exchange; `unsent`: the request never reached the peer, as a
+/// refused connection tells a real link (peer_result::unsent).
+transport::peer_result failed(std::errc e, std::string why, bool unsent) {
   transport::peer_result r;
   r.error = std::make_error_code(e);
   r.error_message = std::move(why);
   r.attempts = 1;
+  r.unsent = unsent;
   return r;
 }
 
@@ -30,16 +33,16 @@ public:
 
   void request(transport::peer_request req, transport::peer_callback done) override {
     if (closed()) {  // at once, on the caller's thread, as a closed HTTP client fails
-      done(failed(std::errc::operation_canceled, "link closed"));
+      done(failed(std::errc::operation_canceled, "link closed", true));
       return;
     }
     auto [what, delay] = net_.judge(from_, to_, req.method + " " + req.target);
     auto self = shared_from_this();
     switch (what) {
       case fate::cut:
-        return answer(std::move(done), failed(std::errc::connection_refused, "cut off from " + to_), delay);
+        return answer(std::move(done), failed(std::errc::connection_refused, "cut off from " + to_, true), delay);
       case fate::drop_request:
-        return answer(std::move(done), failed(std::errc::connection_refused, "request to " + to_ + " lost"), delay);
+        return answer(std::move(done), failed(std::errc::connection_refused, "request to " + to_ + " lost", true), delay);
       case fate::drop_answer:
       case fate::deliver:
         break;
@@ -49,12 +52,12 @@ public:
     auto shared_req = std::make_shared<transport::peer_request>(std::move(req));
     auto send = [self, shared_req, shared_done, lose_answer, delay] {
       if (self->closed()) {
-        (*shared_done)(failed(std::errc::operation_canceled, "link closed"));
+        (*shared_done)(failed(std::errc::operation_canceled, "link closed", true));
         return;
       }
       self->real_->request(std::move(*shared_req), [self, shared_done, lose_answer, delay](transport::peer_result r) {
         if (lose_answer)
-          r = failed(std::errc::connection_reset, "answer from " + self->to_ + " lost");
+          r = failed(std::errc::connection_reset, "answer from " + self->to_ + " lost", false);
         self->answer(std::move(*shared_done), std::move(r), delay);
       });
     };
@@ -62,7 +65,7 @@ public:
       send();
       return;
     }
-    net_.later(delay, id_, send, [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed")); });
+    net_.later(delay, id_, send, [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed", true)); });
   }
 
   void close() override {
@@ -91,7 +94,7 @@ private:
     auto shared_done = std::make_shared<transport::peer_callback>(std::move(done));
     auto result = std::make_shared<transport::peer_result>(std::move(r));
     net_.later(delay, id_, [shared_done, result] { (*shared_done)(std::move(*result)); },
-               [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed")); });
+               [shared_done] { (*shared_done)(failed(std::errc::operation_canceled, "link closed", false)); });
   }
 
   lossy_network& net_;

@@ -26,8 +26,8 @@ namespace moonmq::test {
 
 /// The odds of each fault, per request.
 struct network_faults {
-  double drop_request = 0;  ///< the request never arrives (the sender sees a connection error)
-  double drop_answer = 0;   ///< the peer acts on it, the answer is lost (the sender sees a connection error)
+  double drop_request = 0;  ///< the request never arrives (the sender sees a refused connection: known unsent)
+  double drop_answer = 0;   ///< the peer acts on it, the answer is lost (a connection reset: it may have acted)
   std::chrono::milliseconds max_delay{0};  ///< each request and answer waits a uniform [0, max_delay]
 };
 

@@ -342,7 +342,8 @@ TEST_CASE("node runtime: a move whose ensure, copy or drain messages are lost on
 // answer is lost is sent again with the same submission token: the source
 // answers with the move it queued, not `move_in_progress`, and queues
 // nothing twice. When every answer is lost the move is reported `unknown`,
-// never `rejected`, since the source may have queued it (docs/cluster.md
+// never `rejected`, since the source may have queued it; when no request
+// reached the source it is `rejected` and nothing runs (docs/cluster.md
 // "Moves under network faults").
 TEST_CASE("node runtime: a move handed to its source is queued once and reported so when answers are lost",
           "[node][runtime][cluster][faults]") {
@@ -388,6 +389,17 @@ TEST_CASE("node runtime: a move handed to its source is queued once and reported
   REQUIRE(moved.is_object());
   CHECK(moved["state"] == "done");
   CHECK(rows_of().size() == 2);
+
+  // b1 asks b3 to move it back; no request reaches b3.
+  net.lose_next("b1", "b3", "POST /cluster/moves", transport::move_submit_attempts, false);
+  auto third = move::submit_move(nodes[0].port("admin"), "handed", 0, "b1", "");
+  INFO(third.dump());
+  CHECK(third["accepted"].empty());
+  CHECK(third["unknown"].empty());
+  REQUIRE(third["rejected"].size() == 1);
+  CHECK(third["rejected"][0]["error"] == "source_not_alive");
+  std::this_thread::sleep_for(300ms);
+  CHECK(rows_of().size() == 2);  // nothing queued
   auto read = move::read_partition(nodes[2].port("client"), "handed", 0);
   move::check_acked(before, read);
   nodes.stop_all();

@@ -30,6 +30,7 @@ struct stand_in_link : peer_link {
   std::vector<peer_request> seen;
   std::map<std::string, peer_result> answers;
   std::map<std::string, int> fail_first;  ///< target -> requests that fail before `answers` applies
+  bool failures_unsent = false;           ///< failures say the request never left (peer_result::unsent)
   bool closed = false;
 
   void request(peer_request req, peer_callback done) override {
@@ -42,6 +43,7 @@ struct stand_in_link : peer_link {
       if (closed || it == answers.end() || failing-- > 0) {
         r.error = std::make_error_code(std::errc::connection_refused);
         r.error_message = closed ? "closed" : "connect refused";
+        r.unsent = failures_unsent;
       } else {
         r = it->second;
       }
@@ -226,12 +228,19 @@ TEST_CASE("peers: a move submission is sent again with the same token only while
   REQUIRE(tokens.size() == 1);  // one token for every exchange
   CHECK(tokens.begin()->rfind("b9-", 0) == 0);
 
-  // No answer at all: given up after move_submit_attempts, status 0.
+  // No answer at all: given up after move_submit_attempts, status 0; the
+  // source may have queued it unless no request ever left.
   auto lost = submit(move_submit_attempts);
   CHECK(lost.status == 0);
   CHECK(lost.attempts == move_submit_attempts);
+  CHECK_FALSE(lost.unsent);
   CHECK(link->seen.size() == static_cast<size_t>(move_submit_attempts));
   CHECK_FALSE(lost.error.empty());
+  link->failures_unsent = true;
+  auto unreached = submit(move_submit_attempts);
+  CHECK(unreached.status == 0);
+  CHECK(unreached.unsent);
+  link->failures_unsent = false;
 
   // An answer, even a refusal, is never sent again.
   link->answers["/cluster/moves"] = answer(409, R"({"error":"move_in_progress"})");
