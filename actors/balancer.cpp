@@ -159,8 +159,10 @@ void start_pass(self_ptr self, bool execute, bool failover_only = false) {
 void execute_move(self_ptr self, const goals::plan_action& a) {
   auto& st = self->state;
   auto handle = caf::actor_cast<balancer_actor>(self);
-  auto report = [handle, topic = a.topic, partition = a.partition, to = a.to](int status, std::string message) {
-    caf::anon_send(handle, step_atom::value, topic, partition, to, static_cast<int32_t>(status), std::move(message));
+  auto report = [handle, topic = a.topic, partition = a.partition, to = a.to](int status, std::string message,
+                                                                              bool unknown = false) {
+    caf::anon_send(handle, step_atom::value, topic, partition, to, static_cast<int32_t>(status), unknown,
+                   std::move(message));
   };
   // Why, in the move's row: the goal that moved the partition and its reason.
   auto reason = cluster::clip_move_reason(a.reason.empty() ? a.goal : a.goal + ": " + a.reason);
@@ -177,7 +179,7 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
       transport::submit_move(peer, std::move(request), st.epoch, st.settings.broker_id, st.settings.peer_timeout,
                              [report](transport::move_submit_outcome o) {
                                auto code = o.body.is_object() ? o.body.value("error", std::string{}) : std::string{};
-                               report(o.status, o.error.empty() ? o.body.dump() : code + " " + o.error);
+                               report(o.status, o.error.empty() ? o.body.dump() : code + " " + o.error, o.unknown());
                              });
       return;
     }
@@ -562,7 +564,8 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       else if (execute && st.settings.image)
         self->delayed_send(self, settings_poll, tick_atom::value);
     },
-    [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, std::string& message) {
+    [self](step_atom, std::string& topic, int32_t partition, std::string& to, int32_t status, bool unknown,
+           std::string& message) {
       auto& st = self->state;
       // The action this move carried out: a half of a SWAP counts as "swap".
       json* executed = nullptr;
@@ -576,11 +579,14 @@ balancer_actor::behavior_type balancer_fn(self_ptr self, balancer_settings setti
       else if (status == 409 && (message.find("stale_epoch") != std::string::npos
                                  || message.find("epoch_conflict") != std::string::npos))
         supersede(self, "move of " + topic + "/" + std::to_string(partition) + " refused: " + message);
-      if (status != 202)
+      if (unknown)  // it may run: the next pass sees it among the sources' moves
+        logger()->warn("balancer.move_unknown topic={} partition={} to={} status={} error=\"{}\"", topic, partition,
+                       to, status, message);
+      else if (status != 202)
         logger()->warn("balancer.move_refused topic={} partition={} to={} status={} error=\"{}\"", topic, partition,
                        to, status, message);
       if (executed) {
-        (*executed)["result"] = status == 202 ? "queued" : "refused";
+        (*executed)["result"] = status == 202 ? "queued" : unknown ? "unknown" : "refused";
         (*executed)["status"] = status;
         if (status != 202)
           (*executed)["error"] = message;

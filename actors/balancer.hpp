@@ -54,8 +54,10 @@ using balancer_actor = caf::typed_actor<
   caf::reacts_to<tick_atom, owner_atom>,
   // Internal: the inputs of a pass arrived (survey JSON text, execute?).
   caf::reacts_to<step_atom, std::string, bool>,
-  // Internal: one executed move's outcome (topic, partition, to, status, message).
-  caf::reacts_to<step_atom, std::string, int32_t, std::string, int32_t, std::string>,
+  // Internal: one executed move's outcome (topic, partition, to, status,
+  // whether its source may have queued it without saying so
+  // (transport::move_submit_outcome::unknown), message).
+  caf::reacts_to<step_atom, std::string, int32_t, std::string, int32_t, bool, std::string>,
   // GET /admin/balancer: status and the last pass (JSON text).
   caf::replies_to<get_atom>::with<std::string>,
   // POST /admin/balancer/plan: a plan from the live model now, nothing

@@ -399,14 +399,17 @@ void run_all(groups::kafka_membership::actions& out) {
     f();
 }
 
-group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings, std::shared_ptr<catalog_view> view) {
+group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings, std::shared_ptr<catalog_view> view,
+                                          std::shared_ptr<groups::offset_store> opened) {
   self->state.settings = std::move(settings);
   self->state.view = std::move(view);
-  auto store = groups::offset_store::open(self->state.settings.data_dir);
-  if (store)
+  if (opened) {
+    self->state.store.emplace(std::move(*opened));
+  } else if (auto store = groups::offset_store::open(self->state.settings.data_dir)) {
     self->state.store.emplace(std::move(store.value()));
-  else
+  } else {
     log::get("broker")->error("groups.store_failed error=\"{}\"", store.err().message);
+  }
   auto tick = std::chrono::milliseconds(std::max<int64_t>(100, self->state.settings.session_timeout_ms / 4));
   self->delayed_send(self, tick, tick_atom::value);
   self->state.kafka = groups::kafka_membership{self->state.settings.kafka_initial_rebalance_delay_ms};
@@ -785,15 +788,11 @@ group_actor::behavior_type coordinator_fn(self_ptr self, group_settings settings
 }  // namespace
 
 group_actor spawn_group_coordinator(caf::actor_system& sys, group_settings settings,
-                                    std::shared_ptr<catalog_view> view, registry_actor reg) {
-  auto g = sys.spawn<caf::detached>(coordinator_fn, std::move(settings), std::move(view));
+                                    std::shared_ptr<catalog_view> view, registry_actor reg,
+                                    std::shared_ptr<groups::offset_store> opened) {
+  auto g = sys.spawn<caf::detached>(coordinator_fn, std::move(settings), std::move(view), std::move(opened));
   enroll(reg, caf::actor_cast<caf::actor>(g), "group_coordinator", "group_coordinator");
   return g;
-}
-
-std::string check_offset_store(const std::string& data_dir) {
-  auto store = groups::offset_store::open(data_dir);
-  return store ? std::string{} : store.err().message;
 }
 
 }  // namespace moonmq

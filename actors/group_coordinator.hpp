@@ -18,6 +18,7 @@
 #include "actors/catalog_view.hpp"
 #include "actors/registry.hpp"
 #include "groups/kafka_membership.hpp"
+#include "groups/offset_store.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::join_group_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::kafka::join_group_response)
@@ -144,13 +145,12 @@ struct group_settings {
   std::shared_ptr<const shared_mode> shared{};
 };
 
-/// Spawns the coordinator (detached: commits fsync). Its offset store is
-/// opened by the caller first, so a corrupt file stops the boot.
+/// Spawns the coordinator (detached: commits fsync) with the offset store
+/// under settings.data_dir. The node opens that store first, so that a
+/// corrupt file stops the boot, and hands it over as `opened`; null: the
+/// coordinator opens it (an error is then logged, and commits refused).
 group_actor spawn_group_coordinator(caf::actor_system& sys, group_settings settings,
-                                    std::shared_ptr<catalog_view> view, registry_actor reg);
-
-/// Opens the offset store under `data_dir` to check it before the node
-/// starts; "" or the error naming the file.
-std::string check_offset_store(const std::string& data_dir);
+                                    std::shared_ptr<catalog_view> view, registry_actor reg,
+                                    std::shared_ptr<groups::offset_store> opened = nullptr);
 
 }  // namespace moonmq

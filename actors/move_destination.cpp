@@ -21,6 +21,14 @@ using cluster::move_answer;
 using answer_promise = caf::typed_response_promise<move_answer>;
 using fail_fn = std::function<void(caf::error&)>;
 
+/// The latest ensure a destination received for a partition.
+struct ensure_mark {
+  std::string move_id;
+  std::string from;     ///< its source
+  int64_t attempt = 0;  ///< its attempt (the source's clock: rises across the source's moves too)
+  bool cleaned = false; ///< that move's cleanup came since: none of its ensures may run
+};
+
 struct move_destination_state {
   move_destination_settings settings;
   std::shared_ptr<catalog_view> catalog;
@@ -30,9 +38,9 @@ struct move_destination_state {
   group_actor groups;
   int64_t requests = 0;  ///< steps asked of this actor
   int64_t failed = 0;    ///< steps answered with an error
-  /// The latest ensure received per partition (move id, attempt): an
-  /// ensure of the same move with no higher attempt is stale.
-  std::map<std::pair<std::string, int32_t>, std::pair<std::string, int64_t>> ensures;
+  /// The latest ensure received per partition (ensure_mark); one entry per
+  /// partition a move ever copied to this broker, in memory.
+  std::map<std::pair<std::string, int32_t>, ensure_mark> ensures;
   static inline const char* name = "move_destination";
 };
 
@@ -155,24 +163,63 @@ void set_owners(self_ptr self, const std::string& topic,
 // --- step 1: ensure -------------------------------------------------------------
 
 /// Refuses with conflict stale_ensure.
-caf::error stale_ensure(const std::string& topic, int32_t partition, const cluster::move_ensure& req) {
+caf::error stale_ensure(const std::string& topic, int32_t partition, const cluster::move_ensure& req,
+                        const std::string& why) {
   return make_coded_error(fault::conflict, "stale_ensure",
-                          "a later ensure of move " + req.move_id + " for " + name_of(topic, partition)
-                            + " arrived; attempt " + std::to_string(req.attempt) + " is stale");
+                          "ensure of move " + req.move_id + " (attempt " + std::to_string(req.attempt) + ") for "
+                            + name_of(topic, partition) + " is stale: " + why);
 }
 
-/// True, after failing `s` with stale_ensure, when an ensure of the same
-/// move with a higher attempt arrived since `req` (never for a request
-/// without a move id): a late ensure stops before its next step, so it
-/// never resets or seals after a later one answered.
+/// Why an ensure arriving now must not run, or "" when it may (never for a
+/// request without a move id, from a source of an earlier version):
+///  - the metadata log has ended its move (rolling back, failed, cancelled,
+///    done);
+///  - this move's cleanup came, or an attempt of it not below this one;
+///  - an ensure from the same source, of a later move, with a higher attempt
+///    came (the source's attempts rise across its moves).
+/// Ensures from another source are ordered by the log only: one unfinished
+/// move per partition, so the earlier move has ended there by the time a
+/// later one sends its ensure.
+std::string stale_reason(self_ptr self, const std::string& topic, int32_t partition, const cluster::move_ensure& req) {
+  if (req.move_id.empty())
+    return {};
+  auto moves = self->state.owners->moves();
+  if (auto m = moves->find(req.move_id); m != moves->end()) {
+    const auto& st = m->second.state;
+    if (st == "rolling_back" || st == "failed" || st == "cancelled" || st == "done")
+      return "the metadata log has the move " + st;
+  }
+  auto it = self->state.ensures.find({topic, partition});
+  if (it == self->state.ensures.end())
+    return {};
+  const auto& latest = it->second;
+  if (latest.move_id == req.move_id && latest.cleaned)
+    return "its cleanup came";
+  if (latest.move_id == req.move_id && req.attempt <= latest.attempt)
+    return "attempt " + std::to_string(latest.attempt) + " came";
+  if (latest.move_id != req.move_id && latest.from == req.from && req.attempt <= latest.attempt)
+    return "move " + latest.move_id + " from the same source came later";
+  return {};
+}
+
+/// True, after failing `s` with stale_ensure, when an ensure running since
+/// `req` arrived must stop before its next step: another ensure (of any
+/// move) or its move's cleanup came since, or this broker owns the
+/// partition now. So a late ensure never resets or seals after a later
+/// one answered, and never touches a copy that serves.
 bool superseded(self_ptr self, const step& s, const std::string& topic, int32_t partition,
                 const cluster::move_ensure& req) {
+  if (auto owners = self->state.owners->get(); owners->count({topic, partition})
+                                               && owners->at({topic, partition}) == self->state.settings.broker_id) {
+    s.fail(owns_it(self, topic, partition));
+    return true;
+  }
   if (req.move_id.empty())
     return false;
   const auto& latest = self->state.ensures[{topic, partition}];
-  if (latest.first != req.move_id || latest.second == req.attempt)
+  if (latest.move_id == req.move_id && latest.attempt == req.attempt && !latest.cleaned)
     return false;
-  s.fail(stale_ensure(topic, partition, req));
+  s.fail(stale_ensure(topic, partition, req, "a later ensure or its move's cleanup came while it ran"));
   return true;
 }
 
@@ -223,14 +270,12 @@ void prepare_copy(self_ptr self, step s, const std::string& topic, int32_t parti
 caf::result<move_answer> ensure(self_ptr self, const std::string& topic, int32_t partition,
                                 const cluster::move_ensure& req, int64_t at) {
   auto s = begin(self);
-  if (!req.move_id.empty()) {
-    auto& latest = self->state.ensures[{topic, partition}];
-    if (latest.first == req.move_id && req.attempt <= latest.second) {
-      s.fail(stale_ensure(topic, partition, req));
-      return s.rp;
-    }
-    latest = {req.move_id, req.attempt};
+  if (auto why = stale_reason(self, topic, partition, req); !why.empty()) {
+    s.fail(stale_ensure(topic, partition, req, why));
+    return s.rp;
   }
+  if (!req.move_id.empty())
+    self->state.ensures[{topic, partition}] = ensure_mark{req.move_id, req.from, req.attempt, false};
   auto topics = self->state.catalog->get();
   auto t = topics->find(topic);
   int32_t had = t == topics->end() ? 0 : static_cast<int32_t>(t->second.partitions.size());
@@ -513,10 +558,25 @@ void confirm(self_ptr self, step s, const partition_actor& part, const std::stri
 
 // --- cleanup -------------------------------------------------------------------------
 
-void cleanup(self_ptr self, step s, const partition_actor& part, const std::string& topic, int32_t partition) {
+void cleanup(self_ptr self, step s, const partition_actor& part, const std::string& topic, int32_t partition,
+             const cluster::move_cleanup& req) {
   if (!owned_elsewhere(self, topic, partition)) {
     s.fail(owns_it(self, topic, partition));
     return;
+  }
+  // A cleanup that arrives after a later move's ensure (it was retried, or
+  // delayed) would drop that move's copy: refused. One of its own move
+  // stops that move's ensures, running or late.
+  if (!req.move_id.empty()) {
+    auto& latest = self->state.ensures[{topic, partition}];
+    if (!latest.move_id.empty() && latest.move_id != req.move_id) {
+      s.fail(make_coded_error(fault::conflict, "stale_cleanup",
+                              "the copy of " + name_of(topic, partition) + " is move " + latest.move_id
+                                + "'s now, not " + req.move_id + "'s; it is kept"));
+      return;
+    }
+    latest.move_id = req.move_id;
+    latest.cleaned = true;
   }
   auto cleaned = [s, topic, partition, shared = self->state.settings.shared](int64_t end) {
     logger()->info("move.cleaned topic={} partition={}{}", topic, partition, shared ? " copy=none" : "");
@@ -577,9 +637,9 @@ move_destination_actor::behavior_type move_destination_fn(self_ptr self, move_de
       return on_copy(self, topic, partition,
                      [&](step s, const partition_actor& part) { confirm(self, s, part, topic, partition, req, at); });
     },
-    [self](cleanup_atom, std::string& topic, int32_t partition, int64_t) {
+    [self](cleanup_atom, std::string& topic, int32_t partition, cluster::move_cleanup& req, int64_t) {
       return on_copy(self, topic, partition,
-                     [&](step s, const partition_actor& part) { cleanup(self, s, part, topic, partition); });
+                     [&](step s, const partition_actor& part) { cleanup(self, s, part, topic, partition, req); });
     },
     [self](status_atom) -> std::string {
       const auto& s = self->state;

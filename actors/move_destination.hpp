@@ -38,6 +38,7 @@
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::cluster::move_ensure)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::cluster::move_confirm)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::cluster::move_cleanup)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::cluster::move_offsets)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(moonmq::cluster::move_answer)
 
@@ -66,10 +67,12 @@ using move_destination_actor = caf::typed_actor<
   // holds the partition at, and unseals. A repeated confirm of the same
   // move is answered already_confirmed. Answers {owner, log_end_offset}.
   caf::replies_to<confirm_atom, std::string, int32_t, cluster::move_confirm, int64_t>::with<cluster::move_answer>,
-  // A failed or cancelled move: (topic, partition, fence epoch). Discards
-  // the copy (local storage: reset to its log start) and unseals it, only
-  // while another broker owns the partition.
-  caf::replies_to<cleanup_atom, std::string, int32_t, int64_t>::with<cluster::move_answer>,
+  // A failed or cancelled move: (topic, partition, the source's cleanup,
+  // fence epoch). Discards the copy (local storage: reset to its log
+  // start) and unseals it, only while another broker owns the partition,
+  // and only when the latest ensure received for it was of the cleanup's
+  // move (else conflict stale_cleanup: a later move's copy is kept).
+  caf::replies_to<cleanup_atom, std::string, int32_t, cluster::move_cleanup, int64_t>::with<cluster::move_answer>,
   // {"broker_id","shared","requests","failed"}.
   caf::replies_to<status_atom>::with<std::string>>;
 

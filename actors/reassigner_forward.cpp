@@ -138,10 +138,11 @@ void begin_copy(self_ptr self, const std::string& id) {
 
 // --- steps 2 and 4: copy and drain --------------------------------------------
 
-/// Reads one batch group at the move's position from the local partition,
-/// sends it, and calls `after(sent_end, source_log_end)` once the
-/// destination appended it. `after` is called with sent_end == -1 when there
-/// was nothing to read.
+/// The drain's one append: reads one batch group at the move's position
+/// from the local partition, sends it, and calls `after(sent_end,
+/// source_log_end)` once the destination appended it (with sent_end == -1
+/// when there was nothing to read). A failed append schedules drain_next
+/// again within allow_restart's bounds, or rolls the move back.
 void send_batch(self_ptr self, const std::string& id, std::function<void(int64_t, int64_t)> after) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
@@ -363,7 +364,9 @@ void cutover(self_ptr self, const std::string& id) {
     }
     if (!journal_to(self, id, move_state::draining))
       return;
-    run_of(self, id)->copy_answered_ms = util::wall_ms();  // the drain's restarts count from here
+    auto* run = run_of(self, id);  // the drain's restarts in a row count from here
+    run->copy_restarts = 0;
+    run->copy_answered_ms = util::wall_ms();
     drain_next(self, id);
   });
 }

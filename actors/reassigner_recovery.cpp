@@ -15,6 +15,32 @@
 namespace moonmq::reassigner_detail {
 namespace {
 
+/// Exchanges a cleanup may take without an answer before it is given up.
+constexpr int cleanup_attempts = 3;
+
+/// Sends a cleanup of move `id` to `peer`, again at once after an exchange
+/// without an answer (cleanup_attempts in all: the destination discards
+/// only while another broker owns the partition and its copy is still the
+/// move's, so a repeat is harmless). Runs its callbacks on I/O threads.
+void send_cleanup(transport::cluster_peer peer, std::string target, std::string body, int64_t epoch,
+                  std::string holder, std::chrono::milliseconds timeout, std::string id, int made) {
+  transport::call_peer(peer, "POST", target, body, epoch, holder, timeout,
+                       [=](int status, json answer, std::string error) {
+                         if (status == 0 && made + 1 < cleanup_attempts) {
+                           send_cleanup(peer, target, body, epoch, holder, timeout, id, made + 1);
+                           return;
+                         }
+                         auto code = answer.is_object() ? answer.value("error", std::string{}) : std::string{};
+                         if (status == 200 || status == 404)
+                           logger()->info("move.cleanup_done move={} destination={}", id, peer.id);
+                         else if (code == "stale_cleanup")  // a later move's copy is there now
+                           logger()->info("move.cleanup_superseded move={} destination={}", id, peer.id);
+                         else
+                           logger()->warn("move.cleanup_failed move={} destination={} error=\"{}\"", id, peer.id,
+                                          error.empty() ? "HTTP " + std::to_string(status) : error);
+                       });
+}
+
 /// Best effort: asks the destination to discard its partial copy and name
 /// `owner` as the partition's owner. A destination that does not answer
 /// keeps its sealed copy, owned by the source in its table; the next
@@ -26,15 +52,8 @@ void cleanup_destination(self_ptr self, const cluster::move_entry& e, const std:
   auto epoch = static_cast<int64_t>(e.at.value);
   auto holder = controller;
   current_controller(self, epoch, holder);
-  transport::call_peer(*peer, "POST", tp_path(e.tp) + "/cleanup", cluster::to_json(cluster::move_cleanup{e.from.value}).dump(), epoch,
-                       holder, self->state.settings.peer_timeout,
-                       [id = e.move_id, to = e.to.value](int status, json, std::string error) {
-                         if (status == 200 || status == 404)
-                           logger()->info("move.cleanup_done move={} destination={}", id, to);
-                         else
-                           logger()->warn("move.cleanup_failed move={} destination={} error=\"{}\"", id, to,
-                                          error.empty() ? "HTTP " + std::to_string(status) : error);
-                       });
+  send_cleanup(*peer, tp_path(e.tp) + "/cleanup", cluster::to_json(cluster::move_cleanup{e.from.value, e.move_id}).dump(),
+               epoch, holder, self->state.settings.peer_timeout, e.move_id, 0);
 }
 
 }  // namespace
@@ -273,6 +292,7 @@ void recover(self_ptr self) {
                return;
              }
              run->position = dest_end;
+             run->copy_restarts = 0;
              run->copy_answered_ms = util::wall_ms();
              drain_next(self, id);
            });

@@ -127,11 +127,13 @@ void cleanup(const move_context& ctx, http_request& req, const responder& respon
   auto local = route_partition(*ctx.catalog, req, respond);
   if (!local)
     return;
-  if (!read_message<cluster::move_cleanup>(req, respond, cluster::move_cleanup_from_json))
+  auto m = read_message<cluster::move_cleanup>(req, respond, cluster::move_cleanup_from_json);
+  if (!m)
     return;
   with_fence(*ctx.system, ctx.state, ctx.timeout, req, respond,
-             [ctx, respond, topic = req.params["topic"], partition = local->first](int64_t at, const std::string&) {
-               ask_destination(ctx, respond, cleanup_atom::value, topic, partition, at);
+             [ctx, respond, topic = req.params["topic"], partition = local->first, m = *m](int64_t at,
+                                                                                       const std::string&) {
+               ask_destination(ctx, respond, cleanup_atom::value, topic, partition, m, at);
              });
 }
 

@@ -232,9 +232,9 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
           const auto& m = out->accepted[i];
           auto entry = submitted_entry(m);
           entry["error"] = "source_no_answer";
-          entry["message"] = "broker " + m.from.value + " answered none of " + std::to_string(o.attempts)
-                             + " requests to queue this move (last: " + o.error
-                             + "); it may have queued it: see GET /admin/reassignments";
+          entry["message"] = "broker " + m.from.value + " did not say whether it queued this move ("
+                             + std::to_string(o.attempts) + " tries; last: " + o.error
+                             + "); it may have: see GET /admin/reassignments";
           a.unknown.push_back(std::move(entry));
         });
       };
@@ -266,14 +266,14 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
                                    add(i, std::move(o.body), std::nullopt);
                                    return;
                                  }
-                                 if (o.status == 0 && o.unsent) {  // never reached it: not queued
+                                 if (o.unknown()) {
+                                   unknown(i, o);
+                                   return;
+                                 }
+                                 if (o.status == 0) {  // never reached it: not queued
                                    add(i, nullptr, std::make_pair(std::string{"source_not_alive"},
                                                                   "broker " + from + " could not be reached ("
                                                                     + std::to_string(o.attempts) + " tries): " + o.error));
-                                   return;
-                                 }
-                                 if (o.status == 0) {
-                                   unknown(i, o);
                                    return;
                                  }
                                  auto code = o.body.is_object() && o.body.contains("error") && o.body["error"].is_string()

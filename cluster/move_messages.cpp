@@ -140,12 +140,19 @@ result<move_confirm> move_confirm_from_json(const json& j) {
   return m;
 }
 
-json to_json(const move_cleanup& m) { return json{{"owner", m.owner}}; }
+json to_json(const move_cleanup& m) {
+  json j{{"owner", m.owner}};
+  if (!m.move_id.empty())
+    j["move_id"] = m.move_id;
+  return j;
+}
 
 result<move_cleanup> move_cleanup_from_json(const json& j) {
-  if (!j.is_object() || !is_str(j, "owner"))
-    return bad(R"({"owner"})");
-  return move_cleanup{j["owner"].get<std::string>()};
+  if (!j.is_object() || !is_str(j, "owner")
+      || (j.contains("move_id")
+          && (!is_str(j, "move_id") || !util::is_name(j["move_id"].get_ref<const std::string&>(), 1, 128))))
+    return bad(R"({"owner","move_id"?})");
+  return move_cleanup{j["owner"].get<std::string>(), j.value("move_id", std::string{})};
 }
 
 json to_json(const move_answer& a) {

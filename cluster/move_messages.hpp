@@ -81,11 +81,13 @@ struct move_confirm {
 nlohmann::json to_json(const move_confirm& m);
 result<move_confirm> move_confirm_from_json(const nlohmann::json& j);
 
-/// POST /cluster/partitions/{topic}/{partition}/cleanup: {"owner"}, the
-/// partition's owner, so that the broker drops its copy only when it is
-/// not that owner.
+/// POST /cluster/partitions/{topic}/{partition}/cleanup: {"owner",
+/// "move_id"?}: the partition's owner, so that the broker drops its copy
+/// only when it is not that owner, and the move that ended, so that a late
+/// cleanup never drops the copy of a later move (`stale_cleanup`).
 struct move_cleanup {
   std::string owner;
+  std::string move_id;  ///< "" when absent (a source of an earlier version)
 };
 nlohmann::json to_json(const move_cleanup& m);
 result<move_cleanup> move_cleanup_from_json(const nlohmann::json& j);

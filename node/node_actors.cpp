@@ -337,9 +337,11 @@ std::string open_state(node_services& n, std::string& event) {
     event = "node.catalog_failed";
     return why;
   }
-  if (why = check_offset_store(cfg.data_dir); !why.empty()) {
+  if (auto store = groups::offset_store::open(cfg.data_dir)) {
+    n.offset_store = std::make_shared<groups::offset_store>(std::move(store.value()));
+  } else {
     event = "node.offsets_failed";
-    return why;
+    return store.err().message;
   }
   if (!cfg.cluster)
     return {};
@@ -420,7 +422,7 @@ std::string spawn_actors(node_services& n, std::string& event) {
     gs.shared = std::make_shared<const shared_mode>(shared_mode{
       n.owners, cfg.broker_id(), [] { return cluster::lease_gate::process().valid_now(); }, n.takeover_hold});
   }
-  n.groups = spawn_group_coordinator(sys, std::move(gs), n.catalog, n.registry);
+  n.groups = spawn_group_coordinator(sys, std::move(gs), n.catalog, n.registry, std::move(n.offset_store));
   // The broker loads the topic catalogue into `catalog` when it starts
   // running, after spawn returned; the client routes read `catalog`
   // directly. One answer from the broker means it is loaded, so no request

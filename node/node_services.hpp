@@ -63,6 +63,7 @@ struct node_services {
 
   // Read from the data directory before any actor runs (open_state).
   std::optional<dataplane::topic_catalog> loaded_catalog;  ///< handed to the broker
+  std::shared_ptr<groups::offset_store> offset_store;      ///< handed to the group coordinator
   /// The owners every request path reads, from the Raft store.
   std::shared_ptr<owner_view> owners = std::make_shared<owner_view>();
   std::unique_ptr<raft::raft_store> raft_store;  ///< handed to the raft node

@@ -16,7 +16,7 @@ void attempt(const cluster_peer& peer, std::shared_ptr<const std::string> body, 
                   [peer, body, epoch, controller, timeout, made, unsent, done](peer_reply r) {
                     // Known unsent only while every exchange so far is.
                     const bool none_left = unsent && r.status == 0 && r.unsent;
-                    if (r.status == 0 && made + 1 < move_submit_attempts) {
+                    if ((r.status == 0 || r.status >= 500) && made + 1 < move_submit_attempts) {
                       attempt(peer, body, epoch, controller, timeout, made + 1, none_left, done);
                       return;
                     }

@@ -148,8 +148,9 @@ struct destination_fixture {
     c.owner_epoch = cutover_epoch;
     return ask(err, confirm_atom::value, std::string{"t"}, int32_t{0}, c, int64_t{1});
   }
-  std::optional<cluster::move_answer> cleanup(caf::error& err) {
-    return ask(err, cleanup_atom::value, std::string{"t"}, int32_t{0}, int64_t{1});
+  std::optional<cluster::move_answer> cleanup(caf::error& err, std::string move_id = {}) {
+    return ask(err, cleanup_atom::value, std::string{"t"}, int32_t{0}, cluster::move_cleanup{"b2", std::move(move_id)},
+               int64_t{1});
   }
 
   /// A produce to the local copy: its base offset, or the error's code.
@@ -258,14 +259,42 @@ TEST_CASE("a move's destination refuses an ensure older than one it received for
   auto appended = f.append(err, 3, next);
   REQUIRE(appended);
   CHECK(appended->log_end_offset == 5);
-  // A later attempt of the move starts the copy again, as does another move.
+  // A later attempt of the move starts the copy again, as does a later
+  // move (the source's attempts rise across its moves).
   auto again = f.ensure(err, 0, "b2-7", 11);
   REQUIRE(again);
   CHECK(again->log_end_offset == 0);
   REQUIRE(f.append(err, 0, batch_of(1, "r")));
-  auto other = f.ensure(err, 0, "b2-8", 1);
+  auto other = f.ensure(err, 0, "b2-8", 12);
   REQUIRE(other);
   CHECK(other->log_end_offset == 0);
+  // An ensure of the earlier move sent before that one, arriving late.
+  CHECK_FALSE(f.ensure(err, 0, "b2-7", 11));
+  CHECK(error_code_of(err) == "stale_ensure");
+  // One whose move the metadata log has ended, whatever its attempt.
+  move_info ended;
+  ended.tp = tp;
+  ended.from = "b2";
+  ended.to = "b1";
+  ended.state = "failed";
+  f.set_image("b2", 1, move_image{{"b2-6", ended}});
+  CHECK_FALSE(f.ensure(err, 0, "b2-6", 100));
+  CHECK(error_code_of(err) == "stale_ensure");
+  CHECK(message_of(err).find("metadata log has the move failed") != std::string::npos);
+  // A late cleanup of the earlier move keeps the later move's copy.
+  REQUIRE(f.append(err, 0, batch_of(2, "r")));
+  CHECK_FALSE(f.cleanup(err, "b2-7"));
+  CHECK(error_code_of(err) == "stale_cleanup");
+  CHECK(http_status_of(err) == 409);
+  auto kept = f.append(err, 0, batch_of(2, "r"));  // the copy still ends at 2
+  CHECK_FALSE(kept);
+  int64_t end = -1;
+  CHECK(mismatch_log_end(err, end));
+  CHECK(end == 2);
+  // Its own cleanup discards it.
+  auto cleaned = f.cleanup(err, "b2-8");
+  REQUIRE(cleaned);
+  CHECK(cleaned->log_end_offset == 0);
   // A source of an earlier version sends no move id: never refused as stale.
   CHECK(f.ensure(err, 0));
 }

@@ -165,7 +165,14 @@ uint64_t lossy_network::draw(uint64_t n) {
 void lossy_network::lose_next(const std::string& from, const std::string& to, const std::string& target_part,
                               int count, bool answer, const std::string& after) {
   std::lock_guard<std::mutex> g{mtx_};
-  rules_.push_back({from, to, target_part, count, answer ? fate::drop_answer : fate::drop_request, after, after.empty()});
+  rules_.push_back(
+    {from, to, target_part, count, answer ? fate::drop_answer : fate::drop_request, after, after.empty(), {}});
+}
+
+void lossy_network::hold_next(const std::string& from, const std::string& to, const std::string& target_part,
+                              int count, std::chrono::milliseconds hold) {
+  std::lock_guard<std::mutex> g{mtx_};
+  rules_.push_back({from, to, target_part, count, fate::deliver, {}, true, hold});
 }
 
 std::pair<lossy_network::fate, std::chrono::milliseconds> lossy_network::judge(const std::string& from,
@@ -181,16 +188,24 @@ std::pair<lossy_network::fate, std::chrono::milliseconds> lossy_network::judge(c
     return {fate::cut, delay};
   }
   auto on_link = [&](const loss_rule& r) { return r.from == from && r.to == to; };
+  loss_rule* hit = nullptr;
   for (auto& r : rules_)
     if (r.count > 0 && r.armed && on_link(r) && target.find(r.target_part) != std::string::npos) {
-      --r.count;
-      ++counts_.targeted;
-      ++(r.what == fate::drop_request ? counts_.dropped_requests : counts_.dropped_answers);
-      return {r.what, delay};
+      hit = &r;
+      break;
     }
   for (auto& r : rules_)  // armed by this request: the ones after it
     if (!r.armed && on_link(r) && target.find(r.after) != std::string::npos)
       r.armed = true;
+  if (hit) {
+    --hit->count;
+    ++counts_.targeted;
+    if (hit->what == fate::drop_request)
+      ++counts_.dropped_requests;
+    else if (hit->what == fate::drop_answer)
+      ++counts_.dropped_answers;
+    return {hit->what, delay + hit->hold};
+  }
   double draw_request = coin(rng_), draw_answer = coin(rng_);
   if (draw_request < faults_.drop_request) {
     ++counts_.dropped_requests;

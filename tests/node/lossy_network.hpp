@@ -54,6 +54,11 @@ public:
   /// predecessors for the same link and target are used up.
   void lose_next(const std::string& from, const std::string& to, const std::string& target_part, int count,
                  bool answer, const std::string& after = {});
+  /// Delivers the next `count` such requests `hold` later than the faults
+  /// would (a slow step of a move: time for a producer to write a tail the
+  /// drain must send). Counted as targeted; rules apply in the order given.
+  void hold_next(const std::string& from, const std::string& to, const std::string& target_part, int count,
+                 std::chrono::milliseconds hold);
   /// Ends every cut (the faults stay).
   void heal_cuts();
   /// Ends every cut and fault.
@@ -96,6 +101,7 @@ private:
     fate what;
     std::string after;  ///< "": armed from the start
     bool armed;
+    std::chrono::milliseconds hold;  ///< extra delay of a delivered request (hold_next)
   };
   std::vector<loss_rule> rules_;
   counts counts_;

@@ -13,13 +13,14 @@ namespace moonmq::ctl {
 using json = nlohmann::json;
 
 std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const std::string& method,
-                                                 const std::string& target, const std::string& body) {
+                                                 const std::string& target, const std::string& body,
+                                                 std::chrono::milliseconds timeout) {
   transport::header_list headers;
   if (!body.empty())
     headers.emplace_back("Content-Type", "application/json");
   if (!ep.token.empty())
     headers.emplace_back("Authorization", "Bearer " + ep.token);
-  auto res = transport::http_call(ep.host, ep.port, method, target, body, headers);
+  auto res = transport::http_call(ep.host, ep.port, method, target, body, headers, timeout);
   if (res.status == 0) {
     std::cerr << "moonmqctl: cannot reach the admin API at " << ep.host << ":" << ep.port << " (" << method << " "
               << target << "): " << res.error << "\n";

@@ -2,6 +2,7 @@
 // moonmqctl subcommands. Each returns the process exit code: 0 success,
 // 1 a request failed, 2 bad usage.
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -53,10 +54,11 @@ struct admin_endpoint {
   std::string token;
 };
 
-/// One admin request. On a transport failure or a 401/403 it prints why
-/// (never the token) and returns nullopt.
+/// One admin request, answered within `timeout`. On a transport failure or
+/// a 401/403 it prints why (never the token) and returns nullopt.
 std::optional<transport::http_result> admin_call(const admin_endpoint& ep, const std::string& method,
-                                                 const std::string& target, const std::string& body = {});
+                                                 const std::string& target, const std::string& body = {},
+                                                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
 /// `res` body as a JSON object, or prints why not and returns nullopt.
 std::optional<nlohmann::json> body_json(const transport::http_result& res, const std::string& what);
 /// Prints "<what> failed: <status> <body>".

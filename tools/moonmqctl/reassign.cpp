@@ -153,7 +153,9 @@ int reassign_execute(const admin_endpoint& ep, const reassign_options& o) {
     }
     plan["reason"] = o.reason;
   }
-  auto res = admin_call(ep, "POST", "/admin/reassignments", plan.dump());
+  // The answer waits for every source: up to move_submit_attempts exchanges
+  // of Cluster.PeerTimeout each with one that does not answer.
+  auto res = admin_call(ep, "POST", "/admin/reassignments", plan.dump(), std::chrono::seconds(200));
   if (!res)
     return 1;
   if (res->status != 202 && res->status != 200) {
