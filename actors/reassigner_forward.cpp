@@ -36,26 +36,28 @@ bool election_refusal(int status, const json& answer) {
 
 /// Sends `ensure` (a fresh attempt each time) and goes on to the copy on
 /// its answer. Retried after an election's refusal (ensure_attempts in
-/// all, 200 ms doubling), and after an exchange that got no answer
-/// (ensure_lost_attempts of those): the attempt, above every earlier one
-/// and kept across restarts by the wall clock, lets the destination refuse
-/// an earlier ensure that arrives late.
-void send_ensure(self_ptr self, const std::string& id, cluster::move_ensure ensure, int attempt, int lost) {
+/// all, 200 ms doubling), and after an exchange that got no answer while
+/// the first try (at `first_ms`) is less than two PeerTimeouts old: the
+/// attempt, above every earlier one and kept across restarts by the wall
+/// clock, lets the destination refuse an earlier ensure that arrives late.
+void send_ensure(self_ptr self, const std::string& id, cluster::move_ensure ensure, int attempt, int64_t first_ms) {
   auto* run = run_of(self, id);
   const auto* row = row_of(self, id);
   ensure.move_id = id;
   ensure.attempt = std::max(ensure.attempt + 1, util::wall_ms());
   call(self, *run, row->to.value, "POST", tp_path(row->tp) + "/ensure", cluster::to_json(ensure).dump(), true,
-       [self, id, attempt, lost, ensure](int status, json& answer, const std::string& error) {
+       [self, id, attempt, first_ms, ensure](int status, json& answer, const std::string& error) {
          auto* run = run_of(self, id);
-         const bool no_answer = status == 0 && lost + 1 < ensure_lost_attempts;
+         const bool no_answer =
+           status == 0
+           && util::wall_ms() - first_ms < 2 * static_cast<int64_t>(self->state.settings.peer_timeout.count());
          if (status != 200 && (election_refusal(status, answer) || no_answer) && attempt + 1 < ensure_attempts) {
            // 200, 400, 800, 1600 ms: past an election with the default timeouts.
            auto delay = finish_backoff_min_ms << attempt;
            logger()->warn("move.ensure_retry move={} in_ms={} error=\"{}\"", id, delay,
                           answer_error(status, answer, error));
-           schedule(self, *run, delay, [self, id, ensure, attempt, lost, status] {
-             send_ensure(self, id, ensure, attempt + 1, lost + (status == 0 ? 1 : 0));
+           schedule(self, *run, delay, [self, id, ensure, attempt, first_ms] {
+             send_ensure(self, id, ensure, attempt + 1, first_ms);
            });
            return;
          }
@@ -127,7 +129,7 @@ void begin_copy(self_ptr self, const std::string& id) {
         const auto* row = row_of(self, id);
         logger()->info("move.ensure move={} topic={} partition={} to={} log_start={} log_end={} bytes={} copy={}", id,
                        tp.topic, tp.partition, row->to.value, log_start, log_end, size, shared ? "none" : "bytes");
-        send_ensure(self, id, std::move(ensure), 0, 0);
+        send_ensure(self, id, std::move(ensure), 0, util::wall_ms());
       },
       [self, id, seq](caf::error& e) {
         auto* run = run_of(self, id);

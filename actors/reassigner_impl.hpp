@@ -49,10 +49,13 @@ constexpr int offsets_push_attempts = 5;
 /// Tries of a move's ensure refused because a Raft election is under way
 /// (the same backoff), before the move fails.
 constexpr int ensure_attempts = 5;
-/// Of those, exchanges that got no answer (a lost request or answer, a
-/// timeout): each retry carries a higher attempt, so the destination
-/// refuses the earlier one should it still arrive (cluster::move_ensure).
-constexpr int ensure_lost_attempts = 3;
+// An ensure whose exchange got no answer (a lost request or answer, a
+// timeout, a refused connection) is among those tries only while its first
+// try was sent less than two PeerTimeouts ago, as the copy's restarts are
+// bounded: a short cut or one lost message is outlasted, a destination
+// that stays down fails the move. Each retry carries a higher attempt, so
+// the destination refuses the earlier one should it still arrive
+// (cluster::move_ensure).
 /// Tries of the cutover's owner change refused for want of a Raft leader
 /// (unavailable / timeout: no leader known, the forward to a dead leader refused, the
 /// entry lost or not applied in time) before the move rolls back. Safe to
