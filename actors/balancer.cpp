@@ -178,7 +178,7 @@ void execute_move(self_ptr self, const goals::plan_action& a) {
       cluster::move_request request{cluster::topic_partition{a.topic, a.partition}, a.to, "balancer", reason, {}};
       transport::submit_move(peer, std::move(request), st.epoch, st.settings.broker_id, st.settings.peer_timeout,
                              [report](transport::move_submit_outcome o) {
-                               auto code = o.body.is_object() ? o.body.value("error", std::string{}) : std::string{};
+                               auto code = transport::answer_error_code(o.body);
                                report(o.status, o.error.empty() ? o.body.dump() : code + " " + o.error, o.unknown());
                              });
       return;

@@ -92,7 +92,7 @@ void fail_copy(self_ptr self, move_run& run, const std::string& why) {
 
 /// The log end an offset_mismatch answer names, or -1 for any other answer.
 int64_t mismatch_end(int status, const json& answer) {
-  if (status != 409 || !answer.is_object() || answer.value("error", std::string{}) != "offset_mismatch"
+  if (status != 409 || transport::answer_error_code(answer) != "offset_mismatch"
       || !answer.contains("log_end_offset") || !answer["log_end_offset"].is_number_integer())
     return -1;
   return answer["log_end_offset"].get<int64_t>();

@@ -27,9 +27,7 @@ void cutover(self_ptr self, const std::string& id);
 /// epoch_conflict) or knows no leader yet (no_controller). Retried, since an
 /// ensure only (re)creates the destination's sealed copy.
 bool election_refusal(int status, const json& answer) {
-  auto code = answer.is_object() && answer.contains("error") && answer["error"].is_string()
-                ? answer["error"].get<std::string>()
-                : std::string{};
+  auto code = transport::answer_error_code(answer);
   return (status == 409 && (code == "stale_epoch" || code == "epoch_conflict"))
          || (status == 503 && code == "no_controller");
 }
@@ -583,8 +581,7 @@ void send_confirm(self_ptr self, const std::string& id, int64_t log_start) {
          // owner_changed: it confirmed an earlier try of this confirm
          // (whose answer was lost) and the partition has moved on
          // since, so this move ended done.
-         bool moved_on = status == 409 && answer.is_object()
-                         && answer.value("error", std::string{}) == "owner_changed";
+         bool moved_on = status == 409 && transport::answer_error_code(answer) == "owner_changed";
          if (status != 200 && !moved_on) {
            retry_finish(self, id, "confirm: " + answer_error(status, answer, confirm_error));
            return;

@@ -30,7 +30,7 @@ void send_cleanup(transport::cluster_peer peer, std::string target, std::string 
                            send_cleanup(peer, target, body, epoch, holder, timeout, id, made + 1);
                            return;
                          }
-                         auto code = answer.is_object() ? answer.value("error", std::string{}) : std::string{};
+                         auto code = transport::answer_error_code(answer);
                          if (status == 200 || status == 404)
                            logger()->info("move.cleanup_done move={} destination={}", id, peer.id);
                          else if (code == "stale_cleanup")  // a later move's copy is there now

@@ -276,10 +276,8 @@ void submit(const move_context& ctx, http_request& req, const responder& respond
                                                                     + std::to_string(o.attempts) + " tries): " + o.error));
                                    return;
                                  }
-                                 auto code = o.body.is_object() && o.body.contains("error") && o.body["error"].is_string()
-                                               ? o.body["error"].get<std::string>()
-                                               : std::string{"move_refused"};
-                                 add(i, nullptr, std::make_pair(code, o.error));
+                                 auto code = transport::answer_error_code(o.body);
+                                 add(i, nullptr, std::make_pair(code.empty() ? std::string{"move_refused"} : code, o.error));
                                });
       }
     }, [respond](const caf::error& e) {

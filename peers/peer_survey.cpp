@@ -50,6 +50,13 @@ void survey_peers(const std::vector<cluster_peer>& peers, const std::string& met
   }
 }
 
+std::string answer_error_code(const json& answer) {
+  if (!answer.is_object())
+    return {};
+  auto it = answer.find("error");
+  return it != answer.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
 void call_peer(const cluster_peer& peer, const std::string& method, const std::string& target, std::string body,
                int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
                std::function<void(int status, json body, std::string error)> done) {

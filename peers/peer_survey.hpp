@@ -58,6 +58,11 @@ void call_peer(const cluster_peer& peer, const std::string& method, const std::s
                int64_t epoch, const std::string& controller, std::chrono::milliseconds timeout,
                std::function<void(int status, nlohmann::json body, std::string error)> done);
 
+/// The error code of a peer's JSON answer ({"error":"<code>","message"}),
+/// or "" when it has none or it is not a string: a malformed answer never
+/// throws.
+std::string answer_error_code(const nlohmann::json& answer);
+
 /// call_peer's report in one struct, with what the link knows of a failure.
 struct peer_reply {
   int status = 0;       ///< HTTP status; 0 when the exchange failed

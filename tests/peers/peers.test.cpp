@@ -252,3 +252,11 @@ TEST_CASE("peers: a move submission is sent again with the same token only while
   // Two submissions never share a token.
   CHECK(new_submission_token("b1") != new_submission_token("b1"));
 }
+
+TEST_CASE("peers: a peer answer's error code, never a throw on a malformed one", "[peers][unit]") {
+  CHECK(answer_error_code(nlohmann::json::parse(R"({"error":"move_in_progress","message":"m"})")) == "move_in_progress");
+  CHECK(answer_error_code(nlohmann::json::parse(R"({"error":7})")).empty());
+  CHECK(answer_error_code(nlohmann::json::parse(R"({"message":"m"})")).empty());
+  CHECK(answer_error_code(nlohmann::json::parse(R"(["error"])")).empty());
+  CHECK(answer_error_code(nullptr).empty());
+}
